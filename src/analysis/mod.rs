@@ -1,0 +1,14 @@
+//! Analyses over an indexed trace: peaks, windows, live sets, timeline columns, the summary.
+//! No terminal code.
+
+pub mod columns;
+pub mod live;
+pub mod peak;
+pub mod summary;
+pub mod windows;
+
+pub use columns::{event_columns, time_columns, Axis, Column};
+pub use live::{live_entries, LiveEntry};
+pub use peak::{final_bytes, global_peak, window_peak, Peak};
+pub use summary::Summary;
+pub use windows::{all_windows, windows_of, Window, WindowKind};

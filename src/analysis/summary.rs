@@ -1,0 +1,207 @@
+//! The headless report of one trace: the stable `summary --json` schema (DESIGN §7).
+
+use super::live::{live_entries, LiveEntry};
+use super::peak::{final_bytes, global_peak};
+use super::windows::{all_windows, Window};
+use crate::index::Index;
+use crate::trace::{Band, Trace};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// How many live storages the summary lists.
+pub const TOP_N: usize = 20;
+
+/// Everything `summary` reports about one device's trace.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub source: String,
+    pub format: String,
+    pub device: String,
+    pub events: u64,
+    pub peak: Option<PeakReport>,
+    pub reserved_peak: Option<u64>,
+    pub reserved_peak_index: Option<u64>,
+    pub capacity: Option<u64>,
+    pub final_bytes: u64,
+    pub unmatched_frees: u64,
+    pub skipped_lines: u64,
+    pub warnings: Vec<String>,
+    pub windows: Vec<WindowReport>,
+    pub bands_source: &'static str,
+    pub time_available: bool,
+}
+
+/// The peak and the live set there.
+#[derive(Clone, Debug)]
+pub struct PeakReport {
+    pub bytes: u64,
+    pub index: u64,
+    pub time_us: Option<f64>,
+    pub mark: Option<String>,
+    pub bands: [u64; Band::COUNT],
+    pub live_count: usize,
+    pub live: Vec<LiveEntry>,
+}
+
+/// The peak of one window.
+#[derive(Clone, Debug)]
+pub struct WindowReport {
+    pub kind: &'static str,
+    pub name: String,
+    pub first_index: u64,
+    pub last_index: u64,
+    pub peak_bytes: Option<u64>,
+    pub peak_index: Option<u64>,
+    pub peak_time_us: Option<f64>,
+}
+
+impl Summary {
+    /// Builds the report of `trace` (indexed by `index`).
+    pub fn build(trace: &Trace, index: &Index) -> Summary {
+        let peak = global_peak(trace, index).map(|p| {
+            let live_all = index.live_at(trace, p.at);
+            let live_count = live_all.len();
+            PeakReport {
+                bytes: p.bytes.0,
+                index: trace.src_index(p.at),
+                time_us: trace.time_us(p.at),
+                mark: trace
+                    .enclosing_mark(p.at)
+                    .map(|m| trace.mark_name(m).to_string()),
+                bands: p.bands.0,
+                live_count,
+                live: live_entries(trace, index, p.at, Some(TOP_N)),
+            }
+        });
+        let windows = all_windows(trace, index)
+            .into_iter()
+            .map(|w: Window| WindowReport {
+                kind: w.kind.name(),
+                name: w.name,
+                first_index: trace.src_index(w.lo),
+                last_index: trace.src_index(w.hi),
+                peak_bytes: w.peak.map(|p| p.bytes.0),
+                peak_index: w.peak.map(|p| trace.src_index(p.at)),
+                peak_time_us: w.peak.and_then(|p| trace.time_us(p.at)),
+            })
+            .collect();
+        let rp = index.reserved_peak();
+        Summary {
+            source: trace.source.clone(),
+            format: trace.format.to_string(),
+            device: trace.device.clone(),
+            events: index.len() as u64,
+            peak,
+            reserved_peak: rp.map(|(b, _)| b.0),
+            reserved_peak_index: rp.map(|(_, at)| trace.src_index(at)),
+            capacity: trace.capacity.map(|c| c.0),
+            final_bytes: final_bytes(index).0,
+            unmatched_frees: trace.unmatched_frees,
+            skipped_lines: trace.skipped_lines,
+            warnings: trace.warnings.clone(),
+            windows,
+            bands_source: trace.bands_source.name(),
+            time_available: trace.clock.has_time(),
+        }
+    }
+
+    /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present).
+    pub fn to_json(&self, devices: &[String]) -> Value {
+        let mut o = Map::new();
+        o.insert("source".into(), self.source.clone().into());
+        o.insert("format".into(), self.format.clone().into());
+        o.insert("devices".into(), devices.to_vec().into());
+        o.insert("device".into(), self.device.clone().into());
+        o.insert("events".into(), self.events.into());
+        o.insert("axis".into(), "event".into());
+        o.insert(
+            "peak".into(),
+            match &self.peak {
+                None => Value::Null,
+                Some(p) => {
+                    let mut po = Map::new();
+                    po.insert("bytes".into(), p.bytes.into());
+                    po.insert("index".into(), p.index.into());
+                    po.insert("time_us".into(), time_json(p.time_us));
+                    po.insert("mark".into(), p.mark.clone().map_or(Value::Null, Value::from));
+                    let mut bands = Map::new();
+                    for b in Band::ALL {
+                        bands.insert(b.name().into(), p.bands[b.idx()].into());
+                    }
+                    po.insert("bands".into(), bands.into());
+                    po.insert("bands_source".into(), self.bands_source.into());
+                    po.insert("live_count".into(), p.live_count.into());
+                    po.insert(
+                        "live".into(),
+                        p.live.iter().map(live_json).collect::<Vec<_>>().into(),
+                    );
+                    po.into()
+                }
+            },
+        );
+        o.insert("reserved_peak".into(), opt(self.reserved_peak));
+        o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
+        o.insert("capacity".into(), opt(self.capacity));
+        o.insert("final_bytes".into(), self.final_bytes.into());
+        o.insert("unmatched_frees".into(), self.unmatched_frees.into());
+        o.insert("skipped_lines".into(), self.skipped_lines.into());
+        o.insert("warnings".into(), self.warnings.clone().into());
+        o.insert(
+            "windows".into(),
+            self.windows
+                .iter()
+                .map(|w| {
+                    serde_json::json!({
+                        "kind": w.kind,
+                        "name": w.name,
+                        "first_index": w.first_index,
+                        "last_index": w.last_index,
+                        "peak_bytes": w.peak_bytes,
+                        "peak_index": w.peak_index,
+                        "peak_time_us": time_json(w.peak_time_us),
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        o.into()
+    }
+}
+
+fn opt(v: Option<u64>) -> Value {
+    v.map_or(Value::Null, Value::from)
+}
+
+/// Times print as integers when whole (snapshot µs), else as exact decimals (Kineto).
+pub fn time_json(t: Option<f64>) -> Value {
+    match t {
+        None => Value::Null,
+        Some(t) if t.fract() == 0.0 && t.abs() < 9.0e15 => Value::from(t as i64),
+        Some(t) => serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number),
+    }
+}
+
+fn live_json(e: &LiveEntry) -> Value {
+    #[derive(Serialize)]
+    struct L<'a> {
+        bytes: u64,
+        band: &'a str,
+        category: &'a str,
+        name: &'a str,
+        frame: &'a str,
+        views: usize,
+        retained_by_view: bool,
+        inferred: bool,
+    }
+    serde_json::to_value(L {
+        bytes: e.bytes.0,
+        band: e.band.name(),
+        category: e.category,
+        name: &e.name,
+        frame: &e.frame,
+        views: e.views,
+        retained_by_view: e.retained_by_view,
+        inferred: e.inferred,
+    })
+    .unwrap_or(Value::Null)
+}

@@ -1,0 +1,108 @@
+//! Command-line interface: argument definitions and dispatch to the subcommands.
+
+pub mod check;
+pub mod load;
+pub mod summary;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// memtide — explore the memory timeline of deep-learning training runs.
+///
+/// Opens memtide JSONL, PyTorch snapshot (.pickle/.json, optionally .gz) and Kineto profiler
+/// traces. Sizes are shown in binary units (KiB, MiB, GiB).
+#[derive(Debug, Parser)]
+#[command(name = "memtide", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub explore: ExploreArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a report of a trace: peak, bands at the peak, top live allocations, windows.
+    Summary(SummaryArgs),
+    /// Exit 1 when the peak exceeds a limit (a CI gate for training jobs).
+    Check(CheckArgs),
+}
+
+/// Options shared by every command that reads a trace.
+#[derive(Debug, Args, Clone, Default)]
+pub struct InputArgs {
+    /// Device to read: an ordinal (0, 1, ...) or a name (cuda:1).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Skip and count bad JSONL lines instead of failing on the first.
+    #[arg(long)]
+    pub lenient: bool,
+    /// PyTorch export_memory_timeline file whose categories label a Kineto trace.
+    #[arg(long, value_name = "FILE")]
+    pub categories: Option<PathBuf>,
+    /// TOML rules for category inference ([[rule]] match = "optimizer.py" band = "persistent").
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Keep C++ frames in snapshot stacks (hidden by default).
+    #[arg(long)]
+    pub cpp_frames: bool,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct ExploreArgs {
+    /// Trace file to explore.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Colour theme: default, light, mono, or a path to a theme TOML.
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Draw with ASCII only (for terminals without block glyphs).
+    #[arg(long)]
+    pub ascii: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// Trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the stable JSON schema instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB).
+    #[arg(long, value_name = "SIZE")]
+    pub max_peak: String,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// Exit code for errors (bad file, bad arguments); `check` uses 1 for "over the limit".
+pub const EXIT_ERROR: u8 = 2;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Some(Command::Summary(a)) => summary::run(&a),
+        Some(Command::Check(a)) => check::run(&a),
+        None => crate::tui::run_explore(&cli.explore),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("memtide: error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

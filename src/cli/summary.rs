@@ -1,0 +1,157 @@
+//! `memtide summary`: the readable report and the stable JSON.
+
+use super::load::{index_all, load, pick_device};
+use super::SummaryArgs;
+use crate::analysis::summary::{Summary, WindowReport};
+use crate::trace::units::grouped;
+use crate::trace::{human_bytes, Band};
+use anyhow::{bail, Result};
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
+    let loaded = load(&a.file, &a.input)?;
+    let primary = pick_device(&loaded, a.input.device.as_deref())?;
+    let (_, traces) = index_all(loaded);
+    let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
+    let summaries: Vec<Summary> = traces
+        .iter()
+        .map(|t| Summary::build(&t.trace, &t.index))
+        .collect();
+    let Some(main) = summaries.get(primary) else {
+        bail!("no trace to summarise");
+    };
+    if main.events == 0 && summaries.iter().all(|s| s.events == 0) {
+        bail!(
+            "{}: the trace has no events (header only?); nothing to summarise",
+            a.file.display()
+        );
+    }
+    if a.json {
+        let mut v = main.to_json(&devices);
+        if summaries.len() > 1 && a.input.device.is_none() {
+            if let Some(o) = v.as_object_mut() {
+                o.insert(
+                    "per_device".into(),
+                    summaries.iter().map(|s| s.to_json(&devices)).collect::<Vec<_>>().into(),
+                );
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let shown: Vec<&Summary> = if a.input.device.is_some() {
+            vec![main]
+        } else {
+            summaries.iter().filter(|s| s.events > 0).collect()
+        };
+        for (i, s) in shown.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", render_text(s));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bytes_both(n: u64) -> String {
+    format!("{} ({} B)", human_bytes(n), grouped(n))
+}
+
+/// The human report (binary units, with exact bytes beside them).
+pub fn render_text(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "memtide summary · {} · {} · {}", s.source, s.format, s.device);
+    let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
+    let _ = writeln!(o, "events           {} (event axis)", grouped(s.events));
+    match &s.peak {
+        None => {
+            let _ = writeln!(o, "peak             unavailable (no events)");
+        }
+        Some(p) => {
+            let mut at = format!("at event #{}", p.index);
+            if let Some(t) = p.time_us {
+                let _ = write!(at, " · t={} us", crate::analysis::summary::time_json(Some(t)));
+            }
+            if let Some(m) = &p.mark {
+                let _ = write!(at, " · {m}");
+            }
+            let _ = writeln!(o, "peak             {} {at}", bytes_both(p.bytes));
+            let _ = writeln!(o, "bands at peak    ({})", s.bands_source);
+            for b in Band::ALL {
+                let v = p.bands[b.idx()];
+                let pct = if p.bytes > 0 { v as f64 * 100.0 / p.bytes as f64 } else { 0.0 };
+                let _ = writeln!(o, "  {:<12} {:>12}  {:>5.1}%", b.name(), human_bytes(v), pct);
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "reserved peak    {}",
+        match (s.reserved_peak, s.reserved_peak_index) {
+            (Some(r), Some(i)) => format!("{} at event #{i}", bytes_both(r)),
+            _ => "unavailable (the source records no reserved memory)".into(),
+        }
+    );
+    let _ = writeln!(
+        o,
+        "capacity         {}",
+        s.capacity.map_or("unknown".to_string(), bytes_both)
+    );
+    let _ = writeln!(o, "final            {}", bytes_both(s.final_bytes));
+    let _ = writeln!(o, "unmatched frees  {}", s.unmatched_frees);
+    if s.skipped_lines > 0 {
+        let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
+    }
+    if let Some(p) = &s.peak {
+        let _ = writeln!(
+            o,
+            "\ntop {} live at the peak (of {}):",
+            p.live.len(),
+            grouped(p.live_count as u64)
+        );
+        for e in &p.live {
+            let mut flags = String::new();
+            if e.views > 0 {
+                let _ = write!(flags, "  {} view{}", e.views, if e.views == 1 { "" } else { "s" });
+            }
+            if e.retained_by_view {
+                flags.push_str("  retained by view");
+            }
+            let name = if e.name.is_empty() { "-" } else { &e.name };
+            let _ = writeln!(
+                o,
+                "  {:>11}  {:<10}  {}  {}{}",
+                human_bytes(e.bytes.0),
+                e.band.name(),
+                name,
+                e.frame,
+                flags
+            );
+        }
+    }
+    if !s.windows.is_empty() {
+        let _ = writeln!(o, "\nwindows:");
+        for w in &s.windows {
+            let _ = writeln!(o, "  {}", window_line(w));
+        }
+    }
+    if !s.warnings.is_empty() {
+        let _ = writeln!(o, "\nwarnings:");
+        for w in &s.warnings {
+            let _ = writeln!(o, "  - {w}");
+        }
+    }
+    o
+}
+
+fn window_line(w: &WindowReport) -> String {
+    let peak = match (w.peak_bytes, w.peak_index) {
+        (Some(b), Some(i)) => format!("peak {} at #{i}", human_bytes(b)),
+        _ => "peak unavailable".into(),
+    };
+    format!(
+        "{:<10} {:<16} #{}–#{}  {peak}",
+        w.kind, w.name, w.first_index, w.last_index
+    )
+}

@@ -1,0 +1,93 @@
+//! Format detection from content (magic bytes, first token), never from the file name.
+
+/// The input formats memtide reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// memtide JSONL v1 (native).
+    Jsonl,
+    /// PyTorch snapshot as a pickle.
+    SnapshotPickle,
+    /// PyTorch snapshot as JSON.
+    SnapshotJson,
+    /// Kineto Chrome trace JSON.
+    Kineto,
+    /// `export_memory_timeline` `.json` or `.raw.json.gz`.
+    MemoryTimeline,
+}
+
+impl Format {
+    /// The name used by `summary --json` (`format` key).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jsonl => "jsonl",
+            Format::SnapshotPickle | Format::SnapshotJson => "snapshot",
+            Format::Kineto => "kineto",
+            Format::MemoryTimeline => "memory_timeline",
+        }
+    }
+}
+
+/// Guesses the format of decompressed content from its first bytes.
+pub fn detect(head: &[u8]) -> Option<Format> {
+    if head.first() == Some(&0x80) {
+        return Some(Format::SnapshotPickle);
+    }
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let start = head.iter().position(|c| !c.is_ascii_whitespace())?;
+    let body = &head[start..];
+    match body.first()? {
+        b'#' => Some(Format::Jsonl),
+        b'{' => {
+            // The first line of a JSONL file is the header object, which names "memtide".
+            let line_end = memchr::memchr(b'\n', body).unwrap_or(body.len());
+            let first_line = &body[..line_end];
+            if memchr::memmem::find(first_line, b"\"memtide\"").is_some() {
+                return Some(Format::Jsonl);
+            }
+            let has = |k: &[u8]| memchr::memmem::find(body, k).is_some();
+            if has(b"\"traceEvents\"") || has(b"\"displayTimeUnit\"") || has(b"\"schemaVersion\"")
+            {
+                Some(Format::Kineto)
+            } else if has(b"\"device_traces\"") || has(b"\"segments\"") {
+                Some(Format::SnapshotJson)
+            } else {
+                None
+            }
+        }
+        b'[' => {
+            let inner = &body[1..];
+            let s = inner.iter().position(|c| !c.is_ascii_whitespace())?;
+            match inner[s] {
+                b'[' => Some(Format::MemoryTimeline),
+                b'{' => Some(Format::SnapshotJson),
+                b']' => Some(Format::MemoryTimeline),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_content() {
+        assert_eq!(detect(b"{\"memtide\":1}\n{\"t\":1}"), Some(Format::Jsonl));
+        assert_eq!(detect(b"# comment\n{\"memtide\":1}"), Some(Format::Jsonl));
+        assert_eq!(detect(b"\x80\x04\x95"), Some(Format::SnapshotPickle));
+        assert_eq!(
+            detect(b"{\n  \"schemaVersion\": 1, \"traceEvents\": ["),
+            Some(Format::Kineto)
+        );
+        assert_eq!(
+            detect(b"{\"segments\": [], \"device_traces\": []}"),
+            Some(Format::SnapshotJson)
+        );
+        assert_eq!(detect(b"[[1,2,3],[[0,1]]]"), Some(Format::MemoryTimeline));
+        assert_eq!(detect(b"\x00\x01garbage"), None);
+        assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"   "), None);
+    }
+}

@@ -1,0 +1,41 @@
+//! Typed reader errors: every one says where (line or byte offset) and what was expected.
+
+/// An error from any reader.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// A bad line of a line-oriented format (1-based line number).
+    #[error("line {line}: {reason}")]
+    Line { line: u64, reason: String },
+    /// A bad byte sequence (0-based byte offset into the decompressed stream).
+    #[error("byte offset {offset}: {reason}")]
+    At { offset: u64, reason: String },
+    /// The file holds nothing to read.
+    #[error("{0}")]
+    Empty(String),
+    /// The content matches no format memtide reads.
+    #[error("unrecognised format: {0}")]
+    Unrecognised(String),
+    /// Readable, but not what the user asked (e.g. a device that is not in the file).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// Loading was cancelled by the caller.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl FormatError {
+    pub fn line(line: u64, reason: impl Into<String>) -> Self {
+        FormatError::Line {
+            line,
+            reason: reason.into(),
+        }
+    }
+    pub fn at(offset: u64, reason: impl Into<String>) -> Self {
+        FormatError::At {
+            offset,
+            reason: reason.into(),
+        }
+    }
+}

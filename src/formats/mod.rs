@@ -1,0 +1,137 @@
+//! Input formats. Each reader yields the same model ([`crate::trace::Trace`], one per device).
+//! No terminal code.
+
+pub mod detect;
+pub mod error;
+pub mod jsonl;
+pub mod kineto;
+pub mod snapshot;
+pub mod source;
+
+pub use detect::{detect, Format};
+pub use error::FormatError;
+pub use source::Progress;
+
+use crate::trace::Trace;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What the user asked for when loading.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Skip and count bad JSONL lines instead of failing.
+    pub lenient: bool,
+    /// Keep C++ frames in snapshot stacks (hidden by default).
+    pub cpp_frames: bool,
+    /// A PyTorch `export_memory_timeline` file whose categories label a Kineto trace.
+    pub categories: Option<PathBuf>,
+    /// A TOML file of category rules for inference.
+    pub rules: Option<PathBuf>,
+}
+
+/// Everything read from one file: one trace per device, in device order.
+#[derive(Debug)]
+pub struct Loaded {
+    pub format: Format,
+    pub traces: Vec<Trace>,
+}
+
+/// Reads `path` whole, detecting its format from content.
+pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
+    let input = source::open(path, progress)?;
+    let source_name = path.display().to_string();
+    if input.head.is_empty() {
+        return Err(FormatError::Empty(
+            "the file is empty: expected a memtide JSONL v1 file, a PyTorch snapshot (pickle or JSON) or a Kineto trace".into(),
+        ));
+    }
+    let Some(format) = detect(&input.head) else {
+        return Err(FormatError::Unrecognised(format!(
+            "{} does not look like memtide JSONL (first line {{\"memtide\":1,...}}), a PyTorch snapshot pickle (starts with byte 0x80), a snapshot JSON, a Kineto trace ({{\"traceEvents\":...}}) or an export_memory_timeline file; it starts with {}",
+            if input.gzip { "the decompressed content" } else { "the file" },
+            describe_head(&input.head)
+        )));
+    };
+    let traces = match format {
+        Format::Jsonl => vec![read_jsonl(&source_name, input, opts, progress)?],
+        Format::SnapshotPickle | Format::SnapshotJson => {
+            snapshot::read(&source_name, input, format, opts, progress)?
+        }
+        Format::Kineto | Format::MemoryTimeline => {
+            kineto::read(&source_name, input, format, opts, progress)?
+        }
+    };
+    Ok(Loaded { format, traces })
+}
+
+fn describe_head(head: &[u8]) -> String {
+    let n = head.len().min(16);
+    let printable = head[..n].iter().all(|c| c.is_ascii_graphic() || *c == b' ');
+    if printable {
+        format!("{:?}", String::from_utf8_lossy(&head[..n]))
+    } else {
+        let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
+        format!("bytes {}", hex.join(" "))
+    }
+}
+
+/// Streams a JSONL file through the incremental decoder (constant extra memory).
+fn read_jsonl(
+    source: &str,
+    input: source::Input,
+    opts: &LoadOptions,
+    _progress: &Progress,
+) -> Result<Trace, FormatError> {
+    // Progress is counted by the input's reader; `sample` lines stand for external memory only when the file has no explicit external
+    // spans; a streaming pre-scan decides it for the whole file (a few GB/s).
+    let has_external = if input.gzip {
+        None
+    } else {
+        Some(scan_for_external(Path::new(source))?)
+    };
+    let mut trace = Trace::new("cuda:0", source, "jsonl");
+    let mut dec = jsonl::JsonlDecoder::new(jsonl::JsonlOptions {
+        lenient: opts.lenient,
+        has_external_spans: has_external,
+    });
+    let mut reader = input.into_reader();
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = reader.read(&mut buf).map_err(source::io_or_cancel)?;
+        if n == 0 {
+            break;
+        }
+        dec.feed(&mut trace, &buf[..n])?;
+    }
+    dec.finish(&mut trace)?;
+    if !dec.header_seen() {
+        return Err(FormatError::Empty(
+            "no memtide JSONL header line: the file holds only comments or blank lines".into(),
+        ));
+    }
+    Ok(trace)
+}
+
+fn scan_for_external(path: &Path) -> Result<bool, FormatError> {
+    let mut f = std::fs::File::open(path)?;
+    let finder = memchr::memmem::Finder::new(b"external\"");
+    let mut buf = vec![0u8; 4 << 20];
+    let mut carry = 0usize;
+    loop {
+        let n = f.read(&mut buf[carry..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = carry + n;
+        for pos in finder.find_iter(&buf[..end]) {
+            // `"op":"external"` (any spacing): look back for `"op"` before the value.
+            let before = &buf[pos.saturating_sub(24)..pos];
+            if memchr::memmem::find(before, b"\"op\"").is_some() && before.ends_with(b"\"") {
+                return Ok(true);
+            }
+        }
+        let keep = 32.min(end);
+        buf.copy_within(end - keep..end, 0);
+        carry = keep;
+    }
+}

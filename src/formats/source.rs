@@ -1,0 +1,141 @@
+//! Opening an input file: transparent gzip, a peek at the first bytes for detection, and a
+//! byte counter for progress and cancellation.
+
+use super::error::FormatError;
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Shared load progress: bytes of the file read so far (compressed bytes for `.gz`), the file
+/// size, and a cancellation flag the reader honours.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub done: Arc<AtomicU64>,
+    pub total: Arc<AtomicU64>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Progress::default()
+    }
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts bytes read from the file and stops on cancellation.
+struct Counting<R> {
+    inner: R,
+    progress: Progress,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.progress.is_cancelled() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+        }
+        let n = self.inner.read(buf)?;
+        self.progress.done.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// An opened input: the decompressed stream, with its first bytes already read into `head`.
+pub struct Input {
+    pub head: Vec<u8>,
+    pub rest: Box<dyn Read + Send>,
+    pub gzip: bool,
+    pub file_size: u64,
+}
+
+impl Input {
+    /// The whole decompressed content (head included).
+    pub fn read_all(mut self) -> Result<Vec<u8>, FormatError> {
+        let mut v = std::mem::take(&mut self.head);
+        let hint = if self.gzip { self.file_size * 8 } else { self.file_size };
+        v.reserve(hint.saturating_sub(v.len() as u64).min(1 << 34) as usize);
+        self.rest.read_to_end(&mut v).map_err(io_or_cancel)?;
+        Ok(v)
+    }
+
+    /// A reader over the whole decompressed content (head first).
+    pub fn into_reader(self) -> impl Read + Send {
+        io::Cursor::new(self.head).chain(self.rest)
+    }
+}
+
+/// Maps the cancellation marker back to [`FormatError::Cancelled`].
+pub fn io_or_cancel(e: io::Error) -> FormatError {
+    if e.kind() == io::ErrorKind::Interrupted && e.to_string() == "cancelled" {
+        FormatError::Cancelled
+    } else {
+        FormatError::Io(e)
+    }
+}
+
+const HEAD: usize = 64 * 1024;
+
+/// Opens `path`, unwrapping gzip when the content (not the name) says so.
+pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
+    let file = File::open(path)?;
+    let file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    progress.total.store(file_size, Ordering::Relaxed);
+    progress.done.store(0, Ordering::Relaxed);
+    let mut raw = BufReader::with_capacity(
+        1 << 20,
+        Counting {
+            inner: file,
+            progress: progress.clone(),
+        },
+    );
+    let mut magic = [0u8; 2];
+    let n = read_up_to(&mut raw, &mut magic)?;
+    let prefix = io::Cursor::new(magic[..n].to_vec()).chain(raw);
+    let gzip = n == 2 && magic == [0x1f, 0x8b];
+    let mut rest: Box<dyn Read + Send> = if gzip {
+        Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(prefix)))
+    } else {
+        Box::new(prefix)
+    };
+    let mut head = vec![0u8; HEAD];
+    let n = read_up_to(&mut rest, &mut head).map_err(|e| {
+        if gzip {
+            FormatError::at(0, format!("corrupt gzip stream: {e}"))
+        } else {
+            io_or_cancel(e)
+        }
+    })?;
+    head.truncate(n);
+    Ok(Input {
+        head,
+        rest,
+        gzip,
+        file_size,
+    })
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && e.to_string() != "cancelled" => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

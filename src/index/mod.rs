@@ -1,0 +1,440 @@
+//! The interval index over a trace's storages on the event axis.
+//!
+//! Built from the trace's change log and extended in place when events are appended (live
+//! tail): nothing already indexed is recomputed. Queries:
+//! - [`Index::total`] / [`Index::bands_at`]: bytes live after an event, per band;
+//! - [`Index::argmax`]: first position of the highest total in any range (block maxima plus a
+//!   sparse table over complete blocks, so O(block) per query);
+//! - [`Index::live_at`]: the live set at any position (adaptive live-set checkpoints, so the
+//!   replay is bounded by max(block, live-set size));
+//! - [`Index::overlapping`]: storages live anywhere in a range.
+//!
+//! Memory: 8 bytes per event for the totals, plus checkpoints (amortised ≤ one `u32` per
+//! change) and `O(events / block)` for block maxima and band checkpoints.
+
+use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
+use rustc_hash::FxHashMap;
+
+/// Positions per block (band checkpoints, block maxima).
+pub const BLOCK: usize = 1024;
+
+#[derive(Debug, Clone, Default)]
+struct LiveCheckpoint {
+    /// The live set recorded is the state *before* position `pos` is applied.
+    pos: u64,
+    /// Offset into the trace's change log of the first change at or after `pos`.
+    change_off: usize,
+    /// Range into `live_flat`.
+    lo: usize,
+    hi: usize,
+}
+
+/// The interval index. Rebuild with [`Index::build`], extend with [`Index::extend`].
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    events: usize,
+    changes: usize,
+    /// Total of the five bands after each position.
+    totals: Vec<u64>,
+    /// Band totals and reserved before each block's first position, plus the change-log offset.
+    block_bands: Vec<BandTotals>,
+    block_reserved: Vec<u64>,
+    block_change: Vec<usize>,
+    /// (max total, first position reaching it) of each block.
+    block_max: Vec<(u64, u64)>,
+    /// sparse[j][i] = index of the best block among complete blocks [i, i + 2^j).
+    sparse: Vec<Vec<u32>>,
+    complete_blocks: usize,
+
+    live_ckpts: Vec<LiveCheckpoint>,
+    live_flat: Vec<u32>,
+    changes_since_ckpt: usize,
+
+    // running state at the end of what is indexed
+    cur_bands: BandTotals,
+    cur_reserved: u64,
+    live: Vec<u32>,
+    live_pos: FxHashMap<u32, u32>,
+    baseline: BandTotals,
+    baseline_reserved: u64,
+    reserved_peak: Option<(u64, u64)>,
+}
+
+impl Index {
+    /// Builds the index of a whole trace.
+    pub fn build(trace: &Trace) -> Index {
+        let mut ix = Index::default();
+        // Storages live from the start are the baseline: counted before position 0.
+        for i in 0..trace.storage_count() {
+            let id = AllocId(i as u32);
+            if trace.is_from_start(id) {
+                let size = trace.size(id).0;
+                match trace.storage_kind(id) {
+                    StorageKind::Segment => ix.baseline_reserved += size,
+                    StorageKind::Block => ix.baseline.add(trace.band(id), size),
+                }
+                ix.live_insert(i as u32);
+            }
+        }
+        ix.cur_bands = ix.baseline;
+        ix.cur_reserved = ix.baseline_reserved;
+        if trace.has_reserved || ix.baseline_reserved > 0 {
+            ix.reserved_peak = Some((ix.cur_reserved, 0));
+        }
+        ix.extend(trace);
+        ix
+    }
+
+    /// Indexes events appended to `trace` since the last call. Cost is proportional to the new
+    /// events and changes only.
+    pub fn extend(&mut self, trace: &Trace) {
+        let n = trace.len();
+        let changes = &trace.changes;
+        let mut c = self.changes;
+        for p in self.events..n {
+            if p % BLOCK == 0 {
+                self.block_bands.push(self.cur_bands);
+                self.block_reserved.push(self.cur_reserved);
+                self.block_change.push(c);
+                self.block_max.push((0, p as u64));
+                // A live-set checkpoint when enough has changed since the last one to make
+                // replays long: bounded by max(BLOCK, live size).
+                if self.live_ckpts.is_empty()
+                    || self.changes_since_ckpt >= BLOCK.max(self.live.len())
+                {
+                    let lo = self.live_flat.len();
+                    self.live_flat.extend_from_slice(&self.live);
+                    self.live_ckpts.push(LiveCheckpoint {
+                        pos: p as u64,
+                        change_off: c,
+                        lo,
+                        hi: self.live_flat.len(),
+                    });
+                    self.changes_since_ckpt = 0;
+                }
+            }
+            while let Some(ch) = changes.get(c) {
+                if ch.at.0 as usize > p {
+                    break;
+                }
+                self.apply(trace, ch.storage, ch.open);
+                c += 1;
+                self.changes_since_ckpt += 1;
+            }
+            let total = self.cur_bands.total();
+            self.totals.push(total);
+            if let Some(bm) = self.block_max.last_mut() {
+                if total > bm.0 || (p % BLOCK == 0) {
+                    *bm = (total, p as u64);
+                }
+            }
+            if trace.has_reserved {
+                let rp = self.reserved_peak.get_or_insert((0, 0));
+                if self.cur_reserved > rp.0 {
+                    *rp = (self.cur_reserved, p as u64);
+                }
+            }
+            if p % BLOCK == BLOCK - 1 {
+                self.complete_blocks = p / BLOCK + 1;
+                self.push_sparse();
+            }
+        }
+        self.events = n;
+        self.changes = c;
+    }
+
+    fn apply(&mut self, trace: &Trace, id: AllocId, open: bool) {
+        let size = trace.size(id).0;
+        let seg = trace.storage_kind(id) == StorageKind::Segment;
+        if open {
+            if seg {
+                self.cur_reserved = self.cur_reserved.wrapping_add(size);
+            } else {
+                self.cur_bands.add(trace.band(id), size);
+            }
+            self.live_insert(id.0);
+        } else if self.live_remove(id.0) {
+            if seg {
+                self.cur_reserved = self.cur_reserved.wrapping_sub(size);
+            } else {
+                self.cur_bands.sub(trace.band(id), size);
+            }
+        }
+    }
+
+    fn live_insert(&mut self, id: u32) {
+        if self.live_pos.contains_key(&id) {
+            return;
+        }
+        self.live_pos.insert(id, self.live.len() as u32);
+        self.live.push(id);
+    }
+
+    fn live_remove(&mut self, id: u32) -> bool {
+        let Some(i) = self.live_pos.remove(&id) else {
+            return false;
+        };
+        let i = i as usize;
+        self.live.swap_remove(i);
+        if let Some(&moved) = self.live.get(i) {
+            self.live_pos.insert(moved, i as u32);
+        }
+        true
+    }
+
+    /// Adds one level-entry per level for the block that just completed.
+    fn push_sparse(&mut self) {
+        let nb = self.complete_blocks;
+        if self.sparse.is_empty() {
+            self.sparse.push(Vec::new());
+        }
+        let b = nb - 1;
+        self.sparse[0].push(b as u32);
+        let mut j = 1;
+        while (1usize << j) <= nb {
+            if self.sparse.len() <= j {
+                self.sparse.push(Vec::new());
+            }
+            let i = nb - (1 << j);
+            let half = 1 << (j - 1);
+            let (a, c) = (self.sparse[j - 1][i], self.sparse[j - 1][i + half]);
+            let best = self.better_block(a, c);
+            self.sparse[j].push(best);
+            j += 1;
+        }
+    }
+
+    fn better_block(&self, a: u32, b: u32) -> u32 {
+        let (ma, pa) = self.block_max[a as usize];
+        let (mb, pb) = self.block_max[b as usize];
+        if mb > ma || (mb == ma && pb < pa) {
+            b
+        } else {
+            a
+        }
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /// Number of indexed events.
+    pub fn len(&self) -> usize {
+        self.events
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events == 0
+    }
+
+    /// Total bytes (five bands) live after event `at`.
+    pub fn total(&self, at: Seq) -> Bytes {
+        Bytes(self.totals.get(at.idx()).copied().unwrap_or(0))
+    }
+
+    /// Totals after each event (for columns and sparklines).
+    pub fn totals(&self) -> &[u64] {
+        &self.totals
+    }
+
+    /// Bytes live before the first event (storages whose alloc predates the trace).
+    pub fn baseline(&self) -> BandTotals {
+        self.baseline
+    }
+
+    /// Highest reserved bytes and the first position reaching it; None when the source has no
+    /// reserved memory (unavailable, not zero).
+    pub fn reserved_peak(&self) -> Option<(Bytes, Seq)> {
+        self.reserved_peak.map(|(b, p)| (Bytes(b), Seq(p)))
+    }
+
+    /// Per-band totals after event `at`.
+    pub fn bands_at(&self, trace: &Trace, at: Seq) -> BandTotals {
+        self.state_at(trace, at).0
+    }
+
+    /// Reserved bytes after event `at`.
+    pub fn reserved_at(&self, trace: &Trace, at: Seq) -> Bytes {
+        Bytes(self.state_at(trace, at).1)
+    }
+
+    fn state_at(&self, trace: &Trace, at: Seq) -> (BandTotals, u64) {
+        if self.events == 0 {
+            return (self.baseline, self.baseline_reserved);
+        }
+        let p = at.idx().min(self.events - 1);
+        let b = p / BLOCK;
+        let mut bands = self.block_bands[b];
+        let mut reserved = self.block_reserved[b];
+        let mut c = self.block_change[b];
+        while let Some(ch) = trace.changes.get(c) {
+            if ch.at.idx() > p || c >= self.changes {
+                break;
+            }
+            let size = trace.size(ch.storage).0;
+            let seg = trace.storage_kind(ch.storage) == StorageKind::Segment;
+            // Zero-length and duplicate closes cancel exactly as in `apply`, because a close
+            // of a storage that was never opened is only ever logged after its open.
+            match (seg, ch.open) {
+                (true, true) => reserved = reserved.wrapping_add(size),
+                (true, false) => reserved = reserved.wrapping_sub(size),
+                (false, true) => bands.add(trace.band(ch.storage), size),
+                (false, false) => bands.sub(trace.band(ch.storage), size),
+            }
+            c += 1;
+        }
+        (bands, reserved)
+    }
+
+    /// First position of the highest total in `[lo, hi]` (inclusive), or None if empty.
+    pub fn argmax(&self, lo: Seq, hi: Seq) -> Option<(Seq, Bytes)> {
+        if self.events == 0 {
+            return None;
+        }
+        let lo = lo.idx();
+        let hi = hi.idx().min(self.events - 1);
+        if lo > hi {
+            return None;
+        }
+        let (bl, bh) = (lo / BLOCK, hi / BLOCK);
+        let mut best: (u64, usize) = (0, usize::MAX);
+        let consider = |v: u64, p: usize, best: &mut (u64, usize)| {
+            if best.1 == usize::MAX || v > best.0 || (v == best.0 && p < best.1) {
+                *best = (v, p);
+            }
+        };
+        if bl == bh {
+            for p in lo..=hi {
+                consider(self.totals[p], p, &mut best);
+            }
+        } else {
+            let first_end = (bl + 1) * BLOCK;
+            for p in lo..first_end {
+                consider(self.totals[p], p, &mut best);
+            }
+            // Whole blocks strictly inside, via the sparse table (complete blocks only).
+            let (ml, mh) = (bl + 1, bh); // [ml, mh)
+            if ml < mh {
+                let full_hi = mh.min(self.complete_blocks);
+                if ml < full_hi {
+                    let bi = self.sparse_query(ml, full_hi - 1);
+                    let (v, p) = self.block_max[bi];
+                    consider(v, p as usize, &mut best);
+                }
+                for blk in full_hi.max(ml)..mh {
+                    let (v, p) = self.block_max[blk];
+                    consider(v, p as usize, &mut best);
+                }
+            }
+            for p in bh * BLOCK..=hi {
+                consider(self.totals[p], p, &mut best);
+            }
+        }
+        (best.1 != usize::MAX).then(|| (Seq(best.1 as u64), Bytes(best.0)))
+    }
+
+    fn sparse_query(&self, l: usize, r: usize) -> usize {
+        let len = r - l + 1;
+        let j = (usize::BITS - 1 - len.leading_zeros()) as usize;
+        let a = self.sparse[j][l];
+        let b = self.sparse[j][r + 1 - (1 << j)];
+        self.better_block(a, b) as usize
+    }
+
+    /// Storages live after event `at`, biggest first (ties: earlier start, then id).
+    pub fn live_at(&self, trace: &Trace, at: Seq) -> Vec<AllocId> {
+        let mut v = self.live_at_unsorted(trace, at);
+        sort_biggest_first(trace, &mut v);
+        v
+    }
+
+    /// Blocks (not segments) live after `at`, unsorted.
+    pub fn live_at_unsorted(&self, trace: &Trace, at: Seq) -> Vec<AllocId> {
+        if self.events == 0 {
+            return Vec::new();
+        }
+        let p = at.idx().min(self.events - 1) as u64;
+        let ci = self.live_ckpts.partition_point(|c| c.pos <= p).saturating_sub(1);
+        let Some(ck) = self.live_ckpts.get(ci) else {
+            return Vec::new();
+        };
+        let mut set: FxHashMap<u32, ()> = self.live_flat[ck.lo..ck.hi]
+            .iter()
+            .map(|&i| (i, ()))
+            .collect();
+        let mut c = ck.change_off;
+        while c < self.changes {
+            let Some(ch) = trace.changes.get(c) else { break };
+            if ch.at.0 > p {
+                break;
+            }
+            if ch.open {
+                set.insert(ch.storage.0, ());
+            } else {
+                set.remove(&ch.storage.0);
+            }
+            c += 1;
+        }
+        set.into_keys()
+            .map(AllocId)
+            .filter(|&id| trace.storage_kind(id) == StorageKind::Block)
+            .collect()
+    }
+
+    /// Blocks live at any position in `[lo, hi]`, biggest first.
+    pub fn overlapping(&self, trace: &Trace, lo: Seq, hi: Seq) -> Vec<AllocId> {
+        if self.events == 0 || lo > hi {
+            return Vec::new();
+        }
+        let mut set: FxHashMap<u32, ()> = self
+            .live_at_unsorted(trace, lo)
+            .into_iter()
+            .map(|a| (a.0, ()))
+            .collect();
+        // Everything opened in (lo, hi] also overlaps.
+        let hi = hi.idx().min(self.events - 1) as u64;
+        let start = trace.changes.partition_point(|c| c.at.0 <= lo.0);
+        for ch in trace.changes[start..self.changes.min(trace.changes.len())].iter() {
+            if ch.at.0 > hi {
+                break;
+            }
+            if ch.open && trace.storage_kind(ch.storage) == StorageKind::Block {
+                // A zero-length interval opened and closed at one position is never live.
+                if trace.end(ch.storage) != Some(ch.at) {
+                    set.insert(ch.storage.0, ());
+                }
+            }
+        }
+        let mut v: Vec<AllocId> = set.into_keys().map(AllocId).collect();
+        sort_biggest_first(trace, &mut v);
+        v
+    }
+
+    /// Approximate heap use of the index in bytes (for the ≤ 48 B/event budget).
+    pub fn heap_bytes(&self) -> usize {
+        self.totals.capacity() * 8
+            + self.block_bands.capacity() * std::mem::size_of::<BandTotals>()
+            + self.block_reserved.capacity() * 8
+            + self.block_change.capacity() * 8
+            + self.block_max.capacity() * 16
+            + self.sparse.iter().map(|l| l.capacity() * 4).sum::<usize>()
+            + self.live_ckpts.capacity() * std::mem::size_of::<LiveCheckpoint>()
+            + self.live_flat.capacity() * 4
+            + self.live.capacity() * 4
+            + self.live_pos.capacity() * 12
+    }
+
+    /// Totals per band after `at` for the given bands only (helper for drawing).
+    pub fn band_total(&self, trace: &Trace, at: Seq, band: Band) -> Bytes {
+        Bytes(self.bands_at(trace, at).get(band))
+    }
+}
+
+/// Sort order of live lists: size desc, then alloc position asc, then id asc.
+pub fn sort_biggest_first(trace: &Trace, v: &mut [AllocId]) {
+    v.sort_unstable_by(|&a, &b| {
+        trace
+            .size(b)
+            .cmp(&trace.size(a))
+            .then(trace.start(a).cmp(&trace.start(b)))
+            .then(a.cmp(&b))
+    });
+}

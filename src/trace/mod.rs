@@ -1,0 +1,15 @@
+//! The trace model: units, interned strings and stacks, categories and bands, the columnar
+//! trace. No terminal code.
+
+pub mod band;
+pub mod intern;
+pub mod model;
+pub mod units;
+
+pub use band::{Band, BandTotals, Category};
+pub use intern::Interner;
+pub use model::{
+    BandsSource, Change, Clock, EventKind, Mark, MarkKind, StorageKind, Storages, Trace, View,
+    FLAG_FROM_START, FLAG_INFERRED, OPEN_END,
+};
+pub use units::{human_bytes, parse_size, AllocId, Bytes, Seq, StackId, StrId, Ts};

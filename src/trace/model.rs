@@ -1,0 +1,609 @@
+//! The columnar trace: events on the event axis, storages (intervals), views, marks.
+//!
+//! Readers append to a [`Trace`] through [`Trace::push_event`], [`Trace::open`] and
+//! [`Trace::close`]; the interval index (`crate::index`) consumes the change log
+//! incrementally, so appending never forces a rebuild.
+
+use super::band::{Band, Category};
+use super::intern::Interner;
+use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
+use rustc_hash::FxHashMap;
+
+/// Unit of the `t` field of the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Microseconds (stored as ns).
+    Us,
+    /// Nanoseconds.
+    Ns,
+    /// A bare sequence number: no wall-clock time is available.
+    Seq,
+}
+
+impl Clock {
+    pub fn has_time(self) -> bool {
+        !matches!(self, Clock::Seq)
+    }
+}
+
+/// What an event on the event axis was in the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EventKind {
+    Alloc = 0,
+    Free = 1,
+    View = 2,
+    Release = 3,
+    Reserve = 4,
+    Unreserve = 5,
+    External = 6,
+    Sample = 7,
+    Mark = 8,
+    Oom = 9,
+    FreeRequested = 10,
+    Other = 11,
+}
+
+impl EventKind {
+    const ALL: [EventKind; 12] = [
+        EventKind::Alloc,
+        EventKind::Free,
+        EventKind::View,
+        EventKind::Release,
+        EventKind::Reserve,
+        EventKind::Unreserve,
+        EventKind::External,
+        EventKind::Sample,
+        EventKind::Mark,
+        EventKind::Oom,
+        EventKind::FreeRequested,
+        EventKind::Other,
+    ];
+    pub fn from_u8(v: u8) -> EventKind {
+        Self::ALL.get(v as usize).copied().unwrap_or(EventKind::Other)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Alloc => "alloc",
+            EventKind::Free => "free",
+            EventKind::View => "view",
+            EventKind::Release => "release",
+            EventKind::Reserve => "reserve",
+            EventKind::Unreserve => "unreserve",
+            EventKind::External => "external",
+            EventKind::Sample => "sample",
+            EventKind::Mark => "mark",
+            EventKind::Oom => "oom",
+            EventKind::FreeRequested => "free_requested",
+            EventKind::Other => "other",
+        }
+    }
+}
+
+/// What a storage interval stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StorageKind {
+    /// Allocated bytes: counted in the five bands.
+    Block = 0,
+    /// Reserved allocator segment: counted in `reserved`, never in a band.
+    Segment = 1,
+}
+
+/// Kinds of marks (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkKind {
+    Step,
+    Phase,
+    ResetPeak,
+    Note,
+    Oom,
+    Annotation,
+}
+
+impl MarkKind {
+    pub fn parse(s: &str) -> Option<MarkKind> {
+        Some(match s {
+            "step" => MarkKind::Step,
+            "phase" => MarkKind::Phase,
+            "reset_peak" => MarkKind::ResetPeak,
+            "note" => MarkKind::Note,
+            "oom" => MarkKind::Oom,
+            "annotation" => MarkKind::Annotation,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkKind::Step => "step",
+            MarkKind::Phase => "phase",
+            MarkKind::ResetPeak => "reset_peak",
+            MarkKind::Note => "note",
+            MarkKind::Oom => "oom",
+            MarkKind::Annotation => "annotation",
+        }
+    }
+}
+
+/// A named point on the event axis. Steps and phases delimit windows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    pub at: Seq,
+    pub ts: Ts,
+    pub name: StrId,
+    pub kind: MarkKind,
+    /// Optional end of a span (Kineto `ProfilerStep#N` spans, snapshot annotations).
+    pub end: Option<Seq>,
+    /// For OOM marks: bytes requested.
+    pub size: Option<Bytes>,
+    /// For OOM marks: bytes the device reported free.
+    pub free: Option<Bytes>,
+}
+
+/// A tensor reference that shares a storage (the base tensor is not a view).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub storage: AllocId,
+    /// The source's own id for this tensor.
+    pub tensor: u64,
+    pub name: StrId,
+    pub stack: StackId,
+    pub created: Seq,
+    pub released: Option<Seq>,
+}
+
+/// One entry of the change log: a storage opened or closed at a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub at: Seq,
+    pub storage: AllocId,
+    pub open: bool,
+}
+
+/// Where the band of each storage came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BandsSource {
+    Recorded,
+    Inferred,
+}
+
+impl BandsSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            BandsSource::Recorded => "recorded",
+            BandsSource::Inferred => "inferred",
+        }
+    }
+}
+
+/// Sentinel for "not freed within the trace".
+pub const OPEN_END: u64 = u64::MAX;
+
+/// Storage flag: live from before the first event (ring buffer lost its alloc, or pre-existing).
+pub const FLAG_FROM_START: u8 = 1;
+/// Storage flag: its category was inferred, not recorded.
+pub const FLAG_INFERRED: u8 = 2;
+
+/// Columnar table of storages: each is the interval `[start, end)` on the event axis.
+#[derive(Debug, Default, Clone)]
+pub struct Storages {
+    pub start: Vec<u64>,
+    pub end: Vec<u64>,
+    pub size: Vec<u64>,
+    pub cat: Vec<u8>,
+    pub kind: Vec<u8>,
+    pub flags: Vec<u8>,
+    pub name: Vec<StrId>,
+    pub stack: Vec<StackId>,
+    /// The source's own id (JSONL tensor id, snapshot/Kineto address).
+    pub src_id: Vec<u64>,
+}
+
+impl Storages {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// A fully decoded trace of one device.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    pub device: String,
+    pub source: String,
+    pub format: &'static str,
+    pub clock: Clock,
+    pub capacity: Option<Bytes>,
+    pub bands_source: BandsSource,
+    pub strings: Interner,
+
+    // --- events (application order) ---
+    ts: Vec<i64>,
+    kind: Vec<u8>,
+    /// Source order index of each event, only materialised once an event is applied out of
+    /// source order (JSONL equal-`t` reordering); otherwise the position is the index.
+    src: Option<Vec<u64>>,
+
+    pub storages: Storages,
+    pub views: Vec<View>,
+    /// Views of each storage (indices into `views`), for storages that have any.
+    pub views_of: FxHashMap<AllocId, Vec<u32>>,
+    /// Position at which a storage's base tensor was released while views kept it alive.
+    pub base_released: FxHashMap<AllocId, Seq>,
+    /// Position of a snapshot `free_requested` (pending free until `free_completed`).
+    pub free_requested: FxHashMap<AllocId, Seq>,
+    /// Unknown fields of a storage's alloc line, kept as JSON text.
+    pub extra: FxHashMap<AllocId, StrId>,
+    pub marks: Vec<Mark>,
+    pub changes: Vec<Change>,
+
+    pub unmatched_frees: u64,
+    pub skipped_lines: u64,
+    pub warnings: Vec<String>,
+    /// Whether the source records reserved memory at all (None → unavailable).
+    pub has_reserved: bool,
+    /// Header `meta` and other source-level facts, as JSON text.
+    pub meta: Vec<(String, String)>,
+}
+
+impl Trace {
+    pub fn new(device: impl Into<String>, source: impl Into<String>, format: &'static str) -> Self {
+        Trace {
+            device: device.into(),
+            source: source.into(),
+            format,
+            clock: Clock::Us,
+            capacity: None,
+            bands_source: BandsSource::Recorded,
+            strings: Interner::new(),
+            ts: Vec::new(),
+            kind: Vec::new(),
+            src: None,
+            storages: Storages::default(),
+            views: Vec::new(),
+            views_of: FxHashMap::default(),
+            base_released: FxHashMap::default(),
+            free_requested: FxHashMap::default(),
+            extra: FxHashMap::default(),
+            marks: Vec::new(),
+            changes: Vec::new(),
+            unmatched_frees: 0,
+            skipped_lines: 0,
+            warnings: Vec::new(),
+            has_reserved: false,
+            meta: Vec::new(),
+        }
+    }
+
+    // ----------------------------------------------------------------- events
+
+    /// Number of events on the event axis.
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Appends an event whose source index equals its position.
+    pub fn push_event(&mut self, ts: Ts, kind: EventKind) -> Seq {
+        let at = self.ts.len() as u64;
+        self.push_event_src(ts, kind, at)
+    }
+
+    /// Appends an event with an explicit source-order index.
+    pub fn push_event_src(&mut self, ts: Ts, kind: EventKind, src_index: u64) -> Seq {
+        let at = self.ts.len() as u64;
+        if src_index != at || self.src.is_some() {
+            let v = self.src.get_or_insert_with(|| (0..at).collect());
+            v.push(src_index);
+        }
+        self.ts.push(ts.0);
+        self.kind.push(kind as u8);
+        Seq(at)
+    }
+
+    pub fn ts(&self, at: Seq) -> Ts {
+        Ts(self.ts.get(at.idx()).copied().unwrap_or(0))
+    }
+
+    pub fn kind(&self, at: Seq) -> EventKind {
+        EventKind::from_u8(self.kind.get(at.idx()).copied().unwrap_or(11))
+    }
+
+    /// Index of the event in the source's own order (DESIGN §7 `index`).
+    pub fn src_index(&self, at: Seq) -> u64 {
+        match &self.src {
+            Some(v) => v.get(at.idx()).copied().unwrap_or(at.0),
+            None => at.0,
+        }
+    }
+
+    pub fn timestamps(&self) -> &[i64] {
+        &self.ts
+    }
+
+    /// Time in microseconds of an event, or None when the clock has no time.
+    pub fn time_us(&self, at: Seq) -> Option<f64> {
+        if !self.clock.has_time() || self.is_empty() {
+            return None;
+        }
+        Some(self.ts(at).0 as f64 / 1000.0)
+    }
+
+    /// The last position whose timestamp is ≤ `t` (None if before the first event).
+    pub fn seq_at_time(&self, t: Ts) -> Option<Seq> {
+        let n = self.ts.partition_point(|&x| x <= t.0);
+        if n == 0 {
+            None
+        } else {
+            Some(Seq(n as u64 - 1))
+        }
+    }
+
+    // --------------------------------------------------------------- storages
+
+    /// Creates a storage starting at `start` without logging its opening (see [`Trace::log`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_storage(
+        &mut self,
+        start: Seq,
+        size: Bytes,
+        cat: Category,
+        kind: StorageKind,
+        name: StrId,
+        stack: StackId,
+        src_id: u64,
+    ) -> AllocId {
+        let s = &mut self.storages;
+        let id = AllocId(s.start.len() as u32);
+        s.start.push(start.0);
+        s.end.push(OPEN_END);
+        s.size.push(size.0);
+        s.cat.push(cat as u8);
+        s.kind.push(kind as u8);
+        s.flags.push(0);
+        s.name.push(name);
+        s.stack.push(stack);
+        s.src_id.push(src_id);
+        if kind == StorageKind::Segment {
+            self.has_reserved = true;
+        }
+        id
+    }
+
+    /// Appends to the change log. Entries must come in non-decreasing position order.
+    /// A close of a storage that is already closed is ignored, so the log never holds one.
+    pub fn log(&mut self, storage: AllocId, at: Seq, open: bool) {
+        if !open {
+            match self.storages.end.get_mut(storage.idx()) {
+                Some(e) if *e == OPEN_END => *e = at.0,
+                _ => return,
+            }
+        }
+        self.changes.push(Change { at, storage, open });
+    }
+
+    /// Creates a storage live from the latest event on (the usual reader call).
+    pub fn open(
+        &mut self,
+        size: Bytes,
+        cat: Category,
+        kind: StorageKind,
+        name: StrId,
+        stack: StackId,
+        src_id: u64,
+    ) -> AllocId {
+        let at = self.last_seq();
+        let id = self.new_storage(at, size, cat, kind, name, stack, src_id);
+        self.log(id, at, true);
+        id
+    }
+
+    /// Creates a storage live from before the first event (lost alloc, pre-existing memory).
+    /// It is not in the change log as opened: the index counts it in its baseline.
+    pub fn open_from_start(
+        &mut self,
+        size: Bytes,
+        cat: Category,
+        kind: StorageKind,
+        name: StrId,
+        stack: StackId,
+        src_id: u64,
+    ) -> AllocId {
+        let id = self.new_storage(Seq(0), size, cat, kind, name, stack, src_id);
+        if let Some(f) = self.storages.flags.get_mut(id.idx()) {
+            *f |= FLAG_FROM_START;
+        }
+        id
+    }
+
+    /// Frees a storage at the latest event.
+    pub fn close(&mut self, id: AllocId) {
+        let at = self.last_seq();
+        self.log(id, at, false);
+    }
+
+    fn last_seq(&self) -> Seq {
+        Seq(self.ts.len().saturating_sub(1) as u64)
+    }
+
+    pub fn storage_count(&self) -> usize {
+        self.storages.len()
+    }
+
+    pub fn size(&self, id: AllocId) -> Bytes {
+        Bytes(self.storages.size.get(id.idx()).copied().unwrap_or(0))
+    }
+
+    pub fn category(&self, id: AllocId) -> Category {
+        Category::from_u8(self.storages.cat.get(id.idx()).copied().unwrap_or(10))
+    }
+
+    pub fn set_category(&mut self, id: AllocId, cat: Category, inferred: bool) {
+        if let Some(c) = self.storages.cat.get_mut(id.idx()) {
+            *c = cat as u8;
+        }
+        if let Some(f) = self.storages.flags.get_mut(id.idx()) {
+            if inferred {
+                *f |= FLAG_INFERRED;
+            } else {
+                *f &= !FLAG_INFERRED;
+            }
+        }
+    }
+
+    pub fn band(&self, id: AllocId) -> Band {
+        self.category(id).band()
+    }
+
+    pub fn storage_kind(&self, id: AllocId) -> StorageKind {
+        if self.storages.kind.get(id.idx()).copied() == Some(1) {
+            StorageKind::Segment
+        } else {
+            StorageKind::Block
+        }
+    }
+
+    pub fn flags(&self, id: AllocId) -> u8 {
+        self.storages.flags.get(id.idx()).copied().unwrap_or(0)
+    }
+
+    pub fn is_from_start(&self, id: AllocId) -> bool {
+        self.flags(id) & FLAG_FROM_START != 0
+    }
+
+    pub fn start(&self, id: AllocId) -> Seq {
+        Seq(self.storages.start.get(id.idx()).copied().unwrap_or(0))
+    }
+
+    /// End of the interval (exclusive), None while still live.
+    pub fn end(&self, id: AllocId) -> Option<Seq> {
+        match self.storages.end.get(id.idx()).copied() {
+            Some(OPEN_END) | None => None,
+            Some(e) => Some(Seq(e)),
+        }
+    }
+
+    /// Whether the storage is live in the state after event `at`.
+    pub fn is_live_at(&self, id: AllocId, at: Seq) -> bool {
+        let s = self.start(id);
+        let live_start = self.is_from_start(id) || s <= at;
+        live_start && self.end(id).is_none_or(|e| at < e)
+    }
+
+    pub fn name(&self, id: AllocId) -> &str {
+        self.strings
+            .str(self.storages.name.get(id.idx()).copied().unwrap_or_default())
+    }
+
+    pub fn stack(&self, id: AllocId) -> Vec<&str> {
+        let sid = self.storages.stack.get(id.idx()).copied().unwrap_or_default();
+        self.stack_frames(sid)
+    }
+
+    pub fn stack_frames(&self, sid: StackId) -> Vec<&str> {
+        self.strings
+            .stack(sid)
+            .iter()
+            .map(|&f| self.strings.str(f))
+            .collect()
+    }
+
+    /// The top (innermost) frame worth showing: the first one that is not a C++ `??` frame.
+    pub fn top_frame(&self, id: AllocId) -> &str {
+        let sid = self.storages.stack.get(id.idx()).copied().unwrap_or_default();
+        let frames = self.strings.stack(sid);
+        frames
+            .iter()
+            .map(|&f| self.strings.str(f))
+            .find(|s| !s.starts_with("??"))
+            .or_else(|| frames.first().map(|&f| self.strings.str(f)))
+            .unwrap_or("")
+    }
+
+    // ------------------------------------------------------------------ views
+
+    pub fn add_view(&mut self, v: View) -> usize {
+        let i = self.views.len();
+        self.views_of.entry(v.storage).or_default().push(i as u32);
+        self.views.push(v);
+        i
+    }
+
+    pub fn views_of(&self, id: AllocId) -> impl Iterator<Item = &View> {
+        self.views_of
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.views.get(i as usize))
+    }
+
+    pub fn view_count(&self, id: AllocId) -> usize {
+        self.views_of.get(&id).map_or(0, |v| v.len())
+    }
+
+    /// Views of `id` still holding it after event `at`.
+    pub fn live_views_at(&self, id: AllocId, at: Seq) -> usize {
+        self.views_of(id)
+            .filter(|v| v.created <= at && v.released.is_none_or(|r| at < r))
+            .count()
+    }
+
+    /// True when the base tensor was released at or before `at` while the storage is still
+    /// live (so only views keep it): DESIGN fact 3, "retained by view".
+    pub fn retained_by_view(&self, id: AllocId, at: Seq) -> bool {
+        self.base_released.get(&id).is_some_and(|&r| r <= at) && self.is_live_at(id, at)
+    }
+
+    // ------------------------------------------------------------------ marks
+
+    pub fn add_mark(&mut self, m: Mark) {
+        self.marks.push(m);
+    }
+
+    /// The nearest mark at or before `at` (preferring steps), for "enclosing mark" labels.
+    pub fn enclosing_mark(&self, at: Seq) -> Option<&Mark> {
+        let upto = self.marks.partition_point(|m| m.at <= at);
+        let before = &self.marks[..upto];
+        before
+            .iter()
+            .rev()
+            .find(|m| m.kind == MarkKind::Step && m.end.is_none_or(|e| at <= e))
+            .or_else(|| {
+                before
+                    .iter()
+                    .rev()
+                    .find(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
+            })
+    }
+
+    pub fn mark_name(&self, m: &Mark) -> &str {
+        self.strings.str(m.name)
+    }
+
+    /// Memory estimate of the trace columns in bytes (for benches and `--timings`).
+    pub fn heap_bytes(&self) -> usize {
+        let s = &self.storages;
+        self.ts.capacity() * 8
+            + self.kind.capacity()
+            + self.src.as_ref().map_or(0, |v| v.capacity() * 8)
+            + s.start.capacity() * 8
+            + s.end.capacity() * 8
+            + s.size.capacity() * 8
+            + s.cat.capacity()
+            + s.kind.capacity()
+            + s.flags.capacity()
+            + s.name.capacity() * 4
+            + s.stack.capacity() * 4
+            + s.src_id.capacity() * 8
+            + self.changes.capacity() * std::mem::size_of::<Change>()
+    }
+
+    pub fn warn(&mut self, w: impl Into<String>) {
+        self.warnings.push(w.into());
+    }
+}

@@ -1,0 +1,11 @@
+//! The terminal explorer (issue 4): under construction.
+
+use crate::cli::ExploreArgs;
+use anyhow::Result;
+use std::process::ExitCode;
+
+/// Opens the explorer on the given files.
+pub fn run_explore(args: &ExploreArgs) -> Result<ExitCode> {
+    let _ = args;
+    anyhow::bail!("the explorer is not built yet; use `memtide summary FILE`")
+}
