@@ -30,7 +30,10 @@ pub enum Axis {
 /// Splits the position range `[lo, hi]` into `width` columns on the event axis.
 pub fn event_columns(trace: &Trace, index: &Index, lo: Seq, hi: Seq, width: usize) -> Vec<Column> {
     let ranges = event_ranges(lo, hi, width);
-    ranges.into_iter().map(|r| column(trace, index, r)).collect()
+    ranges
+        .into_iter()
+        .map(|r| column(trace, index, r))
+        .collect()
 }
 
 /// Splits the time range `[t0, t1]` into `width` columns of equal duration.

@@ -123,7 +123,10 @@ impl Summary {
                     po.insert("bytes".into(), p.bytes.into());
                     po.insert("index".into(), p.index.into());
                     po.insert("time_us".into(), time_json(p.time_us));
-                    po.insert("mark".into(), p.mark.clone().map_or(Value::Null, Value::from));
+                    po.insert(
+                        "mark".into(),
+                        p.mark.clone().map_or(Value::Null, Value::from),
+                    );
                     let mut bands = Map::new();
                     for b in Band::ALL {
                         bands.insert(b.name().into(), p.bands[b.idx()].into());

@@ -50,9 +50,9 @@ pub fn windows_of(trace: &Trace, index: &Index, kind: MarkKind) -> Vec<Window> {
         let lo = m.at;
         let hi = match m.end {
             Some(e) => e,
-            None => marks
-                .get(i + 1)
-                .map_or(Seq(n - 1), |next| Seq(next.at.0.saturating_sub(1).max(lo.0))),
+            None => marks.get(i + 1).map_or(Seq(n - 1), |next| {
+                Seq(next.at.0.saturating_sub(1).max(lo.0))
+            }),
         };
         let hi = Seq(hi.0.min(n - 1));
         out.push(Window {

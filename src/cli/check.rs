@@ -36,8 +36,16 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let top: Vec<String> = live_entries(&t.trace, &t.index, peak.at, Some(3))
         .into_iter()
         .map(|e| {
-            let name = if e.name.is_empty() { e.frame.clone() } else { e.name.clone() };
-            let name = if name.is_empty() { "unnamed".to_string() } else { name };
+            let name = if e.name.is_empty() {
+                e.frame.clone()
+            } else {
+                e.name.clone()
+            };
+            let name = if name.is_empty() {
+                "unnamed".to_string()
+            } else {
+                name
+            };
             format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
         })
         .collect();

@@ -33,7 +33,10 @@ pub fn pick_device(loaded: &Loaded, want: Option<&str>) -> Result<usize> {
     match want {
         Some(w) => {
             if let Ok(n) = w.parse::<usize>() {
-                if let Some(i) = traces.iter().position(|t| device_ordinal(&t.device) == Some(n)) {
+                if let Some(i) = traces
+                    .iter()
+                    .position(|t| device_ordinal(&t.device) == Some(n))
+                {
                     return Ok(i);
                 }
                 if n < traces.len() {

@@ -13,7 +13,12 @@ use std::process::ExitCode;
 /// Opens memtide JSONL, PyTorch snapshot (.pickle/.json, optionally .gz) and Kineto profiler
 /// traces. Sizes are shown in binary units (KiB, MiB, GiB).
 #[derive(Debug, Parser)]
-#[command(name = "memtide", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "memtide",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

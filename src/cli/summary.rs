@@ -33,7 +33,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             if let Some(o) = v.as_object_mut() {
                 o.insert(
                     "per_device".into(),
-                    summaries.iter().map(|s| s.to_json(&devices)).collect::<Vec<_>>().into(),
+                    summaries
+                        .iter()
+                        .map(|s| s.to_json(&devices))
+                        .collect::<Vec<_>>()
+                        .into(),
                 );
             }
         }
@@ -61,7 +65,11 @@ fn bytes_both(n: u64) -> String {
 /// The human report (binary units, with exact bytes beside them).
 pub fn render_text(s: &Summary) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "memtide summary · {} · {} · {}", s.source, s.format, s.device);
+    let _ = writeln!(
+        o,
+        "memtide summary · {} · {} · {}",
+        s.source, s.format, s.device
+    );
     let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
     let _ = writeln!(o, "events           {} (event axis)", grouped(s.events));
     match &s.peak {
@@ -71,7 +79,11 @@ pub fn render_text(s: &Summary) -> String {
         Some(p) => {
             let mut at = format!("at event #{}", p.index);
             if let Some(t) = p.time_us {
-                let _ = write!(at, " · t={} us", crate::analysis::summary::time_json(Some(t)));
+                let _ = write!(
+                    at,
+                    " · t={} us",
+                    crate::analysis::summary::time_json(Some(t))
+                );
             }
             if let Some(m) = &p.mark {
                 let _ = write!(at, " · {m}");
@@ -80,8 +92,18 @@ pub fn render_text(s: &Summary) -> String {
             let _ = writeln!(o, "bands at peak    ({})", s.bands_source);
             for b in Band::ALL {
                 let v = p.bands[b.idx()];
-                let pct = if p.bytes > 0 { v as f64 * 100.0 / p.bytes as f64 } else { 0.0 };
-                let _ = writeln!(o, "  {:<12} {:>12}  {:>5.1}%", b.name(), human_bytes(v), pct);
+                let pct = if p.bytes > 0 {
+                    v as f64 * 100.0 / p.bytes as f64
+                } else {
+                    0.0
+                };
+                let _ = writeln!(
+                    o,
+                    "  {:<12} {:>12}  {:>5.1}%",
+                    b.name(),
+                    human_bytes(v),
+                    pct
+                );
             }
         }
     }
@@ -113,7 +135,12 @@ pub fn render_text(s: &Summary) -> String {
         for e in &p.live {
             let mut flags = String::new();
             if e.views > 0 {
-                let _ = write!(flags, "  {} view{}", e.views, if e.views == 1 { "" } else { "s" });
+                let _ = write!(
+                    flags,
+                    "  {} view{}",
+                    e.views,
+                    if e.views == 1 { "" } else { "s" }
+                );
             }
             if e.retained_by_view {
                 flags.push_str("  retained by view");

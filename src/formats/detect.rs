@@ -45,8 +45,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
                 return Some(Format::Jsonl);
             }
             let has = |k: &[u8]| memchr::memmem::find(body, k).is_some();
-            if has(b"\"traceEvents\"") || has(b"\"displayTimeUnit\"") || has(b"\"schemaVersion\"")
-            {
+            if has(b"\"traceEvents\"") || has(b"\"displayTimeUnit\"") || has(b"\"schemaVersion\"") {
                 Some(Format::Kineto)
             } else if has(b"\"device_traces\"") || has(b"\"segments\"") {
                 Some(Format::SnapshotJson)

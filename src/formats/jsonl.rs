@@ -198,7 +198,6 @@ fn parse_line(bytes: &[u8]) -> Result<RawLine<'_>, String> {
     Ok(l)
 }
 
-
 /// A decoded event line, waiting in its equal-`t` group.
 #[derive(Clone, Debug)]
 struct Ev {
@@ -424,8 +423,12 @@ impl JsonlDecoder {
         let need_id = |n: Option<Num>, what: &str| -> Result<u64, String> {
             match n {
                 Some(Num::U(v)) => Ok(v),
-                Some(Num::I(v)) => Err(format!("\"{what}\" must be a non-negative integer, got {v}")),
-                Some(Num::F(v)) => Err(format!("\"{what}\" must be a non-negative integer, got {v}")),
+                Some(Num::I(v)) => Err(format!(
+                    "\"{what}\" must be a non-negative integer, got {v}"
+                )),
+                Some(Num::F(v)) => Err(format!(
+                    "\"{what}\" must be a non-negative integer, got {v}"
+                )),
                 None => Err(format!("op {op_s:?} needs field \"{what}\"")),
             }
         };
@@ -523,9 +526,7 @@ impl JsonlDecoder {
                 ))
             }
             None => {
-                return Err(
-                    "expected the header line {\"memtide\":1,...} before any event".into(),
-                )
+                return Err("expected the header line {\"memtide\":1,...} before any event".into())
             }
         }
         self.header_seen = true;
@@ -542,7 +543,12 @@ impl JsonlDecoder {
         trace.capacity = match l.capacity {
             Some(Num::U(c)) => Some(Bytes(c)),
             None => None,
-            Some(n) => return Err(format!("capacity must be a byte count, got {}", show_num(n))),
+            Some(n) => {
+                return Err(format!(
+                    "capacity must be a byte count, got {}",
+                    show_num(n)
+                ))
+            }
         };
         if let Some(s) = l.source {
             trace.meta.push(("source".into(), s.into_owned()));
@@ -659,23 +665,44 @@ impl JsonlDecoder {
                 } else {
                     e.cat.unwrap_or(Category::Unknown)
                 };
-                let id = trace.new_storage(at, Bytes(e.size), cat, StorageKind::Block, e.name, e.stack, e.id);
+                let id = trace.new_storage(
+                    at,
+                    Bytes(e.size),
+                    cat,
+                    StorageKind::Block,
+                    e.name,
+                    e.stack,
+                    e.id,
+                );
                 if let Some(x) = e.extra {
                     trace.extra.insert(id, x);
                 }
                 fx.open(id);
-                self.tensors.insert(e.id, TensorRef { storage: id, view: None });
+                self.tensors.insert(
+                    e.id,
+                    TensorRef {
+                        storage: id,
+                        view: None,
+                    },
+                );
                 self.refcount.insert(id, 1);
             }
             Op::View => {
                 if self.tensors.contains_key(&e.id) {
-                    return self.reject(trace, e.line, format!("view id {} is already a live tensor", e.id));
+                    return self.reject(
+                        trace,
+                        e.line,
+                        format!("view id {} is already a live tensor", e.id),
+                    );
                 }
                 let Some(base) = self.tensors.get(&e.of).copied() else {
                     return self.reject(
                         trace,
                         e.line,
-                        format!("view {} is \"of\" {}, which is not a live tensor", e.id, e.of),
+                        format!(
+                            "view {} is \"of\" {}, which is not a live tensor",
+                            e.id, e.of
+                        ),
                     );
                 };
                 let vi = trace.add_view(View {
@@ -686,9 +713,18 @@ impl JsonlDecoder {
                     created: at,
                     released: None,
                 });
-                self.tensors.insert(e.id, TensorRef { storage: base.storage, view: Some(vi as u32) });
+                self.tensors.insert(
+                    e.id,
+                    TensorRef {
+                        storage: base.storage,
+                        view: Some(vi as u32),
+                    },
+                );
                 *self.refcount.entry(base.storage).or_insert(0) += 1;
-                self.view_tensors.entry(base.storage).or_default().push(e.id);
+                self.view_tensors
+                    .entry(base.storage)
+                    .or_default()
+                    .push(e.id);
             }
             Op::Release => {
                 let Some(r) = self.tensors.remove(&e.id) else {
@@ -725,7 +761,11 @@ impl JsonlDecoder {
                 // Drop every tensor of the storage: the base and any views.
                 let base_tensor = trace.storages.src_id.get(sid.idx()).copied();
                 if let Some(b) = base_tensor {
-                    if self.tensors.get(&b).is_some_and(|t| t.storage == sid && t.view.is_none()) {
+                    if self
+                        .tensors
+                        .get(&b)
+                        .is_some_and(|t| t.storage == sid && t.view.is_none())
+                    {
                         self.tensors.remove(&b);
                     }
                 }
@@ -744,16 +784,31 @@ impl JsonlDecoder {
             }
             Op::Reserve => {
                 if self.segments.contains_key(&e.id) {
-                    return self.reject(trace, e.line, format!("segment id {} is already reserved", e.id));
+                    return self.reject(
+                        trace,
+                        e.line,
+                        format!("segment id {} is already reserved", e.id),
+                    );
                 }
-                let id = trace.new_storage(at, Bytes(e.size), Category::Unknown, StorageKind::Segment, e.name, e.stack, e.id);
+                let id = trace.new_storage(
+                    at,
+                    Bytes(e.size),
+                    Category::Unknown,
+                    StorageKind::Segment,
+                    e.name,
+                    e.stack,
+                    e.id,
+                );
                 fx.open(id);
                 self.segments.insert(e.id, id);
                 self.reserved_now += e.size;
             }
             Op::Unreserve => {
                 let Some(id) = self.segments.remove(&e.id) else {
-                    trace.warn(format!("line {}: unreserve of unknown segment id {}", e.line, e.id));
+                    trace.warn(format!(
+                        "line {}: unreserve of unknown segment id {}",
+                        e.line, e.id
+                    ));
                     return Ok(());
                 };
                 self.reserved_now = self.reserved_now.saturating_sub(trace.size(id).0);
@@ -768,7 +823,15 @@ impl JsonlDecoder {
                 }
                 let ext = e.used.saturating_sub(self.reserved_now);
                 let name = trace.strings.intern("external (device used − reserved)");
-                let id = trace.new_storage(at, Bytes(ext), Category::External, StorageKind::Block, name, StackId(0), u64::MAX);
+                let id = trace.new_storage(
+                    at,
+                    Bytes(ext),
+                    Category::External,
+                    StorageKind::Block,
+                    name,
+                    StackId(0),
+                    u64::MAX,
+                );
                 fx.open(id);
                 self.sample_storage = Some(id);
             }
@@ -828,8 +891,14 @@ impl JsonlDecoder {
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end.max(start)]
 }
 

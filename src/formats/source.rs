@@ -65,7 +65,11 @@ impl Input {
     /// The whole decompressed content (head included).
     pub fn read_all(mut self) -> Result<Vec<u8>, FormatError> {
         let mut v = std::mem::take(&mut self.head);
-        let hint = if self.gzip { self.file_size * 8 } else { self.file_size };
+        let hint = if self.gzip {
+            self.file_size * 8
+        } else {
+            self.file_size
+        };
         v.reserve(hint.saturating_sub(v.len() as u64).min(1 << 34) as usize);
         self.rest.read_to_end(&mut v).map_err(io_or_cancel)?;
         Ok(v)
@@ -106,7 +110,10 @@ pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
     let prefix = io::Cursor::new(magic[..n].to_vec()).chain(raw);
     let gzip = n == 2 && magic == [0x1f, 0x8b];
     let mut rest: Box<dyn Read + Send> = if gzip {
-        Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(prefix)))
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            MultiGzDecoder::new(prefix),
+        ))
     } else {
         Box::new(prefix)
     };

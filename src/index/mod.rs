@@ -352,7 +352,10 @@ impl Index {
             return Vec::new();
         }
         let p = at.idx().min(self.events - 1) as u64;
-        let ci = self.live_ckpts.partition_point(|c| c.pos <= p).saturating_sub(1);
+        let ci = self
+            .live_ckpts
+            .partition_point(|c| c.pos <= p)
+            .saturating_sub(1);
         let Some(ck) = self.live_ckpts.get(ci) else {
             return Vec::new();
         };
@@ -362,7 +365,9 @@ impl Index {
             .collect();
         let mut c = ck.change_off;
         while c < self.changes {
-            let Some(ch) = trace.changes.get(c) else { break };
+            let Some(ch) = trace.changes.get(c) else {
+                break;
+            };
             if ch.at.0 > p {
                 break;
             }

@@ -60,7 +60,10 @@ impl EventKind {
         EventKind::Other,
     ];
     pub fn from_u8(v: u8) -> EventKind {
-        Self::ALL.get(v as usize).copied().unwrap_or(EventKind::Other)
+        Self::ALL
+            .get(v as usize)
+            .copied()
+            .unwrap_or(EventKind::Other)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -496,12 +499,22 @@ impl Trace {
     }
 
     pub fn name(&self, id: AllocId) -> &str {
-        self.strings
-            .str(self.storages.name.get(id.idx()).copied().unwrap_or_default())
+        self.strings.str(
+            self.storages
+                .name
+                .get(id.idx())
+                .copied()
+                .unwrap_or_default(),
+        )
     }
 
     pub fn stack(&self, id: AllocId) -> Vec<&str> {
-        let sid = self.storages.stack.get(id.idx()).copied().unwrap_or_default();
+        let sid = self
+            .storages
+            .stack
+            .get(id.idx())
+            .copied()
+            .unwrap_or_default();
         self.stack_frames(sid)
     }
 
@@ -515,7 +528,12 @@ impl Trace {
 
     /// The top (innermost) frame worth showing: the first one that is not a C++ `??` frame.
     pub fn top_frame(&self, id: AllocId) -> &str {
-        let sid = self.storages.stack.get(id.idx()).copied().unwrap_or_default();
+        let sid = self
+            .storages
+            .stack
+            .get(id.idx())
+            .copied()
+            .unwrap_or_default();
         let frames = self.strings.stack(sid);
         frames
             .iter()

@@ -119,7 +119,9 @@ pub struct SizeError {
 
 /// Parses `12GiB`, `1.5 GB`, `4096`, `300MiB`. Binary units are powers of 1024, decimal of 1000.
 pub fn parse_size(s: &str) -> Result<Bytes, SizeError> {
-    let err = || SizeError { input: s.to_string() };
+    let err = || SizeError {
+        input: s.to_string(),
+    };
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
