@@ -1,11 +1,48 @@
-//! The terminal explorer (issue 4): under construction.
+//! The terminal explorer (`memtide FILE`), Elm-shaped: input → [`keymap`] → [`action::Action`]
+//! → [`update::update`] (the only mutator, no I/O) → [`effect::Effect`]s run by the
+//! [`runtime`] on worker threads → [`msg::Msg`]s back; [`ui::draw`] is pure.
+
+pub mod action;
+pub mod app;
+pub mod details;
+pub mod effect;
+pub mod find;
+pub mod fmt;
+pub mod keymap;
+pub mod layout;
+pub mod msg;
+pub mod runtime;
+pub mod testing;
+pub mod theme;
+pub mod ui;
+pub mod update;
+pub mod view;
 
 use crate::cli::ExploreArgs;
-use anyhow::Result;
+use anyhow::{bail, Result};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Opens the explorer on the given files.
 pub fn run_explore(args: &ExploreArgs) -> Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("the explorer is not built yet; use `memtide summary FILE`")
+    let Some(path) = args.files.first() else {
+        bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let theme = theme::Theme::resolve(args.theme.as_deref(), no_color)?;
+    if !std::io::stdout().is_terminal() {
+        bail!("the explorer needs a terminal; for a report use `memtide summary FILE`");
+    }
+    let mut app = app::App::new(
+        path.clone(),
+        crate::cli::load::load_options(&args.input),
+        theme,
+        args.ascii,
+    );
+    app.device_want = args.input.device.clone();
+    if args.files.len() > 1 {
+        app.status = Some("showing the first file only".into());
+    }
+    let code = runtime::run(app)?;
+    Ok(ExitCode::from(code))
 }

@@ -1,0 +1,143 @@
+//! The inspector's content for one storage, built in `update` (draw only paints it): full
+//! stack, lifetime with both ends, every view with its stack, and why it is still live.
+
+use super::app::{Line, Tone};
+use super::fmt;
+use crate::trace::{AllocId, Seq, Trace, FLAG_INFERRED};
+
+fn t(s: impl Into<String>, tone: Tone) -> (String, Tone) {
+    (s.into(), tone)
+}
+
+/// Why `id` is (or is not) live after `at`, in one sentence.
+pub fn why_live(trace: &Trace, id: AllocId, at: Seq) -> String {
+    if !trace.is_live_at(id, at) {
+        return "not live at the cursor".into();
+    }
+    if let Some(&rel) = trace.base_released.get(&id) {
+        if rel <= at {
+            let holders: Vec<String> = trace
+                .views_of(id)
+                .filter(|v| v.created <= at && v.released.is_none_or(|r| at < r))
+                .map(|v| {
+                    let n = trace.strings.str(v.name);
+                    if n.is_empty() {
+                        format!("tensor {}", v.tensor)
+                    } else {
+                        format!("{n:?}")
+                    }
+                })
+                .collect();
+            let who = if holders.is_empty() {
+                "a view".to_string()
+            } else {
+                format!("view {}", holders.join(", "))
+            };
+            let verb = if holders.len() > 1 { "hold" } else { "holds" };
+            return format!(
+                "retained by view: base released at #{}, {who} still {verb} it",
+                trace.src_index(rel)
+            );
+        }
+    }
+    match trace.end(id) {
+        None => "live: never freed within the trace".into(),
+        Some(_) => "live: its tensor still holds it".into(),
+    }
+}
+
+/// The inspector lines for `id` seen from the cursor `at`.
+pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::new();
+    let cat = trace.category(id);
+    let band = cat.band();
+    let name = trace.name(id);
+    let inferred = trace.flags(id) & FLAG_INFERRED != 0;
+    out.push(vec![
+        t(if name.is_empty() { "(unnamed)" } else { name }, Tone::Title),
+        t("  ", Tone::Text),
+        t(fmt::bytes(trace.size(id).0), Tone::Title),
+        t("  ", Tone::Text),
+        t(band.name(), Tone::Band(band)),
+        t(
+            format!(
+                " ({}, {})  storage {} · source id {}",
+                cat.name(),
+                if inferred { "inferred" } else { "recorded" },
+                id.0,
+                trace.storages.src_id.get(id.idx()).copied().unwrap_or(0)
+            ),
+            Tone::Dim,
+        ),
+    ]);
+    let start = if trace.is_from_start(id) {
+        "before the trace".to_string()
+    } else {
+        fmt::at(trace, trace.start(id))
+    };
+    let end = match trace.end(id) {
+        Some(e) => fmt::at(trace, e),
+        None => "never freed".to_string(),
+    };
+    let mut life = format!("lifetime [{start}, {end})");
+    if let Some(e) = trace.end(id) {
+        let n = e.0.saturating_sub(trace.start(id).0);
+        life.push_str(&format!(" · {n} events"));
+        if trace.clock.has_time() {
+            let d = trace.ts(e).0 - trace.ts(trace.start(id)).0;
+            life.push_str(&format!(" · {}", fmt::time_ns(d)));
+        }
+    }
+    out.push(vec![t(life, Tone::Text)]);
+    let why = why_live(trace, id, at);
+    let tone = if why.starts_with("retained") {
+        Tone::Warn
+    } else {
+        Tone::Text
+    };
+    out.push(vec![
+        t(format!("at cursor {}: ", fmt::at(trace, at)), Tone::Dim),
+        t(why, tone),
+    ]);
+    out.push(vec![t("stack (innermost first):", Tone::Dim)]);
+    let frames = trace.stack(id);
+    if frames.is_empty() {
+        out.push(vec![t("  (no stack recorded)", Tone::Dim)]);
+    }
+    for f in frames {
+        out.push(vec![t(format!("  {f}"), Tone::Text)]);
+    }
+    let views: Vec<_> = trace.views_of(id).collect();
+    out.push(vec![t(format!("views ({}):", views.len()), Tone::Dim)]);
+    for v in views {
+        let vn = trace.strings.str(v.name);
+        let rel = match v.released {
+            Some(r) => format!("released {}", fmt::at(trace, r)),
+            None => "never released".into(),
+        };
+        let live = v.created <= at && v.released.is_none_or(|r| at < r);
+        out.push(vec![
+            t(
+                format!("  {}", if vn.is_empty() { "(unnamed view)" } else { vn }),
+                if live { Tone::Warn } else { Tone::Text },
+            ),
+            t(
+                format!(
+                    "  tensor {} · created {} · {rel}{}",
+                    v.tensor,
+                    fmt::at(trace, v.created),
+                    if live { " · holds it at the cursor" } else { "" }
+                ),
+                Tone::Dim,
+            ),
+        ]);
+        for f in trace.stack_frames(v.stack) {
+            out.push(vec![t(format!("      {f}"), Tone::Dim)]);
+        }
+    }
+    out.push(vec![t(
+        "a: jump to alloc · f: jump to free · j/k: scroll · Esc: close",
+        Tone::Dim,
+    )]);
+    out
+}

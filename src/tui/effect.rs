@@ -1,0 +1,28 @@
+//! Side effects `update` asks for, as plain data; the runtime runs them (workers, terminal
+//! writes) and feeds results back as `Msg`s.
+
+use super::app::Device;
+use crate::formats::{LoadOptions, Progress};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub enum Effect {
+    /// Read and index a file on a worker; reply `Msg::Loaded`.
+    Load {
+        gen: u64,
+        path: PathBuf,
+        opts: LoadOptions,
+        progress: Progress,
+    },
+    /// Fuzzy-search names and frames on a worker; reply `Msg::SearchDone`.
+    Search {
+        gen: u64,
+        query: String,
+        device: Arc<Device>,
+    },
+    /// Put text on the clipboard via OSC 52.
+    Copy(String),
+    /// Leave the event loop.
+    Quit,
+}

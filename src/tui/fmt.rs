@@ -1,0 +1,86 @@
+//! Display formatting shared by the screens: compact binary sizes, times, event indices.
+
+use crate::trace::{human_bytes, Seq, Trace};
+
+/// Bytes in binary units, e.g. `4.000 MiB` (the unit is always shown: binary).
+pub fn bytes(n: u64) -> String {
+    human_bytes(n)
+}
+
+/// Short size for axis labels: `1.5G`, `512M`, `64K`, `0` (binary units, the header says so).
+pub fn bytes_short(n: u64) -> String {
+    const U: [&str; 6] = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < U.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v >= 100.0 {
+        format!("{v:.0}{}", U[u])
+    } else {
+        format!("{v:.1}{}", U[u])
+    }
+}
+
+/// A duration or timestamp in ns, e.g. `12.000 µs`, `3.250 ms`, `1.500 s`.
+pub fn time_ns(ns: i64) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let sign = if ns < 0 { "-" } else { "" };
+    if a < 1_000.0 {
+        format!("{sign}{a:.0} ns")
+    } else if a < 1_000_000.0 {
+        format!("{sign}{:.3} µs", a / 1e3)
+    } else if a < 1_000_000_000.0 {
+        format!("{sign}{:.3} ms", a / 1e6)
+    } else {
+        format!("{sign}{:.3} s", a / 1e9)
+    }
+}
+
+/// `#N` (the source's own event index) and, when the clock has time, ` t=…`.
+pub fn at(trace: &Trace, s: Seq) -> String {
+    let idx = trace.src_index(s);
+    if trace.clock.has_time() && !trace.is_empty() {
+        format!("#{idx} t={}", time_ns(trace.ts(s).0))
+    } else {
+        format!("#{idx}")
+    }
+}
+
+/// Thousands separators: `2,341`.
+pub fn thousands(n: u64) -> String {
+    crate::trace::units::grouped(n)
+}
+
+/// Truncates to `w` display columns with an ellipsis.
+pub fn trunc(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_sizes_use_binary_units() {
+        assert_eq!(bytes_short(0), "0B");
+        assert_eq!(bytes_short(4 << 20), "4.0Mi");
+        assert_eq!(bytes_short(1536 << 20), "1.5Gi");
+        assert_eq!(bytes_short(200 << 10), "200Ki");
+        assert_eq!(time_ns(12_000), "12.000 µs");
+        assert_eq!(time_ns(1_500_000_000), "1.500 s");
+        assert_eq!(trunc("abcdef", 4), "abc…");
+    }
+}

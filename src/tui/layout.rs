@@ -1,0 +1,100 @@
+//! Screen geometry, shared by `update` (column counts, mouse hit-testing, scroll limits)
+//! and `draw`, so both agree without draw mutating anything.
+//!
+//! ```text
+//! header      2 rows   title · cursor readout
+//! timeline    ~45 %    y-axis labels | stacked bands plot
+//! axis row    1        marks, OOM, cursor ▲, lifetime ━, matches •
+//! minimap     1        the whole trace, viewport box
+//! live/inspect rest    live set at the cursor (inspector splits or replaces it)
+//! status      1        key hints / search prompt / messages
+//! ```
+
+use ratatui::layout::Rect;
+
+/// Smallest usable terminal; below it a "terminal too small" message is shown.
+pub const MIN_W: u16 = 40;
+pub const MIN_H: u16 = 10;
+/// Width of the y-axis labels column.
+pub const YAXIS_W: u16 = 9;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub too_small: bool,
+    pub header: Rect,
+    pub yaxis: Rect,
+    pub plot: Rect,
+    pub axis: Rect,
+    pub minimap: Rect,
+    pub live: Rect,
+    pub inspect: Rect,
+    pub status: Rect,
+}
+
+impl Layout {
+    pub fn new(width: u16, height: u16, inspecting: bool) -> Layout {
+        let mut l = Layout::default();
+        if width < MIN_W || height < MIN_H {
+            l.too_small = true;
+            return l;
+        }
+        let w = width;
+        let header_h = 2;
+        let rest = height - header_h - 1 - 2; // status, axis, minimap
+        let plot_h = ((rest as u32 * 45 / 100) as u16).max(3);
+        let below = rest - plot_h;
+        let y_w = if w >= 60 { YAXIS_W } else { 7 };
+        l.header = Rect::new(0, 0, w, header_h);
+        l.yaxis = Rect::new(0, header_h, y_w, plot_h);
+        l.plot = Rect::new(y_w, header_h, w - y_w, plot_h);
+        l.axis = Rect::new(y_w, header_h + plot_h, w - y_w, 1);
+        l.minimap = Rect::new(y_w, header_h + plot_h + 1, w - y_w, 1);
+        let body_y = header_h + plot_h + 2;
+        let body = Rect::new(0, body_y, w, below);
+        if inspecting {
+            if below >= 16 {
+                let top = below * 35 / 100;
+                l.live = Rect::new(0, body_y, w, top);
+                l.inspect = Rect::new(0, body_y + top, w, below - top);
+            } else {
+                l.inspect = body;
+            }
+        } else {
+            l.live = body;
+        }
+        l.status = Rect::new(0, height - 1, w, 1);
+        l
+    }
+
+    /// Rows of live entries visible (panel minus its title row).
+    pub fn live_rows(&self) -> usize {
+        self.live.height.saturating_sub(1) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_fit_and_do_not_overlap() {
+        for (w, h) in [(40, 10), (80, 24), (200, 50), (41, 11), (300, 100)] {
+            for insp in [false, true] {
+                let l = Layout::new(w, h, insp);
+                assert!(!l.too_small);
+                let rects = [l.header, l.plot, l.axis, l.minimap, l.live, l.inspect, l.status];
+                for r in rects {
+                    assert!(r.right() <= w && r.bottom() <= h, "{w}x{h} {r:?}");
+                }
+                for (i, a) in rects.iter().enumerate() {
+                    for b in &rects[i + 1..] {
+                        assert!(a.area() == 0 || b.area() == 0 || !a.intersects(*b));
+                    }
+                }
+                assert!(l.plot.height >= 3);
+            }
+        }
+        assert!(Layout::new(39, 24, false).too_small);
+        assert!(Layout::new(80, 9, false).too_small);
+    }
+}

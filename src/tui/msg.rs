@@ -1,0 +1,32 @@
+//! Messages into `update`: input, resize, timer ticks and worker results (each worker reply
+//! carries the generation id of its request, so stale replies are dropped).
+
+use super::action::Action;
+use super::app::Device;
+use crate::trace::AllocId;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Everything that can happen to the app.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    /// An action injected directly (tests, scripts).
+    Action(Action),
+    Resize { width: u16, height: u16 },
+    /// Timer: samples load progress and expires status messages.
+    Tick { now: Instant },
+    Loaded {
+        gen: u64,
+        result: Result<Vec<Arc<Device>>, String>,
+    },
+    SearchDone {
+        gen: u64,
+        /// Matching storages, biggest first.
+        matches: Vec<AllocId>,
+        /// How many unique strings matched.
+        strings: usize,
+    },
+}

@@ -1,0 +1,114 @@
+//! The sync runtime: one loop over a crossbeam channel (input thread, workers, ticks);
+//! coalesces messages, runs effects, and draws at most ~60 frames per second when dirty.
+
+pub mod input;
+pub mod terminal;
+pub mod workers;
+
+use crate::tui::app::App;
+use crate::tui::effect::Effect;
+use crate::tui::msg::Msg;
+use crate::tui::{ui, update};
+use anyhow::{Context, Result};
+use crossbeam_channel::{unbounded, RecvTimeoutError, Sender};
+use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const FRAME: Duration = Duration::from_millis(16);
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the explorer until the user quits; returns the exit code.
+pub fn run(mut app: App) -> Result<u8> {
+    let mut guard = terminal::TerminalGuard::new().context("cannot set up the terminal")?;
+    let size = guard.terminal.size().context("cannot read the terminal size")?;
+    let (tx, rx) = unbounded::<Msg>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = input::spawn(tx.clone(), stop.clone()).context("cannot start the input thread")?;
+    let mut fx = update::start(&mut app);
+    fx.extend(update::update(
+        &mut app,
+        Msg::Resize {
+            width: size.width,
+            height: size.height,
+        },
+    ));
+    let mut last_draw: Option<Instant> = None;
+    let mut last_tick = Instant::now();
+    'outer: loop {
+        if run_effects(&mut app, fx.drain(..).collect(), &tx) {
+            break;
+        }
+        let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
+        if app.dirty && due {
+            app.take_dirty();
+            let out = guard.terminal.backend_mut();
+            let _ = ratatui::crossterm::queue!(out, BeginSynchronizedUpdate);
+            guard
+                .terminal
+                .draw(|f| ui::draw(f, &app))
+                .context("cannot draw")?;
+            let out = guard.terminal.backend_mut();
+            let _ = ratatui::crossterm::execute!(out, EndSynchronizedUpdate);
+            last_draw = Some(Instant::now());
+        }
+        // Wait for a message, a tick, or the next frame if a redraw is pending.
+        let wait = if app.dirty {
+            FRAME.saturating_sub(last_draw.map_or(FRAME, |t| t.elapsed()))
+        } else {
+            TICK.saturating_sub(last_tick.elapsed())
+        };
+        match rx.recv_timeout(wait) {
+            Ok(m) => {
+                fx.extend(update::update(&mut app, m));
+                // Coalesce whatever else is queued before drawing.
+                while let Ok(m) = rx.try_recv() {
+                    fx.extend(update::update(&mut app, m));
+                    if app.quit {
+                        break;
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break 'outer,
+        }
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            fx.extend(update::update(&mut app, Msg::Tick { now: last_tick }));
+        }
+        if app.quit && fx.iter().all(|e| !matches!(e, Effect::Copy(_))) {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop(guard);
+    let _ = input.join();
+    Ok(app.exit_code)
+}
+
+/// Starts workers and performs terminal writes; true when the loop should end.
+fn run_effects(app: &mut App, fx: Vec<Effect>, tx: &Sender<Msg>) -> bool {
+    let mut quit = false;
+    for e in fx {
+        match e {
+            Effect::Load {
+                gen,
+                path,
+                opts,
+                progress,
+            } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
+            Effect::Search { gen, query, device } => {
+                workers::spawn_search(gen, query, device, tx.clone())
+            }
+            Effect::Copy(text) => {
+                let mut out = std::io::stdout();
+                let _ = out.write_all(workers::osc52(&text).as_bytes());
+                let _ = out.flush();
+            }
+            Effect::Quit => quit = true,
+        }
+    }
+    quit || app.quit
+}

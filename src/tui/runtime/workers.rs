@@ -1,0 +1,80 @@
+//! Effect execution: loading (read + index + per-device facts) and search, as plain
+//! functions (tests run them inline) and on worker threads (the runtime); OSC 52 copy text.
+
+use crate::formats::{self, LoadOptions, Progress};
+use crate::index::Index;
+use crate::tui::app::Device;
+use crate::tui::find;
+use crate::tui::msg::Msg;
+use base64::Engine;
+use crossbeam_channel::Sender;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Reads and indexes every device of `path`.
+pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Vec<Arc<Device>>, String> {
+    let loaded = formats::load(path, opts, progress).map_err(|e| e.to_string())?;
+    Ok(loaded
+        .traces
+        .into_iter()
+        .map(|trace| {
+            let index = Index::build(&trace);
+            Arc::new(Device::new(trace, index))
+        })
+        .collect())
+}
+
+/// The reply to a search request.
+pub fn search(gen: u64, query: &str, device: &Device) -> Msg {
+    let (matches, strings) = find::search(&device.trace, query);
+    Msg::SearchDone {
+        gen,
+        matches,
+        strings,
+    }
+}
+
+/// Spawns a loader thread; a panic inside the reader becomes an error message, not a hang.
+pub fn spawn_load(
+    gen: u64,
+    path: std::path::PathBuf,
+    opts: LoadOptions,
+    progress: Progress,
+    tx: Sender<Msg>,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("memtide-load".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(|| load(&path, &opts, &progress))
+                .unwrap_or_else(|_| Err("internal error while reading the file".into()));
+            let _ = tx.send(Msg::Loaded { gen, result: r });
+        });
+    if spawned.is_err() {
+        // Without a thread we cannot load; the UI shows nothing better than a hang, so say so.
+        eprintln!("memtide: cannot start the loader thread");
+    }
+}
+
+/// Spawns a search thread.
+pub fn spawn_search(gen: u64, query: String, device: Arc<Device>, tx: Sender<Msg>) {
+    let _ = std::thread::Builder::new()
+        .name("memtide-search".into())
+        .spawn(move || {
+            let _ = tx.send(search(gen, &query, &device));
+        });
+}
+
+/// The OSC 52 escape that puts `text` on the terminal's clipboard (works over SSH).
+pub fn osc52(text: &str) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    format!("\x1b]52;c;{b64}\x07")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn osc52_is_base64_of_the_text() {
+        // "hi" in base64 is "aGk=" (RFC 4648 test vectors style).
+        assert_eq!(super::osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
+}

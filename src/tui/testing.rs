@@ -1,0 +1,146 @@
+//! Headless driving for tests: a key-macro parser (`"p<Enter>"`) and a harness that runs
+//! keys through the real keymap → update, executes effects inline (load, search) and renders
+//! on ratatui's `TestBackend`.
+
+use super::app::App;
+use super::effect::Effect;
+use super::msg::Msg;
+use super::runtime::workers;
+use super::theme::Theme;
+use super::{ui, update};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use std::path::Path;
+
+/// Parses a key macro: plain characters, and `<Enter>`, `<Esc>`, `<Left>`, `<Right>`,
+/// `<Up>`, `<Down>`, `<Home>`, `<End>`, `<PgUp>`, `<PgDn>`, `<BS>`, `<C-c>`.
+pub fn keys(s: &str) -> Vec<KeyEvent> {
+    let mut out = Vec::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '<' {
+            let mut name = String::new();
+            for d in it.by_ref() {
+                if d == '>' {
+                    break;
+                }
+                name.push(d);
+            }
+            let (code, m) = match name.as_str() {
+                "Enter" | "CR" => (KeyCode::Enter, KeyModifiers::NONE),
+                "Esc" => (KeyCode::Esc, KeyModifiers::NONE),
+                "Left" => (KeyCode::Left, KeyModifiers::NONE),
+                "Right" => (KeyCode::Right, KeyModifiers::NONE),
+                "Up" => (KeyCode::Up, KeyModifiers::NONE),
+                "Down" => (KeyCode::Down, KeyModifiers::NONE),
+                "Home" => (KeyCode::Home, KeyModifiers::NONE),
+                "End" => (KeyCode::End, KeyModifiers::NONE),
+                "PgUp" => (KeyCode::PageUp, KeyModifiers::NONE),
+                "PgDn" => (KeyCode::PageDown, KeyModifiers::NONE),
+                "BS" => (KeyCode::Backspace, KeyModifiers::NONE),
+                "C-c" => (KeyCode::Char('c'), KeyModifiers::CONTROL),
+                "lt" => (KeyCode::Char('<'), KeyModifiers::NONE),
+                _ => continue,
+            };
+            out.push(KeyEvent::new(code, m));
+        } else {
+            out.push(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+    }
+    out
+}
+
+/// An app driven synchronously: every effect runs inline before the next key.
+pub struct Harness {
+    pub app: App,
+    /// Texts sent to the clipboard.
+    pub clipboard: Vec<String>,
+}
+
+impl Harness {
+    /// Loads `path` (inline) into an app of the given size with the default theme.
+    pub fn open(path: &Path, width: u16, height: u16) -> Harness {
+        Harness::open_with(path, width, height, Theme::default(), false)
+    }
+
+    pub fn open_with(path: &Path, width: u16, height: u16, theme: Theme, ascii: bool) -> Harness {
+        let app = App::new(path.to_path_buf(), Default::default(), theme, ascii);
+        let mut h = Harness {
+            app,
+            clipboard: Vec::new(),
+        };
+        h.send(Msg::Resize { width, height });
+        let fx = update::start(&mut h.app);
+        h.run(fx);
+        h
+    }
+
+    /// Sends one message and runs the resulting effects (and theirs) to completion.
+    pub fn send(&mut self, msg: Msg) {
+        let fx = update::update(&mut self.app, msg);
+        self.run(fx);
+    }
+
+    fn run(&mut self, mut fx: Vec<Effect>) {
+        while let Some(e) = fx.pop() {
+            let msg = match e {
+                Effect::Load {
+                    gen,
+                    path,
+                    opts,
+                    progress,
+                } => Msg::Loaded {
+                    gen,
+                    result: workers::load(&path, &opts, &progress),
+                },
+                Effect::Search { gen, query, device } => workers::search(gen, &query, &device),
+                Effect::Copy(t) => {
+                    self.clipboard.push(t);
+                    continue;
+                }
+                Effect::Quit => continue,
+            };
+            fx.extend(update::update(&mut self.app, msg));
+        }
+    }
+
+    /// Presses a key macro (see [`keys`]).
+    pub fn press(&mut self, macro_keys: &str) -> &mut Self {
+        for k in keys(macro_keys) {
+            self.send(Msg::Key(k));
+        }
+        self
+    }
+
+    /// Renders the current state at the app's size; returns the screen as text lines.
+    pub fn screen(&self) -> String {
+        let backend = TestBackend::new(self.app.width, self.app.height);
+        let Ok(mut term) = Terminal::new(backend);
+        let _ = term.draw(|f| ui::draw(f, &self.app));
+        buffer_text(term.backend().buffer())
+    }
+
+    /// Renders into a terminal (for insta snapshots of the backend).
+    pub fn terminal(&self) -> Terminal<TestBackend> {
+        let backend = TestBackend::new(self.app.width, self.app.height);
+        let Ok(mut term) = Terminal::new(backend);
+        let _ = term.draw(|f| ui::draw(f, &self.app));
+        term
+    }
+}
+
+/// A buffer as plain text, one line per row (trailing spaces trimmed).
+pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    let a = buf.area;
+    let mut s = String::new();
+    for y in a.y..a.bottom() {
+        let mut line = String::new();
+        for x in a.x..a.right() {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,87 @@
+//! The two header rows: file, device and global peak; the cursor's bytes with the band
+//! breakdown, event index, time and enclosing mark.
+
+use super::put;
+use crate::trace::Band;
+use crate::tui::app::{App, Device};
+use crate::tui::fmt;
+use crate::tui::layout::Layout;
+use ratatui::buffer::Buffer;
+
+pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
+    let r = l.header;
+    let th = &app.theme;
+    let tr = &dev.trace;
+    let sep = format!(" {} ", app.glyphs.sep());
+    let file = app
+        .path
+        .file_name()
+        .map_or_else(|| app.path.display().to_string(), |f| f.to_string_lossy().into());
+    let mut x = put(buf, r.x, r.y, " memtide", r.width, th.header_title);
+    let mut title = format!("{sep}{file}{sep}{}", tr.device);
+    if app.devices.len() > 1 {
+        title.push_str(&format!(" [{}/{}]", app.current + 1, app.devices.len()));
+    }
+    if let Some(p) = dev.peak {
+        title.push_str(&format!(
+            "{sep}peak {} @ {}",
+            fmt::bytes(p.bytes.0),
+            fmt::at(tr, p.at)
+        ));
+        if let Some(m) = tr.enclosing_mark(p.at) {
+            title.push_str(&format!(" ({})", tr.mark_name(m)));
+        }
+    }
+    if let Some(rp) = dev.reserved_peak {
+        title.push_str(&format!("{sep}reserved {}", fmt::bytes(rp.0)));
+    }
+    if let Some(c) = tr.capacity {
+        title.push_str(&format!("{sep}capacity {}", fmt::bytes(c.0)));
+    }
+    title.push_str(&format!("{sep}bands {}", tr.bands_source.name()));
+    x = put(buf, x, r.y, &title, r.right().saturating_sub(x), th.header_text);
+    let _ = x;
+
+    // Cursor readout.
+    let at = app.view.cursor;
+    let y = r.y + 1;
+    let mut x = put(
+        buf,
+        r.x,
+        y,
+        &format!(" cursor {}  ", fmt::at(tr, at)),
+        r.width,
+        th.header_dim,
+    );
+    let bands = app.live.bands;
+    x = put(
+        buf,
+        x,
+        y,
+        &fmt::bytes(bands.total()),
+        r.right().saturating_sub(x),
+        th.header_title,
+    );
+    let mut first = true;
+    for b in Band::ALL {
+        let v = bands.get(b);
+        if v == 0 {
+            continue;
+        }
+        let lead = if first { " = " } else { " + " };
+        first = false;
+        x = put(buf, x, y, lead, r.right().saturating_sub(x), th.header_dim);
+        x = put(
+            buf,
+            x,
+            y,
+            &format!("{}{} {}", app.glyphs.band_fill(b), &b.name()[..3], fmt::bytes_short(v)),
+            r.right().saturating_sub(x),
+            th.band(b),
+        );
+    }
+    if let Some(m) = tr.enclosing_mark(at) {
+        let s = format!("{sep}{}", tr.mark_name(m));
+        put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
+    }
+}

@@ -1,0 +1,88 @@
+//! The live-set panel: storages live at the cursor, biggest first (size, band, name, top
+//! frame, views, "retained by view"), or grouped by band / by top frame with totals.
+
+use super::put;
+use crate::tui::app::{App, GroupMode};
+use crate::tui::fmt;
+use crate::tui::theme::Theme;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
+    let th = &app.theme;
+    let lv = &app.live;
+    let Some(dev) = app.device() else {
+        return;
+    };
+    let mode = match lv.group {
+        GroupMode::List => "biggest first",
+        GroupMode::ByBand => "by band",
+        GroupMode::ByFrame => "by top frame",
+    };
+    let title = format!(
+        " live at {}: {} storages {} {}   [{mode}; g: group]",
+        fmt::at(&dev.trace, lv.at),
+        fmt::thousands(lv.count as u64),
+        app.glyphs.sep(),
+        fmt::bytes(lv.total.0),
+    );
+    super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
+    put(buf, r.x, r.y, &title, r.width, th.live_header);
+    let rows = r.height.saturating_sub(1) as usize;
+    let sel_style = Theme::as_bg(th.live_selected);
+    let w = r.width as usize;
+    for i in 0..rows {
+        let idx = lv.offset + i;
+        let y = r.y + 1 + i as u16;
+        let selected = idx == lv.selected;
+        let marker = if selected { app.glyphs.selected() } else { " " };
+        if selected && idx < lv.len() {
+            super::fill(buf, Rect::new(r.x, y, r.width, 1), sel_style);
+        }
+        match lv.group {
+            GroupMode::List => {
+                let Some(e) = lv.rows.get(idx) else { break };
+                let matched = app.search.set.contains(&e.id);
+                let mut x = put(buf, r.x, y, &format!("{marker} {:>10} ", fmt::bytes(e.bytes.0)), r.width, th.text);
+                x = put(buf, x, y, &format!("{:<11}", e.band.name()), r.right() - x, th.band(e.band));
+                // Tail: views and the retained flag; fixed width at the right.
+                let views = match e.views {
+                    0 => String::new(),
+                    1 => "1 view".to_string(),
+                    n => format!("{n} views"),
+                };
+                let flag = if e.retained_by_view { " ⚑ retained by view" } else { "" };
+                let tail = format!("{views}{flag}");
+                let tail_w = tail.chars().count();
+                let rest = w.saturating_sub((x - r.x) as usize + tail_w + 1);
+                let name_w = (rest * 2 / 5).max(8).min(rest);
+                let frame_w = rest.saturating_sub(name_w + 2);
+                let name = if e.name.is_empty() { "(unnamed)" } else { e.name.as_str() };
+                let name_st = if matched { th.live_match } else { th.text };
+                x = put(buf, x, y, &format!("{:<name_w$}", fmt::trunc(name, name_w)), r.right() - x, name_st);
+                x = put(buf, x, y, "  ", r.right() - x, th.text);
+                put(buf, x, y, &fmt::trunc(&e.frame, frame_w), r.right() - x, th.dim);
+                if tail_w > 0 && w > tail_w {
+                    let tx = r.right() - tail_w as u16;
+                    let vx = put(buf, tx, y, &views, tail_w as u16, th.dim);
+                    if !flag.is_empty() {
+                        put(buf, vx, y, flag, r.right() - vx, th.live_retained);
+                    }
+                }
+            }
+            GroupMode::ByBand | GroupMode::ByFrame => {
+                let Some(gr) = lv.groups.get(idx) else { break };
+                let st = match crate::trace::Band::parse(&gr.key) {
+                    Some(b) if lv.group == GroupMode::ByBand => th.band(b),
+                    _ => th.text,
+                };
+                let x = put(buf, r.x, y, &format!("{marker} {:>10} ", fmt::bytes(gr.bytes.0)), r.width, th.text);
+                let x = put(buf, x, y, &format!("{:>7} ", format!("×{}", gr.count)), r.right() - x, th.dim);
+                put(buf, x, y, &gr.key, r.right() - x, st);
+            }
+        }
+    }
+    if lv.count == 0 && rows > 0 {
+        put(buf, r.x + 2, r.y + 1, "nothing live at the cursor", r.width.saturating_sub(2), th.dim);
+    }
+}

@@ -1,0 +1,219 @@
+//! The timeline plot: stacked bands per cached column with eighth-block sub-cell
+//! resolution, reserved outline, capacity ceiling, step marks, peak marker ▼, cursor, the
+//! y-axis in binary units, and the axis row (marks, OOM, cursor, lifetime, matches).
+
+use super::put;
+use crate::analysis::columns::Axis;
+use crate::trace::Band;
+use crate::tui::app::App;
+use crate::tui::fmt;
+use crate::tui::layout::Layout;
+use crate::tui::theme::{Glyphs, Theme};
+use crate::tui::view::{F_LIFETIME, F_MARK, F_MATCH, F_OOM, F_PEAK};
+use ratatui::buffer::Buffer;
+use ratatui::style::Style;
+
+/// Eighths of a cell (from the plot bottom) reached by `bytes` on a `rows`-high scale.
+fn eighths(bytes: u64, ymax: u64, rows: u16) -> u32 {
+    let full = rows as u128 * 8;
+    ((bytes as u128 * full + ymax as u128 / 2) / ymax.max(1) as u128).min(full) as u32
+}
+
+pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
+    let th = &app.theme;
+    let g = app.glyphs;
+    let v = &app.view;
+    let plot = l.plot;
+    let rows = plot.height;
+    let ymax = v.ymax.max(1);
+    draw_yaxis(buf, l, app);
+    let ceiling_row = v.ceiling.map(|c| {
+        let e = eighths(c, ymax, rows);
+        (e.saturating_sub(1) / 8) as u16
+    });
+    for (i, col) in v.columns.iter().enumerate().take(plot.width as usize) {
+        let x = plot.x + i as u16;
+        // Band boundaries in eighths, bottom up, shown bands only.
+        let mut bounds: [(Band, u32, u32); Band::COUNT] = [(Band::Unknown, 0, 0); Band::COUNT];
+        let mut nb = 0;
+        let mut cum = 0u64;
+        let mut prev = 0u32;
+        if !col.empty {
+            for b in Band::ALL {
+                if !app.bands_shown[b.idx()] {
+                    continue;
+                }
+                let val = col.bands.get(b);
+                if val == 0 {
+                    continue;
+                }
+                cum = cum.saturating_add(val);
+                let e = eighths(cum, ymax, rows);
+                if e > prev {
+                    bounds[nb] = (b, prev, e);
+                    nb += 1;
+                    prev = e;
+                }
+            }
+        }
+        let top = prev;
+        let segs = &bounds[..nb];
+        let reserved_e = if col.empty {
+            0
+        } else {
+            eighths(col.reserved.0, ymax, rows)
+        };
+        for r in 0..rows {
+            let y = plot.bottom() - 1 - r;
+            let lo = r as u32 * 8;
+            let hi = lo + 8;
+            let cell = &mut buf[(x, y)];
+            if top > lo {
+                paint_stack(cell, segs, lo, hi, g, th);
+                continue;
+            }
+            // Empty cell: overlays, most important last.
+            let mut ch = ' ';
+            let mut st = th.text;
+            if Some(r) == ceiling_row {
+                ch = g.ceiling();
+                st = th.capacity;
+            }
+            if reserved_e > lo && reserved_e <= hi && reserved_e > top {
+                ch = g.hline();
+                st = th.reserved;
+            }
+            let f = v.flags.get(i).copied().unwrap_or(0);
+            if f & F_MARK != 0 && ch == ' ' {
+                ch = g.mark_line();
+                st = th.mark;
+            }
+            if v.cursor_col == Some(i) {
+                ch = g.cursor_line();
+                st = th.cursor;
+            }
+            if f & F_PEAK != 0 && (top / 8) as u16 == r.min(rows) && top < rows as u32 * 8 {
+                ch = g.peak();
+                st = th.peak_marker;
+            }
+            cell.set_char(ch).set_style(st);
+        }
+        // A peak whose stack fills the plot still gets its marker in the top row.
+        let f = v.flags.get(i).copied().unwrap_or(0);
+        if f & F_PEAK != 0 && top >= rows as u32 * 8 {
+            buf[(x, plot.y)].set_char(g.peak()).set_style(th.peak_marker);
+        }
+        // Axis row.
+        let (ch, st) = axis_glyph(f, v.cursor_col == Some(i), g, th);
+        buf[(x, l.axis.y)].set_char(ch).set_style(st);
+    }
+}
+
+fn axis_glyph(f: u8, cursor: bool, g: Glyphs, th: &Theme) -> (char, Style) {
+    if cursor {
+        (g.cursor_up(), th.cursor)
+    } else if f & F_OOM != 0 {
+        (g.oom(), th.oom)
+    } else if f & F_LIFETIME != 0 {
+        (g.lifetime(), th.lifetime)
+    } else if f & F_MATCH != 0 {
+        (g.matched(), th.matched)
+    } else if f & F_MARK != 0 {
+        (g.mark(), th.mark)
+    } else {
+        (g.hline(), th.axis)
+    }
+}
+
+/// Paints one filled cell covering eighths `[lo, hi)` of a column with band segments `segs`.
+fn paint_stack(
+    cell: &mut ratatui::buffer::Cell,
+    segs: &[(Band, u32, u32)],
+    lo: u32,
+    hi: u32,
+    g: Glyphs,
+    th: &Theme,
+) {
+    let top = segs.last().map_or(0, |s| s.2);
+    let cover = top.min(hi) - lo;
+    let overlap = |s: &(Band, u32, u32)| s.2.min(hi).saturating_sub(s.1.max(lo));
+    let dominant = segs
+        .iter()
+        .filter(|s| overlap(s) > 0)
+        .max_by_key(|s| overlap(s))
+        .map_or(Band::Unknown, |s| s.0);
+    let bottom = segs
+        .iter()
+        .find(|s| s.1 <= lo && s.2 > lo)
+        .copied()
+        .unwrap_or((dominant, lo, hi));
+    match g {
+        Glyphs::Blocks => {
+            if cover < 8 {
+                cell.set_char(g.eighth(cover as u8))
+                    .set_style(th.band(dominant));
+            } else if bottom.2 >= hi {
+                cell.set_char('█').set_style(th.band(bottom.0));
+            } else {
+                let e = bottom.2 - lo;
+                let upper = segs
+                    .iter()
+                    .find(|s| s.1 < hi && s.2 >= hi)
+                    .map_or(dominant, |s| s.0);
+                let bg = th.band(upper).fg.unwrap_or_default();
+                cell.set_char(g.eighth(e as u8))
+                    .set_style(th.band(bottom.0).bg(bg));
+            }
+        }
+        Glyphs::Shades | Glyphs::Ascii => {
+            let ch = if cover >= 4 || lo == 0 {
+                if cover >= 4 {
+                    g.band_fill(dominant)
+                } else {
+                    g.eighth(cover as u8)
+                }
+            } else {
+                ' '
+            };
+            cell.set_char(ch).set_style(th.band(dominant));
+        }
+    }
+}
+
+fn draw_yaxis(buf: &mut Buffer, l: &Layout, app: &App) {
+    let th = &app.theme;
+    let r = l.yaxis;
+    let w = r.width;
+    let rows = r.height;
+    let ymax = app.view.ymax.max(1);
+    let tick = if app.glyphs == Glyphs::Ascii { '+' } else { '┤' };
+    let line = if app.glyphs == Glyphs::Ascii { '|' } else { '│' };
+    for i in 0..rows {
+        let y = r.y + i;
+        let from_bottom = rows - 1 - i;
+        // Labels at the top, the middle and the bottom; each names the value at its row top.
+        let label = if i == 0 || from_bottom == 0 || (rows >= 6 && i == rows / 2) {
+            let val = (ymax as u128 * (from_bottom as u128 + 1) / rows as u128) as u64;
+            let val = if from_bottom == 0 { 0 } else { val };
+            Some(fmt::bytes_short(val))
+        } else {
+            None
+        };
+        match label {
+            Some(s) => {
+                let s = format!("{s:>width$}{tick}", width = (w - 1) as usize);
+                put(buf, r.x, y, &s, w, th.axis);
+            }
+            None => {
+                let s = format!("{:>width$}{line}", "", width = (w - 1) as usize);
+                put(buf, r.x, y, &s, w, th.axis);
+            }
+        }
+    }
+    let axis_name = match app.view.axis {
+        Axis::Event => "events",
+        Axis::Time => "time",
+    };
+    put(buf, 0, l.axis.y, axis_name, w, th.dim);
+    put(buf, 0, l.minimap.y, "all", w, th.dim);
+}
