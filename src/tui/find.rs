@@ -46,11 +46,20 @@ pub fn search(trace: &Trace, query: &str) -> (Vec<AllocId>, usize) {
         })
         .collect();
     let st = &trace.storages;
+    let sh = |s: StackId| stack_hit.get(s.0 as usize).copied().unwrap_or(false);
+    // A view's name or stack also finds the storage it holds.
+    let via_view: rustc_hash::FxHashSet<AllocId> = trace
+        .views
+        .iter()
+        .filter(|v| is_hit(v.name.0) || sh(v.stack))
+        .map(|v| v.storage)
+        .collect();
     let mut out: Vec<AllocId> = (0..st.len())
         .filter(|&i| {
             st.kind[i] == StorageKind::Block as u8
                 && (is_hit(st.name[i].0)
-                    || stack_hit.get(st.stack[i].0 as usize).copied().unwrap_or(false))
+                    || sh(st.stack[i])
+                    || via_view.contains(&AllocId(i as u32)))
         })
         .map(|i| AllocId(i as u32))
         .collect();

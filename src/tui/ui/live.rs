@@ -46,12 +46,18 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
                 let mut x = put(buf, r.x, y, &format!("{marker} {:>10} ", fmt::bytes(e.bytes.0)), r.width, th.text);
                 x = put(buf, x, y, &format!("{:<11}", e.band.name()), r.right() - x, th.band(e.band));
                 // Tail: views and the retained flag; fixed width at the right.
-                let views = match e.views {
-                    0 => String::new(),
-                    1 => "1 view".to_string(),
-                    n => format!("{n} views"),
+                let narrow = w < 70;
+                let views = match (e.views, narrow) {
+                    (0, _) => String::new(),
+                    (n, true) => format!("{n}v"),
+                    (1, false) => "1 view".to_string(),
+                    (n, false) => format!("{n} views"),
                 };
-                let flag = if e.retained_by_view { " ⚑ retained by view" } else { "" };
+                let flag = match (e.retained_by_view, narrow) {
+                    (false, _) => "",
+                    (true, true) => " ⚑",
+                    (true, false) => " ⚑ retained by view",
+                };
                 let tail = format!("{views}{flag}");
                 let tail_w = tail.chars().count();
                 let rest = w.saturating_sub((x - r.x) as usize + tail_w + 1);

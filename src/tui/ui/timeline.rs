@@ -92,7 +92,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
                 ch = g.cursor_line();
                 st = th.cursor;
             }
-            if f & F_PEAK != 0 && (top / 8) as u16 == r.min(rows) && top < rows as u32 * 8 {
+            if f & F_PEAK != 0 && top.div_ceil(8) as u16 == r {
                 ch = g.peak();
                 st = th.peak_marker;
             }
