@@ -1,0 +1,323 @@
+//! Reducer tests: messages in, state and effects out — no terminal, no threads. Expected
+//! numbers come from the fixtures' hand computation (tests/fixtures/tui/gen_train3.py).
+
+use memtide::index::Index;
+use memtide::trace::{Bytes, Category, EventKind, Seq, StorageKind, Trace, Ts};
+use memtide::tui::action::Action;
+use memtide::tui::app::{App, Device, GroupMode, Screen};
+use memtide::tui::effect::Effect;
+use memtide::tui::msg::Msg;
+use memtide::tui::testing::Harness;
+use memtide::tui::theme::Theme;
+use memtide::tui::update::{start, update};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const MIB: u64 = 1 << 20;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui")
+        .join(name)
+}
+
+fn train3() -> Harness {
+    Harness::open(&fixture("train3.jsonl"), 100, 30)
+}
+
+/// The cursor as the source's own event index.
+fn cursor(h: &Harness) -> u64 {
+    let d = h.app.device().expect("loaded");
+    d.trace.src_index(h.app.view.cursor)
+}
+
+#[test]
+fn opens_at_the_global_peak_with_hand_computed_totals() {
+    let h = train3();
+    assert!(matches!(h.app.screen, Screen::Ready));
+    // Step 3 forward: 128 MiB persistent + 64 MiB retained + 32 + 64 MiB activations.
+    assert_eq!(cursor(&h), 30);
+    assert_eq!(h.app.live.bands.total(), 288 * MIB);
+    assert_eq!(h.app.live.bands.0[0], 128 * MIB); // persistent
+    assert_eq!(h.app.live.bands.0[1], 160 * MIB); // activation
+    assert_eq!(h.app.live.total, Bytes(288 * MIB));
+    assert_eq!(h.app.live.count, 9);
+}
+
+#[test]
+fn home_then_p_jumps_to_the_peak() {
+    let mut h = train3();
+    h.press("<Home>");
+    assert_eq!(cursor(&h), 0);
+    assert_eq!(h.app.live.total, Bytes(0));
+    h.press("p");
+    assert_eq!(cursor(&h), 30);
+    h.press("<End>");
+    assert_eq!(cursor(&h), 36);
+}
+
+#[test]
+fn live_total_matches_header_breakdown_everywhere() {
+    let mut h = train3();
+    h.press("<Home>");
+    // Walk every column; the live panel's sum (from the live set) must equal the header's
+    // band breakdown (from the band totals) at each instant.
+    for _ in 0..200 {
+        assert_eq!(h.app.live.total.0, h.app.live.bands.total(), "at {}", cursor(&h));
+        let before = h.app.view.cursor;
+        h.press("l");
+        if h.app.view.cursor == before {
+            break;
+        }
+    }
+    assert_eq!(cursor(&h), 36, "walking right reaches the last event");
+}
+
+#[test]
+fn marks_and_step_peaks_navigate() {
+    let mut h = train3();
+    h.press("<Home>]");
+    assert_eq!(cursor(&h), 3, "step 1 mark");
+    h.press("]");
+    assert_eq!(cursor(&h), 16, "step 2 mark");
+    h.press("]");
+    assert_eq!(cursor(&h), 26, "step 3 mark");
+    h.press("[");
+    assert_eq!(cursor(&h), 16);
+    // Step peaks: step 1 reaches 160 MiB when w2.grad lands (#9), step 2 224 MiB at its
+    // attention alloc (#20), step 3 the global 288 MiB (#30).
+    h.press("<Home>}");
+    assert_eq!(cursor(&h), 9);
+    assert_eq!(h.app.live.total, Bytes(160 * MIB));
+    h.press("}");
+    assert_eq!(cursor(&h), 20);
+    assert_eq!(h.app.live.total, Bytes(224 * MIB));
+    h.press("}");
+    assert_eq!(cursor(&h), 30);
+    h.press("{");
+    assert_eq!(cursor(&h), 20);
+}
+
+#[test]
+fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
+    let mut h = train3();
+    h.press("p");
+    let top = h.app.live.rows[0].clone();
+    assert_eq!(top.bytes, Bytes(64 * MIB));
+    assert!(top.retained_by_view, "step 2's attention is retained by the probe view");
+    assert_eq!(top.views, 1);
+    h.press("<Enter>");
+    let ins = h.app.inspect.as_ref().expect("inspector open");
+    let text: String = ins
+        .lines
+        .iter()
+        .map(|l| l.iter().map(|(s, _)| s.as_str()).collect::<String>() + "\n")
+        .collect();
+    assert!(text.contains("retained by view: base released at #22"), "{text}");
+    assert!(text.contains("\"attn_probe\" still holds it"), "{text}");
+    assert!(text.contains("debug.py:7 probe_attention"), "{text}");
+    assert!(text.contains("model.py:31 attention"), "{text}");
+    h.press("a");
+    assert_eq!(cursor(&h), 20, "alloc of step 2's layer2.attn");
+    h.press("f");
+    assert_eq!(cursor(&h), 35, "freed when the view is released");
+    h.press("<Esc>");
+    assert!(h.app.inspect.is_none());
+}
+
+#[test]
+fn search_jumps_to_the_biggest_match_inside_its_lifetime_and_cycles() {
+    let mut h = train3();
+    // Fuzzy: "adam" also matches "autograd AccumulateGrad" (a…d…a…m), the grads' frame.
+    h.press("<Home>/adam");
+    assert_eq!(h.app.search.matches.len(), 7);
+    h.press("<Esc><Home>/adam.py");
+    assert!(h.app.searching);
+    // exp_avg, exp_avg_sq (32 MiB, adam.py stacks) and three 4 MiB adam temps.
+    assert_eq!(h.app.search.matches.len(), 5);
+    h.press("<Enter>");
+    assert!(!h.app.searching);
+    // exp_avg lives from #12 to the end; the highest total in that span is the peak.
+    assert_eq!(cursor(&h), 30);
+    assert_eq!(h.app.search.current, Some(0));
+    h.press("nn");
+    // The third match is step 1's temp, live only after #14.
+    assert_eq!(cursor(&h), 14);
+    h.press("N");
+    assert_eq!(cursor(&h), 30);
+    // A view's name finds the storage it holds.
+    h.press("/attn_probe<Enter>");
+    assert_eq!(h.app.search.matches.len(), 1);
+    h.press("<Esc>");
+    assert!(h.app.search.matches.is_empty());
+}
+
+#[test]
+fn stale_worker_replies_are_dropped() {
+    let mut h = train3();
+    h.press("/adam");
+    let gen = h.app.search.gen;
+    let n = h.app.search.matches.len();
+    h.send(Msg::SearchDone {
+        gen: gen - 1,
+        matches: vec![],
+        strings: 0,
+    });
+    assert_eq!(h.app.search.matches.len(), n);
+    // A load reply for a generation that is not loading is ignored too.
+    h.send(Msg::Loaded {
+        gen: 9999,
+        result: Err("stale".into()),
+    });
+    assert!(matches!(h.app.screen, Screen::Ready));
+}
+
+#[test]
+fn grouping_by_band_sums_to_the_total() {
+    let mut h = train3();
+    h.press("g");
+    assert_eq!(h.app.live.group, GroupMode::ByBand);
+    let g = &h.app.live.groups;
+    assert_eq!(g.len(), 2);
+    assert_eq!((g[0].key.as_str(), g[0].bytes), ("activation", Bytes(160 * MIB)));
+    assert_eq!((g[1].key.as_str(), g[1].bytes), ("persistent", Bytes(128 * MIB)));
+    h.press("g");
+    assert_eq!(h.app.live.group, GroupMode::ByFrame);
+    let sum: u64 = h.app.live.groups.iter().map(|g| g.bytes.0).sum();
+    assert_eq!(sum, 288 * MIB);
+    h.press("g");
+    assert_eq!(h.app.live.group, GroupMode::List);
+}
+
+#[test]
+fn selection_moves_and_copy_emits_osc52_text() {
+    let mut h = train3();
+    h.press("jjk");
+    assert_eq!(h.app.live.selected, 1);
+    h.press("kkk");
+    assert_eq!(h.app.live.selected, 0);
+    h.press("y");
+    let clip = h.clipboard.last().expect("copied");
+    assert!(clip.contains("layer2.attn"), "{clip}");
+    assert!(clip.contains("retained by view"), "{clip}");
+    assert!(clip.contains("model.py:31 attention"), "{clip}");
+}
+
+#[test]
+fn zoom_narrows_the_view_and_zoom_out_restores_it() {
+    let mut h = train3();
+    let whole = (h.app.view.lo, h.app.view.hi);
+    assert_eq!(whole, (0, 36));
+    h.press("+");
+    let (lo, hi) = (h.app.view.lo, h.app.view.hi);
+    assert!(hi - lo < 36 && lo <= 30 && 30 <= hi, "{lo}..{hi}");
+    assert_eq!(cursor(&h), 30, "zoom keeps the cursor");
+    h.press("--");
+    assert_eq!((h.app.view.lo, h.app.view.hi), whole);
+}
+
+#[test]
+fn bands_cycle_and_axis_toggle() {
+    let mut h = train3();
+    h.press("b");
+    assert_eq!(h.app.bands_shown, [true, false, false, false, false]);
+    h.press("bbbbb");
+    assert_eq!(h.app.bands_shown, [true; 5]);
+    h.press("t");
+    assert!(memtide::tui::update::time_axis(&h.app));
+    assert_eq!(cursor(&h), 30, "the cursor survives the axis switch");
+    h.press("t");
+    assert!(!memtide::tui::update::time_axis(&h.app));
+}
+
+#[test]
+fn mouse_click_places_the_cursor_on_that_column() {
+    let mut h = train3();
+    let l = h.app.layout();
+    let col = 5usize;
+    let want = h.app.view.columns[col].at;
+    h.send(Msg::Action(Action::ClickAt {
+        col: l.plot.x + col as u16,
+        row: l.plot.y + 1,
+    }));
+    assert_eq!(h.app.view.cursor, want);
+    assert_eq!(h.app.view.cursor_col, Some(col));
+}
+
+#[test]
+fn bad_file_shows_the_readers_message_and_exits_non_zero() {
+    let h = Harness::open(&fixture("bad.jsonl"), 80, 24);
+    match &h.app.screen {
+        Screen::Error(e) => assert!(e.contains("line 2"), "{e}"),
+        s => panic!("expected an error screen, got {s:?}"),
+    }
+    assert_ne!(h.app.exit_code, 0);
+    assert!(h.screen().contains("line 2"));
+}
+
+#[test]
+fn quit_during_load_cancels_the_reader() {
+    let mut app = App::new(fixture("train3.jsonl"), Default::default(), Theme::default(), false);
+    let fx = start(&mut app);
+    let progress = match &fx[..] {
+        [Effect::Load { progress, .. }] => progress.clone(),
+        other => panic!("{other:?}"),
+    };
+    let fx = update(&mut app, Msg::Action(Action::Quit));
+    assert!(matches!(fx[..], [Effect::Quit]));
+    assert!(progress.is_cancelled());
+    assert!(app.quit);
+}
+
+#[test]
+fn keys_other_than_quit_are_ignored_while_loading() {
+    let mut app = App::new(fixture("train3.jsonl"), Default::default(), Theme::default(), false);
+    let _ = start(&mut app);
+    let fx = update(&mut app, Msg::Action(Action::JumpPeak));
+    assert!(fx.is_empty());
+    assert!(matches!(app.screen, Screen::Loading(_)));
+}
+
+fn tiny_trace(device: &str, events: u64) -> Arc<Device> {
+    let mut t = Trace::new(device, "mem", "jsonl");
+    for i in 0..events {
+        t.push_event(Ts(i as i64 * 1000), EventKind::Alloc);
+        let name = t.strings.intern("x");
+        t.open(Bytes(1024), Category::Activation, StorageKind::Block, name, Default::default(), i);
+    }
+    let ix = Index::build(&t);
+    Arc::new(Device::new(t, ix))
+}
+
+#[test]
+fn multi_device_starts_on_the_first_with_events_and_d_cycles() {
+    let mut app = App::new(PathBuf::from("multi"), Default::default(), Theme::default(), false);
+    let fx = start(&mut app);
+    let gen = match &fx[..] {
+        [Effect::Load { gen, .. }] => *gen,
+        other => panic!("{other:?}"),
+    };
+    let devs = vec![tiny_trace("cuda:0", 0), tiny_trace("cuda:1", 4)];
+    update(&mut app, Msg::Loaded { gen, result: Ok(devs) });
+    assert_eq!(app.current, 1);
+    assert_eq!(app.live.total, Bytes(4096));
+    assert_eq!(app.view.cursor, Seq(3));
+    update(&mut app, Msg::Action(Action::NextDevice));
+    assert_eq!(app.current, 0);
+    update(&mut app, Msg::Action(Action::NextDevice));
+    assert_eq!(app.current, 1);
+}
+
+#[test]
+fn tiny_terminals_never_panic() {
+    let mut h = train3();
+    for (w, hh) in [(1, 1), (10, 5), (20, 3), (39, 9), (40, 10), (41, 11), (80, 24), (250, 80)] {
+        h.send(Msg::Resize { width: w, height: hh });
+        h.press("l+<Enter>jg/a<Enter>n?x");
+        let s = h.screen();
+        if (w < 40 || hh < 10) && w >= 20 && hh >= 2 {
+            assert!(s.contains("too small"), "{w}x{hh}: {s}");
+        }
+        h.press("<Esc><Esc>");
+    }
+}
