@@ -1,0 +1,105 @@
+//! Headless key-script tests: key macros go through the real keymap → update → effects
+//! (run inline) and the rendered screen text is checked. Also keeps docs/keys.md and
+//! docs/screen.txt in step with the keymap and the renderer.
+
+use memtide::tui::testing::{keys, Harness};
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/tui").join(name)
+}
+
+#[test]
+fn key_macro_parser() {
+    let k = keys("p<Enter>/a<Esc><C-c>");
+    assert_eq!(k.len(), 6);
+    assert_eq!(
+        k[1].code,
+        ratatui::crossterm::event::KeyCode::Enter
+    );
+    assert!(k[5]
+        .modifiers
+        .contains(ratatui::crossterm::event::KeyModifiers::CONTROL));
+}
+
+#[test]
+fn p_then_enter_shows_the_peaks_biggest_storage_and_its_stack() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 100, 30);
+    h.press("<Home>");
+    assert!(h.screen().contains("cursor #0 "));
+    h.press("p");
+    let s = h.screen();
+    // Header: the cursor's total, 288 MiB by hand (see gen_train3.py), with the breakdown.
+    assert!(s.contains("cursor #30 t=304.000 µs  288.0 MiB = █per 128Mi + █act 160Mi"), "{s}");
+    // The live panel flags the storage a view keeps alive.
+    let first_row = s.lines().find(|l| l.starts_with("▸")).expect("a selected row");
+    assert!(first_row.contains("64.00 MiB activation layer2.attn"), "{first_row}");
+    assert!(first_row.contains("⚑ retained by view"), "{first_row}");
+    h.press("<Enter>");
+    let s = h.screen();
+    assert!(s.contains("model.py:31 attention"), "{s}");
+    assert!(s.contains("model.py:25 forward"), "{s}");
+    assert!(s.contains("attn_probe"), "{s}");
+    assert!(s.contains("retained by view: base released at #22, view \"attn_probe\" still"), "{s}");
+}
+
+#[test]
+fn design_example_view_retains_only_between_t12_and_t30() {
+    let mut h = Harness::open(&fixture("design.jsonl"), 100, 30);
+    // Event lines: 0 reserve, 1 external, 2 sample, 3 mark, 4 alloc fc.weight, 5 view,
+    // 6 release base (t=12), 7 release view (t=30).
+    h.press("<Home>");
+    for (steps, retained) in [(5, false), (6, true), (7, false)] {
+        h.press("<Home>");
+        for _ in 0..steps {
+            h.press("l");
+        }
+        let s = h.screen();
+        assert!(s.contains(&format!("cursor #{steps} ")), "{s}");
+        assert_eq!(s.contains("retained by view"), retained, "#{steps}: {s}");
+    }
+    // The peak is external 64 MiB + fc.weight 4 MiB = 68 MiB, first reached at #4.
+    h.press("p");
+    assert!(h.screen().contains("cursor #4 t=10.000 µs  68.00 MiB"));
+}
+
+#[test]
+fn search_highlights_matches_in_the_live_set_and_reports_the_jump() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 100, 30);
+    h.press("<Home>/probe<Enter>");
+    let s = h.screen();
+    // "probe" matches the view attn_probe → its storage, step 2's attention (64 MiB).
+    assert!(s.contains("match 1/1: 64.00 MiB layer2.attn"), "{s}");
+    // The jump lands inside its lifetime at the highest total: the global peak, #30.
+    assert!(s.contains("cursor #30 "), "{s}");
+}
+
+#[test]
+fn docs_keys_md_matches_the_keymap() {
+    let want = memtide::tui::keymap::markdown();
+    let path = root().join("docs/keys.md");
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::create_dir_all(root().join("docs")).unwrap();
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).expect("docs/keys.md (UPDATE_DOCS=1 writes it)");
+    assert_eq!(have, want, "docs/keys.md is stale: rerun with UPDATE_DOCS=1");
+}
+
+#[test]
+fn docs_screen_txt_matches_the_renderer() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 100, 30);
+    h.press("p");
+    let want = h.screen();
+    let path = root().join("docs/screen.txt");
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::create_dir_all(root().join("docs")).unwrap();
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).expect("docs/screen.txt (UPDATE_DOCS=1 writes it)");
+    assert_eq!(have, want, "docs/screen.txt is stale: rerun with UPDATE_DOCS=1");
+}
