@@ -321,3 +321,18 @@ fn tiny_terminals_never_panic() {
         h.press("<Esc><Esc>");
     }
 }
+
+#[test]
+fn a_tick_does_not_clear_a_pending_redraw() {
+    // Found by the PTY test: a tick between a key and the (frame-capped) draw swallowed it.
+    let mut h = train3();
+    h.app.take_dirty();
+    h.press("<Home>");
+    assert!(h.app.dirty);
+    h.send(Msg::Tick {
+        now: std::time::Instant::now(),
+    });
+    assert!(h.app.dirty, "the Home move must still be drawn");
+    h.press("\u{1}"); // an unmapped key
+    assert!(h.app.dirty);
+}

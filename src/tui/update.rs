@@ -38,19 +38,21 @@ pub fn start(app: &mut App) -> Vec<Effect> {
 
 /// Applies one message.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    // A no-op message must not clear a redraw that is still pending (frame cap).
+    let was_dirty = app.dirty;
     app.dirty = true;
     match msg {
         Msg::Key(k) => match keymap::map_key(app.mode(), k) {
             Some(a) => action(app, a),
             None => {
-                app.dirty = false;
+                app.dirty = was_dirty;
                 Vec::new()
             }
         },
         Msg::Mouse(m) => match keymap::map_mouse(m) {
             Some(a) => action(app, a),
             None => {
-                app.dirty = false;
+                app.dirty = was_dirty;
                 Vec::new()
             }
         },
@@ -69,7 +71,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
                 let s = *l.started.get_or_insert(now);
                 l.elapsed = now.saturating_duration_since(s);
             } else {
-                app.dirty = false;
+                app.dirty = was_dirty;
             }
             Vec::new()
         }

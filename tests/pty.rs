@@ -1,0 +1,179 @@
+//! End-to-end runs of the real binary in a pseudo-terminal (portable-pty + vt100): open a
+//! trace, jump to the peak, search, quit with the terminal restored; a bad file shows the
+//! reader's error and exits non-zero. The PTY is drained on a background thread and the
+//! tests wait for screen text (never a fixed sleep), with an env-tunable timeout.
+
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+
+fn timeout() -> Duration {
+    let s = std::env::var("MEMTIDE_PTY_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(s)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui")
+        .join(name)
+}
+
+struct Pty {
+    parser: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn MasterPty + Send>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Pty {
+    fn spawn(args: &[&str]) -> Pty {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("openpty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_memtide"));
+        cmd.args(args);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("NO_COLOR");
+        let child = pty.slave.spawn_command(cmd).expect("spawn memtide");
+        drop(pty.slave);
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            NonZeroU16::new(ROWS).unwrap(),
+            NonZeroU16::new(COLS).unwrap(),
+            0,
+        )));
+        let mut rd = pty.master.try_clone_reader().expect("reader");
+        let p2 = parser.clone();
+        // Drain continuously, or the child blocks on a full PTY buffer.
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match rd.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => p2.lock().unwrap().process(&buf[..n]),
+                }
+            }
+        });
+        let writer = pty.master.take_writer().expect("writer");
+        Pty {
+            parser,
+            writer,
+            child,
+            _master: pty.master,
+            reader: Some(reader),
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            if start.elapsed() > timeout() {
+                panic!("timed out waiting for {text:?}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Waits for the child to exit (backing off), returns its exit code.
+    fn wait_exit(&mut self) -> u32 {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.exit_code();
+            }
+            if start.elapsed() > timeout() {
+                let _ = self.child.kill();
+                panic!("memtide did not exit; screen:\n{}", self.screen());
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
+    }
+
+    fn alternate_screen(&self) -> bool {
+        self.parser.lock().unwrap().screen().alternate_screen()
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        if let Some(r) = self.reader.take() {
+            drop(r); // the thread ends at EOF once the master is dropped
+        }
+    }
+}
+
+#[test]
+fn open_peak_search_quit_restores_the_terminal() {
+    let path = fixture("train3.jsonl");
+    let mut p = Pty::spawn(&[path.to_str().unwrap()]);
+    p.wait_for("live at #30");
+    assert!(p.alternate_screen(), "the explorer runs on the alternate screen");
+    p.send(b"\x1b[H"); // Home
+    p.wait_for("cursor #0 ");
+    p.send(b"p");
+    let s = p.wait_for("cursor #30 ");
+    assert!(s.contains("288.0 MiB"), "{s}");
+    assert!(s.contains("retained by view"), "{s}");
+    p.send(b"\x1b[H/adam.py");
+    p.wait_for("5 storages match");
+    p.send(b"\r");
+    let s = p.wait_for("match 1/5");
+    assert!(s.contains("cursor #30 "), "{s}");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen(), "alternate screen left on exit");
+}
+
+#[test]
+fn inspect_shows_the_holding_view() {
+    let path = fixture("train3.jsonl");
+    let mut p = Pty::spawn(&[path.to_str().unwrap()]);
+    p.wait_for("live at #30");
+    p.send(b"\r");
+    let s = p.wait_for("attn_probe");
+    assert!(s.contains("model.py:31 attention"), "{s}");
+    p.send(b"\x03"); // Ctrl-C
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen());
+}
+
+#[test]
+fn bad_file_shows_the_error_and_exits_non_zero() {
+    let path = fixture("bad.jsonl");
+    let mut p = Pty::spawn(&[path.to_str().unwrap()]);
+    let s = p.wait_for("line 2");
+    assert!(s.contains("cannot open"), "{s}");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(), 2);
+    assert!(!p.alternate_screen());
+}
