@@ -3,6 +3,8 @@
 //! reader's error and exits non-zero. The PTY is drained on a background thread and the
 //! tests wait for screen text (never a fixed sleep), with an env-tunable timeout.
 
+#![allow(clippy::unwrap_used)]
+
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
@@ -137,7 +139,10 @@ fn open_peak_search_quit_restores_the_terminal() {
     let path = fixture("train3.jsonl");
     let mut p = Pty::spawn(&[path.to_str().unwrap()]);
     p.wait_for("live at #30");
-    assert!(p.alternate_screen(), "the explorer runs on the alternate screen");
+    assert!(
+        p.alternate_screen(),
+        "the explorer runs on the alternate screen"
+    );
     p.send(b"\x1b[H"); // Home
     p.wait_for("cursor #0 ");
     p.send(b"p");

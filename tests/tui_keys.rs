@@ -2,6 +2,8 @@
 //! (run inline) and the rendered screen text is checked. Also keeps docs/keys.md and
 //! docs/screen.txt in step with the keymap and the renderer.
 
+#![allow(clippy::unwrap_used)]
+
 use memtide::tui::testing::{keys, Harness};
 use std::path::{Path, PathBuf};
 
@@ -17,10 +19,7 @@ fn fixture(name: &str) -> PathBuf {
 fn key_macro_parser() {
     let k = keys("p<Enter>/a<Esc><C-c>");
     assert_eq!(k.len(), 6);
-    assert_eq!(
-        k[1].code,
-        ratatui::crossterm::event::KeyCode::Enter
-    );
+    assert_eq!(k[1].code, ratatui::crossterm::event::KeyCode::Enter);
     assert!(k[5]
         .modifiers
         .contains(ratatui::crossterm::event::KeyModifiers::CONTROL));
@@ -34,17 +33,29 @@ fn p_then_enter_shows_the_peaks_biggest_storage_and_its_stack() {
     h.press("p");
     let s = h.screen();
     // Header: the cursor's total, 288 MiB by hand (see gen_train3.py), with the breakdown.
-    assert!(s.contains("cursor #30 t=304.000 µs  288.0 MiB = █per 128Mi + █act 160Mi"), "{s}");
+    assert!(
+        s.contains("cursor #30 t=304.000 µs  288.0 MiB = █per 128Mi + █act 160Mi"),
+        "{s}"
+    );
     // The live panel flags the storage a view keeps alive.
-    let first_row = s.lines().find(|l| l.starts_with("▸")).expect("a selected row");
-    assert!(first_row.contains("64.00 MiB activation layer2.attn"), "{first_row}");
+    let first_row = s
+        .lines()
+        .find(|l| l.starts_with("▸"))
+        .expect("a selected row");
+    assert!(
+        first_row.contains("64.00 MiB activation layer2.attn"),
+        "{first_row}"
+    );
     assert!(first_row.contains("⚑ retained by view"), "{first_row}");
     h.press("<Enter>");
     let s = h.screen();
     assert!(s.contains("model.py:31 attention"), "{s}");
     assert!(s.contains("model.py:25 forward"), "{s}");
     assert!(s.contains("attn_probe"), "{s}");
-    assert!(s.contains("retained by view: base released at #22, view \"attn_probe\" still"), "{s}");
+    assert!(
+        s.contains("retained by view: base released at #22, view \"attn_probe\" still"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -87,7 +98,10 @@ fn docs_keys_md_matches_the_keymap() {
         std::fs::write(&path, &want).unwrap();
     }
     let have = std::fs::read_to_string(&path).expect("docs/keys.md (UPDATE_DOCS=1 writes it)");
-    assert_eq!(have, want, "docs/keys.md is stale: rerun with UPDATE_DOCS=1");
+    assert_eq!(
+        have, want,
+        "docs/keys.md is stale: rerun with UPDATE_DOCS=1"
+    );
 }
 
 #[test]
@@ -101,5 +115,8 @@ fn docs_screen_txt_matches_the_renderer() {
         std::fs::write(&path, &want).unwrap();
     }
     let have = std::fs::read_to_string(&path).expect("docs/screen.txt (UPDATE_DOCS=1 writes it)");
-    assert_eq!(have, want, "docs/screen.txt is stale: rerun with UPDATE_DOCS=1");
+    assert_eq!(
+        have, want,
+        "docs/screen.txt is stale: rerun with UPDATE_DOCS=1"
+    );
 }

@@ -1,6 +1,8 @@
 //! Reducer tests: messages in, state and effects out — no terminal, no threads. Expected
 //! numbers come from the fixtures' hand computation (tests/fixtures/tui/gen_train3.py).
 
+#![allow(clippy::unwrap_used)]
+
 use memtide::index::Index;
 use memtide::trace::{Bytes, Category, EventKind, Seq, StorageKind, Trace, Ts};
 use memtide::tui::action::Action;
@@ -63,7 +65,12 @@ fn live_total_matches_header_breakdown_everywhere() {
     // Walk every column; the live panel's sum (from the live set) must equal the header's
     // band breakdown (from the band totals) at each instant.
     for _ in 0..200 {
-        assert_eq!(h.app.live.total.0, h.app.live.bands.total(), "at {}", cursor(&h));
+        assert_eq!(
+            h.app.live.total.0,
+            h.app.live.bands.total(),
+            "at {}",
+            cursor(&h)
+        );
         let before = h.app.view.cursor;
         h.press("l");
         if h.app.view.cursor == before {
@@ -104,7 +111,10 @@ fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
     h.press("p");
     let top = h.app.live.rows[0].clone();
     assert_eq!(top.bytes, Bytes(64 * MIB));
-    assert!(top.retained_by_view, "step 2's attention is retained by the probe view");
+    assert!(
+        top.retained_by_view,
+        "step 2's attention is retained by the probe view"
+    );
     assert_eq!(top.views, 1);
     h.press("<Enter>");
     let ins = h.app.inspect.as_ref().expect("inspector open");
@@ -113,7 +123,10 @@ fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
         .iter()
         .map(|l| l.iter().map(|(s, _)| s.as_str()).collect::<String>() + "\n")
         .collect();
-    assert!(text.contains("retained by view: base released at #22"), "{text}");
+    assert!(
+        text.contains("retained by view: base released at #22"),
+        "{text}"
+    );
     assert!(text.contains("\"attn_probe\" still holds it"), "{text}");
     assert!(text.contains("debug.py:7 probe_attention"), "{text}");
     assert!(text.contains("model.py:31 attention"), "{text}");
@@ -179,8 +192,14 @@ fn grouping_by_band_sums_to_the_total() {
     assert_eq!(h.app.live.group, GroupMode::ByBand);
     let g = &h.app.live.groups;
     assert_eq!(g.len(), 2);
-    assert_eq!((g[0].key.as_str(), g[0].bytes), ("activation", Bytes(160 * MIB)));
-    assert_eq!((g[1].key.as_str(), g[1].bytes), ("persistent", Bytes(128 * MIB)));
+    assert_eq!(
+        (g[0].key.as_str(), g[0].bytes),
+        ("activation", Bytes(160 * MIB))
+    );
+    assert_eq!(
+        (g[1].key.as_str(), g[1].bytes),
+        ("persistent", Bytes(128 * MIB))
+    );
     h.press("g");
     assert_eq!(h.app.live.group, GroupMode::ByFrame);
     let sum: u64 = h.app.live.groups.iter().map(|g| g.bytes.0).sum();
@@ -257,7 +276,12 @@ fn bad_file_shows_the_readers_message_and_exits_non_zero() {
 
 #[test]
 fn quit_during_load_cancels_the_reader() {
-    let mut app = App::new(fixture("train3.jsonl"), Default::default(), Theme::default(), false);
+    let mut app = App::new(
+        fixture("train3.jsonl"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
     let fx = start(&mut app);
     let progress = match &fx[..] {
         [Effect::Load { progress, .. }] => progress.clone(),
@@ -271,7 +295,12 @@ fn quit_during_load_cancels_the_reader() {
 
 #[test]
 fn keys_other_than_quit_are_ignored_while_loading() {
-    let mut app = App::new(fixture("train3.jsonl"), Default::default(), Theme::default(), false);
+    let mut app = App::new(
+        fixture("train3.jsonl"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
     let _ = start(&mut app);
     let fx = update(&mut app, Msg::Action(Action::JumpPeak));
     assert!(fx.is_empty());
@@ -283,7 +312,14 @@ fn tiny_trace(device: &str, events: u64) -> Arc<Device> {
     for i in 0..events {
         t.push_event(Ts(i as i64 * 1000), EventKind::Alloc);
         let name = t.strings.intern("x");
-        t.open(Bytes(1024), Category::Activation, StorageKind::Block, name, Default::default(), i);
+        t.open(
+            Bytes(1024),
+            Category::Activation,
+            StorageKind::Block,
+            name,
+            Default::default(),
+            i,
+        );
     }
     let ix = Index::build(&t);
     Arc::new(Device::new(t, ix))
@@ -291,14 +327,25 @@ fn tiny_trace(device: &str, events: u64) -> Arc<Device> {
 
 #[test]
 fn multi_device_starts_on_the_first_with_events_and_d_cycles() {
-    let mut app = App::new(PathBuf::from("multi"), Default::default(), Theme::default(), false);
+    let mut app = App::new(
+        PathBuf::from("multi"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
     let fx = start(&mut app);
     let gen = match &fx[..] {
         [Effect::Load { gen, .. }] => *gen,
         other => panic!("{other:?}"),
     };
     let devs = vec![tiny_trace("cuda:0", 0), tiny_trace("cuda:1", 4)];
-    update(&mut app, Msg::Loaded { gen, result: Ok(devs) });
+    update(
+        &mut app,
+        Msg::Loaded {
+            gen,
+            result: Ok(devs),
+        },
+    );
     assert_eq!(app.current, 1);
     assert_eq!(app.live.total, Bytes(4096));
     assert_eq!(app.view.cursor, Seq(3));
@@ -311,8 +358,20 @@ fn multi_device_starts_on_the_first_with_events_and_d_cycles() {
 #[test]
 fn tiny_terminals_never_panic() {
     let mut h = train3();
-    for (w, hh) in [(1, 1), (10, 5), (20, 3), (39, 9), (40, 10), (41, 11), (80, 24), (250, 80)] {
-        h.send(Msg::Resize { width: w, height: hh });
+    for (w, hh) in [
+        (1, 1),
+        (10, 5),
+        (20, 3),
+        (39, 9),
+        (40, 10),
+        (41, 11),
+        (80, 24),
+        (250, 80),
+    ] {
+        h.send(Msg::Resize {
+            width: w,
+            height: hh,
+        });
         h.press("l+<Enter>jg/a<Enter>n?x");
         let s = h.screen();
         if (w < 40 || hh < 10) && w >= 20 && hh >= 2 {

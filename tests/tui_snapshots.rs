@@ -1,6 +1,8 @@
 //! Rendered screens on ratatui's TestBackend, as insta snapshots (80×24, 200×50, 40×10, plus
 //! the inspector, help, ASCII, mono and error screens). Review changes with `cargo insta review`.
 
+#![allow(clippy::unwrap_used)]
+
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
 use std::path::{Path, PathBuf};

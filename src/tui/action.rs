@@ -47,7 +47,10 @@ pub enum Action {
     SearchCancel,
     /// A mouse click at a terminal cell.
     #[serde(skip)]
-    ClickAt { col: u16, row: u16 },
+    ClickAt {
+        col: u16,
+        row: u16,
+    },
 }
 
 impl Action {

@@ -54,7 +54,10 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     let name = trace.name(id);
     let inferred = trace.flags(id) & FLAG_INFERRED != 0;
     out.push(vec![
-        t(if name.is_empty() { "(unnamed)" } else { name }, Tone::Title),
+        t(
+            if name.is_empty() { "(unnamed)" } else { name },
+            Tone::Title,
+        ),
         t("  ", Tone::Text),
         t(fmt::bytes(trace.size(id).0), Tone::Title),
         t("  ", Tone::Text),
@@ -126,7 +129,11 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
                     "  tensor {} · created {} · {rel}{}",
                     v.tensor,
                     fmt::at(trace, v.created),
-                    if live { " · holds it at the cursor" } else { "" }
+                    if live {
+                        " · holds it at the cursor"
+                    } else {
+                        ""
+                    }
                 ),
                 Tone::Dim,
             ),

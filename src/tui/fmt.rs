@@ -70,6 +70,7 @@ pub fn trunc(s: &str, w: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

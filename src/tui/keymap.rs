@@ -25,36 +25,126 @@ pub struct Binding {
 /// The normal-mode key table (one source of truth for keys, help and docs).
 pub fn bindings() -> &'static [Binding] {
     const B: &[Binding] = &[
-        Binding { keys: &["h", "←"], action: Action::CursorLeft },
-        Binding { keys: &["l", "→"], action: Action::CursorRight },
-        Binding { keys: &["H", "PgUp"], action: Action::PageLeft },
-        Binding { keys: &["L", "PgDn"], action: Action::PageRight },
-        Binding { keys: &["+", "=", "wheel up"], action: Action::ZoomIn },
-        Binding { keys: &["-", "wheel down"], action: Action::ZoomOut },
-        Binding { keys: &["Home"], action: Action::Home },
-        Binding { keys: &["End", "G"], action: Action::End },
-        Binding { keys: &["p"], action: Action::JumpPeak },
-        Binding { keys: &["["], action: Action::PrevMark },
-        Binding { keys: &["]"], action: Action::NextMark },
-        Binding { keys: &["{"], action: Action::PrevStepPeak },
-        Binding { keys: &["}"], action: Action::NextStepPeak },
-        Binding { keys: &["k", "↑"], action: Action::SelectUp },
-        Binding { keys: &["j", "↓"], action: Action::SelectDown },
-        Binding { keys: &["Enter"], action: Action::Inspect },
-        Binding { keys: &["a"], action: Action::JumpAlloc },
-        Binding { keys: &["f"], action: Action::JumpFree },
-        Binding { keys: &["Esc"], action: Action::Back },
-        Binding { keys: &["g"], action: Action::ToggleGroup },
-        Binding { keys: &["/"], action: Action::SearchStart },
-        Binding { keys: &["n"], action: Action::NextMatch },
-        Binding { keys: &["N"], action: Action::PrevMatch },
-        Binding { keys: &["b"], action: Action::ToggleBands },
-        Binding { keys: &["t"], action: Action::ToggleAxis },
-        Binding { keys: &["d"], action: Action::NextDevice },
-        Binding { keys: &["y"], action: Action::Copy },
-        Binding { keys: &["?"], action: Action::Help },
-        Binding { keys: &["q", "Ctrl-C"], action: Action::Quit },
-        Binding { keys: &["click"], action: Action::ClickAt { col: 0, row: 0 } },
+        Binding {
+            keys: &["h", "←"],
+            action: Action::CursorLeft,
+        },
+        Binding {
+            keys: &["l", "→"],
+            action: Action::CursorRight,
+        },
+        Binding {
+            keys: &["H", "PgUp"],
+            action: Action::PageLeft,
+        },
+        Binding {
+            keys: &["L", "PgDn"],
+            action: Action::PageRight,
+        },
+        Binding {
+            keys: &["+", "=", "wheel up"],
+            action: Action::ZoomIn,
+        },
+        Binding {
+            keys: &["-", "wheel down"],
+            action: Action::ZoomOut,
+        },
+        Binding {
+            keys: &["Home"],
+            action: Action::Home,
+        },
+        Binding {
+            keys: &["End", "G"],
+            action: Action::End,
+        },
+        Binding {
+            keys: &["p"],
+            action: Action::JumpPeak,
+        },
+        Binding {
+            keys: &["["],
+            action: Action::PrevMark,
+        },
+        Binding {
+            keys: &["]"],
+            action: Action::NextMark,
+        },
+        Binding {
+            keys: &["{"],
+            action: Action::PrevStepPeak,
+        },
+        Binding {
+            keys: &["}"],
+            action: Action::NextStepPeak,
+        },
+        Binding {
+            keys: &["k", "↑"],
+            action: Action::SelectUp,
+        },
+        Binding {
+            keys: &["j", "↓"],
+            action: Action::SelectDown,
+        },
+        Binding {
+            keys: &["Enter"],
+            action: Action::Inspect,
+        },
+        Binding {
+            keys: &["a"],
+            action: Action::JumpAlloc,
+        },
+        Binding {
+            keys: &["f"],
+            action: Action::JumpFree,
+        },
+        Binding {
+            keys: &["Esc"],
+            action: Action::Back,
+        },
+        Binding {
+            keys: &["g"],
+            action: Action::ToggleGroup,
+        },
+        Binding {
+            keys: &["/"],
+            action: Action::SearchStart,
+        },
+        Binding {
+            keys: &["n"],
+            action: Action::NextMatch,
+        },
+        Binding {
+            keys: &["N"],
+            action: Action::PrevMatch,
+        },
+        Binding {
+            keys: &["b"],
+            action: Action::ToggleBands,
+        },
+        Binding {
+            keys: &["t"],
+            action: Action::ToggleAxis,
+        },
+        Binding {
+            keys: &["d"],
+            action: Action::NextDevice,
+        },
+        Binding {
+            keys: &["y"],
+            action: Action::Copy,
+        },
+        Binding {
+            keys: &["?"],
+            action: Action::Help,
+        },
+        Binding {
+            keys: &["q", "Ctrl-C"],
+            action: Action::Quit,
+        },
+        Binding {
+            keys: &["click"],
+            action: Action::ClickAt { col: 0, row: 0 },
+        },
     ];
     B
 }
@@ -141,13 +231,18 @@ pub fn markdown() -> String {
     );
     for b in bindings() {
         let keys: Vec<String> = b.keys.iter().map(|k| format!("`{k}`")).collect();
-        s.push_str(&format!("| {} | {} |\n", keys.join(" "), b.action.describe()));
+        s.push_str(&format!(
+            "| {} | {} |\n",
+            keys.join(" "),
+            b.action.describe()
+        ));
     }
     s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");
     s
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

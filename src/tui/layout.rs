@@ -73,6 +73,7 @@ impl Layout {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -82,7 +83,9 @@ mod tests {
             for insp in [false, true] {
                 let l = Layout::new(w, h, insp);
                 assert!(!l.too_small);
-                let rects = [l.header, l.plot, l.axis, l.minimap, l.live, l.inspect, l.status];
+                let rects = [
+                    l.header, l.plot, l.axis, l.minimap, l.live, l.inspect, l.status,
+                ];
                 for r in rects {
                     assert!(r.right() <= w && r.bottom() <= h, "{w}x{h} {r:?}");
                 }

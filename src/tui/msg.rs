@@ -15,9 +15,14 @@ pub enum Msg {
     Mouse(MouseEvent),
     /// An action injected directly (tests, scripts).
     Action(Action),
-    Resize { width: u16, height: u16 },
+    Resize {
+        width: u16,
+        height: u16,
+    },
     /// Timer: samples load progress and expires status messages.
-    Tick { now: Instant },
+    Tick {
+        now: Instant,
+    },
     Loaded {
         gen: u64,
         result: Result<Vec<Arc<Device>>, String>,

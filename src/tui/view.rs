@@ -77,7 +77,11 @@ impl Viewport {
         let top = dev.peak.map_or(0, |p| p.bytes.0);
         let top = top.max(dev.reserved_peak.map_or(0, |b| b.0)).max(1);
         // The capacity is drawn only when it does not squash the data into a sliver.
-        v.ceiling = dev.trace.capacity.map(|c| c.0).filter(|&c| c <= top / 4 * 5);
+        v.ceiling = dev
+            .trace
+            .capacity
+            .map(|c| c.0)
+            .filter(|&c| c <= top / 4 * 5);
         v.ymax = top.max(v.ceiling.unwrap_or(0));
         v
     }
@@ -134,11 +138,15 @@ impl Viewport {
             self.flag_range(p.at, p.at, F_PEAK);
         }
         for &id in hl.match_list.iter().take(100_000) {
-            let end = tr.end(id).map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)));
+            let end = tr
+                .end(id)
+                .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)));
             self.flag_range(tr.start(id), end, F_MATCH);
         }
         if let Some(id) = hl.lifetime {
-            let end = tr.end(id).map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)));
+            let end = tr
+                .end(id)
+                .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)));
             self.flag_range(tr.start(id), end, F_LIFETIME);
         }
     }
@@ -209,7 +217,11 @@ impl Viewport {
             Axis::Event => {
                 let last = dev.last().0 as i64;
                 let span = (self.hi - self.lo) as i64;
-                let step = if step.abs() < 1.0 { cols.signum() } else { step as i64 };
+                let step = if step.abs() < 1.0 {
+                    cols.signum()
+                } else {
+                    step as i64
+                };
                 let lo = (self.lo as i64 + step).clamp(0, (last - span).max(0));
                 self.lo = lo as u64;
                 self.hi = (lo + span).min(last) as u64;
@@ -217,7 +229,11 @@ impl Viewport {
             Axis::Time => {
                 let (first, lastt) = time_bounds(dev);
                 let span = self.t1 - self.t0;
-                let step = if step.abs() < 1.0 { cols.signum() } else { step as i64 };
+                let step = if step.abs() < 1.0 {
+                    cols.signum()
+                } else {
+                    step as i64
+                };
                 let t0 = (self.t0 + step).clamp(first, (lastt - span).max(first));
                 self.t0 = t0;
                 self.t1 = (t0 + span).min(lastt);

@@ -23,7 +23,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// Runs the explorer until the user quits; returns the exit code.
 pub fn run(mut app: App) -> Result<u8> {
     let mut guard = terminal::TerminalGuard::new().context("cannot set up the terminal")?;
-    let size = guard.terminal.size().context("cannot read the terminal size")?;
+    let size = guard
+        .terminal
+        .size()
+        .context("cannot read the terminal size")?;
     let (tx, rx) = unbounded::<Msg>();
     let stop = Arc::new(AtomicBool::new(false));
     let input = input::spawn(tx.clone(), stop.clone()).context("cannot start the input thread")?;
@@ -38,7 +41,7 @@ pub fn run(mut app: App) -> Result<u8> {
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     'outer: loop {
-        if run_effects(&mut app, fx.drain(..).collect(), &tx) {
+        if run_effects(&mut app, std::mem::take(&mut fx), &tx) {
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);

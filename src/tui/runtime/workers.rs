@@ -12,7 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Reads and indexes every device of `path`.
-pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Vec<Arc<Device>>, String> {
+pub fn load(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<Vec<Arc<Device>>, String> {
     let loaded = formats::load(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(loaded
         .traces
@@ -71,6 +75,7 @@ pub fn osc52(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     #[test]
     fn osc52_is_base64_of_the_text() {

@@ -11,7 +11,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, msg: &str) {
     let x = area.x + 2;
     let w = area.width.saturating_sub(4);
     let mut y = area.y + 1;
-    put(buf, x, y, &format!("memtide: cannot open {}", app.path.display()), w, th.error);
+    put(
+        buf,
+        x,
+        y,
+        &format!("memtide: cannot open {}", app.path.display()),
+        w,
+        th.error,
+    );
     y += 2;
     for line in wrap(msg, w as usize) {
         if y + 2 >= area.bottom() {
@@ -20,7 +27,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, msg: &str) {
         put(buf, x, y, &line, w, th.text);
         y += 1;
     }
-    put(buf, x, area.bottom() - 2, "press q (or Esc) to quit", w, th.dim);
+    put(
+        buf,
+        x,
+        area.bottom() - 2,
+        "press q (or Esc) to quit",
+        w,
+        th.dim,
+    );
 }
 
 fn wrap(s: &str, w: usize) -> Vec<String> {

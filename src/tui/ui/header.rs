@@ -13,10 +13,10 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     let th = &app.theme;
     let tr = &dev.trace;
     let sep = format!(" {} ", app.glyphs.sep());
-    let file = app
-        .path
-        .file_name()
-        .map_or_else(|| app.path.display().to_string(), |f| f.to_string_lossy().into());
+    let file = app.path.file_name().map_or_else(
+        || app.path.display().to_string(),
+        |f| f.to_string_lossy().into(),
+    );
     let mut x = put(buf, r.x, r.y, " memtide", r.width, th.header_title);
     let mut title = format!("{sep}{file}{sep}{}", tr.device);
     if app.devices.len() > 1 {
@@ -39,7 +39,14 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         title.push_str(&format!("{sep}capacity {}", fmt::bytes(c.0)));
     }
     title.push_str(&format!("{sep}bands {}", tr.bands_source.name()));
-    x = put(buf, x, r.y, &title, r.right().saturating_sub(x), th.header_text);
+    x = put(
+        buf,
+        x,
+        r.y,
+        &title,
+        r.right().saturating_sub(x),
+        th.header_text,
+    );
     let _ = x;
 
     // Cursor readout.
@@ -75,7 +82,12 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
             buf,
             x,
             y,
-            &format!("{}{} {}", app.glyphs.band_fill(b), &b.name()[..3], fmt::bytes_short(v)),
+            &format!(
+                "{}{} {}",
+                app.glyphs.band_fill(b),
+                &b.name()[..3],
+                fmt::bytes_short(v)
+            ),
             r.right().saturating_sub(x),
             th.band(b),
         );

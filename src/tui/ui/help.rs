@@ -17,7 +17,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let dw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(10);
     let w = ((kw + dw + 5) as u16).min(area.width);
     let h = (rows.len() as u16 + 2).min(area.height);
-    let r = Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
     Clear.render(r, buf);
     Block::default()
         .borders(Borders::ALL)
@@ -29,7 +34,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         if y >= r.bottom() - 1 {
             break;
         }
-        let x = put(buf, r.x + 2, y, &format!("{k:<kw$} "), r.width.saturating_sub(3), th.status_key);
+        let x = put(
+            buf,
+            r.x + 2,
+            y,
+            &format!("{k:<kw$} "),
+            r.width.saturating_sub(3),
+            th.status_key,
+        );
         put(buf, x, y, d, (r.right() - 1).saturating_sub(x), th.text);
     }
 }

@@ -9,7 +9,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
     let th = &app.theme;
     let Some(ins) = &app.inspect else { return };
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
-    put(buf, r.x, r.y, " inspect  (Esc close · a alloc · f free · j/k scroll · y copy)", r.width, th.live_header);
+    put(
+        buf,
+        r.x,
+        r.y,
+        " inspect  (Esc close · a alloc · f free · j/k scroll · y copy)",
+        r.width,
+        th.live_header,
+    );
     for (i, line) in ins.lines.iter().skip(ins.scroll).enumerate() {
         let y = r.y + 1 + i as u16;
         if y >= r.bottom() {

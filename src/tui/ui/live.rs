@@ -43,8 +43,22 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
             GroupMode::List => {
                 let Some(e) = lv.rows.get(idx) else { break };
                 let matched = app.search.set.contains(&e.id);
-                let mut x = put(buf, r.x, y, &format!("{marker} {:>10} ", fmt::bytes(e.bytes.0)), r.width, th.text);
-                x = put(buf, x, y, &format!("{:<11}", e.band.name()), r.right() - x, th.band(e.band));
+                let mut x = put(
+                    buf,
+                    r.x,
+                    y,
+                    &format!("{marker} {:>10} ", fmt::bytes(e.bytes.0)),
+                    r.width,
+                    th.text,
+                );
+                x = put(
+                    buf,
+                    x,
+                    y,
+                    &format!("{:<11}", e.band.name()),
+                    r.right() - x,
+                    th.band(e.band),
+                );
                 // Tail: views and the retained flag; fixed width at the right.
                 let narrow = w < 70;
                 let views = match (e.views, narrow) {
@@ -63,11 +77,29 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
                 let rest = w.saturating_sub((x - r.x) as usize + tail_w + 1);
                 let name_w = (rest * 2 / 5).max(8).min(rest);
                 let frame_w = rest.saturating_sub(name_w + 2);
-                let name = if e.name.is_empty() { "(unnamed)" } else { e.name.as_str() };
+                let name = if e.name.is_empty() {
+                    "(unnamed)"
+                } else {
+                    e.name.as_str()
+                };
                 let name_st = if matched { th.live_match } else { th.text };
-                x = put(buf, x, y, &format!("{:<name_w$}", fmt::trunc(name, name_w)), r.right() - x, name_st);
+                x = put(
+                    buf,
+                    x,
+                    y,
+                    &format!("{:<name_w$}", fmt::trunc(name, name_w)),
+                    r.right() - x,
+                    name_st,
+                );
                 x = put(buf, x, y, "  ", r.right() - x, th.text);
-                put(buf, x, y, &fmt::trunc(&e.frame, frame_w), r.right() - x, th.dim);
+                put(
+                    buf,
+                    x,
+                    y,
+                    &fmt::trunc(&e.frame, frame_w),
+                    r.right() - x,
+                    th.dim,
+                );
                 if tail_w > 0 && w > tail_w {
                     let tx = r.right() - tail_w as u16;
                     let vx = put(buf, tx, y, &views, tail_w as u16, th.dim);
@@ -82,13 +114,34 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
                     Some(b) if lv.group == GroupMode::ByBand => th.band(b),
                     _ => th.text,
                 };
-                let x = put(buf, r.x, y, &format!("{marker} {:>10} ", fmt::bytes(gr.bytes.0)), r.width, th.text);
-                let x = put(buf, x, y, &format!("{:>7} ", format!("×{}", gr.count)), r.right() - x, th.dim);
+                let x = put(
+                    buf,
+                    r.x,
+                    y,
+                    &format!("{marker} {:>10} ", fmt::bytes(gr.bytes.0)),
+                    r.width,
+                    th.text,
+                );
+                let x = put(
+                    buf,
+                    x,
+                    y,
+                    &format!("{:>7} ", format!("×{}", gr.count)),
+                    r.right() - x,
+                    th.dim,
+                );
                 put(buf, x, y, &gr.key, r.right() - x, st);
             }
         }
     }
     if lv.count == 0 && rows > 0 {
-        put(buf, r.x + 2, r.y + 1, "nothing live at the cursor", r.width.saturating_sub(2), th.dim);
+        put(
+            buf,
+            r.x + 2,
+            r.y + 1,
+            "nothing live at the cursor",
+            r.width.saturating_sub(2),
+            th.dim,
+        );
     }
 }

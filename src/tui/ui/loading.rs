@@ -12,7 +12,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, ls: &LoadState) {
     let y = area.y + area.height / 2 - 2;
     let x = area.x + 2;
     let w = area.width.saturating_sub(4);
-    put(buf, x, y, &format!("loading {}", app.path.display()), w, th.header_title);
+    put(
+        buf,
+        x,
+        y,
+        &format!("loading {}", app.path.display()),
+        w,
+        th.header_title,
+    );
     let frac = if ls.total > 0 {
         (ls.done as f64 / ls.total as f64).clamp(0.0, 1.0)
     } else {
@@ -29,9 +36,20 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, ls: &LoadState) {
         .chain(std::iter::repeat_n(empty, bar_w - filled))
         .collect();
     let x2 = put(buf, x, y + 1, &bar, w, th.minimap_fill);
-    put(buf, x2, y + 1, &format!(" {:>3.0}%", frac * 100.0), w, th.text);
+    put(
+        buf,
+        x2,
+        y + 1,
+        &format!(" {:>3.0}%", frac * 100.0),
+        w,
+        th.text,
+    );
     let secs = ls.elapsed.as_secs_f64();
-    let rate = if secs > 0.0 { ls.done as f64 / secs } else { 0.0 };
+    let rate = if secs > 0.0 {
+        ls.done as f64 / secs
+    } else {
+        0.0
+    };
     let eta = if rate > 0.0 && ls.total > ls.done {
         format!("ETA {:.1} s", (ls.total - ls.done) as f64 / rate)
     } else {

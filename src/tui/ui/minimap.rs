@@ -18,7 +18,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
         let e = if c.empty {
             0
         } else {
-            ((c.bands.total() as u128 * 8 + ymax as u128 - 1) / ymax as u128).min(8) as u8
+            (c.bands.total() as u128 * 8).div_ceil(ymax as u128).min(8) as u8
         };
         let ch = app.glyphs.eighth(e);
         let in_view = !whole && i >= v.mini_lo && i <= v.mini_hi;

@@ -33,7 +33,11 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
             "terminal too small: {}x{} (need {MIN_W}x{MIN_H})",
             area.width, area.height
         );
-        for (i, chunk) in msg.as_bytes().chunks(area.width.max(1) as usize).enumerate() {
+        for (i, chunk) in msg
+            .as_bytes()
+            .chunks(area.width.max(1) as usize)
+            .enumerate()
+        {
             if i as u16 >= area.height {
                 break;
             }

@@ -9,7 +9,14 @@ use ratatui::layout::Rect;
 pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
     let th = &app.theme;
     let s = &app.search;
-    let x = put(buf, r.x, r.y, &format!("/{}▏", s.query), r.width, th.search_input);
+    let x = put(
+        buf,
+        r.x,
+        r.y,
+        &format!("/{}▏", s.query),
+        r.width,
+        th.search_input,
+    );
     let info = if s.query.is_empty() {
         "  type to search names and frames · Enter: biggest match · Esc: cancel".to_string()
     } else if s.pending {

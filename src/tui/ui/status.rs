@@ -23,7 +23,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
     }
     let mut x = r.x;
     if let Some(msg) = &app.status {
-        put(buf, x + 1, r.y, msg, r.width.saturating_sub(1), th.status_bar);
+        put(
+            buf,
+            x + 1,
+            r.y,
+            msg,
+            r.width.saturating_sub(1),
+            th.status_bar,
+        );
         return;
     }
     for (k, what) in HINTS {
@@ -31,7 +38,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
             break;
         }
         x = put(buf, x, r.y, &format!(" {k}"), r.right() - x, th.status_key);
-        x = put(buf, x, r.y, &format!(" {what} "), r.right().saturating_sub(x), th.status_bar);
+        x = put(
+            buf,
+            x,
+            r.y,
+            &format!(" {what} "),
+            r.right().saturating_sub(x),
+            th.status_bar,
+        );
     }
     let s = &app.search;
     if !s.query.is_empty() && x < r.right() {

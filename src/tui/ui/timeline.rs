@@ -101,7 +101,9 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
         // A peak whose stack fills the plot still gets its marker in the top row.
         let f = v.flags.get(i).copied().unwrap_or(0);
         if f & F_PEAK != 0 && top >= rows as u32 * 8 {
-            buf[(x, plot.y)].set_char(g.peak()).set_style(th.peak_marker);
+            buf[(x, plot.y)]
+                .set_char(g.peak())
+                .set_style(th.peak_marker);
         }
         // Axis row.
         let (ch, st) = axis_glyph(f, v.cursor_col == Some(i), g, th);
@@ -186,8 +188,16 @@ fn draw_yaxis(buf: &mut Buffer, l: &Layout, app: &App) {
     let w = r.width;
     let rows = r.height;
     let ymax = app.view.ymax.max(1);
-    let tick = if app.glyphs == Glyphs::Ascii { '+' } else { '┤' };
-    let line = if app.glyphs == Glyphs::Ascii { '|' } else { '│' };
+    let tick = if app.glyphs == Glyphs::Ascii {
+        '+'
+    } else {
+        '┤'
+    };
+    let line = if app.glyphs == Glyphs::Ascii {
+        '|'
+    } else {
+        '│'
+    };
     for i in 0..rows {
         let y = r.y + i;
         let from_bottom = rows - 1 - i;
