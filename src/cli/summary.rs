@@ -146,11 +146,17 @@ pub fn render_text(s: &Summary) -> String {
                 flags.push_str("  retained by view");
             }
             let name = if e.name.is_empty() { "-" } else { &e.name };
+            let cat = if e.inferred {
+                format!("{}?", e.category)
+            } else {
+                e.category.to_string()
+            };
             let _ = writeln!(
                 o,
-                "  {:>11}  {:<10}  {}  {}{}",
+                "  {:>10}  {:<10} {:<10} {:<28} {}{}",
                 human_bytes(e.bytes.0),
                 e.band.name(),
+                cat,
                 name,
                 e.frame,
                 flags
