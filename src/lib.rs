@@ -27,6 +27,7 @@ pub mod analysis;
 pub mod cli;
 pub mod formats;
 pub mod index;
+pub mod synth;
 pub mod trace;
 pub mod tui;
 
