@@ -14,7 +14,14 @@ pub fn jsonl(events: u64, seed: u64, out: &mut impl std::io::Write) -> std::io::
         rng ^= rng << 17;
         rng
     };
-    let cats = ["activation", "temp", "param", "grad", "optimizer", "workspace"];
+    let cats = [
+        "activation",
+        "temp",
+        "param",
+        "grad",
+        "optimizer",
+        "workspace",
+    ];
     let stacks: Vec<String> = (0..500)
         .map(|i| {
             format!(

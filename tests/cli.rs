@@ -25,23 +25,55 @@ fn summary_json_has_every_schema_key() {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     for k in [
-        "source", "format", "devices", "events", "axis", "peak", "reserved_peak", "final_bytes",
-        "unmatched_frees", "warnings",
+        "source",
+        "format",
+        "devices",
+        "events",
+        "axis",
+        "peak",
+        "reserved_peak",
+        "final_bytes",
+        "unmatched_frees",
+        "warnings",
     ] {
         assert!(v.get(k).is_some(), "missing key {k}");
     }
     let p = &v["peak"];
-    for k in ["bytes", "index", "time_us", "mark", "bands", "bands_source", "live"] {
+    for k in [
+        "bytes",
+        "index",
+        "time_us",
+        "mark",
+        "bands",
+        "bands_source",
+        "live",
+    ] {
         assert!(p.get(k).is_some(), "missing peak.{k}");
     }
-    for b in ["persistent", "activation", "workspace", "external", "unknown"] {
+    for b in [
+        "persistent",
+        "activation",
+        "workspace",
+        "external",
+        "unknown",
+    ] {
         assert!(p["bands"][b].is_u64(), "band {b}");
     }
-    let sum: u64 = ["persistent", "activation", "workspace", "external", "unknown"]
-        .iter()
-        .map(|b| p["bands"][b].as_u64().unwrap_or(0))
-        .sum();
-    assert_eq!(sum, p["bytes"].as_u64().expect("bytes"), "peak.bytes is the sum of the bands");
+    let sum: u64 = [
+        "persistent",
+        "activation",
+        "workspace",
+        "external",
+        "unknown",
+    ]
+    .iter()
+    .map(|b| p["bands"][b].as_u64().unwrap_or(0))
+    .sum();
+    assert_eq!(
+        sum,
+        p["bytes"].as_u64().expect("bytes"),
+        "peak.bytes is the sum of the bands"
+    );
     assert_eq!(v["format"], "jsonl");
     assert_eq!(v["axis"], "event");
     assert_eq!(p["bands_source"], "recorded");
@@ -68,7 +100,12 @@ fn summary_text_is_readable() {
 fn check_gates_on_the_peak() {
     // The plain sample peaks at 9536 MiB (sample-traces/README.md).
     memtide()
-        .args(["check", &sample("train-3steps.jsonl"), "--max-peak", "10GiB"])
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "10GiB",
+        ])
         .assert()
         .code(0)
         .stdout(predicate::str::starts_with("ok:"));
@@ -79,11 +116,21 @@ fn check_gates_on_the_peak() {
         .stdout(predicate::str::contains("FAIL: peak 9.312 GiB"))
         .stdout(predicate::str::contains("attn.scores"));
     memtide()
-        .args(["check", &sample("train-3steps.jsonl"), "--max-peak", "9999220736B"])
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "9999220736B",
+        ])
         .assert()
         .code(0);
     memtide()
-        .args(["check", &sample("train-3steps.jsonl"), "--max-peak", "12 parsecs"])
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "12 parsecs",
+        ])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("invalid size"));
@@ -93,8 +140,11 @@ fn check_gates_on_the_peak() {
 fn bad_files_exit_nonzero_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("tmp");
     let bad = dir.path().join("bad.jsonl");
-    std::fs::write(&bad, "{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":-5}\n")
-        .expect("write");
+    std::fs::write(
+        &bad,
+        "{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":-5}\n",
+    )
+    .expect("write");
     memtide()
         .args(["summary", &bad.display().to_string()])
         .assert()

@@ -179,8 +179,12 @@ fn oracle(ops: &[(u64, Op)]) -> Oracle {
 
 fn parse(text: &str) -> Trace {
     let mut trace = Trace::new("cuda:0", "prop", "jsonl");
-    let mut dec = JsonlDecoder::new(JsonlOptions { lenient: true, ..JsonlOptions::default() });
-    dec.feed(&mut trace, text.as_bytes()).expect("valid by construction");
+    let mut dec = JsonlDecoder::new(JsonlOptions {
+        lenient: true,
+        ..JsonlOptions::default()
+    });
+    dec.feed(&mut trace, text.as_bytes())
+        .expect("valid by construction");
     dec.finish(&mut trace).expect("valid by construction");
     trace
 }
@@ -324,7 +328,11 @@ fn big_random_trace_argmax_and_live_cross_blocks() {
             let want: BTreeSet<u32> = (0..trace.storage_count() as u32)
                 .filter(|&s| trace.is_live_at(memtide::trace::AllocId(s), Seq(lo as u64)))
                 .collect();
-            let got: BTreeSet<u32> = index.live_at(&trace, Seq(lo as u64)).iter().map(|a| a.0).collect();
+            let got: BTreeSet<u32> = index
+                .live_at(&trace, Seq(lo as u64))
+                .iter()
+                .map(|a| a.0)
+                .collect();
             assert_eq!(got, want);
         }
     }

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jsonl").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/jsonl")
+        .join(name)
 }
 
 fn expect(name: &str) -> BTreeMap<String, u64> {
@@ -35,7 +37,11 @@ fn check(stem: &str) -> (Trace, Index) {
     let e = expect(&format!("{stem}.expect"));
     let peak = global_peak(&trace, &index).expect("events");
     assert_eq!(peak.bytes.0, e["peak_bytes"], "{stem}: peak bytes");
-    assert_eq!(trace.src_index(peak.at), e["peak_index"], "{stem}: peak index");
+    assert_eq!(
+        trace.src_index(peak.at),
+        e["peak_index"],
+        "{stem}: peak index"
+    );
     assert_eq!(final_bytes(&index).0, e["final_bytes"], "{stem}: final");
     if let Some(&r) = e.get("reserved_peak") {
         assert_eq!(index.reserved_peak().expect("reserved").0 .0, r);
@@ -59,7 +65,10 @@ fn views_keep_storage_alive_and_external_spans_count() {
     assert_eq!(big.views, 2);
     assert_eq!(big.live_views, 1, "only view 3 still holds it");
     assert_eq!(big.frame, "model.py:3 forward");
-    let nccl = live.iter().find(|e| e.name == "nccl").expect("external live");
+    let nccl = live
+        .iter()
+        .find(|e| e.name == "nccl")
+        .expect("external live");
     assert_eq!(nccl.band.name(), "external");
     assert_eq!(trace.time_us(peak.at), Some(0.25)); // ns clock: t=250 ns
 }
@@ -102,7 +111,10 @@ fn bad_inputs_give_clear_errors_with_line_numbers() {
     let e = err(b"\x00\x01\x02\xff garbage");
     assert!(e.contains("unrecognised format"), "{e}");
     let e = err(format!("{H}{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":10").as_bytes());
-    assert!(e.starts_with("line 2:") && e.contains("invalid JSON"), "{e}");
+    assert!(
+        e.starts_with("line 2:") && e.contains("invalid JSON"),
+        "{e}"
+    );
     let e = err(format!("{H}{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":-10}}\n").as_bytes());
     assert!(e.contains("line 2") && e.contains("non-negative"), "{e}");
     let e = err(format!("{H}{{\"t\":5,\"op\":\"mark\",\"name\":\"a\"}}\n{{\"t\":4,\"op\":\"mark\",\"name\":\"b\"}}\n").as_bytes());
@@ -125,8 +137,14 @@ fn bad_inputs_give_clear_errors_with_line_numbers() {
 
 #[test]
 fn free_of_unknown_id_is_a_counted_warning() {
-    let t = load_text(format!("{H}{{\"t\":1,\"op\":\"free\",\"id\":42}}\n{{\"t\":2,\"op\":\"release\",\"id\":43}}\n").as_bytes(), false)
-        .expect("unmatched frees are not fatal");
+    let t = load_text(
+        format!(
+            "{H}{{\"t\":1,\"op\":\"free\",\"id\":42}}\n{{\"t\":2,\"op\":\"release\",\"id\":43}}\n"
+        )
+        .as_bytes(),
+        false,
+    )
+    .expect("unmatched frees are not fatal");
     assert_eq!(t.unmatched_frees, 2);
     assert!(t.warnings.iter().any(|w| w.contains("unknown id 42")));
 }
@@ -145,11 +163,16 @@ fn lenient_skips_and_counts_bad_lines() {
 
 #[test]
 fn header_only_has_no_events_and_unknown_fields_are_kept() {
-    let t = load_text(b"{\"memtide\":1,\"device\":\"cuda:3\",\"run\":\"abc\"}\n", false).expect("ok");
+    let t = load_text(
+        b"{\"memtide\":1,\"device\":\"cuda:3\",\"run\":\"abc\"}\n",
+        false,
+    )
+    .expect("ok");
     assert!(t.is_empty());
     assert!(t.meta.iter().any(|(k, v)| k == "run" && v == "\"abc\""));
     let t = load_text(
-        format!("{H}{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":10,\"dtype\":\"bf16\"}}\n").as_bytes(),
+        format!("{H}{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":10,\"dtype\":\"bf16\"}}\n")
+            .as_bytes(),
         false,
     )
     .expect("ok");
@@ -162,10 +185,16 @@ fn torn_last_line_waits_for_its_newline() {
     use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
     let mut trace = Trace::new("cuda:0", "t", "jsonl");
     let mut dec = JsonlDecoder::new(JsonlOptions::default());
-    dec.feed(&mut trace, b"{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"si")
-        .expect("torn line is not an error");
-    dec.feed(&mut trace, b"ze\":10}\n{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":5}\n")
-        .expect("completed");
+    dec.feed(
+        &mut trace,
+        b"{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"si",
+    )
+    .expect("torn line is not an error");
+    dec.feed(
+        &mut trace,
+        b"ze\":10}\n{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":5}\n",
+    )
+    .expect("completed");
     // t=2's group may still grow: it is applied at the next t or at finish.
     assert_eq!(trace.len(), 1);
     dec.finish(&mut trace).expect("finish");

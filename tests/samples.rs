@@ -25,7 +25,11 @@ fn readme_rows() -> Vec<Row> {
     text.lines()
         .filter(|l| l.starts_with("| train"))
         .map(|l| {
-            let c: Vec<&str> = l.split('|').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let c: Vec<&str> = l
+                .split('|')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
             let n = |i: usize| c[i].parse::<u64>().expect("number in README table");
             Row {
                 file: c[0].to_string(),
@@ -50,26 +54,59 @@ fn samples_peak_as_the_readme_states() {
         let index = Index::build(trace);
         let peak = global_peak(trace, &index).expect("events");
         assert_eq!(peak.bytes.0, r.peak, "{}: peak", r.file);
-        for (i, b) in [Band::Persistent, Band::Activation, Band::Workspace, Band::External]
-            .into_iter()
-            .enumerate()
+        for (i, b) in [
+            Band::Persistent,
+            Band::Activation,
+            Band::Workspace,
+            Band::External,
+        ]
+        .into_iter()
+        .enumerate()
         {
-            assert_eq!(peak.bands.get(b), r.bands[i], "{}: band {}", r.file, b.name());
+            assert_eq!(
+                peak.bands.get(b),
+                r.bands[i],
+                "{}: band {}",
+                r.file,
+                b.name()
+            );
         }
         assert_eq!(peak.bands.get(Band::Unknown), 0);
-        assert_eq!(index.reserved_peak().expect("reserved").0 .0, r.reserved, "{}: reserved", r.file);
-        assert_eq!(memtide::analysis::final_bytes(&index).0, r.final_bytes, "{}: final", r.file);
+        assert_eq!(
+            index.reserved_peak().expect("reserved").0 .0,
+            r.reserved,
+            "{}: reserved",
+            r.file
+        );
+        assert_eq!(
+            memtide::analysis::final_bytes(&index).0,
+            r.final_bytes,
+            "{}: final",
+            r.file
+        );
         let mark = trace.enclosing_mark(peak.at).expect("inside a step");
-        assert_eq!(trace.mark_name(mark), r.step, "{}: step of the peak", r.file);
+        assert_eq!(
+            trace.mark_name(mark),
+            r.step,
+            "{}: step of the peak",
+            r.file
+        );
         // The peak event is the allocation of layer 3's backward temp.
         assert_eq!(trace.kind(peak.at), EventKind::Alloc);
-        let opened: Vec<_> = trace.changes.iter().filter(|c| c.at == peak.at && c.open).collect();
+        let opened: Vec<_> = trace
+            .changes
+            .iter()
+            .filter(|c| c.at == peak.at && c.open)
+            .collect();
         assert_eq!(opened.len(), 1);
         assert_eq!(trace.name(opened[0].storage), "grad_input temp");
         assert!(trace.top_frame(opened[0].storage).contains("layers.3"));
         // The 1 GiB attn.scores is retained by its view at the peak.
         let live = memtide::analysis::live_entries(trace, &index, peak.at, None);
-        let scores = live.iter().find(|e| e.name == "attn.scores").expect("scores live");
+        let scores = live
+            .iter()
+            .find(|e| e.name == "attn.scores")
+            .expect("scores live");
         assert!(scores.retained_by_view, "{}: retained by view", r.file);
         assert_eq!(scores.bytes.0, 1 << 30);
         // Window peaks: each step window's peak lies inside it.
@@ -88,8 +125,14 @@ fn samples_peak_as_the_readme_states() {
 #[test]
 fn checkpointing_saves_what_the_readme_says() {
     let rows = readme_rows();
-    let plain = rows.iter().find(|r| r.file == "train-3steps.jsonl").expect("plain");
-    let ckpt = rows.iter().find(|r| r.file == "train-checkpointed.jsonl").expect("ckpt");
+    let plain = rows
+        .iter()
+        .find(|r| r.file == "train-3steps.jsonl")
+        .expect("plain");
+    let ckpt = rows
+        .iter()
+        .find(|r| r.file == "train-checkpointed.jsonl")
+        .expect("ckpt");
     assert_eq!(plain.peak - ckpt.peak, 1024 << 20);
 }
 
@@ -103,7 +146,11 @@ fn committed_samples_match_the_generator() {
         .status()
         .expect("cargo run example");
     assert!(status.success());
-    for f in ["train-3steps.jsonl", "train-leak.jsonl", "train-checkpointed.jsonl"] {
+    for f in [
+        "train-3steps.jsonl",
+        "train-leak.jsonl",
+        "train-checkpointed.jsonl",
+    ] {
         let a = std::fs::read(dir.path().join(f)).expect("generated");
         let b = std::fs::read(root().join("sample-traces").join(f)).expect("committed");
         assert!(a == b, "{f} differs from the generator's output: regenerate with `cargo run --example gen_samples -- sample-traces`");

@@ -77,6 +77,9 @@ pub struct SummaryArgs {
     /// Print the stable JSON schema instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print load and index timings (MB/s, bytes per event) to stderr.
+    #[arg(long)]
+    pub timings: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

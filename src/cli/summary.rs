@@ -10,9 +10,28 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
+    let t0 = std::time::Instant::now();
     let loaded = load(&a.file, &a.input)?;
+    let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
+    let t_index = t0.elapsed() - t_load;
+    if a.timings {
+        let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+        let events: usize = traces.iter().map(|t| t.trace.len()).sum();
+        let ix: usize = traces.iter().map(|t| t.index.heap_bytes()).sum();
+        let tr: usize = traces.iter().map(|t| t.trace.heap_bytes()).sum();
+        eprintln!(
+            "timings: read {:.1} MB in {:.3} s ({:.0} MB/s), index {:.3} s; {} events; index {:.1} B/event, trace columns {:.1} B/event",
+            size as f64 / 1e6,
+            t_load.as_secs_f64(),
+            size as f64 / 1e6 / t_load.as_secs_f64().max(1e-9),
+            t_index.as_secs_f64(),
+            events,
+            ix as f64 / events.max(1) as f64,
+            tr as f64 / events.max(1) as f64,
+        );
+    }
     let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
     let summaries: Vec<Summary> = traces
         .iter()
