@@ -25,6 +25,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod follow;
 pub mod formats;
 pub mod index;
 pub mod synth;

@@ -1,7 +1,9 @@
 //! Command-line interface: argument definitions and dispatch to the subcommands.
 
 pub mod check;
+pub mod follow;
 pub mod load;
+pub mod replay;
 pub mod summary;
 
 use clap::{Args, Parser, Subcommand};
@@ -32,6 +34,45 @@ pub enum Command {
     Summary(SummaryArgs),
     /// Exit 1 when the peak exceeds a limit (a CI gate for training jobs).
     Check(CheckArgs),
+    /// Write any readable trace as memtide JSONL, progressively (demo and test the live view).
+    Replay(ReplayArgs),
+}
+
+/// How to follow a growing file.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FollowArgs {
+    /// Follow the file while it is being written (like `tail -f`).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Poll for changes every MS milliseconds instead of inotify (NFS, shared file systems).
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "250")]
+    pub poll: Option<u64>,
+}
+
+impl FollowArgs {
+    pub fn mode(&self) -> crate::follow::WatchMode {
+        match self.poll {
+            Some(ms) => {
+                crate::follow::WatchMode::Poll(std::time::Duration::from_millis(ms.max(10)))
+            }
+            None => crate::follow::WatchMode::Notify,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Trace to replay (any format memtide reads).
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// JSONL file to write (created or truncated).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Events per second (0: as fast as possible).
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u64,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 /// Options shared by every command that reads a trace.
@@ -67,6 +108,8 @@ pub struct ExploreArgs {
     /// Draw with ASCII only (for terminals without block glyphs).
     #[arg(long)]
     pub ascii: bool,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -93,6 +136,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SIZE")]
     pub max_peak: String,
     #[command(flatten)]
+    pub follow: FollowArgs,
+    /// With --follow: exit 0 once the file has not grown for SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub idle_exit: Option<f64>,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -103,7 +151,9 @@ pub const EXIT_ERROR: u8 = 2;
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Summary(a)) => summary::run(&a),
+        Some(Command::Check(a)) if a.follow.follow => follow::run_check(&a),
         Some(Command::Check(a)) => check::run(&a),
+        Some(Command::Replay(a)) => replay::run(&a),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {
