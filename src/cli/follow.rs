@@ -84,7 +84,10 @@ fn fail(f: &Followed, at: Seq, b: Bytes, limit: Bytes) -> ExitCode {
 }
 
 pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
-    let limit = parse_size(&a.max_peak).context("--max-peak")?;
+    let Some(max_peak) = a.max_peak.as_deref() else {
+        anyhow::bail!("check --follow needs --max-peak");
+    };
+    let limit = parse_size(max_peak).context("--max-peak")?;
     let mut f = open(a)?;
     if let Some((at, b)) = over(&f, 0, limit) {
         return Ok(fail(&f, at, b, limit));

@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and dispatch to the subcommands.
 
 pub mod check;
+pub mod diff;
 pub mod follow;
 pub mod load;
 pub mod replay;
@@ -36,6 +37,23 @@ pub enum Command {
     Check(CheckArgs),
     /// Write any readable trace as memtide JSONL, progressively (demo and test the live view).
     Replay(ReplayArgs),
+    /// Compare two runs: peaks, band deltas at the peaks, per-step table aligned by step.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The reference run.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The run compared with it.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 /// How to follow a growing file.
@@ -123,6 +141,10 @@ pub struct SummaryArgs {
     /// Print load and index timings (MB/s, bytes per event) to stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Measure the peak in a window: steady (last full step after warm-up), step:N,
+    /// marks:A..B, reset_peak (since the last reset), all.
+    #[arg(long, value_name = "WINDOW")]
+    pub window: Option<String>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -133,8 +155,15 @@ pub struct CheckArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB).
-    #[arg(long, value_name = "SIZE")]
-    pub max_peak: String,
+    #[arg(long, value_name = "SIZE", required_unless_present = "max_growth")]
+    pub max_peak: Option<String>,
+    /// Fail when the step baseline (bytes live at each step start, after warm-up) grows by more
+    /// than this, e.g. 1% (a leak or retained-graph gate).
+    #[arg(long, value_name = "PCT")]
+    pub max_growth: Option<String>,
+    /// Measure --max-peak in a window (see summary --window).
+    #[arg(long, value_name = "WINDOW")]
+    pub window: Option<String>,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// With --follow: exit 0 once the file has not grown for SECS seconds.
@@ -154,6 +183,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Check(a)) if a.follow.follow => follow::run_check(&a),
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Replay(a)) => replay::run(&a),
+        Some(Command::Diff(a)) => diff::run(&a),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {

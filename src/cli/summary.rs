@@ -33,10 +33,19 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
-    let summaries: Vec<Summary> = traces
-        .iter()
-        .map(|t| Summary::build(&t.trace, &t.index))
-        .collect();
+    let spec = a
+        .window
+        .as_deref()
+        .map(crate::analysis::window_spec::WindowSpec::parse)
+        .transpose()?;
+    let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
+    for t in &traces {
+        let resolved = match &spec {
+            Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
+            _ => None,
+        };
+        summaries.push(Summary::build_in(&t.trace, &t.index, resolved.as_ref()));
+    }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
     };
@@ -106,6 +115,13 @@ pub fn render_text(s: &Summary) -> String {
             }
             if let Some(m) = &p.mark {
                 let _ = write!(at, " · {m}");
+            }
+            if let Some(w) = &s.window {
+                let _ = writeln!(
+                    o,
+                    "window           {} = {} (events #{}–#{}); the peak below is measured in it",
+                    w.spec, w.label, w.first_index, w.last_index
+                );
             }
             let _ = writeln!(o, "peak             {} {at}", bytes_both(p.bytes));
             let _ = writeln!(o, "bands at peak    ({})", s.bands_source);
@@ -186,6 +202,50 @@ pub fn render_text(s: &Summary) -> String {
         let _ = writeln!(o, "\nwindows:");
         for w in &s.windows {
             let _ = writeln!(o, "  {}", window_line(w));
+        }
+    }
+    let t = &s.trend;
+    if !t.steps.is_empty() {
+        let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
+        for r in &t.steps {
+            let _ = writeln!(
+                o,
+                "  {:<16} baseline {:>11}  peak {:>11}",
+                r.name,
+                human_bytes(r.baseline.0),
+                human_bytes(r.peak.0)
+            );
+        }
+        if let (Some(g), Some(d)) = (t.growth, t.growth_bytes) {
+            let sign = if d < 0 { "-" } else { "+" };
+            let _ = writeln!(
+                o,
+                "  baseline after warm-up: {sign}{} ({:+.1}%){}",
+                human_bytes(d.unsigned_abs() as u64),
+                g * 100.0,
+                if t.rising {
+                    " — rising at every step: probable leak or retained graph"
+                } else {
+                    ""
+                }
+            );
+        }
+        if !t.survivors.is_empty() {
+            let _ = writeln!(
+                o,
+                "  allocations that survive every step boundary, biggest first:"
+            );
+            for sv in t.survivors.iter().take(10) {
+                let _ = writeln!(
+                    o,
+                    "    {:>11}  {} × {}  {}  (allocated in {})",
+                    human_bytes(sv.bytes.0),
+                    sv.count,
+                    if sv.name.is_empty() { "-" } else { &sv.name },
+                    sv.frame,
+                    sv.steps.join(", ")
+                );
+            }
         }
     }
     if !s.warnings.is_empty() {
