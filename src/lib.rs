@@ -25,8 +25,10 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod follow;
 pub mod formats;
 pub mod index;
+pub mod synth;
 pub mod trace;
 pub mod tui;
 

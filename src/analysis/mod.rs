@@ -2,9 +2,12 @@
 //! No terminal code.
 
 pub mod columns;
+pub mod diff;
 pub mod live;
 pub mod peak;
 pub mod summary;
+pub mod trend;
+pub mod window_spec;
 pub mod windows;
 
 pub use columns::{event_columns, time_columns, Axis, Column};

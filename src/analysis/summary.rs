@@ -1,7 +1,9 @@
 //! The headless report of one trace: the stable `summary --json` schema (DESIGN §7).
 
 use super::live::{live_entries, LiveEntry};
-use super::peak::{final_bytes, global_peak};
+use super::peak::{final_bytes, window_peak};
+use super::trend::{trend, Trend};
+use super::window_spec::Resolved;
 use super::windows::{all_windows, Window};
 use crate::index::Index;
 use crate::trace::{Band, Trace};
@@ -29,6 +31,18 @@ pub struct Summary {
     pub windows: Vec<WindowReport>,
     pub bands_source: &'static str,
     pub time_available: bool,
+    /// The measurement window the peak belongs to (None: the whole run).
+    pub window: Option<WindowInfo>,
+    pub trend: Trend,
+}
+
+/// The window a summary's peak was measured in, with its source indices.
+#[derive(Clone, Debug)]
+pub struct WindowInfo {
+    pub spec: String,
+    pub label: String,
+    pub first_index: u64,
+    pub last_index: u64,
 }
 
 /// The peak and the live set there.
@@ -58,21 +72,36 @@ pub struct WindowReport {
 impl Summary {
     /// Builds the report of `trace` (indexed by `index`).
     pub fn build(trace: &Trace, index: &Index) -> Summary {
-        let peak = global_peak(trace, index).map(|p| {
-            let live_all = index.live_at(trace, p.at);
-            let live_count = live_all.len();
-            PeakReport {
-                bytes: p.bytes.0,
-                index: trace.src_index(p.at),
-                time_us: trace.time_us(p.at),
-                mark: trace
-                    .enclosing_mark(p.at)
-                    .map(|m| trace.mark_name(m).to_string()),
-                bands: p.bands.0,
-                live_count,
-                live: live_entries(trace, index, p.at, Some(TOP_N)),
-            }
-        });
+        Summary::build_in(trace, index, None)
+    }
+
+    /// Builds the report with the peak measured inside `window` (None: the whole run).
+    pub fn build_in(trace: &Trace, index: &Index, window: Option<&Resolved>) -> Summary {
+        let (lo, hi) = match window {
+            Some(w) => (w.lo, w.hi),
+            None => (
+                crate::trace::Seq(0),
+                crate::trace::Seq(index.len().saturating_sub(1) as u64),
+            ),
+        };
+        let peak = (!index.is_empty())
+            .then(|| window_peak(trace, index, lo, hi))
+            .flatten()
+            .map(|p| {
+                let live_all = index.live_at(trace, p.at);
+                let live_count = live_all.len();
+                PeakReport {
+                    bytes: p.bytes.0,
+                    index: trace.src_index(p.at),
+                    time_us: trace.time_us(p.at),
+                    mark: trace
+                        .enclosing_mark(p.at)
+                        .map(|m| trace.mark_name(m).to_string()),
+                    bands: p.bands.0,
+                    live_count,
+                    live: live_entries(trace, index, p.at, Some(TOP_N)),
+                }
+            });
         let windows = all_windows(trace, index)
             .into_iter()
             .map(|w: Window| WindowReport {
@@ -102,6 +131,13 @@ impl Summary {
             windows,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
+            window: window.map(|w| WindowInfo {
+                spec: w.spec.clone(),
+                label: w.label.clone(),
+                first_index: trace.src_index(w.lo),
+                last_index: trace.src_index(w.hi),
+            }),
+            trend: trend(trace, index),
         }
     }
 
@@ -142,6 +178,16 @@ impl Summary {
                 }
             },
         );
+        o.insert(
+            "window".into(),
+            match &self.window {
+                None => serde_json::json!({"spec": "all", "label": "whole run"}),
+                Some(w) => serde_json::json!({
+                    "spec": w.spec, "label": w.label,
+                    "first_index": w.first_index, "last_index": w.last_index,
+                }),
+            },
+        );
         o.insert("reserved_peak".into(), opt(self.reserved_peak));
         o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
         o.insert("capacity".into(), opt(self.capacity));
@@ -167,8 +213,36 @@ impl Summary {
                 .collect::<Vec<_>>()
                 .into(),
         );
+        o.insert("steps".into(), trend_steps_json(&self.trend));
+        o.insert("trend".into(), trend_json(&self.trend));
         o.into()
     }
+}
+
+/// The per-step table: baseline (bytes live at the step's start) and peak.
+pub fn trend_steps_json(t: &Trend) -> Value {
+    t.steps
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name, "baseline": s.baseline.0, "peak": s.peak.0,
+            })
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// Baseline growth after the warm-up step and the surviving allocations when it rises.
+pub fn trend_json(t: &Trend) -> Value {
+    serde_json::json!({
+        "growth": t.growth,
+        "growth_bytes": t.growth_bytes.map(|d| d as i64),
+        "rising": t.rising,
+        "probable_leak": t.rising,
+        "survivors": t.survivors.iter().map(|s| serde_json::json!({
+            "name": s.name, "frame": s.frame, "bytes": s.bytes.0, "count": s.count, "steps": s.steps,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn opt(v: Option<u64>) -> Value {

@@ -45,14 +45,23 @@ pub fn windows_of(trace: &Trace, index: &Index, kind: MarkKind) -> Vec<Window> {
         _ => WindowKind::Phase,
     };
     let marks: Vec<_> = trace.marks.iter().filter(|m| m.kind == kind).collect();
+    // A phase ends where the next phase or step begins; steps and resets at their own next.
+    let ends_here = |m: &crate::trace::Mark| {
+        m.kind == kind || (kind == MarkKind::Phase && m.kind == MarkKind::Step)
+    };
     let mut out = Vec::with_capacity(marks.len());
-    for (i, m) in marks.iter().enumerate() {
+    for m in marks.iter() {
         let lo = m.at;
         let hi = match m.end {
             Some(e) => e,
-            None => marks.get(i + 1).map_or(Seq(n - 1), |next| {
-                Seq(next.at.0.saturating_sub(1).max(lo.0))
-            }),
+            None => trace
+                .marks
+                .iter()
+                .filter(|x| ends_here(x))
+                .find(|next| next.at > lo)
+                .map_or(Seq(n - 1), |next| {
+                    Seq(next.at.0.saturating_sub(1).max(lo.0))
+                }),
         };
         let hi = Seq(hi.0.min(n - 1));
         out.push(Window {

@@ -2,20 +2,93 @@
 
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
-use crate::analysis::{global_peak, live_entries};
+use crate::analysis::live_entries;
 use crate::trace::{human_bytes, parse_size};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
+/// Parses `1%`, `0.5 %` or `0.01` (a fraction) into a fraction.
+fn parse_growth(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => anyhow::bail!("invalid --max-growth {s:?}: expected a percentage such as 1%"),
+    }
+}
+
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
-    let limit = parse_size(&a.max_peak).context("--max-peak")?;
+    let limit = a
+        .max_peak
+        .as_deref()
+        .map(|s| parse_size(s).context("--max-peak"))
+        .transpose()?;
+    let growth_limit = a.max_growth.as_deref().map(parse_growth).transpose()?;
     let loaded = load(&a.file, &a.input)?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
     let Some(t) = traces.get(i) else {
         anyhow::bail!("no trace to check");
     };
-    let Some(peak) = global_peak(&t.trace, &t.index) else {
+    if t.index.is_empty() {
+        anyhow::bail!("{}: the trace has no events", a.file.display());
+    }
+    let mut failed = false;
+    if let Some(g) = growth_limit {
+        let tr = crate::analysis::trend::trend(&t.trace, &t.index);
+        let (Some(growth), Some(d)) = (tr.growth, tr.growth_bytes) else {
+            anyhow::bail!(
+                "--max-growth needs step marks: at least one step after the warm-up step (the trace has {} step marks)",
+                tr.steps.len()
+            );
+        };
+        if growth > g {
+            let who: Vec<String> = tr
+                .survivors
+                .iter()
+                .take(3)
+                .map(|s| format!("{} × {} ({})", s.count, s.name, human_bytes(s.bytes.0)))
+                .collect();
+            println!(
+                "FAIL: step baseline grew by {} ({:+.2}%) after warm-up, over --max-growth {:.2}%{}",
+                human_bytes(d.unsigned_abs() as u64),
+                growth * 100.0,
+                g * 100.0,
+                if who.is_empty() { String::new() } else { format!("; surviving every step: {}", who.join(", ")) }
+            );
+            failed = true;
+        } else {
+            println!(
+                "ok: step baseline growth {:+.2}% is within --max-growth {:.2}%",
+                growth * 100.0,
+                g * 100.0
+            );
+        }
+    }
+    let Some(limit) = limit else {
+        return Ok(if failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
+    };
+    let (lo, hi, wlabel) = match a.window.as_deref() {
+        Some(w) => {
+            let r =
+                crate::analysis::window_spec::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?;
+            let label = format!(" in window {} ({})", r.spec, r.label);
+            (r.lo, r.hi, label)
+        }
+        None => (
+            crate::trace::Seq(0),
+            crate::trace::Seq(t.index.len() as u64 - 1),
+            String::new(),
+        ),
+    };
+    let Some(peak) = crate::analysis::window_peak(&t.trace, &t.index, lo, hi) else {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     };
     let mark = t
@@ -25,8 +98,11 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .unwrap_or_default();
     let idx = t.trace.src_index(peak.at);
     if peak.bytes <= limit {
+        if failed {
+            return Ok(ExitCode::from(1));
+        }
         println!(
-            "ok: peak {} ({} B) at event #{idx}{mark} is within --max-peak {}",
+            "ok: peak {} ({} B){wlabel} at event #{idx}{mark} is within --max-peak {}",
             human_bytes(peak.bytes.0),
             peak.bytes.0,
             human_bytes(limit.0)
@@ -50,7 +126,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         })
         .collect();
     println!(
-        "FAIL: peak {} ({} B) at event #{idx}{mark} exceeds --max-peak {} by {}; biggest live: {}",
+        "FAIL: peak {} ({} B){wlabel} at event #{idx}{mark} exceeds --max-peak {} by {}; biggest live: {}",
         human_bytes(peak.bytes.0),
         peak.bytes.0,
         human_bytes(limit.0),

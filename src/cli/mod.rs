@@ -1,7 +1,10 @@
 //! Command-line interface: argument definitions and dispatch to the subcommands.
 
 pub mod check;
+pub mod diff;
+pub mod follow;
 pub mod load;
+pub mod replay;
 pub mod summary;
 
 use clap::{Args, Parser, Subcommand};
@@ -32,6 +35,62 @@ pub enum Command {
     Summary(SummaryArgs),
     /// Exit 1 when the peak exceeds a limit (a CI gate for training jobs).
     Check(CheckArgs),
+    /// Write any readable trace as memtide JSONL, progressively (demo and test the live view).
+    Replay(ReplayArgs),
+    /// Compare two runs: peaks, band deltas at the peaks, per-step table aligned by step.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The reference run.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The run compared with it.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// How to follow a growing file.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FollowArgs {
+    /// Follow the file while it is being written (like `tail -f`).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Poll for changes every MS milliseconds instead of inotify (NFS, shared file systems).
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "250")]
+    pub poll: Option<u64>,
+}
+
+impl FollowArgs {
+    pub fn mode(&self) -> crate::follow::WatchMode {
+        match self.poll {
+            Some(ms) => {
+                crate::follow::WatchMode::Poll(std::time::Duration::from_millis(ms.max(10)))
+            }
+            None => crate::follow::WatchMode::Notify,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Trace to replay (any format memtide reads).
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// JSONL file to write (created or truncated).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Events per second (0: as fast as possible).
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u64,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 /// Options shared by every command that reads a trace.
@@ -67,6 +126,8 @@ pub struct ExploreArgs {
     /// Draw with ASCII only (for terminals without block glyphs).
     #[arg(long)]
     pub ascii: bool,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +138,13 @@ pub struct SummaryArgs {
     /// Print the stable JSON schema instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print load and index timings (MB/s, bytes per event) to stderr.
+    #[arg(long)]
+    pub timings: bool,
+    /// Measure the peak in a window: steady (last full step after warm-up), step:N,
+    /// marks:A..B, reset_peak (since the last reset), all.
+    #[arg(long, value_name = "WINDOW")]
+    pub window: Option<String>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -87,8 +155,20 @@ pub struct CheckArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB).
-    #[arg(long, value_name = "SIZE")]
-    pub max_peak: String,
+    #[arg(long, value_name = "SIZE", required_unless_present = "max_growth")]
+    pub max_peak: Option<String>,
+    /// Fail when the step baseline (bytes live at each step start, after warm-up) grows by more
+    /// than this, e.g. 1% (a leak or retained-graph gate).
+    #[arg(long, value_name = "PCT")]
+    pub max_growth: Option<String>,
+    /// Measure --max-peak in a window (see summary --window).
+    #[arg(long, value_name = "WINDOW")]
+    pub window: Option<String>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
+    /// With --follow: exit 0 once the file has not grown for SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub idle_exit: Option<f64>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -100,7 +180,10 @@ pub const EXIT_ERROR: u8 = 2;
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Summary(a)) => summary::run(&a),
+        Some(Command::Check(a)) if a.follow.follow => follow::run_check(&a),
         Some(Command::Check(a)) => check::run(&a),
+        Some(Command::Replay(a)) => replay::run(&a),
+        Some(Command::Diff(a)) => diff::run(&a),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {

@@ -10,14 +10,42 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
+    let t0 = std::time::Instant::now();
     let loaded = load(&a.file, &a.input)?;
+    let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
+    let t_index = t0.elapsed() - t_load;
+    if a.timings {
+        let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+        let events: usize = traces.iter().map(|t| t.trace.len()).sum();
+        let ix: usize = traces.iter().map(|t| t.index.heap_bytes()).sum();
+        let tr: usize = traces.iter().map(|t| t.trace.heap_bytes()).sum();
+        eprintln!(
+            "timings: read {:.1} MB in {:.3} s ({:.0} MB/s), index {:.3} s; {} events; index {:.1} B/event, trace columns {:.1} B/event",
+            size as f64 / 1e6,
+            t_load.as_secs_f64(),
+            size as f64 / 1e6 / t_load.as_secs_f64().max(1e-9),
+            t_index.as_secs_f64(),
+            events,
+            ix as f64 / events.max(1) as f64,
+            tr as f64 / events.max(1) as f64,
+        );
+    }
     let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
-    let summaries: Vec<Summary> = traces
-        .iter()
-        .map(|t| Summary::build(&t.trace, &t.index))
-        .collect();
+    let spec = a
+        .window
+        .as_deref()
+        .map(crate::analysis::window_spec::WindowSpec::parse)
+        .transpose()?;
+    let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
+    for t in &traces {
+        let resolved = match &spec {
+            Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
+            _ => None,
+        };
+        summaries.push(Summary::build_in(&t.trace, &t.index, resolved.as_ref()));
+    }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
     };
@@ -88,6 +116,13 @@ pub fn render_text(s: &Summary) -> String {
             if let Some(m) = &p.mark {
                 let _ = write!(at, " · {m}");
             }
+            if let Some(w) = &s.window {
+                let _ = writeln!(
+                    o,
+                    "window           {} = {} (events #{}–#{}); the peak below is measured in it",
+                    w.spec, w.label, w.first_index, w.last_index
+                );
+            }
             let _ = writeln!(o, "peak             {} {at}", bytes_both(p.bytes));
             let _ = writeln!(o, "bands at peak    ({})", s.bands_source);
             for b in Band::ALL {
@@ -146,11 +181,17 @@ pub fn render_text(s: &Summary) -> String {
                 flags.push_str("  retained by view");
             }
             let name = if e.name.is_empty() { "-" } else { &e.name };
+            let cat = if e.inferred {
+                format!("{}?", e.category)
+            } else {
+                e.category.to_string()
+            };
             let _ = writeln!(
                 o,
-                "  {:>11}  {:<10}  {}  {}{}",
+                "  {:>10}  {:<10} {:<10} {:<28} {}{}",
                 human_bytes(e.bytes.0),
                 e.band.name(),
+                cat,
                 name,
                 e.frame,
                 flags
@@ -161,6 +202,50 @@ pub fn render_text(s: &Summary) -> String {
         let _ = writeln!(o, "\nwindows:");
         for w in &s.windows {
             let _ = writeln!(o, "  {}", window_line(w));
+        }
+    }
+    let t = &s.trend;
+    if !t.steps.is_empty() {
+        let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
+        for r in &t.steps {
+            let _ = writeln!(
+                o,
+                "  {:<16} baseline {:>11}  peak {:>11}",
+                r.name,
+                human_bytes(r.baseline.0),
+                human_bytes(r.peak.0)
+            );
+        }
+        if let (Some(g), Some(d)) = (t.growth, t.growth_bytes) {
+            let sign = if d < 0 { "-" } else { "+" };
+            let _ = writeln!(
+                o,
+                "  baseline after warm-up: {sign}{} ({:+.1}%){}",
+                human_bytes(d.unsigned_abs() as u64),
+                g * 100.0,
+                if t.rising {
+                    " — rising at every step: probable leak or retained graph"
+                } else {
+                    ""
+                }
+            );
+        }
+        if !t.survivors.is_empty() {
+            let _ = writeln!(
+                o,
+                "  allocations that survive every step boundary, biggest first:"
+            );
+            for sv in t.survivors.iter().take(10) {
+                let _ = writeln!(
+                    o,
+                    "    {:>11}  {} × {}  {}  (allocated in {})",
+                    human_bytes(sv.bytes.0),
+                    sv.count,
+                    if sv.name.is_empty() { "-" } else { &sv.name },
+                    sv.frame,
+                    sv.steps.join(", ")
+                );
+            }
         }
     }
     if !s.warnings.is_empty() {

@@ -41,7 +41,11 @@ pub fn detect(head: &[u8]) -> Option<Format> {
             // The first line of a JSONL file is the header object, which names "memtide".
             let line_end = memchr::memchr(b'\n', body).unwrap_or(body.len());
             let first_line = &body[..line_end];
-            if memchr::memmem::find(first_line, b"\"memtide\"").is_some() {
+            // A headerless event line is still JSONL: the reader then says the header is missing.
+            if memchr::memmem::find(first_line, b"\"memtide\"").is_some()
+                || (memchr::memmem::find(first_line, b"\"op\"").is_some()
+                    && memchr::memmem::find(first_line, b"\"t\"").is_some())
+            {
                 return Some(Format::Jsonl);
             }
             let has = |k: &[u8]| memchr::memmem::find(body, k).is_some();

@@ -4,11 +4,11 @@
 
 use super::error::FormatError;
 use crate::trace::{
-    AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
-    Trace, Ts, View,
+    AllocId, Bytes, Category, Clock, EventKind, Interner, Mark, MarkKind, Seq, StackId,
+    StorageKind, StrId, Trace, Ts, View,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::de::{DeserializeSeed, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
 use std::borrow::Cow;
 use std::fmt;
@@ -101,6 +101,38 @@ impl<'de> DeserializeSeed<'de> for NumSeed {
     }
 }
 
+/// A string borrowed from the input unless it holds escapes (serde's own `Cow<str>` impl
+/// always allocates, which dominated the parse profile).
+struct Str<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An optional [`Str`] (`null` allowed).
+fn opt_str<'de, A: MapAccess<'de>>(m: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
+    let v: Option<Str<'de>> = m.next_value()?;
+    Ok(v.map(|s| s.0))
+}
+
 /// One line, fields borrowed from the input where possible.
 #[derive(Default)]
 struct RawLine<'a> {
@@ -112,9 +144,9 @@ struct RawLine<'a> {
     used: Option<Num>,
     free: Option<Num>,
     cat: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
+    name: Option<StrId>,
     kind: Option<Cow<'a, str>>,
-    stack: Option<Vec<Cow<'a, str>>>,
+    stack: Option<StackId>,
     // header
     memtide: Option<Num>,
     device: Option<Cow<'a, str>>,
@@ -124,40 +156,85 @@ struct RawLine<'a> {
     extra: Vec<(Cow<'a, str>, &'a serde_json::value::RawValue)>,
 }
 
-struct LineVisitor;
+/// Parses one line, interning `name` and `stack` as they are read (no per-line allocations
+/// for the common case).
+/// Fills `out` in place: the line struct is large, and returning it by value cost a memcpy
+/// per hop.
+struct LineVisitor<'s, 'de> {
+    strings: &'s mut Interner,
+    frames: &'s mut Vec<StrId>,
+    out: &'s mut RawLine<'de>,
+}
 
-impl<'de> Visitor<'de> for LineVisitor {
-    type Value = RawLine<'de>;
+impl<'de> Visitor<'de> for LineVisitor<'_, 'de> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawLine<'de>, A::Error> {
-        let mut l = RawLine::default();
-        while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let l = self.out;
+        while let Some(Str(key)) = m.next_key::<Str<'de>>()? {
             match &*key {
                 "t" => l.t = Some(m.next_value_seed(NumSeed)?),
-                "op" => l.op = Some(m.next_value()?),
+                "op" => l.op = Some(m.next_value::<Str<'de>>()?.0),
                 "id" => l.id = Some(m.next_value_seed(NumSeed)?),
                 "size" => l.size = Some(m.next_value_seed(NumSeed)?),
                 "of" => l.of = Some(m.next_value_seed(NumSeed)?),
                 "used" => l.used = Some(m.next_value_seed(NumSeed)?),
                 "free" => l.free = Some(m.next_value_seed(NumSeed)?),
-                "cat" => l.cat = m.next_value()?,
-                "name" => l.name = m.next_value()?,
-                "kind" => l.kind = m.next_value()?,
-                "stack" => l.stack = m.next_value()?,
+                "cat" => l.cat = opt_str(&mut m)?,
+                "name" => {
+                    l.name = opt_str(&mut m)?.map(|n| self.strings.intern(&n));
+                }
+                "kind" => l.kind = opt_str(&mut m)?,
+                "stack" => {
+                    self.frames.clear();
+                    l.stack = m.next_value_seed(StackSeed {
+                        strings: &mut *self.strings,
+                        frames: &mut *self.frames,
+                    })?;
+                }
                 "memtide" => l.memtide = Some(m.next_value_seed(NumSeed)?),
-                "device" => l.device = m.next_value()?,
-                "clock" => l.clock = m.next_value()?,
+                "device" => l.device = opt_str(&mut m)?,
+                "clock" => l.clock = opt_str(&mut m)?,
                 "capacity" => l.capacity = m.next_value_seed(OptNumSeed)?,
-                "source" => l.source = m.next_value()?,
+                "source" => l.source = opt_str(&mut m)?,
                 _ => {
                     let raw: &'de serde_json::value::RawValue = m.next_value()?;
                     l.extra.push((key, raw));
                 }
             }
         }
-        Ok(l)
+        Ok(())
+    }
+}
+
+/// A `stack` array (or null), interned frame by frame.
+struct StackSeed<'s> {
+    strings: &'s mut Interner,
+    frames: &'s mut Vec<StrId>,
+}
+
+impl<'de> DeserializeSeed<'de> for StackSeed<'_> {
+    type Value = Option<StackId>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<StackId>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StackSeed<'_> {
+    type Value = Option<StackId>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of frame strings")
+    }
+    fn visit_unit<E>(self) -> Result<Option<StackId>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<StackId>, A::Error> {
+        while let Some(Str(f)) = seq.next_element::<Str<'de>>()? {
+            self.frames.push(self.strings.intern(&f));
+        }
+        Ok(Some(self.strings.intern_stack(self.frames)))
     }
 }
 
@@ -188,14 +265,21 @@ impl<'de> DeserializeSeed<'de> for OptNumSeed {
     }
 }
 
-fn parse_line(bytes: &[u8]) -> Result<RawLine<'_>, String> {
+fn parse_line<'b>(
+    bytes: &'b [u8],
+    strings: &mut Interner,
+    frames: &mut Vec<StrId>,
+    out: &mut RawLine<'b>,
+) -> Result<(), String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let l = de
-        .deserialize_map(LineVisitor)
-        .map_err(|e| format!("invalid JSON: {e}"))?;
+    de.deserialize_map(LineVisitor {
+        strings,
+        frames,
+        out,
+    })
+    .map_err(|e| format!("invalid JSON: {e}"))?;
     de.end()
-        .map_err(|e| format!("trailing characters after the JSON object: {e}"))?;
-    Ok(l)
+        .map_err(|e| format!("trailing characters after the JSON object: {e}"))
 }
 
 /// A decoded event line, waiting in its equal-`t` group.
@@ -218,7 +302,7 @@ struct Ev {
 }
 
 /// Opens and closes decided while applying one equal-`t` group, logged when it ends.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct GroupFx {
     opened: Vec<AllocId>,
     opened_set: FxHashSet<AllocId>,
@@ -227,6 +311,12 @@ struct GroupFx {
 }
 
 impl GroupFx {
+    fn clear(&mut self) {
+        self.opened.clear();
+        self.opened_set.clear();
+        self.closed_here.clear();
+        self.changes.clear();
+    }
     fn open(&mut self, id: AllocId) {
         self.opened.push(id);
         self.opened_set.insert(id);
@@ -273,6 +363,20 @@ pub struct JsonlDecoder {
     external_seen: bool,
     first_skip: Option<String>,
     unmatched_examples: u32,
+    // Scratch buffers reused across lines and groups (no allocation per event).
+    frames: Vec<StrId>,
+    spare_group: Vec<Ev>,
+    scratch: GroupScratch,
+}
+
+/// Reusable per-group working sets.
+#[derive(Debug, Default)]
+struct GroupScratch {
+    introduced_t: FxHashSet<u64>,
+    introduced_s: FxHashSet<u64>,
+    first: Vec<usize>,
+    second: Vec<usize>,
+    fx: GroupFx,
 }
 
 const MAX_EXAMPLE_WARNINGS: u32 = 5;
@@ -298,6 +402,9 @@ impl JsonlDecoder {
             external_seen: opts.has_external_spans.unwrap_or(false),
             first_skip: None,
             unmatched_examples: 0,
+            frames: Vec::new(),
+            spare_group: Vec::new(),
+            scratch: GroupScratch::default(),
         }
     }
 
@@ -363,8 +470,16 @@ impl JsonlDecoder {
     /// Applies the pending equal-`t` group now (used by followers after an idle period is not
     /// safe in general; exposed for tests and for `finish`).
     pub fn flush(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
-        let group = std::mem::take(&mut self.group);
-        self.apply_group(trace, group)
+        self.apply_pending(trace)
+    }
+
+    /// Applies the buffered group, recycling its buffer.
+    fn apply_pending(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
+        let mut group = std::mem::replace(&mut self.group, std::mem::take(&mut self.spare_group));
+        let r = self.apply_group(trace, &group);
+        group.clear();
+        self.spare_group = group;
+        r
     }
 
     fn line_complete(&mut self, trace: &mut Trace, raw: &[u8]) -> Result<(), FormatError> {
@@ -398,7 +513,8 @@ impl JsonlDecoder {
                 describe_start(bytes)
             ));
         }
-        let l = parse_line(bytes)?;
+        let mut l = RawLine::default();
+        parse_line(bytes, &mut trace.strings, &mut self.frames, &mut l)?;
         if !self.header_seen {
             return self.header(trace, l);
         }
@@ -482,12 +598,11 @@ impl JsonlDecoder {
                 format!("unknown cat {c:?}: expected param, grad, optimizer, buffer, activation, input, workspace, temp or external")
             })?);
         }
-        if let Some(n) = l.name.as_deref() {
-            ev.name = trace.strings.intern(n);
+        if let Some(n) = l.name {
+            ev.name = n;
         }
-        if let Some(st) = &l.stack {
-            let frames: Vec<StrId> = st.iter().map(|f| trace.strings.intern(f)).collect();
-            ev.stack = trace.strings.intern_stack(&frames);
+        if let Some(st) = l.stack {
+            ev.stack = st;
         }
         if !l.extra.is_empty() && matches!(op, Op::Alloc | Op::External) {
             let mut s = String::from("{");
@@ -508,8 +623,7 @@ impl JsonlDecoder {
         ev.src = self.next_src;
         self.next_src += 1;
         if self.last_t != Some(t) {
-            let group = std::mem::take(&mut self.group);
-            self.apply_group(trace, group).map_err(|e| e.to_string())?;
+            self.apply_pending(trace).map_err(|e| e.to_string())?;
         }
         self.last_t = Some(t);
         self.group.push(ev);
@@ -593,15 +707,35 @@ impl JsonlDecoder {
     /// Applies one equal-`t` group: frees first (file order), except an id's own free that
     /// follows its alloc in the group; storages opened and closed inside the group are never
     /// live (zero-length interval).
-    fn apply_group(&mut self, trace: &mut Trace, group: Vec<Ev>) -> Result<(), FormatError> {
+    fn apply_group(&mut self, trace: &mut Trace, group: &[Ev]) -> Result<(), FormatError> {
         if group.is_empty() {
             return Ok(());
         }
+        let mut sc = std::mem::take(&mut self.scratch);
+        let r = self.apply_group_with(trace, group, &mut sc);
+        sc.introduced_t.clear();
+        sc.introduced_s.clear();
+        sc.first.clear();
+        sc.second.clear();
+        sc.fx.clear();
+        self.scratch = sc;
+        r
+    }
+
+    fn apply_group_with(
+        &mut self,
+        trace: &mut Trace,
+        group: &[Ev],
+        sc: &mut GroupScratch,
+    ) -> Result<(), FormatError> {
         // Application order.
-        let mut introduced_t: FxHashSet<u64> = FxHashSet::default();
-        let mut introduced_s: FxHashSet<u64> = FxHashSet::default();
-        let mut first: Vec<usize> = Vec::new();
-        let mut second: Vec<usize> = Vec::with_capacity(group.len());
+        let GroupScratch {
+            introduced_t,
+            introduced_s,
+            first,
+            second,
+            fx,
+        } = sc;
         for (i, e) in group.iter().enumerate() {
             match e.op {
                 Op::Alloc | Op::View | Op::External => {
@@ -617,11 +751,10 @@ impl JsonlDecoder {
                 _ => second.push(i),
             }
         }
-        let mut fx = GroupFx::default();
         for &i in first.iter().chain(second.iter()) {
             let e = &group[i];
             let at = trace.push_event_src(Ts(e.t), e.op.kind(), e.src);
-            self.apply_event(trace, e, at, &mut fx)?;
+            self.apply_event(trace, e, at, fx)?;
         }
         // Storages made in this group: opened at their start; closed at their start too when
         // the group also freed them (never live).
@@ -633,7 +766,7 @@ impl JsonlDecoder {
             }
         }
         fx.changes.sort_by_key(|&(at, _, open)| (at, !open));
-        for (at, id, open) in fx.changes {
+        for &(at, id, open) in &fx.changes {
             trace.log(id, at, open);
         }
         Ok(())

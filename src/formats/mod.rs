@@ -4,6 +4,7 @@
 pub mod detect;
 pub mod error;
 pub mod jsonl;
+pub mod jsonl_write;
 pub mod kineto;
 pub mod snapshot;
 pub mod source;
@@ -73,6 +74,43 @@ fn describe_head(head: &[u8]) -> String {
         let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
         format!("bytes {}", hex.join(" "))
     }
+}
+
+/// Reads the complete lines of a JSONL file that may still be growing, keeping the decoder so
+/// a follower can continue from the returned byte offset (the pending equal-`t` group is
+/// applied; a torn last line stays in the decoder).
+pub fn read_jsonl_resumable(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, jsonl::JsonlDecoder, u64), FormatError> {
+    use std::sync::atomic::Ordering;
+    let mut f = std::fs::File::open(path)?;
+    progress.total.store(
+        f.metadata().map(|m| m.len()).unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    let mut trace = Trace::new("cuda:0", path.display().to_string(), "jsonl");
+    let mut dec = jsonl::JsonlDecoder::new(jsonl::JsonlOptions {
+        lenient: opts.lenient,
+        has_external_spans: None,
+    });
+    let mut buf = vec![0u8; 4 << 20];
+    let mut offset = 0u64;
+    loop {
+        if progress.is_cancelled() {
+            return Err(FormatError::Cancelled);
+        }
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        offset += n as u64;
+        progress.done.store(offset, Ordering::Relaxed);
+        dec.feed(&mut trace, &buf[..n])?;
+    }
+    dec.flush(&mut trace)?;
+    Ok((trace, dec, offset))
 }
 
 /// Streams a JSONL file through the incremental decoder (constant extra memory).

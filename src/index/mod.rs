@@ -328,7 +328,7 @@ impl Index {
                 consider(self.totals[p], p, &mut best);
             }
         }
-        (best.1 != usize::MAX).then(|| (Seq(best.1 as u64), Bytes(best.0)))
+        (best.1 != usize::MAX).then_some((Seq(best.1 as u64), Bytes(best.0)))
     }
 
     fn sparse_query(&self, l: usize, r: usize) -> usize {

@@ -1,0 +1,155 @@
+//! Trend across steps: each step's peak and baseline (bytes live at its start), baseline
+//! growth, and the allocations that survive step boundaries when the baseline rises (a probable
+//! leak or retained graph).
+
+use super::windows::{windows_of, Window};
+use crate::index::Index;
+use crate::trace::{AllocId, Bytes, MarkKind, Seq, Trace};
+use std::collections::BTreeMap;
+
+/// One row of the per-step table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRow {
+    pub name: String,
+    pub lo: Seq,
+    pub hi: Seq,
+    /// Bytes live just before the step's first event.
+    pub baseline: Bytes,
+    pub peak: Bytes,
+    pub peak_at: Seq,
+}
+
+/// A group of allocations that outlived their step, by allocation site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Survivor {
+    pub name: String,
+    pub frame: String,
+    pub bytes: Bytes,
+    pub count: usize,
+    /// Steps (names) in which they were allocated.
+    pub steps: Vec<String>,
+    pub ids: Vec<AllocId>,
+}
+
+/// The trend report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trend {
+    pub steps: Vec<StepRow>,
+    /// Bytes live at the end of the trace (the boundary after the last step).
+    pub final_bytes: Bytes,
+    /// Baseline growth after the warm-up step, as a fraction of the first steady baseline; None
+    /// when there are too few steps to tell.
+    pub growth: Option<f64>,
+    pub growth_bytes: Option<i128>,
+    /// True when every boundary after the warm-up is higher than the one before.
+    pub rising: bool,
+    pub survivors: Vec<Survivor>,
+}
+
+fn total_before(index: &Index, at: Seq) -> Bytes {
+    if at.0 == 0 {
+        Bytes(index.baseline().total())
+    } else {
+        index.total(Seq(at.0 - 1))
+    }
+}
+
+/// Computes the per-step table and leak analysis.
+pub fn trend(trace: &Trace, index: &Index) -> Trend {
+    let wins: Vec<Window> = windows_of(trace, index, MarkKind::Step);
+    let steps: Vec<StepRow> = wins
+        .iter()
+        .map(|w| {
+            let p = w.peak;
+            StepRow {
+                name: w.name.clone(),
+                lo: w.lo,
+                hi: w.hi,
+                baseline: total_before(index, w.lo),
+                peak: p.map_or(Bytes(0), |p| p.bytes),
+                peak_at: p.map_or(w.lo, |p| p.at),
+            }
+        })
+        .collect();
+    let final_bytes = super::peak::final_bytes(index);
+    // Boundaries after warm-up: the start of steps 1.., then the end of the trace.
+    let mut bounds: Vec<u64> = steps.iter().skip(1).map(|s| s.baseline.0).collect();
+    if !steps.is_empty() {
+        bounds.push(final_bytes.0);
+    }
+    let (growth, growth_bytes, rising) = if bounds.len() >= 2 {
+        let first = bounds[0];
+        let last = bounds[bounds.len() - 1];
+        let d = last as i128 - first as i128;
+        let g = if first > 0 {
+            d as f64 / first as f64
+        } else if d > 0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        let rising = bounds.windows(2).all(|w| w[1] > w[0]);
+        (Some(g), Some(d), rising)
+    } else {
+        (None, None, false)
+    };
+    let survivors = if rising {
+        survivors(trace, index, &steps)
+    } else {
+        Vec::new()
+    };
+    Trend {
+        steps,
+        final_bytes,
+        growth,
+        growth_bytes,
+        rising,
+        survivors,
+    }
+}
+
+/// Allocations made inside a step after the warm-up and still live at every later boundary,
+/// grouped by (name, top frame); the same site's warm-up allocations join when it recurs.
+fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
+    let n = index.len() as u64;
+    let mut groups: BTreeMap<(String, String), Survivor> = BTreeMap::new();
+    let last_pos = Seq(n.saturating_sub(1));
+    for (k, s) in steps.iter().enumerate() {
+        for id in index.live_at(trace, last_pos) {
+            let start = trace.start(id);
+            if trace.is_from_start(id) || start < s.lo || start > s.hi {
+                continue;
+            }
+            // Live at every boundary after its step (the later step starts and the end).
+            let ok = steps[k + 1..]
+                .iter()
+                .all(|later| later.lo.0 == 0 || trace.is_live_at(id, Seq(later.lo.0 - 1)));
+            if !ok {
+                continue;
+            }
+            let key = (trace.name(id).to_string(), trace.top_frame(id).to_string());
+            let g = groups.entry(key.clone()).or_insert_with(|| Survivor {
+                name: key.0.clone(),
+                frame: key.1.clone(),
+                bytes: Bytes(0),
+                count: 0,
+                steps: Vec::new(),
+                ids: Vec::new(),
+            });
+            g.bytes += trace.size(id);
+            g.count += 1;
+            if !g.steps.contains(&s.name) {
+                g.steps.push(s.name.clone());
+            }
+            g.ids.push(id);
+        }
+    }
+    // A site counts as leaking when it survives from at least one step after the warm-up.
+    let warm = steps.first().map(|s| s.name.clone());
+    let mut v: Vec<Survivor> = groups
+        .into_values()
+        .filter(|g| g.steps.iter().any(|s| Some(s) != warm.as_ref()))
+        .collect();
+    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
+    v
+}

@@ -1,0 +1,162 @@
+//! `memtide diff A B`: two runs compared — peaks, band deltas at each one's peak, and the
+//! per-step table aligned by step marks, the steps that differ most first.
+
+use super::load::{index_all, load, pick_device};
+use super::DiffArgs;
+use crate::analysis::diff::{diff, Diff};
+use crate::trace::{human_bytes, Band};
+use anyhow::{bail, Result};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+fn signed(d: i128) -> String {
+    let s = human_bytes(d.unsigned_abs() as u64);
+    if d < 0 {
+        format!("-{s}")
+    } else if d > 0 {
+        format!("+{s}")
+    } else {
+        "0 B".into()
+    }
+}
+
+pub fn run(a: &DiffArgs) -> Result<ExitCode> {
+    let la = load(&a.a, &a.input)?;
+    let ia = pick_device(&la, a.input.device.as_deref())?;
+    let lb = load(&a.b, &a.input)?;
+    let ib = pick_device(&lb, a.input.device.as_deref())?;
+    let (_, ta) = index_all(la);
+    let (_, tb) = index_all(lb);
+    let (Some(x), Some(y)) = (ta.get(ia), tb.get(ib)) else {
+        bail!("nothing to compare");
+    };
+    let d = diff(&x.trace, &x.index, &y.trace, &y.index);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
+    } else {
+        print!("{}", render(&d, a, x, y));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn peak_json(t: &super::load::Indexed, p: Option<crate::analysis::Peak>) -> serde_json::Value {
+    match p {
+        None => serde_json::Value::Null,
+        Some(p) => {
+            let bands: serde_json::Map<String, serde_json::Value> = Band::ALL
+                .iter()
+                .map(|b| (b.name().to_string(), p.bands.get(*b).into()))
+                .collect();
+            json!({
+                "bytes": p.bytes.0,
+                "index": t.trace.src_index(p.at),
+                "time_us": crate::analysis::summary::time_json(t.trace.time_us(p.at)),
+                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
+                "bands": bands,
+            })
+        }
+    }
+}
+
+fn to_json(
+    d: &Diff,
+    a: &DiffArgs,
+    x: &super::load::Indexed,
+    y: &super::load::Indexed,
+) -> serde_json::Value {
+    let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
+        .iter()
+        .map(|b| (b.name().to_string(), (d.band_delta[b.idx()] as i64).into()))
+        .collect();
+    let steps: Vec<serde_json::Value> = d
+        .steps
+        .iter()
+        .map(|s| {
+            json!({
+                "ordinal": s.ordinal,
+                "a": s.a.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "b": s.b.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "delta": s.delta().map(|v| v as i64),
+            })
+        })
+        .collect();
+    json!({
+        "a": {"source": a.a.display().to_string(), "device": x.trace.device, "peak": peak_json(x, d.peak_a)},
+        "b": {"source": a.b.display().to_string(), "device": y.trace.device, "peak": peak_json(y, d.peak_b)},
+        "peak_delta": match (d.peak_a, d.peak_b) {
+            (Some(p), Some(q)) => json!(q.bytes.0 as i64 - p.bytes.0 as i64),
+            _ => serde_json::Value::Null,
+        },
+        "band_delta_at_peaks": deltas,
+        "aligned_by": d.aligned_by,
+        "steps": steps,
+        "most_different_steps": d.most_different,
+    })
+}
+
+fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Indexed) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "memtide diff (B − A; binary units)");
+    let _ = writeln!(o, "A  {} · {}", a.a.display(), x.trace.device);
+    let _ = writeln!(o, "B  {} · {}", a.b.display(), y.trace.device);
+    let pk = |t: &super::load::Indexed, p: Option<crate::analysis::Peak>| match p {
+        None => "unavailable".to_string(),
+        Some(p) => format!(
+            "{} at #{}{}",
+            human_bytes(p.bytes.0),
+            t.trace.src_index(p.at),
+            t.trace
+                .enclosing_mark(p.at)
+                .map(|m| format!(" ({})", t.trace.mark_name(m)))
+                .unwrap_or_default()
+        ),
+    };
+    let _ = writeln!(o, "peak A  {}", pk(x, d.peak_a));
+    let _ = writeln!(o, "peak B  {}", pk(y, d.peak_b));
+    if let (Some(p), Some(q)) = (d.peak_a, d.peak_b) {
+        let _ = writeln!(
+            o,
+            "delta   {}",
+            signed(q.bytes.0 as i128 - p.bytes.0 as i128)
+        );
+        let _ = writeln!(
+            o,
+            "\nbands at each one's peak:        A            B        B − A"
+        );
+        for b in Band::ALL {
+            let _ = writeln!(
+                o,
+                "  {:<12} {:>14} {:>12} {:>12}",
+                b.name(),
+                human_bytes(p.bands.get(b)),
+                human_bytes(q.bands.get(b)),
+                signed(d.band_delta[b.idx()])
+            );
+        }
+    }
+    let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
+    for s in &d.steps {
+        let name =
+            s.a.as_ref()
+                .or(s.b.as_ref())
+                .map_or("-", |r| r.name.as_str());
+        let pa = s.a.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
+        let pb = s.b.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
+        let dd = s.delta().map_or("-".into(), signed);
+        let _ = writeln!(o, "  {name:<16} {pa:>11} {pb:>11} {dd:>12}");
+    }
+    if let Some(&k) = d.most_different.first() {
+        let s = &d.steps[k];
+        let name =
+            s.a.as_ref()
+                .or(s.b.as_ref())
+                .map_or("-", |r| r.name.as_str());
+        let _ = writeln!(
+            o,
+            "most different: {name} ({})",
+            s.delta().map_or("-".into(), signed)
+        );
+    }
+    o
+}

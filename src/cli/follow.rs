@@ -1,0 +1,158 @@
+//! `memtide check -f FILE --max-peak X`: follows a growing trace beside a training job and
+//! exits 1 the moment the peak crosses X (0 once the file stays idle for `--idle-exit`).
+
+use super::load::{load, pick_device};
+use super::CheckArgs;
+use crate::follow::{TailEvent, Tailer, Watcher};
+use crate::formats::jsonl::JsonlDecoder;
+use crate::formats::{detect, read_jsonl_resumable, Format, Progress};
+use crate::index::Index;
+use crate::trace::{human_bytes, parse_size, Bytes, Seq, Trace};
+use anyhow::{Context, Result};
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// A followed trace: the trace, its index, and for JSONL the decoder to continue with.
+struct Followed {
+    trace: Trace,
+    index: Index,
+    decoder: Option<JsonlDecoder>,
+    offset: u64,
+}
+
+fn is_jsonl(path: &Path) -> bool {
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    n == 0 || detect(&head[..n]) == Some(Format::Jsonl)
+}
+
+fn open(a: &CheckArgs) -> Result<Followed> {
+    let path = &a.file;
+    if is_jsonl(path) {
+        let opts = super::load::load_options(&a.input);
+        let (trace, dec, offset) = read_jsonl_resumable(path, &opts, &Progress::new())
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let index = Index::build(&trace);
+        return Ok(Followed {
+            trace,
+            index,
+            decoder: Some(dec),
+            offset,
+        });
+    }
+    let mut loaded = load(path, &a.input)?;
+    let i = pick_device(&loaded, a.input.device.as_deref())?;
+    let trace = loaded.traces.swap_remove(i);
+    let index = Index::build(&trace);
+    let offset = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    Ok(Followed {
+        trace,
+        index,
+        decoder: None,
+        offset,
+    })
+}
+
+fn over(f: &Followed, from: usize, limit: Bytes) -> Option<(Seq, Bytes)> {
+    if f.index.len() <= from {
+        return None;
+    }
+    let (at, b) = f
+        .index
+        .argmax(Seq(from as u64), Seq(f.index.len() as u64 - 1))?;
+    (b > limit).then_some((at, b))
+}
+
+fn fail(f: &Followed, at: Seq, b: Bytes, limit: Bytes) -> ExitCode {
+    let top: Vec<String> = crate::analysis::live_entries(&f.trace, &f.index, at, Some(3))
+        .into_iter()
+        .map(|e| format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), e.name))
+        .collect();
+    println!(
+        "FAIL: peak {} ({} B) at event #{} exceeds --max-peak {}; biggest live: {}",
+        human_bytes(b.0),
+        b.0,
+        f.trace.src_index(at),
+        human_bytes(limit.0),
+        top.join(", ")
+    );
+    ExitCode::from(1)
+}
+
+pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
+    let Some(max_peak) = a.max_peak.as_deref() else {
+        anyhow::bail!("check --follow needs --max-peak");
+    };
+    let limit = parse_size(max_peak).context("--max-peak")?;
+    let mut f = open(a)?;
+    if let Some((at, b)) = over(&f, 0, limit) {
+        return Ok(fail(&f, at, b, limit));
+    }
+    let watcher = Watcher::new(&a.file, a.follow.mode());
+    let mut tail = Tailer::new(&a.file, f.offset, f.decoder.is_some());
+    let idle = a.idle_exit.map(Duration::from_secs_f64);
+    let mut last_growth = Instant::now();
+    let mut flushed = true;
+    loop {
+        // Wake on a change signal, or every 200 ms as a safety net.
+        let _ = watcher.signals().recv_timeout(Duration::from_millis(200));
+        loop {
+            match tail.poll()? {
+                None => break,
+                Some(TailEvent::Missing) => break,
+                Some(TailEvent::Reload(why)) => {
+                    eprintln!("memtide: {why}; reloading {}", a.file.display());
+                    f = open(a)?;
+                    tail.reset(f.offset);
+                    last_growth = Instant::now();
+                    if let Some((at, b)) = over(&f, 0, limit) {
+                        return Ok(fail(&f, at, b, limit));
+                    }
+                }
+                Some(TailEvent::Appended(bytes)) => {
+                    let from = f.index.len();
+                    if let Some(dec) = f.decoder.as_mut() {
+                        dec.feed(&mut f.trace, &bytes)
+                            .with_context(|| format!("in {}", a.file.display()))?;
+                    }
+                    f.index.extend(&f.trace);
+                    last_growth = Instant::now();
+                    flushed = false;
+                    if let Some((at, b)) = over(&f, from, limit) {
+                        return Ok(fail(&f, at, b, limit));
+                    }
+                }
+            }
+        }
+        // After a quiet moment, apply the last equal-t group too.
+        if !flushed && last_growth.elapsed() >= Duration::from_millis(200) {
+            let from = f.index.len();
+            if let Some(dec) = f.decoder.as_mut() {
+                dec.flush(&mut f.trace)?;
+            }
+            f.index.extend(&f.trace);
+            flushed = true;
+            if let Some((at, b)) = over(&f, from, limit) {
+                return Ok(fail(&f, at, b, limit));
+            }
+        }
+        if let Some(idle) = idle {
+            if last_growth.elapsed() >= idle {
+                let peak = crate::analysis::global_peak(&f.trace, &f.index);
+                let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.src_index(p.at)));
+                println!(
+                    "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
+                    human_bytes(b),
+                    b,
+                    human_bytes(limit.0),
+                    idle.as_secs_f64()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The binary's headless commands: exit codes, output shape, clear errors.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn memtide() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_memtide"))
+}
+
+fn sample(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn summary_json_has_every_schema_key() {
+    let out = memtide()
+        .args(["summary", &sample("train-3steps.jsonl"), "--json"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for k in [
+        "source",
+        "format",
+        "devices",
+        "events",
+        "axis",
+        "peak",
+        "reserved_peak",
+        "final_bytes",
+        "unmatched_frees",
+        "warnings",
+    ] {
+        assert!(v.get(k).is_some(), "missing key {k}");
+    }
+    let p = &v["peak"];
+    for k in [
+        "bytes",
+        "index",
+        "time_us",
+        "mark",
+        "bands",
+        "bands_source",
+        "live",
+    ] {
+        assert!(p.get(k).is_some(), "missing peak.{k}");
+    }
+    for b in [
+        "persistent",
+        "activation",
+        "workspace",
+        "external",
+        "unknown",
+    ] {
+        assert!(p["bands"][b].is_u64(), "band {b}");
+    }
+    let sum: u64 = [
+        "persistent",
+        "activation",
+        "workspace",
+        "external",
+        "unknown",
+    ]
+    .iter()
+    .map(|b| p["bands"][b].as_u64().unwrap_or(0))
+    .sum();
+    assert_eq!(
+        sum,
+        p["bytes"].as_u64().expect("bytes"),
+        "peak.bytes is the sum of the bands"
+    );
+    assert_eq!(v["format"], "jsonl");
+    assert_eq!(v["axis"], "event");
+    assert_eq!(p["bands_source"], "recorded");
+    assert!(p["live"].as_array().expect("live").len() <= 20);
+    let first = &p["live"][0];
+    for k in ["bytes", "band", "name", "frame", "views"] {
+        assert!(first.get(k).is_some(), "missing live[0].{k}");
+    }
+}
+
+#[test]
+fn summary_text_is_readable() {
+    memtide()
+        .args(["summary", &sample("train-3steps.jsonl")])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("peak"))
+        .stdout(predicate::str::contains("GiB"))
+        .stdout(predicate::str::contains("retained by view"))
+        .stdout(predicate::str::contains("step 1"));
+}
+
+#[test]
+fn check_gates_on_the_peak() {
+    // The plain sample peaks at 9536 MiB (sample-traces/README.md).
+    memtide()
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "10GiB",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with("ok:"));
+    memtide()
+        .args(["check", &sample("train-3steps.jsonl"), "--max-peak", "9GiB"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL: peak 9.312 GiB"))
+        .stdout(predicate::str::contains("attn.scores"));
+    memtide()
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "9999220736B",
+        ])
+        .assert()
+        .code(0);
+    memtide()
+        .args([
+            "check",
+            &sample("train-3steps.jsonl"),
+            "--max-peak",
+            "12 parsecs",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("invalid size"));
+}
+
+#[test]
+fn bad_files_exit_nonzero_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":-5}\n",
+    )
+    .expect("write");
+    memtide()
+        .args(["summary", &bad.display().to_string()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.jsonl"))
+        .stderr(predicate::str::contains("line 2"));
+    memtide()
+        .args(["summary", "/nonexistent/trace.jsonl"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read"));
+    let header_only = dir.path().join("h.jsonl");
+    std::fs::write(&header_only, "{\"memtide\":1}\n").expect("write");
+    memtide()
+        .args(["summary", &header_only.display().to_string()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no events"));
+}
