@@ -120,3 +120,24 @@ fn docs_screen_txt_matches_the_renderer() {
         "docs/screen.txt is stale: rerun with UPDATE_DOCS=1"
     );
 }
+
+#[test]
+fn peak_marker_sits_above_the_peak_column() {
+    let h = Harness::open(&fixture("train3.jsonl"), 80, 24);
+    let s = h.screen();
+    let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+    let l = h.app.layout();
+    // The cursor starts at the peak: its ▲ on the axis row and the ▼ share a column.
+    let axis = &lines[l.axis.y as usize];
+    let cx = axis
+        .iter()
+        .position(|&c| c == '▲')
+        .expect("cursor on the axis row");
+    let marker_rows: Vec<usize> = (l.plot.y..l.plot.bottom())
+        .map(|y| y as usize)
+        .filter(|&y| lines[y].get(cx) == Some(&'▼'))
+        .collect();
+    assert_eq!(marker_rows.len(), 1, "{s}");
+    // 288 of 512 MiB on 8 rows is 4.5 rows: the marker is in the 6th row from the bottom.
+    assert_eq!(l.plot.bottom() as usize - 1 - marker_rows[0], 5, "{s}");
+}

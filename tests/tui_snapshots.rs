@@ -87,3 +87,62 @@ fn too_small_30x8() {
     });
     insta::assert_snapshot!(h.screen());
 }
+
+#[test]
+fn help_overlay_two_columns_100x24() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 100, 24);
+    h.press("?");
+    insta::assert_snapshot!(scrub(h.screen()));
+}
+
+#[test]
+fn time_axis_80x24() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 80, 24);
+    h.press("t");
+    insta::assert_snapshot!(scrub(h.screen()));
+}
+
+#[test]
+fn loading_screen_shows_bytes_rate_and_eta() {
+    use memtide::tui::app::{App, Screen};
+    use memtide::tui::msg::Msg;
+    use memtide::tui::update::{start, update};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let mut app = App::new(
+        "big.jsonl".into(),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    update(
+        &mut app,
+        Msg::Resize {
+            width: 80,
+            height: 24,
+        },
+    );
+    let _ = start(&mut app);
+    let progress = match &app.screen {
+        Screen::Loading(l) => l.progress.clone(),
+        _ => panic!("loading"),
+    };
+    progress.total.store(100_000_000, Ordering::Relaxed);
+    let t0 = Instant::now();
+    update(&mut app, Msg::Tick { now: t0 });
+    progress.done.store(25_000_000, Ordering::Relaxed);
+    update(
+        &mut app,
+        Msg::Tick {
+            now: t0 + Duration::from_secs(1),
+        },
+    );
+    // 25 MB in 1 s: 25.0 MB/s, 75 MB left: ETA 3.0 s, 25 %.
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| memtide::tui::ui::draw(f, &app)).unwrap();
+    let s = memtide::tui::testing::buffer_text(term.backend().buffer());
+    assert!(s.contains("25.0 MB/s"), "{s}");
+    assert!(s.contains("ETA 3.0 s"), "{s}");
+    assert!(s.contains(" 25%"), "{s}");
+    insta::assert_snapshot!(s);
+}

@@ -24,9 +24,9 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     }
     if let Some(p) = dev.peak {
         title.push_str(&format!(
-            "{sep}peak {} @ {}",
+            "{sep}peak {} @ #{}",
             fmt::bytes(p.bytes.0),
-            fmt::at(tr, p.at)
+            tr.src_index(p.at)
         ));
         if let Some(m) = tr.enclosing_mark(p.at) {
             title.push_str(&format!(" ({})", tr.mark_name(m)));

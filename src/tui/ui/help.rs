@@ -15,8 +15,16 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .collect();
     let kw = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(4);
     let dw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(10);
-    let w = ((kw + dw + 5) as u16).min(area.width);
-    let h = (rows.len() as u16 + 2).min(area.height);
+    // One column when it fits the height, else two side by side.
+    let cols: usize = if rows.len() + 2 <= area.height as usize {
+        1
+    } else {
+        2
+    };
+    let per_col = rows.len().div_ceil(cols);
+    let cell_w = kw + 1 + dw + 2;
+    let w = ((cell_w * cols + 2) as u16).min(area.width);
+    let h = (per_col as u16 + 2).min(area.height);
     let r = Rect::new(
         area.x + (area.width - w) / 2,
         area.y + (area.height - h) / 2,
@@ -30,18 +38,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .title(" keys (any key closes) ")
         .render(r, buf);
     for (i, (k, d)) in rows.iter().enumerate() {
-        let y = r.y + 1 + i as u16;
-        if y >= r.bottom() - 1 {
-            break;
+        let (c, row) = (i / per_col, i % per_col);
+        let y = r.y + 1 + row as u16;
+        let x0 = r.x + 1 + (c * cell_w) as u16;
+        if y >= r.bottom().saturating_sub(1) || x0 >= r.right().saturating_sub(1) {
+            continue;
         }
-        let x = put(
-            buf,
-            r.x + 2,
-            y,
-            &format!("{k:<kw$} "),
-            r.width.saturating_sub(3),
-            th.status_key,
-        );
-        put(buf, x, y, d, (r.right() - 1).saturating_sub(x), th.text);
+        let right = r.right() - 1;
+        let x = put(buf, x0, y, &format!("{k:<kw$} "), right - x0, th.status_key);
+        put(buf, x, y, d, right.saturating_sub(x), th.text);
     }
 }

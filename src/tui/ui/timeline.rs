@@ -92,16 +92,13 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
                 ch = g.cursor_line();
                 st = th.cursor;
             }
-            if f & F_PEAK != 0 && top.div_ceil(8) as u16 == r {
-                ch = g.peak();
-                st = th.peak_marker;
-            }
             cell.set_char(ch).set_style(st);
         }
-        // A peak whose stack fills the plot still gets its marker in the top row.
+        // The peak marker sits just above the stack (in the top row when the stack fills it).
         let f = v.flags.get(i).copied().unwrap_or(0);
-        if f & F_PEAK != 0 && top >= rows as u32 * 8 {
-            buf[(x, plot.y)]
+        if f & F_PEAK != 0 {
+            let r = (top.div_ceil(8) as u16).min(rows - 1);
+            buf[(x, plot.bottom() - 1 - r)]
                 .set_char(g.peak())
                 .set_style(th.peak_marker);
         }
