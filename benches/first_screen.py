@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Time to the first real screen and peak RSS: memtide vs ptmem 0.1.2, side by side.
+
+Writes a PyTorch-snapshot-shaped pickle (>= 200 MB: alloc/free_completed pairs, 8 frames
+each) and a memtide JSONL with the same events (until memtide reads snapshots, issue 3, the
+JSONL stands in), then runs each viewer in a pseudo-terminal (100x30) and measures the wall
+time from exec until its first timeline screen is on the terminal, and the child's peak RSS.
+ptmem runs without its cache (the .memcache file is removed first).
+
+Usage: benches/first_screen.py MEMTIDE_BIN PTMEM_BIN [EVENTS_PAIRS] [WORKDIR]
+"""
+import fcntl, json, os, pickle, pty, random, select, struct, sys, termios, time
+
+memtide, ptmem = sys.argv[1], sys.argv[2]
+pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 330_000
+work = sys.argv[4] if len(sys.argv) > 4 else "/tmp/first_screen"
+os.makedirs(work, exist_ok=True)
+pkl, jsonl = os.path.join(work, "snapshot.pickle"), os.path.join(work, "same_events.jsonl")
+
+files = [f"/opt/conda/lib/python3.11/site-packages/torch/nn/modules/{m}.py" for m in
+         ("linear", "conv", "activation", "normalization", "module", "container")]
+names = ["forward", "_call_impl", "_wrapped_call_impl", "backward", "step", "train_step"]
+
+
+def frames_for(i):
+    r = random.Random(i % 5000)  # 5000 distinct stacks, as in a real training loop
+    return [(r.choice(files), r.randrange(1, 2000), r.choice(names)) for _ in range(8)]
+
+
+def generate():
+    events, live, t = [], [], 0
+    with open(jsonl, "w") as jf:
+        jf.write('{"memtide":1,"device":"cuda:0","clock":"us","source":"first_screen"}\n')
+        addr = 0x7F0000000000
+        for i in range(pairs * 2):
+            t += 1
+            alloc = not live or (len(live) < 3000 and random.random() < 0.5 + 0.1 * ((i // 20000) % 2))
+            if alloc:
+                addr += 512 * (1 + i % 97)
+                size = 512 * (1 + (i * 7919) % 4096)
+                fr = frames_for(i)
+                events.append({"action": "alloc", "addr": addr, "size": size, "stream": 0, "time_us": t,
+                               "frames": [{"filename": f, "line": l, "name": n} for f, l, n in fr]})
+                jf.write(json.dumps({"t": t, "op": "alloc", "id": addr, "size": size,
+                                     "stack": [f"{f}:{l} {n}" for f, l, n in fr]}, separators=(",", ":")) + "\n")
+                live.append((addr, size, fr))
+            else:
+                a, size, fr = live.pop(random.randrange(len(live)))
+                events.append({"action": "free_completed", "addr": a, "size": size, "stream": 0, "time_us": t,
+                               "frames": [{"filename": f, "line": l, "name": n} for f, l, n in fr]})
+                jf.write(json.dumps({"t": t, "op": "free", "id": a}, separators=(",", ":")) + "\n")
+    with open(pkl, "wb") as pf:
+        pickle.dump({"segments": [], "device_traces": [events]}, pf, protocol=4)
+
+
+if os.environ.get("FIRST_SCREEN_GENERATE"):
+    generate()
+    sys.exit(0)
+if not (os.path.exists(pkl) and os.path.exists(jsonl)):
+    # Generate in a separate process: a forked measuring process would otherwise carry the
+    # generator's memory into the children's peak RSS (ru_maxrss survives exec).
+    import subprocess
+    subprocess.run([sys.executable] + sys.argv, env=dict(os.environ, FIRST_SCREEN_GENERATE="1"), check=True)
+
+
+def measure(argv, marker):
+    t0 = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color")
+        os.execvpe(argv[0], argv, env)
+    buf, t1, hwm = b"", None, ["0"]
+    while True:
+        r, _, _ = select.select([fd], [], [], 600)
+        if not r:
+            break
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not data:
+            break
+        buf = (buf + data)[-(1 << 20):]
+        if t1 is None and marker in buf:
+            t1 = time.perf_counter()
+            with open(f"/proc/{pid}/status") as st:
+                hwm = [l.split()[1] for l in st if l.startswith("VmHWM")]
+            os.write(fd, b"q")
+    while True:  # drain until exit
+        try:
+            if not os.read(fd, 1 << 16):
+                break
+        except OSError:
+            break
+    _, status, ru = os.wait4(pid, 0)
+    # Peak RSS over the whole run (ru_maxrss) and at the first screen (VmHWM).
+    return (t1 - t0) if t1 else None, ru.ru_maxrss / 1024.0, int(hwm[0]) / 1024.0
+
+
+size_mb = os.path.getsize(pkl) / 1e6
+n_events = pairs * 2
+cache = os.path.join(work, ".snapshot.pickle.memcache")
+if os.path.exists(cache):
+    os.remove(cache)
+pt = measure([ptmem, pkl], b"PyTorch Memory Profiler")
+mt = measure([memtide, jsonl], b"live at")
+print(f"events: {n_events:,}; snapshot pickle {size_mb:.0f} MB; same-events JSONL {os.path.getsize(jsonl)/1e6:.0f} MB")
+print(f"ptmem 0.1.2 (pickle, no cache): first screen {pt[0]:.2f} s, peak RSS {pt[1]:.0f} MiB (at first screen {pt[2]:.0f} MiB)")
+print(f"memtide (JSONL):                first screen {mt[0]:.2f} s, peak RSS {mt[1]:.0f} MiB (at first screen {mt[2]:.0f} MiB)")
+if pt[0] and mt[0]:
+    print(f"speed-up {pt[0]/mt[0]:.1f}x, RSS ratio {mt[1]/pt[1]:.2f}")
