@@ -146,3 +146,22 @@ fn loading_screen_shows_bytes_rate_and_eta() {
     assert!(s.contains(" 25%"), "{s}");
     insta::assert_snapshot!(s);
 }
+
+#[test]
+fn capacity_ceiling_80x24() {
+    // train3 with a 600 MiB device: the ceiling fits the scale, so it is drawn as a line.
+    let text = std::fs::read_to_string(fixture("train3.jsonl")).unwrap();
+    let text = text.replacen(
+        "\"clock\":\"us\"",
+        "\"clock\":\"us\",\"capacity\":629145600",
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train3-cap.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let h = Harness::open(&path, 80, 24);
+    let s = h.screen();
+    let ceiling_rows = s.lines().filter(|l| l.contains("══════")).count();
+    assert_eq!(ceiling_rows, 1, "{s}");
+    insta::assert_snapshot!(s.replace(&dir.path().display().to_string(), "<tmp>"));
+}
