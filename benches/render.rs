@@ -207,12 +207,77 @@ fn benches(c: &mut Criterion) {
     });
 }
 
+/// A trace whose live set grows to `n` storages (worst case for the live panel).
+fn many_live(n: usize) -> Trace {
+    let mut t = Trace::new("cuda:0", "many-live", "jsonl");
+    let f = t.strings.intern("model.py:1 forward");
+    let stack = t.strings.intern_stack(&[f]);
+    let name = t.strings.intern("act");
+    for i in 0..n {
+        t.push_event(Ts(i as i64), EventKind::Alloc);
+        t.open(
+            Bytes(4096 + (i as u64 * 7919) % 65536),
+            Category::Activation,
+            StorageKind::Block,
+            name,
+            stack,
+            i as u64,
+        );
+    }
+    t
+}
+
+fn big_live_set(c: &mut Criterion) {
+    let trace = many_live(500_000);
+    let index = Index::build(&trace);
+    let dev = Arc::new(Device::new(trace, index));
+    let mut app = App::new(
+        "many.jsonl".into(),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let fx = update::start(&mut app);
+    let gen = match &fx[..] {
+        [Effect::Load { gen, .. }] => *gen,
+        _ => 0,
+    };
+    update::update(
+        &mut app,
+        Msg::Resize {
+            width: 200,
+            height: 60,
+        },
+    );
+    update::update(
+        &mut app,
+        Msg::Loaded {
+            gen,
+            result: Ok(vec![dev]),
+        },
+    );
+    let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let mut right = false;
+    c.bench_function("cursor_move_500k_live (update+draw)", |b| {
+        b.iter(|| {
+            let a = if right {
+                Action::CursorRight
+            } else {
+                Action::CursorLeft
+            };
+            right = !right;
+            update::update(&mut app, Msg::Action(a));
+            term.draw(|f| ui::draw(f, &app)).unwrap();
+        })
+    });
+}
+
 criterion_group! {
     name = render;
     config = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = benches
+    targets = benches, big_live_set
 }
 criterion_main!(render);

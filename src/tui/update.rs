@@ -10,10 +10,12 @@ use super::keymap::{self, Mode};
 use super::msg::Msg;
 use super::view::{Highlights, Viewport};
 use crate::analysis::columns::Axis;
-use crate::analysis::live::{entry, group_by_band, group_by_frame};
+use crate::analysis::live::{entry, Group};
 use crate::cli::EXIT_ERROR;
 use crate::formats::Progress;
-use crate::trace::{AllocId, Band, Seq};
+use crate::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The first effects: load the file.
@@ -179,27 +181,28 @@ fn refresh_live(app: &mut App) {
     if app.live.at != at {
         let (tr, ix) = (&dev.trace, &dev.index);
         let prev = app.live.selected_entry().map(|e| e.id);
-        let ids = ix.live_at(tr, at);
+        let mut ids = ix.live_at_unsorted(tr, at);
         app.live.at = at;
         app.live.count = ids.len();
         app.live.total = ids.iter().map(|&id| tr.size(id)).sum();
         app.live.bands = ix.bands_at(tr, at);
-        app.live.rows = ids
-            .iter()
-            .take(LIVE_ROWS)
-            .map(|&id| entry(tr, id, at))
-            .collect();
         app.live.groups = match app.live.group {
             GroupMode::List => Vec::new(),
-            g => {
-                let all: Vec<_> = ids.iter().map(|&id| entry(tr, id, at)).collect();
-                if g == GroupMode::ByBand {
-                    group_by_band(&all)
-                } else {
-                    group_by_frame(&all)
-                }
-            }
+            g => groups(tr, &ids, g == GroupMode::ByBand),
         };
+        // Only the rows shown need ordering: select the top LIVE_ROWS in O(n), sort those.
+        let cmp = |a: &AllocId, b: &AllocId| {
+            tr.size(*b)
+                .cmp(&tr.size(*a))
+                .then(tr.start(*a).cmp(&tr.start(*b)))
+                .then(a.cmp(b))
+        };
+        if ids.len() > LIVE_ROWS {
+            ids.select_nth_unstable_by(LIVE_ROWS, cmp);
+            ids.truncate(LIVE_ROWS);
+        }
+        ids.sort_unstable_by(cmp);
+        app.live.rows = ids.iter().map(|&id| entry(tr, id, at)).collect();
         app.live.selected = prev
             .and_then(|p| app.live.rows.iter().position(|e| e.id == p))
             .unwrap_or(0);
@@ -214,6 +217,65 @@ fn refresh_live(app: &mut App) {
     }
     app.live.selected = app.live.selected.min(app.live.len().saturating_sub(1));
     fix_scroll(app);
+}
+
+/// Live storages grouped by band or by top frame (the keys of
+/// `analysis::live::{group_by_band, group_by_frame}`), aggregated on interned ids first so
+/// huge live sets cost no per-storage strings.
+fn groups(tr: &Trace, ids: &[AllocId], by_band: bool) -> Vec<Group> {
+    let mut m: FxHashMap<(u32, u32), (u64, usize)> = FxHashMap::default();
+    for &id in ids {
+        let key = if by_band {
+            (tr.band(id).idx() as u32, 0)
+        } else {
+            let st = &tr.storages;
+            (
+                st.stack.get(id.idx()).map_or(0, |s| s.0),
+                st.name.get(id.idx()).map_or(0, |s| s.0),
+            )
+        };
+        let g = m.entry(key).or_insert((0, 0));
+        g.0 += tr.size(id).0;
+        g.1 += 1;
+    }
+    let mut named: BTreeMap<String, (u64, usize)> = BTreeMap::new();
+    for ((a, b), (bytes, count)) in m {
+        let key = if by_band {
+            Band::from_idx(a as usize).name().to_string()
+        } else {
+            let frame = top_frame_of(tr, StackId(a));
+            let name = tr.strings.str(StrId(b));
+            match (frame.is_empty(), name.is_empty()) {
+                (false, _) => frame.to_string(),
+                (true, false) => name.to_string(),
+                (true, true) => "(no frame)".to_string(),
+            }
+        };
+        let g = named.entry(key).or_insert((0, 0));
+        g.0 += bytes;
+        g.1 += count;
+    }
+    let mut v: Vec<Group> = named
+        .into_iter()
+        .map(|(key, (b, count))| Group {
+            key,
+            bytes: Bytes(b),
+            count,
+        })
+        .collect();
+    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.key.cmp(&b.key)));
+    v
+}
+
+/// `Trace::top_frame` for a stack id: the first frame that is not a C++ `??` frame.
+fn top_frame_of(tr: &Trace, sid: StackId) -> &str {
+    let frames = tr.strings.stack(sid);
+    frames
+        .iter()
+        .map(|&f| tr.strings.str(f))
+        .find(|s| !s.starts_with("??"))
+        .or_else(|| frames.first().map(|&f| tr.strings.str(f)))
+        .unwrap_or("")
 }
 
 fn fix_scroll(app: &mut App) {
