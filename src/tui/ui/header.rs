@@ -94,6 +94,24 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     }
     if let Some(m) = tr.enclosing_mark(at) {
         let s = format!("{sep}{}", tr.mark_name(m));
-        put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
+        x = put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
+    }
+    // The visible stretch, right-aligned when there is room.
+    let v = &app.view;
+    let range = match v.axis {
+        crate::analysis::columns::Axis::Event => format!(
+            "view #{}–#{} ",
+            tr.src_index(v.first_seq()),
+            tr.src_index(v.last_seq())
+        ),
+        crate::analysis::columns::Axis::Time => format!(
+            "view {}–{} ",
+            fmt::time_ns(v.t0),
+            fmt::time_ns(v.t1)
+        ),
+    };
+    let w = range.chars().count() as u16;
+    if x + w + 2 <= r.right() {
+        put(buf, r.right() - w, y, &range, w, th.header_dim);
     }
 }
