@@ -6,7 +6,10 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use predicates::str::contains;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tui/train3.jsonl");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/tui/train3.jsonl"
+);
 
 #[test]
 fn without_a_terminal_the_explorer_points_to_summary() {

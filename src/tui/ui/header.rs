@@ -104,11 +104,9 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
             tr.src_index(v.first_seq()),
             tr.src_index(v.last_seq())
         ),
-        crate::analysis::columns::Axis::Time => format!(
-            "view {}–{} ",
-            fmt::time_ns(v.t0),
-            fmt::time_ns(v.t1)
-        ),
+        crate::analysis::columns::Axis::Time => {
+            format!("view {}–{} ", fmt::time_ns(v.t0), fmt::time_ns(v.t1))
+        }
     };
     let w = range.chars().count() as u16;
     if x + w + 2 <= r.right() {
