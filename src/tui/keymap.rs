@@ -15,8 +15,7 @@ pub enum Mode {
     Help,
 }
 
-/// One row of the key table: the keys (as shown to users), the action, and the mode it is
-/// limited to (None: normal map).
+/// One row of the normal-mode key table: the keys (as shown to users) and the action.
 pub struct Binding {
     pub keys: &'static [&'static str],
     pub action: Action,

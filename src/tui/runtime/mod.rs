@@ -30,6 +30,8 @@ pub fn run(mut app: App) -> Result<u8> {
     let (tx, rx) = unbounded::<Msg>();
     let stop = Arc::new(AtomicBool::new(false));
     let input = input::spawn(tx.clone(), stop.clone()).context("cannot start the input thread")?;
+    let search =
+        workers::spawn_search_worker(tx.clone()).context("cannot start the search thread")?;
     let mut fx = update::start(&mut app);
     fx.extend(update::update(
         &mut app,
@@ -41,7 +43,7 @@ pub fn run(mut app: App) -> Result<u8> {
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     'outer: loop {
-        if run_effects(&mut app, std::mem::take(&mut fx), &tx) {
+        if run_effects(&mut app, std::mem::take(&mut fx), &tx, &search) {
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
@@ -92,7 +94,12 @@ pub fn run(mut app: App) -> Result<u8> {
 }
 
 /// Starts workers and performs terminal writes; true when the loop should end.
-fn run_effects(app: &mut App, fx: Vec<Effect>, tx: &Sender<Msg>) -> bool {
+fn run_effects(
+    app: &mut App,
+    fx: Vec<Effect>,
+    tx: &Sender<Msg>,
+    search: &Sender<workers::SearchRequest>,
+) -> bool {
     let mut quit = false;
     for e in fx {
         match e {
@@ -103,7 +110,7 @@ fn run_effects(app: &mut App, fx: Vec<Effect>, tx: &Sender<Msg>) -> bool {
                 progress,
             } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
             Effect::Search { gen, query, device } => {
-                workers::spawn_search(gen, query, device, tx.clone())
+                let _ = search.send((gen, query, device));
             }
             Effect::Copy(text) => {
                 let mut out = std::io::stdout();

@@ -59,13 +59,26 @@ pub fn spawn_load(
     }
 }
 
-/// Spawns a search thread.
-pub fn spawn_search(gen: u64, query: String, device: Arc<Device>, tx: Sender<Msg>) {
-    let _ = std::thread::Builder::new()
+/// A search request: generation, query, device.
+pub type SearchRequest = (u64, String, Arc<Device>);
+
+/// Starts the search worker: one thread that always runs the newest queued request (typing
+/// fast queues one request per key; the older ones are stale and skipped unrun).
+pub fn spawn_search_worker(out: Sender<Msg>) -> std::io::Result<Sender<SearchRequest>> {
+    let (tx, rx) = crossbeam_channel::unbounded::<SearchRequest>();
+    std::thread::Builder::new()
         .name("memtide-search".into())
         .spawn(move || {
-            let _ = tx.send(search(gen, &query, &device));
-        });
+            while let Ok(mut req) = rx.recv() {
+                while let Ok(newer) = rx.try_recv() {
+                    req = newer;
+                }
+                if out.send(search(req.0, &req.1, &req.2)).is_err() {
+                    break;
+                }
+            }
+        })?;
+    Ok(tx)
 }
 
 /// The OSC 52 escape that puts `text` on the terminal's clipboard (works over SSH).
