@@ -256,20 +256,34 @@ fn big_live_set(c: &mut Criterion) {
             result: Ok(vec![dev]),
         },
     );
-    let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
-    let mut right = false;
-    c.bench_function("cursor_move_500k_live (update+draw)", |b| {
+    let d = app.device().unwrap().clone();
+    c.bench_function("live_set_500k_live (worker compute)", |b| {
         b.iter(|| {
-            let a = if right {
-                Action::CursorRight
-            } else {
-                Action::CursorLeft
-            };
-            right = !right;
-            update::update(&mut app, Msg::Action(a));
-            term.draw(|f| ui::draw(f, &app)).unwrap();
+            memtide::tui::liveset::compute(
+                &d.trace,
+                &d.index,
+                memtide::trace::Seq(400_000),
+                memtide::tui::app::GroupMode::List,
+            )
         })
     });
+    let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let mut right = false;
+    c.bench_function(
+        "cursor_move_500k_live (update+draw; live set on the worker)",
+        |b| {
+            b.iter(|| {
+                let a = if right {
+                    Action::CursorRight
+                } else {
+                    Action::CursorLeft
+                };
+                right = !right;
+                update::update(&mut app, Msg::Action(a));
+                term.draw(|f| ui::draw(f, &app)).unwrap();
+            })
+        },
+    );
 }
 
 criterion_group! {

@@ -493,3 +493,65 @@ fn live_rows_and_groups_match_the_core_oracles() {
         }
     }
 }
+
+#[test]
+fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
+    use memtide::tui::liveset::HUGE_LIVE;
+    let n = HUGE_LIVE as u64 + 50;
+    let dev = tiny_trace("cuda:0", n);
+    let mut app = App::new(
+        PathBuf::from("huge"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let gen = match &start(&mut app)[..] {
+        [Effect::Load { gen, .. }] => *gen,
+        other => panic!("{other:?}"),
+    };
+    update(
+        &mut app,
+        Msg::Loaded {
+            gen,
+            result: Ok(vec![dev]),
+        },
+    );
+    // The first live set (at the peak, the last event) is computed inline.
+    assert_eq!(app.live.count, n as usize);
+    assert!(!app.live.pending);
+    let fx = update(&mut app, Msg::Action(Action::CursorLeft));
+    let (g1, at1) = match &fx[..] {
+        [Effect::Live { gen, at, .. }] => (*gen, *at),
+        other => panic!("expected a live-set request, got {other:?}"),
+    };
+    assert!(app.live.pending);
+    // The header's bytes are exact at once (band totals), before the worker answers.
+    assert_eq!(app.live.bands.total(), (at1.0 + 1) * 1024);
+    let fx = update(&mut app, Msg::Action(Action::CursorLeft));
+    let (g2, at2) = match &fx[..] {
+        [Effect::Live { gen, at, .. }] => (*gen, *at),
+        other => panic!("{other:?}"),
+    };
+    // The reply to the first request is stale: dropped.
+    let dev = app.device().unwrap().clone();
+    let r1 = memtide::tui::liveset::compute(&dev.trace, &dev.index, at1, GroupMode::List);
+    update(
+        &mut app,
+        Msg::LiveDone {
+            gen: g1,
+            result: r1,
+        },
+    );
+    assert!(app.live.pending);
+    let r2 = memtide::tui::liveset::compute(&dev.trace, &dev.index, at2, GroupMode::List);
+    update(
+        &mut app,
+        Msg::LiveDone {
+            gen: g2,
+            result: r2,
+        },
+    );
+    assert!(!app.live.pending);
+    assert_eq!(app.live.count as u64, at2.0 + 1);
+    assert_eq!(app.live.total.0, app.live.bands.total());
+}

@@ -117,6 +117,9 @@ pub struct LiveState {
     pub group: GroupMode,
     pub selected: usize,
     pub offset: usize,
+    /// A worker is computing the live set at `at` (huge sets); rows are from before.
+    pub pending: bool,
+    pub gen: u64,
 }
 
 impl Default for LiveState {
@@ -131,6 +134,8 @@ impl Default for LiveState {
             group: GroupMode::List,
             selected: 0,
             offset: 0,
+            pending: false,
+            gen: 0,
         }
     }
 }
@@ -216,6 +221,8 @@ pub struct App {
     pub quit: bool,
     pub exit_code: u8,
     pub dirty: bool,
+    /// Effects asked for by helpers deep inside `update`; returned with its result.
+    pub outbox: Vec<super::effect::Effect>,
 }
 
 impl App {
@@ -245,6 +252,7 @@ impl App {
             quit: false,
             exit_code: 0,
             dirty: true,
+            outbox: Vec::new(),
         }
     }
 

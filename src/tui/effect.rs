@@ -21,6 +21,13 @@ pub enum Effect {
         query: String,
         device: Arc<Device>,
     },
+    /// Compute a huge live set on a worker; reply `Msg::LiveDone`.
+    Live {
+        gen: u64,
+        at: crate::trace::Seq,
+        group: super::app::GroupMode,
+        device: Arc<Device>,
+    },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Leave the event loop.

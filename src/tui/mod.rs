@@ -10,6 +10,7 @@ pub mod find;
 pub mod fmt;
 pub mod keymap;
 pub mod layout;
+pub mod liveset;
 pub mod msg;
 pub mod runtime;
 pub mod testing;

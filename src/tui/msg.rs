@@ -27,6 +27,10 @@ pub enum Msg {
         gen: u64,
         result: Result<Vec<Arc<Device>>, String>,
     },
+    LiveDone {
+        gen: u64,
+        result: super::liveset::LiveResult,
+    },
     SearchDone {
         gen: u64,
         /// Matching storages, biggest first.

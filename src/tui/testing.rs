@@ -95,6 +95,12 @@ impl Harness {
                     result: workers::load(&path, &opts, &progress),
                 },
                 Effect::Search { gen, query, device } => workers::search(gen, &query, &device),
+                Effect::Live {
+                    gen,
+                    at,
+                    group,
+                    device,
+                } => workers::live(&(gen, at, group, device)),
                 Effect::Copy(t) => {
                     self.clipboard.push(t);
                     continue;

@@ -2,20 +2,18 @@
 //! It does no I/O; slow work is asked for as effects and comes back as messages.
 
 use super::action::Action;
-use super::app::{App, Device, GroupMode, InspectState, LoadState, Screen, LIVE_ROWS};
+use super::app::{App, Device, GroupMode, InspectState, LoadState, Screen};
 use super::details;
 use super::effect::Effect;
 use super::fmt;
 use super::keymap::{self, Mode};
+use super::liveset::{self, LiveResult, HUGE_LIVE};
 use super::msg::Msg;
 use super::view::{Highlights, Viewport};
 use crate::analysis::columns::Axis;
-use crate::analysis::live::{entry, Group};
 use crate::cli::EXIT_ERROR;
 use crate::formats::Progress;
-use crate::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
-use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use crate::trace::{AllocId, Band, Seq};
 use std::sync::Arc;
 
 /// The first effects: load the file.
@@ -40,10 +38,24 @@ pub fn start(app: &mut App) -> Vec<Effect> {
 
 /// Applies one message.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
+    let mut fx = apply(app, msg);
+    fx.append(&mut app.outbox);
+    fx
+}
+
+fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
     // A no-op message must not clear a redraw that is still pending (frame cap).
     let was_dirty = app.dirty;
     app.dirty = true;
     match msg {
+        Msg::LiveDone { gen, result } => {
+            if gen == app.live.gen && result.at == app.live.at {
+                if let Some(dev) = app.device().cloned() {
+                    apply_live(app, &dev, result);
+                }
+            }
+            Vec::new()
+        }
         Msg::Key(k) => match keymap::map_key(app.mode(), k) {
             Some(a) => action(app, a),
             None => {
@@ -172,110 +184,56 @@ fn refresh_view(app: &mut App) {
     app.view.recompute(&dev, width, &hl);
 }
 
-/// Recomputes the live set (and the inspector, which depends on the cursor) at the cursor.
+/// Recomputes the live set (and the inspector, which depends on the cursor) at the cursor;
+/// inline, or on a worker when the last live set was huge.
 fn refresh_live(app: &mut App) {
     let Some(dev) = app.device().cloned() else {
         return;
     };
     let at = app.view.cursor;
     if app.live.at != at {
-        let (tr, ix) = (&dev.trace, &dev.index);
-        let prev = app.live.selected_entry().map(|e| e.id);
-        let mut ids = ix.live_at_unsorted(tr, at);
         app.live.at = at;
-        app.live.count = ids.len();
-        app.live.total = ids.iter().map(|&id| tr.size(id)).sum();
-        app.live.bands = ix.bands_at(tr, at);
-        app.live.groups = match app.live.group {
-            GroupMode::List => Vec::new(),
-            g => groups(tr, &ids, g == GroupMode::ByBand),
-        };
-        // Only the rows shown need ordering: select the top LIVE_ROWS in O(n), sort those.
-        let cmp = |a: &AllocId, b: &AllocId| {
-            tr.size(*b)
-                .cmp(&tr.size(*a))
-                .then(tr.start(*a).cmp(&tr.start(*b)))
-                .then(a.cmp(b))
-        };
-        if ids.len() > LIVE_ROWS {
-            ids.select_nth_unstable_by(LIVE_ROWS, cmp);
-            ids.truncate(LIVE_ROWS);
-        }
-        ids.sort_unstable_by(cmp);
-        app.live.rows = ids.iter().map(|&id| entry(tr, id, at)).collect();
-        app.live.selected = prev
-            .and_then(|p| app.live.rows.iter().position(|e| e.id == p))
-            .unwrap_or(0);
-        if let Some(i) = &app.inspect {
-            let (id, scroll) = (i.id, i.scroll);
-            app.inspect = Some(InspectState {
-                id,
-                lines: details::lines(tr, id, at),
-                scroll,
+        app.live.bands = dev.index.bands_at(&dev.trace, at);
+        if app.live.count > HUGE_LIVE {
+            let gen = app.gen();
+            app.live.gen = gen;
+            app.live.pending = true;
+            app.outbox.push(Effect::Live {
+                gen,
+                at,
+                group: app.live.group,
+                device: dev.clone(),
             });
+        } else {
+            let r = liveset::compute(&dev.trace, &dev.index, at, app.live.group);
+            apply_live(app, &dev, r);
         }
     }
     app.live.selected = app.live.selected.min(app.live.len().saturating_sub(1));
     fix_scroll(app);
 }
 
-/// Live storages grouped by band or by top frame (the keys of
-/// `analysis::live::{group_by_band, group_by_frame}`), aggregated on interned ids first so
-/// huge live sets cost no per-storage strings.
-fn groups(tr: &Trace, ids: &[AllocId], by_band: bool) -> Vec<Group> {
-    let mut m: FxHashMap<(u32, u32), (u64, usize)> = FxHashMap::default();
-    for &id in ids {
-        let key = if by_band {
-            (tr.band(id).idx() as u32, 0)
-        } else {
-            let st = &tr.storages;
-            (
-                st.stack.get(id.idx()).map_or(0, |s| s.0),
-                st.name.get(id.idx()).map_or(0, |s| s.0),
-            )
-        };
-        let g = m.entry(key).or_insert((0, 0));
-        g.0 += tr.size(id).0;
-        g.1 += 1;
+/// Installs a computed live set, keeping the selected storage selected when still live.
+fn apply_live(app: &mut App, dev: &Device, r: LiveResult) {
+    let prev = app.live.selected_entry().map(|e| e.id);
+    app.live.pending = false;
+    app.live.count = r.count;
+    app.live.total = r.total;
+    app.live.rows = r.rows;
+    app.live.groups = r.groups;
+    app.live.selected = prev
+        .and_then(|p| app.live.rows.iter().position(|e| e.id == p))
+        .unwrap_or(0);
+    if let Some(i) = &app.inspect {
+        let (id, scroll) = (i.id, i.scroll);
+        app.inspect = Some(InspectState {
+            id,
+            lines: details::lines(&dev.trace, id, app.live.at),
+            scroll,
+        });
     }
-    let mut named: BTreeMap<String, (u64, usize)> = BTreeMap::new();
-    for ((a, b), (bytes, count)) in m {
-        let key = if by_band {
-            Band::from_idx(a as usize).name().to_string()
-        } else {
-            let frame = top_frame_of(tr, StackId(a));
-            let name = tr.strings.str(StrId(b));
-            match (frame.is_empty(), name.is_empty()) {
-                (false, _) => frame.to_string(),
-                (true, false) => name.to_string(),
-                (true, true) => "(no frame)".to_string(),
-            }
-        };
-        let g = named.entry(key).or_insert((0, 0));
-        g.0 += bytes;
-        g.1 += count;
-    }
-    let mut v: Vec<Group> = named
-        .into_iter()
-        .map(|(key, (b, count))| Group {
-            key,
-            bytes: Bytes(b),
-            count,
-        })
-        .collect();
-    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.key.cmp(&b.key)));
-    v
-}
-
-/// `Trace::top_frame` for a stack id: the first frame that is not a C++ `??` frame.
-fn top_frame_of(tr: &Trace, sid: StackId) -> &str {
-    let frames = tr.strings.stack(sid);
-    frames
-        .iter()
-        .map(|&f| tr.strings.str(f))
-        .find(|s| !s.starts_with("??"))
-        .or_else(|| frames.first().map(|&f| tr.strings.str(f)))
-        .unwrap_or("")
+    app.live.selected = app.live.selected.min(app.live.len().saturating_sub(1));
+    fix_scroll(app);
 }
 
 fn fix_scroll(app: &mut App) {

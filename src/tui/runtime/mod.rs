@@ -30,8 +30,14 @@ pub fn run(mut app: App) -> Result<u8> {
     let (tx, rx) = unbounded::<Msg>();
     let stop = Arc::new(AtomicBool::new(false));
     let input = input::spawn(tx.clone(), stop.clone()).context("cannot start the input thread")?;
-    let search =
-        workers::spawn_search_worker(tx.clone()).context("cannot start the search thread")?;
+    let search = workers::spawn_latest(
+        "memtide-search",
+        tx.clone(),
+        |r: &workers::SearchRequest| workers::search(r.0, &r.1, &r.2),
+    )
+    .context("cannot start the search thread")?;
+    let live = workers::spawn_latest("memtide-live", tx.clone(), workers::live)
+        .context("cannot start the live-set thread")?;
     let mut fx = update::start(&mut app);
     fx.extend(update::update(
         &mut app,
@@ -43,7 +49,7 @@ pub fn run(mut app: App) -> Result<u8> {
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
     'outer: loop {
-        if run_effects(&mut app, std::mem::take(&mut fx), &tx, &search) {
+        if run_effects(&mut app, std::mem::take(&mut fx), &tx, &search, &live) {
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
@@ -99,6 +105,7 @@ fn run_effects(
     fx: Vec<Effect>,
     tx: &Sender<Msg>,
     search: &Sender<workers::SearchRequest>,
+    live: &Sender<workers::LiveRequest>,
 ) -> bool {
     let mut quit = false;
     for e in fx {
@@ -111,6 +118,14 @@ fn run_effects(
             } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
             Effect::Search { gen, query, device } => {
                 let _ = search.send((gen, query, device));
+            }
+            Effect::Live {
+                gen,
+                at,
+                group,
+                device,
+            } => {
+                let _ = live.send((gen, at, group, device));
             }
             Effect::Copy(text) => {
                 let mut out = std::io::stdout();

@@ -59,27 +59,48 @@ pub fn spawn_load(
     }
 }
 
-/// A search request: generation, query, device.
-pub type SearchRequest = (u64, String, Arc<Device>);
+/// A live-set request: generation, position, grouping, device.
+pub type LiveRequest = (
+    u64,
+    crate::trace::Seq,
+    crate::tui::app::GroupMode,
+    Arc<Device>,
+);
 
-/// Starts the search worker: one thread that always runs the newest queued request (typing
-/// fast queues one request per key; the older ones are stale and skipped unrun).
-pub fn spawn_search_worker(out: Sender<Msg>) -> std::io::Result<Sender<SearchRequest>> {
-    let (tx, rx) = crossbeam_channel::unbounded::<SearchRequest>();
+/// The reply to a live-set request.
+pub fn live(req: &LiveRequest) -> Msg {
+    let (gen, at, group, dev) = req;
+    Msg::LiveDone {
+        gen: *gen,
+        result: crate::tui::liveset::compute(&dev.trace, &dev.index, *at, *group),
+    }
+}
+
+/// Starts a worker thread that always runs the newest queued request (older ones are stale
+/// and skipped unrun: typing or holding a key queues one per event).
+pub fn spawn_latest<T: Send + 'static>(
+    name: &str,
+    out: Sender<Msg>,
+    run: impl Fn(&T) -> Msg + Send + 'static,
+) -> std::io::Result<Sender<T>> {
+    let (tx, rx) = crossbeam_channel::unbounded::<T>();
     std::thread::Builder::new()
-        .name("memtide-search".into())
+        .name(name.into())
         .spawn(move || {
             while let Ok(mut req) = rx.recv() {
                 while let Ok(newer) = rx.try_recv() {
                     req = newer;
                 }
-                if out.send(search(req.0, &req.1, &req.2)).is_err() {
+                if out.send(run(&req)).is_err() {
                     break;
                 }
             }
         })?;
     Ok(tx)
 }
+
+/// A search request: generation, query, device.
+pub type SearchRequest = (u64, String, Arc<Device>);
 
 /// The OSC 52 escape that puts `text` on the terminal's clipboard (works over SSH).
 pub fn osc52(text: &str) -> String {

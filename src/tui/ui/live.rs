@@ -19,8 +19,9 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         GroupMode::ByBand => "by band",
         GroupMode::ByFrame => "by top frame",
     };
+    let busy = if lv.pending { " (updating…)" } else { "" };
     let title = format!(
-        " live at {}: {} storages {} {}   [{mode}; g: group]",
+        " live at {}{busy}: {} storages {} {}   [{mode}; g: group]",
         fmt::at(&dev.trace, lv.at),
         fmt::thousands(lv.count as u64),
         app.glyphs.sep(),
