@@ -28,6 +28,7 @@ pub mod cli;
 pub mod follow;
 pub mod formats;
 pub mod index;
+pub mod lab;
 pub mod synth;
 pub mod trace;
 pub mod tui;

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod diff;
 pub mod follow;
+pub mod lab;
 pub mod load;
 pub mod replay;
 pub mod summary;
@@ -39,6 +40,27 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Compare two runs: peaks, band deltas at the peaks, per-step table aligned by step.
     Diff(DiffArgs),
+    /// The cache lab: an LRU teaching toy (entries, not bytes) — predict, then check.
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Cache capacity in entries (1–16).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub capacity: u64,
+    /// Stride s: request i asks for address (i × s) mod 16 (0–16).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=16))]
+    pub stride: u64,
+    /// Requests to simulate headlessly (at most 4096).
+    #[arg(long, default_value_t = 16)]
+    pub requests: u64,
+    /// Print the per-request trace and totals as JSON instead of opening the screen.
+    #[arg(long)]
+    pub json: bool,
+    /// Print a plain-text table instead of opening the screen.
+    #[arg(long)]
+    pub text: bool,
 }
 
 #[derive(Debug, Args)]
@@ -184,6 +206,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Replay(a)) => replay::run(&a),
         Some(Command::Diff(a)) => diff::run(&a),
+        Some(Command::Lab(a)) => lab::run(&a),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {

@@ -47,3 +47,9 @@ pub fn run_explore(args: &ExploreArgs) -> Result<ExitCode> {
     let code = runtime::run(app)?;
     Ok(ExitCode::from(code))
 }
+
+/// Opens the cache lab screen.
+pub fn run_lab(args: &crate::cli::LabArgs) -> Result<ExitCode> {
+    let _ = args;
+    anyhow::bail!("the lab screen is not built yet; use `memtide lab --json` or `--text`")
+}
