@@ -555,3 +555,60 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
     assert_eq!(app.live.count as u64, at2.0 + 1);
     assert_eq!(app.live.total.0, app.live.bands.total());
 }
+
+#[test]
+fn device_flag_picks_by_name_or_ordinal() {
+    for (want, expect) in [
+        (Some("cuda:0"), 0),
+        (Some("1"), 1),
+        (Some("nope"), 1),
+        (None, 1),
+    ] {
+        let mut app = App::new(
+            PathBuf::from("m"),
+            Default::default(),
+            Theme::default(),
+            false,
+        );
+        app.device_want = want.map(String::from);
+        let gen = match &start(&mut app)[..] {
+            [Effect::Load { gen, .. }] => *gen,
+            other => panic!("{other:?}"),
+        };
+        let devs = vec![tiny_trace("cuda:0", 0), tiny_trace("cuda:1", 3)];
+        update(
+            &mut app,
+            Msg::Loaded {
+                gen,
+                result: Ok(devs),
+            },
+        );
+        assert_eq!(app.current, expect, "{want:?}");
+    }
+}
+
+#[test]
+fn wheel_zooms_and_inspector_scrolls() {
+    use ratatui::crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
+    let mut h = train3();
+    let wheel = |kind| {
+        Msg::Mouse(MouseEvent {
+            kind,
+            column: 20,
+            row: 5,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    h.send(wheel(MouseEventKind::ScrollUp));
+    assert!(h.app.view.hi - h.app.view.lo < 36, "wheel up zooms in");
+    h.send(wheel(MouseEventKind::ScrollDown));
+    assert_eq!((h.app.view.lo, h.app.view.hi), (0, 36));
+    h.press("<Enter>jj");
+    assert_eq!(h.app.inspect.as_ref().unwrap().scroll, 2);
+    assert_eq!(
+        h.app.live.selected, 0,
+        "j scrolls the inspector, not the list"
+    );
+    h.press("k");
+    assert_eq!(h.app.inspect.as_ref().unwrap().scroll, 1);
+}
