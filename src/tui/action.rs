@@ -36,6 +36,8 @@ pub enum Action {
     Help,
     Copy,
     NextDevice,
+    /// Follow the growing file (keep the newest events in sight) / pause.
+    ToggleFollow,
     /// Typed into the search prompt.
     #[serde(skip)]
     SearchChar(char),
@@ -86,6 +88,7 @@ impl Action {
             Action::Help => "this help",
             Action::Copy => "copy the selection's summary (OSC 52)",
             Action::NextDevice => "next device",
+            Action::ToggleFollow => "follow mode on/off (with -f: keep the newest events in sight)",
             Action::SearchChar(_) => "type into the search",
             Action::SearchBackspace => "delete a character",
             Action::SearchSubmit => "jump to the biggest match",

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One device's trace, indexed, with the facts every screen needs (computed once, off the
-/// UI thread).
-#[derive(Debug)]
+/// UI thread). Clone only happens when a followed file grows while a worker holds it.
+#[derive(Debug, Clone)]
 pub struct Device {
     pub trace: Trace,
     pub index: Index,
@@ -223,6 +223,8 @@ pub struct App {
     pub dirty: bool,
     /// Effects asked for by helpers deep inside `update`; returned with its result.
     pub outbox: Vec<super::effect::Effect>,
+    /// Live tail (`-f`): None when not following a file.
+    pub follow: Option<super::follow::FollowState>,
 }
 
 impl App {
@@ -237,6 +239,7 @@ impl App {
             width: 80,
             height: 24,
             screen: Screen::Error("nothing loaded yet".into()),
+            follow: None,
             devices: Vec::new(),
             current: 0,
             view: Viewport::default(),

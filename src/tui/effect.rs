@@ -28,6 +28,23 @@ pub enum Effect {
         group: super::app::GroupMode,
         device: Arc<Device>,
     },
+    /// Read a file that will be followed: like `Load`, but JSONL keeps its decoder and byte
+    /// offset so appends continue it; reply `Msg::FollowLoaded`.
+    LoadFollow {
+        gen: u64,
+        path: PathBuf,
+        opts: LoadOptions,
+        progress: Progress,
+    },
+    /// Watch the file from `offset` on a worker; replies `Msg::Tail` (stale generations are
+    /// dropped, and their threads stop).
+    Tail {
+        gen: u64,
+        path: PathBuf,
+        offset: u64,
+        appendable: bool,
+        mode: crate::follow::WatchMode,
+    },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Leave the event loop.

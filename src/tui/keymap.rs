@@ -129,6 +129,10 @@ pub fn bindings() -> &'static [Binding] {
             action: Action::NextDevice,
         },
         Binding {
+            keys: &["F"],
+            action: Action::ToggleFollow,
+        },
+        Binding {
             keys: &["y"],
             action: Action::Copy,
         },
@@ -203,6 +207,7 @@ fn normal(code: KeyCode) -> Option<Action> {
         KeyCode::Char('b') => Action::ToggleBands,
         KeyCode::Char('t') => Action::ToggleAxis,
         KeyCode::Char('d') => Action::NextDevice,
+        KeyCode::Char('F') => Action::ToggleFollow,
         KeyCode::Char('y') => Action::Copy,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Char('q') => Action::Quit,

@@ -8,6 +8,7 @@ pub mod details;
 pub mod effect;
 pub mod find;
 pub mod fmt;
+pub mod follow;
 pub mod keymap;
 pub mod layout;
 pub mod liveset;
@@ -41,6 +42,9 @@ pub fn run_explore(args: &ExploreArgs) -> Result<ExitCode> {
         args.ascii,
     );
     app.device_want = args.input.device.clone();
+    if args.follow.follow || args.follow.poll.is_some() {
+        app.follow = Some(follow::FollowState::new(args.follow.mode()));
+    }
     if args.files.len() > 1 {
         app.status = Some("showing the first file only".into());
     }

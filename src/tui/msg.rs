@@ -27,6 +27,17 @@ pub enum Msg {
         gen: u64,
         result: Result<Vec<Arc<Device>>, String>,
     },
+    /// A followed file was (re)loaded.
+    FollowLoaded {
+        gen: u64,
+        result: Result<super::follow::FollowLoad, String>,
+    },
+    /// The followed file changed.
+    Tail {
+        gen: u64,
+        event: crate::follow::TailEvent,
+        now: Instant,
+    },
     LiveDone {
         gen: u64,
         result: super::liveset::LiveResult,

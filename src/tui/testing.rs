@@ -94,6 +94,17 @@ impl Harness {
                     gen,
                     result: workers::load(&path, &opts, &progress),
                 },
+                Effect::LoadFollow {
+                    gen,
+                    path,
+                    opts,
+                    progress,
+                } => Msg::FollowLoaded {
+                    gen,
+                    result: workers::load_follow(&path, &opts, &progress),
+                },
+                // Tests feed `Msg::Tail` themselves; no watcher thread.
+                Effect::Tail { .. } => continue,
                 Effect::Search { gen, query, device } => workers::search(gen, &query, &device),
                 Effect::Live {
                     gen,

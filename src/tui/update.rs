@@ -28,6 +28,9 @@ pub fn start(app: &mut App) -> Vec<Effect> {
         started: None,
         elapsed: Default::default(),
     });
+    if app.follow.is_some() {
+        return vec![super::follow::load_effect(app, gen, progress)];
+    }
     vec![Effect::Load {
         gen,
         path: app.path.clone(),
@@ -84,11 +87,13 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
                 l.total = l.progress.total();
                 let s = *l.started.get_or_insert(now);
                 l.elapsed = now.saturating_duration_since(s);
-            } else {
+            } else if !super::follow::tick(app, now) {
                 app.dirty = was_dirty;
             }
             Vec::new()
         }
+        Msg::FollowLoaded { gen, result } => super::follow::loaded(app, gen, result),
+        Msg::Tail { gen, event, now } => super::follow::tail(app, gen, event, now),
         Msg::Loaded { gen, result } => {
             let current = matches!(&app.screen, Screen::Loading(l) if l.gen == gen);
             if !current {
@@ -132,7 +137,7 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
 
 const SEARCH_WAIT: &str = "searching…";
 
-fn fail(app: &mut App, e: String) {
+pub(super) fn fail(app: &mut App, e: String) {
     app.screen = Screen::Error(e);
     app.exit_code = EXIT_ERROR;
 }
@@ -157,7 +162,7 @@ pub fn pick_device(devs: &[Arc<Device>], want: Option<&str>) -> usize {
 }
 
 /// Resets the view for the current device: whole trace, cursor at the global peak.
-fn init_device(app: &mut App) {
+pub(super) fn init_device(app: &mut App) {
     let Some(dev) = app.devices.get(app.current).cloned() else {
         return;
     };
@@ -172,7 +177,7 @@ fn init_device(app: &mut App) {
 }
 
 /// Recomputes the cached columns for the current range and size.
-fn refresh_view(app: &mut App) {
+pub(super) fn refresh_view(app: &mut App) {
     let Some(dev) = app.device().cloned() else {
         return;
     };
@@ -186,7 +191,7 @@ fn refresh_view(app: &mut App) {
 
 /// Recomputes the live set (and the inspector, which depends on the cursor) at the cursor;
 /// inline, or on a worker when the last live set was huge.
-fn refresh_live(app: &mut App) {
+pub(super) fn refresh_live(app: &mut App) {
     let Some(dev) = app.device().cloned() else {
         return;
     };
@@ -248,7 +253,7 @@ fn fix_scroll(app: &mut App) {
 }
 
 /// Moves the cursor to `at`, scrolling the view if needed.
-fn jump(app: &mut App, at: Seq) {
+pub(super) fn jump(app: &mut App, at: Seq) {
     let Some(dev) = app.device().cloned() else {
         return;
     };
@@ -323,6 +328,30 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
     if app.mode() == Mode::Help {
         app.help = false;
         return Vec::new();
+    }
+    match a {
+        Action::ToggleFollow => {
+            super::follow::toggle(app);
+            return Vec::new();
+        }
+        // Moving the cursor by hand pauses following (End keeps it: it is the newest event).
+        Action::CursorLeft
+        | Action::CursorRight
+        | Action::PageLeft
+        | Action::PageRight
+        | Action::Home
+        | Action::JumpPeak
+        | Action::PrevMark
+        | Action::NextMark
+        | Action::PrevStepPeak
+        | Action::NextStepPeak
+        | Action::JumpAlloc
+        | Action::JumpFree
+        | Action::NextMatch
+        | Action::PrevMatch
+        | Action::SearchSubmit
+        | Action::ClickAt { .. } => super::follow::pause_on_move(app),
+        _ => {}
     }
     app.status = None;
     let width = app.view.columns.len().max(1);
@@ -512,6 +541,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             app.status = Some("copied to the clipboard (OSC 52)".into());
             return vec![Effect::Copy(text)];
         }
+        Action::ToggleFollow => {}
         Action::NextDevice => {
             if app.devices.len() > 1 {
                 app.current = (app.current + 1) % app.devices.len();

@@ -2,6 +2,7 @@
 //! coalesces messages, runs effects, and draws at most ~60 frames per second when dirty.
 
 pub mod input;
+pub mod tail;
 pub mod terminal;
 pub mod workers;
 
@@ -116,6 +117,19 @@ fn run_effects(
                 opts,
                 progress,
             } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
+            Effect::LoadFollow {
+                gen,
+                path,
+                opts,
+                progress,
+            } => workers::spawn_load_follow(gen, path, opts, progress, tx.clone()),
+            Effect::Tail {
+                gen,
+                path,
+                offset,
+                appendable,
+                mode,
+            } => tail::spawn(gen, path, offset, appendable, mode, tx.clone()),
             Effect::Search { gen, query, device } => {
                 let _ = search.send((gen, query, device));
             }

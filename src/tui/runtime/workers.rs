@@ -28,6 +28,57 @@ pub fn load(
         .collect())
 }
 
+/// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
+pub fn load_follow(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<crate::tui::follow::FollowLoad, String> {
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let is_jsonl = n == 0 || formats::detect(&head[..n]) == Some(formats::Format::Jsonl);
+    if is_jsonl {
+        let (trace, dec, offset) =
+            formats::read_jsonl_resumable(path, opts, progress).map_err(|e| e.to_string())?;
+        let index = Index::build(&trace);
+        return Ok(crate::tui::follow::FollowLoad {
+            devices: vec![Arc::new(Device::new(trace, index))],
+            decoder: Some(Box::new(dec)),
+            offset,
+            appendable: true,
+        });
+    }
+    let offset = std::fs::metadata(path).map_or(0, |m| m.len());
+    Ok(crate::tui::follow::FollowLoad {
+        devices: load(path, opts, progress)?,
+        decoder: None,
+        offset,
+        appendable: false,
+    })
+}
+
+/// Spawns a follow-mode loader thread (like [`spawn_load`]).
+pub fn spawn_load_follow(
+    gen: u64,
+    path: std::path::PathBuf,
+    opts: LoadOptions,
+    progress: Progress,
+    tx: Sender<Msg>,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("memtide-load".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(|| load_follow(&path, &opts, &progress))
+                .unwrap_or_else(|_| Err("internal error while reading the file".into()));
+            let _ = tx.send(Msg::FollowLoaded { gen, result: r });
+        });
+    if spawned.is_err() {
+        eprintln!("memtide: cannot start the loader thread");
+    }
+}
+
 /// The reply to a search request.
 pub fn search(gen: u64, query: &str, device: &Device) -> Msg {
     let (matches, strings) = find::search(&device.trace, query);

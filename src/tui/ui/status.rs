@@ -21,6 +21,16 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         super::search::draw(buf, r, app);
         return;
     }
+    // Follow mode keeps its state at the right end; the rest of the row as usual.
+    let mut r = r;
+    if let Some(f) = &app.follow {
+        let text = crate::tui::follow::status_text(f);
+        let w = (text.chars().count() as u16).min(r.width / 2);
+        let x = r.right().saturating_sub(w);
+        let style = if f.flashing_at_last_tick() { th.matched } else { th.status_key };
+        put(buf, x, r.y, &text, w, style);
+        r.width = r.width.saturating_sub(w);
+    }
     let mut x = r.x;
     if let Some(msg) = &app.status {
         put(
