@@ -2,6 +2,7 @@
 //! No terminal code.
 
 pub mod columns;
+pub mod infer;
 pub mod live;
 pub mod peak;
 pub mod summary;
