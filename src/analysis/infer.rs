@@ -9,7 +9,8 @@
 //! 3. freed within a few events of its alloc → temp (workspace);
 //! 4. other optimizer code (`/optim/`, `step`) → optimizer;
 //! 5. made under `backward` and still alive when the next optimizer phase starts → grad,
-//!    otherwise → temp (backward intermediates);
+//!    otherwise → autograd_detail (backward intermediates; PyTorch's AUTOGRAD_DETAIL, an
+//!    activation-band category);
 //! 6. made under a module's `forward` → activation (a leaked activation is still one);
 //! 7. alive at every step boundary after its creation → persistent;
 //! 8. anything with a stack → activation, else unknown.
@@ -227,7 +228,7 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
             match next_opt {
                 Some(p) if alive_at(p) => Category::Grad,
                 None if end.is_none() => Category::Grad,
-                _ => Category::Temp,
+                _ => Category::AutogradDetail,
             }
         } else if fx.forward {
             Category::Activation
