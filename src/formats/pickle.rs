@@ -852,7 +852,7 @@ mod tests {
     #[test]
     fn shared_memo_objects_stay_shared() {
         // pickle.dumps([l, l], protocol=4) with l = [{"x": 1}]
-        let b = b"\x80\x04\x95\x14\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94}\x94\x8c\x01x\x94K\x01sah\x01e.";
+        let b = b"\x80\x04\x95\x13\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94}\x94\x8c\x01x\x94K\x01sah\x01e.";
         let (a, top) = load(b).unwrap();
         let Val::List(t) = top else { panic!() };
         let items = a.list(t);
