@@ -362,11 +362,15 @@ impl<R: Read> Src<R> {
         self.base += self.pos as u64;
         self.end -= self.pos;
         self.pos = 0;
-        let want = n.max(CHUNK);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
+        if self.buf.len() < CHUNK {
+            self.buf.resize(CHUNK, 0);
         }
         while self.end < n && !self.eof {
+            // Grow only as data arrives: a hostile length cannot make us allocate it upfront.
+            if self.end == self.buf.len() {
+                let grow = self.buf.len().min(n - self.end).max(1);
+                self.buf.resize(self.end + grow, 0);
+            }
             let k = loop {
                 match self.r.read(&mut self.buf[self.end..]) {
                     Ok(k) => break k,
