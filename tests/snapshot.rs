@@ -1,6 +1,7 @@
 //! PyTorch snapshot reader against independent ground truth: the shared baseline's
 //! `baseline.truth.json` (computed from the file by PyTorch-side tooling) and the fixtures'
 //! `.truth.json` (brute-force replay in `tools/gen_snapshots.py`).
+#![allow(clippy::unwrap_used)]
 
 use memtide::analysis::Summary;
 use memtide::formats::{self, LoadOptions, Progress};
@@ -13,7 +14,11 @@ fn shared(p: &str) -> PathBuf {
 }
 
 fn fixture(p: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot/")).join(p)
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/snapshot/"
+    ))
+    .join(p)
 }
 
 fn summaries(path: &Path, opts: &LoadOptions) -> Vec<Summary> {
@@ -51,8 +56,14 @@ fn baseline_matches_truth() {
         truth["peak_time_us"].as_u64(),
         "peak time"
     );
-    assert_eq!(p.live_count as u64, truth["peak_live_count"].as_u64().unwrap());
-    assert_eq!(s.final_bytes, truth["final_allocated_bytes"].as_u64().unwrap());
+    assert_eq!(
+        p.live_count as u64,
+        truth["peak_live_count"].as_u64().unwrap()
+    );
+    assert_eq!(
+        s.final_bytes,
+        truth["final_allocated_bytes"].as_u64().unwrap()
+    );
     assert_eq!(s.reserved_peak, truth["peak_reserved_bytes"].as_u64());
     assert_eq!(
         s.unmatched_frees,
@@ -102,8 +113,16 @@ fn check_fixture(file: &str, truth_file: &str) {
             .map(|v| v.as_u64().unwrap())
             .collect();
         assert_eq!(sizes, want, "{ctx} live sizes");
-        assert_eq!(s.final_bytes, t["final_bytes"].as_u64().unwrap(), "{ctx} final");
-        assert_eq!(s.reserved_peak, t["reserved_peak"].as_u64(), "{ctx} reserved");
+        assert_eq!(
+            s.final_bytes,
+            t["final_bytes"].as_u64().unwrap(),
+            "{ctx} final"
+        );
+        assert_eq!(
+            s.reserved_peak,
+            t["reserved_peak"].as_u64(),
+            "{ctx} reserved"
+        );
         assert_eq!(
             s.unmatched_frees,
             t["unmatched_frees"].as_u64().unwrap(),
@@ -227,8 +246,14 @@ fn inferred_bands_close_to_pytorch_categories() {
     let got_p = p.bands[memtide::trace::Band::Persistent.idx()];
     let got_a = p.bands[memtide::trace::Band::Activation.idx()];
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.10 * b as f64;
-    assert!(close(got_p, persistent), "persistent {got_p} vs {persistent}");
-    assert!(close(got_a, activation), "activation {got_a} vs {activation}");
+    assert!(
+        close(got_p, persistent),
+        "persistent {got_p} vs {persistent}"
+    );
+    assert!(
+        close(got_a, activation),
+        "activation {got_a} vs {activation}"
+    );
 }
 
 #[test]
@@ -268,7 +293,10 @@ fn code_running_pickles_are_refused() {
         b"\x80\x04\x95\x14\x00\x00\x00\x00\x00\x00\x00\x8c\x05posix\x94\x8c\x06system\x94\x93\x94.",
     )
     .unwrap_err();
-    assert!(e.contains("STACK_GLOBAL") && e.contains("byte offset"), "{e}");
+    assert!(
+        e.contains("STACK_GLOBAL") && e.contains("byte offset"),
+        "{e}"
+    );
     // REDUCE after a dict
     let e = load_bytes(b"\x80\x04}N\x86R.").unwrap_err();
     assert!(e.contains("REDUCE"), "{e}");
@@ -284,7 +312,10 @@ fn truncated_and_mistyped_files_give_offsets() {
     // {"device_traces": [[{"action": "alloc", "addr": 1, "size": "big"}]]}, protocol 4
     let b = b"\x80\x04\x95E\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\rdevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x01\x8c\x04size\x94\x8c\x03big\x94uaas.";
     let e = load_bytes(b).unwrap_err();
-    assert!(e.contains("'size' must be an int") && e.contains("byte offset"), "{e}");
+    assert!(
+        e.contains("'size' must be an int") && e.contains("byte offset"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Mutated and truncated snapshot pickles (and JSON) never panic the reader: every input
 //! either decodes (and replays) or gives an error.
+#![allow(clippy::unwrap_used)]
 
 use memtide::analysis::infer::Rules;
 use memtide::formats::snapshot::{build, from_json, from_pickle};
@@ -7,8 +8,11 @@ use proptest::prelude::*;
 
 fn fixture(p: &str) -> Vec<u8> {
     std::fs::read(
-        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot/"))
-            .join(p),
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/snapshot/"
+        ))
+        .join(p),
     )
     .expect("fixture")
 }

@@ -99,6 +99,7 @@ class Allocator:
         self.trace = []
         self.cap = cap
         self.reserved = 0
+        self.owner = {}  # live block addr -> segment base
 
     def now(self):
         self.g.t += self.g.rng.randrange(1, 40)
@@ -144,14 +145,12 @@ class Allocator:
         seg = self.segs[base]
         seg["live"] += 1
         seg["blocks"][addr] = [size, req, "active_allocated", frames]
+        self.owner[addr] = base
         self.entry("alloc", addr, req, frames)
         return addr
 
     def seg_of(self, addr):
-        for b, s in self.segs.items():
-            if b <= addr < b + s["size"]:
-                return b
-        return None
+        return self.owner[addr]
 
     def free_block(self, addr, frames, delayed=None):
         base = self.seg_of(addr)
@@ -168,6 +167,7 @@ class Allocator:
         base = self.seg_of(addr)
         seg = self.segs[base]
         size, req, _, _ = seg["blocks"].pop(addr)
+        del self.owner[addr]
         seg["live"] -= 1
         self.entry("free_completed", addr, req, frames)
         self.free.setdefault(size, []).append((addr, base))
@@ -424,12 +424,10 @@ def fixtures(out):
 
 
 def big(path, entries, proto):
-    g = Gen(7, frames_extra=24)
+    g = Gen(7, frames_extra=48)
     a, an = Allocator(g, 0, 0x7F0000000000), []
-    steps = 0
-    while len(a.trace) < entries:
-        workload(g, a, steps=1, layers=50, anns=an, big=True)
-        steps += 1
+    # one run with a bounded live set (about 600 entries per step at 50 layers)
+    workload(g, a, steps=entries // 600 + 1, layers=50, anns=an, big=True)
     snap = snapshot([(a, an)])
     with open(path, "wb") as f:
         pickle.dump(snap, f, protocol=proto)

@@ -257,6 +257,7 @@ fn persistent_by_lifetime(steps: &[u64], start: u64, from_start: bool, end: Opti
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

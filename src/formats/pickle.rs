@@ -23,7 +23,9 @@ pub enum Val {
     /// A non-negative integer above `i64::MAX` that fits in 64 bits (e.g. `2**64-1`).
     UInt(u64),
     /// An integer outside the 64-bit range; only its sign is kept.
-    Big { negative: bool },
+    Big {
+        negative: bool,
+    },
     Float(f64),
     Str(u32),
     Bytes(u32),
@@ -168,14 +170,17 @@ impl Arena {
             .filter(|&c| c != u32::MAX)
     }
 
-    /// Records a conversion of list `id` into `repl`: cached on the slot, and when nothing
-    /// else can hold the list (never fetched from the memo), the memo entry becomes `repl`
-    /// and the slot is freed for reuse.
+    /// Records a conversion of list `id` into `repl`: cached on the slot (its items are
+    /// dropped), and when nothing else can hold the list (never fetched from the memo), the
+    /// memo entry becomes `repl` and the slot is freed for reuse.
     pub fn consume_list(&mut self, id: u32, conv: u32, repl: Val) -> bool {
         let Some(s) = self.lists.get_mut(id as usize) else {
             return false;
         };
         s.conv = conv;
+        // Converted containers are only ever read through their cached conversion, so
+        // their items can go even when the memo shares them.
+        s.items = Vec::new();
         if s.shared {
             return false;
         }
@@ -194,6 +199,9 @@ impl Arena {
             return false;
         };
         s.conv = conv;
+        // Converted containers are only ever read through their cached conversion, so
+        // their items can go even when the memo shares them.
+        s.items = Vec::new();
         if s.shared {
             return false;
         }
@@ -720,8 +728,10 @@ pub fn unpickle_into<R: Read>(
             b'd' => {
                 let m = pop_mark!("DICT");
                 let items = stack.split_off(m);
-                if items.len() % 2 != 0 {
-                    return Err(err("DICT with an odd number of items (corrupt pickle)".into()));
+                if !items.len().is_multiple_of(2) {
+                    return Err(err(
+                        "DICT with an odd number of items (corrupt pickle)".into()
+                    ));
                 }
                 let pairs = items.chunks_exact(2).map(|p| (p[0], p[1])).collect();
                 let v = a.new_dict(pairs);
@@ -785,7 +795,7 @@ pub fn unpickle_into<R: Read>(
                         stack.get(m - 1).map_or("nothing", |v| v.type_name())
                     )));
                 };
-                if (stack.len() - m) % 2 != 0 {
+                if !(stack.len() - m).is_multiple_of(2) {
                     return Err(err(
                         "SETITEMS with an odd number of items (corrupt pickle)".into()
                     ));
@@ -831,6 +841,7 @@ fn dict_insert(a: &mut Arena, id: u32, k: Val, v: Val) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -879,6 +890,9 @@ mod tests {
     fn truncation_has_offset() {
         let b = b"\x80\x04\x8c\x05ab";
         let e = load(b).unwrap_err().to_string();
-        assert!(e.contains("byte offset 4") && e.contains("truncated"), "{e}");
+        assert!(
+            e.contains("byte offset 4") && e.contains("truncated"),
+            "{e}"
+        );
     }
 }

@@ -137,7 +137,11 @@ impl Ctx {
     fn entry(&mut self, e: JEntry) -> u32 {
         let action = Action::parse(&e.action);
         if action == Action::Unknown {
-            *self.raw.unknown_actions.entry(e.action.clone()).or_insert(0) += 1;
+            *self
+                .raw
+                .unknown_actions
+                .entry(e.action.clone())
+                .or_insert(0) += 1;
         }
         let stack = self.stack(&e.frames);
         let name = match e.user_metadata.as_deref() {
@@ -277,7 +281,7 @@ impl<'de> Visitor<'de> for Devices<'_> {
 
 struct Entries<'a>(&'a mut Ctx, &'a mut Vec<u32>);
 
-impl<'de> DeserializeSeed<'de> for Entries<'_, > {
+impl<'de> DeserializeSeed<'de> for Entries<'_> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
@@ -306,12 +310,12 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
         packed: Vec::new(),
     };
     let mut de = serde_json::Deserializer::from_reader(r);
-    let res = Top(&mut ctx)
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+    let res = Top(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
     match res {
         Ok(()) => Ok(ctx.raw),
-        Err(e) if e.is_io() => Err(crate::formats::source::io_or_cancel(std::io::Error::from(e))),
+        Err(e) if e.is_io() => Err(crate::formats::source::io_or_cancel(std::io::Error::from(
+            e,
+        ))),
         Err(e) => Err(FormatError::line(
             e.line() as u64,
             format!("column {}: {e}", e.column()),

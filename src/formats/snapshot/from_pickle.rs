@@ -234,9 +234,7 @@ impl Conv {
             file.map_or("", |s| a.str(s)).to_string(),
             name.map_or("", |s| a.str(s)).to_string(),
         );
-        let p = self
-            .frames
-            .frame(&mut self.raw.strings, &file, line, &name);
+        let p = self.frames.frame(&mut self.raw.strings, &file, line, &name);
         a.consume_dict(f, p, Val::Done(FRAME, p));
         Ok(p)
     }
@@ -326,10 +324,12 @@ fn field_u64(a: &Arena, d: u32, key: &str, what: &str) -> Result<Option<u64>, Fo
     };
     match a.get(d, k) {
         None | Some(Val::None) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| invalid(format!("{what}.{key} is a {}, expected an int", v.type_name()))),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            invalid(format!(
+                "{what}.{key} is a {}, expected an int",
+                v.type_name()
+            ))
+        }),
     }
 }
 

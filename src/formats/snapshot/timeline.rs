@@ -6,8 +6,8 @@
 
 use super::raw::{Action, Annotation, Raw};
 use crate::trace::{
-    Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId, Trace,
-    Ts, AllocId,
+    AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
+    Trace, Ts,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -375,7 +375,7 @@ fn add_annotations(t: &mut Trace, anns: &[Annotation], d: u64) {
             }
         }
     }
-    marks.extend(t.marks.drain(..));
+    marks.append(&mut t.marks);
     marks.sort_by_key(|m| m.at);
     for m in marks {
         t.add_mark(m);
