@@ -332,3 +332,61 @@ fn json_errors_have_lines() {
         .to_string();
     assert!(e.starts_with("line 2"), "{e}");
 }
+
+/// Expandable segments (map, then a partial unmap), an unmatched free, an OOM and an unknown
+/// action, with every figure worked out by hand in the comments.
+#[test]
+fn hand_computed_expandable_segments() {
+    const MIB: u64 = 1 << 20;
+    let doc = serde_json::json!({
+        "segments": [{"device": 0, "address": 0x100000, "total_size": 4 * MIB,
+            "blocks": [
+                {"size": MIB, "requested_size": 1_000_000, "state": "active_allocated", "frames": []},
+                {"size": 3 * MIB, "requested_size": 0, "state": "inactive", "frames": []}]}],
+        "device_traces": [[
+            // reserved: final 4 MiB - net (8 - 4) MiB = 0 before the first event
+            {"action": "segment_map", "addr": 0x100000, "size": 8 * MIB, "time_us": 10},   // 0: reserved 8 MiB
+            {"action": "alloc", "addr": 0x100000, "size": 1_000_000, "time_us": 11,
+             "frames": [{"filename": "/w/train.py", "line": 3, "name": "forward"},
+                        {"filename": "??", "line": 0, "name": "aten::empty"}]},             // 1: 1,000,300
+            {"action": "segment_unmap", "addr": 0x500000, "size": 4 * MIB, "time_us": 12}, // 2: reserved 4 MiB
+            {"action": "alloc", "addr": 0x200000, "size": 2_000_000, "time_us": 13},        // 3: 3,000,300 (peak)
+            {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,000,300
+            {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,000,000
+            {"action": "oom", "size": 5, "device_free": 7, "time_us": 16},                  // 6
+            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: ignored
+        ]]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.json");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &loaded.traces[0];
+    let ix = Index::build(t);
+    let s = Summary::build(t, &ix);
+    let p = s.peak.as_ref().unwrap();
+    assert_eq!(s.events, 8);
+    assert_eq!((p.bytes, p.index), (3_000_300, 3));
+    assert_eq!(p.time_us, Some(13.0));
+    assert_eq!(s.final_bytes, 1_000_000);
+    assert_eq!(s.unmatched_frees, 1);
+    assert_eq!(s.reserved_peak, Some(8 * MIB));
+    assert_eq!(s.reserved_peak_index, Some(0));
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 4 * MIB);
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(7)).0, 4 * MIB);
+    // the total before event 0 includes the unmatched free (live from the start)
+    assert_eq!(ix.total(memtide::trace::Seq(0)).0, 300);
+    let oom = t
+        .marks
+        .iter()
+        .find(|m| m.kind == memtide::trace::MarkKind::Oom)
+        .unwrap();
+    assert_eq!(
+        (oom.at.0, oom.size.map(|b| b.0), oom.free.map(|b| b.0)),
+        (6, Some(5), Some(7))
+    );
+    assert!(s.warnings.iter().any(|w| w.contains("user_defined")));
+    // C++ frame hidden; the Python frame is the top frame
+    let live = &p.live;
+    assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));
+}
