@@ -3,6 +3,7 @@
 
 pub mod columns;
 pub mod diff;
+pub mod infer;
 pub mod live;
 pub mod peak;
 pub mod summary;

@@ -334,7 +334,9 @@ impl Trace {
         if !self.clock.has_time() || self.is_empty() {
             return None;
         }
-        Some(self.ts(at).0 as f64 / 1000.0)
+        // Split so whole microseconds stay exact (ns since the epoch exceed f64's 53 bits).
+        let ns = self.ts(at).0;
+        Some((ns / 1000) as f64 + (ns % 1000) as f64 / 1000.0)
     }
 
     /// The last position whose timestamp is ≤ `t` (None if before the first event).

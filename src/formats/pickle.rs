@@ -1,0 +1,898 @@
+//! A streaming, data-only unpickler (protocols 2–5) over an arena of compact `Copy` handles.
+//!
+//! It understands only the opcodes of plain data (dict, list, tuple, str, bytes, int, float,
+//! bool, None, the memo, MARK/FRAME/PROTO) and refuses everything that would import or call
+//! Python code (GLOBAL, REDUCE, BUILD, …) with the opcode and its byte offset. Nothing is ever
+//! executed. Memo hits copy a handle, never the object, so shared frame lists stay shared.
+//!
+//! A [`Hook`] sees every value appended to a list and may replace it by a compact handle of
+//! its own (the snapshot reader turns trace-entry dicts into columnar rows there); the
+//! replaced containers are released to a free list so the arena stays small while streaming.
+
+use super::error::FormatError;
+use super::source::io_or_cancel;
+use rustc_hash::FxHashMap;
+use std::io::Read;
+
+/// A value: a 16-byte `Copy` handle. Containers and strings live in the [`Arena`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Val {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// A non-negative integer above `i64::MAX` that fits in 64 bits (e.g. `2**64-1`).
+    UInt(u64),
+    /// An integer outside the 64-bit range; only its sign is kept.
+    Big {
+        negative: bool,
+    },
+    Float(f64),
+    Str(u32),
+    Bytes(u32),
+    List(u32),
+    Dict(u32),
+    Tuple(u32),
+    /// A handle a [`Hook`] put in place of a container it consumed: (hook's kind, id).
+    Done(u8, u32),
+}
+
+impl Val {
+    /// Python type name, for error messages.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Val::None => "None",
+            Val::Bool(_) => "bool",
+            Val::Int(_) | Val::UInt(_) | Val::Big { .. } => "int",
+            Val::Float(_) => "float",
+            Val::Str(_) => "str",
+            Val::Bytes(_) => "bytes",
+            Val::List(_) => "list",
+            Val::Dict(_) => "dict",
+            Val::Tuple(_) => "tuple",
+            Val::Done(..) => "converted object",
+        }
+    }
+
+    /// The value as an unsigned 64-bit integer (negative ints wrap, as a C++ `-1` cast does).
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            Val::Int(i) => Some(i as u64),
+            Val::UInt(u) => Some(u),
+            Val::Bool(b) => Some(b as u64),
+            _ => None,
+        }
+    }
+
+    /// The value as a signed 64-bit integer.
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            Val::Int(i) => Some(i),
+            Val::Bool(b) => Some(b as i64),
+            _ => None,
+        }
+    }
+}
+
+/// Slot of a list or dict: its items, its memo index (for release) and whether a memo hit
+/// ever fetched it (then other holders may exist and it is never released).
+#[derive(Debug, Default)]
+struct Slot<T> {
+    items: Vec<T>,
+    memo: u32,
+    shared: bool,
+    /// A hook's cached conversion of this container (`u32::MAX`: none).
+    conv: u32,
+}
+
+const NO_MEMO: u32 = u32::MAX;
+
+/// Storage behind the handles. Strings are interned by value.
+#[derive(Debug, Default)]
+pub struct Arena {
+    strs: Vec<Box<str>>,
+    str_ids: FxHashMap<Box<str>, u32>,
+    bytes: Vec<Box<[u8]>>,
+    lists: Vec<Slot<Val>>,
+    free_lists: Vec<u32>,
+    dicts: Vec<Slot<(Val, Val)>>,
+    free_dicts: Vec<u32>,
+    tuples: Vec<Box<[Val]>>,
+    memo: Vec<Val>,
+    /// Memo indices far beyond the end (a sparse, hostile file): kept aside.
+    memo_far: FxHashMap<u64, Val>,
+}
+
+impl Arena {
+    pub fn new() -> Self {
+        Arena::default()
+    }
+
+    /// Interns `s` and returns its id (the same id every time for the same text).
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.str_ids.get(s) {
+            return id;
+        }
+        let id = self.strs.len() as u32;
+        let b: Box<str> = s.into();
+        self.strs.push(b.clone());
+        self.str_ids.insert(b, id);
+        id
+    }
+
+    /// The id of `s` if it was ever interned (no dict key can equal a string never seen).
+    pub fn find(&self, s: &str) -> Option<u32> {
+        self.str_ids.get(s).copied()
+    }
+
+    pub fn str(&self, id: u32) -> &str {
+        self.strs.get(id as usize).map_or("", |s| s)
+    }
+
+    pub fn list(&self, id: u32) -> &[Val] {
+        self.lists.get(id as usize).map_or(&[], |s| &s.items)
+    }
+
+    pub fn dict(&self, id: u32) -> &[(Val, Val)] {
+        self.dicts.get(id as usize).map_or(&[], |s| &s.items)
+    }
+
+    pub fn tuple(&self, id: u32) -> &[Val] {
+        self.tuples.get(id as usize).map_or(&[], |s| s)
+    }
+
+    /// Looks up a str key in a dict.
+    pub fn get(&self, dict: u32, key: u32) -> Option<Val> {
+        self.dict(dict)
+            .iter()
+            .find(|(k, _)| *k == Val::Str(key))
+            .map(|&(_, v)| v)
+    }
+
+    pub fn list_mut(&mut self, id: u32) -> Option<&mut Vec<Val>> {
+        self.lists.get_mut(id as usize).map(|s| &mut s.items)
+    }
+
+    pub fn dict_mut(&mut self, id: u32) -> Option<&mut Vec<(Val, Val)>> {
+        self.dicts.get_mut(id as usize).map(|s| &mut s.items)
+    }
+
+    pub fn list_conv(&self, id: u32) -> Option<u32> {
+        self.lists
+            .get(id as usize)
+            .map(|s| s.conv)
+            .filter(|&c| c != u32::MAX)
+    }
+
+    pub fn dict_conv(&self, id: u32) -> Option<u32> {
+        self.dicts
+            .get(id as usize)
+            .map(|s| s.conv)
+            .filter(|&c| c != u32::MAX)
+    }
+
+    /// Records a conversion of list `id` into `repl`: cached on the slot (its items are
+    /// dropped), and when nothing else can hold the list (never fetched from the memo), the
+    /// memo entry becomes `repl` and the slot is freed for reuse.
+    pub fn consume_list(&mut self, id: u32, conv: u32, repl: Val) -> bool {
+        let Some(s) = self.lists.get_mut(id as usize) else {
+            return false;
+        };
+        s.conv = conv;
+        // Converted containers are only ever read through their cached conversion, so
+        // their items can go even when the memo shares them.
+        s.items = Vec::new();
+        if s.shared {
+            return false;
+        }
+        let memo = s.memo;
+        s.items = Vec::new();
+        s.memo = NO_MEMO;
+        s.conv = u32::MAX;
+        self.set_memo_if(memo, Val::List(id), repl);
+        self.free_lists.push(id);
+        true
+    }
+
+    /// As [`Arena::consume_list`], for dicts.
+    pub fn consume_dict(&mut self, id: u32, conv: u32, repl: Val) -> bool {
+        let Some(s) = self.dicts.get_mut(id as usize) else {
+            return false;
+        };
+        s.conv = conv;
+        // Converted containers are only ever read through their cached conversion, so
+        // their items can go even when the memo shares them.
+        s.items = Vec::new();
+        if s.shared {
+            return false;
+        }
+        let memo = s.memo;
+        s.items = Vec::new();
+        s.memo = NO_MEMO;
+        s.conv = u32::MAX;
+        self.set_memo_if(memo, Val::Dict(id), repl);
+        self.free_dicts.push(id);
+        true
+    }
+
+    fn set_memo_if(&mut self, idx: u32, old: Val, new: Val) {
+        if idx == NO_MEMO {
+            return;
+        }
+        if let Some(m) = self.memo.get_mut(idx as usize) {
+            if *m == old {
+                *m = new;
+            }
+        }
+    }
+
+    fn new_list(&mut self, items: Vec<Val>) -> Val {
+        let slot = Slot {
+            items,
+            memo: NO_MEMO,
+            shared: false,
+            conv: u32::MAX,
+        };
+        if let Some(id) = self.free_lists.pop() {
+            if let Some(s) = self.lists.get_mut(id as usize) {
+                *s = slot;
+                return Val::List(id);
+            }
+        }
+        self.lists.push(slot);
+        Val::List(self.lists.len() as u32 - 1)
+    }
+
+    fn new_dict(&mut self, items: Vec<(Val, Val)>) -> Val {
+        let slot = Slot {
+            items,
+            memo: NO_MEMO,
+            shared: false,
+            conv: u32::MAX,
+        };
+        if let Some(id) = self.free_dicts.pop() {
+            if let Some(s) = self.dicts.get_mut(id as usize) {
+                *s = slot;
+                return Val::Dict(id);
+            }
+        }
+        self.dicts.push(slot);
+        Val::Dict(self.dicts.len() as u32 - 1)
+    }
+
+    fn memo_put(&mut self, idx: u64, v: Val) {
+        // Remember where a container sits in the memo so a release can repoint it; a second
+        // memo slot for the same container pins it (it is then never released).
+        match v {
+            Val::List(id) => {
+                if let Some(s) = self.lists.get_mut(id as usize) {
+                    if s.memo == NO_MEMO && idx < NO_MEMO as u64 {
+                        s.memo = idx as u32;
+                    } else {
+                        s.shared = true;
+                    }
+                }
+            }
+            Val::Dict(id) => {
+                if let Some(s) = self.dicts.get_mut(id as usize) {
+                    if s.memo == NO_MEMO && idx < NO_MEMO as u64 {
+                        s.memo = idx as u32;
+                    } else {
+                        s.shared = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let len = self.memo.len() as u64;
+        if idx < len {
+            self.memo[idx as usize] = v;
+        } else if idx == len {
+            self.memo.push(v);
+        } else {
+            self.memo_far.insert(idx, v);
+        }
+    }
+
+    fn memo_get(&mut self, idx: u64) -> Option<Val> {
+        let v = match self.memo.get(idx as usize) {
+            Some(v) => *v,
+            None => *self.memo_far.get(&idx)?,
+        };
+        match v {
+            Val::List(id) => {
+                if let Some(s) = self.lists.get_mut(id as usize) {
+                    s.shared = true;
+                }
+            }
+            Val::Dict(id) => {
+                if let Some(s) = self.dicts.get_mut(id as usize) {
+                    s.shared = true;
+                }
+            }
+            _ => {}
+        }
+        Some(v)
+    }
+
+    /// Drops the memo (call after the last opcode to free memory early).
+    pub fn drop_memo(&mut self) {
+        self.memo = Vec::new();
+        self.memo_far = FxHashMap::default();
+    }
+}
+
+/// Sees every value appended to a list (`APPEND`/`APPENDS`) and may return a replacement
+/// handle. An `Err` becomes a [`FormatError::At`] at the opcode's offset.
+pub trait Hook {
+    fn appended(&mut self, arena: &mut Arena, v: Val) -> Result<Val, String>;
+}
+
+/// A hook that keeps everything as is.
+pub struct NoHook;
+
+impl Hook for NoHook {
+    fn appended(&mut self, _: &mut Arena, v: Val) -> Result<Val, String> {
+        Ok(v)
+    }
+}
+
+/// Refill buffer over a reader, tracking the absolute offset.
+struct Src<R> {
+    r: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// Absolute offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+const CHUNK: usize = 1 << 20;
+
+impl<R: Read> Src<R> {
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Ensures `n` bytes are buffered at `pos`; false at end of input.
+    #[inline]
+    fn fill(&mut self, n: usize) -> Result<bool, FormatError> {
+        if self.end - self.pos >= n {
+            return Ok(true);
+        }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> Result<bool, FormatError> {
+        // Move the unread tail to the front, grow for long strings, read more.
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.base += self.pos as u64;
+        self.end -= self.pos;
+        self.pos = 0;
+        if self.buf.len() < CHUNK {
+            self.buf.resize(CHUNK, 0);
+        }
+        while self.end < n && !self.eof {
+            // Grow only as data arrives: a hostile length cannot make us allocate it upfront.
+            if self.end == self.buf.len() {
+                let grow = self.buf.len().min(n - self.end).max(1);
+                self.buf.resize(self.end + grow, 0);
+            }
+            let k = loop {
+                match self.r.read(&mut self.buf[self.end..]) {
+                    Ok(k) => break k,
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::Interrupted
+                            && e.to_string() != "cancelled" => {}
+                    Err(e) => return Err(io_or_cancel(e)),
+                }
+            };
+            if k == 0 {
+                self.eof = true;
+            }
+            self.end += k;
+        }
+        Ok(self.end - self.pos >= n)
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], FormatError> {
+        if !self.fill(n)? {
+            return Err(FormatError::at(
+                self.offset(),
+                format!(
+                    "the pickle is truncated: {what} needs {n} more bytes but the input ends after {}",
+                    self.end - self.pos
+                ),
+            ));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, FormatError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+/// Name of a refused opcode and why, or None when the byte is not a refused known opcode.
+fn refused(op: u8) -> Option<&'static str> {
+    Some(match op {
+        b'c' => "GLOBAL",
+        0x93 => "STACK_GLOBAL",
+        b'R' => "REDUCE",
+        b'b' => "BUILD",
+        b'i' => "INST",
+        b'o' => "OBJ",
+        0x81 => "NEWOBJ",
+        0x92 => "NEWOBJ_EX",
+        b'P' => "PERSID",
+        b'Q' => "BINPERSID",
+        0x82 => "EXT1",
+        0x83 => "EXT2",
+        0x84 => "EXT4",
+        _ => return None,
+    })
+}
+
+/// Known opcodes outside the data subset a snapshot uses (not code, but not needed either).
+fn unsupported(op: u8) -> Option<&'static str> {
+    Some(match op {
+        b'p' => "PUT",
+        b'g' => "GET",
+        b'I' => "INT",
+        b'L' => "LONG",
+        b'F' => "FLOAT",
+        b'S' => "STRING",
+        b'T' => "BINSTRING",
+        b'U' => "SHORT_BINSTRING",
+        b'V' => "UNICODE",
+        b'2' => "DUP",
+        0x8f => "EMPTY_SET",
+        0x90 => "ADDITEMS",
+        0x91 => "FROZENSET",
+        0x96 => "BYTEARRAY8",
+        0x97 => "NEXT_BUFFER",
+        0x98 => "READONLY_BUFFER",
+        _ => return None,
+    })
+}
+
+/// Decodes a little-endian two's complement integer of any length.
+fn decode_long(b: &[u8]) -> Val {
+    if b.is_empty() {
+        return Val::Int(0);
+    }
+    let negative = b[b.len() - 1] & 0x80 != 0;
+    // Strip redundant sign-extension bytes, then fit into i64/u64 when possible.
+    let fill = if negative { 0xff } else { 0x00 };
+    let mut n = b.len();
+    while n > 1 && b[n - 1] == fill && (b[n - 2] & 0x80 != 0) == negative {
+        n -= 1;
+    }
+    if n > 9 || (n == 9 && (negative || b[8] != 0)) {
+        return Val::Big { negative };
+    }
+    let mut a = [fill; 8];
+    let k = n.min(8);
+    a[..k].copy_from_slice(&b[..k]);
+    let u = u64::from_le_bytes(a);
+    if negative {
+        Val::Int(u as i64)
+    } else if u > i64::MAX as u64 {
+        Val::UInt(u)
+    } else {
+        Val::Int(u as i64)
+    }
+}
+
+/// Reads one pickle from `r`. Returns the arena and the top-level value.
+pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), FormatError> {
+    let mut arena = Arena::new();
+    let top = unpickle_into(r, &mut arena, hook)?;
+    Ok((arena, top))
+}
+
+/// As [`unpickle`], into an existing arena (so a hook can pre-intern the keys it looks for).
+pub fn unpickle_into<R: Read>(
+    r: R,
+    a: &mut Arena,
+    hook: &mut impl Hook,
+) -> Result<Val, FormatError> {
+    let mut src = Src {
+        r,
+        buf: Vec::new(),
+        pos: 0,
+        end: 0,
+        base: 0,
+        eof: false,
+    };
+    let mut stack: Vec<Val> = Vec::with_capacity(1024);
+    let mut marks: Vec<usize> = Vec::with_capacity(64);
+    let mut proto_seen = false;
+
+    loop {
+        let off = src.offset();
+        if !src.fill(1)? {
+            return Err(FormatError::at(
+                off,
+                "the pickle is truncated: the input ends before the STOP opcode",
+            ));
+        }
+        let op = src.buf[src.pos];
+        src.pos += 1;
+        let err = |reason: String| FormatError::at(off, reason);
+        macro_rules! pop {
+            ($what:expr) => {
+                match stack.pop() {
+                    Some(v) => v,
+                    None => {
+                        return Err(err(format!(
+                            "{} needs a value but the pickle stack is empty (corrupt pickle)",
+                            $what
+                        )))
+                    }
+                }
+            };
+        }
+        macro_rules! pop_mark {
+            ($what:expr) => {
+                match marks.pop() {
+                    Some(m) if m <= stack.len() => m,
+                    _ => {
+                        return Err(err(format!(
+                            "{} has no matching MARK (corrupt pickle)",
+                            $what
+                        )))
+                    }
+                }
+            };
+        }
+        match op {
+            0x80 => {
+                let v = src.u8("PROTO")?;
+                if !(2..=5).contains(&v) {
+                    return Err(err(format!(
+                        "pickle protocol {v} is not supported (memtide reads protocols 2 to 5)"
+                    )));
+                }
+                proto_seen = true;
+            }
+            0x95 => {
+                src.u64("FRAME")?;
+            }
+            b'.' => {
+                let v = pop!("STOP");
+                if !proto_seen {
+                    return Err(err("no PROTO opcode: not a protocol 2–5 pickle".into()));
+                }
+                return Ok(v);
+            }
+            0x94 => {
+                let Some(&v) = stack.last() else {
+                    return Err(err("MEMOIZE with an empty stack (corrupt pickle)".into()));
+                };
+                let idx = a.memo.len() as u64;
+                a.memo_put(idx, v);
+            }
+            b'q' | b'r' => {
+                let idx = if op == b'q' {
+                    src.u8("BINPUT")? as u64
+                } else {
+                    src.u32("LONG_BINPUT")? as u64
+                };
+                let Some(&v) = stack.last() else {
+                    return Err(err("BINPUT with an empty stack (corrupt pickle)".into()));
+                };
+                a.memo_put(idx, v);
+            }
+            b'h' | b'j' => {
+                let idx = if op == b'h' {
+                    src.u8("BINGET")? as u64
+                } else {
+                    src.u32("LONG_BINGET")? as u64
+                };
+                match a.memo_get(idx) {
+                    Some(v) => stack.push(v),
+                    None => {
+                        return Err(err(format!(
+                            "memo reference {idx} was never stored (corrupt pickle)"
+                        )))
+                    }
+                }
+            }
+            0x8c | b'X' | 0x8d => {
+                let n = match op {
+                    0x8c => src.u8("SHORT_BINUNICODE")? as u64,
+                    b'X' => src.u32("BINUNICODE")? as u64,
+                    _ => src.u64("BINUNICODE8")?,
+                };
+                let n = usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n < (1 << 34))
+                    .ok_or_else(|| err(format!("string length {n} is implausible")))?;
+                let b = src.take(n, "a string")?;
+                let s = std::str::from_utf8(b)
+                    .map_err(|e| err(format!("string is not valid UTF-8: {e}")))?;
+                let id = a.intern(s);
+                stack.push(Val::Str(id));
+            }
+            b'C' | b'B' | 0x8e => {
+                let n = match op {
+                    b'C' => src.u8("SHORT_BINBYTES")? as u64,
+                    b'B' => src.u32("BINBYTES")? as u64,
+                    _ => src.u64("BINBYTES8")?,
+                };
+                let n = usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n < (1 << 34))
+                    .ok_or_else(|| err(format!("bytes length {n} is implausible")))?;
+                let b: Box<[u8]> = src.take(n, "a bytes object")?.into();
+                a.bytes.push(b);
+                stack.push(Val::Bytes(a.bytes.len() as u32 - 1));
+            }
+            b'J' => {
+                let v = src.u32("BININT")? as i32;
+                stack.push(Val::Int(v as i64));
+            }
+            b'K' => {
+                let v = src.u8("BININT1")?;
+                stack.push(Val::Int(v as i64));
+            }
+            b'M' => {
+                let b = src.take(2, "BININT2")?;
+                stack.push(Val::Int(u16::from_le_bytes([b[0], b[1]]) as i64));
+            }
+            0x8a | 0x8b => {
+                let n = if op == 0x8a {
+                    src.u8("LONG1")? as usize
+                } else {
+                    let n = src.u32("LONG4")? as i32;
+                    if n < 0 {
+                        return Err(err(format!("LONG4 with negative length {n}")));
+                    }
+                    n as usize
+                };
+                let b = src.take(n, "a long integer")?;
+                stack.push(decode_long(b));
+            }
+            b'G' => {
+                let v = src.u64("BINFLOAT")?;
+                // BINFLOAT is big-endian; u64() read it little-endian.
+                stack.push(Val::Float(f64::from_bits(v.swap_bytes())));
+            }
+            b'N' => stack.push(Val::None),
+            0x88 => stack.push(Val::Bool(true)),
+            0x89 => stack.push(Val::Bool(false)),
+            b'}' => {
+                let v = a.new_dict(Vec::new());
+                stack.push(v);
+            }
+            b']' => {
+                let v = a.new_list(Vec::new());
+                stack.push(v);
+            }
+            b')' => {
+                a.tuples.push(Box::new([]));
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b'(' => marks.push(stack.len()),
+            b'0' => {
+                pop!("POP");
+            }
+            b'1' => {
+                let m = pop_mark!("POP_MARK");
+                stack.truncate(m);
+            }
+            0x85..=0x87 => {
+                let n = (op - 0x84) as usize;
+                if stack.len() < n {
+                    return Err(err(format!(
+                        "TUPLE{n} needs {n} values but the stack holds {} (corrupt pickle)",
+                        stack.len()
+                    )));
+                }
+                let items: Box<[Val]> = stack.split_off(stack.len() - n).into();
+                a.tuples.push(items);
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b't' => {
+                let m = pop_mark!("TUPLE");
+                let items: Box<[Val]> = stack.split_off(m).into();
+                a.tuples.push(items);
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b'l' => {
+                let m = pop_mark!("LIST");
+                let items = stack.split_off(m);
+                let mut conv = Vec::with_capacity(items.len());
+                for v in items {
+                    conv.push(hook.appended(a, v).map_err(err)?);
+                }
+                let v = a.new_list(conv);
+                stack.push(v);
+            }
+            b'd' => {
+                let m = pop_mark!("DICT");
+                let items = stack.split_off(m);
+                if !items.len().is_multiple_of(2) {
+                    return Err(err(
+                        "DICT with an odd number of items (corrupt pickle)".into()
+                    ));
+                }
+                let pairs = items.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+                let v = a.new_dict(pairs);
+                stack.push(v);
+            }
+            b'a' => {
+                let v = pop!("APPEND");
+                let Some(&Val::List(id)) = stack.last() else {
+                    return Err(err(format!(
+                        "APPEND onto a {} (expected a list)",
+                        stack.last().map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                let v = hook.appended(a, v).map_err(err)?;
+                if let Some(s) = a.lists.get_mut(id as usize) {
+                    s.items.push(v);
+                }
+            }
+            b'e' => {
+                let m = pop_mark!("APPENDS");
+                if m == 0 {
+                    return Err(err("APPENDS without a list below its MARK".into()));
+                }
+                let Some(&Val::List(id)) = stack.get(m - 1) else {
+                    return Err(err(format!(
+                        "APPENDS onto a {} (expected a list)",
+                        stack.get(m - 1).map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                let mut items = Vec::with_capacity(stack.len() - m);
+                for v in stack.drain(m..) {
+                    items.push(v);
+                }
+                let mut out = Vec::with_capacity(items.len());
+                for v in items {
+                    out.push(hook.appended(a, v).map_err(err)?);
+                }
+                if let Some(s) = a.lists.get_mut(id as usize) {
+                    s.items.extend(out);
+                }
+            }
+            b's' => {
+                let v = pop!("SETITEM");
+                let k = pop!("SETITEM");
+                let Some(&Val::Dict(id)) = stack.last() else {
+                    return Err(err(format!(
+                        "SETITEM onto a {} (expected a dict)",
+                        stack.last().map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                dict_insert(a, id, k, v);
+            }
+            b'u' => {
+                let m = pop_mark!("SETITEMS");
+                if m == 0 {
+                    return Err(err("SETITEMS without a dict below its MARK".into()));
+                }
+                let Some(&Val::Dict(id)) = stack.get(m - 1) else {
+                    return Err(err(format!(
+                        "SETITEMS onto a {} (expected a dict)",
+                        stack.get(m - 1).map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                if !(stack.len() - m).is_multiple_of(2) {
+                    return Err(err(
+                        "SETITEMS with an odd number of items (corrupt pickle)".into()
+                    ));
+                }
+                let mut i = m;
+                while i + 1 < stack.len() {
+                    dict_insert(a, id, stack[i], stack[i + 1]);
+                    i += 2;
+                }
+                stack.truncate(m);
+            }
+            _ => {
+                if let Some(name) = refused(op) {
+                    return Err(err(format!(
+                        "refused opcode {name} (0x{op:02x}): it would make Python import or call code; a memory snapshot holds only plain data (dict, list, str, int, float), so this file is not a snapshot or was tampered with"
+                    )));
+                }
+                if let Some(name) = unsupported(op) {
+                    return Err(err(format!(
+                        "unsupported opcode {name} (0x{op:02x}): not used by PyTorch memory snapshots"
+                    )));
+                }
+                return Err(err(format!(
+                    "unknown opcode 0x{op:02x}: not a pickle opcode memtide reads (corrupt or not a snapshot)"
+                )));
+            }
+        }
+    }
+}
+
+/// Dict assignment keeps Python semantics: an existing key is overwritten in place.
+fn dict_insert(a: &mut Arena, id: u32, k: Val, v: Val) {
+    if let Some(items) = a.dict_mut(id) {
+        // Small dicts (the norm here) are scanned; the last write wins.
+        if items.len() <= 16 {
+            if let Some(slot) = items.iter_mut().find(|(kk, _)| *kk == k) {
+                slot.1 = v;
+                return;
+            }
+        }
+        items.push((k, v));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn load(b: &[u8]) -> Result<(Arena, Val), FormatError> {
+        unpickle(b, &mut NoHook)
+    }
+
+    #[test]
+    fn long1_two_complement() {
+        assert_eq!(decode_long(&[0xff]), Val::Int(-1));
+        assert_eq!(decode_long(&[0xff, 0x00]), Val::Int(255));
+        assert_eq!(
+            decode_long(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]),
+            Val::UInt(u64::MAX)
+        );
+        assert_eq!(
+            decode_long(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            Val::Big { negative: false }
+        );
+        assert_eq!(decode_long(&[0x00, 0x80]), Val::Int(-32768));
+    }
+
+    #[test]
+    fn shared_memo_objects_stay_shared() {
+        // pickle.dumps([l, l], protocol=4) with l = [{"x": 1}]
+        let b = b"\x80\x04\x95\x13\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94}\x94\x8c\x01x\x94K\x01sah\x01e.";
+        let (a, top) = load(b).unwrap();
+        let Val::List(t) = top else { panic!() };
+        let items = a.list(t);
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0], items[1]);
+    }
+
+    #[test]
+    fn refuses_code() {
+        // pickle.dumps(os.system) style: GLOBAL
+        let b = b"\x80\x02cos\nsystem\nq\x00.";
+        let e = load(b).unwrap_err().to_string();
+        assert!(e.contains("GLOBAL") && e.contains("byte offset 2"), "{e}");
+        let b = b"\x80\x04\x93.";
+        let e = load(b).unwrap_err().to_string();
+        assert!(e.contains("STACK_GLOBAL"), "{e}");
+    }
+
+    #[test]
+    fn truncation_has_offset() {
+        let b = b"\x80\x04\x8c\x05ab";
+        let e = load(b).unwrap_err().to_string();
+        assert!(
+            e.contains("byte offset 4") && e.contains("truncated"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! Snapshot JSON → [`Raw`], streaming: the top-level map is visited key by key and each
+//! trace entry becomes a row as soon as it is parsed (no `serde_json::Value` of the file).
+
+use super::raw::{Action, Annotation, Block, BlockState, Frames, Raw, Row, Segment};
+use crate::formats::error::FormatError;
+use crate::trace::{StackId, StrId};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::io::Read;
+
+/// An integer as JSON writes it (u64, i64, or a float for out-of-range values).
+#[derive(Clone, Copy, Debug, Default)]
+struct Num(i128);
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(v as i128))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(v as i128))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Num, E> {
+                if v.is_finite() && v.fract() == 0.0 {
+                    Ok(Num(v as i128))
+                } else {
+                    Err(E::custom(format!("expected an integer, found {v}")))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Num {
+    /// Two's complement to 64 bits, as the allocator's unsigned fields are.
+    fn u64(self) -> u64 {
+        self.0 as u64
+    }
+    fn i64(self) -> i64 {
+        self.0.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+}
+
+#[derive(Deserialize)]
+struct JFrame {
+    #[serde(default)]
+    filename: String,
+    #[serde(default)]
+    line: Option<Num>,
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct JEntry {
+    action: String,
+    #[serde(default)]
+    addr: Option<Num>,
+    #[serde(default)]
+    size: Option<Num>,
+    #[serde(default)]
+    time_us: Option<Num>,
+    #[serde(default)]
+    device_free: Option<Num>,
+    #[serde(default)]
+    user_metadata: Option<String>,
+    #[serde(default)]
+    frames: Option<Vec<JFrame>>,
+}
+
+#[derive(Deserialize)]
+struct JBlock {
+    #[serde(default)]
+    size: Option<Num>,
+    #[serde(default)]
+    requested_size: Option<Num>,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    frames: Option<Vec<JFrame>>,
+}
+
+#[derive(Deserialize)]
+struct JSegment {
+    #[serde(default)]
+    device: Option<Num>,
+    #[serde(default)]
+    address: Option<Num>,
+    #[serde(default)]
+    total_size: Option<Num>,
+    #[serde(default)]
+    blocks: Vec<JBlock>,
+}
+
+#[derive(Deserialize)]
+struct JAnnotation {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    stage: String,
+    #[serde(default)]
+    device: Option<Num>,
+    #[serde(default)]
+    time_us: Option<Num>,
+}
+
+struct Ctx {
+    raw: Raw,
+    frames: Frames,
+    packed: Vec<u32>,
+}
+
+impl Ctx {
+    fn stack(&mut self, frames: &Option<Vec<JFrame>>) -> StackId {
+        let Some(fs) = frames else {
+            return StackId(0);
+        };
+        self.packed.clear();
+        for f in fs {
+            let line = f.line.map_or(0, |l| l.i64());
+            let p = self
+                .frames
+                .frame(&mut self.raw.strings, &f.filename, line, &f.name);
+            self.packed.push(p);
+        }
+        self.frames.stack(&mut self.raw.strings, &self.packed)
+    }
+
+    fn entry(&mut self, e: JEntry) -> u32 {
+        let action = Action::parse(&e.action);
+        if action == Action::Unknown {
+            *self
+                .raw
+                .unknown_actions
+                .entry(e.action.clone())
+                .or_insert(0) += 1;
+        }
+        let stack = self.stack(&e.frames);
+        let name = match e.user_metadata.as_deref() {
+            Some(s) if !s.is_empty() => self.raw.strings.intern(s),
+            _ => StrId(0),
+        };
+        let r = self.raw.rows.len() as u32;
+        self.raw.rows.push(Row {
+            addr: e.addr.map_or(0, Num::u64),
+            size: e.size.map_or(0, Num::u64),
+            time_us: e.time_us.map_or(0, Num::i64),
+            stack,
+            name,
+            action,
+            has_time: e.time_us.is_some(),
+        });
+        if let Some(f) = e.device_free {
+            self.raw.device_free.insert(r, f.u64());
+        }
+        r
+    }
+
+    fn segments(&mut self, segs: Vec<JSegment>) {
+        for s in segs {
+            let blocks = s
+                .blocks
+                .iter()
+                .map(|b| {
+                    let size = b.size.map_or(0, Num::u64);
+                    Block {
+                        size,
+                        requested: b.requested_size.map_or(size, Num::u64),
+                        state: BlockState::parse(&b.state),
+                        stack: self.stack(&b.frames),
+                    }
+                })
+                .collect();
+            self.raw.segments.push(Segment {
+                device: s.device.map_or(0, Num::u64),
+                address: s.address.map_or(0, Num::u64),
+                total_size: s.total_size.map_or(0, Num::u64),
+                blocks,
+            });
+        }
+    }
+}
+
+struct Top<'a>(&'a mut Ctx);
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a snapshot object {\"segments\": [...], \"device_traces\": [[...]]}")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let mut seen = false;
+        while let Some(k) = m.next_key::<String>()? {
+            match k.as_str() {
+                "device_traces" => {
+                    seen = true;
+                    m.next_value_seed(Devices(&mut *self.0))?;
+                }
+                "segments" => {
+                    seen = true;
+                    let s: Vec<JSegment> = m.next_value()?;
+                    self.0.segments(s);
+                }
+                "external_annotations" => {
+                    let v: Vec<JAnnotation> = m.next_value()?;
+                    for a in v {
+                        let Some(t) = a.time_us else { continue };
+                        self.0.raw.annotations.push(Annotation {
+                            device: a.device.map(Num::u64),
+                            name: a.name,
+                            start: a.stage != "END",
+                            time_us: t.i64(),
+                        });
+                    }
+                }
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !seen {
+            return Err(de::Error::custom(
+                "not a PyTorch memory snapshot: no 'segments' or 'device_traces' key",
+            ));
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        // Very old dumps: a bare list of segments.
+        let mut v = Vec::new();
+        while let Some(x) = s.next_element::<JSegment>()? {
+            v.push(x);
+        }
+        self.0.segments(v);
+        Ok(())
+    }
+}
+
+struct Devices<'a>(&'a mut Ctx);
+
+impl<'de> DeserializeSeed<'de> for Devices<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Devices<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of per-device trace lists")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        loop {
+            let mut rows = Vec::new();
+            if s.next_element_seed(Entries(&mut *self.0, &mut rows))?
+                .is_none()
+            {
+                break;
+            }
+            self.0.raw.devices.push(rows);
+        }
+        Ok(())
+    }
+}
+
+struct Entries<'a>(&'a mut Ctx, &'a mut Vec<u32>);
+
+impl<'de> DeserializeSeed<'de> for Entries<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Entries<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of trace entries")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while let Some(e) = s.next_element::<JEntry>()? {
+            let r = self.0.entry(e);
+            self.1.push(r);
+        }
+        Ok(())
+    }
+}
+
+/// Reads a snapshot JSON document into [`Raw`].
+pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
+    let mut ctx = Ctx {
+        raw: Raw::new(),
+        frames: Frames::new(cpp_frames),
+        packed: Vec::new(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(r);
+    let res = Top(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
+    match res {
+        Ok(()) => Ok(ctx.raw),
+        Err(e) if e.is_io() => Err(crate::formats::source::io_or_cancel(std::io::Error::from(
+            e,
+        ))),
+        Err(e) => Err(FormatError::line(
+            e.line() as u64,
+            format!("column {}: {e}", e.column()),
+        )),
+    }
+}

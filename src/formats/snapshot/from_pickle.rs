@@ -1,0 +1,426 @@
+//! Snapshot pickle → [`Raw`]: a [`Hook`] that turns each trace-entry dict into a row the
+//! moment it is appended to its device list (so entries never pile up as generic values),
+//! interning each memo-shared frame list once.
+
+use super::raw::{Action, Annotation, Block, BlockState, Frames, Raw, Row, Segment};
+use crate::formats::error::FormatError;
+use crate::formats::pickle::{unpickle_into, Arena, Hook, Val};
+use crate::trace::{StackId, StrId};
+use std::io::Read;
+
+/// Hook handle kinds.
+const ENTRY: u8 = 0;
+const STACK: u8 = 1;
+const FRAME: u8 = 2;
+
+/// Arena ids of the strings the reader looks for (strings are interned by value).
+struct Keys {
+    action: u32,
+    addr: u32,
+    size: u32,
+    time_us: u32,
+    frames: u32,
+    device_free: u32,
+    user_metadata: u32,
+    filename: u32,
+    line: u32,
+    name: u32,
+    /// Arena string id → action, for the known action names.
+    actions: Vec<(u32, Action)>,
+}
+
+impl Keys {
+    fn new(a: &mut Arena) -> Keys {
+        Keys {
+            action: a.intern("action"),
+            addr: a.intern("addr"),
+            size: a.intern("size"),
+            time_us: a.intern("time_us"),
+            frames: a.intern("frames"),
+            device_free: a.intern("device_free"),
+            user_metadata: a.intern("user_metadata"),
+            filename: a.intern("filename"),
+            line: a.intern("line"),
+            name: a.intern("name"),
+            actions: Action::KNOWN
+                .iter()
+                .map(|&(n, act)| (a.intern(n), act))
+                .collect(),
+        }
+    }
+}
+
+struct Conv {
+    keys: Keys,
+    frames: Frames,
+    raw: Raw,
+    packed: Vec<u32>,
+}
+
+impl Hook for Conv {
+    fn appended(&mut self, a: &mut Arena, v: Val) -> Result<Val, String> {
+        let Val::Dict(id) = v else {
+            return Ok(v);
+        };
+        // Only trace entries have an `action` (frame dicts cache a different conversion).
+        let Some(act) = a.get(id, self.keys.action) else {
+            return Ok(v);
+        };
+        if let Some(r) = a.dict_conv(id) {
+            return Ok(Val::Done(ENTRY, r));
+        }
+        let r = self.entry(a, id, act)?;
+        a.consume_dict(id, r, Val::Done(ENTRY, r));
+        Ok(Val::Done(ENTRY, r))
+    }
+}
+
+fn int_field(key: &str, v: Val) -> Result<u64, String> {
+    v.as_u64().ok_or_else(|| {
+        format!(
+            "trace entry field '{key}' must be an int, found {}",
+            v.type_name()
+        )
+    })
+}
+
+impl Conv {
+    /// Converts one trace-entry dict into a row; returns its index.
+    fn entry(&mut self, a: &mut Arena, id: u32, act: Val) -> Result<u32, String> {
+        let k = &self.keys;
+        let action = match act {
+            Val::Str(s) => match k.actions.iter().find(|(n, _)| *n == s) {
+                Some(&(_, x)) => x,
+                None => {
+                    *self
+                        .raw
+                        .unknown_actions
+                        .entry(a.str(s).to_string())
+                        .or_insert(0) += 1;
+                    Action::Unknown
+                }
+            },
+            other => {
+                return Err(format!(
+                    "trace entry field 'action' must be a str, found {}",
+                    other.type_name()
+                ))
+            }
+        };
+        let mut row = Row {
+            addr: 0,
+            size: 0,
+            time_us: 0,
+            stack: StackId(0),
+            name: StrId(0),
+            action,
+            has_time: false,
+        };
+        let mut device_free = None;
+        let n = a.dict(id).len();
+        for i in 0..n {
+            let Some(&(key, val)) = a.dict(id).get(i) else {
+                break;
+            };
+            let Val::Str(key) = key else { continue };
+            let k = &self.keys;
+            if key == k.addr {
+                row.addr = int_field("addr", val)?;
+            } else if key == k.size {
+                row.size = int_field("size", val)?;
+            } else if key == k.time_us {
+                row.time_us = val.as_i64().ok_or_else(|| {
+                    format!(
+                        "trace entry field 'time_us' must be an int, found {}",
+                        val.type_name()
+                    )
+                })?;
+                row.has_time = true;
+            } else if key == k.device_free {
+                device_free = Some(int_field("device_free", val)?);
+            } else if key == k.user_metadata {
+                if let Val::Str(s) = val {
+                    let s = a.str(s);
+                    if !s.is_empty() {
+                        row.name = self.raw.strings.intern(s);
+                    }
+                }
+            } else if key == k.frames {
+                row.stack = self.stack_val(a, val)?;
+                // The dict may outlive this call (if shared): point it at the stack handle.
+                if let Some(items) = a.dict_mut(id) {
+                    if let Some(it) = items.get_mut(i) {
+                        it.1 = Val::Done(STACK, row.stack.0);
+                    }
+                }
+            }
+        }
+        let r = self.raw.rows.len() as u32;
+        self.raw.rows.push(row);
+        if let Some(f) = device_free {
+            self.raw.device_free.insert(r, f);
+        }
+        Ok(r)
+    }
+
+    /// The interned stack of a `frames` value.
+    fn stack_val(&mut self, a: &mut Arena, v: Val) -> Result<StackId, String> {
+        match v {
+            Val::List(l) => self.stack_of(a, l),
+            Val::Done(STACK, s) => Ok(StackId(s)),
+            Val::None => Ok(StackId(0)),
+            other => Err(format!(
+                "'frames' must be a list of frame dicts, found {}",
+                other.type_name()
+            )),
+        }
+    }
+
+    fn stack_of(&mut self, a: &mut Arena, l: u32) -> Result<StackId, String> {
+        if let Some(s) = a.list_conv(l) {
+            return Ok(StackId(s));
+        }
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        let n = a.list(l).len();
+        for i in 0..n {
+            let Some(&item) = a.list(l).get(i) else { break };
+            let p = match item {
+                Val::Dict(f) => {
+                    let p = self.frame_of(a, f)?;
+                    if let Some(items) = a.list_mut(l) {
+                        if let Some(it) = items.get_mut(i) {
+                            *it = Val::Done(FRAME, p);
+                        }
+                    }
+                    p
+                }
+                Val::Done(FRAME, p) => p,
+                // Some writers (FX) put plain strings in frame lists.
+                Val::Str(s) => {
+                    let text = a.str(s).to_string();
+                    self.frames.frame(&mut self.raw.strings, &text, 0, "")
+                }
+                other => {
+                    return Err(format!(
+                        "a frame must be a dict {{filename, line, name}}, found {}",
+                        other.type_name()
+                    ))
+                }
+            };
+            packed.push(p);
+        }
+        let s = self.frames.stack(&mut self.raw.strings, &packed);
+        self.packed = packed;
+        a.consume_list(l, s.0, Val::Done(STACK, s.0));
+        Ok(s)
+    }
+
+    fn frame_of(&mut self, a: &mut Arena, f: u32) -> Result<u32, String> {
+        if let Some(p) = a.dict_conv(f) {
+            return Ok(p);
+        }
+        let k = &self.keys;
+        let (mut file, mut line, mut name) = (None, 0i64, None);
+        for &(key, val) in a.dict(f) {
+            match (key, val) {
+                (Val::Str(key), Val::Str(s)) if key == k.filename => file = Some(s),
+                (Val::Str(key), Val::Str(s)) if key == k.name => name = Some(s),
+                (Val::Str(key), v) if key == k.line => line = v.as_i64().unwrap_or(0),
+                _ => {}
+            }
+        }
+        let (file, name) = (
+            file.map_or("", |s| a.str(s)).to_string(),
+            name.map_or("", |s| a.str(s)).to_string(),
+        );
+        let p = self.frames.frame(&mut self.raw.strings, &file, line, &name);
+        a.consume_dict(f, p, Val::Done(FRAME, p));
+        Ok(p)
+    }
+}
+
+/// Reads a snapshot pickle into [`Raw`].
+pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
+    let mut arena = Arena::new();
+    let keys = Keys::new(&mut arena);
+    let mut conv = Conv {
+        keys,
+        frames: Frames::new(cpp_frames),
+        raw: Raw::new(),
+        packed: Vec::new(),
+    };
+    let top = unpickle_into(r, &mut arena, &mut conv)?;
+    arena.drop_memo();
+    collect(&mut arena, &mut conv, top)?;
+    Ok(conv.raw)
+}
+
+fn invalid(what: String) -> FormatError {
+    FormatError::Invalid(format!("not a PyTorch memory snapshot: {what}"))
+}
+
+/// Walks the top-level dict: device lists (rows already converted), segments, annotations.
+fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
+    let (segments, traces, annotations) = match top {
+        Val::Dict(t) => {
+            let seg = a.intern("segments");
+            let dt = a.intern("device_traces");
+            let ann = a.intern("external_annotations");
+            let (s, d, n) = (a.get(t, seg), a.get(t, dt), a.get(t, ann));
+            if s.is_none() && d.is_none() {
+                return Err(invalid(
+                    "the top-level dict has neither 'segments' nor 'device_traces'".into(),
+                ));
+            }
+            (s, d, n)
+        }
+        // Very old dumps were a bare list of segments.
+        Val::List(_) => (Some(top), None, None),
+        other => {
+            return Err(invalid(format!(
+                "the pickle holds a {}, expected a dict",
+                other.type_name()
+            )))
+        }
+    };
+    if let Some(d) = traces {
+        let Val::List(dl) = d else {
+            return Err(invalid(format!(
+                "'device_traces' is a {}, expected a list",
+                d.type_name()
+            )));
+        };
+        let devs: Vec<Val> = a.list(dl).to_vec();
+        for (di, dv) in devs.into_iter().enumerate() {
+            let Val::List(el) = dv else {
+                return Err(invalid(format!(
+                    "device_traces[{di}] is a {}, expected a list",
+                    dv.type_name()
+                )));
+            };
+            let mut rows = Vec::with_capacity(a.list(el).len());
+            for &e in a.list(el) {
+                match e {
+                    Val::Done(ENTRY, r) => rows.push(r),
+                    _ => c.raw.skipped_items += 1,
+                }
+            }
+            c.raw.devices.push(rows);
+        }
+    }
+    if let Some(s) = segments {
+        read_segments(a, c, s)?;
+    }
+    if let Some(Val::List(al)) = annotations {
+        read_annotations(a, &mut c.raw, al);
+    }
+    Ok(())
+}
+
+fn field_u64(a: &Arena, d: u32, key: &str, what: &str) -> Result<Option<u64>, FormatError> {
+    let Some(k) = a.find(key) else {
+        return Ok(None);
+    };
+    match a.get(d, k) {
+        None | Some(Val::None) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            invalid(format!(
+                "{what}.{key} is a {}, expected an int",
+                v.type_name()
+            ))
+        }),
+    }
+}
+
+fn read_segments(a: &mut Arena, c: &mut Conv, s: Val) -> Result<(), FormatError> {
+    let Val::List(sl) = s else {
+        return Err(invalid(format!(
+            "'segments' is a {}, expected a list",
+            s.type_name()
+        )));
+    };
+    let blocks_k = a.intern("blocks");
+    let state_k = a.intern("state");
+    let segs: Vec<Val> = a.list(sl).to_vec();
+    for (si, sv) in segs.into_iter().enumerate() {
+        let Val::Dict(sd) = sv else {
+            return Err(invalid(format!(
+                "segments[{si}] is a {}, expected a dict",
+                sv.type_name()
+            )));
+        };
+        let what = format!("segments[{si}]");
+        let device = field_u64(a, sd, "device", &what)?.unwrap_or(0);
+        let address = field_u64(a, sd, "address", &what)?.unwrap_or(0);
+        let total_size = field_u64(a, sd, "total_size", &what)?.unwrap_or(0);
+        let mut blocks = Vec::new();
+        if let Some(Val::List(bl)) = a.get(sd, blocks_k) {
+            let bvals: Vec<Val> = a.list(bl).to_vec();
+            for (bi, bv) in bvals.into_iter().enumerate() {
+                let Val::Dict(bd) = bv else {
+                    return Err(invalid(format!(
+                        "{what}.blocks[{bi}] is a {}, expected a dict",
+                        bv.type_name()
+                    )));
+                };
+                let bw = format!("{what}.blocks[{bi}]");
+                let size = field_u64(a, bd, "size", &bw)?.unwrap_or(0);
+                let requested = field_u64(a, bd, "requested_size", &bw)?.unwrap_or(size);
+                let state = match a.get(bd, state_k) {
+                    Some(Val::Str(s)) => BlockState::parse(a.str(s)),
+                    _ => BlockState::Other,
+                };
+                let stack = match a.get(bd, c.keys.frames) {
+                    Some(v) => c
+                        .stack_val(a, v)
+                        .map_err(|e| invalid(format!("{bw}: {e}")))?,
+                    None => StackId(0),
+                };
+                blocks.push(Block {
+                    size,
+                    requested,
+                    state,
+                    stack,
+                });
+            }
+        }
+        c.raw.segments.push(Segment {
+            device,
+            address,
+            total_size,
+            blocks,
+        });
+    }
+    Ok(())
+}
+
+fn read_annotations(a: &mut Arena, raw: &mut Raw, al: u32) {
+    let (name_k, stage_k, dev_k, t_k) = (
+        a.intern("name"),
+        a.intern("stage"),
+        a.intern("device"),
+        a.intern("time_us"),
+    );
+    let items: Vec<Val> = a.list(al).to_vec();
+    let mut out = Vec::new();
+    for v in items {
+        let Val::Dict(d) = v else { continue };
+        let name = match a.get(d, name_k) {
+            Some(Val::Str(s)) => a.str(s).to_string(),
+            _ => continue,
+        };
+        let start = !matches!(a.get(d, stage_k), Some(Val::Str(s)) if a.str(s) == "END");
+        let device = a.get(d, dev_k).and_then(|v| v.as_u64());
+        let Some(time_us) = a.get(d, t_k).and_then(|v| v.as_i64()) else {
+            continue;
+        };
+        out.push(Annotation {
+            device,
+            name,
+            start,
+            time_us,
+        });
+    }
+    raw.annotations.extend(out);
+}

@@ -1,0 +1,392 @@
+//! PyTorch snapshot reader against independent ground truth: the shared baseline's
+//! `baseline.truth.json` (computed from the file by PyTorch-side tooling) and the fixtures'
+//! `.truth.json` (brute-force replay in `tools/gen_snapshots.py`).
+#![allow(clippy::unwrap_used)]
+
+use memtide::analysis::Summary;
+use memtide::formats::{self, LoadOptions, Progress};
+use memtide::index::Index;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn shared(p: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/")).join(p)
+}
+
+fn fixture(p: &str) -> PathBuf {
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/snapshot/"
+    ))
+    .join(p)
+}
+
+fn summaries(path: &Path, opts: &LoadOptions) -> Vec<Summary> {
+    let loaded = formats::load(path, opts, &Progress::new()).expect("load");
+    assert_eq!(loaded.format.name(), "snapshot");
+    loaded
+        .traces
+        .iter()
+        .map(|t| Summary::build(t, &Index::build(t)))
+        .collect()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("read truth")).expect("json")
+}
+
+#[test]
+fn baseline_matches_truth() {
+    let truth = read_json(&shared("traces/snapshot-baseline/baseline.truth.json"));
+    let s = summaries(
+        &shared("traces/snapshot-baseline/baseline.pickle"),
+        &LoadOptions::default(),
+    );
+    assert_eq!(s.len(), 1);
+    let s = &s[0];
+    assert_eq!(s.device, "cuda:0");
+    assert_eq!(s.events, truth["entries"].as_u64().unwrap());
+    let p = s.peak.as_ref().expect("peak");
+    assert_eq!(p.bytes, truth["peak_allocated_bytes"].as_u64().unwrap());
+    // MemoryViz-style (unmatched frees and ghosts live from the start) coincides here.
+    assert_eq!(p.bytes, truth["peak_with_initial_bytes"].as_u64().unwrap());
+    assert_eq!(p.index, truth["peak_index"].as_u64().unwrap());
+    assert_eq!(
+        p.time_us.map(|t| t as u64),
+        truth["peak_time_us"].as_u64(),
+        "peak time"
+    );
+    assert_eq!(
+        p.live_count as u64,
+        truth["peak_live_count"].as_u64().unwrap()
+    );
+    assert_eq!(
+        s.final_bytes,
+        truth["final_allocated_bytes"].as_u64().unwrap()
+    );
+    assert_eq!(s.reserved_peak, truth["peak_reserved_bytes"].as_u64());
+    assert_eq!(
+        s.unmatched_frees,
+        truth["unmatched_free_completed"].as_u64().unwrap()
+    );
+    assert_eq!(s.bands_source, "inferred");
+
+    // Top live entries: sizes in order, and each (size, innermost Python frame) is among ours.
+    let top = truth["top10_live_at_peak"].as_array().unwrap();
+    for (i, e) in top.iter().enumerate() {
+        assert_eq!(p.live[i].bytes.0, e["size"].as_u64().unwrap(), "live #{i}");
+        let frame = e["innermost_python_frame"].as_str().unwrap();
+        let size = e["size"].as_u64().unwrap();
+        assert!(
+            p.live.iter().any(|l| l.bytes.0 == size && l.frame == frame),
+            "{size} B at {frame} not among the live entries"
+        );
+    }
+}
+
+fn check_fixture(file: &str, truth_file: &str) {
+    let truth = read_json(&fixture(truth_file));
+    let s = summaries(&fixture(file), &LoadOptions::default());
+    let devs = truth["devices"].as_object().unwrap();
+    assert_eq!(s.len(), devs.len(), "{file}: devices");
+    for (dev, t) in devs {
+        let s = s
+            .iter()
+            .find(|s| &s.device == dev)
+            .unwrap_or_else(|| panic!("{file}: no {dev}"));
+        let p = s.peak.as_ref().expect("peak");
+        let ctx = format!("{file} {dev}");
+        assert_eq!(s.events, t["events"].as_u64().unwrap(), "{ctx} events");
+        assert_eq!(p.bytes, t["peak_bytes"].as_u64().unwrap(), "{ctx} peak");
+        assert_eq!(p.index, t["peak_index"].as_u64().unwrap(), "{ctx} index");
+        assert_eq!(
+            p.time_us.map(|x| x as u64),
+            t["peak_time_us"].as_u64(),
+            "{ctx} time"
+        );
+        assert_eq!(p.live_count as u64, t["peak_live_count"].as_u64().unwrap());
+        let sizes: Vec<u64> = p.live.iter().map(|l| l.bytes.0).collect();
+        let want: Vec<u64> = t["peak_live_sizes_top20"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, want, "{ctx} live sizes");
+        assert_eq!(
+            s.final_bytes,
+            t["final_bytes"].as_u64().unwrap(),
+            "{ctx} final"
+        );
+        assert_eq!(
+            s.reserved_peak,
+            t["reserved_peak"].as_u64(),
+            "{ctx} reserved"
+        );
+        assert_eq!(
+            s.unmatched_frees,
+            t["unmatched_frees"].as_u64().unwrap(),
+            "{ctx} unmatched"
+        );
+    }
+}
+
+#[test]
+fn two_devices_protocol4() {
+    check_fixture("two_devices_p4.pickle", "two_devices_p4.truth.json");
+}
+
+#[test]
+fn ring_buffer_protocol2() {
+    check_fixture("ring_p2.pickle", "ring_p2.truth.json");
+    // the fixture really exercises the ring-buffer cases
+    let t = read_json(&fixture("ring_p2.truth.json"));
+    assert!(t["devices"]["cuda:0"]["unmatched_frees"].as_u64().unwrap() > 0);
+    assert!(t["devices"]["cuda:0"]["ghost_blocks"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn ring_buffer_protocol5_gzip() {
+    check_fixture("ring_p5.pickle.gz", "ring_p5.truth.json");
+}
+
+#[test]
+fn json_form_plain_and_gzip() {
+    check_fixture("small.json", "small.truth.json");
+    check_fixture("small.json.gz", "small.truth.json");
+}
+
+#[test]
+fn oom_entries_become_marks() {
+    let truth = read_json(&fixture("two_devices_p4.truth.json"));
+    let ooms = truth["devices"]["cuda:1"]["ooms"].as_array().unwrap();
+    assert!(!ooms.is_empty());
+    let loaded = formats::load(
+        &fixture("two_devices_p4.pickle"),
+        &LoadOptions::default(),
+        &Progress::new(),
+    )
+    .unwrap();
+    let t = loaded.traces.iter().find(|t| t.device == "cuda:1").unwrap();
+    let marks: Vec<_> = t
+        .marks
+        .iter()
+        .filter(|m| m.kind == memtide::trace::MarkKind::Oom)
+        .collect();
+    assert_eq!(marks.len(), ooms.len());
+    for (m, o) in marks.iter().zip(ooms) {
+        assert_eq!(m.at.0, o["index"].as_u64().unwrap());
+        assert_eq!(m.size.map(|b| b.0), o["size"].as_u64());
+        assert_eq!(m.free.map(|b| b.0), o["device_free"].as_u64());
+    }
+    // annotations became step marks too
+    assert!(t
+        .marks
+        .iter()
+        .any(|m| m.kind == memtide::trace::MarkKind::Step));
+}
+
+#[test]
+fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
+    let p = shared("traces/snapshot-baseline/baseline.pickle");
+    let plain = formats::load(&p, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &plain.traces[0];
+    let any_cpp = (0..t.storage_count())
+        .flat_map(|i| t.stack(memtide::trace::AllocId(i as u32)))
+        .any(|f| f.starts_with("??"));
+    assert!(!any_cpp, "C++ frames must be hidden by default");
+    let opts = LoadOptions {
+        cpp_frames: true,
+        ..LoadOptions::default()
+    };
+    let with = formats::load(&p, &opts, &Progress::new()).unwrap();
+    let t = &with.traces[0];
+    let mut saw_cpp = false;
+    for i in 0..t.storage_count() {
+        let st = t.stack(memtide::trace::AllocId(i as u32));
+        if let Some(first_cpp) = st.iter().position(|f| f.starts_with("??")) {
+            saw_cpp = true;
+            assert!(
+                st[first_cpp..].iter().all(|f| f.starts_with("??")),
+                "Python frames come first: {st:?}"
+            );
+        }
+    }
+    assert!(saw_cpp);
+}
+
+/// PyTorch's own categories for the same run (kineto-cpu-baseline/memory_timeline.json, at
+/// the peak): PARAMETER + OPTIMIZER_STATE + GRADIENT = 39,201,136 B persistent; ACTIVATION +
+/// INPUT + AUTOGRAD_DETAIL = 261,735,432 B activation; Unknown 524,416 B. Inference has
+/// only frames and lifetimes, so we ask for agreement within 10 % on each band.
+#[test]
+fn inferred_bands_close_to_pytorch_categories() {
+    let tl = read_json(&shared("traces/kineto-cpu-baseline/memory_timeline.json"));
+    // [times, rows]; row = [0, PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION,
+    // GRADIENT, AUTOGRAD_DETAIL, Unknown]; take the row with the largest total.
+    let rows = tl[1].as_array().unwrap();
+    let row = rows
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as u64)
+                .collect::<Vec<u64>>()
+        })
+        .max_by_key(|r| r.iter().sum::<u64>())
+        .unwrap();
+    let persistent = row[1] + row[2] + row[6];
+    let activation = row[3] + row[5] + row[7];
+    let s = summaries(
+        &shared("traces/snapshot-baseline/baseline.pickle"),
+        &LoadOptions::default(),
+    );
+    let p = s[0].peak.as_ref().unwrap();
+    let got_p = p.bands[memtide::trace::Band::Persistent.idx()];
+    let got_a = p.bands[memtide::trace::Band::Activation.idx()];
+    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.10 * b as f64;
+    assert!(
+        close(got_p, persistent),
+        "persistent {got_p} vs {persistent}"
+    );
+    assert!(
+        close(got_a, activation),
+        "activation {got_a} vs {activation}"
+    );
+}
+
+#[test]
+fn user_rules_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nmatch = \"functional.py\"\nband = \"workspace\"\n",
+    )
+    .unwrap();
+    let opts = LoadOptions {
+        rules: Some(rules),
+        ..LoadOptions::default()
+    };
+    let s = summaries(&shared("traces/snapshot-baseline/baseline.pickle"), &opts);
+    let p = s[0].peak.as_ref().unwrap();
+    // every top live entry at the peak comes from nn/functional.py (see the truth file)
+    assert!(p.live.iter().take(10).all(|l| l.band.name() == "workspace"));
+}
+
+fn load_bytes(bytes: &[u8]) -> Result<Vec<memtide::trace::Trace>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.pickle");
+    std::fs::write(&f, bytes).unwrap();
+    formats::load(&f, &LoadOptions::default(), &Progress::new())
+        .map(|l| l.traces)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn code_running_pickles_are_refused() {
+    // pickle.dumps(os.system) with protocol 2 / 4: GLOBAL and STACK_GLOBAL
+    let e = load_bytes(b"\x80\x02cposix\nsystem\nq\x00.").unwrap_err();
+    assert!(e.contains("GLOBAL") && e.contains("byte offset 2"), "{e}");
+    let e = load_bytes(
+        b"\x80\x04\x95\x14\x00\x00\x00\x00\x00\x00\x00\x8c\x05posix\x94\x8c\x06system\x94\x93\x94.",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("STACK_GLOBAL") && e.contains("byte offset"),
+        "{e}"
+    );
+    // REDUCE after a dict
+    let e = load_bytes(b"\x80\x04}N\x86R.").unwrap_err();
+    assert!(e.contains("REDUCE"), "{e}");
+}
+
+#[test]
+fn truncated_and_mistyped_files_give_offsets() {
+    let full = std::fs::read(fixture("ring_p2.pickle")).unwrap();
+    for cut in [3, 100, full.len() / 2, full.len() - 1] {
+        let e = load_bytes(&full[..cut]).unwrap_err();
+        assert!(e.contains("byte offset") && e.contains("truncated"), "{e}");
+    }
+    // {"device_traces": [[{"action": "alloc", "addr": 1, "size": "big"}]]}, protocol 4
+    let b = b"\x80\x04\x95E\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\rdevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x01\x8c\x04size\x94\x8c\x03big\x94uaas.";
+    let e = load_bytes(b).unwrap_err();
+    assert!(
+        e.contains("'size' must be an int") && e.contains("byte offset"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_errors_have_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.json");
+    std::fs::write(
+        &f,
+        "{\"segments\": [],\n \"device_traces\": [[{\"action\": \"alloc\", \"size\": 1,}]]}",
+    )
+    .unwrap();
+    let e = formats::load(&f, &LoadOptions::default(), &Progress::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("line 2"), "{e}");
+}
+
+/// Expandable segments (map, then a partial unmap), an unmatched free, an OOM and an unknown
+/// action, with every figure worked out by hand in the comments.
+#[test]
+fn hand_computed_expandable_segments() {
+    const MIB: u64 = 1 << 20;
+    let doc = serde_json::json!({
+        "segments": [{"device": 0, "address": 0x100000, "total_size": 4 * MIB,
+            "blocks": [
+                {"size": MIB, "requested_size": 1_000_000, "state": "active_allocated", "frames": []},
+                {"size": 3 * MIB, "requested_size": 0, "state": "inactive", "frames": []}]}],
+        "device_traces": [[
+            // reserved: final 4 MiB - net (8 - 4) MiB = 0 before the first event
+            {"action": "segment_map", "addr": 0x100000, "size": 8 * MIB, "time_us": 10},   // 0: reserved 8 MiB
+            {"action": "alloc", "addr": 0x100000, "size": 1_000_000, "time_us": 11,
+             "frames": [{"filename": "/w/train.py", "line": 3, "name": "forward"},
+                        {"filename": "??", "line": 0, "name": "aten::empty"}]},             // 1: 1,000,300
+            {"action": "segment_unmap", "addr": 0x500000, "size": 4 * MIB, "time_us": 12}, // 2: reserved 4 MiB
+            {"action": "alloc", "addr": 0x200000, "size": 2_000_000, "time_us": 13},        // 3: 3,000,300 (peak)
+            {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,000,300
+            {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,000,000
+            {"action": "oom", "size": 5, "device_free": 7, "time_us": 16},                  // 6
+            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: ignored
+        ]]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.json");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &loaded.traces[0];
+    let ix = Index::build(t);
+    let s = Summary::build(t, &ix);
+    let p = s.peak.as_ref().unwrap();
+    assert_eq!(s.events, 8);
+    assert_eq!((p.bytes, p.index), (3_000_300, 3));
+    assert_eq!(p.time_us, Some(13.0));
+    assert_eq!(s.final_bytes, 1_000_000);
+    assert_eq!(s.unmatched_frees, 1);
+    assert_eq!(s.reserved_peak, Some(8 * MIB));
+    assert_eq!(s.reserved_peak_index, Some(0));
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 4 * MIB);
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(7)).0, 4 * MIB);
+    // the total before event 0 includes the unmatched free (live from the start)
+    assert_eq!(ix.total(memtide::trace::Seq(0)).0, 300);
+    let oom = t
+        .marks
+        .iter()
+        .find(|m| m.kind == memtide::trace::MarkKind::Oom)
+        .unwrap();
+    assert_eq!(
+        (oom.at.0, oom.size.map(|b| b.0), oom.free.map(|b| b.0)),
+        (6, Some(5), Some(7))
+    );
+    assert!(s.warnings.iter().any(|w| w.contains("user_defined")));
+    // C++ frame hidden; the Python frame is the top frame
+    let live = &p.live;
+    assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));
+}

@@ -1,0 +1,92 @@
+//! Mutated and truncated snapshot pickles (and JSON) never panic the reader: every input
+//! either decodes (and replays) or gives an error.
+#![allow(clippy::unwrap_used)]
+
+use memtide::analysis::infer::Rules;
+use memtide::formats::snapshot::{build, from_json, from_pickle};
+use proptest::prelude::*;
+
+fn fixture(p: &str) -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/snapshot/"
+        ))
+        .join(p),
+    )
+    .expect("fixture")
+}
+
+fn run_pickle(bytes: &[u8]) {
+    if let Ok(raw) = from_pickle::read(bytes, false) {
+        for t in build(&raw, "fuzz", &Rules::default()) {
+            let ix = memtide::index::Index::build(&t);
+            let _ = memtide::analysis::Summary::build(&t, &ix);
+        }
+    }
+}
+
+fn mutate(mut b: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
+    for &(pos, val) in edits {
+        if !b.is_empty() {
+            let i = pos % b.len();
+            b[i] = val;
+        }
+    }
+    if let Some(c) = cut {
+        if !b.is_empty() {
+            b.truncate(c % b.len());
+        }
+    }
+    b
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_p2_pickles_never_panic(
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+        cut in prop::option::of(any::<usize>()),
+    ) {
+        run_pickle(&mutate(fixture("ring_p2.pickle"), &edits, cut));
+    }
+
+    #[test]
+    fn mutated_p4_pickles_never_panic(
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+        cut in prop::option::of(any::<usize>()),
+    ) {
+        run_pickle(&mutate(fixture("two_devices_p4.pickle"), &edits, cut));
+    }
+
+    #[test]
+    fn mutated_json_never_panics(
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+        cut in prop::option::of(any::<usize>()),
+    ) {
+        let b = mutate(fixture("small.json"), &edits, cut);
+        if let Ok(raw) = from_json::read(&b[..], false) {
+            let _ = build(&raw, "fuzz", &Rules::default());
+        }
+    }
+
+    #[test]
+    fn random_bytes_after_proto_never_panic(body in prop::collection::vec(any::<u8>(), 0..512)) {
+        let mut b = vec![0x80, 0x04];
+        b.extend(body);
+        run_pickle(&b);
+    }
+}
+
+#[test]
+fn every_truncation_of_a_small_pickle_errors_cleanly() {
+    let full = fixture("ring_p2.pickle");
+    // every prefix up to 300 bytes (header, first containers), then a stride through the rest
+    let mut cuts: Vec<usize> = (0..300.min(full.len())).collect();
+    cuts.extend((300..full.len()).step_by(1499));
+    for c in cuts {
+        let e = from_pickle::read(&full[..c], false).expect_err("a prefix cannot be complete");
+        assert!(e.to_string().contains("byte offset"), "{e}");
+    }
+}

@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""Generates PyTorch-memory-snapshot-shaped fixtures with plain `pickle` (no torch) and,
+beside each, a `.truth.json` computed by an independent brute-force replay (MemoryViz
+convention).
+
+Shape, as `torch.cuda.memory._dump_snapshot()` writes it: {"segments", "device_traces",
+"allocator_settings", "external_annotations"}; frame dicts are shared objects, and an
+alloc's frame list is the same list object as its block's in `segments` (pickle memo).
+
+Usage:
+  tools/gen_snapshots.py --out tests/fixtures/snapshot           # the committed fixtures
+  tools/gen_snapshots.py --big /tmp/big.pickle --entries 1000000 # benchmark input (no truth)
+
+MemoryViz convention used by the truth replay (every trace entry is one position):
+  alloc opens a block (size = entry 'size'); free_completed closes the block at that addr;
+  a free_completed with no open block is an unmatched free: live from before position 0
+  until (excluding) its own position; active_allocated blocks in `segments` whose address
+  is not open at the end are ghosts, live at every position (size = requested_size).
+  bytes(p) = sum of sizes live after applying entry p; peak = max, index = first p reaching it.
+  reserved: initial = sum(final total_size) - net segment bytes in the trace; then
+  segment_alloc/map add, segment_free/unmap subtract; reserved_peak = max(initial, running).
+"""
+import argparse
+import gzip
+import json
+import os
+import pickle
+import random
+
+KB = 1024
+MB = 1024 * 1024
+SMALL_SEG = 2 * MB
+LARGE_SEG = 20 * MB
+
+PY = "/usr/local/lib/python3.11/site-packages/torch"
+
+
+class FramePool:
+    """Shared frame dict objects, as PyTorch dedups them."""
+
+    def __init__(self):
+        self.cache = {}
+
+    def f(self, filename, line, name):
+        k = (filename, line, name)
+        d = self.cache.get(k)
+        if d is None:
+            d = {"filename": filename, "line": line, "name": name}
+            self.cache[k] = d
+        return d
+
+
+class Gen:
+    def __init__(self, seed, frames_extra=0):
+        self.rng = random.Random(seed)
+        self.fp = FramePool()
+        self.frames_extra = frames_extra
+        self.t = 1_795_934_490_000_000 + self.rng.randrange(10**6)
+
+    def stack(self, kind, layer=0):
+        f = self.fp.f
+        base = [f("/workspace/train.py", 600, "<module>"), f("/workspace/train.py", 500, "main")]
+        base += [f("/workspace/deep.py", 10 + i, "wrapper%d" % i) for i in range(self.frames_extra)]
+        if kind == "param":
+            s = [f("??", 0, "aten::empty"), f(PY + "/nn/modules/linear.py", 109, "__init__"),
+                 f("/workspace/train.py", 70, "__init__")]
+        elif kind == "opt":
+            s = [f("??", 0, "aten::zeros_like"), f(PY + "/optim/adam.py", 170, "_init_group"),
+                 f(PY + "/optim/adam.py", 230, "step"), f(PY + "/optim/optimizer.py", 480, "wrapper")]
+        elif kind == "optstep":
+            s = [f("??", 0, "aten::mul"), f(PY + "/optim/adam.py", 400, "_single_tensor_adam"),
+                 f(PY + "/optim/adam.py", 230, "step")]
+        elif kind == "input":
+            s = [f("??", 0, "aten::randn"), f("/workspace/train.py", 520, "make_batch")]
+        elif kind == "act":
+            s = [f("??", 0, "aten::addmm"), f(PY + "/nn/functional.py", 1777 + layer, "relu"),
+                 f("/workspace/train.py", 40, "forward"),
+                 f(PY + "/nn/modules/module.py", 1750, "_call_impl")]
+        elif kind == "grad":
+            s = [f("??", 0, "autograd::engine::evaluate_function: AddmmBackward0"),
+                 f(PY + "/autograd/graph.py", 1113, "_engine_run_backward"),
+                 f(PY + "/_tensor.py", 620, "backward")]
+        else:  # temp
+            s = [f("??", 0, "aten::empty"), f(PY + "/nn/functional.py", 2900 + layer, "softmax"),
+                 f("/workspace/train.py", 41, "forward")]
+        return s + base[::-1]
+
+
+class Allocator:
+    """A small caching-allocator emulation: 512-byte rounding, small/large segments,
+    exact-size reuse of freed blocks, segment_free of empty segments on empty_cache()."""
+
+    def __init__(self, g, device, base_addr, cap=None):
+        self.g = g
+        self.device = device
+        self.next_addr = base_addr
+        self.segs = {}  # base -> dict(size, live=count, blocks={addr:[size,req,state,frames]}, pool)
+        self.free = {}  # rounded size -> list of (addr, seg_base)
+        self.trace = []
+        self.cap = cap
+        self.reserved = 0
+        self.owner = {}  # live block addr -> segment base
+
+    def now(self):
+        self.g.t += self.g.rng.randrange(1, 40)
+        return self.g.t
+
+    def entry(self, action, addr, size, frames):
+        e = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": self.now(),
+             "compile_context": "N/A", "user_metadata": ""}
+        if frames is not None:
+            e["frames"] = frames
+        self.trace.append(e)
+        return e
+
+    def alloc(self, req, frames):
+        size = max(512, (req + 511) // 512 * 512)
+        lst = self.free.get(size)
+        while lst:
+            addr, base = lst.pop()
+            if base in self.segs:
+                break
+        else:
+            segsize = SMALL_SEG if size <= MB else max(LARGE_SEG, (size + 2 * MB - 1) // (2 * MB) * 2 * MB)
+            if self.cap is not None and self.reserved + segsize > self.cap:
+                self.empty_cache()
+                if self.reserved + segsize > self.cap:
+                    e = {"action": "oom", "device_free": self.cap - self.reserved, "size": req,
+                         "stream": 0, "time_us": self.now(), "compile_context": "N/A",
+                         "user_metadata": "", "frames": frames}
+                    self.trace.append(e)
+                    return None
+            base = self.next_addr
+            self.next_addr += segsize + 64 * MB
+            self.segs[base] = {"size": segsize, "live": 0, "blocks": {}, "frames": frames}
+            self.reserved += segsize
+            self.entry("segment_alloc", base, segsize, frames)
+            # Carve the segment into blocks of this size class (the rest is cached).
+            n = max(1, segsize // size)
+            for i in range(n - 1, 0, -1):
+                self.free.setdefault(size, []).append((base + i * size, base))
+            seg = self.segs[base]
+            seg["class"] = size
+            addr = base
+        seg = self.segs[base]
+        seg["live"] += 1
+        seg["blocks"][addr] = [size, req, "active_allocated", frames]
+        self.owner[addr] = base
+        self.entry("alloc", addr, req, frames)
+        return addr
+
+    def seg_of(self, addr):
+        return self.owner[addr]
+
+    def free_block(self, addr, frames, delayed=None):
+        base = self.seg_of(addr)
+        seg = self.segs[base]
+        size, req, _, _ = seg["blocks"][addr]
+        self.entry("free_requested", addr, req, frames)
+        if delayed is not None:
+            seg["blocks"][addr][2] = "active_pending_free"
+            delayed.append((addr, frames))
+            return
+        self.complete(addr, frames)
+
+    def complete(self, addr, frames):
+        base = self.seg_of(addr)
+        seg = self.segs[base]
+        size, req, _, _ = seg["blocks"].pop(addr)
+        del self.owner[addr]
+        seg["live"] -= 1
+        self.entry("free_completed", addr, req, frames)
+        self.free.setdefault(size, []).append((addr, base))
+
+    def empty_cache(self):
+        for base in [b for b, s in self.segs.items() if s["live"] == 0]:
+            s = self.segs.pop(base)
+            self.reserved -= s["size"]
+            self.entry("segment_free", base, s["size"], s["frames"])
+
+    def segments(self):
+        out = []
+        for base in sorted(self.segs):
+            s = self.segs[base]
+            blocks, off = [], 0
+            cls = s["class"]
+            live = s["blocks"]
+            while off < s["size"]:
+                a = base + off
+                if a in live:
+                    size, req, state, frames = live[a]
+                    blocks.append({"address": a, "size": size, "requested_size": req,
+                                   "state": state, "frames": frames})
+                    off += size
+                else:
+                    # coalesce the free run up to the next live block
+                    end = off
+                    while end < s["size"] and (base + end) not in live:
+                        end += cls
+                    end = min(end, s["size"])
+                    blocks.append({"address": a, "size": end - off, "requested_size": 0,
+                                   "state": "inactive", "frames": []})
+                    off = end
+            alloc = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
+            active = sum(b["size"] for b in blocks if b["state"] != "inactive")
+            out.append({"device": self.device, "address": base, "total_size": s["size"],
+                        "allocated_size": alloc, "active_size": active,
+                        "requested_size": sum(b["requested_size"] for b in blocks),
+                        "stream": 0, "segment_type": "small" if s["size"] == SMALL_SEG else "large",
+                        "segment_pool_id": (0, 0), "is_expandable": False,
+                        "frames": s["frames"], "blocks": blocks})
+        return out
+
+
+def workload(g, a, steps, layers, anns, big=False):
+    """Params, inputs, then steps of forward / backward / optimizer with temporaries."""
+    rng = g.rng
+    sizes = [rng.choice([4096, 65536, 262144, 1 << 20, 3 << 20]) + rng.randrange(0, 2048, 4)
+             for _ in range(layers)]
+    ann = lambda name, stage: anns.append({"stage": stage, "name": name, "device": a.device,
+                                           "time_us": g.t})
+    params = [a.alloc(s, g.stack("param")) for s in sizes]
+    inp = a.alloc(rng.randrange(100_000, 400_000), g.stack("input"))
+    opt_state = []
+    delayed = []
+    for step in range(steps):
+        ann("ProfilerStep#%d" % step, "START")
+        ann("## forward ##", "START")
+        acts = []
+        for li in range(layers):
+            acts.append(a.alloc(sizes[li] * 2 + rng.randrange(512), g.stack("act", li)))
+            t = a.alloc(rng.randrange(512, 200_000), g.stack("temp", li))
+            if t is not None:
+                a.free_block(t, g.stack("temp", li))
+        ann("## forward ##", "END")
+        ann("## backward ##", "START")
+        grads = []
+        for li in reversed(range(layers)):
+            grads.append(a.alloc(sizes[li], g.stack("grad")))
+            if acts[li] is not None:
+                # some frees complete later (record_stream on another stream)
+                a.free_block(acts[li], g.stack("act", li),
+                             delayed if (not big and rng.random() < 0.1) else None)
+            if delayed and rng.random() < 0.5:
+                ad, fr = delayed.pop(0)
+                a.complete(ad, fr)
+        ann("## backward ##", "END")
+        ann("## optimizer ##", "START")
+        if step == 0:
+            opt_state = [a.alloc(s, g.stack("opt")) for s in sizes for _ in (0, 1)]
+        for li in range(layers):
+            t = a.alloc(sizes[li], g.stack("optstep"))
+            if t is not None:
+                a.free_block(t, g.stack("optstep"))
+        for gr in grads:
+            if gr is not None:
+                a.free_block(gr, g.stack("grad"))
+        while delayed:
+            ad, fr = delayed.pop(0)
+            a.complete(ad, fr)
+        ann("## optimizer ##", "END")
+        ann("ProfilerStep#%d" % step, "END")
+        if step % 3 == 2:
+            a.empty_cache()
+    return params, inp, opt_state
+
+
+def snapshot(gens):
+    segs, traces, anns = [], [], []
+    for a, ann in gens:
+        segs += a.segments()
+        traces.append(a.trace)
+        anns += ann
+    return {"segments": segs, "device_traces": traces,
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
+                                   "garbage_collection_threshold": 0.0,
+                                   "expandable_segments": False,
+                                   "roundup_power2_divisions": {"1": 0}},
+            "external_annotations": anns}
+
+
+def ring_cut(a, keep):
+    """Keeps only the last `keep` entries (the ring buffer of `max_entries`)."""
+    a.trace = a.trace[-keep:]
+
+
+# ------------------------------------------------------------------- truth (brute force)
+
+def truth_device(trace, segments, device):
+    n = len(trace)
+    intervals = []  # (start, end, size, from_start, entry index of alloc/free, frames)
+    live = {}
+    unmatched = 0
+    for i, e in enumerate(trace):
+        act = e["action"]
+        if act == "alloc":
+            if e["addr"] in live:
+                pass  # MemoryViz keeps the earlier element live
+            live[e["addr"]] = len(intervals)
+            intervals.append([i, None, e["size"], False, e.get("frames", [])])
+        elif act == "free_completed":
+            k = live.pop(e["addr"], None)
+            if k is None:
+                unmatched += 1
+                intervals.append([-1, i, e["size"], True, e.get("frames", [])])
+            else:
+                intervals[k][1] = i
+    ghosts = 0
+    for s in segments:
+        if s["device"] != device:
+            continue
+        addr = s["address"]
+        for b in s["blocks"]:
+            if b["state"] == "active_allocated" and addr not in live:
+                intervals.append([-1, None, b["requested_size"], True, b.get("frames", [])])
+                ghosts += 1
+            addr += b["size"]
+
+    def alive(iv, p):
+        st, en = iv[0], iv[1]
+        return (iv[3] or st <= p) and (en is None or p < en)
+
+    best, best_p = -1, None
+    for p in range(n):
+        tot = sum(iv[2] for iv in intervals if alive(iv, p))
+        if tot > best:
+            best, best_p = tot, p
+    final = sum(iv[2] for iv in intervals if alive(iv, n - 1)) if n else 0
+    live_at = sorted((iv[2] for iv in intervals if best_p is not None and alive(iv, best_p)),
+                     reverse=True)
+
+    final_total = sum(s["total_size"] for s in segments if s["device"] == device)
+    net = 0
+    for e in trace:
+        if e["action"] in ("segment_alloc", "segment_map"):
+            net += e["size"]
+        elif e["action"] in ("segment_free", "segment_unmap"):
+            net -= e["size"]
+    r = final_total - net
+    rpeak = r
+    for e in trace:
+        if e["action"] in ("segment_alloc", "segment_map"):
+            r += e["size"]
+        elif e["action"] in ("segment_free", "segment_unmap"):
+            r -= e["size"]
+        rpeak = max(rpeak, r)
+    ooms = [e for e in trace if e["action"] == "oom"]
+    return {
+        "events": n,
+        "peak_bytes": best if n else None,
+        "peak_index": best_p,
+        "peak_time_us": trace[best_p]["time_us"] if best_p is not None else None,
+        "peak_live_count": len(live_at),
+        "peak_live_sizes_top20": live_at[:20],
+        "final_bytes": final,
+        "reserved_peak": rpeak,
+        "unmatched_frees": unmatched,
+        "ghost_blocks": ghosts,
+        "ooms": [{"index": trace.index(o), "size": o["size"], "device_free": o["device_free"]}
+                 for o in ooms],
+    }
+
+
+def truth(snap, encoding):
+    per = {}
+    for d, tr in enumerate(snap["device_traces"]):
+        per["cuda:%d" % d] = truth_device(tr, snap["segments"], d)
+    return {
+        "doc": __doc__.split("MemoryViz convention used by the truth replay")[1].strip(),
+        "encoding": encoding,
+        "devices": per,
+    }
+
+
+def write(path, snap, encoding, proto=None, as_json=False, gz=False):
+    if as_json:
+        data = json.dumps(snap).encode()
+    else:
+        data = pickle.dumps(snap, protocol=proto)
+    if gz:
+        data = gzip.compress(data, mtime=0)
+    with open(path, "wb") as f:
+        f.write(data)
+    base = path
+    for ext in (".gz", ".pickle", ".json"):
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    with open(base + ".truth.json", "w") as f:
+        json.dump(truth(snap, encoding), f, indent=1)
+    print("%s: %d bytes" % (path, len(data)))
+
+
+def fixtures(out):
+    os.makedirs(out, exist_ok=True)
+
+    # 1. two devices, full history, protocol 4; device 1 hits an OOM under a small cap.
+    g = Gen(1)
+    a0, an0 = Allocator(g, 0, 0x7F3C00000000), []
+    workload(g, a0, steps=4, layers=12, anns=an0)
+    a1, an1 = Allocator(g, 1, 0x7E1000000000, cap=60 * MB), []
+    workload(g, a1, steps=3, layers=6, anns=an1)
+    # a 9-byte LONG1 (2**64-1) as real files have: a stream pointer read from -1
+    a0.trace[5]["stream"] = 2**64 - 1
+    snap = snapshot([(a0, an0), (a1, an1)])
+    write(os.path.join(out, "two_devices_p4.pickle"), snap, "pickle protocol 4", proto=4)
+
+    # 2. ring-buffer cut (max_entries): unmatched frees, ghost blocks, lost segment_allocs.
+    g = Gen(2)
+    a, an = Allocator(g, 0, 0x7F0000000000), []
+    workload(g, a, steps=6, layers=10, anns=an)
+    ring_cut(a, 900)
+    snap = snapshot([(a, an)])
+    write(os.path.join(out, "ring_p2.pickle"), snap, "pickle protocol 2", proto=2)
+    write(os.path.join(out, "ring_p5.pickle.gz"), snap, "pickle protocol 5, gzip", proto=5, gz=True)
+
+    # 3. JSON form (frames are not shared in JSON).
+    g = Gen(3)
+    a, an = Allocator(g, 0, 0x7F5000000000), []
+    workload(g, a, steps=2, layers=4, anns=an)
+    ring_cut(a, 150)
+    snap = snapshot([(a, an)])
+    write(os.path.join(out, "small.json"), snap, "json", as_json=True)
+    write(os.path.join(out, "small.json.gz"), snap, "json, gzip", as_json=True, gz=True)
+
+
+def big(path, entries, proto):
+    g = Gen(7, frames_extra=48)
+    a, an = Allocator(g, 0, 0x7F0000000000), []
+    # one run with a bounded live set (about 600 entries per step at 50 layers)
+    workload(g, a, steps=entries // 600 + 1, layers=50, anns=an, big=True)
+    snap = snapshot([(a, an)])
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=proto)
+    print("%s: %d entries, %d bytes" % (path, len(a.trace), os.path.getsize(path)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="tests/fixtures/snapshot")
+    ap.add_argument("--big", help="write one big snapshot here (no truth) and exit")
+    ap.add_argument("--entries", type=int, default=1_000_000)
+    ap.add_argument("--protocol", type=int, default=4)
+    a = ap.parse_args()
+    if a.big:
+        big(a.big, a.entries, a.protocol)
+    else:
+        fixtures(a.out)
+
+
+if __name__ == "__main__":
+    main()
