@@ -52,7 +52,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
                 .take(3)
                 .map(|s| format!("{} × {} ({})", s.count, s.name, human_bytes(s.bytes.0)))
                 .collect();
-            println!(
+            crate::outln!(
                 "FAIL: step baseline grew by {} ({:+.2}%) after warm-up, over --max-growth {:.2}%{}",
                 human_bytes(d.unsigned_abs() as u64),
                 growth * 100.0,
@@ -61,7 +61,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
             );
             failed = true;
         } else {
-            println!(
+            crate::outln!(
                 "ok: step baseline growth {:+.2}% is within --max-growth {:.2}%",
                 growth * 100.0,
                 g * 100.0
@@ -101,7 +101,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         if failed {
             return Ok(ExitCode::from(1));
         }
-        println!(
+        crate::outln!(
             "ok: peak {} ({} B){wlabel} at event #{idx}{mark} is within --max-peak {}",
             human_bytes(peak.bytes.0),
             peak.bytes.0,
@@ -125,7 +125,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
             format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
         })
         .collect();
-    println!(
+    crate::outln!(
         "FAIL: peak {} ({} B){wlabel} at event #{idx}{mark} exceeds --max-peak {} by {}; biggest live: {}",
         human_bytes(peak.bytes.0),
         peak.bytes.0,

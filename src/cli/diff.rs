@@ -33,9 +33,9 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
     } else {
-        print!("{}", render(&d, a, x, y));
+        crate::outln!("{}", render(&d, a, x, y).trim_end_matches('\n'));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -72,7 +72,7 @@ fn fail(f: &Followed, at: Seq, b: Bytes, limit: Bytes) -> ExitCode {
         .into_iter()
         .map(|e| format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), e.name))
         .collect();
-    println!(
+    crate::outln!(
         "FAIL: peak {} ({} B) at event #{} exceeds --max-peak {}; biggest live: {}",
         human_bytes(b.0),
         b.0,
@@ -144,7 +144,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
             if last_growth.elapsed() >= idle {
                 let peak = crate::analysis::global_peak(&f.trace, &f.index);
                 let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.src_index(p.at)));
-                println!(
+                crate::outln!(
                     "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
                     human_bytes(b),
                     b,

@@ -38,18 +38,18 @@ pub fn run(a: &LabArgs) -> Result<ExitCode> {
             },
             "resident": lab.slots(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     if a.text || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         let lab = simulate(a);
         let p = predict(lab.capacity(), lab.stride());
-        println!(
+        crate::outln!(
             "cache lab: C = {} entries, s = {} (toy entries, not bytes or GPU memory)",
             lab.capacity(),
             lab.stride()
         );
-        println!(
+        crate::outln!(
             "prediction: the stride visits {} distinct addresses per cycle → {} misses in the first 16 requests",
             p.cycle, p.misses_first16
         );
@@ -58,14 +58,14 @@ pub fn run(a: &LabArgs) -> Result<ExitCode> {
                 .evicted
                 .map(|e| format!(" (evicts {e})"))
                 .unwrap_or_default();
-            println!(
+            crate::outln!(
                 "  #{:<4} addr {:>2}  {}{ev}",
                 r.i,
                 r.addr,
                 if r.hit { "hit" } else { "MISS" }
             );
         }
-        println!(
+        crate::outln!(
             "totals: {} hits, {} misses, hit rate {}",
             lab.hits(),
             lab.misses(),

@@ -195,6 +195,26 @@ pub struct CheckArgs {
     pub input: InputArgs,
 }
 
+/// `println!` that ends the process quietly when stdout is a closed pipe (`memtide summary
+/// FILE | head`), instead of panicking like `println!` does.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_out(&format!($($arg)*))
+    };
+}
+
+/// Writes one line to stdout; exits 0 on a broken pipe (the reader has what it wanted).
+pub fn write_out(s: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{s}").and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
 /// Exit code for errors (bad file, bad arguments); `check` uses 1 for "over the limit".
 pub const EXIT_ERROR: u8 = 2;
 

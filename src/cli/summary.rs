@@ -69,7 +69,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 );
             }
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]
@@ -78,9 +78,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         };
         for (i, s) in shown.iter().enumerate() {
             if i > 0 {
-                println!();
+                crate::outln!("");
             }
-            print!("{}", render_text(s));
+            crate::outln!("{}", render_text(s).trim_end_matches('\n'));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -180,20 +180,25 @@ pub fn render_text(s: &Summary) -> String {
             if e.retained_by_view {
                 flags.push_str("  retained by view");
             }
-            let name = if e.name.is_empty() { "-" } else { &e.name };
             let cat = if e.inferred {
                 format!("{}?", e.category)
             } else {
                 e.category.to_string()
             };
+            let frame = short_frame(&e.frame);
+            // Snapshots and profiler traces name nothing: the frame says where it came from.
+            let what = if e.name.is_empty() {
+                frame.to_string()
+            } else {
+                format!("{:<28} {frame}", e.name)
+            };
             let _ = writeln!(
                 o,
-                "  {:>10}  {:<10} {:<10} {:<28} {}{}",
+                "  {:>10}  {:<10} {:<16} {}{}",
                 human_bytes(e.bytes.0),
                 e.band.name(),
                 cat,
-                name,
-                e.frame,
+                what.trim_end(),
                 flags
             );
         }
@@ -255,6 +260,16 @@ pub fn render_text(s: &Summary) -> String {
         }
     }
     o
+}
+
+/// A frame without the site-packages prefix (`torch/nn/functional.py:1777:relu`).
+pub fn short_frame(f: &str) -> &str {
+    for marker in ["site-packages/", "dist-packages/"] {
+        if let Some(i) = f.rfind(marker) {
+            return &f[i + marker.len()..];
+        }
+    }
+    f
 }
 
 fn window_line(w: &WindowReport) -> String {

@@ -88,7 +88,7 @@ impl Action {
             Action::Help => "this help",
             Action::Copy => "copy the selection's summary (OSC 52)",
             Action::NextDevice => "next device",
-            Action::ToggleFollow => "follow mode on/off (with -f: keep the newest events in sight)",
+            Action::ToggleFollow => "follow the growing file on/off (-f)",
             Action::SearchChar(_) => "type into the search",
             Action::SearchBackspace => "delete a character",
             Action::SearchSubmit => "jump to the biggest match",
