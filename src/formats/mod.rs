@@ -5,6 +5,7 @@ pub mod detect;
 pub mod error;
 pub mod jsonl;
 pub mod kineto;
+pub mod memory_timeline;
 pub mod snapshot;
 pub mod source;
 
