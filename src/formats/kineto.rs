@@ -4,21 +4,21 @@
 
 mod attribute;
 mod build;
+mod feed;
 mod parse;
 mod sidecar;
-mod stream;
 
 pub use build::{step_like, PREEXISTING};
 
 use super::detect::Format;
 use super::error::FormatError;
 use super::memory_timeline;
+use super::source::io_or_cancel;
 use super::source::{Input, Progress};
 use super::LoadOptions;
 use crate::trace::Trace;
-use parse::{Collected, Root};
-use serde::de::DeserializeSeed;
-use std::io::BufReader;
+use feed::{Feed, FeedError};
+use parse::Collected;
 
 /// Reads every device of a Kineto trace or memory timeline.
 pub fn read(
@@ -65,36 +65,28 @@ pub fn read(
 
 /// The streaming pass. A trace cut short after some events opens with a warning.
 fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>), FormatError> {
-    let (tracker, pos) = stream::Tracker::new(input.into_reader(), progress.clone());
-    let reader = BufReader::with_capacity(1 << 20, tracker);
+    let mut feed = Feed::new(input.into_reader(), progress.clone());
     let mut c = Collected::new();
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let res = Root(&mut c).deserialize(&mut de).and_then(|()| de.end());
     let mut warnings = Vec::new();
-    if let Err(e) = res {
-        let pos = pos.borrow();
-        if pos.was_cancelled() || progress.is_cancelled() {
-            return Err(FormatError::Cancelled);
+    match parse::scan(&mut feed, &mut c) {
+        Ok(()) => {}
+        Err(FeedError::Cancelled) => return Err(FormatError::Cancelled),
+        Err(FeedError::Io(e)) => return Err(io_or_cancel(e)),
+        Err(FeedError::Eof { offset }) if c.events_read > 0 => warnings.push(format!(
+            "trace is truncated at byte {offset}; showing the {} events read (the profiler may have died before finishing the file)",
+            c.events_read
+        )),
+        Err(FeedError::Eof { offset }) => {
+            return Err(FormatError::at(
+                offset,
+                "the Kineto trace ends before its first trace event",
+            ))
         }
-        if e.is_eof() && c.events_read > 0 {
-            warnings.push(format!(
-                "trace is truncated at byte {}; showing the {} events read (the profiler may have died before finishing the file)",
-                pos.offset, c.events_read
-            ));
-        } else if e.is_io() {
-            return Err(FormatError::Io(e.into()));
-        } else {
-            let (off, exact) = pos.offset_of(e.line(), e.column());
-            let approx = if exact { "" } else { "about " };
-            return Err(FormatError::At {
-                offset: off,
-                reason: format!(
-                    "malformed Kineto JSON ({approx}line {}, column {}): {}",
-                    e.line(),
-                    e.column(),
-                    strip_position(&e.to_string())
-                ),
-            });
+        Err(FeedError::Json { offset, line, msg }) => {
+            return Err(FormatError::at(
+                offset,
+                format!("malformed Kineto JSON (line {line}): {msg}"),
+            ))
         }
     }
     if !c.saw_trace_events {
@@ -103,12 +95,4 @@ fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>)
         ));
     }
     Ok((c, warnings))
-}
-
-/// serde_json appends " at line L column C"; the caller reports it already.
-fn strip_position(s: &str) -> &str {
-    match s.rfind(" at line ") {
-        Some(i) => &s[..i],
-        None => s,
-    }
 }

@@ -96,8 +96,8 @@ pub fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
 
 fn dev_of(m: &MemEv) -> Device {
     Device {
-        ty: m.dev_type,
-        id: m.dev_id,
+        ty: m.dev_type as i32,
+        id: m.dev_id as i32,
     }
 }
 
@@ -140,7 +140,7 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
                 None => unmatched[p] = true,
             }
         }
-        if let Some(ta) = m.total_alloc {
+        if let Some(ta) = m.total_alloc() {
             let dp = ta - sum;
             let dq = ta - before;
             if *post.get_or_insert(dp) != dp {
@@ -249,7 +249,7 @@ fn build_device(
     } else {
         None
     };
-    let reserved_known = evs.iter().any(|m| m.total_res.is_some_and(|r| r > 0));
+    let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
 
     let pre_name = t.strings.intern(PREEXISTING);
     let seg_name = t.strings.intern("reserved segment");
@@ -346,7 +346,7 @@ fn build_device(
             }
         }
         if reserved_known {
-            if let Some(r) = m.total_res.filter(|&r| r >= 0) {
+            if let Some(r) = m.total_res().filter(|&r| r >= 0) {
                 follow_reserved(&mut t, &mut segs, &mut reserved, r, seg_name);
             }
         }

@@ -1,24 +1,38 @@
 //! Streaming pass over a Kineto Chrome trace: keeps `[memory]` / `[OutOfMemory]` instants and
 //! the `ph:"X"` spans needed for attribution and marks, compactly, skipping everything else.
 
+use super::feed::{Feed, FeedError};
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
+use std::borrow::Cow;
 use std::fmt;
 
-/// One `[memory]` instant (file order).
+/// Marks an absent `Total Allocated` / `Total Reserved` (keeps [`MemEv`] small).
+pub const ABSENT: i64 = i64::MIN;
+
+/// One `[memory]` instant (file order). 48 bytes: a 1 GB trace holds ~10⁶ of them.
 #[derive(Clone, Copy, Debug)]
 pub struct MemEv {
     pub ts: i64,
     pub addr: u64,
     pub bytes: i64,
-    /// `Total Allocated` (None when absent).
-    pub total_alloc: Option<i64>,
-    /// `Total Reserved` (None when absent).
-    pub total_res: Option<i64>,
-    pub dev_type: i32,
-    pub dev_id: i32,
+    /// `Total Allocated` ([`ABSENT`] when absent).
+    pub total_alloc: i64,
+    /// `Total Reserved` ([`ABSENT`] when absent).
+    pub total_res: i64,
+    pub dev_type: i16,
+    pub dev_id: i16,
     pub tid: u32,
+}
+
+impl MemEv {
+    pub fn total_alloc(&self) -> Option<i64> {
+        (self.total_alloc != ABSENT).then_some(self.total_alloc)
+    }
+    pub fn total_res(&self) -> Option<i64> {
+        (self.total_res != ABSENT).then_some(self.total_res)
+    }
 }
 
 /// One `[OutOfMemory]` instant.
@@ -92,8 +106,6 @@ pub struct Collected {
     pub events_read: u64,
     pub saw_trace_events: bool,
     tids: FxHashMap<TidKey, u32>,
-    id_memory: u32,
-    id_oom: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -104,10 +116,7 @@ enum TidKey {
 
 impl Collected {
     pub fn new() -> Self {
-        let mut c = Collected::default();
-        c.id_memory = c.names.intern("[memory]");
-        c.id_oom = c.names.intern("[OutOfMemory]");
-        c
+        Collected::default()
     }
 
     fn tid(&mut self, k: TidKey) -> u32 {
@@ -116,115 +125,117 @@ impl Collected {
     }
 }
 
-/// Root seed: `{ ..., "traceEvents": [...], ... }`.
-pub struct Root<'a>(pub &'a mut Collected);
-
-impl<'de> DeserializeSeed<'de> for Root<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Root<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Kineto trace object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        while let Some(k) = m.next_key::<Key>()? {
-            match k.0 {
-                RootKey::TraceEvents => {
-                    self.0.saw_trace_events = true;
-                    m.next_value_seed(EventsSeed(self.0))?;
-                }
-                RootKey::Base => {
-                    let v: Num = m.next_value()?;
-                    self.0.base_ns = v.as_i64();
-                }
-                RootKey::DevProps => {
-                    // Malformed properties are not worth failing the load for.
-                    let v: Option<Vec<DevPropLoose>> = m.next_value()?;
-                    self.0.dev_props = v
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter_map(|d| d.0)
-                        .collect();
-                }
-                RootKey::Other => {
-                    m.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 struct DevPropLoose(Option<DevProp>);
 impl<'de> de::Deserialize<'de> for DevPropLoose {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Buffer the small object so that a surprising shape is skipped, not fatal.
-        let v = serde_json::Value::deserialize(d)?;
+        let v = <serde_json::Value as de::Deserialize>::deserialize(d)?;
         Ok(DevPropLoose(serde_json::from_value(v).ok()))
     }
 }
 
-enum RootKey {
-    TraceEvents,
-    Base,
-    DevProps,
-    Other,
-}
-struct Key(RootKey);
-impl<'de> de::Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
+/// Reads the whole trace object from `feed` into `c`. On error, `c` holds what was read.
+pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+    feed.expect(b'{', "'{' (a Kineto trace is one JSON object)")?;
+    if feed.peek()? == Some(b'}') {
+        feed.bump();
+        return Ok(());
+    }
+    loop {
+        let key: String = feed.value()?;
+        feed.expect(b':', "':' after an object key")?;
+        match key.as_str() {
+            "traceEvents" => {
+                c.saw_trace_events = true;
+                events(feed, c)?;
             }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key, E> {
-                Ok(Key(match s {
-                    "traceEvents" => RootKey::TraceEvents,
-                    "baseTimeNanoseconds" => RootKey::Base,
-                    "deviceProperties" => RootKey::DevProps,
-                    _ => RootKey::Other,
-                }))
+            "baseTimeNanoseconds" => c.base_ns = feed.value::<Num>()?.as_i64(),
+            "deviceProperties" => {
+                let v: Option<Vec<DevPropLoose>> = feed.value()?;
+                c.dev_props = v
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|d| d.0)
+                    .collect();
+            }
+            _ => {
+                feed.value::<IgnoredAny>()?;
             }
         }
-        d.deserialize_identifier(V)
-    }
-}
-
-struct EventsSeed<'a>(&'a mut Collected);
-
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("the traceEvents array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while s.next_element_seed(EventSeed(self.0))?.is_some() {
-            self.0.events_read += 1;
+        match feed.peek()? {
+            Some(b',') => feed.bump(),
+            Some(b'}') => {
+                feed.bump();
+                break;
+            }
+            Some(x) => {
+                return Err(feed.error_here(format!(
+                    "expected ',' or '}}' after the value of {key:?}, found {:?}",
+                    char::from(x)
+                )))
+            }
+            None => {
+                return Err(FeedError::Eof {
+                    offset: feed.offset(),
+                })
+            }
         }
-        Ok(())
+    }
+    match feed.peek()? {
+        None => Ok(()),
+        Some(x) => Err(feed.error_here(format!(
+            "unexpected {:?} after the end of the trace object",
+            char::from(x)
+        ))),
     }
 }
 
-/// Fields of one trace event, as far as they matter.
+fn events<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+    feed.expect(b'[', "'[' (traceEvents is an array)")?;
+    if feed.peek()? == Some(b']') {
+        feed.bump();
+        return Ok(());
+    }
+    loop {
+        feed.parse(|s| {
+            let mut it = serde_json::Deserializer::from_slice(s).into_iter::<RawEvent>();
+            match it.next() {
+                Some(Ok(ev)) => {
+                    c.push(ev);
+                    Ok(Some(((), it.byte_offset())))
+                }
+                Some(Err(e)) => Err(e),
+                None => Ok(None),
+            }
+        })?;
+        c.events_read += 1;
+        match feed.peek()? {
+            Some(b',') => feed.bump(),
+            Some(b']') => {
+                feed.bump();
+                return Ok(());
+            }
+            Some(x) => {
+                return Err(feed.error_here(format!(
+                    "expected ',' or ']' between trace events, found {:?}",
+                    char::from(x)
+                )))
+            }
+            None => {
+                return Err(FeedError::Eof {
+                    offset: feed.offset(),
+                })
+            }
+        }
+    }
+}
+
+/// Fields of one trace event, as far as they matter (the name borrowed from the input).
 #[derive(Default)]
-struct Ev {
+struct RawEvent<'a> {
     ph: u8,
     cat: Cat,
-    name: Option<u32>,
+    name: Option<Cow<'a, str>>,
     ts: Option<f64>,
     dur: Option<f64>,
     tid: Option<TidKey>,
@@ -248,15 +259,6 @@ struct MemArgs {
     total_res: Option<i64>,
     dev_type: Option<i64>,
     dev_id: Option<i64>,
-}
-
-struct EventSeed<'a>(&'a mut Collected);
-
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
 }
 
 enum EvKey {
@@ -338,33 +340,36 @@ impl<'de> de::Deserialize<'de> for CatD {
     }
 }
 
-/// Interns a name straight from the parser's scratch buffer.
-struct NameSeed<'a>(&'a mut Names);
-impl<'de> DeserializeSeed<'de> for NameSeed<'_> {
-    type Value = Option<u32>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u32>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-impl Visitor<'_> for NameSeed<'_> {
-    type Value = Option<u32>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a name string")
-    }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<u32>, E> {
-        Ok(Some(self.0.intern(s)))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<u32>, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<u32>, E> {
-        Ok(Some(self.0.intern(&v.to_string())))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<u32>, E> {
-        Ok(Some(self.0.intern(&v.to_string())))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<u32>, E> {
-        Ok(Some(self.0.intern(&v.to_string())))
+/// A name, borrowed from the input when it has no escapes.
+struct NameD<'a>(Option<Cow<'a, str>>);
+impl<'de> de::Deserialize<'de> for NameD<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NameD<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a name string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(s.to_owned()))))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(NameD(None))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -566,49 +571,62 @@ pub fn us_to_ns(us: f64) -> i64 {
     (us * 1000.0).round() as i64
 }
 
-impl<'de> Visitor<'de> for EventSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a trace event object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        let c = self.0;
-        let mut ev = Ev::default();
-        while let Some(k) = m.next_key::<EvKeyD>()? {
-            match k.0 {
-                EvKey::Ph => ev.ph = m.next_value::<Ph>()?.0,
-                EvKey::Cat => ev.cat = m.next_value::<CatD>()?.0,
-                EvKey::Name => ev.name = m.next_value_seed(NameSeed(&mut c.names))?,
-                EvKey::Ts => ev.ts = m.next_value::<Num>()?.as_f64(),
-                EvKey::Dur => ev.dur = m.next_value::<Num>()?.as_f64(),
-                EvKey::Tid => ev.tid = Some(m.next_value::<TidD>()?.0),
-                EvKey::Args => ev.args = m.next_value_seed(ArgsSeed)?,
-                EvKey::Other => {
-                    m.next_value::<IgnoredAny>()?;
+impl<'de> de::Deserialize<'de> for RawEvent<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawEvent<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawEvent<'de>, A::Error> {
+                let mut ev = RawEvent::default();
+                while let Some(k) = m.next_key::<EvKeyD>()? {
+                    match k.0 {
+                        EvKey::Ph => ev.ph = m.next_value::<Ph>()?.0,
+                        EvKey::Cat => ev.cat = m.next_value::<CatD>()?.0,
+                        EvKey::Name => ev.name = m.next_value::<NameD>()?.0,
+                        EvKey::Ts => ev.ts = m.next_value::<Num>()?.as_f64(),
+                        EvKey::Dur => ev.dur = m.next_value::<Num>()?.as_f64(),
+                        EvKey::Tid => ev.tid = Some(m.next_value::<TidD>()?.0),
+                        EvKey::Args => ev.args = m.next_value_seed(ArgsSeed)?,
+                        EvKey::Other => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
                 }
+                Ok(ev)
             }
         }
+        d.deserialize_map(V)
+    }
+}
+
+impl Collected {
+    /// Keeps what matters of one event.
+    fn push(&mut self, ev: RawEvent<'_>) {
         let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
-            return Ok(());
+            return;
         };
         let ts = us_to_ns(ts);
+        let name = ev.name.as_deref();
         match ev.ph {
             b'i' | b'I' | b'n' => {
                 let a = &ev.args;
-                if ev.name == Some(c.id_memory) {
-                    let tid = ev.tid.map_or(u32::MAX, |t| c.tid(t));
-                    c.mem.push(MemEv {
+                if name == Some("[memory]") {
+                    let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
+                    self.mem.push(MemEv {
                         ts,
                         addr: a.addr.unwrap_or(0),
                         bytes: a.bytes.unwrap_or(0),
-                        total_alloc: a.total_alloc,
-                        total_res: a.total_res,
-                        dev_type: a.dev_type.unwrap_or(0) as i32,
-                        dev_id: a.dev_id.unwrap_or(-1) as i32,
+                        total_alloc: a.total_alloc.unwrap_or(ABSENT),
+                        total_res: a.total_res.unwrap_or(ABSENT),
+                        dev_type: a.dev_type.unwrap_or(0) as i16,
+                        dev_id: a.dev_id.unwrap_or(-1) as i16,
                         tid,
                     });
-                } else if ev.name == Some(c.id_oom) {
-                    c.ooms.push(OomEv {
+                } else if name == Some("[OutOfMemory]") {
+                    self.ooms.push(OomEv {
                         ts,
                         bytes: a.bytes.unwrap_or(0),
                         dev_type: a.dev_type.unwrap_or(0) as i32,
@@ -617,8 +635,8 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 }
             }
             b'X' => {
-                let Some(name) = ev.name else { return Ok(()) };
-                let is_step = c.names.get(name).starts_with("ProfilerStep#");
+                let Some(name) = name else { return };
+                let is_step = name.starts_with("ProfilerStep#");
                 let kind = if is_step {
                     SpanKind::Annotation
                 } else {
@@ -626,12 +644,13 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                         Cat::CpuOp => SpanKind::CpuOp,
                         Cat::Python => SpanKind::Python,
                         Cat::UserAnnotation => SpanKind::Annotation,
-                        Cat::Other => return Ok(()),
+                        Cat::Other => return,
                     }
                 };
                 let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
-                let tid = ev.tid.map_or(u32::MAX, |t| c.tid(t));
-                c.spans.push(Span {
+                let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
+                let name = self.names.intern(name);
+                self.spans.push(Span {
                     start: ts,
                     end: ts + us_to_ns(dur),
                     tid,
@@ -641,6 +660,5 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
             }
             _ => {}
         }
-        Ok(())
     }
 }
