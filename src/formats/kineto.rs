@@ -40,7 +40,7 @@ pub fn read(
         )),
         None => None,
     };
-    let (c, warnings) = collect(input, progress)?;
+    let (mut c, warnings) = collect(input, progress)?;
     if c.mem.is_empty() && c.ooms.is_empty() {
         return Err(FormatError::Empty(format!(
             "the Kineto trace holds no [memory] events ({} trace events read): record it with torch.profiler.profile(profile_memory=True)",
@@ -48,6 +48,7 @@ pub fn read(
         )));
     }
     let attr = attribute::attribute(&c);
+    c.drop_op_spans();
     let traces = build::build_all(build::Shared {
         c: &c,
         attr: &attr,

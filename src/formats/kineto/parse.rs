@@ -119,6 +119,12 @@ impl Collected {
         Collected::default()
     }
 
+    /// Frees the op spans once attribution is done (only annotations are needed after).
+    pub fn drop_op_spans(&mut self) {
+        self.spans.retain(|s| s.kind == SpanKind::Annotation);
+        self.spans.shrink_to_fit();
+    }
+
     fn tid(&mut self, k: TidKey) -> u32 {
         let n = self.tids.len() as u32;
         *self.tids.entry(k).or_insert(n)
