@@ -272,6 +272,31 @@ fn truncated_trace_opens_with_a_warning() {
     std::fs::write(&p, gz.finish().expect("gzip")).expect("write");
     let l = read(&p, None).expect("opens");
     assert_eq!(totals(&l.traces[0]), vec![1000, 5000, 4000]);
+
+    // A .gz file itself cut short: whatever decompresses before the cut is shown. Padding
+    // events put the cut beyond the first 64 KiB (the part read for format detection).
+    let pad = "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 7, \"tid\": 1, \"ts\": 0},\n"
+        .repeat(2000);
+    let text = text.replacen("\"traceEvents\": [", &format!("\"traceEvents\": [{pad}"), 1);
+    let cut = cut + pad.len();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    gz.write_all(text.as_bytes()).expect("gzip");
+    let full = gz.finish().expect("gzip");
+    // Stored (uncompressed) deflate: byte k of the JSON sits near byte k + header of the .gz.
+    let p = dir.path().join("cut2.json.gz");
+    std::fs::write(&p, &full[..cut + 10]).expect("write");
+    let l = read(&p, None).expect("a cut .gz still opens");
+    let t = &l.traces[0];
+    assert!(
+        t.warnings.iter().any(|w| w.contains("truncated")),
+        "{:?}",
+        t.warnings
+    );
+    assert!(
+        totals(t).starts_with(&[1000, 5000, 4000]),
+        "{:?}",
+        totals(t)
+    );
 }
 
 #[test]

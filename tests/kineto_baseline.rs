@@ -70,7 +70,7 @@ fn peak_final_live_and_reserved_match_refs() {
     assert_eq!(s.reserved_peak, None, "CPU trace: reserved unavailable");
     assert_eq!(s.unmatched_frees, u(&r["replay"]["unmatched_frees"]));
     // Summary JSON: reserved_peak is null, time_us prints as refs' ts.
-    let j = s.to_json(&[trace.device.clone()]);
+    let j = s.to_json(std::slice::from_ref(&trace.device));
     assert!(j["reserved_peak"].is_null());
     assert_eq!(j["peak"]["time_us"], r["ts_of_max"]);
     assert_eq!(j["format"], "kineto");

@@ -83,6 +83,11 @@ impl<R: Read> Feed<R> {
                     self.end += n;
                     return Ok(true);
                 }
+                // A gzip stream cut short: the data before the cut is still good.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.eof = true;
+                    return Ok(false);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if self.progress.is_cancelled() {
                         return Err(FeedError::Cancelled);

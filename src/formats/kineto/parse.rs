@@ -595,6 +595,10 @@ impl<'de> de::Deserialize<'de> for RawEvent<'de> {
                         EvKey::Ts => ev.ts = m.next_value::<Num>()?.as_f64(),
                         EvKey::Dur => ev.dur = m.next_value::<Num>()?.as_f64(),
                         EvKey::Tid => ev.tid = Some(m.next_value::<TidD>()?.0),
+                        // Span args (shapes, ids) are never needed: skip them unread.
+                        EvKey::Args if ev.ph == b'X' => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
                         EvKey::Args => ev.args = m.next_value_seed(ArgsSeed)?,
                         EvKey::Other => {
                             m.next_value::<IgnoredAny>()?;

@@ -94,12 +94,9 @@ impl Sidecar {
 
     fn candidates(&self, t: i64, bytes: i64) -> impl Iterator<Item = usize> + '_ {
         let lo = self.creates.partition_point(|c| c.0 < t - self.tolerance);
-        let hi = if self.coalesced {
-            // µs-truncated times: the trace time is at or after the row's.
-            t
-        } else {
-            t + self.tolerance
-        };
+        // Coalesced times are PyTorch's `int(t_ns / 1000)` in doubles: usually floored, but a
+        // fraction near 1 rounds up to the next µs, so both sides stay open.
+        let hi = t + self.tolerance;
         (lo..self.creates.len())
             .take_while(move |&i| self.creates[i].0 <= hi)
             .filter(move |&i| self.creates[i].1 == bytes)
