@@ -400,3 +400,82 @@ fn memory_timeline_raw_rows_are_replayed() {
     );
     assert_eq!(t.unmatched_frees, 0);
 }
+
+fn mem_json(events: &[(f64, u64, i64, i64)]) -> String {
+    let evs: Vec<String> = events
+        .iter()
+        .map(|(ts, addr, b, ta)| {
+            format!(
+                r#"{{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":1,"tid":1,"ts":{ts},"args":{{"Total Reserved":0,"Total Allocated":{ta},"Bytes":{b},"Device Id":-1,"Device Type":0,"Addr":{addr}}}}}"#
+            )
+        })
+        .collect();
+    format!("{{\"traceEvents\":[{}]}}", evs.join(","))
+}
+
+fn load_text(text: &str) -> Trace {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("t.json");
+    std::fs::write(&p, text).expect("write");
+    read(&p, None).expect("loads").traces.remove(0)
+}
+
+#[test]
+fn total_allocated_conventions_and_mismatch_warning() {
+    // Allocator reporting the total after allocs but before frees (anchors §1's CPU example).
+    let t = load_text(&mem_json(&[
+        (1.0, 1, 20, 20),
+        (2.0, 1, -20, 20),
+        (3.0, 2, 8, 8),
+    ]));
+    assert_eq!(totals(&t), vec![20, 0, 8]);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    // A total that jumps by 1000 mid-trace: warned, and the memory follows Bytes.
+    let t = load_text(&mem_json(&[
+        (1.0, 1, 20, 20),
+        (2.0, 2, 30, 1050),
+        (3.0, 1, -20, 1030),
+    ]));
+    assert_eq!(totals(&t), vec![20, 50, 30]);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("differs from Total Allocated at 2 of 3")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
+fn reallocating_a_live_address_closes_the_old_block() {
+    let t = load_text(&mem_json(&[
+        (1.0, 1, 20, 20),
+        (2.0, 1, 30, 50),
+        (3.0, 1, -30, 20),
+    ]));
+    // The re-alloc closes the 20 B block: 20, 30, 0 (Total Allocated disagrees and says so).
+    assert_eq!(totals(&t), vec![20, 30, 0]);
+    assert!(t.warnings.iter().any(|w| w.contains("reused an address")));
+}
+
+#[test]
+fn step_names() {
+    use memtide::formats::kineto::step_like;
+    for s in [
+        "ProfilerStep#3",
+        "step1",
+        "step0_warmup",
+        "Step 2",
+        "train_step_4",
+    ] {
+        assert!(step_like(s), "{s}");
+    }
+    for s in [
+        "optimizer_step",
+        "Optimizer.step#AdamW.step",
+        "forward",
+        "stepper",
+    ] {
+        assert!(!step_like(s), "{s}");
+    }
+}

@@ -117,10 +117,12 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
     let mut unmatched = vec![false; n];
     let mut free_of = vec![NONE; n];
     let mut sum: i64 = 0;
-    let (mut post, mut pre): (Option<i64>, Option<i64>) = (None, None);
-    let (mut post_ok, mut pre_ok) = (true, true);
-    let mut mismatch = 0u64;
-    let mut first_mismatch = None;
+    // Candidate baselines from the first event with a total: Total Allocated read after the
+    // event (post) or before it (pre). Allocators differ (even per event kind), so an event
+    // agrees with a baseline d when Total Allocated − d is the running sum before or after it.
+    let mut cand: Option<[i64; 2]> = None;
+    let mut mismatch = [0u64; 2];
+    let mut first_mismatch: [Option<(usize, i64, i64)>; 2] = [None, None];
     let (mut reallocs, mut size_diff) = (0u64, 0u64);
     for (p, m) in evs.iter().enumerate() {
         let before = sum;
@@ -141,32 +143,24 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
             }
         }
         if let Some(ta) = m.total_alloc() {
-            let dp = ta - sum;
-            let dq = ta - before;
-            if *post.get_or_insert(dp) != dp {
-                post_ok = false;
-            }
-            if *pre.get_or_insert(dq) != dq {
-                pre_ok = false;
-            }
-            if post.is_some_and(|d| d != dp) {
-                mismatch += 1;
-                first_mismatch.get_or_insert((p, sum, ta));
+            let c = *cand.get_or_insert([ta - sum, ta - before]);
+            for k in 0..2 {
+                let v = ta - c[k];
+                if v != sum && v != before {
+                    mismatch[k] += 1;
+                    first_mismatch[k].get_or_insert((p, sum, ta));
+                }
             }
         }
     }
-    let baseline = if post_ok {
-        post.unwrap_or(0)
-    } else if pre_ok {
-        pre.unwrap_or(0)
-    } else {
-        if let Some((p, s, ta)) = first_mismatch {
-            t.warn(format!(
-                "the running sum of Bytes differs from Total Allocated at {mismatch} of {n} [memory] events (first at event {p}: sum {s}, Total Allocated {ta}); the memory shown follows Bytes"
-            ));
-        }
-        post.unwrap_or(0)
-    };
+    let k = usize::from(mismatch[1] < mismatch[0]);
+    let baseline = cand.map_or(0, |c| c[k]);
+    if let Some((p, s, ta)) = first_mismatch[k] {
+        t.warn(format!(
+            "the running sum of Bytes differs from Total Allocated at {} of {n} [memory] events (first at event {p}: sum {s}, Total Allocated {ta}); the memory shown follows Bytes",
+            mismatch[k]
+        ));
+    }
     if baseline < 0 {
         t.warn(format!(
             "Total Allocated is {} bytes below the running sum of Bytes from the first event on; the memory shown follows Bytes",
