@@ -4,6 +4,7 @@
 
 mod attribute;
 mod build;
+mod fast;
 mod feed;
 mod parse;
 mod sidecar;

@@ -109,7 +109,7 @@ pub struct Collected {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum TidKey {
+pub(super) enum TidKey {
     Num(i64),
     Str(Box<str>),
 }
@@ -142,6 +142,15 @@ impl<'de> de::Deserialize<'de> for DevPropLoose {
 
 /// Reads the whole trace object from `feed` into `c`. On error, `c` holds what was read.
 pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+    scan_with(feed, c, true)
+}
+
+/// [`scan`], optionally without the fast path (tests compare both).
+fn scan_with<R: std::io::Read>(
+    feed: &mut Feed<R>,
+    c: &mut Collected,
+    fast: bool,
+) -> Result<(), FeedError> {
     feed.expect(b'{', "'{' (a Kineto trace is one JSON object)")?;
     if feed.peek()? == Some(b'}') {
         feed.bump();
@@ -153,7 +162,7 @@ pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(
         match key.as_str() {
             "traceEvents" => {
                 c.saw_trace_events = true;
-                events(feed, c)?;
+                events(feed, c, fast)?;
             }
             "baseTimeNanoseconds" => c.base_ns = feed.value::<Num>()?.as_i64(),
             "deviceProperties" => {
@@ -196,7 +205,11 @@ pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(
     }
 }
 
-fn events<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+fn events<R: std::io::Read>(
+    feed: &mut Feed<R>,
+    c: &mut Collected,
+    fast: bool,
+) -> Result<(), FeedError> {
     feed.expect(b'[', "'[' (traceEvents is an array)")?;
     if feed.peek()? == Some(b']') {
         feed.bump();
@@ -204,6 +217,10 @@ fn events<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(),
     }
     loop {
         feed.parse(|s| {
+            if let Some((ev, used)) = fast.then(|| super::fast::event(s)).flatten() {
+                c.push(ev);
+                return Ok(Some(((), used)));
+            }
             let mut it = serde_json::Deserializer::from_slice(s).into_iter::<RawEvent>();
             match it.next() {
                 Some(Ok(ev)) => {
@@ -238,18 +255,18 @@ fn events<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(),
 
 /// Fields of one trace event, as far as they matter (the name borrowed from the input).
 #[derive(Default)]
-struct RawEvent<'a> {
-    ph: u8,
-    cat: Cat,
-    name: Option<Cow<'a, str>>,
-    ts: Option<f64>,
-    dur: Option<f64>,
-    tid: Option<TidKey>,
-    args: MemArgs,
+pub(super) struct RawEvent<'a> {
+    pub ph: u8,
+    pub cat: Cat,
+    pub name: Option<Cow<'a, str>>,
+    pub ts: Option<f64>,
+    pub dur: Option<f64>,
+    pub tid: Option<TidKey>,
+    pub args: ArgsOut,
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
-enum Cat {
+pub(super) enum Cat {
     #[default]
     Other,
     CpuOp,
@@ -258,13 +275,24 @@ enum Cat {
 }
 
 #[derive(Default)]
-struct MemArgs {
-    addr: Option<u64>,
-    bytes: Option<i64>,
-    total_alloc: Option<i64>,
-    total_res: Option<i64>,
-    dev_type: Option<i64>,
-    dev_id: Option<i64>,
+pub(super) struct ArgsOut {
+    pub addr: Option<u64>,
+    pub bytes: Option<i64>,
+    pub total_alloc: Option<i64>,
+    pub total_res: Option<i64>,
+    pub dev_type: Option<i64>,
+    pub dev_id: Option<i64>,
+}
+
+impl Cat {
+    pub fn from_str(s: &[u8]) -> Cat {
+        match s {
+            b"cpu_op" | b"Operator" | b"operator" => Cat::CpuOp,
+            b"python_function" => Cat::Python,
+            b"user_annotation" => Cat::UserAnnotation,
+            _ => Cat::Other,
+        }
+    }
 }
 
 enum EvKey {
@@ -331,12 +359,7 @@ impl<'de> de::Deserialize<'de> for CatD {
                 f.write_str("a category string")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<CatD, E> {
-                Ok(CatD(match s {
-                    "cpu_op" | "Operator" | "operator" => Cat::CpuOp,
-                    "python_function" => Cat::Python,
-                    "user_annotation" => Cat::UserAnnotation,
-                    _ => Cat::Other,
-                }))
+                Ok(CatD(Cat::from_str(s.as_bytes())))
             }
             fn visit_unit<E: de::Error>(self) -> Result<CatD, E> {
                 Ok(CatD(Cat::Other))
@@ -536,18 +559,18 @@ impl<'de> de::Deserialize<'de> for ArgKeyD {
 /// `args`: picks the allocator fields, skips everything else (cheap for op args too).
 struct ArgsSeed;
 impl<'de> DeserializeSeed<'de> for ArgsSeed {
-    type Value = MemArgs;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<MemArgs, D::Error> {
+    type Value = ArgsOut;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ArgsOut, D::Error> {
         d.deserialize_any(self)
     }
 }
 impl<'de> Visitor<'de> for ArgsSeed {
-    type Value = MemArgs;
+    type Value = ArgsOut;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an args object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<MemArgs, A::Error> {
-        let mut a = MemArgs::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<ArgsOut, A::Error> {
+        let mut a = ArgsOut::default();
         while let Some(k) = m.next_key::<ArgKeyD>()? {
             match k.0 {
                 ArgKey::Addr => a.addr = m.next_value::<Num>()?.as_u64(),
@@ -563,12 +586,12 @@ impl<'de> Visitor<'de> for ArgsSeed {
         }
         Ok(a)
     }
-    fn visit_unit<E: de::Error>(self) -> Result<MemArgs, E> {
-        Ok(MemArgs::default())
+    fn visit_unit<E: de::Error>(self) -> Result<ArgsOut, E> {
+        Ok(ArgsOut::default())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<MemArgs, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<ArgsOut, A::Error> {
         while s.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(MemArgs::default())
+        Ok(ArgsOut::default())
     }
 }
 
@@ -614,7 +637,7 @@ impl<'de> de::Deserialize<'de> for RawEvent<'de> {
 
 impl Collected {
     /// Keeps what matters of one event.
-    fn push(&mut self, ev: RawEvent<'_>) {
+    pub(super) fn push(&mut self, ev: RawEvent<'_>) {
         let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
             return;
         };
@@ -669,6 +692,55 @@ impl Collected {
                 });
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::source::Progress;
+
+    fn collect(bytes: &[u8], fast: bool) -> Collected {
+        let mut feed = Feed::new(bytes, Progress::new());
+        let mut c = Collected::new();
+        scan_with(&mut feed, &mut c, fast).expect("parses");
+        c
+    }
+
+    fn same(bytes: &[u8]) {
+        let (a, b) = (collect(bytes, true), collect(bytes, false));
+        assert_eq!(a.events_read, b.events_read);
+        assert_eq!(format!("{:?}", a.mem), format!("{:?}", b.mem));
+        assert_eq!(format!("{:?}", a.ooms), format!("{:?}", b.ooms));
+        assert_eq!(format!("{:?}", a.spans), format!("{:?}", b.spans));
+        assert_eq!(a.names.list, b.names.list);
+        assert_eq!(a.base_ns, b.base_ns);
+    }
+
+    /// The fast path and serde_json read exactly the same from real and hand-made traces.
+    #[test]
+    fn fast_path_equals_serde_path() {
+        use std::io::Read;
+        let gz = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/traces/kineto-cpu-baseline/trace.json.gz"
+        );
+        let mut real = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))
+            .read_to_end(&mut real)
+            .expect("gunzip");
+        let c = collect(&real, true);
+        assert_eq!(c.mem.len(), 6158);
+        same(&real);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto");
+        for f in [
+            "relative.json",
+            "absolute.json",
+            "cuda.json",
+            "unsorted.json",
+        ] {
+            same(&std::fs::read(format!("{dir}/{f}")).expect("fixture"));
         }
     }
 }
