@@ -67,10 +67,13 @@ pub fn read(
 
 /// The streaming pass. A trace cut short after some events opens with a warning.
 fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>), FormatError> {
-    let mut feed = Feed::new(input.into_reader(), progress.clone());
     let mut c = Collected::new();
     let mut warnings = Vec::new();
-    match parse::scan(&mut feed, &mut c) {
+    let res = feed::with_read_ahead(input.into_reader(), progress, |ra| {
+        let mut feed = Feed::new(ra, progress.clone());
+        parse::scan(&mut feed, &mut c)
+    });
+    match res {
         Ok(()) => {}
         Err(FeedError::Cancelled) => return Err(FormatError::Cancelled),
         Err(FeedError::Io(e)) => return Err(io_or_cancel(e)),

@@ -5,6 +5,7 @@
 use crate::formats::memory_timeline::line_col_offset;
 use crate::formats::source::Progress;
 use std::io::{self, Read};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 const CHUNK: usize = 8 << 20;
 
@@ -195,5 +196,156 @@ impl<R: Read> Feed<R> {
                 None => Ok(None),
             }
         })
+    }
+}
+
+/// Chunks read (and decompressed) on another thread, so I/O and gunzip overlap parsing.
+/// Buffers come back through `back` and are reused: no fresh pages per chunk.
+pub struct ReadAhead {
+    rx: Receiver<io::Result<(Vec<u8>, usize)>>,
+    back: Sender<Vec<u8>>,
+    cur: Vec<u8>,
+    len: usize,
+    pos: usize,
+    done: bool,
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.len {
+            if self.done {
+                return Ok(0);
+            }
+            let (b, n) = match self.rx.recv() {
+                Ok(Ok(x)) => x,
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            };
+            let old = std::mem::replace(&mut self.cur, b);
+            if !old.is_empty() {
+                let _ = self.back.send(old);
+            }
+            (self.len, self.pos) = (n, 0);
+            if n == 0 {
+                self.done = true;
+            }
+        }
+        let k = buf.len().min(self.len - self.pos);
+        buf[..k].copy_from_slice(&self.cur[self.pos..self.pos + k]);
+        self.pos += k;
+        Ok(k)
+    }
+}
+
+/// Runs `f` on a [`ReadAhead`] fed from `r` by a scoped reader thread.
+pub fn with_read_ahead<R: Read + Send, T>(
+    mut r: R,
+    progress: &Progress,
+    f: impl FnOnce(ReadAhead) -> T,
+) -> T {
+    let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(2);
+    let (back, back_rx) = channel::<Vec<u8>>();
+    std::thread::scope(|s| {
+        let progress = progress.clone();
+        s.spawn(move || loop {
+            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
+            let mut n = 0;
+            let res = loop {
+                if n == buf.len() {
+                    break Ok(());
+                }
+                match r.read(&mut buf[n..]) {
+                    Ok(0) => break Ok(()),
+                    Ok(k) => n += k,
+                    Err(e)
+                        if e.kind() == io::ErrorKind::Interrupted && !progress.is_cancelled() => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            let last = n == 0 || res.is_err();
+            // A partial chunk before an error is still delivered, then the error.
+            if n > 0 && tx.send(Ok((buf, n))).is_err() {
+                return;
+            }
+            if let Err(e) = res {
+                let _ = tx.send(Err(e));
+                return;
+            }
+            if last {
+                let _ = tx.send(Ok((Vec::new(), 0)));
+                return;
+            }
+        });
+        let ra = ReadAhead {
+            rx,
+            back,
+            cur: Vec::new(),
+            len: 0,
+            pos: 0,
+            done: false,
+        };
+        // `ra` is dropped inside `f` or at its end: the reader thread then stops sending.
+        f(ra)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields its bytes, then behaves like the cancelled input reader.
+    struct Cancels {
+        data: &'static [u8],
+        progress: Progress,
+    }
+    impl Read for Cancels {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() {
+                self.progress.cancel();
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+            }
+            let k = buf.len().min(self.data.len()).min(7);
+            buf[..k].copy_from_slice(&self.data[..k]);
+            self.data = &self.data[k..];
+            Ok(k)
+        }
+    }
+
+    #[test]
+    fn cancellation_stops_instead_of_retrying() {
+        let progress = Progress::new();
+        let r = Cancels {
+            data: b"{\"traceEvents\": [{\"ph\": \"i\"}, ",
+            progress: progress.clone(),
+        };
+        let res = with_read_ahead(r, &progress, |ra| {
+            let mut feed = Feed::new(ra, progress.clone());
+            let mut n = 0;
+            feed.expect(b'{', "{")?;
+            while feed.peek()?.is_some() {
+                feed.bump();
+                n += 1;
+            }
+            Ok::<_, FeedError>(n)
+        });
+        assert!(matches!(res, Err(FeedError::Cancelled)), "{res:?}");
+    }
+
+    #[test]
+    fn values_cut_at_the_window_end_are_reread() {
+        // A number that ends exactly at a read boundary must not be taken as complete.
+        let progress = Progress::new();
+        let data: &[u8] = b"12345, 6";
+        let mut feed = Feed::new(data, progress);
+        let v: u64 = feed.value().expect("number");
+        assert_eq!(v, 12345);
+        feed.expect(b',', ",").expect("comma");
+        assert!(matches!(feed.value::<u64>(), Err(FeedError::Eof { .. })));
     }
 }
