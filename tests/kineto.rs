@@ -170,6 +170,14 @@ fn cuda_devices_reserved_segments_capacity_and_oom() {
     assert_eq!(oom.len(), 1);
     assert_eq!(oom[0].at, Seq(3));
     assert_eq!(oom[0].size.map(|s| s.0), Some(1 << 30));
+    // ProfilerStep#0 [5,65) on the CPU (twice, two threads) and its GPU-time copy: one step.
+    let steps: Vec<_> = t
+        .marks
+        .iter()
+        .filter(|m| m.kind == MarkKind::Step)
+        .map(|m| (t.mark_name(m), m.at.0, m.end.map(|e| e.0)))
+        .collect();
+    assert_eq!(steps, vec![("ProfilerStep#0", 0, Some(5))]);
     // cuda:1 and the CPU hold one allocation each.
     assert_eq!(totals(&l.traces[1]), vec![512]);
     assert_eq!(totals(&l.traces[2]), vec![64]);

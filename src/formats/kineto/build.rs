@@ -562,7 +562,12 @@ fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
         s.kind == SpanKind::Annotation && c.names.get(s.name).starts_with("ProfilerStep#")
     });
     let mut marks: Vec<(Mark, i64)> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for s in c.spans.iter().filter(|s| s.kind == SpanKind::Annotation) {
+        // The same annotation recorded twice (e.g. on two threads) is one mark.
+        if !seen.insert((s.name, s.start, s.end)) {
+            continue;
+        }
         let at = ts.partition_point(|&x| x < s.start);
         let last = ts.partition_point(|&x| x < s.end.max(s.start + 1));
         if at >= ts.len() || last == 0 || last - 1 < at {

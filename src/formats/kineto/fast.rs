@@ -5,7 +5,6 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
-use std::borrow::Cow;
 
 #[inline]
 fn ws(s: &[u8], i: &mut usize) {
@@ -198,15 +197,16 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                 }
             }
             b"name" => {
-                let b = plain_str(s, &mut i)?;
-                ev.name = Some(Cow::Borrowed(std::str::from_utf8(b).ok()?));
+                // Lossy: old Kineto wrote invalid UTF-8 and raw control characters in
+                // names, which strict JSON parsers reject; a name is not worth failing for.
+                ev.name = Some(String::from_utf8_lossy(plain_str(s, &mut i)?));
             }
             b"ts" => ev.ts = Some(float(num_text(s, &mut i)?)?),
             b"dur" => ev.dur = Some(float(num_text(s, &mut i)?)?),
             b"tid" => {
                 ev.tid = Some(match s.get(i)? {
                     b'"' => {
-                        let b = std::str::from_utf8(plain_str(s, &mut i)?).ok()?;
+                        let b = String::from_utf8_lossy(plain_str(s, &mut i)?);
                         match b.parse::<i64>() {
                             Ok(n) => TidKey::Num(n),
                             Err(_) => TidKey::Str(b.into()),
@@ -252,6 +252,9 @@ mod tests {
         assert!(ev.cat == Cat::CpuOp);
         assert_eq!(ev.dur, Some(3.5));
         assert_eq!(ev.tid, Some(TidKey::Str("stream 7".into())));
+        // Invalid UTF-8 and raw control characters in a name are tolerated.
+        let (ev, _) = event(b"{\"name\": \"a\xff\x01b\", \"ts\": 1}").expect("lossy");
+        assert_eq!(ev.name.as_deref(), Some("a\u{fffd}\u{1}b"));
         // Escaped names and cut-off events go to serde_json.
         assert!(event(b"{\"name\": \"a\\\"b\", \"ts\": 1}").is_none());
         assert!(event(b"{\"name\": \"ab\", \"ts\": 1").is_none());

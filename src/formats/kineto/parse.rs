@@ -269,6 +269,8 @@ pub(super) struct RawEvent<'a> {
 pub(super) enum Cat {
     #[default]
     Other,
+    /// The GPU-time copy of an annotation: not a mark (the CPU span is).
+    GpuAnnotation,
     CpuOp,
     Python,
     UserAnnotation,
@@ -290,6 +292,7 @@ impl Cat {
             b"cpu_op" | b"Operator" | b"operator" => Cat::CpuOp,
             b"python_function" => Cat::Python,
             b"user_annotation" => Cat::UserAnnotation,
+            b"gpu_user_annotation" => Cat::GpuAnnotation,
             _ => Cat::Other,
         }
     }
@@ -669,7 +672,7 @@ impl Collected {
             }
             b'X' => {
                 let Some(name) = name else { return };
-                let is_step = name.starts_with("ProfilerStep#");
+                let is_step = name.starts_with("ProfilerStep#") && ev.cat != Cat::GpuAnnotation;
                 let kind = if is_step {
                     SpanKind::Annotation
                 } else {
@@ -677,7 +680,7 @@ impl Collected {
                         Cat::CpuOp => SpanKind::CpuOp,
                         Cat::Python => SpanKind::Python,
                         Cat::UserAnnotation => SpanKind::Annotation,
-                        Cat::Other => return,
+                        Cat::Other | Cat::GpuAnnotation => return,
                     }
                 };
                 let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
