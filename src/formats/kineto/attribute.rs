@@ -28,7 +28,7 @@ pub fn attribute(c: &Collected) -> Attribution {
     let mut spans: Vec<u32> = (0..c.spans.len() as u32)
         .filter(|&i| {
             let s = &c.spans[i as usize];
-            matches!(s.kind, SpanKind::CpuOp | SpanKind::Python)
+            matches!(s.kind(), SpanKind::CpuOp | SpanKind::Python)
         })
         .collect();
     // Outer spans first at equal starts, so the stack nests.
@@ -84,9 +84,9 @@ pub fn attribute(c: &Collected) -> Attribution {
             let s = &c.spans[o as usize];
             // A span that overlaps without nesting may sit below the top after it ended.
             if s.end > m.ts && s.start <= m.ts {
-                frames.push(s.name);
-                if op == NONE && s.kind == SpanKind::CpuOp {
-                    op = s.name;
+                frames.push(s.name());
+                if op == NONE && s.kind() == SpanKind::CpuOp {
+                    op = s.name();
                 }
             }
         }

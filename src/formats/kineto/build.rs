@@ -559,13 +559,13 @@ fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
         return;
     }
     let has_profiler_steps = c.spans.iter().any(|s| {
-        s.kind == SpanKind::Annotation && c.names.get(s.name).starts_with("ProfilerStep#")
+        s.kind() == SpanKind::Annotation && c.names.get(s.name()).starts_with("ProfilerStep#")
     });
     let mut marks: Vec<(Mark, i64)> = Vec::new();
     let mut seen = rustc_hash::FxHashSet::default();
-    for s in c.spans.iter().filter(|s| s.kind == SpanKind::Annotation) {
+    for s in c.spans.iter().filter(|s| s.kind() == SpanKind::Annotation) {
         // The same annotation recorded twice (e.g. on two threads) is one mark.
-        if !seen.insert((s.name, s.start, s.end)) {
+        if !seen.insert((s.name(), s.start, s.end)) {
             continue;
         }
         let at = ts.partition_point(|&x| x < s.start);
@@ -573,7 +573,7 @@ fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
         if at >= ts.len() || last == 0 || last - 1 < at {
             continue; // no [memory] event of this device inside the span
         }
-        let name = c.names.get(s.name);
+        let name = c.names.get(s.name());
         let step = if has_profiler_steps {
             name.starts_with("ProfilerStep#")
         } else {
