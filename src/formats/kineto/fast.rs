@@ -5,6 +5,7 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
+use std::borrow::Cow;
 
 #[inline]
 fn ws(s: &[u8], i: &mut usize) {
@@ -199,7 +200,15 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
             b"name" => {
                 // Lossy: old Kineto wrote invalid UTF-8 and raw control characters in
                 // names, which strict JSON parsers reject; a name is not worth failing for.
-                ev.name = Some(String::from_utf8_lossy(plain_str(s, &mut i)?));
+                let start = i;
+                ev.name = Some(match plain_str(s, &mut i) {
+                    Some(b) => String::from_utf8_lossy(b),
+                    None => {
+                        // Escapes (`\"`, `\u00e9`): decode just this string.
+                        skip_str(s, &mut i)?;
+                        Cow::Owned(serde_json::from_slice::<String>(&s[start..i]).ok()?)
+                    }
+                });
             }
             b"ts" => ev.ts = Some(float(num_text(s, &mut i)?)?),
             b"dur" => ev.dur = Some(float(num_text(s, &mut i)?)?),
@@ -255,8 +264,9 @@ mod tests {
         // Invalid UTF-8 and raw control characters in a name are tolerated.
         let (ev, _) = event(b"{\"name\": \"a\xff\x01b\", \"ts\": 1}").expect("lossy");
         assert_eq!(ev.name.as_deref(), Some("a\u{fffd}\u{1}b"));
-        // Escaped names and cut-off events go to serde_json.
-        assert!(event(b"{\"name\": \"a\\\"b\", \"ts\": 1}").is_none());
+        // Escaped names are decoded; cut-off events go to serde_json.
+        let (ev, _) = event(b"{\"name\": \"a\\\"b\\u00e9\", \"ts\": 1}").expect("escapes");
+        assert_eq!(ev.name.as_deref(), Some("a\"b\u{e9}"));
         assert!(event(b"{\"name\": \"ab\", \"ts\": 1").is_none());
         assert!(event(b"{\"name\": \"ab\", \"ts\": 1").is_none());
     }

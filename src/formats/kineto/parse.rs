@@ -765,5 +765,9 @@ mod tests {
         ] {
             same(&std::fs::read(format!("{dir}/{f}")).expect("fixture"));
         }
+        // Escapes, string tids and numbers, odd spacing, nested args.
+        same(br#"{"traceEvents":[ {"ph":"X","cat":"cpu_op","name":"a\"b\u00e9","ts":1,"dur":2,"tid":"7"},
+            {"ph" : "i" , "name":"[memory]","ts":1.5,"tid":7,"args":{"Bytes":4,"Addr":1,"Total Allocated":4.0,"x":[1,{"y":"}"}]}},
+            {"ph":"X","cat":"python_function","name":"f.py(1): g","ts":"0.5","dur":9,"tid":7,"args":{}} ]}"#);
     }
 }
