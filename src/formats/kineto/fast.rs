@@ -21,7 +21,20 @@ fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
         return None;
     }
     let start = *i + 1;
-    let len = memchr::memchr2(b'"', b'\\', &s[start..])?;
+    // Keys and most values are short: a plain loop beats a vectorised search's setup.
+    let short = s.len().min(start + 24);
+    let mut j = start;
+    while j < short {
+        match s[j] {
+            b'"' => {
+                *i = j + 1;
+                return Some(&s[start..j]);
+            }
+            b'\\' => return None,
+            _ => j += 1,
+        }
+    }
+    let len = memchr::memchr2(b'"', b'\\', &s[j..])? + (j - start);
     if s[start + len] != b'"' {
         return None;
     }
