@@ -67,7 +67,7 @@ const NAME_BITS: u32 = 30;
 impl Span {
     /// None when the name id does not fit (more than 2³⁰ distinct names).
     pub fn new(start: i64, end: i64, tid: u32, name: u32, kind: SpanKind) -> Option<Span> {
-        (name < 1 << NAME_BITS).then(|| Span {
+        (name < 1 << NAME_BITS).then_some(Span {
             start,
             end,
             tid,
