@@ -487,3 +487,28 @@ fn step_names() {
         assert!(!step_like(s), "{s}");
     }
 }
+
+#[test]
+fn events_longer_than_the_chunk_gap_cross_chunk_boundaries() {
+    // 60 spans with 200 KB args (12 MB in all, beyond the 8 MiB chunks and their 64 KiB gap),
+    // each followed by one allocation of i+1 bytes inside it.
+    let big = "x".repeat(200_000);
+    let mut evs = Vec::new();
+    for i in 0..60u64 {
+        let ts = 10 * i + 1;
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"op{i}","tid":1,"ts":{ts},"dur":5,"args":{{"Concrete Inputs":["{big}"]}}}}"#
+        ));
+        evs.push(format!(
+            r#"{{"ph":"i","name":"[memory]","tid":1,"ts":{}.5,"args":{{"Bytes":{},"Addr":{i},"Total Allocated":{}}}}}"#,
+            ts + 1,
+            i + 1,
+            (i + 1) * (i + 2) / 2
+        ));
+    }
+    let t = load_text(&format!("{{\"traceEvents\":[{}]}}", evs.join(",\n")));
+    assert_eq!(t.len(), 60);
+    assert_eq!(totals(&t).last().copied(), Some(60 * 61 / 2));
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(stack_of(&t, 59).0, "op59");
+}

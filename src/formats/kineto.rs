@@ -70,7 +70,7 @@ fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>)
     let mut c = Collected::new();
     let mut warnings = Vec::new();
     let res = feed::with_read_ahead(input.into_reader(), progress, |ra| {
-        let mut feed = Feed::new(ra, progress.clone());
+        let mut feed = Feed::chunks(ra, progress.clone());
         parse::scan(&mut feed, &mut c)
     });
     match res {

@@ -28,22 +28,50 @@ pub enum FeedError {
 
 /// The window: `buf[pos..end]` is unread, `base` is the stream offset of `buf[0]`.
 pub struct Feed<R> {
-    r: R,
+    src: Src<R>,
     buf: Vec<u8>,
+    /// First byte of `buf` that is stream data (chunks keep a gap in front).
+    start: usize,
     pos: usize,
     end: usize,
-    base: u64,
+    /// Stream offset of `buf[0]` (negative while a chunk's gap is in front of offset 0).
+    base: i64,
     eof: bool,
     progress: Progress,
-    /// Newlines before `buf[0]`, for line numbers in messages.
+    /// Newlines before `buf[start]`, for line numbers in messages.
     lines: u64,
 }
 
+/// Where more input comes from: any reader, or the read-ahead thread's chunks (taken over
+/// without copying: the unread tail is put into the gap in front of the next chunk).
+enum Src<R> {
+    /// A plain reader: unit tests, and callers that want no thread.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Read(R),
+    Chunks(ReadAhead),
+}
+
+/// Room kept in front of each chunk for the unread tail of the previous one.
+const GAP: usize = 64 << 10;
+
+impl Feed<io::Empty> {
+    /// A feed over the read-ahead thread's chunks.
+    pub fn chunks(ra: ReadAhead, progress: Progress) -> Self {
+        Feed::with_src(Src::Chunks(ra), Vec::new(), progress)
+    }
+}
+
 impl<R: Read> Feed<R> {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn new(r: R, progress: Progress) -> Self {
+        Feed::with_src(Src::Read(r), vec![0; CHUNK], progress)
+    }
+
+    fn with_src(src: Src<R>, buf: Vec<u8>, progress: Progress) -> Self {
         Feed {
-            r,
-            buf: vec![0; CHUNK],
+            src,
+            buf,
+            start: 0,
             pos: 0,
             end: 0,
             base: 0,
@@ -55,7 +83,61 @@ impl<R: Read> Feed<R> {
 
     /// Stream offset of the next unread byte.
     pub fn offset(&self) -> u64 {
-        self.base + self.pos as u64
+        (self.base + self.pos as i64) as u64
+    }
+
+    fn read_error(&mut self, e: io::Error) -> Result<bool, FeedError> {
+        match e.kind() {
+            // A gzip stream cut short: the data before the cut is still good.
+            io::ErrorKind::UnexpectedEof => {
+                self.eof = true;
+                Ok(false)
+            }
+            io::ErrorKind::Interrupted if self.progress.is_cancelled() => Err(FeedError::Cancelled),
+            _ if self.progress.is_cancelled() => Err(FeedError::Cancelled),
+            _ => Err(FeedError::Io(e)),
+        }
+    }
+
+    /// Takes the next chunk over; the unread tail goes into its gap (or, if longer than the
+    /// gap, the chunk is appended by copying).
+    fn fill_chunk(&mut self) -> Result<bool, FeedError> {
+        let Src::Chunks(ra) = &mut self.src else {
+            return Ok(false);
+        };
+        let (mut nb, n) = match ra.next_chunk() {
+            Ok(Some(x)) => x,
+            Ok(None) => {
+                self.eof = true;
+                return Ok(false);
+            }
+            Err(e) => return self.read_error(e),
+        };
+        self.lines += memchr::memchr_iter(b'\n', &self.buf[self.start..self.pos]).count() as u64;
+        let left = self.end - self.pos;
+        if left <= GAP {
+            let ns = GAP - left;
+            nb[ns..GAP].copy_from_slice(&self.buf[self.pos..self.end]);
+            // The old buf[pos] is the new buf[ns].
+            self.base += self.pos as i64 - ns as i64;
+            let old = std::mem::replace(&mut self.buf, nb);
+            ra.recycle(old);
+            self.start = ns;
+            self.pos = ns;
+            self.end = GAP + n;
+        } else {
+            // A value longer than the gap: keep it and append the chunk's bytes.
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as i64;
+            self.end = left;
+            self.start = 0;
+            self.pos = 0;
+            self.buf.truncate(self.end);
+            self.buf.extend_from_slice(&nb[GAP..GAP + n]);
+            self.end = self.buf.len();
+            ra.recycle(nb);
+        }
+        Ok(true)
     }
 
     /// Reads more input; false at the end of the stream.
@@ -63,19 +145,27 @@ impl<R: Read> Feed<R> {
         if self.eof {
             return Ok(false);
         }
+        if matches!(self.src, Src::Chunks(_)) {
+            return self.fill_chunk();
+        }
+        let Src::Read(r) = &mut self.src else {
+            return Ok(false);
+        };
         if self.pos > 0 {
-            self.lines += memchr::memchr_iter(b'\n', &self.buf[..self.pos]).count() as u64;
+            self.lines +=
+                memchr::memchr_iter(b'\n', &self.buf[self.start..self.pos]).count() as u64;
             self.buf.copy_within(self.pos..self.end, 0);
-            self.base += self.pos as u64;
+            self.base += self.pos as i64;
             self.end -= self.pos;
             self.pos = 0;
+            self.start = 0;
         }
         if self.end == self.buf.len() {
             // One value larger than the window: widen it.
             self.buf.resize(self.buf.len() * 2, 0);
         }
         loop {
-            match self.r.read(&mut self.buf[self.end..]) {
+            match r.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(false);
@@ -84,17 +174,9 @@ impl<R: Read> Feed<R> {
                     self.end += n;
                     return Ok(true);
                 }
-                // A gzip stream cut short: the data before the cut is still good.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    self.eof = true;
-                    return Ok(false);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    if self.progress.is_cancelled() {
-                        return Err(FeedError::Cancelled);
-                    }
-                }
-                Err(e) => return Err(FeedError::Io(e)),
+                Err(e)
+                    if e.kind() == io::ErrorKind::Interrupted && !self.progress.is_cancelled() => {}
+                Err(e) => return self.read_error(e),
             }
         }
     }
@@ -133,8 +215,9 @@ impl<R: Read> Feed<R> {
     }
 
     pub fn error_here(&self, msg: String) -> FeedError {
-        let line =
-            self.lines + 1 + memchr::memchr_iter(b'\n', &self.buf[..self.pos]).count() as u64;
+        let line = self.lines
+            + 1
+            + memchr::memchr_iter(b'\n', &self.buf[self.start..self.pos]).count() as u64;
         FeedError::Json {
             offset: self.offset(),
             line,
@@ -161,7 +244,8 @@ impl<R: Read> Feed<R> {
                 Err(e) => {
                     let rel = line_col_offset(slice, e.line(), e.column());
                     let line = self.lines
-                        + memchr::memchr_iter(b'\n', &self.buf[..self.pos]).count() as u64
+                        + memchr::memchr_iter(b'\n', &self.buf[self.start..self.pos]).count()
+                            as u64
                         + e.line() as u64;
                     let msg = e.to_string();
                     let msg = match msg.rfind(" at line ") {
@@ -177,7 +261,7 @@ impl<R: Read> Feed<R> {
             }
             if !self.fill()? {
                 return Err(FeedError::Eof {
-                    offset: self.base + self.end as u64,
+                    offset: (self.base + self.end as i64) as u64,
                 });
             }
         }
@@ -204,42 +288,32 @@ impl<R: Read> Feed<R> {
 pub struct ReadAhead {
     rx: Receiver<io::Result<(Vec<u8>, usize)>>,
     back: Sender<Vec<u8>>,
-    cur: Vec<u8>,
-    len: usize,
-    pos: usize,
     done: bool,
 }
 
-impl Read for ReadAhead {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.len {
-            if self.done {
-                return Ok(0);
-            }
-            let (b, n) = match self.rx.recv() {
-                Ok(Ok(x)) => x,
-                Ok(Err(e)) => {
-                    self.done = true;
-                    return Err(e);
-                }
-                Err(_) => {
-                    self.done = true;
-                    return Ok(0);
-                }
-            };
-            let old = std::mem::replace(&mut self.cur, b);
-            if !old.is_empty() {
-                let _ = self.back.send(old);
-            }
-            (self.len, self.pos) = (n, 0);
-            if n == 0 {
+impl ReadAhead {
+    /// The next chunk: data at `buf[GAP..GAP + n]`; None at the end.
+    fn next_chunk(&mut self) -> io::Result<Option<(Vec<u8>, usize)>> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.rx.recv() {
+            Ok(Ok((_, 0))) | Err(_) => {
                 self.done = true;
+                Ok(None)
+            }
+            Ok(Ok(x)) => Ok(Some(x)),
+            Ok(Err(e)) => {
+                self.done = true;
+                Err(e)
             }
         }
-        let k = buf.len().min(self.len - self.pos);
-        buf[..k].copy_from_slice(&self.cur[self.pos..self.pos + k]);
-        self.pos += k;
-        Ok(k)
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if buf.len() >= GAP + CHUNK {
+            let _ = self.back.send(buf);
+        }
     }
 }
 
@@ -254,13 +328,13 @@ pub fn with_read_ahead<R: Read + Send, T>(
     std::thread::scope(|s| {
         let progress = progress.clone();
         s.spawn(move || loop {
-            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
+            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; GAP + CHUNK]);
             let mut n = 0;
             let res = loop {
-                if n == buf.len() {
+                if GAP + n == buf.len() {
                     break Ok(());
                 }
-                match r.read(&mut buf[n..]) {
+                match r.read(&mut buf[GAP + n..]) {
                     Ok(0) => break Ok(()),
                     Ok(k) => n += k,
                     Err(e)
@@ -285,9 +359,6 @@ pub fn with_read_ahead<R: Read + Send, T>(
         let ra = ReadAhead {
             rx,
             back,
-            cur: Vec::new(),
-            len: 0,
-            pos: 0,
             done: false,
         };
         // `ra` is dropped inside `f` or at its end: the reader thread then stops sending.
@@ -325,7 +396,7 @@ mod tests {
             progress: progress.clone(),
         };
         let res = with_read_ahead(r, &progress, |ra| {
-            let mut feed = Feed::new(ra, progress.clone());
+            let mut feed = Feed::chunks(ra, progress.clone());
             let mut n = 0;
             feed.expect(b'{', "{")?;
             while feed.peek()?.is_some() {
