@@ -1,20 +1,103 @@
-//! Kineto Chrome traces and export_memory_timeline files — reader under construction (issue 6).
+//! Kineto Chrome traces (`torch.profiler` with `profile_memory=True`), streamed: one trace per
+//! device from the `[memory]` events; `export_memory_timeline` files are handed to
+//! [`super::memory_timeline`].
+
+mod attribute;
+mod build;
+mod fast;
+mod feed;
+mod parse;
+mod sidecar;
+
+pub use build::{step_like, PREEXISTING};
 
 use super::detect::Format;
 use super::error::FormatError;
+use super::memory_timeline;
+use super::source::io_or_cancel;
 use super::source::{Input, Progress};
 use super::LoadOptions;
 use crate::trace::Trace;
+use feed::{Feed, FeedError};
+use parse::Collected;
 
 /// Reads every device of a Kineto trace or memory timeline.
 pub fn read(
-    _source: &str,
-    _input: Input,
-    _format: Format,
-    _opts: &LoadOptions,
-    _progress: &Progress,
+    source: &str,
+    input: Input,
+    format: Format,
+    opts: &LoadOptions,
+    progress: &Progress,
 ) -> Result<Vec<Trace>, FormatError> {
-    Err(FormatError::Unrecognised(
-        "Kineto traces are not supported by this build yet".into(),
-    ))
+    if format == Format::MemoryTimeline {
+        return memory_timeline::read(source, input);
+    }
+    // Read the (small) sidecar first: a bad path fails before a long parse.
+    let mut side = match &opts.categories {
+        Some(p) => Some(sidecar::Sidecar::new(
+            memory_timeline::read_path(p).map_err(|e| {
+                FormatError::Invalid(format!("categories file {}: {e}", p.display()))
+            })?,
+        )),
+        None => None,
+    };
+    let (mut c, warnings) = collect(input, progress)?;
+    if c.mem.is_empty() && c.ooms.is_empty() {
+        return Err(FormatError::Empty(format!(
+            "the Kineto trace holds no [memory] events ({} trace events read): record it with torch.profiler.profile(profile_memory=True)",
+            c.events_read
+        )));
+    }
+    let attr = attribute::attribute(&c);
+    c.drop_op_spans();
+    let traces = build::build_all(build::Shared {
+        c: &c,
+        attr: &attr,
+        source,
+        sidecar: side.as_mut(),
+        sidecar_name: opts
+            .categories
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        warnings: &warnings,
+    });
+    Ok(traces)
+}
+
+/// The streaming pass. A trace cut short after some events opens with a warning.
+fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>), FormatError> {
+    let mut c = Collected::new();
+    let mut warnings = Vec::new();
+    let res = feed::with_read_ahead(input.into_reader(), progress, |ra| {
+        let mut feed = Feed::chunks(ra, progress.clone());
+        parse::scan(&mut feed, &mut c)
+    });
+    match res {
+        Ok(()) => {}
+        Err(FeedError::Cancelled) => return Err(FormatError::Cancelled),
+        Err(FeedError::Io(e)) => return Err(io_or_cancel(e)),
+        Err(FeedError::Eof { offset }) if c.events_read > 0 => warnings.push(format!(
+            "trace is truncated at byte {offset}; showing the {} events read (the profiler may have died before finishing the file)",
+            c.events_read
+        )),
+        Err(FeedError::Eof { offset }) => {
+            return Err(FormatError::at(
+                offset,
+                "the Kineto trace ends before its first trace event",
+            ))
+        }
+        Err(FeedError::Json { offset, line, msg }) => {
+            return Err(FormatError::at(
+                offset,
+                format!("malformed Kineto JSON (line {line}): {msg}"),
+            ))
+        }
+    }
+    if !c.saw_trace_events {
+        return Err(FormatError::Invalid(
+            "a JSON object without a \"traceEvents\" array: not a Kineto trace".into(),
+        ));
+    }
+    Ok((c, warnings))
 }

@@ -6,6 +6,7 @@ pub mod error;
 pub mod jsonl;
 pub mod jsonl_write;
 pub mod kineto;
+pub mod memory_timeline;
 pub mod pickle;
 pub mod snapshot;
 pub mod source;

@@ -1,0 +1,644 @@
+//! Turns the collected Kineto events into one [`Trace`] per device: replay of `[memory]`
+//! events in (stable) time order, the Total Allocated / Reserved checks, marks and categories.
+
+use super::attribute::{Attribution, NONE};
+use super::parse::{Collected, MemEv, SpanKind};
+use super::sidecar::Sidecar;
+use crate::formats::memory_timeline::category_of;
+use crate::trace::{
+    AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
+    Trace, Ts,
+};
+use rustc_hash::FxHashMap;
+
+pub const PREEXISTING: &str = "pre-existing (allocated before profiling)";
+const NO_OP: &str = "(no enclosing op)";
+
+/// A device as Kineto names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Device {
+    pub ty: i32,
+    pub id: i32,
+}
+
+impl Device {
+    /// c10::DeviceType numbers → the names PyTorch prints.
+    pub fn name(self) -> String {
+        let kind = match self.ty {
+            0 => return "cpu".into(),
+            1 => "cuda",
+            6 => "hip",
+            9 => "xla",
+            12 => "xpu",
+            13 => "mps",
+            15 => "hpu",
+            19 => "mtia",
+            20 => "privateuseone",
+            _ => return format!("device{}:{}", self.ty, self.id),
+        };
+        format!("{kind}:{}", self.id.max(0))
+    }
+    /// Accelerators first (by type and id), the CPU last: the default device is the GPU.
+    fn order(self) -> (bool, i32, i32) {
+        (self.ty == 0, self.ty, self.id)
+    }
+}
+
+/// Everything shared by the devices of one file.
+pub struct Shared<'a> {
+    pub c: &'a Collected,
+    pub attr: &'a Attribution,
+    pub source: &'a str,
+    pub sidecar: Option<&'a mut Sidecar>,
+    pub sidecar_name: String,
+    pub warnings: &'a [String],
+}
+
+/// Builds every device's trace.
+pub fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
+    let c = sh.c;
+    let mut by_dev: FxHashMap<Device, Vec<u32>> = FxHashMap::default();
+    for (i, m) in c.mem.iter().enumerate() {
+        by_dev.entry(dev_of(m)).or_default().push(i as u32);
+    }
+    let mut oom_devs: FxHashMap<Device, Vec<usize>> = FxHashMap::default();
+    for (i, o) in c.ooms.iter().enumerate() {
+        oom_devs
+            .entry(Device {
+                ty: o.dev_type,
+                id: o.dev_id,
+            })
+            .or_default()
+            .push(i);
+    }
+    let mut devs: Vec<Device> = by_dev.keys().chain(oom_devs.keys()).copied().collect();
+    devs.sort_by_key(|d| d.order());
+    devs.dedup();
+    let mut matched_any = false;
+    let mut out = Vec::with_capacity(devs.len());
+    for d in devs {
+        let evs = by_dev.remove(&d).unwrap_or_default();
+        let ooms = oom_devs.remove(&d).unwrap_or_default();
+        let (t, matched) = build_device(&mut sh, d, &evs, &ooms);
+        matched_any |= matched;
+        out.push(t);
+    }
+    if sh.sidecar.is_some() && !matched_any {
+        for t in &mut out {
+            t.warn(format!(
+                "categories file {} matched no allocation of this trace (is it from the same run?); bands are unknown",
+                sh.sidecar_name
+            ));
+        }
+    }
+    out
+}
+
+fn dev_of(m: &MemEv) -> Device {
+    Device {
+        ty: m.dev_type as i32,
+        id: m.dev_id as i32,
+    }
+}
+
+/// Result of the dry replay used for the consistency checks.
+struct Dry {
+    /// Whether the free at each position matched no live allocation.
+    unmatched: Vec<bool>,
+    /// For an alloc at a position, the position of its free (NONE if still live).
+    free_of: Vec<u32>,
+    /// Pre-existing bytes (Total Allocated above the running sum from the first event on).
+    baseline: i64,
+}
+
+fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
+    let n = evs.len();
+    let mut live: FxHashMap<u64, (i64, u32)> = FxHashMap::default();
+    let mut unmatched = vec![false; n];
+    let mut free_of = vec![NONE; n];
+    let mut sum: i64 = 0;
+    // Candidate baselines from the first event with a total: Total Allocated read after the
+    // event (post) or before it (pre). Allocators differ (even per event kind), so an event
+    // agrees with a baseline d when Total Allocated − d is the running sum before or after it.
+    let mut cand: Option<[i64; 2]> = None;
+    let mut mismatch = [0u64; 2];
+    let mut first_mismatch: [Option<(usize, i64, i64)>; 2] = [None, None];
+    let (mut reallocs, mut size_diff) = (0u64, 0u64);
+    for (p, m) in evs.iter().enumerate() {
+        let before = sum;
+        sum += m.bytes;
+        if m.bytes > 0 {
+            if live.insert(m.addr, (m.bytes, p as u32)).is_some() {
+                reallocs += 1;
+            }
+        } else if m.bytes < 0 {
+            match live.remove(&m.addr) {
+                Some((sz, at)) => {
+                    free_of[at as usize] = p as u32;
+                    if sz != -m.bytes {
+                        size_diff += 1;
+                    }
+                }
+                None => unmatched[p] = true,
+            }
+        }
+        if let Some(ta) = m.total_alloc() {
+            let c = *cand.get_or_insert([ta - sum, ta - before]);
+            for k in 0..2 {
+                let v = ta - c[k];
+                if v != sum && v != before {
+                    mismatch[k] += 1;
+                    first_mismatch[k].get_or_insert((p, sum, ta));
+                }
+            }
+        }
+    }
+    let k = usize::from(mismatch[1] < mismatch[0]);
+    let baseline = cand.map_or(0, |c| c[k]);
+    if let Some((p, s, ta)) = first_mismatch[k] {
+        t.warn(format!(
+            "the running sum of Bytes differs from Total Allocated at {} of {n} [memory] events (first at event {p}: sum {s}, Total Allocated {ta}); the memory shown follows Bytes",
+            mismatch[k]
+        ));
+    }
+    if baseline < 0 {
+        t.warn(format!(
+            "Total Allocated is {} bytes below the running sum of Bytes from the first event on; the memory shown follows Bytes",
+            -baseline
+        ));
+    } else if baseline > 0 {
+        t.warn(format!(
+            "{baseline} bytes were allocated before profiling started (Total Allocated minus the running sum of Bytes); shown as \"{PREEXISTING}\""
+        ));
+    }
+    if reallocs > 0 {
+        t.warn(format!(
+            "{reallocs} allocations reused an address that was still live; the older allocation was closed there"
+        ));
+    }
+    if size_diff > 0 {
+        t.warn(format!(
+            "{size_diff} frees had a size different from their allocation"
+        ));
+    }
+    Dry {
+        unmatched,
+        free_of,
+        baseline: baseline.max(0),
+    }
+}
+
+/// One live allocation during the replay.
+#[derive(Clone, Copy)]
+struct Live {
+    id: AllocId,
+    size: i64,
+    at: u32,
+    /// PyTorch category from the sidecar (index 0–7; None = Unknown).
+    pt: Option<u8>,
+}
+
+fn build_device(
+    sh: &mut Shared<'_>,
+    dev: Device,
+    evs_idx: &[u32],
+    ooms: &[usize],
+) -> (Trace, bool) {
+    let c = sh.c;
+    let mut t = Trace::new(dev.name(), sh.source, "kineto");
+    t.clock = Clock::Us;
+    t.bands_source = crate::trace::BandsSource::Recorded;
+    if dev.ty != 0 {
+        t.capacity = c
+            .dev_props
+            .iter()
+            .find(|p| p.id == Some(dev.id as i64))
+            .and_then(|p| p.total_global_mem)
+            .map(Bytes);
+    }
+    for w in sh.warnings {
+        t.warn(w.clone());
+    }
+    // Stable sort by ts: the file order decides equal timestamps.
+    let mut order: Vec<u32> = (0..evs_idx.len() as u32).collect();
+    order.sort_by_key(|&i| c.mem[evs_idx[i as usize] as usize].ts);
+    let sorted = order.windows(2).all(|w| w[0] < w[1]);
+    let evs: Vec<&MemEv> = order
+        .iter()
+        .map(|&i| &c.mem[evs_idx[i as usize] as usize])
+        .collect();
+    let ts: Vec<i64> = evs.iter().map(|m| m.ts).collect();
+    let dry = dry_run(&mut t, &evs);
+    let base_ns = c.base_ns.unwrap_or(0);
+
+    // Does the sidecar describe this device at all?
+    let use_sidecar = sh.sidecar.as_deref().is_some_and(|s| {
+        evs.iter()
+            .filter(|m| m.bytes > 0)
+            .take(10_000)
+            .any(|m| s.has_match(m.ts + base_ns, m.bytes))
+    });
+    let mut sidecar = if use_sidecar {
+        sh.sidecar.as_deref_mut()
+    } else {
+        None
+    };
+    let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
+
+    let pre_name = t.strings.intern(PREEXISTING);
+    let seg_name = t.strings.intern("reserved segment");
+    let no_op = t.strings.intern(NO_OP);
+    let mut name_map: FxHashMap<u32, StrId> = FxHashMap::default();
+    let mut stack_map: FxHashMap<u32, StackId> = FxHashMap::default();
+    let mut live: FxHashMap<u64, Live> = FxHashMap::default();
+    let mut pre_left = dry.baseline;
+    let mut segs: Vec<(AllocId, i64)> = Vec::new();
+    let mut reserved: Option<i64> = None;
+    let (mut matched, mut unmatched_cat, mut lost_changes) = (0u64, 0u64, 0u64);
+    let mut next_change = 0usize;
+
+    for (p, m) in evs.iter().enumerate() {
+        let kind = match m.bytes {
+            b if b > 0 => EventKind::Alloc,
+            b if b < 0 => EventKind::Free,
+            _ => EventKind::Other,
+        };
+        let file_pos = order[p] as u64;
+        if sorted {
+            t.push_event(Ts(m.ts), kind);
+        } else {
+            t.push_event_src(Ts(m.ts), kind, file_pos);
+        }
+        let mi = evs_idx[order[p] as usize] as usize;
+        if m.bytes > 0 {
+            if let Some(old) = live.remove(&m.addr) {
+                t.close(old.id);
+            }
+            let (name, stack) = names_of(&mut t, sh.attr, c, mi, &mut name_map, &mut stack_map);
+            let name = if name == StrId::default() {
+                no_op
+            } else {
+                name
+            };
+            let pt = match sidecar.as_deref_mut() {
+                Some(s) => match s.take(m.ts + base_ns, m.bytes) {
+                    Some(cat) => {
+                        matched += 1;
+                        cat
+                    }
+                    None => {
+                        unmatched_cat += 1;
+                        None
+                    }
+                },
+                None => None,
+            };
+            // inference: analysis::infer — without a sidecar the category stays Unknown here;
+            // the category inference pass (when present) relabels storages before indexing.
+            let cat = if sidecar.is_some() {
+                category_of(pt)
+            } else {
+                Category::Unknown
+            };
+            let id = t.open(
+                Bytes(m.bytes as u64),
+                cat,
+                StorageKind::Block,
+                name,
+                stack,
+                m.addr,
+            );
+            live.insert(
+                m.addr,
+                Live {
+                    id,
+                    size: m.bytes,
+                    at: p as u32,
+                    pt,
+                },
+            );
+        } else if m.bytes < 0 {
+            match live.remove(&m.addr) {
+                Some(l) => t.close(l.id),
+                None => {
+                    t.unmatched_frees += 1;
+                    let b = -m.bytes;
+                    if dry.unmatched[p] && pre_left >= b {
+                        // A block from before profiling: it was live from the start until here.
+                        let id = t.open_from_start(
+                            Bytes(b as u64),
+                            Category::Unknown,
+                            StorageKind::Block,
+                            pre_name,
+                            StackId::default(),
+                            m.addr,
+                        );
+                        t.close(id);
+                        pre_left -= b;
+                    }
+                }
+            }
+        }
+        if reserved_known {
+            if let Some(r) = m.total_res().filter(|&r| r >= 0) {
+                follow_reserved(&mut t, &mut segs, &mut reserved, r, seg_name);
+            }
+        }
+        if let Some(s) = sidecar.as_deref() {
+            let now = m.ts + base_ns;
+            while let Some(ch) = s.changes.get(next_change).filter(|ch| ch.t <= now) {
+                let ch = *ch;
+                next_change += 1;
+                if !apply_change(&mut t, &mut live, s, &ts, &dry, base_ns, p, ch) {
+                    lost_changes += 1;
+                }
+            }
+        }
+    }
+    if pre_left > 0 {
+        t.open_from_start(
+            Bytes(pre_left as u64),
+            Category::Unknown,
+            StorageKind::Block,
+            pre_name,
+            StackId::default(),
+            0,
+        );
+    }
+    if t.unmatched_frees > 0 {
+        t.warn(format!(
+            "{} frees of addresses never allocated in the trace (allocated before profiling started)",
+            t.unmatched_frees
+        ));
+    }
+    if use_sidecar {
+        let s = &sh.sidecar_name;
+        let mut w = format!(
+            "categories from {s}: {matched} of {} allocations matched",
+            matched + unmatched_cat
+        );
+        if unmatched_cat > 0 {
+            w.push_str(&format!(" ({unmatched_cat} unmatched shown as unknown)"));
+        }
+        if lost_changes > 0 {
+            w.push_str(&format!(
+                "; {lost_changes} category changes found no live allocation"
+            ));
+        }
+        if sidecar.as_deref().is_some_and(|s| s.coalesced) {
+            w.push_str("; the coalesced .json only gives totals per µs, prefer the .raw.json.gz");
+        }
+        t.warn(w);
+    }
+    if evs.is_empty() {
+        // OOMs alone: give each one an event so it can be marked.
+        for &o in ooms {
+            t.push_event(Ts(c.ooms[o].ts), EventKind::Oom);
+        }
+    }
+    add_marks(&mut t, c, &ts, ooms);
+    (t, use_sidecar)
+}
+
+fn names_of(
+    t: &mut Trace,
+    attr: &Attribution,
+    c: &Collected,
+    mi: usize,
+    name_map: &mut FxHashMap<u32, StrId>,
+    stack_map: &mut FxHashMap<u32, StackId>,
+) -> (StrId, StackId) {
+    let mut intern = |t: &mut Trace, g: u32| -> StrId {
+        *name_map
+            .entry(g)
+            .or_insert_with(|| t.strings.intern(c.names.get(g)))
+    };
+    let op = attr.op.get(mi).copied().unwrap_or(NONE);
+    let sid = attr.stack.get(mi).copied().unwrap_or(NONE);
+    let stack = if sid == NONE {
+        StackId::default()
+    } else if let Some(&s) = stack_map.get(&sid) {
+        s
+    } else {
+        let frames: Vec<StrId> = attr
+            .stacks
+            .get(sid as usize)
+            .map(|f| f.iter().map(|&g| intern(t, g)).collect())
+            .unwrap_or_default();
+        let s = t.strings.intern_stack(&frames);
+        stack_map.insert(sid, s);
+        s
+    };
+    let name = if op != NONE {
+        intern(t, op)
+    } else if sid != NONE {
+        // No cpu_op: the innermost Python frame names it.
+        let first = attr
+            .stacks
+            .get(sid as usize)
+            .and_then(|f| f.first().copied());
+        first.map_or(StrId::default(), |g| intern(t, g))
+    } else {
+        StrId::default()
+    };
+    (name, stack)
+}
+
+/// Makes the reserved total after this event equal `r` with segment storages.
+fn follow_reserved(
+    t: &mut Trace,
+    segs: &mut Vec<(AllocId, i64)>,
+    level: &mut Option<i64>,
+    r: i64,
+    name: StrId,
+) {
+    let Some(cur) = *level else {
+        // Reserved before the first event (or by it): live from the start.
+        if r > 0 {
+            let id = t.open_from_start(
+                Bytes(r as u64),
+                Category::Unknown,
+                StorageKind::Segment,
+                name,
+                StackId::default(),
+                0,
+            );
+            segs.push((id, r));
+        }
+        *level = Some(r);
+        return;
+    };
+    let mut cur = cur;
+    while cur > r {
+        let Some((id, sz)) = segs.pop() else { break };
+        t.close(id);
+        cur -= sz;
+    }
+    if r > cur {
+        let id = t.open(
+            Bytes((r - cur) as u64),
+            Category::Unknown,
+            StorageKind::Segment,
+            name,
+            StackId::default(),
+            0,
+        );
+        segs.push((id, r - cur));
+    }
+    *level = Some(r);
+}
+
+/// Moves one live allocation of the change's size from its old category to the new one.
+#[allow(clippy::too_many_arguments)]
+fn apply_change(
+    t: &mut Trace,
+    live: &mut FxHashMap<u64, Live>,
+    s: &Sidecar,
+    ts: &[i64],
+    dry: &Dry,
+    base_ns: i64,
+    p: usize,
+    ch: super::sidecar::Change,
+) -> bool {
+    // Prefer an allocation whose recorded DESTROY has the new category; then the newest.
+    let score = |l: &Live| {
+        let f = dry.free_of.get(l.at as usize).copied().unwrap_or(NONE);
+        let ends_new = f != NONE
+            && ts
+                .get(f as usize)
+                .and_then(|&tf| s.destroy_cat(tf + base_ns, l.size))
+                == Some(ch.new);
+        (ends_new, l.at)
+    };
+    let Some((&addr, &l)) = live
+        .iter()
+        .filter(|(_, l)| l.size == ch.bytes && l.pt == ch.old)
+        .max_by_key(|(_, l)| score(l))
+    else {
+        return false;
+    };
+    let cat = category_of(ch.new);
+    let id = if l.at as usize == p {
+        t.set_category(l.id, cat, false);
+        l.id
+    } else {
+        let (name, stack, src) = (
+            t.storages.name.get(l.id.idx()).copied().unwrap_or_default(),
+            t.storages
+                .stack
+                .get(l.id.idx())
+                .copied()
+                .unwrap_or_default(),
+            addr,
+        );
+        t.close(l.id);
+        t.open(
+            Bytes(l.size as u64),
+            cat,
+            StorageKind::Block,
+            name,
+            stack,
+            src,
+        )
+    };
+    live.insert(
+        addr,
+        Live {
+            id,
+            pt: ch.new,
+            ..l
+        },
+    );
+    true
+}
+
+/// Step and phase marks from annotation spans, OOM marks, sorted by position.
+fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
+    let n = t.len();
+    if n == 0 {
+        return;
+    }
+    let has_profiler_steps = c.spans.iter().any(|s| {
+        s.kind() == SpanKind::Annotation && c.names.get(s.name()).starts_with("ProfilerStep#")
+    });
+    let mut marks: Vec<(Mark, i64)> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for s in c.spans.iter().filter(|s| s.kind() == SpanKind::Annotation) {
+        // The same annotation recorded twice (e.g. on two threads) is one mark.
+        if !seen.insert((s.name(), s.start, s.end)) {
+            continue;
+        }
+        let at = ts.partition_point(|&x| x < s.start);
+        let last = ts.partition_point(|&x| x < s.end.max(s.start + 1));
+        if at >= ts.len() || last == 0 || last - 1 < at {
+            continue; // no [memory] event of this device inside the span
+        }
+        let name = c.names.get(s.name());
+        let step = if has_profiler_steps {
+            name.starts_with("ProfilerStep#")
+        } else {
+            step_like(name)
+        };
+        let id = t.strings.intern(name);
+        marks.push((
+            Mark {
+                at: Seq(at as u64),
+                ts: Ts(s.start),
+                name: id,
+                kind: if step {
+                    MarkKind::Step
+                } else {
+                    MarkKind::Phase
+                },
+                end: Some(Seq(last as u64 - 1)),
+                size: None,
+                free: None,
+            },
+            s.start,
+        ));
+    }
+    for &o in ooms {
+        let ev = &c.ooms[o];
+        let at = if ts.is_empty() {
+            // OOM-only device: one event per OOM, in order.
+            ooms.iter().position(|&x| x == o).unwrap_or(0)
+        } else {
+            ts.partition_point(|&x| x <= ev.ts).saturating_sub(1)
+        };
+        let name = t.strings.intern(&format!(
+            "out of memory: {} requested",
+            Bytes(ev.bytes.unsigned_abs()).human()
+        ));
+        marks.push((
+            Mark {
+                at: Seq((at as u64).min(n as u64 - 1)),
+                ts: Ts(ev.ts),
+                name,
+                kind: MarkKind::Oom,
+                end: None,
+                size: Some(Bytes(ev.bytes.unsigned_abs())),
+                free: None,
+            },
+            ev.ts,
+        ));
+    }
+    marks.sort_by_key(|(m, start)| (m.at, *start));
+    for (m, _) in marks {
+        t.add_mark(m);
+    }
+}
+
+/// `ProfilerStep#3`, `step1`, `step0_warmup`, `Step 2`, `train_step_4`…
+pub fn step_like(name: &str) -> bool {
+    if name.starts_with("ProfilerStep#") {
+        return true;
+    }
+    let l = name.to_ascii_lowercase();
+    let Some(i) = l.find("step") else {
+        return false;
+    };
+    // "step" must start the name or follow a separator, and be followed by a number.
+    let before_ok = i == 0 || l.as_bytes()[i - 1] == b'_' || l.as_bytes()[i - 1] == b' ';
+    let rest = l[i + 4..].trim_start_matches(['_', ' ', '#', '-']);
+    before_ok && rest.as_bytes().first().is_some_and(|b| b.is_ascii_digit())
+}

@@ -1,0 +1,773 @@
+//! Streaming pass over a Kineto Chrome trace: keeps `[memory]` / `[OutOfMemory]` instants and
+//! the `ph:"X"` spans needed for attribution and marks, compactly, skipping everything else.
+
+use super::feed::{Feed, FeedError};
+use rustc_hash::FxHashMap;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserializer;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Marks an absent `Total Allocated` / `Total Reserved` (keeps [`MemEv`] small).
+pub const ABSENT: i64 = i64::MIN;
+
+/// One `[memory]` instant (file order). 48 bytes: a 1 GB trace holds ~10⁶ of them.
+#[derive(Clone, Copy, Debug)]
+pub struct MemEv {
+    pub ts: i64,
+    pub addr: u64,
+    pub bytes: i64,
+    /// `Total Allocated` ([`ABSENT`] when absent).
+    pub total_alloc: i64,
+    /// `Total Reserved` ([`ABSENT`] when absent).
+    pub total_res: i64,
+    pub dev_type: i16,
+    pub dev_id: i16,
+    pub tid: u32,
+}
+
+impl MemEv {
+    pub fn total_alloc(&self) -> Option<i64> {
+        (self.total_alloc != ABSENT).then_some(self.total_alloc)
+    }
+    pub fn total_res(&self) -> Option<i64> {
+        (self.total_res != ABSENT).then_some(self.total_res)
+    }
+}
+
+/// One `[OutOfMemory]` instant.
+#[derive(Clone, Copy, Debug)]
+pub struct OomEv {
+    pub ts: i64,
+    pub bytes: i64,
+    pub dev_type: i32,
+    pub dev_id: i32,
+}
+
+/// What an `X` span is used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanKind {
+    CpuOp = 0,
+    Python = 1,
+    Annotation = 2,
+}
+
+/// A complete (`ph:"X"`) event: `[start, end)` in ns. 24 bytes (the kind sits in the top
+/// bits of the name id): a 1 GB trace holds millions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start: i64,
+    pub end: i64,
+    pub tid: u32,
+    tag: u32,
+}
+
+const NAME_BITS: u32 = 30;
+
+impl Span {
+    /// None when the name id does not fit (more than 2³⁰ distinct names).
+    pub fn new(start: i64, end: i64, tid: u32, name: u32, kind: SpanKind) -> Option<Span> {
+        (name < 1 << NAME_BITS).then_some(Span {
+            start,
+            end,
+            tid,
+            tag: name | (kind as u32) << NAME_BITS,
+        })
+    }
+    pub fn name(&self) -> u32 {
+        self.tag & ((1 << NAME_BITS) - 1)
+    }
+    pub fn kind(&self) -> SpanKind {
+        match self.tag >> NAME_BITS {
+            0 => SpanKind::CpuOp,
+            1 => SpanKind::Python,
+            _ => SpanKind::Annotation,
+        }
+    }
+}
+
+/// Deduplicated names (span names and the few instants we keep).
+#[derive(Default, Debug)]
+pub struct Names {
+    ids: FxHashMap<Box<str>, u32>,
+    pub list: Vec<Box<str>>,
+}
+
+impl Names {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+    pub fn get(&self, id: u32) -> &str {
+        self.list.get(id as usize).map_or("", |s| s)
+    }
+}
+
+/// A device's properties from the header (`deviceProperties`).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct DevProp {
+    #[serde(default)]
+    pub id: Option<i64>,
+    #[serde(default, rename = "totalGlobalMem")]
+    pub total_global_mem: Option<u64>,
+}
+
+/// Everything kept from one pass over the file.
+#[derive(Default, Debug)]
+pub struct Collected {
+    pub base_ns: Option<i64>,
+    pub dev_props: Vec<DevProp>,
+    pub mem: Vec<MemEv>,
+    pub ooms: Vec<OomEv>,
+    pub spans: Vec<Span>,
+    pub names: Names,
+    /// Number of `traceEvents` entries read completely.
+    pub events_read: u64,
+    pub saw_trace_events: bool,
+    tids: FxHashMap<TidKey, u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum TidKey {
+    Num(i64),
+    Str(Box<str>),
+}
+
+impl Collected {
+    pub fn new() -> Self {
+        Collected::default()
+    }
+
+    /// Frees the op spans once attribution is done (only annotations are needed after).
+    pub fn drop_op_spans(&mut self) {
+        self.spans.retain(|s| s.kind() == SpanKind::Annotation);
+        self.spans.shrink_to_fit();
+    }
+
+    fn tid(&mut self, k: TidKey) -> u32 {
+        let n = self.tids.len() as u32;
+        *self.tids.entry(k).or_insert(n)
+    }
+}
+
+struct DevPropLoose(Option<DevProp>);
+impl<'de> de::Deserialize<'de> for DevPropLoose {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Buffer the small object so that a surprising shape is skipped, not fatal.
+        let v = <serde_json::Value as de::Deserialize>::deserialize(d)?;
+        Ok(DevPropLoose(serde_json::from_value(v).ok()))
+    }
+}
+
+/// Reads the whole trace object from `feed` into `c`. On error, `c` holds what was read.
+pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+    scan_with(feed, c, true)
+}
+
+/// [`scan`], optionally without the fast path (tests compare both).
+fn scan_with<R: std::io::Read>(
+    feed: &mut Feed<R>,
+    c: &mut Collected,
+    fast: bool,
+) -> Result<(), FeedError> {
+    feed.expect(b'{', "'{' (a Kineto trace is one JSON object)")?;
+    if feed.peek()? == Some(b'}') {
+        feed.bump();
+        return Ok(());
+    }
+    loop {
+        let key: String = feed.value()?;
+        feed.expect(b':', "':' after an object key")?;
+        match key.as_str() {
+            "traceEvents" => {
+                c.saw_trace_events = true;
+                events(feed, c, fast)?;
+            }
+            "baseTimeNanoseconds" => c.base_ns = feed.value::<Num>()?.as_i64(),
+            "deviceProperties" => {
+                let v: Option<Vec<DevPropLoose>> = feed.value()?;
+                c.dev_props = v
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|d| d.0)
+                    .collect();
+            }
+            _ => {
+                feed.value::<IgnoredAny>()?;
+            }
+        }
+        match feed.peek()? {
+            Some(b',') => feed.bump(),
+            Some(b'}') => {
+                feed.bump();
+                break;
+            }
+            Some(x) => {
+                return Err(feed.error_here(format!(
+                    "expected ',' or '}}' after the value of {key:?}, found {:?}",
+                    char::from(x)
+                )))
+            }
+            None => {
+                return Err(FeedError::Eof {
+                    offset: feed.offset(),
+                })
+            }
+        }
+    }
+    match feed.peek()? {
+        None => Ok(()),
+        Some(x) => Err(feed.error_here(format!(
+            "unexpected {:?} after the end of the trace object",
+            char::from(x)
+        ))),
+    }
+}
+
+fn events<R: std::io::Read>(
+    feed: &mut Feed<R>,
+    c: &mut Collected,
+    fast: bool,
+) -> Result<(), FeedError> {
+    feed.expect(b'[', "'[' (traceEvents is an array)")?;
+    if feed.peek()? == Some(b']') {
+        feed.bump();
+        return Ok(());
+    }
+    loop {
+        feed.parse(|s| {
+            if let Some((ev, used)) = fast.then(|| super::fast::event(s)).flatten() {
+                c.push(ev);
+                return Ok(Some(((), used)));
+            }
+            let mut it = serde_json::Deserializer::from_slice(s).into_iter::<RawEvent>();
+            match it.next() {
+                Some(Ok(ev)) => {
+                    c.push(ev);
+                    Ok(Some(((), it.byte_offset())))
+                }
+                Some(Err(e)) => Err(e),
+                None => Ok(None),
+            }
+        })?;
+        c.events_read += 1;
+        match feed.peek()? {
+            Some(b',') => feed.bump(),
+            Some(b']') => {
+                feed.bump();
+                return Ok(());
+            }
+            Some(x) => {
+                return Err(feed.error_here(format!(
+                    "expected ',' or ']' between trace events, found {:?}",
+                    char::from(x)
+                )))
+            }
+            None => {
+                return Err(FeedError::Eof {
+                    offset: feed.offset(),
+                })
+            }
+        }
+    }
+}
+
+/// Fields of one trace event, as far as they matter (the name borrowed from the input).
+#[derive(Default)]
+pub(super) struct RawEvent<'a> {
+    pub ph: u8,
+    pub cat: Cat,
+    pub name: Option<Cow<'a, str>>,
+    pub ts: Option<f64>,
+    pub dur: Option<f64>,
+    pub tid: Option<TidKey>,
+    pub args: ArgsOut,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cat {
+    #[default]
+    Other,
+    /// The GPU-time copy of an annotation: not a mark (the CPU span is).
+    GpuAnnotation,
+    CpuOp,
+    Python,
+    UserAnnotation,
+}
+
+#[derive(Default)]
+pub(super) struct ArgsOut {
+    pub addr: Option<u64>,
+    pub bytes: Option<i64>,
+    pub total_alloc: Option<i64>,
+    pub total_res: Option<i64>,
+    pub dev_type: Option<i64>,
+    pub dev_id: Option<i64>,
+}
+
+impl Cat {
+    pub fn from_str(s: &[u8]) -> Cat {
+        match s {
+            b"cpu_op" | b"Operator" | b"operator" => Cat::CpuOp,
+            b"python_function" => Cat::Python,
+            b"user_annotation" => Cat::UserAnnotation,
+            b"gpu_user_annotation" => Cat::GpuAnnotation,
+            _ => Cat::Other,
+        }
+    }
+}
+
+enum EvKey {
+    Ph,
+    Cat,
+    Name,
+    Ts,
+    Dur,
+    Tid,
+    Args,
+    Other,
+}
+struct EvKeyD(EvKey);
+impl<'de> de::Deserialize<'de> for EvKeyD {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = EvKeyD;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an event key")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<EvKeyD, E> {
+                Ok(EvKeyD(match s {
+                    "ph" => EvKey::Ph,
+                    "cat" => EvKey::Cat,
+                    "name" => EvKey::Name,
+                    "ts" => EvKey::Ts,
+                    "dur" => EvKey::Dur,
+                    "tid" => EvKey::Tid,
+                    "args" => EvKey::Args,
+                    _ => EvKey::Other,
+                }))
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// `ph`: only its first byte matters.
+struct Ph(u8);
+impl<'de> de::Deserialize<'de> for Ph {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Ph;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a phase string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Ph, E> {
+                Ok(Ph(s.as_bytes().first().copied().unwrap_or(0)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+struct CatD(Cat);
+impl<'de> de::Deserialize<'de> for CatD {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = CatD;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a category string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<CatD, E> {
+                Ok(CatD(Cat::from_str(s.as_bytes())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<CatD, E> {
+                Ok(CatD(Cat::Other))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A name, borrowed from the input when it has no escapes.
+struct NameD<'a>(Option<Cow<'a, str>>);
+impl<'de> de::Deserialize<'de> for NameD<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NameD<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a name string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(s.to_owned()))))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(NameD(None))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(NameD(Some(Cow::Owned(v.to_string()))))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A JSON number of any shape (or a numeric string), kept as both integer and float.
+#[derive(Clone, Copy, Default)]
+struct Num {
+    i: Option<i64>,
+    u: Option<u64>,
+    f: Option<f64>,
+}
+impl Num {
+    fn as_i64(self) -> Option<i64> {
+        self.i
+            .or_else(|| self.u.and_then(|u| i64::try_from(u).ok()))
+            .or_else(|| self.f.filter(|f| f.is_finite()).map(|f| f.round() as i64))
+    }
+    fn as_u64(self) -> Option<u64> {
+        self.u
+            .or_else(|| self.i.and_then(|i| u64::try_from(i).ok()))
+            .or_else(|| self.f.filter(|f| *f >= 0.0).map(|f| f.round() as u64))
+    }
+    fn as_f64(self) -> Option<f64> {
+        self.f
+            .or_else(|| self.i.map(|i| i as f64))
+            .or_else(|| self.u.map(|u| u as f64))
+    }
+}
+impl<'de> de::Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Num, E> {
+                Ok(Num {
+                    i: Some(v),
+                    ..Num::default()
+                })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num {
+                    u: Some(v),
+                    ..Num::default()
+                })
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Num, E> {
+                Ok(Num {
+                    f: Some(v),
+                    ..Num::default()
+                })
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Num, E> {
+                let s = s.trim();
+                Ok(if let Ok(i) = s.parse::<i64>() {
+                    Num {
+                        i: Some(i),
+                        ..Num::default()
+                    }
+                } else if let Ok(u) = s.parse::<u64>() {
+                    Num {
+                        u: Some(u),
+                        ..Num::default()
+                    }
+                } else {
+                    Num {
+                        f: s.parse::<f64>().ok(),
+                        ..Num::default()
+                    }
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Num, E> {
+                Ok(Num::default())
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Num, E> {
+                Ok(Num::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Num, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Num::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Num, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Num::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+struct TidD(TidKey);
+impl<'de> de::Deserialize<'de> for TidD {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = TidD;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a thread id")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TidD, E> {
+                Ok(TidD(TidKey::Num(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<TidD, E> {
+                Ok(TidD(TidKey::Num(v as i64)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<TidD, E> {
+                Ok(TidD(TidKey::Num(v as i64)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<TidD, E> {
+                Ok(TidD(match s.parse::<i64>() {
+                    Ok(n) => TidKey::Num(n),
+                    Err(_) => TidKey::Str(s.into()),
+                }))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<TidD, E> {
+                Ok(TidD(TidKey::Num(-1)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+enum ArgKey {
+    Addr,
+    Bytes,
+    TotalAlloc,
+    TotalRes,
+    DevType,
+    DevId,
+    Other,
+}
+struct ArgKeyD(ArgKey);
+impl<'de> de::Deserialize<'de> for ArgKeyD {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ArgKeyD;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an args key")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<ArgKeyD, E> {
+                Ok(ArgKeyD(match s {
+                    "Addr" => ArgKey::Addr,
+                    "Bytes" => ArgKey::Bytes,
+                    "Total Allocated" => ArgKey::TotalAlloc,
+                    "Total Reserved" => ArgKey::TotalRes,
+                    "Device Type" => ArgKey::DevType,
+                    "Device Id" => ArgKey::DevId,
+                    _ => ArgKey::Other,
+                }))
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// `args`: picks the allocator fields, skips everything else (cheap for op args too).
+struct ArgsSeed;
+impl<'de> DeserializeSeed<'de> for ArgsSeed {
+    type Value = ArgsOut;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ArgsOut, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+impl<'de> Visitor<'de> for ArgsSeed {
+    type Value = ArgsOut;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an args object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<ArgsOut, A::Error> {
+        let mut a = ArgsOut::default();
+        while let Some(k) = m.next_key::<ArgKeyD>()? {
+            match k.0 {
+                ArgKey::Addr => a.addr = m.next_value::<Num>()?.as_u64(),
+                ArgKey::Bytes => a.bytes = m.next_value::<Num>()?.as_i64(),
+                ArgKey::TotalAlloc => a.total_alloc = m.next_value::<Num>()?.as_i64(),
+                ArgKey::TotalRes => a.total_res = m.next_value::<Num>()?.as_i64(),
+                ArgKey::DevType => a.dev_type = m.next_value::<Num>()?.as_i64(),
+                ArgKey::DevId => a.dev_id = m.next_value::<Num>()?.as_i64(),
+                ArgKey::Other => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(a)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<ArgsOut, E> {
+        Ok(ArgsOut::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<ArgsOut, A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(ArgsOut::default())
+    }
+}
+
+/// µs (float) → ns, rounded: Kineto writes 3 decimals, i.e. whole nanoseconds.
+pub fn us_to_ns(us: f64) -> i64 {
+    (us * 1000.0).round() as i64
+}
+
+impl<'de> de::Deserialize<'de> for RawEvent<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawEvent<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawEvent<'de>, A::Error> {
+                let mut ev = RawEvent::default();
+                while let Some(k) = m.next_key::<EvKeyD>()? {
+                    match k.0 {
+                        EvKey::Ph => ev.ph = m.next_value::<Ph>()?.0,
+                        EvKey::Cat => ev.cat = m.next_value::<CatD>()?.0,
+                        EvKey::Name => ev.name = m.next_value::<NameD>()?.0,
+                        EvKey::Ts => ev.ts = m.next_value::<Num>()?.as_f64(),
+                        EvKey::Dur => ev.dur = m.next_value::<Num>()?.as_f64(),
+                        EvKey::Tid => ev.tid = Some(m.next_value::<TidD>()?.0),
+                        // Span args (shapes, ids) are never needed: skip them unread.
+                        EvKey::Args if ev.ph == b'X' => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                        EvKey::Args => ev.args = m.next_value_seed(ArgsSeed)?,
+                        EvKey::Other => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ev)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Collected {
+    /// Keeps what matters of one event.
+    pub(super) fn push(&mut self, ev: RawEvent<'_>) {
+        let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
+            return;
+        };
+        let ts = us_to_ns(ts);
+        let name = ev.name.as_deref();
+        match ev.ph {
+            b'i' | b'I' | b'n' => {
+                let a = &ev.args;
+                if name == Some("[memory]") {
+                    let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
+                    self.mem.push(MemEv {
+                        ts,
+                        addr: a.addr.unwrap_or(0),
+                        bytes: a.bytes.unwrap_or(0),
+                        total_alloc: a.total_alloc.unwrap_or(ABSENT),
+                        total_res: a.total_res.unwrap_or(ABSENT),
+                        dev_type: a.dev_type.unwrap_or(0) as i16,
+                        dev_id: a.dev_id.unwrap_or(-1) as i16,
+                        tid,
+                    });
+                } else if name == Some("[OutOfMemory]") {
+                    self.ooms.push(OomEv {
+                        ts,
+                        bytes: a.bytes.unwrap_or(0),
+                        dev_type: a.dev_type.unwrap_or(0) as i32,
+                        dev_id: a.dev_id.unwrap_or(-1) as i32,
+                    });
+                }
+            }
+            b'X' => {
+                let Some(name) = name else { return };
+                let is_step = name.starts_with("ProfilerStep#") && ev.cat != Cat::GpuAnnotation;
+                let kind = if is_step {
+                    SpanKind::Annotation
+                } else {
+                    match ev.cat {
+                        Cat::CpuOp => SpanKind::CpuOp,
+                        Cat::Python => SpanKind::Python,
+                        Cat::UserAnnotation => SpanKind::Annotation,
+                        Cat::Other | Cat::GpuAnnotation => return,
+                    }
+                };
+                let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
+                let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
+                let name = self.names.intern(name);
+                if let Some(sp) = Span::new(ts, ts + us_to_ns(dur), tid, name, kind) {
+                    self.spans.push(sp);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::source::Progress;
+
+    fn collect(bytes: &[u8], fast: bool) -> Collected {
+        let mut feed = Feed::new(bytes, Progress::new());
+        let mut c = Collected::new();
+        scan_with(&mut feed, &mut c, fast).expect("parses");
+        c
+    }
+
+    fn same(bytes: &[u8]) {
+        let (a, b) = (collect(bytes, true), collect(bytes, false));
+        assert_eq!(a.events_read, b.events_read);
+        assert_eq!(format!("{:?}", a.mem), format!("{:?}", b.mem));
+        assert_eq!(format!("{:?}", a.ooms), format!("{:?}", b.ooms));
+        assert_eq!(format!("{:?}", a.spans), format!("{:?}", b.spans));
+        assert_eq!(a.names.list, b.names.list);
+        assert_eq!(a.base_ns, b.base_ns);
+    }
+
+    /// The fast path and serde_json read exactly the same from real and hand-made traces.
+    #[test]
+    fn fast_path_equals_serde_path() {
+        use std::io::Read;
+        let gz = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/traces/kineto-cpu-baseline/trace.json.gz"
+        );
+        let mut real = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))
+            .read_to_end(&mut real)
+            .expect("gunzip");
+        let c = collect(&real, true);
+        assert_eq!(c.mem.len(), 6158);
+        same(&real);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto");
+        for f in [
+            "relative.json",
+            "absolute.json",
+            "cuda.json",
+            "unsorted.json",
+        ] {
+            same(&std::fs::read(format!("{dir}/{f}")).expect("fixture"));
+        }
+        // Escapes, string tids and numbers, odd spacing, nested args.
+        same(br#"{"traceEvents":[ {"ph":"X","cat":"cpu_op","name":"a\"b\u00e9","ts":1,"dur":2,"tid":"7"},
+            {"ph" : "i" , "name":"[memory]","ts":1.5,"tid":7,"args":{"Bytes":4,"Addr":1,"Total Allocated":4.0,"x":[1,{"y":"}"}]}},
+            {"ph":"X","cat":"python_function","name":"f.py(1): g","ts":"0.5","dur":9,"tid":7,"args":{}} ]}"#);
+    }
+}

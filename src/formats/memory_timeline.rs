@@ -1,0 +1,412 @@
+//! PyTorch `export_memory_timeline` files: the coalesced `.json` (`[times, rows]`, 9 columns)
+//! and the `.raw.json.gz` (`[[t_ns, action, bytes, category], ...]`), read on their own or as
+//! the category sidecar of a Kineto trace.
+
+use super::error::FormatError;
+use super::source::{self, Input, Progress};
+use crate::trace::{AllocId, Bytes, Category, Clock, EventKind, StackId, StorageKind, Trace, Ts};
+use rustc_hash::FxHashMap;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use std::fmt;
+use std::path::Path;
+
+/// PyTorch's categories in export order (index 0–7); index 7 is "Unknown" (None in PyTorch).
+pub const PT_CATEGORIES: [&str; 8] = [
+    "PARAMETER",
+    "OPTIMIZER_STATE",
+    "INPUT",
+    "TEMPORARY",
+    "ACTIVATION",
+    "GRADIENT",
+    "AUTOGRAD_DETAIL",
+    "Unknown",
+];
+
+/// PyTorch category index (0–7, None = Unknown) → our category.
+pub fn category_of(pt: Option<u8>) -> Category {
+    match pt {
+        Some(0) => Category::Param,
+        Some(1) => Category::Optimizer,
+        Some(2) => Category::Input,
+        Some(3) => Category::Temp,
+        Some(4) => Category::Activation,
+        Some(5) => Category::Grad,
+        Some(6) => Category::AutogradDetail,
+        _ => Category::Unknown,
+    }
+}
+
+/// Timeline actions (`_memory_profiler.Action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Preexisting,
+    Create,
+    IncrementVersion,
+    Destroy,
+}
+
+impl Action {
+    fn from_i64(v: i64) -> Option<Action> {
+        Some(match v {
+            1 => Action::Preexisting,
+            2 => Action::Create,
+            3 => Action::IncrementVersion,
+            4 => Action::Destroy,
+            _ => return None,
+        })
+    }
+}
+
+/// One row of a `.raw.json.gz` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawRow {
+    /// Nanoseconds on the profiler clock (−1 for PREEXISTING).
+    pub t: i64,
+    pub action: Action,
+    /// Signed: + create/preexisting, − destroy.
+    pub bytes: i64,
+    /// 0–7, None for PyTorch's uncategorised (`None`) bytes.
+    pub cat: Option<u8>,
+}
+
+/// The two shapes of an export.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Timeline {
+    /// `[times_us, rows]`: bytes per category (8 columns after the leading zero) after each time.
+    Coalesced {
+        times_us: Vec<i64>,
+        rows: Vec<[i64; 8]>,
+    },
+    Raw(Vec<RawRow>),
+}
+
+/// A JSON scalar or a flat array of scalars (every element of both shapes is one of these).
+enum Item {
+    Num(Option<i64>),
+    Arr(Vec<Option<i64>>),
+}
+
+struct Scalar(Option<i64>);
+impl<'de> de::Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarV)
+    }
+}
+struct ScalarV;
+impl Visitor<'_> for ScalarV {
+    type Value = Scalar;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number or null")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar(Some(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+        i64::try_from(v)
+            .map(|v| Scalar(Some(v)))
+            .map_err(|_| E::custom("number too large"))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar(Some(v.round() as i64)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar(None))
+    }
+}
+
+impl<'de> de::Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Item;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, null or an array of numbers")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Item, E> {
+                ScalarV.visit_i64(v).map(|s| Item::Num(s.0))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Item, E> {
+                ScalarV.visit_u64(v).map(|s| Item::Num(s.0))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Item, E> {
+                ScalarV.visit_f64(v).map(|s| Item::Num(s.0))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
+                Ok(Item::Num(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Item, A::Error> {
+                let mut v = Vec::with_capacity(s.size_hint().unwrap_or(9));
+                while let Some(x) = s.next_element::<Scalar>()? {
+                    v.push(x.0);
+                }
+                Ok(Item::Arr(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Parses the decompressed content of either shape.
+pub fn parse(bytes: &[u8]) -> Result<Timeline, FormatError> {
+    let top: Vec<Vec<Item>> = serde_json::from_slice(bytes).map_err(|e| {
+        let off = line_col_offset(bytes, e.line(), e.column());
+        FormatError::at(
+            off,
+            format!("not an export_memory_timeline file ({e}); expected [[times…], [[0, …8 categories], …]] or [[t, action, bytes, category], …]"),
+        )
+    })?;
+    let coalesced = top.len() == 2
+        && top[0].iter().all(|x| matches!(x, Item::Num(_)))
+        && top[1].iter().all(|x| matches!(x, Item::Arr(_)))
+        && !top[1].is_empty();
+    if coalesced || (top.len() == 2 && top[0].is_empty() && top[1].is_empty()) {
+        let mut it = top.into_iter();
+        let times = it.next().unwrap_or_default();
+        let rows = it.next().unwrap_or_default();
+        if times.len() != rows.len() {
+            return Err(FormatError::Invalid(format!(
+                "export_memory_timeline .json: {} times but {} rows",
+                times.len(),
+                rows.len()
+            )));
+        }
+        let mut times_us = Vec::with_capacity(times.len());
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, (t, r)) in times.into_iter().zip(rows).enumerate() {
+            let (Item::Num(Some(t)), Item::Arr(r)) = (t, r) else {
+                return Err(FormatError::Invalid(format!(
+                    "export_memory_timeline .json: time point {i} is null or not a number"
+                )));
+            };
+            if r.len() != 9 {
+                return Err(FormatError::Invalid(format!(
+                    "export_memory_timeline .json: row {i} has {} columns, expected 9 (leading zero + 8 categories)",
+                    r.len()
+                )));
+            }
+            let mut row = [0i64; 8];
+            for (k, v) in r[1..].iter().enumerate() {
+                row[k] = v.unwrap_or(0);
+            }
+            times_us.push(t);
+            out.push(row);
+        }
+        return Ok(Timeline::Coalesced {
+            times_us,
+            rows: out,
+        });
+    }
+    let mut rows = Vec::with_capacity(top.len());
+    for (i, r) in top.into_iter().enumerate() {
+        let bad = || {
+            FormatError::Invalid(format!(
+                "export_memory_timeline raw row {i}: expected [t, action 1–4, bytes, category 0–7 or null]"
+            ))
+        };
+        if r.len() != 4 {
+            return Err(bad());
+        }
+        let num = |x: &Item| match x {
+            Item::Num(v) => Ok(*v),
+            Item::Arr(_) => Err(bad()),
+        };
+        let t = num(&r[0])?.ok_or_else(bad)?;
+        let action = num(&r[1])?.and_then(Action::from_i64).ok_or_else(bad)?;
+        let bytes = num(&r[2])?.ok_or_else(bad)?;
+        let cat = match num(&r[3])? {
+            None => None,
+            Some(c @ 0..=7) => Some(c as u8),
+            Some(_) => return Err(bad()),
+        };
+        rows.push(RawRow {
+            t,
+            action,
+            bytes,
+            cat,
+        });
+    }
+    Ok(Timeline::Raw(rows))
+}
+
+/// Byte offset of a 1-based line/column in `bytes`.
+pub fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
+    let start = if line <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', bytes)
+            .nth(line - 2)
+            .map_or(bytes.len(), |p| p + 1)
+    };
+    (start + column.saturating_sub(1)).min(bytes.len()) as u64
+}
+
+/// Reads a sidecar file (any shape, gzip or not) from a path.
+pub fn read_path(path: &Path) -> Result<Timeline, FormatError> {
+    let input = source::open(path, &Progress::new())?;
+    parse(&input.read_all()?)
+}
+
+/// Reads an export on its own: one trace whose bands are PyTorch's categories.
+pub fn read(source_name: &str, input: Input) -> Result<Vec<Trace>, FormatError> {
+    let bytes = input.read_all()?;
+    let tl = parse(&bytes)?;
+    let mut t = Trace::new("timeline", source_name, "memory_timeline");
+    t.bands_source = crate::trace::BandsSource::Recorded;
+    match tl {
+        Timeline::Coalesced { times_us, rows } => build_coalesced(&mut t, &times_us, &rows),
+        Timeline::Raw(rows) => build_raw(&mut t, &rows),
+    }
+    Ok(vec![t])
+}
+
+/// Each category's level follows the rows exactly: rises open a storage of the difference,
+/// drops close the newest storages of that category (and reopen a remainder if needed).
+fn build_coalesced(t: &mut Trace, times_us: &[i64], rows: &[[i64; 8]]) {
+    t.clock = Clock::Us;
+    let names: Vec<_> = PT_CATEGORIES.iter().map(|n| t.strings.intern(n)).collect();
+    let mut live: [Vec<(AllocId, i64)>; 8] = Default::default();
+    let mut level = [0i64; 8];
+    let mut negative = 0u64;
+    for (i, row) in rows.iter().enumerate() {
+        let net: i64 = row.iter().zip(&level).map(|(a, b)| a - b).sum();
+        let kind = if net >= 0 {
+            EventKind::Alloc
+        } else {
+            EventKind::Free
+        };
+        let ts = times_us.get(i).copied().unwrap_or(0).saturating_mul(1000);
+        t.push_event(Ts(ts), kind);
+        for k in 0..8 {
+            let want = row[k].max(0);
+            if row[k] < 0 {
+                negative += 1;
+            }
+            if want == level[k] {
+                continue;
+            }
+            let cat = category_of(Some(k as u8));
+            if want < level[k] {
+                while level[k] > want {
+                    let Some((id, sz)) = live[k].pop() else { break };
+                    t.close(id);
+                    level[k] -= sz;
+                }
+            }
+            if want > level[k] {
+                let d = want - level[k];
+                let id = t.open(
+                    Bytes(d as u64),
+                    cat,
+                    StorageKind::Block,
+                    names[k],
+                    StackId::default(),
+                    k as u64,
+                );
+                live[k].push((id, d));
+                level[k] = want;
+            }
+        }
+    }
+    if negative > 0 {
+        t.warn(format!(
+            "{negative} negative category totals in the timeline were shown as 0"
+        ));
+    }
+}
+
+/// Replays CREATE/DESTROY/INCREMENT_VERSION rows. Rows carry no tensor identity, so a
+/// DESTROY closes a live storage of the same size and category (any one: the totals agree).
+fn build_raw(t: &mut Trace, rows: &[RawRow]) {
+    t.clock = Clock::Ns;
+    let names: Vec<_> = PT_CATEGORIES.iter().map(|n| t.strings.intern(n)).collect();
+    let name_of = |c: Option<u8>| names[c.unwrap_or(7).min(7) as usize];
+    // (bytes, category) → live storages, newest last.
+    let mut live: FxHashMap<(i64, Option<u8>), Vec<AllocId>> = FxHashMap::default();
+    let mut unmatched = 0u64;
+    let mut i = 0;
+    while i < rows.len() {
+        let r = rows[i];
+        match r.action {
+            Action::Preexisting => {
+                let id = t.open_from_start(
+                    Bytes(r.bytes.unsigned_abs()),
+                    category_of(r.cat),
+                    StorageKind::Block,
+                    name_of(r.cat),
+                    StackId::default(),
+                    i as u64,
+                );
+                live.entry((r.bytes.abs(), r.cat)).or_default().push(id);
+                i += 1;
+            }
+            Action::Create => {
+                t.push_event(Ts(r.t), EventKind::Alloc);
+                let id = t.open(
+                    Bytes(r.bytes.unsigned_abs()),
+                    category_of(r.cat),
+                    StorageKind::Block,
+                    name_of(r.cat),
+                    StackId::default(),
+                    i as u64,
+                );
+                live.entry((r.bytes.abs(), r.cat)).or_default().push(id);
+                i += 1;
+            }
+            Action::Destroy => {
+                t.push_event(Ts(r.t), EventKind::Free);
+                match take_live(&mut live, r.bytes.abs(), r.cat) {
+                    Some(id) => t.close(id),
+                    None => unmatched += 1,
+                }
+                i += 1;
+            }
+            Action::IncrementVersion => {
+                // Two rows: −bytes of the old category, +bytes of the new one.
+                let next = rows.get(i + 1).copied();
+                t.push_event(Ts(r.t), EventKind::Other);
+                match next {
+                    Some(n) if n.action == Action::IncrementVersion && r.bytes < 0 => {
+                        if n.cat != r.cat {
+                            if let Some(old) = take_live(&mut live, r.bytes.abs(), r.cat) {
+                                t.close(old);
+                            }
+                            let id = t.open(
+                                Bytes(n.bytes.unsigned_abs()),
+                                category_of(n.cat),
+                                StorageKind::Block,
+                                name_of(n.cat),
+                                StackId::default(),
+                                (i + 1) as u64,
+                            );
+                            live.entry((n.bytes.abs(), n.cat)).or_default().push(id);
+                        }
+                        i += 2;
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+    }
+    if unmatched > 0 {
+        t.unmatched_frees += unmatched;
+        t.warn(format!(
+            "{unmatched} DESTROY rows matched no live bytes of that size and category"
+        ));
+    }
+}
+
+fn take_live(
+    live: &mut FxHashMap<(i64, Option<u8>), Vec<AllocId>>,
+    bytes: i64,
+    cat: Option<u8>,
+) -> Option<AllocId> {
+    if let Some(id) = live.get_mut(&(bytes, cat)).and_then(|v| v.pop()) {
+        return Some(id);
+    }
+    // The category may have changed without a recorded INCREMENT_VERSION: any same size.
+    let key = live
+        .iter()
+        .find(|((b, _), v)| *b == bytes && !v.is_empty())
+        .map(|(k, _)| *k)?;
+    live.get_mut(&key).and_then(|v| v.pop())
+}
