@@ -50,7 +50,12 @@ pub fn read(
     }
     let attr = attribute::attribute(&c);
     c.drop_op_spans();
-    let traces = build::build_all(build::Shared {
+    let rules = match (&opts.categories, &opts.rules) {
+        (None, Some(p)) => Some(crate::analysis::infer::Rules::load(p)?),
+        (None, None) => Some(crate::analysis::infer::Rules::default()),
+        (Some(_), _) => None,
+    };
+    let mut traces = build::build_all(build::Shared {
         c: &c,
         attr: &attr,
         source,
@@ -62,6 +67,14 @@ pub fn read(
             .unwrap_or_default(),
         warnings: &warnings,
     });
+    // Without PyTorch's own categories (--categories), bands are inferred from the op/frame
+    // stacks and lifetimes, as for snapshots.
+    if let Some(rules) = rules {
+        for t in &mut traces {
+            crate::analysis::infer::infer(t, &rules);
+            t.bands_source = crate::trace::BandsSource::Inferred;
+        }
+    }
     Ok(traces)
 }
 
