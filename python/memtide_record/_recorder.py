@@ -123,11 +123,20 @@ class Recorder:
         self._thread = None
         self._stop = threading.Event()
         self._cuda = self.device.type == "cuda"
+        if self.device.type == "cpu":
+            self._on_device = lambda t: t.is_cpu
+        elif self._cuda:
+            idx = self.device.index
+            self._on_device = lambda t: t.is_cuda and t.get_device() == idx
+        else:
+            dev = self.device
+            self._on_device = lambda t: t.device == dev
         self._reserved = 0
         self._segments = []  # (jid, size) of reserve lines, newest last
         self._nvml = None
         self._orig_reset_peak = None
         self.overhead_ns = 0  # time spent in the recorder's own bookkeeping
+        self.lines_written = 0  # set when recording stops
 
     @staticmethod
     def _guess_device(model):
@@ -175,6 +184,7 @@ class Recorder:
             if self._cuda:
                 self._poll_cuda(nvml=True)
             self._flush(0)
+            self.lines_written = self._writer.lines
             self._writer.close()
             self._writer = None
         for h in self._handles:
@@ -279,7 +289,7 @@ class Recorder:
     def _see(self, t, cat=None, name=None, hint=None):
         """Registers tensor ``t`` if new (alloc of a new storage, else a view), or re-checks a
         known one whose storage may have been swapped or resized."""
-        if t.device != self.device:
+        if not self._on_device(t):
             return
         try:
             st = t.untyped_storage()
@@ -325,11 +335,14 @@ class Recorder:
             if cat is not None and srec.alloc is not None and srec.alloc.cat is None:
                 srec.alloc.cat = cat
             of = srec.tids[0]
-            self._writer.event("view", id=jid, of=of, name=name)
+            if name is None:
+                self._writer.view(jid, of)
+            else:
+                self._writer.event("view", id=jid, of=of, name=name)
             # Deferred releases can go now: this view keeps the storage.
             for d in sorted(srec.deferred):
                 srec.tids.remove(d)
-                self._writer.event("release", id=d)
+                self._writer.release(d)
             srec.deferred.clear()
         srec.tids.append(jid)
         trec = _TensorRec(jid, srec)
@@ -345,7 +358,7 @@ class Recorder:
             return
         if len(s.tids) - len(s.deferred) > 1:
             s.tids.remove(trec.jid)
-            self._writer.event("release", id=trec.jid, at=at)
+            self._writer.release(trec.jid, at)
         else:
             # The last tensor we know of: the storage may still be held (autograd's saved
             # tensors, C++ code), so its release waits for the storage's own death.
@@ -354,7 +367,7 @@ class Recorder:
     def _close_storage(self, s, at):
         s.closed = True
         for jid in s.tids:
-            self._writer.event("release", id=jid, at=at)
+            self._writer.release(jid, at)
         s.tids = []
         s.deferred.clear()
 
@@ -369,7 +382,7 @@ class Recorder:
 
     def _pack(self, t):
         with self._lock:
-            if t.device == self.device:
+            if self._on_device(t):
                 try:
                     s = self._storages.get(t.untyped_storage()._cdata)
                 except (RuntimeError, NotImplementedError):
@@ -423,7 +436,7 @@ class Recorder:
         names = {}
 
         def put(t, cat, name):
-            if isinstance(t, torch.Tensor) and t.device == self.device:
+            if isinstance(t, torch.Tensor) and self._on_device(t):
                 try:
                     own.setdefault(t.untyped_storage()._cdata, (cat, name))
                 except (RuntimeError, NotImplementedError):

@@ -70,6 +70,13 @@ class Writer:
         body = ",".join('"%s":%s' % (k, _dumps(v)) for k, v in fields.items() if v is not None)
         self.push('{"t":%d,"op":"%s"%s%s}' % (t, op, "," if body else "", body))
 
+    def release(self, jid, at=None):
+        # The two most frequent lines skip the generic encoder.
+        self.push('{"t":%d,"op":"release","id":%d}' % (self.now(at), jid))
+
+    def view(self, jid, of):
+        self.push('{"t":%d,"op":"view","id":%d,"of":%d}' % (self.now(), jid, of))
+
     def flush(self, decide, keep=0):
         """Writes all but the newest ``keep`` queued lines; ``decide(alloc)`` fixes each alloc's
         category just before it is written."""
