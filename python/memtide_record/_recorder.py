@@ -192,6 +192,7 @@ class Recorder:
         self._handles.clear()
         if self._orig_reset_peak is not None:
             torch.cuda.reset_peak_memory_stats = self._orig_reset_peak
+            torch.cuda.memory.reset_peak_memory_stats = self._orig_reset_peak
         # Drop our weak references: their callbacks must not fire into a closed recorder.
         self._tensors.clear()
         self._storages.clear()
@@ -374,11 +375,14 @@ class Recorder:
     def _apply_dead(self):
         dead = self._dead
         while dead:
-            kind, rec, at = dead.pop(0)
-            if kind == 0:
-                self._drop_tensor(rec, at)
-            elif not rec.closed:
-                self._close_storage(rec, at)
+            # Callbacks may append while we work: take a batch, keep what arrives after it.
+            batch = dead[:]
+            del dead[: len(batch)]
+            for kind, rec, at in batch:
+                if kind == 0:
+                    self._drop_tensor(rec, at)
+                elif not rec.closed:
+                    self._close_storage(rec, at)
 
     def _pack(self, t):
         with self._lock:
@@ -489,7 +493,7 @@ class Recorder:
             self._nvml = (pynvml, h)
         except Exception:  # noqa: BLE001 - no NVML: external memory stays unavailable
             self._nvml = None
-        orig = torch.cuda.reset_peak_memory_stats
+        orig = torch.cuda.memory.reset_peak_memory_stats
         self._orig_reset_peak = orig
         rec = self
 
@@ -498,7 +502,9 @@ class Recorder:
                 rec.mark("reset_peak_memory_stats", kind="reset_peak")
             return orig(device)
 
+        # Both names users call: torch.cuda.X and torch.cuda.memory.X.
         torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
+        torch.cuda.memory.reset_peak_memory_stats = reset_peak_memory_stats
         self._poll_cuda(nvml=True)
 
     def _poll_cuda(self, nvml):

@@ -42,3 +42,24 @@ def test_oom_message_sizes():
            "has 79.10 GiB memory in use.")
     assert _recorder._parse_size(_recorder._SIZE_RE.search(msg)) == 20 * MiB
     assert _recorder._parse_size(_recorder._FREE_RE.search(msg)) == int(6.44 * MiB)
+
+
+def test_reset_peak_calls_become_marks_and_the_wrapper_is_removed(tmp_path, monkeypatch,
+                                                                   summary):
+    path = tmp_path / "reset.jsonl"
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 0)
+    orig = torch.cuda.memory.reset_peak_memory_stats
+    with mr.record(path) as rec:
+        with rec._lock:
+            rec._init_cuda()  # what start() does on a CUDA device (NVML absent here)
+        for fn in (torch.cuda.reset_peak_memory_stats, torch.cuda.memory.reset_peak_memory_stats):
+            try:
+                fn()
+            except (RuntimeError, AssertionError):  # no GPU: the real call fails after the mark
+                pass
+    assert torch.cuda.reset_peak_memory_stats is orig
+    assert torch.cuda.memory.reset_peak_memory_stats is orig
+    marks = [json.loads(l) for l in open(path, encoding="utf-8") if '"op":"mark"' in l]
+    assert [m["kind"] for m in marks] == ["reset_peak", "reset_peak"]
+    assert not any('"op":"sample"' in l for l in open(path, encoding="utf-8"))
+    summary(path)
