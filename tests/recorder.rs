@@ -40,7 +40,14 @@ fn python_recorder_suite_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(&python)
         .current_dir(root)
-        .args(["-m", "pytest", "python/tests", "-q", "-p", "no:cacheprovider"])
+        .args([
+            "-m",
+            "pytest",
+            "python/tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ])
         .env("MEMTIDE_BIN", env!("CARGO_BIN_EXE_memtide"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
@@ -50,8 +57,14 @@ fn python_recorder_suite_passes() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "python recorder tests failed:\n{text}");
+    assert!(
+        out.status.success(),
+        "python recorder tests failed:\n{text}"
+    );
     // A run that collected nothing would also exit 0 with -q on some versions: insist on work.
     assert!(text.contains(" passed"), "no python tests ran:\n{text}");
-    assert!(!text.contains(" skipped"), "python tests must not skip:\n{text}");
+    assert!(
+        !text.contains(" skipped"),
+        "python tests must not skip:\n{text}"
+    );
 }

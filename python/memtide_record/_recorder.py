@@ -237,6 +237,8 @@ class Recorder:
         if kind not in ("step", "phase", "reset_peak", "note", "annotation"):
             raise ValueError(f"unknown mark kind {kind!r}")
         with self._lock:
+            if self._writer is None:
+                return
             self._apply_dead()
             if self._cuda:
                 self._poll_cuda(nvml=True)
@@ -245,6 +247,8 @@ class Recorder:
 
     def _after_optimizer_step(self, opt, args, kwargs):
         with self._lock:
+            if self._writer is None:
+                return
             # State made by this step (Adam's moments) is still queued: name it now.
             self._apply_dead()
             self._flush(0)

@@ -89,3 +89,19 @@ def test_storage_held_only_by_autograd_stays_live(tmp_path):
     assert len(saved) == 1
     # After backward: x and x.grad.
     assert len(sizes("graph freed")) == 2
+
+
+def test_resize_is_written_as_free_and_new_alloc(tmp_path, summary):
+    path = tmp_path / "resize.jsonl"
+    with mr.record(path):
+        x = torch.empty(10)
+        mr.mark("small")
+        x.resize_(BIG)
+        mr.mark("big")
+        del x
+        mr.mark("gone")
+    r = Replay(path)
+    assert sorted(s["size"] for s in r.marks["small"].values()) == [40]
+    assert sorted(s["size"] for s in r.marks["big"].values()) == [4 * BIG]
+    assert r.marks["gone"] == {}
+    summary(path)
