@@ -1,0 +1,70 @@
+//! Runs the Python recorder's pytest suite (python/tests) with real PyTorch, from the cached
+//! virtual environment made by `scripts/setup-python-env`, so `cargo test` covers it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The environment: `MEMTIDE_PY_ENV`, else `$HOME/.cache/memtide/py-env`.
+fn env_dir() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("MEMTIDE_PY_ENV") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/memtide/py-env"))
+}
+
+fn has_torch(python: &Path) -> bool {
+    python.exists()
+        && Command::new(python)
+            .args(["-c", "import torch, pytest"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+}
+
+#[test]
+fn python_recorder_suite_passes() {
+    let python = env_dir().map(|d| d.join("bin").join("python"));
+    let ready = python.as_deref().is_some_and(has_torch);
+    let Some(python) = python.filter(|_| ready) else {
+        let msg = format!(
+            "recorder tests need scripts/setup-python-env (no environment with torch and pytest at {})",
+            env_dir().map_or("$HOME/.cache/memtide/py-env".into(), |d| d.display().to_string())
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}: CI must run scripts/setup-python-env before cargo test");
+        }
+        // The one allowed skip: a developer machine without the (5 GB) environment.
+        eprintln!("{msg}; skipped");
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(&python)
+        .current_dir(root)
+        .args([
+            "-m",
+            "pytest",
+            "python/tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ])
+        .env("MEMTIDE_BIN", env!("CARGO_BIN_EXE_memtide"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "python recorder tests failed:\n{text}"
+    );
+    // A run that collected nothing would also exit 0 with -q on some versions: insist on work.
+    assert!(text.contains(" passed"), "no python tests ran:\n{text}");
+    assert!(
+        !text.contains(" skipped"),
+        "python tests must not skip:\n{text}"
+    );
+}
