@@ -182,3 +182,49 @@ fn bad_file_shows_the_error_and_exits_non_zero() {
     assert_eq!(p.wait_exit(), 2);
     assert!(!p.alternate_screen());
 }
+
+/// A JSONL trace whose single allocation of `mib` MiB makes the peak.
+fn one_alloc(mib: u64) -> String {
+    format!(
+        "{{\"memtide\":1}}\n{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":{},\"cat\":\"activation\",\"name\":\"first\"}}\n",
+        mib << 20
+    )
+}
+
+#[test]
+fn follow_shows_appends_and_survives_truncation_and_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, one_alloc(1)).unwrap();
+    let mut p = Pty::spawn(&["-f", path.to_str().unwrap()]);
+    p.wait_for("FOLLOW");
+    p.wait_for("peak 1.000 MiB");
+    // Appends: a new peak shows, with the notice.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    for (t, id) in [(2, 2), (3, 3)] {
+        writeln!(
+            f,
+            "{{\"t\":{t},\"op\":\"alloc\",\"id\":{id},\"size\":{},\"cat\":\"param\",\"name\":\"appended {id}\"}}",
+            2u64 << 20
+        )
+        .unwrap();
+    }
+    f.flush().unwrap();
+    // The last equal-t group is applied after a quiet moment.
+    p.wait_for("peak 5.000 MiB");
+    p.wait_for("new peak");
+    // Truncation (log rotation by copy-truncate): reloaded whole.
+    std::fs::write(&path, one_alloc(7)).unwrap();
+    p.wait_for("peak 7.000 MiB");
+    // Replacement by rename (a writer's x.tmp renamed onto x): reloaded whole.
+    let tmp = dir.path().join("run.jsonl.tmp");
+    std::fs::write(&tmp, one_alloc(9)).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    p.wait_for("peak 9.000 MiB");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen());
+}

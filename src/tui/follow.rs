@@ -213,9 +213,7 @@ pub fn tail(app: &mut App, gen: u64, event: TailEvent, now: Instant) -> Vec<Effe
 
 fn reload(app: &mut App, why: &str) -> Vec<Effect> {
     let gen = app.gen();
-    let cursor_src = app
-        .device()
-        .map(|d| d.trace.src_index(app.view.cursor));
+    let cursor_src = app.device().map(|d| d.trace.src_index(app.view.cursor));
     let Some(f) = app.follow.as_mut() else {
         return Vec::new();
     };
@@ -237,12 +235,17 @@ pub fn tick(app: &mut App, now: Instant) -> bool {
         f.new_peak_until = None;
     }
     // "write N s ago" changes once a second: redraw when the shown number changes.
-    let shown = |at: Instant| f.last_write.map(|w| at.saturating_duration_since(w).as_secs());
+    let shown = |at: Instant| {
+        f.last_write
+            .map(|w| at.saturating_duration_since(w).as_secs())
+    };
     if f.now.map(shown) != Some(shown(now)) {
         changed = true;
     }
     f.now = Some(now);
-    let quiet = f.last_write.is_none_or(|t| now.saturating_duration_since(t) >= IDLE_FLUSH);
+    let quiet = f
+        .last_write
+        .is_none_or(|t| now.saturating_duration_since(t) >= IDLE_FLUSH);
     if f.pending_flush && quiet && f.error.is_none() {
         append(app, None, now);
         changed = true;
@@ -267,8 +270,12 @@ fn append(app: &mut App, bytes: Option<&[u8]>, now: Instant) {
     let cur = app.current;
     let whole = app.devices.get(cur).is_some_and(|d| app.view.is_whole(d));
     let Some(f) = app.follow.as_mut() else { return };
-    let Some(dec) = f.decoder.as_mut() else { return };
-    let Some(slot) = app.devices.get_mut(cur) else { return };
+    let Some(dec) = f.decoder.as_mut() else {
+        return;
+    };
+    let Some(slot) = app.devices.get_mut(cur) else {
+        return;
+    };
     // Copy-on-write: a search or live-set worker may still hold the old snapshot.
     let dev = Arc::make_mut(slot);
     let before = dev.index.len();
@@ -308,7 +315,9 @@ fn append(app: &mut App, bytes: Option<&[u8]>, now: Instant) {
     if added == 0 {
         return;
     }
-    let Some(dev) = app.devices.get(cur).cloned() else { return };
+    let Some(dev) = app.devices.get(cur).cloned() else {
+        return;
+    };
     if whole {
         let cursor = if on { last } else { app.view.cursor };
         let axis = app.view.axis;
@@ -388,7 +397,14 @@ pub fn toggle(app: &mut App) {
     };
     f.on = !f.on;
     let on = f.on;
-    app.status = Some(if on { "following: newest events in sight" } else { "follow paused (F resumes)" }.into());
+    app.status = Some(
+        if on {
+            "following: newest events in sight"
+        } else {
+            "follow paused (F resumes)"
+        }
+        .into(),
+    );
     if on {
         if let Some(dev) = app.device().cloned() {
             super::update::jump(app, dev.last());

@@ -64,8 +64,26 @@ impl Harness {
         Harness::open_with(path, width, height, Theme::default(), false)
     }
 
+    /// Loads `path` in follow mode (`-f`); tests feed `Msg::Tail` themselves.
+    pub fn open_follow(path: &Path, width: u16, height: u16) -> Harness {
+        let mut app = App::new(
+            path.to_path_buf(),
+            Default::default(),
+            Theme::default(),
+            false,
+        );
+        app.follow = Some(super::follow::FollowState::new(
+            crate::follow::WatchMode::Notify,
+        ));
+        Harness::start(app, width, height)
+    }
+
     pub fn open_with(path: &Path, width: u16, height: u16, theme: Theme, ascii: bool) -> Harness {
         let app = App::new(path.to_path_buf(), Default::default(), theme, ascii);
+        Harness::start(app, width, height)
+    }
+
+    fn start(app: App, width: u16, height: u16) -> Harness {
         let mut h = Harness {
             app,
             clipboard: Vec::new(),

@@ -43,7 +43,14 @@ pub fn spawn(
                     match tail.poll() {
                         Ok(Some(ev)) => {
                             let stop = matches!(ev, crate::follow::TailEvent::Reload(_));
-                            if tx.send(Msg::Tail { gen, event: ev, now: Instant::now() }).is_err() {
+                            if tx
+                                .send(Msg::Tail {
+                                    gen,
+                                    event: ev,
+                                    now: Instant::now(),
+                                })
+                                .is_err()
+                            {
                                 return;
                             }
                             if stop {

@@ -27,7 +27,11 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         let text = crate::tui::follow::status_text(f);
         let w = (text.chars().count() as u16).min(r.width / 2);
         let x = r.right().saturating_sub(w);
-        let style = if f.flashing_at_last_tick() { th.matched } else { th.status_key };
+        let style = if f.flashing_at_last_tick() {
+            th.matched
+        } else {
+            th.status_key
+        };
         put(buf, x, r.y, &text, w, style);
         r.width = r.width.saturating_sub(w);
     }
