@@ -492,17 +492,9 @@ impl JsonlDecoder {
         }
         match self.decode(trace, trimmed) {
             Ok(()) => Ok(()),
-            Err(reason) => {
-                if self.opts.lenient && self.header_seen {
-                    trace.skipped_lines += 1;
-                    if self.first_skip.is_none() {
-                        self.first_skip = Some(format!("line {line}: {reason}"));
-                    }
-                    Ok(())
-                } else {
-                    Err(FormatError::line(line, reason))
-                }
-            }
+            // A bad header is never skipped: nothing after it could be read right.
+            Err(reason) if !self.header_seen => Err(FormatError::line(line, reason)),
+            Err(reason) => self.reject(trace, line, reason),
         }
     }
 

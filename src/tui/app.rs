@@ -34,7 +34,23 @@ pub struct Device {
 impl Device {
     pub fn new(trace: Trace, index: Index) -> Device {
         let peak = global_peak(&trace, &index);
-        let steps = windows_of(&trace, &index, MarkKind::Step);
+        let mut d = Device {
+            trace,
+            index,
+            peak,
+            steps: Vec::new(),
+            mark_at: Vec::new(),
+            oom_at: Vec::new(),
+            reserved_peak: None,
+        };
+        d.refresh_marks();
+        d
+    }
+
+    /// Recomputes step windows, mark and OOM positions and the reserved peak (after appends).
+    pub fn refresh_marks(&mut self) {
+        let (trace, index) = (&self.trace, &self.index);
+        self.steps = windows_of(trace, index, MarkKind::Step);
         let mut mark_at: Vec<Seq> = trace
             .marks
             .iter()
@@ -42,22 +58,14 @@ impl Device {
             .map(|m| m.at)
             .collect();
         mark_at.dedup();
-        let oom_at = trace
+        self.mark_at = mark_at;
+        self.oom_at = trace
             .marks
             .iter()
             .filter(|m| m.kind == MarkKind::Oom)
             .map(|m| m.at)
             .collect();
-        let reserved_peak = index.reserved_peak().map(|(b, _)| b);
-        Device {
-            trace,
-            index,
-            peak,
-            steps,
-            mark_at,
-            oom_at,
-            reserved_peak,
-        }
+        self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
     }
 
     pub fn len(&self) -> usize {

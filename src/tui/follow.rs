@@ -7,7 +7,7 @@ use super::effect::Effect;
 use crate::follow::{TailEvent, WatchMode};
 use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::Progress;
-use crate::trace::{human_bytes, MarkKind, Seq};
+use crate::trace::{human_bytes, Seq};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -346,24 +346,7 @@ fn refresh_facts(dev: &mut Device, from: usize) {
             dev.peak = Some(p);
         }
     }
-    dev.steps = crate::analysis::windows_of(&dev.trace, &dev.index, MarkKind::Step);
-    let mut mark_at: Vec<Seq> = dev
-        .trace
-        .marks
-        .iter()
-        .filter(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
-        .map(|m| m.at)
-        .collect();
-    mark_at.dedup();
-    dev.mark_at = mark_at;
-    dev.oom_at = dev
-        .trace
-        .marks
-        .iter()
-        .filter(|m| m.kind == MarkKind::Oom)
-        .map(|m| m.at)
-        .collect();
-    dev.reserved_peak = dev.index.reserved_peak().map(|(b, _)| b);
+    dev.refresh_marks();
 }
 
 /// The status-row text of follow mode (right-aligned by the caller).

@@ -59,26 +59,6 @@ pub fn load_follow(
     })
 }
 
-/// Spawns a follow-mode loader thread (like [`spawn_load`]).
-pub fn spawn_load_follow(
-    gen: u64,
-    path: std::path::PathBuf,
-    opts: LoadOptions,
-    progress: Progress,
-    tx: Sender<Msg>,
-) {
-    let spawned = std::thread::Builder::new()
-        .name("memtide-load".into())
-        .spawn(move || {
-            let r = std::panic::catch_unwind(|| load_follow(&path, &opts, &progress))
-                .unwrap_or_else(|_| Err("internal error while reading the file".into()));
-            let _ = tx.send(Msg::FollowLoaded { gen, result: r });
-        });
-    if spawned.is_err() {
-        eprintln!("memtide: cannot start the loader thread");
-    }
-}
-
 /// The reply to a search request.
 pub fn search(gen: u64, query: &str, device: &Device) -> Msg {
     let (matches, strings) = find::search(&device.trace, query);
@@ -97,13 +77,34 @@ pub fn spawn_load(
     progress: Progress,
     tx: Sender<Msg>,
 ) {
+    spawn_reader(move || {
+        let r = std::panic::catch_unwind(|| load(&path, &opts, &progress))
+            .unwrap_or_else(|_| Err(PANICKED.into()));
+        let _ = tx.send(Msg::Loaded { gen, result: r });
+    });
+}
+
+/// Spawns a follow-mode loader thread (JSONL keeps its decoder; see [`load_follow`]).
+pub fn spawn_load_follow(
+    gen: u64,
+    path: std::path::PathBuf,
+    opts: LoadOptions,
+    progress: Progress,
+    tx: Sender<Msg>,
+) {
+    spawn_reader(move || {
+        let r = std::panic::catch_unwind(|| load_follow(&path, &opts, &progress))
+            .unwrap_or_else(|_| Err(PANICKED.into()));
+        let _ = tx.send(Msg::FollowLoaded { gen, result: r });
+    });
+}
+
+const PANICKED: &str = "internal error while reading the file";
+
+fn spawn_reader(f: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("memtide-load".into())
-        .spawn(move || {
-            let r = std::panic::catch_unwind(|| load(&path, &opts, &progress))
-                .unwrap_or_else(|_| Err("internal error while reading the file".into()));
-            let _ = tx.send(Msg::Loaded { gen, result: r });
-        });
+        .spawn(f);
     if spawned.is_err() {
         // Without a thread we cannot load; the UI shows nothing better than a hang, so say so.
         eprintln!("memtide: cannot start the loader thread");
