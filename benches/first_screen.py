@@ -2,9 +2,9 @@
 """Time to the first real screen and peak RSS: memtide vs ptmem 0.1.2, side by side.
 
 Writes a PyTorch-snapshot-shaped pickle (>= 200 MB: alloc/free_completed pairs, 8 frames
-each) and a memtide JSONL with the same events (until memtide reads snapshots, issue 3, the
-JSONL stands in), then runs each viewer in a pseudo-terminal (100x30) and measures the wall
-time from exec until its first timeline screen is on the terminal, and the child's peak RSS.
+each) and a memtide JSONL with the same events, then runs each viewer on the SAME pickle in a
+pseudo-terminal (100x30) and measures the wall time from exec until its first timeline screen
+is on the terminal, and the child's peak RSS (memtide on the JSONL is reported too).
 ptmem runs without its cache (the .memcache file is removed first).
 
 Usage: benches/first_screen.py MEMTIDE_BIN PTMEM_BIN [EVENTS_PAIRS] [WORKDIR]
@@ -104,9 +104,11 @@ cache = os.path.join(work, ".snapshot.pickle.memcache")
 if os.path.exists(cache):
     os.remove(cache)
 pt = measure([ptmem, pkl], b"PyTorch Memory Profiler")
-mt = measure([memtide, jsonl], b"live at")
+mt = measure([memtide, pkl], b"live at")
+mj = measure([memtide, jsonl], b"live at")
 print(f"events: {n_events:,}; snapshot pickle {size_mb:.0f} MB; same-events JSONL {os.path.getsize(jsonl)/1e6:.0f} MB")
 print(f"ptmem 0.1.2 (pickle, no cache): first screen {pt[0]:.2f} s, peak RSS {pt[1]:.0f} MiB (at first screen {pt[2]:.0f} MiB)")
-print(f"memtide (JSONL):                first screen {mt[0]:.2f} s, peak RSS {mt[1]:.0f} MiB (at first screen {mt[2]:.0f} MiB)")
+print(f"memtide (same pickle):          first screen {mt[0]:.2f} s, peak RSS {mt[1]:.0f} MiB (at first screen {mt[2]:.0f} MiB)")
+print(f"memtide (same events, JSONL):   first screen {mj[0]:.2f} s, peak RSS {mj[1]:.0f} MiB")
 if pt[0] and mt[0]:
-    print(f"speed-up {pt[0]/mt[0]:.1f}x, RSS ratio {mt[1]/pt[1]:.2f}")
+    print(f"pickle vs pickle: speed-up {pt[0]/mt[0]:.1f}x, RSS ratio {mt[1]/pt[1]:.2f}")
