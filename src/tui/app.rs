@@ -223,6 +223,10 @@ pub struct App {
     pub dirty: bool,
     /// Effects asked for by helpers deep inside `update`; returned with its result.
     pub outbox: Vec<super::effect::Effect>,
+    /// The cache lab screen, when shown instead of the explorer.
+    pub lab: Option<Box<super::lab::LabState>>,
+    /// The diff screen, when shown instead of the explorer.
+    pub diff: Option<Box<super::diffview::DiffState>>,
 }
 
 impl App {
@@ -253,6 +257,8 @@ impl App {
             exit_code: 0,
             dirty: true,
             outbox: Vec::new(),
+            lab: None,
+            diff: None,
         }
     }
 
