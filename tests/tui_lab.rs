@@ -251,3 +251,29 @@ fn lab_40x10() {
     h.press("   ");
     insta::assert_snapshot!(h.screen());
 }
+
+#[test]
+fn every_listed_lab_and_diff_key_maps_to_its_action() {
+    use memtide::tui::keymap::{diff_bindings, lab_bindings, map_key, Mode};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent};
+    for (mode, table) in [(Mode::Lab, lab_bindings()), (Mode::Diff, diff_bindings())] {
+        for b in table {
+            for k in b.keys {
+                let code = match *k {
+                    "←" => KeyCode::Left,
+                    "→" => KeyCode::Right,
+                    "↑" => KeyCode::Up,
+                    "↓" => KeyCode::Down,
+                    "Home" => KeyCode::Home,
+                    "End" => KeyCode::End,
+                    "Tab" => KeyCode::Tab,
+                    "Space" => KeyCode::Char(' '),
+                    s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
+                    _ => continue, // click, Ctrl-C
+                };
+                let got = map_key(mode, KeyEvent::new(code, KeyModifiers::NONE));
+                assert_eq!(got, Some(b.action), "{mode:?} {k}");
+            }
+        }
+    }
+}

@@ -47,6 +47,8 @@ pub enum Action {
     LabFocus,
     LabDecrease,
     LabIncrease,
+    /// The lab's mouse row in the help (the mouse itself arrives as `ClickAt`).
+    LabClick,
     // The diff screen (`memtide diff A B`).
     DiffPrevStep,
     DiffNextStep,
@@ -113,6 +115,7 @@ impl Action {
             Action::LabFocus => "focus the other control (C / s)",
             Action::LabDecrease => "focused control − 1 (resets)",
             Action::LabIncrease => "focused control + 1 (resets)",
+            Action::LabClick => "press a [-] [+] or Step / Play / Reset button",
             Action::DiffPrevStep => "cursor to the previous aligned step",
             Action::DiffNextStep => "cursor to the next aligned step",
             Action::DiffPeakA => "cursor to A's peak",

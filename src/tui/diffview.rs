@@ -140,7 +140,9 @@ impl DiffLayout {
         let w = width;
         let header_h = 3u16.min(height);
         let rest = height.saturating_sub(header_h + 1);
-        let mut ph = ((rest.saturating_sub(2)) * 30 / 100).max(1);
+        // The panel wants its header, five bands and the total (7 rows); plots get the rest.
+        let panel_want = (rest * 30 / 100).clamp(7, 12);
+        let mut ph = (rest.saturating_sub(2 + panel_want) / 2).max(1);
         if 2 * ph + 2 > rest {
             ph = rest.saturating_sub(2) / 2;
         }
@@ -345,6 +347,9 @@ fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
     let Some(st) = app.diff.as_deref_mut() else {
         return;
     };
+    if st.error.is_some() {
+        return; // the first error is the one to show (the other load was cancelled)
+    }
     let want = st.device_want.clone();
     let is = |s: &Side| s.load.as_ref().is_some_and(|l| l.gen == gen);
     let side = if is(&st.a) {

@@ -269,7 +269,7 @@ pub fn lab_bindings() -> &'static [Binding] {
         },
         Binding {
             keys: &["click"],
-            action: Action::ClickAt { col: 0, row: 0 },
+            action: Action::LabClick,
         },
     ];
     B

@@ -220,11 +220,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
     let mut status = None;
     match a {
         Action::Help => app.help = true,
-        Action::LabStep => {
-            if st.lab.step().is_none() {
-                status = Some(finished_msg());
-            }
-        }
+        Action::LabStep if st.lab.step().is_none() => status = Some(finished_msg()),
         Action::LabPlay => {
             if st.lab.finished() {
                 status = Some(finished_msg());

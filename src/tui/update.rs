@@ -546,6 +546,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
         | Action::LabFocus
         | Action::LabDecrease
         | Action::LabIncrease
+        | Action::LabClick
         | Action::DiffPrevStep
         | Action::DiffNextStep
         | Action::DiffPeakA

@@ -239,8 +239,8 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
     let (sb, tb) = at(&st.b, &st.cols_b);
     let seg = segment_at(&st.segments, st.cursor)
         .and_then(|i| st.segments.get(i))
-        .map_or(String::new(), |s| format!("{} ", s.name));
-    let mut s = format!(" cursor {seg}{sep}A {sa}{sep}B {sb}");
+        .map_or(String::new(), |s| format!(" {}", s.name));
+    let mut s = format!(" cursor{seg}{sep}A {sa}{sep}B {sb}");
     if let (Some(x), Some(y)) = (ta, tb) {
         s.push_str(&format!(
             "{sep}B − A {}",
@@ -260,7 +260,10 @@ fn draw_yaxis(buf: &mut Buffer, r: Rect, name: &str, ymax: u64, app: &App) {
     for i in 0..r.height {
         let y = r.y + i;
         let w = r.width.saturating_sub(1) as usize;
-        let s = if i == 0 {
+        let s = if r.height < 3 {
+            // Too short for labels: just the run's name (the header gives the peaks).
+            format!("{name:<w$}{tick}")
+        } else if i == 0 {
             format!("{:>w$}{tick}", fmt::bytes_short(ymax))
         } else if i + 1 == r.height {
             format!("{:>w$}{tick}", "0")
@@ -271,7 +274,7 @@ fn draw_yaxis(buf: &mut Buffer, r: Rect, name: &str, ymax: u64, app: &App) {
     }
     // The run's name in the label column (middle row, or the bottom one when short).
     let y = r.y + r.height / 2;
-    if r.height > 0 {
+    if r.height >= 3 {
         put(buf, r.x, y, name, 1, th.header_title);
     }
 }
@@ -370,7 +373,7 @@ fn draw_bands(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
     let vw = if wide { 11 } else { 7 };
     let head = format!(
         " {:<11}{:>vw$}{:>vw$}{:>vw$}",
-        "at peaks", "A", "B", "B − A"
+        "bands@peak", "A", "B", "B − A"
     );
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     put(buf, r.x, r.y, &head, r.width, th.live_header);

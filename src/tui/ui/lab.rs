@@ -184,9 +184,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &LabState) {
         let rate = lab
             .hit_rate()
             .map_or("–".to_string(), |r| format!("{:.1}%", r * 100.0));
-        let mut s = format!(
-            "{} requests{sep}{} hits{sep}{} misses{sep}hit rate {rate}",
+        let s = format!(
+            "{} request{}{sep}{} hits{sep}{} misses{sep}hit rate {rate}",
             fmt::thousands(lab.issued()),
+            if lab.issued() == 1 { "" } else { "s" },
             fmt::thousands(lab.hits()),
             fmt::thousands(lab.misses()),
         );
