@@ -346,3 +346,53 @@ fn loading_screen_names_both_runs_until_both_are_read() {
     assert!(s.contains("A  train-3steps.jsonl"), "{s}");
     assert!(s.contains("B  train-leak.jsonl"), "{s}");
 }
+
+/// Longer synthetic runs with different step counts (20 vs 15 steps of 10,000 events): the
+/// steps B lacks get empty spans, the table shows them as missing, each run's peak column
+/// holds its global peak, and every size draws.
+#[test]
+fn runs_with_different_step_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, events: u64, seed: u64| {
+        let p = dir.path().join(name);
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+        memtide::synth::jsonl(events, seed, &mut f).unwrap();
+        drop(f);
+        p
+    };
+    let a = write("a.jsonl", 200_000, 1);
+    let b = write("b.jsonl", 150_000, 2);
+    let mut h = Harness::with_app(
+        app(a, b, Default::default(), Theme::default(), false),
+        120,
+        40,
+    );
+    let s = st(&h);
+    assert_eq!(s.error, None);
+    let d = s.diff.as_ref().expect("loaded");
+    let na = d.steps.iter().filter(|p| p.a.is_some()).count();
+    let nb = d.steps.iter().filter(|p| p.b.is_some()).count();
+    assert_eq!((d.steps.len(), na, nb), (20, 20, 15));
+    for g in s
+        .segments
+        .iter()
+        .filter(|g| g.step.is_some_and(|k| k >= 15))
+    {
+        assert!(g.b.is_none());
+        assert!(s.cols_b[g.x0..g.x1].iter().all(|c| c.empty));
+        assert!(s.cols_a[g.x0..g.x1].iter().all(|c| !c.empty));
+    }
+    let (pa, pb) = (d.peak_a.unwrap(), d.peak_b.unwrap());
+    assert_eq!(s.cols_a[s.peak_col_a.unwrap()].bands.total(), pa.bytes.0);
+    assert_eq!(s.cols_b[s.peak_col_b.unwrap()].bands.total(), pb.bytes.0);
+    assert_eq!(s.ymax, pa.bytes.0.max(pb.bytes.0));
+    for (w, hh) in [(40, 10), (80, 24), (200, 50)] {
+        h.send(Msg::Resize {
+            width: w,
+            height: hh,
+        });
+        assert!(h.screen().contains("memtide diff"));
+    }
+    h.press("]]]m[pP<End>l<Home>h");
+    assert_eq!(st(&h).cursor, 0);
+}

@@ -277,3 +277,10 @@ fn every_listed_lab_and_diff_key_maps_to_its_action() {
         }
     }
 }
+
+#[test]
+fn lab_help_80x24() {
+    let mut h = lab(4, 4, 80, 24);
+    h.press("?");
+    insta::assert_snapshot!(h.screen());
+}
