@@ -228,3 +228,53 @@ fn follow_shows_appends_and_survives_truncation_and_rotation() {
     assert_eq!(p.wait_exit(), 0);
     assert!(!p.alternate_screen());
 }
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces")
+        .join(name)
+}
+
+#[test]
+fn diff_a_b_shows_both_peaks_and_quits_cleanly() {
+    let (a, b) = (
+        sample("train-3steps.jsonl"),
+        sample("train-checkpointed.jsonl"),
+    );
+    let mut p = Pty::spawn(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    // The README's peaks: 9536 MiB plain, 8512 MiB checkpointed.
+    let s = p.wait_for("peak B 8.312 GiB");
+    assert!(s.contains("peak A 9.312 GiB"), "{s}");
+    assert!(
+        p.alternate_screen(),
+        "the diff screen runs on the alternate screen"
+    );
+    p.send(b"m");
+    p.wait_for("step 1: peaks differ by");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen(), "alternate screen left on exit");
+}
+
+#[test]
+fn two_files_open_the_diff_screen_in_the_explorer() {
+    let (a, b) = (sample("train-3steps.jsonl"), sample("train-leak.jsonl"));
+    let mut p = Pty::spawn(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+    // train-leak peaks at 10560 MiB (README).
+    let s = p.wait_for("peak B 10.31 GiB");
+    assert!(s.contains("memtide diff"), "{s}");
+    p.send(b"\x03");
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen());
+}
+
+#[test]
+fn lab_opens_shows_the_prediction_steps_and_quits() {
+    let mut p = Pty::spawn(&["lab", "--capacity", "2", "--stride", "4"]);
+    p.wait_for("will miss 16 times");
+    p.send(b" ");
+    p.wait_for("1 request ·");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(), 0);
+    assert!(!p.alternate_screen());
+}

@@ -29,3 +29,34 @@ fn unknown_theme_is_an_error_naming_the_builtins() {
         .code(2)
         .stderr(contains("default, light, mono"));
 }
+
+#[test]
+fn without_a_terminal_diff_prints_text_and_two_files_need_a_terminal() {
+    let a = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-traces/train-3steps.jsonl"
+    );
+    let b = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-traces/train-checkpointed.jsonl"
+    );
+    // `memtide diff A B` piped: the text report (README: 9536 vs 8512 MiB).
+    cargo_bin_cmd!("memtide")
+        .args(["diff", a, b])
+        .assert()
+        .success()
+        .stdout(contains("peak A  9.312 GiB"))
+        .stdout(contains("delta   -1.000 GiB"));
+    // `memtide A B` is the diff screen, which needs a terminal.
+    cargo_bin_cmd!("memtide")
+        .args([a, b])
+        .assert()
+        .code(2)
+        .stderr(contains("diff screen needs a terminal"));
+    // `memtide lab` piped prints the text table instead of the screen.
+    cargo_bin_cmd!("memtide")
+        .args(["lab", "--capacity", "4", "--stride", "4"])
+        .assert()
+        .success()
+        .stdout(contains("totals: 12 hits, 4 misses"));
+}

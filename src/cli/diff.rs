@@ -22,6 +22,9 @@ fn signed(d: i128) -> String {
 }
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
+    if !a.json && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return crate::tui::run_diff(&a.a, &a.b, &a.input);
+    }
     let la = load(&a.a, &a.input)?;
     let ia = pick_device(&la, a.input.device.as_deref())?;
     let lb = load(&a.b, &a.input)?;

@@ -233,6 +233,10 @@ pub struct App {
     pub outbox: Vec<super::effect::Effect>,
     /// Live tail (`-f`): None when not following a file.
     pub follow: Option<super::follow::FollowState>,
+    /// The cache lab screen, when shown instead of the explorer.
+    pub lab: Option<Box<super::lab::LabState>>,
+    /// The diff screen, when shown instead of the explorer.
+    pub diff: Option<Box<super::diffview::DiffState>>,
 }
 
 impl App {
@@ -264,6 +268,8 @@ impl App {
             exit_code: 0,
             dirty: true,
             outbox: Vec::new(),
+            lab: None,
+            diff: None,
         }
     }
 

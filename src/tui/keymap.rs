@@ -13,6 +13,10 @@ pub enum Mode {
     Search,
     Inspect,
     Help,
+    /// The cache lab screen.
+    Lab,
+    /// The diff screen.
+    Diff,
 }
 
 /// One row of the normal-mode key table: the keys (as shown to users) and the action.
@@ -176,6 +180,8 @@ pub fn map_key(mode: Mode, key: KeyEvent) -> Option<Action> {
             _ => Some(Action::Back),
         },
         Mode::Normal | Mode::Inspect => normal(key.code),
+        Mode::Lab => lab(key.code),
+        Mode::Diff => diff(key.code),
     }
 }
 
@@ -215,6 +221,159 @@ fn normal(code: KeyCode) -> Option<Action> {
     })
 }
 
+/// The cache lab's key table (its help overlay and the lab section of docs/keys.md).
+pub fn lab_bindings() -> &'static [Binding] {
+    const B: &[Binding] = &[
+        Binding {
+            keys: &["Space", "n"],
+            action: Action::LabStep,
+        },
+        Binding {
+            keys: &["p"],
+            action: Action::LabPlay,
+        },
+        Binding {
+            keys: &["r"],
+            action: Action::LabReset,
+        },
+        Binding {
+            keys: &["c"],
+            action: Action::LabCapacityLess,
+        },
+        Binding {
+            keys: &["C"],
+            action: Action::LabCapacityMore,
+        },
+        Binding {
+            keys: &["s"],
+            action: Action::LabStrideLess,
+        },
+        Binding {
+            keys: &["S"],
+            action: Action::LabStrideMore,
+        },
+        Binding {
+            keys: &["Tab", "↑", "↓", "k", "j"],
+            action: Action::LabFocus,
+        },
+        Binding {
+            keys: &["←", "h", "-"],
+            action: Action::LabDecrease,
+        },
+        Binding {
+            keys: &["→", "l", "+", "="],
+            action: Action::LabIncrease,
+        },
+        Binding {
+            keys: &["?"],
+            action: Action::Help,
+        },
+        Binding {
+            keys: &["q", "Ctrl-C"],
+            action: Action::Quit,
+        },
+        Binding {
+            keys: &["click"],
+            action: Action::LabClick,
+        },
+    ];
+    B
+}
+
+fn lab(code: KeyCode) -> Option<Action> {
+    Some(match code {
+        KeyCode::Char(' ') | KeyCode::Char('n') => Action::LabStep,
+        KeyCode::Char('p') => Action::LabPlay,
+        KeyCode::Char('r') => Action::LabReset,
+        KeyCode::Char('c') => Action::LabCapacityLess,
+        KeyCode::Char('C') => Action::LabCapacityMore,
+        KeyCode::Char('s') => Action::LabStrideLess,
+        KeyCode::Char('S') => Action::LabStrideMore,
+        KeyCode::Tab | KeyCode::Up | KeyCode::Down | KeyCode::Char('k') | KeyCode::Char('j') => {
+            Action::LabFocus
+        }
+        KeyCode::Left | KeyCode::Char('h') | KeyCode::Char('-') => Action::LabDecrease,
+        KeyCode::Right | KeyCode::Char('l') | KeyCode::Char('+') | KeyCode::Char('=') => {
+            Action::LabIncrease
+        }
+        KeyCode::Char('?') => Action::Help,
+        KeyCode::Char('q') => Action::Quit,
+        _ => return None,
+    })
+}
+
+/// The diff screen's key table.
+pub fn diff_bindings() -> &'static [Binding] {
+    const B: &[Binding] = &[
+        Binding {
+            keys: &["h", "←"],
+            action: Action::CursorLeft,
+        },
+        Binding {
+            keys: &["l", "→"],
+            action: Action::CursorRight,
+        },
+        Binding {
+            keys: &["Home"],
+            action: Action::Home,
+        },
+        Binding {
+            keys: &["End", "G"],
+            action: Action::End,
+        },
+        Binding {
+            keys: &["["],
+            action: Action::DiffPrevStep,
+        },
+        Binding {
+            keys: &["]"],
+            action: Action::DiffNextStep,
+        },
+        Binding {
+            keys: &["p"],
+            action: Action::DiffPeakA,
+        },
+        Binding {
+            keys: &["P"],
+            action: Action::DiffPeakB,
+        },
+        Binding {
+            keys: &["m"],
+            action: Action::DiffMostDifferent,
+        },
+        Binding {
+            keys: &["?"],
+            action: Action::Help,
+        },
+        Binding {
+            keys: &["q", "Ctrl-C"],
+            action: Action::Quit,
+        },
+        Binding {
+            keys: &["click"],
+            action: Action::ClickAt { col: 0, row: 0 },
+        },
+    ];
+    B
+}
+
+fn diff(code: KeyCode) -> Option<Action> {
+    Some(match code {
+        KeyCode::Char('h') | KeyCode::Left => Action::CursorLeft,
+        KeyCode::Char('l') | KeyCode::Right => Action::CursorRight,
+        KeyCode::Home => Action::Home,
+        KeyCode::End | KeyCode::Char('G') => Action::End,
+        KeyCode::Char('[') => Action::DiffPrevStep,
+        KeyCode::Char(']') => Action::DiffNextStep,
+        KeyCode::Char('p') => Action::DiffPeakA,
+        KeyCode::Char('P') => Action::DiffPeakB,
+        KeyCode::Char('m') => Action::DiffMostDifferent,
+        KeyCode::Char('?') => Action::Help,
+        KeyCode::Char('q') => Action::Quit,
+        _ => return None,
+    })
+}
+
 /// Maps a mouse event: wheel zooms, a left click places the cursor.
 pub fn map_mouse(m: MouseEvent) -> Option<Action> {
     match m.kind {
@@ -242,6 +401,20 @@ pub fn markdown() -> String {
         ));
     }
     s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");
+    for (title, table) in [
+        ("Cache lab (`memtide lab`)", lab_bindings()),
+        ("Diff (`memtide diff A B`, `memtide A B`)", diff_bindings()),
+    ] {
+        s.push_str(&format!("\n## {title}\n\n| keys | action |\n|---|---|\n"));
+        for b in table {
+            let keys: Vec<String> = b.keys.iter().map(|k| format!("`{k}`")).collect();
+            s.push_str(&format!(
+                "| {} | {} |\n",
+                keys.join(" "),
+                b.action.describe()
+            ));
+        }
+    }
     s
 }
 

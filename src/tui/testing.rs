@@ -94,6 +94,19 @@ impl Harness {
         h
     }
 
+    /// Drives a prepared app (the lab or diff screen) at the given size; runs its first
+    /// effects (the diff's loads) inline.
+    pub fn with_app(app: App, width: u16, height: u16) -> Harness {
+        let mut h = Harness {
+            app,
+            clipboard: Vec::new(),
+        };
+        h.send(Msg::Resize { width, height });
+        let fx = update::start(&mut h.app);
+        h.run(fx);
+        h
+    }
+
     /// Sends one message and runs the resulting effects (and theirs) to completion.
     pub fn send(&mut self, msg: Msg) {
         let fx = update::update(&mut self.app, msg);

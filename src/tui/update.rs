@@ -18,6 +18,12 @@ use std::sync::Arc;
 
 /// The first effects: load the file.
 pub fn start(app: &mut App) -> Vec<Effect> {
+    if app.lab.is_some() {
+        return Vec::new();
+    }
+    if app.diff.is_some() {
+        return super::diffview::start(app);
+    }
     let gen = app.gen();
     let progress = Progress::new();
     app.screen = Screen::Loading(LoadState {
@@ -47,6 +53,13 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
 }
 
 fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
+    // The lab and diff screens have their own reducers.
+    if app.lab.is_some() {
+        return super::lab::update(app, msg);
+    }
+    if app.diff.is_some() {
+        return super::diffview::update(app, msg);
+    }
     // A no-op message must not clear a redraw that is still pending (frame cap).
     let was_dirty = app.dirty;
     app.dirty = true;
@@ -552,6 +565,23 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             }
         }
         Action::ClickAt { col, row } => click(app, col, row),
+        // The lab's and the diff screen's own actions (handled by their reducers).
+        Action::LabStep
+        | Action::LabPlay
+        | Action::LabReset
+        | Action::LabCapacityLess
+        | Action::LabCapacityMore
+        | Action::LabStrideLess
+        | Action::LabStrideMore
+        | Action::LabFocus
+        | Action::LabDecrease
+        | Action::LabIncrease
+        | Action::LabClick
+        | Action::DiffPrevStep
+        | Action::DiffNextStep
+        | Action::DiffPeakA
+        | Action::DiffPeakB
+        | Action::DiffMostDifferent => {}
         Action::Quit => {}
     }
     Vec::new()

@@ -9,7 +9,15 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let th = &app.theme;
-    let rows: Vec<(String, &str)> = bindings()
+    // The lab and diff screens have their own tables.
+    let table = if app.lab.is_some() {
+        crate::tui::keymap::lab_bindings()
+    } else if app.diff.is_some() {
+        crate::tui::keymap::diff_bindings()
+    } else {
+        bindings()
+    };
+    let rows: Vec<(String, &str)> = table
         .iter()
         .map(|b| (b.keys.join(" "), b.action.describe()))
         .collect();

@@ -1,10 +1,12 @@
 //! Drawing: `draw(frame, &App)` is pure and cheap — it paints state that `update` already
 //! computed (cached columns, live rows, inspector lines); O(width × height).
 
+pub mod diff;
 pub mod error;
 pub mod header;
 pub mod help;
 pub mod inspect;
+pub mod lab;
 pub mod live;
 pub mod loading;
 pub mod minimap;
@@ -49,6 +51,20 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
                 area.width,
                 app.theme.error,
             );
+        }
+        return;
+    }
+    if let Some(st) = &app.lab {
+        lab::draw(buf, area, app, st);
+        if app.help {
+            help::draw(buf, area, app);
+        }
+        return;
+    }
+    if let Some(st) = &app.diff {
+        diff::draw(buf, area, app, st);
+        if app.help {
+            help::draw(buf, area, app);
         }
         return;
     }

@@ -14,7 +14,7 @@ use ratatui::buffer::Buffer;
 use ratatui::style::Style;
 
 /// Eighths of a cell (from the plot bottom) reached by `bytes` on a `rows`-high scale.
-fn eighths(bytes: u64, ymax: u64, rows: u16) -> u32 {
+pub(crate) fn eighths(bytes: u64, ymax: u64, rows: u16) -> u32 {
     let full = rows as u128 * 8;
     ((bytes as u128 * full + ymax as u128 / 2) / ymax.max(1) as u128).min(full) as u32
 }
@@ -125,7 +125,7 @@ fn axis_glyph(f: u8, cursor: bool, g: Glyphs, th: &Theme) -> (char, Style) {
 }
 
 /// Paints one filled cell covering eighths `[lo, hi)` of a column with band segments `segs`.
-fn paint_stack(
+pub(crate) fn paint_stack(
     cell: &mut ratatui::buffer::Cell,
     segs: &[(Band, u32, u32)],
     lo: u32,
