@@ -3,7 +3,10 @@
 //! use of an idle follower (inotify and `--poll 250`), (3) key-response time while 1 M events
 //! are appended. Build the binary first:
 //! `cargo build --release && cargo run --release --example follow_bench`
-//! (`MEMTIDE_BIN` overrides the binary; `FOLLOW_BENCH_SECS` the streaming time, default 10).
+//! Environment: `MEMTIDE_BIN` (the binary), `FOLLOW_BENCH_SECS` (streaming time, default 10),
+//! `FOLLOW_BENCH_PRELOAD` (events already in the file for the second latency run, default
+//! 1 M, 0 skips), `FOLLOW_BENCH_ONLY=13` (run only parts 1 and 3), `FOLLOW_BENCH_PERF=OUT`
+//! (perf record the follower during part 3).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -355,20 +358,30 @@ fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
 }
 
 /// Part 1: append-to-screen latency while appending at `RATE` events/s.
-fn latency(bin: &Path, dir: &Path, secs: u64) {
-    println!("\n== 1. append-to-screen latency at {RATE} events/s ==");
+fn latency(bin: &Path, dir: &Path, secs: u64, preload: u64) {
+    println!(
+        "\n== 1. append-to-screen latency at {RATE} events/s (file starts with {} events) ==",
+        preload + 1
+    );
     let path = dir.join("stream.jsonl");
-    std::fs::write(&path, Gen::initial_file()).unwrap();
+    let mut gen = Gen::new();
+    let mut body = Gen::initial_file().into_bytes();
+    while gen.next - 1 < preload {
+        gen.batch(&mut body, (BATCH - 1) / 2);
+    }
+    let preload_idx = gen.next - 1;
+    std::fs::write(&path, &body).unwrap();
+    drop(body);
     let p = Pty::spawn(bin, &["-f", path.to_str().unwrap()]);
     assert!(
-        p.wait(Duration::from_secs(20), |o| o.follow_seen
-            && !o.peak_hist.is_empty()),
+        p.wait(Duration::from_secs(60), |o| o.follow_seen
+            && o.peak_hist.last().is_some_and(|&(_, i)| i >= preload_idx)),
         "memtide did not show the followed file; screen:\n{}",
         p.screen()
     );
     std::thread::sleep(Duration::from_millis(300));
     let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-    let mut gen = Gen::new();
+    let initial_size = f.metadata().map_or(0, |m| m.len());
     let interval = Duration::from_secs_f64(BATCH as f64 / RATE as f64);
     let pairs = (BATCH - 1) / 2;
     let mut sent: Vec<(Instant, u64)> = Vec::new();
@@ -433,7 +446,7 @@ fn latency(bin: &Path, dir: &Path, secs: u64) {
     };
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let events = gen.next - 1;
+    let events = gen.next - 1 - preload_idx;
     let tck = clk_tck() as f64;
     println!(
         "wrote {events} events ({} batches of {BATCH} lines, one write each) in {:.2} s = {:.0} events/s; {late} batches more than one interval late",
@@ -442,7 +455,8 @@ fn latency(bin: &Path, dir: &Path, secs: u64) {
         events as f64 / wrote.as_secs_f64()
     );
     println!(
-        "file {} bytes ({:.1} MB); screen output parsed: {:.1} MB; caught up: {caught_up}",
+        "file {} -> {} bytes ({:.1} MB); screen output parsed: {:.1} MB; caught up: {caught_up}",
+        initial_size,
         size,
         size as f64 / 1e6,
         screen_bytes as f64 / 1e6
@@ -697,9 +711,12 @@ fn freeze(bin: &Path, dir: &Path) {
         max,
         if max <= 100.0 && unanswered == 0 { "MET" } else { "MISSED" }
     );
-    let slow: Vec<String> = keys
+    // The five slowest answers, with when each key was sent (after the first write).
+    let mut slow: Vec<&(Instant, f64)> = keys.iter().collect();
+    slow.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
+    let slow: Vec<String> = slow
         .iter()
-        .filter(|k| k.1 > 100.0)
+        .take(5)
         .map(|k| {
             format!(
                 "{:.0}ms@+{:.0}ms",
@@ -708,12 +725,10 @@ fn freeze(bin: &Path, dir: &Path) {
             )
         })
         .collect();
-    if !slow.is_empty() {
-        println!(
-            "slow keys (response @ send time after first write): {}",
-            slow.join(" ")
-        );
-    }
+    println!(
+        "slowest keys (response @ sent after first write): {}",
+        slow.join(" ")
+    );
     println!(
         "memtide CPU over the run: {:.1} s in {:.1} s",
         (cpu1 - cpu0) as f64 / tck,
@@ -735,7 +750,16 @@ fn main() {
     let t = Instant::now();
     let only = std::env::var("FOLLOW_BENCH_ONLY").unwrap_or_default();
     if only.is_empty() || only.contains('1') {
-        latency(&bin, dir.path(), secs);
+        latency(&bin, dir.path(), secs, 0);
+        // Again on a file that already holds 1 M events (a long run);
+        // FOLLOW_BENCH_PRELOAD=N changes N, 0 skips.
+        let n: u64 = std::env::var("FOLLOW_BENCH_PRELOAD")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        if n > 0 {
+            latency(&bin, dir.path(), secs, n);
+        }
     }
     if only.is_empty() || only.contains('2') {
         idle(&bin, dir.path());
