@@ -26,8 +26,9 @@ pub struct Tailer {
     appendable: bool,
 }
 
-/// Largest read per poll, so one huge append does not stall the UI.
-const MAX_READ: u64 = 16 << 20;
+/// Largest read per poll: decoding 1 MiB takes a few ms, so one huge append is applied in
+/// slices with frames (and key presses) in between.
+const MAX_READ: u64 = 1 << 20;
 
 impl Tailer {
     /// Starts after `offset` bytes already read by the loader.

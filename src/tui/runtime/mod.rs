@@ -11,7 +11,7 @@ use crate::tui::effect::Effect;
 use crate::tui::msg::Msg;
 use crate::tui::{ui, update};
 use anyhow::{Context, Result};
-use crossbeam_channel::{unbounded, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const FRAME: Duration = Duration::from_millis(16);
+/// Longest time spent applying queued messages before a frame goes out (a big append must
+/// not freeze the screen or the keys).
+const DRAIN_BUDGET: Duration = Duration::from_millis(8);
 const TICK: Duration = Duration::from_millis(100);
 
 /// Runs the explorer until the user quits; returns the exit code.
@@ -29,6 +32,9 @@ pub fn run(mut app: App) -> Result<u8> {
         .size()
         .context("cannot read the terminal size")?;
     let (tx, rx) = unbounded::<Msg>();
+    // The tail worker's channel holds one chunk: it reads the next only once the UI took the
+    // last (back-pressure instead of a queue of megabytes ahead of the user's keys).
+    let (tail_tx, tail_rx) = bounded::<Msg>(1);
     let stop = Arc::new(AtomicBool::new(false));
     let input = input::spawn(tx.clone(), stop.clone()).context("cannot start the input thread")?;
     let search = workers::spawn_latest(
@@ -49,8 +55,15 @@ pub fn run(mut app: App) -> Result<u8> {
     ));
     let mut last_draw: Option<Instant> = None;
     let mut last_tick = Instant::now();
-    'outer: loop {
-        if run_effects(&mut app, std::mem::take(&mut fx), &tx, &search, &live) {
+    loop {
+        if run_effects(
+            &mut app,
+            std::mem::take(&mut fx),
+            &tx,
+            &tail_tx,
+            &search,
+            &live,
+        ) {
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
@@ -72,19 +85,16 @@ pub fn run(mut app: App) -> Result<u8> {
         } else {
             TICK.saturating_sub(last_tick.elapsed())
         };
-        match rx.recv_timeout(wait) {
-            Ok(m) => {
-                fx.extend(update::update(&mut app, m));
-                // Coalesce whatever else is queued before drawing.
-                while let Ok(m) = rx.try_recv() {
-                    fx.extend(update::update(&mut app, m));
-                    if app.quit {
-                        break;
-                    }
+        if let Some(m) = next_msg(&rx, &tail_rx, wait) {
+            fx.extend(update::update(&mut app, m));
+            // Coalesce what else is queued before drawing, within the budget.
+            let start = Instant::now();
+            while start.elapsed() < DRAIN_BUDGET && !app.quit {
+                match rx.try_recv().or_else(|_| tail_rx.try_recv()) {
+                    Ok(m) => fx.extend(update::update(&mut app, m)),
+                    Err(_) => break,
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break 'outer,
         }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
@@ -105,6 +115,7 @@ fn run_effects(
     app: &mut App,
     fx: Vec<Effect>,
     tx: &Sender<Msg>,
+    tail_tx: &Sender<Msg>,
     search: &Sender<workers::SearchRequest>,
     live: &Sender<workers::LiveRequest>,
 ) -> bool {
@@ -129,7 +140,7 @@ fn run_effects(
                 offset,
                 appendable,
                 mode,
-            } => tail::spawn(gen, path, offset, appendable, mode, tx.clone()),
+            } => tail::spawn(gen, path, offset, appendable, mode, tail_tx.clone()),
             Effect::Search { gen, query, device } => {
                 let _ = search.send((gen, query, device));
             }
@@ -150,4 +161,13 @@ fn run_effects(
         }
     }
     quit || app.quit
+}
+
+/// The next message from the UI channel or the tail worker, waiting at most `wait`.
+fn next_msg(rx: &Receiver<Msg>, tail_rx: &Receiver<Msg>, wait: Duration) -> Option<Msg> {
+    crossbeam_channel::select! {
+        recv(rx) -> m => m.ok(),
+        recv(tail_rx) -> m => m.ok(),
+        default(wait) => None,
+    }
 }
