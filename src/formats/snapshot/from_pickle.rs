@@ -55,6 +55,10 @@ struct Conv {
     frames: Frames,
     raw: Raw,
     packed: Vec<u32>,
+    /// Frames already seen, keyed by the arena ids of their (memo-shared) strings: writers
+    /// that do not share frame dicts still share the strings, and formatting plus interning
+    /// "file:line:name" for every frame dominated the load.
+    frame_cache: rustc_hash::FxHashMap<(u32, i64, u32), u32>,
 }
 
 impl Hook for Conv {
@@ -230,11 +234,16 @@ impl Conv {
                 _ => {}
             }
         }
-        let (file, name) = (
-            file.map_or("", |s| a.str(s)).to_string(),
-            name.map_or("", |s| a.str(s)).to_string(),
-        );
-        let p = self.frames.frame(&mut self.raw.strings, &file, line, &name);
+        let key = (file.map_or(u32::MAX, |s| s), line, name.map_or(u32::MAX, |s| s));
+        let p = match self.frame_cache.get(&key) {
+            Some(&p) => p,
+            None => {
+                let (file, name) = (file.map_or("", |s| a.str(s)), name.map_or("", |s| a.str(s)));
+                let p = self.frames.frame(&mut self.raw.strings, file, line, name);
+                self.frame_cache.insert(key, p);
+                p
+            }
+        };
         a.consume_dict(f, p, Val::Done(FRAME, p));
         Ok(p)
     }
@@ -249,6 +258,7 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
         frames: Frames::new(cpp_frames),
         raw: Raw::new(),
         packed: Vec::new(),
+        frame_cache: Default::default(),
     };
     let top = unpickle_into(r, &mut arena, &mut conv)?;
     arena.drop_memo();
