@@ -234,7 +234,11 @@ impl Conv {
                 _ => {}
             }
         }
-        let key = (file.map_or(u32::MAX, |s| s), line, name.map_or(u32::MAX, |s| s));
+        let key = (
+            file.map_or(u32::MAX, |s| s),
+            line,
+            name.map_or(u32::MAX, |s| s),
+        );
         let p = match self.frame_cache.get(&key) {
             Some(&p) => p,
             None => {
