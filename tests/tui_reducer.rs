@@ -612,3 +612,18 @@ fn wheel_zooms_and_inspector_scrolls() {
     h.press("k");
     assert_eq!(h.app.inspect.as_ref().unwrap().scroll, 1);
 }
+
+#[test]
+fn an_unknown_device_is_named_not_silently_replaced() {
+    let mut app = memtide::tui::app::App::new(
+        fixture("train3.jsonl"),
+        Default::default(),
+        memtide::tui::theme::Theme::default(),
+        false,
+    );
+    app.device_want = Some("cuda:7".into());
+    let h = Harness::with_app(app, 100, 30);
+    let status = h.app.status.clone().unwrap_or_default();
+    assert!(status.contains("no device \"cuda:7\""), "{status}");
+    assert!(status.contains("showing cuda:0"), "{status}");
+}

@@ -75,23 +75,12 @@ impl Harness {
         app.follow = Some(super::follow::FollowState::new(
             crate::follow::WatchMode::Notify,
         ));
-        Harness::start(app, width, height)
+        Harness::with_app(app, width, height)
     }
 
     pub fn open_with(path: &Path, width: u16, height: u16, theme: Theme, ascii: bool) -> Harness {
         let app = App::new(path.to_path_buf(), Default::default(), theme, ascii);
-        Harness::start(app, width, height)
-    }
-
-    fn start(app: App, width: u16, height: u16) -> Harness {
-        let mut h = Harness {
-            app,
-            clipboard: Vec::new(),
-        };
-        h.send(Msg::Resize { width, height });
-        let fx = update::start(&mut h.app);
-        h.run(fx);
-        h
+        Harness::with_app(app, width, height)
     }
 
     /// Drives a prepared app (the lab or diff screen) at the given size; runs its first

@@ -115,9 +115,22 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
             match result {
                 Ok(devs) if !devs.is_empty() => {
                     app.current = pick_device(&devs, app.device_want.as_deref());
+                    let missing = app.device_want.as_deref().filter(|w| !has_device(&devs, w));
+                    let note = missing.map(|w| {
+                        let names: Vec<&str> =
+                            devs.iter().map(|d| d.trace.device.as_str()).collect();
+                        format!(
+                            "no device {w:?} in this file (it has {}); showing {}",
+                            names.join(", "),
+                            devs[app.current].trace.device
+                        )
+                    });
                     app.devices = devs;
                     app.screen = Screen::Ready;
                     init_device(app);
+                    if note.is_some() {
+                        app.status = note;
+                    }
                 }
                 Ok(_) => fail(app, "the file holds no device traces".into()),
                 Err(e) => fail(app, e),
@@ -153,6 +166,15 @@ const SEARCH_WAIT: &str = "searching…";
 pub(super) fn fail(app: &mut App, e: String) {
     app.screen = Screen::Error(e);
     app.exit_code = EXIT_ERROR;
+}
+
+/// Whether `want` (a name or an ordinal) names one of `devs`.
+fn has_device(devs: &[Arc<Device>], want: &str) -> bool {
+    let ord = |d: &Device| d.trace.device.rsplit(':').next()?.parse::<usize>().ok();
+    devs.iter().any(|d| d.trace.device == want)
+        || want
+            .parse::<usize>()
+            .is_ok_and(|n| n < devs.len() || devs.iter().any(|d| ord(d) == Some(n)))
 }
 
 /// The device the user asked for (ordinal or name), else the first with events.
