@@ -528,7 +528,9 @@ impl Trace {
             .collect()
     }
 
-    /// The top (innermost) frame worth showing: the first one that is not a C++ `??` frame.
+    /// The top (innermost) frame worth showing: the innermost frame that is not an
+    /// unsymbolised `??` frame, an ATen op or built-in call (Kineto stacks start with the ops,
+    /// the innermost of which is already the storage's name), nor the name itself.
     pub fn top_frame(&self, id: AllocId) -> &str {
         let sid = self
             .storages
@@ -537,10 +539,12 @@ impl Trace {
             .copied()
             .unwrap_or_default();
         let frames = self.strings.stack(sid);
-        frames
-            .iter()
-            .map(|&f| self.strings.str(f))
-            .find(|s| !s.starts_with("??"))
+        let name = self.name(id);
+        let shown = || frames.iter().map(|&f| self.strings.str(f));
+        let op_like = |s: &str| s.starts_with("aten::") || s.starts_with("<built-in");
+        shown()
+            .find(|s| !s.starts_with("??") && !op_like(s) && *s != name)
+            .or_else(|| shown().find(|s| !s.starts_with("??") && *s != name))
             .or_else(|| frames.first().map(|&f| self.strings.str(f)))
             .unwrap_or("")
     }
