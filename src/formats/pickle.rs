@@ -184,8 +184,8 @@ impl Arena {
     }
 
     /// Records a conversion of list `id` into `repl`: cached on the slot (its items are
-    /// dropped), and when nothing else can hold the list (never fetched from the memo), the
-    /// memo entry becomes `repl` and the slot is freed for reuse.
+    /// dropped), the memo entry becomes `repl`, and when nothing else can hold the list
+    /// (never fetched from the memo) the slot is freed for reuse.
     pub fn consume_list(&mut self, id: u32, conv: u32, repl: Val) -> bool {
         let Some(s) = self.lists.get_mut(id as usize) else {
             return false;
@@ -194,11 +194,13 @@ impl Arena {
         // Converted containers are only ever read through their cached conversion, so
         // their items can go even when the memo shares them.
         s.items = Vec::new();
+        let memo = s.memo;
         if s.shared {
+            // Later memo hits get the conversion itself, so they never touch this slot
+            // again (holders of the old handle still find it through `conv`).
+            self.set_memo_if(memo, Val::List(id), repl);
             return false;
         }
-        let memo = s.memo;
-        s.items = Vec::new();
         s.memo = NO_MEMO;
         s.conv = u32::MAX;
         self.set_memo_if(memo, Val::List(id), repl);
@@ -215,11 +217,13 @@ impl Arena {
         // Converted containers are only ever read through their cached conversion, so
         // their items can go even when the memo shares them.
         s.items = Vec::new();
+        let memo = s.memo;
         if s.shared {
+            // Later memo hits get the conversion itself, so they never touch this slot
+            // again (holders of the old handle still find it through `conv`).
+            self.set_memo_if(memo, Val::Dict(id), repl);
             return false;
         }
-        let memo = s.memo;
-        s.items = Vec::new();
         s.memo = NO_MEMO;
         s.conv = u32::MAX;
         self.set_memo_if(memo, Val::Dict(id), repl);
