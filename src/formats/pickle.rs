@@ -75,14 +75,19 @@ impl Val {
 
 /// Slot of a list or dict: its items, its memo index (for release) and whether a memo hit
 /// ever fetched it (then other holders may exist and it is never released).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Slot<T> {
     items: Vec<T>,
     memo: u32,
     shared: bool,
     /// A hook's cached conversion of this container (`u32::MAX`: none).
     conv: u32,
+    /// For a dict the hook converted from its items as they were set ([`Hook::dict_filled`]):
+    /// the hook's kind, else `NOT_SEALED`. A sealed dict stores no items and takes no more.
+    sealed: u8,
 }
+
+const NOT_SEALED: u8 = u8::MAX;
 
 const NO_MEMO: u32 = u32::MAX;
 
@@ -170,9 +175,17 @@ impl Arena {
             .filter(|&c| c != u32::MAX)
     }
 
+    /// The hook's (kind, conversion) of a dict it converted while its items were set.
+    pub fn dict_sealed(&self, id: u32) -> Option<(u8, u32)> {
+        self.dicts
+            .get(id as usize)
+            .filter(|s| s.sealed != NOT_SEALED)
+            .map(|s| (s.sealed, s.conv))
+    }
+
     /// Records a conversion of list `id` into `repl`: cached on the slot (its items are
-    /// dropped), and when nothing else can hold the list (never fetched from the memo), the
-    /// memo entry becomes `repl` and the slot is freed for reuse.
+    /// dropped), the memo entry becomes `repl`, and when nothing else can hold the list
+    /// (never fetched from the memo) the slot is freed for reuse.
     pub fn consume_list(&mut self, id: u32, conv: u32, repl: Val) -> bool {
         let Some(s) = self.lists.get_mut(id as usize) else {
             return false;
@@ -181,11 +194,13 @@ impl Arena {
         // Converted containers are only ever read through their cached conversion, so
         // their items can go even when the memo shares them.
         s.items = Vec::new();
+        let memo = s.memo;
         if s.shared {
+            // Later memo hits get the conversion itself, so they never touch this slot
+            // again (holders of the old handle still find it through `conv`).
+            self.set_memo_if(memo, Val::List(id), repl);
             return false;
         }
-        let memo = s.memo;
-        s.items = Vec::new();
         s.memo = NO_MEMO;
         s.conv = u32::MAX;
         self.set_memo_if(memo, Val::List(id), repl);
@@ -202,11 +217,13 @@ impl Arena {
         // Converted containers are only ever read through their cached conversion, so
         // their items can go even when the memo shares them.
         s.items = Vec::new();
+        let memo = s.memo;
         if s.shared {
+            // Later memo hits get the conversion itself, so they never touch this slot
+            // again (holders of the old handle still find it through `conv`).
+            self.set_memo_if(memo, Val::Dict(id), repl);
             return false;
         }
-        let memo = s.memo;
-        s.items = Vec::new();
         s.memo = NO_MEMO;
         s.conv = u32::MAX;
         self.set_memo_if(memo, Val::Dict(id), repl);
@@ -231,6 +248,7 @@ impl Arena {
             memo: NO_MEMO,
             shared: false,
             conv: u32::MAX,
+            sealed: NOT_SEALED,
         };
         if let Some(id) = self.free_lists.pop() {
             if let Some(s) = self.lists.get_mut(id as usize) {
@@ -248,6 +266,7 @@ impl Arena {
             memo: NO_MEMO,
             shared: false,
             conv: u32::MAX,
+            sealed: NOT_SEALED,
         };
         if let Some(id) = self.free_dicts.pop() {
             if let Some(s) = self.dicts.get_mut(id as usize) {
@@ -325,6 +344,18 @@ impl Arena {
 /// handle. An `Err` becomes a [`FormatError::At`] at the opcode's offset.
 pub trait Hook {
     fn appended(&mut self, arena: &mut Arena, v: Val) -> Result<Val, String>;
+
+    /// Sees the flat key/value items of a SETITEMS into a still-empty dict that sits inside
+    /// an APPENDS batch (about to become a list element). Returning `Some((kind, conv))`
+    /// seals the dict: its items are never stored, [`Arena::dict_sealed`] gives the
+    /// conversion, and any later assignment into it is refused.
+    fn dict_filled(
+        &mut self,
+        _arena: &mut Arena,
+        _items: &[Val],
+    ) -> Result<Option<(u8, u32)>, String> {
+        Ok(None)
+    }
 }
 
 /// A hook that keeps everything as is.
@@ -347,7 +378,8 @@ struct Src<R> {
     eof: bool,
 }
 
-const CHUNK: usize = 1 << 20;
+/// Larger than the 1 MiB `BufReader` under a plain file, so reads bypass its copy.
+const CHUNK: usize = 4 << 20;
 
 impl<R: Read> Src<R> {
     fn offset(&self) -> u64 {
@@ -396,6 +428,7 @@ impl<R: Read> Src<R> {
         Ok(self.end - self.pos >= n)
     }
 
+    #[inline]
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8], FormatError> {
         if !self.fill(n)? {
             return Err(FormatError::at(
@@ -411,15 +444,18 @@ impl<R: Read> Src<R> {
         Ok(s)
     }
 
+    #[inline]
     fn u8(&mut self, what: &str) -> Result<u8, FormatError> {
         Ok(self.take(1, what)?[0])
     }
 
+    #[inline]
     fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
         let b = self.take(8, what)?;
         let mut a = [0u8; 8];
@@ -761,17 +797,14 @@ pub fn unpickle_into<R: Read>(
                         stack.get(m - 1).map_or("nothing", |v| v.type_name())
                     )));
                 };
-                let mut items = Vec::with_capacity(stack.len() - m);
-                for v in stack.drain(m..) {
-                    items.push(v);
-                }
-                let mut out = Vec::with_capacity(items.len());
-                for v in items {
-                    out.push(hook.appended(a, v).map_err(err)?);
+                // Converted in place on the stack: no per-batch buffers.
+                for v in &mut stack[m..] {
+                    *v = hook.appended(a, *v).map_err(err)?;
                 }
                 if let Some(s) = a.lists.get_mut(id as usize) {
-                    s.items.extend(out);
+                    s.items.extend_from_slice(&stack[m..]);
                 }
+                stack.truncate(m);
             }
             b's' => {
                 let v = pop!("SETITEM");
@@ -782,6 +815,9 @@ pub fn unpickle_into<R: Read>(
                         stack.last().map_or("nothing", |v| v.type_name())
                     )));
                 };
+                if a.dict_sealed(id).is_some() {
+                    return Err(err(SEALED.into()));
+                }
                 dict_insert(a, id, k, v);
             }
             b'u' => {
@@ -799,6 +835,30 @@ pub fn unpickle_into<R: Read>(
                     return Err(err(
                         "SETITEMS with an odd number of items (corrupt pickle)".into()
                     ));
+                }
+                let fresh = match a.dicts.get(id as usize) {
+                    Some(s) if s.sealed != NOT_SEALED => return Err(err(SEALED.into())),
+                    Some(s) => s.items.is_empty(),
+                    None => false,
+                };
+                // A fresh dict about to be appended (an APPENDS batch onto a list is open
+                // below it) may be converted by the hook straight from the stack.
+                let in_batch = fresh
+                    && marks.last().is_some_and(|&p| {
+                        p >= 1 && p < m && matches!(stack.get(p - 1), Some(Val::List(_)))
+                    });
+                if in_batch {
+                    if let Some((kind, conv)) = hook.dict_filled(a, &stack[m..]).map_err(err)? {
+                        if let Some(s) = a.dicts.get_mut(id as usize) {
+                            s.sealed = kind;
+                            s.conv = conv;
+                        }
+                        stack.truncate(m);
+                        continue;
+                    }
+                }
+                if let Some(items) = a.dict_mut(id) {
+                    items.reserve((stack.len() - m) / 2);
                 }
                 let mut i = m;
                 while i + 1 < stack.len() {
@@ -825,6 +885,9 @@ pub fn unpickle_into<R: Read>(
         }
     }
 }
+
+const SEALED: &str =
+    "assignment into a dict whose items were already converted (not a snapshot layout memtide reads)";
 
 /// Dict assignment keeps Python semantics: an existing key is overwritten in place.
 fn dict_insert(a: &mut Arena, id: u32, k: Val, v: Val) {
@@ -884,6 +947,58 @@ mod tests {
         let b = b"\x80\x04\x93.";
         let e = load(b).unwrap_err().to_string();
         assert!(e.contains("STACK_GLOBAL"), "{e}");
+    }
+
+    /// Seals every dict filled inside an APPENDS batch, converting it to the sum of its ints.
+    struct Seal;
+
+    impl Hook for Seal {
+        fn appended(&mut self, a: &mut Arena, v: Val) -> Result<Val, String> {
+            match v {
+                Val::Dict(id) => Ok(a.dict_sealed(id).map_or(v, |(k, c)| Val::Done(k, c))),
+                _ => Ok(v),
+            }
+        }
+
+        fn dict_filled(
+            &mut self,
+            _: &mut Arena,
+            items: &[Val],
+        ) -> Result<Option<(u8, u32)>, String> {
+            let sum = items.iter().filter_map(|v| v.as_i64()).sum::<i64>();
+            Ok(Some((7, sum as u32)))
+        }
+    }
+
+    #[test]
+    fn sealed_dicts_convert_from_setitems() {
+        // pickle.dumps([{"x": 1, "y": 2}, {"x": 3, "y": 4}], protocol=4)
+        let b = b"\x80\x04\x95!\x00\x00\x00\x00\x00\x00\x00]\x94(}\x94(\x8c\x01x\x94K\x01\x8c\x01y\x94K\x02u}\x94(h\x02K\x03h\x03K\x04ue.";
+        let (a, top) = unpickle(&b[..], &mut Seal).unwrap();
+        let Val::List(t) = top else { panic!() };
+        assert_eq!(a.list(t), &[Val::Done(7, 3), Val::Done(7, 7)]);
+        // Without the hook the same bytes give plain dicts.
+        let (a, top) = load(b).unwrap();
+        let Val::List(t) = top else { panic!() };
+        let Val::Dict(d) = a.list(t)[1] else { panic!() };
+        assert_eq!(a.dict(d).len(), 2);
+    }
+
+    #[test]
+    fn assignment_into_a_sealed_dict_is_refused() {
+        // [d] where d = {"x": 1, "y": 2} is fetched back from the memo and given "z": 3
+        // before the APPENDS: Python gives [{'x': 1, 'y': 2, 'z': 3}].
+        let b =
+            b"\x80\x04]\x94(}\x94(\x8c\x01x\x94K\x01\x8c\x01y\x94K\x02uh\x01\x8c\x01z\x94K\x03s0e.";
+        let (a, top) = load(b).unwrap();
+        let Val::List(t) = top else { panic!() };
+        let Val::Dict(d) = a.list(t)[0] else { panic!() };
+        assert_eq!(a.dict(d).len(), 3);
+        let e = unpickle(&b[..], &mut Seal).unwrap_err().to_string();
+        assert!(
+            e.contains("already converted") && e.contains("byte offset 29"),
+            "{e}"
+        );
     }
 
     #[test]

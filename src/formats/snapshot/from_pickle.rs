@@ -55,6 +55,8 @@ struct Conv {
     frames: Frames,
     raw: Raw,
     packed: Vec<u32>,
+    /// Reused buffer of flat key/value items.
+    items: Vec<Val>,
     /// Frames already seen, keyed by the arena ids of their (memo-shared) strings: writers
     /// that do not share frame dicts still share the strings, and formatting plus interning
     /// "file:line:name" for every frame dominated the load.
@@ -66,6 +68,15 @@ impl Hook for Conv {
         let Val::Dict(id) = v else {
             return Ok(v);
         };
+        match a.dict_sealed(id) {
+            // Converted as its items were set (the common case).
+            Some((ENTRY, r)) => {
+                a.consume_dict(id, r, Val::Done(ENTRY, r));
+                return Ok(Val::Done(ENTRY, r));
+            }
+            Some(_) => return Ok(v),
+            None => {}
+        }
         // Only trace entries have an `action` (frame dicts cache a different conversion).
         let Some(act) = a.get(id, self.keys.action) else {
             return Ok(v);
@@ -73,9 +84,49 @@ impl Hook for Conv {
         if let Some(r) = a.dict_conv(id) {
             return Ok(Val::Done(ENTRY, r));
         }
-        let r = self.entry(a, id, act)?;
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        for &(k, v) in a.dict(id) {
+            items.push(k);
+            items.push(v);
+        }
+        let r = self.entry(a, &items, act);
+        self.items = items;
+        let r = r?;
         a.consume_dict(id, r, Val::Done(ENTRY, r));
         Ok(Val::Done(ENTRY, r))
+    }
+
+    fn dict_filled(&mut self, a: &mut Arena, items: &[Val]) -> Result<Option<(u8, u32)>, String> {
+        // Only small dicts with distinct str keys (then the last-write-wins order of a
+        // Python dict cannot matter); anything else takes the general path.
+        if items.len() > 32 {
+            return Ok(None);
+        }
+        let k = &self.keys;
+        let (mut act, mut frame_keys, mut other) = (None, 0, false);
+        for (i, kv) in items.chunks_exact(2).enumerate() {
+            let Val::Str(key) = kv[0] else {
+                return Ok(None);
+            };
+            if items[..2 * i].chunks_exact(2).any(|p| p[0] == kv[0]) {
+                return Ok(None);
+            }
+            if key == k.action {
+                act = Some(kv[1]);
+            } else if key == k.filename || key == k.line || key == k.name {
+                frame_keys += 1;
+            } else {
+                other = true;
+            }
+        }
+        if let Some(act) = act {
+            return Ok(Some((ENTRY, self.entry(a, items, act)?)));
+        }
+        if frame_keys > 0 && !other {
+            return Ok(Some((FRAME, self.frame_from(a, items))));
+        }
+        Ok(None)
     }
 }
 
@@ -89,8 +140,9 @@ fn int_field(key: &str, v: Val) -> Result<u64, String> {
 }
 
 impl Conv {
-    /// Converts one trace-entry dict into a row; returns its index.
-    fn entry(&mut self, a: &mut Arena, id: u32, act: Val) -> Result<u32, String> {
+    /// Converts one trace entry (flat key/value items, distinct keys) into a row; returns
+    /// its index.
+    fn entry(&mut self, a: &mut Arena, items: &[Val], act: Val) -> Result<u32, String> {
         let k = &self.keys;
         let action = match act {
             Val::Str(s) => match k.actions.iter().find(|(n, _)| *n == s) {
@@ -121,11 +173,8 @@ impl Conv {
             has_time: false,
         };
         let mut device_free = None;
-        let n = a.dict(id).len();
-        for i in 0..n {
-            let Some(&(key, val)) = a.dict(id).get(i) else {
-                break;
-            };
+        for kv in items.chunks_exact(2) {
+            let (key, val) = (kv[0], kv[1]);
             let Val::Str(key) = key else { continue };
             let k = &self.keys;
             if key == k.addr {
@@ -151,12 +200,6 @@ impl Conv {
                 }
             } else if key == k.frames {
                 row.stack = self.stack_val(a, val)?;
-                // The dict may outlive this call (if shared): point it at the stack handle.
-                if let Some(items) = a.dict_mut(id) {
-                    if let Some(it) = items.get_mut(i) {
-                        it.1 = Val::Done(STACK, row.stack.0);
-                    }
-                }
             }
         }
         let r = self.raw.rows.len() as u32;
@@ -221,13 +264,36 @@ impl Conv {
     }
 
     fn frame_of(&mut self, a: &mut Arena, f: u32) -> Result<u32, String> {
+        match a.dict_sealed(f) {
+            Some((FRAME, p)) => {
+                a.consume_dict(f, p, Val::Done(FRAME, p));
+                return Ok(p);
+            }
+            // A trace entry where a frame belongs: its frame fields are all missing.
+            Some(_) => return Ok(self.frame_from(a, &[])),
+            None => {}
+        }
         if let Some(p) = a.dict_conv(f) {
             return Ok(p);
         }
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        for &(k, v) in a.dict(f) {
+            items.push(k);
+            items.push(v);
+        }
+        let p = self.frame_from(a, &items);
+        self.items = items;
+        a.consume_dict(f, p, Val::Done(FRAME, p));
+        Ok(p)
+    }
+
+    /// The interned frame of a frame dict's flat key/value items.
+    fn frame_from(&mut self, a: &Arena, items: &[Val]) -> u32 {
         let k = &self.keys;
         let (mut file, mut line, mut name) = (None, 0i64, None);
-        for &(key, val) in a.dict(f) {
-            match (key, val) {
+        for kv in items.chunks_exact(2) {
+            match (kv[0], kv[1]) {
                 (Val::Str(key), Val::Str(s)) if key == k.filename => file = Some(s),
                 (Val::Str(key), Val::Str(s)) if key == k.name => name = Some(s),
                 (Val::Str(key), v) if key == k.line => line = v.as_i64().unwrap_or(0),
@@ -248,8 +314,7 @@ impl Conv {
                 p
             }
         };
-        a.consume_dict(f, p, Val::Done(FRAME, p));
-        Ok(p)
+        p
     }
 }
 
@@ -262,6 +327,7 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
         frames: Frames::new(cpp_frames),
         raw: Raw::new(),
         packed: Vec::new(),
+        items: Vec::new(),
         frame_cache: Default::default(),
     };
     let top = unpickle_into(r, &mut arena, &mut conv)?;
