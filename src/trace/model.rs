@@ -291,6 +291,24 @@ impl Trace {
         self.ts.is_empty()
     }
 
+    /// Reserves room for `events` more events and `storages` more storages (readers that know
+    /// their size up front avoid regrowing a dozen columns).
+    pub fn reserve(&mut self, events: usize, storages: usize) {
+        self.ts.reserve(events);
+        self.kind.reserve(events);
+        self.changes.reserve(events);
+        let s = &mut self.storages;
+        s.start.reserve(storages);
+        s.end.reserve(storages);
+        s.size.reserve(storages);
+        s.cat.reserve(storages);
+        s.kind.reserve(storages);
+        s.flags.reserve(storages);
+        s.name.reserve(storages);
+        s.stack.reserve(storages);
+        s.src_id.reserve(storages);
+    }
+
     /// Appends an event whose source index equals its position.
     pub fn push_event(&mut self, ts: Ts, kind: EventKind) -> Seq {
         let at = self.ts.len() as u64;

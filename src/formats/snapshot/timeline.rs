@@ -82,6 +82,8 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
         .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
     t.clock = if has_time { Clock::Us } else { Clock::Seq };
 
+    // One event per entry; about one storage per alloc (half the entries): no regrowth.
+    t.reserve(rows.len(), rows.len() / 2);
     let mut live: FxHashMap<u64, AllocId> = FxHashMap::default();
     let mut segs: Segs = BTreeMap::new();
     let mut last_ts = 0i64;
