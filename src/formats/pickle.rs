@@ -89,6 +89,46 @@ struct Slot<T> {
 
 const NOT_SEALED: u8 = u8::MAX;
 
+impl<T> Slot<T> {
+    fn new(items: Vec<T>) -> Self {
+        Slot {
+            items,
+            memo: NO_MEMO,
+            shared: false,
+            conv: u32::MAX,
+            sealed: NOT_SEALED,
+        }
+    }
+
+    /// Caches the conversion `conv` and drops the items (converted containers are only ever
+    /// read through it, even when the memo shares them). Returns the memo index to repoint
+    /// and whether the slot may be reused: a shared slot stays, so holders of the old handle
+    /// still find the conversion.
+    fn consume(&mut self, conv: u32) -> (u32, bool) {
+        self.conv = conv;
+        self.items = Vec::new();
+        let memo = self.memo;
+        if self.shared {
+            return (memo, false);
+        }
+        self.memo = NO_MEMO;
+        self.conv = u32::MAX;
+        (memo, true)
+    }
+}
+
+/// Puts `slot` in a free place of `slots` (or at the end); returns its id.
+fn place<T>(slots: &mut Vec<Slot<T>>, free: &mut Vec<u32>, slot: Slot<T>) -> u32 {
+    if let Some(id) = free.pop() {
+        if let Some(s) = slots.get_mut(id as usize) {
+            *s = slot;
+            return id;
+        }
+    }
+    slots.push(slot);
+    slots.len() as u32 - 1
+}
+
 const NO_MEMO: u32 = u32::MAX;
 
 /// Storage behind the handles. Strings are interned by value.
@@ -190,22 +230,12 @@ impl Arena {
         let Some(s) = self.lists.get_mut(id as usize) else {
             return false;
         };
-        s.conv = conv;
-        // Converted containers are only ever read through their cached conversion, so
-        // their items can go even when the memo shares them.
-        s.items = Vec::new();
-        let memo = s.memo;
-        if s.shared {
-            // Later memo hits get the conversion itself, so they never touch this slot
-            // again (holders of the old handle still find it through `conv`).
-            self.set_memo_if(memo, Val::List(id), repl);
-            return false;
-        }
-        s.memo = NO_MEMO;
-        s.conv = u32::MAX;
+        let (memo, freed) = s.consume(conv);
         self.set_memo_if(memo, Val::List(id), repl);
-        self.free_lists.push(id);
-        true
+        if freed {
+            self.free_lists.push(id);
+        }
+        freed
     }
 
     /// As [`Arena::consume_list`], for dicts.
@@ -213,22 +243,12 @@ impl Arena {
         let Some(s) = self.dicts.get_mut(id as usize) else {
             return false;
         };
-        s.conv = conv;
-        // Converted containers are only ever read through their cached conversion, so
-        // their items can go even when the memo shares them.
-        s.items = Vec::new();
-        let memo = s.memo;
-        if s.shared {
-            // Later memo hits get the conversion itself, so they never touch this slot
-            // again (holders of the old handle still find it through `conv`).
-            self.set_memo_if(memo, Val::Dict(id), repl);
-            return false;
-        }
-        s.memo = NO_MEMO;
-        s.conv = u32::MAX;
+        let (memo, freed) = s.consume(conv);
         self.set_memo_if(memo, Val::Dict(id), repl);
-        self.free_dicts.push(id);
-        true
+        if freed {
+            self.free_dicts.push(id);
+        }
+        freed
     }
 
     fn set_memo_if(&mut self, idx: u32, old: Val, new: Val) {
@@ -243,39 +263,19 @@ impl Arena {
     }
 
     fn new_list(&mut self, items: Vec<Val>) -> Val {
-        let slot = Slot {
-            items,
-            memo: NO_MEMO,
-            shared: false,
-            conv: u32::MAX,
-            sealed: NOT_SEALED,
-        };
-        if let Some(id) = self.free_lists.pop() {
-            if let Some(s) = self.lists.get_mut(id as usize) {
-                *s = slot;
-                return Val::List(id);
-            }
-        }
-        self.lists.push(slot);
-        Val::List(self.lists.len() as u32 - 1)
+        Val::List(place(
+            &mut self.lists,
+            &mut self.free_lists,
+            Slot::new(items),
+        ))
     }
 
     fn new_dict(&mut self, items: Vec<(Val, Val)>) -> Val {
-        let slot = Slot {
-            items,
-            memo: NO_MEMO,
-            shared: false,
-            conv: u32::MAX,
-            sealed: NOT_SEALED,
-        };
-        if let Some(id) = self.free_dicts.pop() {
-            if let Some(s) = self.dicts.get_mut(id as usize) {
-                *s = slot;
-                return Val::Dict(id);
-            }
-        }
-        self.dicts.push(slot);
-        Val::Dict(self.dicts.len() as u32 - 1)
+        Val::Dict(place(
+            &mut self.dicts,
+            &mut self.free_dicts,
+            Slot::new(items),
+        ))
     }
 
     fn memo_put(&mut self, idx: u64, v: Val) {
