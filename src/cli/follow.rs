@@ -1,16 +1,14 @@
 //! `memtide check -f FILE --max-peak X`: follows a growing trace beside a training job and
 //! exits 1 the moment the peak crosses X (0 once the file stays idle for `--idle-exit`).
 
-use super::load::{load, pick_device};
+use super::load::pick_device;
 use super::CheckArgs;
 use crate::follow::{TailEvent, Tailer, Watcher};
 use crate::formats::jsonl::JsonlDecoder;
-use crate::formats::{detect, read_jsonl_resumable, Format, Progress};
+use crate::formats::{load_followable, Progress};
 use crate::index::Index;
 use crate::trace::{human_bytes, parse_size, Bytes, Seq, Trace};
 use anyhow::{Context, Result};
-use std::io::Read;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -22,38 +20,19 @@ struct Followed {
     offset: u64,
 }
 
-fn is_jsonl(path: &Path) -> bool {
-    let mut head = [0u8; 4096];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    n == 0 || detect(&head[..n]) == Some(Format::Jsonl)
-}
-
 fn open(a: &CheckArgs) -> Result<Followed> {
-    let path = &a.file;
-    if is_jsonl(path) {
-        let opts = super::load::load_options(&a.input);
-        let (trace, dec, offset) = read_jsonl_resumable(path, &opts, &Progress::new())
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let index = Index::build(&trace);
-        return Ok(Followed {
-            trace,
-            index,
-            decoder: Some(dec),
-            offset,
-        });
-    }
-    let mut loaded = load(path, &a.input)?;
+    let opts = super::load::load_options(&a.input);
+    let f = load_followable(&a.file, &opts, &Progress::new())
+        .with_context(|| format!("cannot read {}", a.file.display()))?;
+    let mut loaded = f.loaded;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let trace = loaded.traces.swap_remove(i);
     let index = Index::build(&trace);
-    let offset = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     Ok(Followed {
         trace,
         index,
-        decoder: None,
-        offset,
+        decoder: f.decoder,
+        offset: f.offset,
     })
 }
 

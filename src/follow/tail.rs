@@ -99,11 +99,6 @@ impl Tailer {
         }
         Ok(Some(TailEvent::Appended(buf)))
     }
-
-    /// Whether more bytes than the last read are already waiting.
-    pub fn behind(&self) -> bool {
-        stat(&self.path).len > self.offset
-    }
 }
 
 #[cfg(test)]

@@ -346,8 +346,6 @@ pub struct JsonlDecoder {
     partial: Vec<u8>,
     /// Lines consumed so far (1-based number of the last complete line).
     line: u64,
-    /// Bytes consumed (complete lines), for offsets and progress.
-    consumed: u64,
     header_seen: bool,
     clock: Clock,
     /// Event lines seen (the source index of the next one).
@@ -387,7 +385,6 @@ impl JsonlDecoder {
             opts,
             partial: Vec::new(),
             line: 0,
-            consumed: 0,
             header_seen: false,
             clock: Clock::Us,
             next_src: 0,
@@ -411,16 +408,6 @@ impl JsonlDecoder {
     /// Whether the header line has been read.
     pub fn header_seen(&self) -> bool {
         self.header_seen
-    }
-
-    /// Bytes of complete lines consumed so far.
-    pub fn consumed(&self) -> u64 {
-        self.consumed
-    }
-
-    /// Number of event lines decoded so far (including those still buffered).
-    pub fn event_lines(&self) -> u64 {
-        self.next_src
     }
 
     /// Decodes every complete line in `bytes` (appended to any earlier torn line). Events whose
@@ -484,7 +471,6 @@ impl JsonlDecoder {
 
     fn line_complete(&mut self, trace: &mut Trace, raw: &[u8]) -> Result<(), FormatError> {
         self.line += 1;
-        self.consumed += raw.len() as u64 + 1;
         let line = self.line;
         let trimmed = trim_ascii(raw);
         if trimmed.is_empty() || trimmed[0] == b'#' {
@@ -1041,35 +1027,4 @@ fn show_num(n: Num) -> String {
         Num::I(v) => v.to_string(),
         Num::F(v) => v.to_string(),
     }
-}
-
-/// Reads a whole JSONL v1 stream into a trace.
-pub fn read_all(
-    source: &str,
-    bytes: &[u8],
-    opts: JsonlOptions,
-    mut progress: impl FnMut(u64),
-) -> Result<Trace, FormatError> {
-    let mut trace = Trace::new("cuda:0", source, "jsonl");
-    let mut opts = opts;
-    if opts.has_external_spans.is_none() {
-        opts.has_external_spans = Some(
-            memchr::memmem::find(bytes, b"\"external\"").is_some()
-                && memchr::memmem::find(bytes, b"\"op\":\"external\"").is_some()
-                || memchr::memmem::find(bytes, b"\"op\": \"external\"").is_some(),
-        );
-    }
-    let mut dec = JsonlDecoder::new(opts);
-    const CHUNK: usize = 8 << 20;
-    for chunk in bytes.chunks(CHUNK) {
-        dec.feed(&mut trace, chunk)?;
-        progress(dec.consumed());
-    }
-    dec.finish(&mut trace)?;
-    if !dec.header_seen() {
-        return Err(FormatError::Empty(
-            "no memtide JSONL header line: the file is empty or holds only comments".into(),
-        ));
-    }
-    Ok(trace)
 }

@@ -78,6 +78,44 @@ fn describe_head(head: &[u8]) -> String {
     }
 }
 
+/// A file opened to be followed: its traces and, for JSONL, the decoder that continues after
+/// `offset` bytes (other formats are reloaded whole when they change).
+#[derive(Debug)]
+pub struct Followable {
+    pub loaded: Loaded,
+    pub decoder: Option<jsonl::JsonlDecoder>,
+    pub offset: u64,
+}
+
+/// Reads `path` for following: JSONL resumably, any other format whole.
+pub fn load_followable(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<Followable, FormatError> {
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open(path)?.read(&mut head)?;
+    // An empty file may be a recording that has not written its header yet.
+    if n == 0 || detect(&head[..n]) == Some(Format::Jsonl) {
+        let (trace, decoder, offset) = read_jsonl_resumable(path, opts, progress)?;
+        return Ok(Followable {
+            loaded: Loaded {
+                format: Format::Jsonl,
+                traces: vec![trace],
+            },
+            decoder: Some(decoder),
+            offset,
+        });
+    }
+    // Measured before reading, so a change during the load still triggers a reload.
+    let offset = std::fs::metadata(path).map_or(0, |m| m.len());
+    Ok(Followable {
+        loaded: load(path, opts, progress)?,
+        decoder: None,
+        offset,
+    })
+}
+
 /// Reads the complete lines of a JSONL file that may still be growing, keeping the decoder so
 /// a follower can continue from the returned byte offset (the pending equal-`t` group is
 /// applied; a torn last line stays in the decoder).

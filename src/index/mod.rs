@@ -12,7 +12,7 @@
 //! Memory: 8 bytes per event for the totals, plus checkpoints (amortised ≤ one `u32` per
 //! change) and `O(events / block)` for block maxima and band checkpoints.
 
-use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
+use crate::trace::{AllocId, BandTotals, Bytes, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
 
 /// Positions per block (band checkpoints, block maxima).
@@ -425,11 +425,6 @@ impl Index {
             + self.live_flat.capacity() * 4
             + self.live.capacity() * 4
             + self.live_pos.capacity() * 12
-    }
-
-    /// Totals per band after `at` for the given bands only (helper for drawing).
-    pub fn band_total(&self, trace: &Trace, at: Seq, band: Band) -> Bytes {
-        Bytes(self.bands_at(trace, at).get(band))
     }
 }
 

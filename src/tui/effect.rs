@@ -36,12 +36,12 @@ pub enum Effect {
         opts: LoadOptions,
         progress: Progress,
     },
-    /// Watch the file from `offset` on a worker; replies `Msg::Tail` (stale generations are
-    /// dropped, and their threads stop).
+    /// Watch the file from `offset` (None: its current end) on a worker; replies `Msg::Tail`
+    /// (stale generations are dropped, and their threads stop).
     Tail {
         gen: u64,
         path: PathBuf,
-        offset: u64,
+        offset: Option<u64>,
         appendable: bool,
         mode: crate::follow::WatchMode,
     },

@@ -80,10 +80,9 @@ impl FollowState {
 
     /// Whether the new-peak notice was lit at the last tick (for drawing).
     pub fn flashing_at_last_tick(&self) -> bool {
-        match (self.new_peak_until, self.now) {
-            (Some(until), Some(now)) => now < until,
-            (Some(_), None) => true,
-            _ => false,
+        match self.now {
+            Some(now) => self.flashing(now),
+            None => self.new_peak_until.is_some(),
         }
     }
 
@@ -126,20 +125,20 @@ pub fn loaded(app: &mut App, gen: u64, result: Result<FollowLoad, String>) -> Ve
                 if let Some(f) = app.follow.as_mut() {
                     f.reload_gen = None;
                 }
-                return tail_effect(app, 0, false);
+                // Watch on from the file's current end (the worker reads it: no I/O here).
+                return tail_effect(app, None);
             }
             return Vec::new();
         }
     };
     let offset = load.offset;
-    let appendable = load.appendable;
     app.current = super::update::pick_device(&load.devices, app.device_want.as_deref());
     app.devices = load.devices;
     app.screen = Screen::Ready;
     let (restore, on) = match app.follow.as_mut() {
         Some(f) => {
             f.decoder = load.decoder;
-            f.appendable = appendable;
+            f.appendable = load.appendable;
             f.reload_gen = None;
             f.pending_flush = false;
             f.error = None;
@@ -161,25 +160,21 @@ pub fn loaded(app: &mut App, gen: u64, result: Result<FollowLoad, String>) -> Ve
             super::update::jump(app, dev.last());
         }
     }
-    tail_effect(app, offset, appendable)
+    tail_effect(app, Some(offset))
 }
 
-fn tail_effect(app: &mut App, offset: u64, appendable: bool) -> Vec<Effect> {
+/// Starts a new tail generation from `offset` (None: the file's end when the worker starts).
+fn tail_effect(app: &mut App, offset: Option<u64>) -> Vec<Effect> {
     let gen = app.gen();
     let Some(f) = app.follow.as_mut() else {
         return Vec::new();
     };
     f.tail_gen = gen;
-    let offset = if offset == 0 && !appendable {
-        std::fs::metadata(&app.path).map_or(0, |m| m.len())
-    } else {
-        offset
-    };
     vec![Effect::Tail {
         gen,
         path: app.path.clone(),
         offset,
-        appendable: appendable || f.appendable,
+        appendable: f.appendable,
         mode: f.mode,
     }]
 }

@@ -18,7 +18,7 @@ const BACKSTOP: Duration = Duration::from_millis(500);
 pub fn spawn(
     gen: u64,
     path: PathBuf,
-    offset: u64,
+    offset: Option<u64>,
     appendable: bool,
     mode: WatchMode,
     tx: Sender<Msg>,
@@ -28,6 +28,7 @@ pub fn spawn(
         .name("memtide-tail".into())
         .spawn(move || {
             let watcher = Watcher::new(&path, mode);
+            let offset = offset.unwrap_or_else(|| crate::follow::watch::stat(&path).len);
             let mut tail = Tailer::new(&path, offset, appendable);
             loop {
                 if CURRENT.load(Ordering::SeqCst) != gen {

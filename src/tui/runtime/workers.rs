@@ -18,14 +18,18 @@ pub fn load(
     progress: &Progress,
 ) -> Result<Vec<Arc<Device>>, String> {
     let loaded = formats::load(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(loaded
-        .traces
+    Ok(index_devices(loaded.traces))
+}
+
+/// Indexes each trace into a device.
+fn index_devices(traces: Vec<crate::trace::Trace>) -> Vec<Arc<Device>> {
+    traces
         .into_iter()
         .map(|trace| {
             let index = Index::build(&trace);
             Arc::new(Device::new(trace, index))
         })
-        .collect())
+        .collect()
 }
 
 /// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
@@ -34,28 +38,12 @@ pub fn load_follow(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<crate::tui::follow::FollowLoad, String> {
-    let mut head = [0u8; 4096];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let is_jsonl = n == 0 || formats::detect(&head[..n]) == Some(formats::Format::Jsonl);
-    if is_jsonl {
-        let (trace, dec, offset) =
-            formats::read_jsonl_resumable(path, opts, progress).map_err(|e| e.to_string())?;
-        let index = Index::build(&trace);
-        return Ok(crate::tui::follow::FollowLoad {
-            devices: vec![Arc::new(Device::new(trace, index))],
-            decoder: Some(Box::new(dec)),
-            offset,
-            appendable: true,
-        });
-    }
-    let offset = std::fs::metadata(path).map_or(0, |m| m.len());
+    let f = formats::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(crate::tui::follow::FollowLoad {
-        devices: load(path, opts, progress)?,
-        decoder: None,
-        offset,
-        appendable: false,
+        devices: index_devices(f.loaded.traces),
+        appendable: f.decoder.is_some(),
+        decoder: f.decoder.map(Box::new),
+        offset: f.offset,
     })
 }
 
