@@ -56,7 +56,7 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         )));
     };
     let traces = match format {
-        Format::Jsonl => vec![read_jsonl(&source_name, input, opts, progress)?],
+        Format::Jsonl => vec![read_jsonl(&source_name, input, opts)?],
         Format::SnapshotPickle | Format::SnapshotJson => {
             snapshot::read(&source_name, input, format, opts, progress)?
         }
@@ -124,33 +124,35 @@ pub fn read_jsonl_resumable(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, jsonl::JsonlDecoder, u64), FormatError> {
-    use std::sync::atomic::Ordering;
-    let mut f = std::fs::File::open(path)?;
-    progress.total.store(
-        f.metadata().map(|m| m.len()).unwrap_or(0),
-        Ordering::Relaxed,
-    );
     let mut trace = Trace::new("cuda:0", path.display().to_string(), "jsonl");
     let mut dec = jsonl::JsonlDecoder::new(jsonl::JsonlOptions {
         lenient: opts.lenient,
         has_external_spans: None,
     });
-    let mut buf = vec![0u8; 4 << 20];
-    let mut offset = 0u64;
-    loop {
-        if progress.is_cancelled() {
-            return Err(FormatError::Cancelled);
-        }
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        offset += n as u64;
-        progress.done.store(offset, Ordering::Relaxed);
-        dec.feed(&mut trace, &buf[..n])?;
-    }
+    // A followed file is plain (its head was detected as JSONL), so bytes fed = file offset.
+    let offset = feed_all(source::open(path, progress)?, &mut dec, &mut trace)?;
     dec.flush(&mut trace)?;
     Ok((trace, dec, offset))
+}
+
+/// Feeds everything `input` holds to the decoder (progress and cancellation come from the
+/// input's counting reader); returns the bytes fed.
+fn feed_all(
+    input: source::Input,
+    dec: &mut jsonl::JsonlDecoder,
+    trace: &mut Trace,
+) -> Result<u64, FormatError> {
+    let mut reader = input.into_reader();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut fed = 0u64;
+    loop {
+        let n = reader.read(&mut buf).map_err(source::io_or_cancel)?;
+        if n == 0 {
+            return Ok(fed);
+        }
+        fed += n as u64;
+        dec.feed(trace, &buf[..n])?;
+    }
 }
 
 /// Streams a JSONL file through the incremental decoder (constant extra memory).
@@ -158,9 +160,8 @@ fn read_jsonl(
     source: &str,
     input: source::Input,
     opts: &LoadOptions,
-    _progress: &Progress,
 ) -> Result<Trace, FormatError> {
-    // Progress is counted by the input's reader; `sample` lines stand for external memory only when the file has no explicit external
+    // `sample` lines stand for external memory only when the file has no explicit external
     // spans; a streaming pre-scan decides it for the whole file (a few GB/s).
     let has_external = if input.gzip {
         None
@@ -172,15 +173,7 @@ fn read_jsonl(
         lenient: opts.lenient,
         has_external_spans: has_external,
     });
-    let mut reader = input.into_reader();
-    let mut buf = vec![0u8; 4 << 20];
-    loop {
-        let n = reader.read(&mut buf).map_err(source::io_or_cancel)?;
-        if n == 0 {
-            break;
-        }
-        dec.feed(&mut trace, &buf[..n])?;
-    }
+    feed_all(input, &mut dec, &mut trace)?;
     dec.finish(&mut trace)?;
     if !dec.header_seen() {
         return Err(FormatError::Empty(
