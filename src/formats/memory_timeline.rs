@@ -327,28 +327,32 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
     while i < rows.len() {
         let r = rows[i];
         match r.action {
-            Action::Preexisting => {
-                let id = t.open_from_start(
+            Action::Preexisting | Action::Create => {
+                let (size, cat, name) = (
                     Bytes(r.bytes.unsigned_abs()),
                     category_of(r.cat),
-                    StorageKind::Block,
                     name_of(r.cat),
-                    StackId::default(),
-                    i as u64,
                 );
-                live.entry((r.bytes.abs(), r.cat)).or_default().push(id);
-                i += 1;
-            }
-            Action::Create => {
-                t.push_event(Ts(r.t), EventKind::Alloc);
-                let id = t.open(
-                    Bytes(r.bytes.unsigned_abs()),
-                    category_of(r.cat),
-                    StorageKind::Block,
-                    name_of(r.cat),
-                    StackId::default(),
-                    i as u64,
-                );
+                let id = if r.action == Action::Preexisting {
+                    t.open_from_start(
+                        size,
+                        cat,
+                        StorageKind::Block,
+                        name,
+                        StackId::default(),
+                        i as u64,
+                    )
+                } else {
+                    t.push_event(Ts(r.t), EventKind::Alloc);
+                    t.open(
+                        size,
+                        cat,
+                        StorageKind::Block,
+                        name,
+                        StackId::default(),
+                        i as u64,
+                    )
+                };
                 live.entry((r.bytes.abs(), r.cat)).or_default().push(id);
                 i += 1;
             }
