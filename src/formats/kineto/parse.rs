@@ -747,7 +747,7 @@ mod tests {
         use std::io::Read;
         let gz = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/traces/kineto-cpu-baseline/trace.json.gz"
+            "/tests/data/kineto-cpu-baseline/trace.json.gz"
         );
         let mut real = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))
