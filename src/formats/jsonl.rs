@@ -767,7 +767,7 @@ impl JsonlDecoder {
                         format!(
                             "id {} is already live (allocated at event {}); free or release it first",
                             e.id,
-                            trace.src_index(trace.start(s))
+                            trace.event_number(trace.start(s))
                         ),
                     );
                 }
