@@ -205,6 +205,7 @@ fn scan_with<R: std::io::Read>(
             }
             "baseTimeNanoseconds" => c.base_ns = feed.value::<Num>()?.as_i64(),
             "distributedInfo" => {
+                feed.peek()?; // past the whitespace: the offset is the value's
                 let at = feed.offset();
                 let v: serde_json::Value = feed.value()?;
                 match distributed_info(&v) {
