@@ -7,7 +7,7 @@ use super::sidecar::Sidecar;
 use crate::formats::memory_timeline::category_of;
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, EventNumbers, Mark, MarkKind, Seq, StackId,
-    StorageKind, StrId, Trace, Ts, NO_IDENTITIES,
+    StorageKind, StrId, Trace, Ts,
 };
 use rustc_hash::FxHashMap;
 
@@ -478,11 +478,14 @@ fn replay_anonymous(t: &mut Trace, evs: &[&MemEv]) {
             "{baseline} bytes were allocated before profiling started (Total Allocated minus the running sum of Bytes); counted live from the start"
         ));
     }
-    t.warn(if without == n {
-        format!("no [memory] event carries an Addr: {NO_IDENTITIES}")
+    let which = if without == n {
+        "no [memory] event carries an Addr (older PyTorch)".to_string()
     } else {
-        format!("{without} of {n} [memory] events carry no Addr: {NO_IDENTITIES}")
-    });
+        format!("{without} of {n} [memory] events carry no Addr")
+    };
+    t.warn(format!(
+        "{which}: totals are the running sum of Bytes in time order; which allocations are live is unknown, so the live set is unavailable"
+    ));
     t.set_identities_unknown(baseline);
     t.bands_source = crate::trace::BandsSource::Unavailable;
     let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
