@@ -26,8 +26,10 @@ pub struct Summary {
     pub reserved_peak_source_index: Option<u64>,
     pub capacity: Option<u64>,
     pub final_bytes: u64,
-    /// None when the source names no allocation (a free cannot be matched or not).
-    pub unmatched_frees: Option<u64>,
+    pub unmatched_frees: u64,
+    /// False when the source names no allocation (whether a free matched is unknowable:
+    /// `unmatched_frees` is then shown as unavailable, never 0).
+    pub unmatched_frees_known: bool,
     pub skipped_lines: u64,
     pub warnings: Vec<String>,
     /// The warnings that say the figures may be wrong (a subset of `warnings`).
@@ -144,7 +146,8 @@ impl Summary {
             reserved_peak_source_index: rp.map(|(_, at)| trace.src_index(at)),
             capacity: trace.capacity.map(|c| c.0),
             final_bytes: final_bytes(index).0,
-            unmatched_frees: trace.identities_known().then_some(trace.unmatched_frees),
+            unmatched_frees: trace.unmatched_frees,
+            unmatched_frees_known: trace.identities_known(),
             skipped_lines: trace.skipped_lines,
             warnings: trace.warnings.clone(),
             doubtful: trace.doubtful_warnings().map(String::from).collect(),
@@ -234,7 +237,10 @@ impl Summary {
         );
         o.insert("capacity".into(), opt(self.capacity));
         o.insert("final_bytes".into(), self.final_bytes.into());
-        o.insert("unmatched_frees".into(), opt(self.unmatched_frees));
+        o.insert(
+            "unmatched_frees".into(),
+            opt(self.unmatched_frees_known.then_some(self.unmatched_frees)),
+        );
         o.insert("skipped_lines".into(), self.skipped_lines.into());
         o.insert("warnings".into(), self.warnings.clone().into());
         o.insert("doubtful_warnings".into(), self.doubtful.clone().into());

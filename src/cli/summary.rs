@@ -168,10 +168,11 @@ pub fn render_text(s: &Summary) -> String {
     let _ = writeln!(
         o,
         "unmatched frees  {}",
-        s.unmatched_frees.map_or_else(
-            || "unavailable (the source records no addresses)".to_string(),
-            |n| n.to_string()
-        )
+        if s.unmatched_frees_known {
+            s.unmatched_frees.to_string()
+        } else {
+            "unavailable (the source records no addresses)".to_string()
+        }
     );
     if s.skipped_lines > 0 {
         let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
