@@ -446,7 +446,8 @@ impl JsonlDecoder {
         self.flush(trace)?;
         if trace.skipped_lines > 0 {
             let first = self.first_skip.clone().unwrap_or_default();
-            trace.warn(format!(
+            // What those lines held is missing from every figure.
+            trace.warn_doubtful(format!(
                 "--lenient: skipped {} bad line(s); first: {first}",
                 trace.skipped_lines
             ));
