@@ -720,7 +720,11 @@ fn no_addr_totals_start_from_total_allocated_or_the_lowest_point() {
     let (_, want) = brute(&evs, 0, 1, 0, 5000);
     let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
     assert_eq!(got, want);
-    assert!(t.warnings.iter().any(|w| w.contains("5000 bytes")), "{:?}", t.warnings);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("5000 bytes")),
+        "{:?}",
+        t.warnings
+    );
     // No total: frees of memory from before profiling take the sum to −800 at its lowest,
     // so at least 800 B were live from the start.
     let evs: Vec<Ev> = [-500i64, 200, -500, 1000]
@@ -734,7 +738,11 @@ fn no_addr_totals_start_from_total_allocated_or_the_lowest_point() {
     let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
     assert_eq!(got, raw.iter().map(|x| x - low).collect::<Vec<_>>());
     assert_eq!(Index::build(&t).baseline().total(), 800);
-    assert!(t.warnings.iter().any(|w| w.contains("lower bounds")), "{:?}", t.warnings);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("lower bounds")),
+        "{:?}",
+        t.warnings
+    );
 }
 
 fn memtide() -> assert_cmd::Command {
@@ -781,7 +789,10 @@ fn check_max_peak_fails_on_a_no_addr_trace_over_1gib() {
     // The text summary says the live set is unavailable; JSON says null.
     let out = memtide().arg("summary").arg(&p).output().expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("{} B", grouped(peak as u64))), "{text}");
+    assert!(
+        text.contains(&format!("{} B", grouped(peak as u64))),
+        "{text}"
+    );
     assert!(text.contains("live set is unavailable"), "{text}");
     assert!(text.contains("unmatched frees  unavailable"), "{text}");
 }
@@ -790,7 +801,7 @@ fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -881,7 +892,10 @@ fn out_of_order_threads_number_events_in_time_order() {
         // The window's peak is the brute-force maximum over its own range.
         let range = &want[w.first_index as usize..=w.last_index as usize];
         let (k, m) = first_max(range);
-        assert_eq!((pi, w.peak_bytes.map(|b| b as i64)), ((w.first_index as usize + k) as u64, Some(m)));
+        assert_eq!(
+            (pi, w.peak_bytes.map(|b| b as i64)),
+            ((w.first_index as usize + k) as u64, Some(m))
+        );
         assert_eq!(w.peak_source_index, Some(pos[pi as usize] as u64));
         assert_eq!(w.first_source_index, pos[w.first_index as usize] as u64);
     }
@@ -938,14 +952,21 @@ fn distributed_info_is_read_and_shown() {
     let h = memtide::tui::testing::Harness::open(&f, 120, 30);
     assert!(h.screen().contains("rank 3 of 8"), "{}", h.screen());
     // Numeric strings are read; a shape that is not an object is a warning with its offset.
-    let t = load_all(&trace_text(r#""distributedInfo": {"rank": "1", "world_size": "2"},"#, &[], &evs)).remove(0);
+    let t = load_all(&trace_text(
+        r#""distributedInfo": {"rank": "1", "world_size": "2"},"#,
+        &[],
+        &evs,
+    ))
+    .remove(0);
     assert_eq!(t.distributed.and_then(|d| d.world_size), Some(2));
     let text = trace_text(r#""distributedInfo": "rank0","#, &[], &evs);
     let at = text.find("\"rank0\"").expect("value");
     let t = load_all(&text).remove(0);
     assert!(t.distributed.is_none());
     assert!(
-        t.warnings.iter().any(|w| w.contains(&format!("distributedInfo at byte {at}"))),
+        t.warnings
+            .iter()
+            .any(|w| w.contains(&format!("distributedInfo at byte {at}"))),
         "{:?}",
         t.warnings
     );
@@ -975,9 +996,18 @@ fn device_types_are_named_as_pytorch_names_them() {
     }
     // Devices of several types in one file are kept apart; the CPU comes last.
     let evs = [
-        Ev { addr: Some(1), ..ev(1.0, 1, 10, 12, 0) },
-        Ev { addr: Some(2), ..ev(2.0, 1, 20, 1, 0) },
-        Ev { addr: Some(3), ..ev(3.0, 1, 30, 0, -1) },
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 10, 12, 0)
+        },
+        Ev {
+            addr: Some(2),
+            ..ev(2.0, 1, 20, 1, 0)
+        },
+        Ev {
+            addr: Some(3),
+            ..ev(3.0, 1, 30, 0, -1)
+        },
     ];
     let names: Vec<String> = load_all(&trace_text("", &[], &evs))
         .into_iter()
@@ -992,9 +1022,18 @@ fn check_exits_2_when_the_reader_doubts_the_figures() {
     // Address 1 allocated twice without a free between: "reused an address that was still
     // live" — the totals may be wrong, so check refuses to say ok.
     let reuse = [
-        Ev { addr: Some(1), ..ev(1.0, 1, 20, 0, -1) },
-        Ev { addr: Some(1), ..ev(2.0, 1, 30, 0, -1) },
-        Ev { addr: Some(1), ..ev(3.0, 1, -30, 0, -1) },
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 20, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(2.0, 1, 30, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(3.0, 1, -30, 0, -1)
+        },
     ];
     let f = dir.path().join("reuse.json");
     std::fs::write(&f, trace_text("", &[], &reuse)).expect("write");
@@ -1015,7 +1054,10 @@ fn check_exits_2_when_the_reader_doubts_the_figures() {
         .expect("runs");
     let so = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{so}");
-    assert!(so.starts_with("ok:") && so.contains("allowed by --allow-warnings"), "{so}");
+    assert!(
+        so.starts_with("ok:") && so.contains("allowed by --allow-warnings"),
+        "{so}"
+    );
     // The summary marks the doubtful warning.
     let out = memtide().arg("summary").arg(&f).output().expect("runs");
     let so = String::from_utf8_lossy(&out.stdout);
@@ -1023,8 +1065,14 @@ fn check_exits_2_when_the_reader_doubts_the_figures() {
 
     // Informational warnings only (a free of memory allocated before profiling): ok.
     let pre = [
-        Ev { addr: Some(9), ..ev(1.0, 1, -64, 0, -1) },
-        Ev { addr: Some(1), ..ev(2.0, 1, 32, 0, -1) },
+        Ev {
+            addr: Some(9),
+            ..ev(1.0, 1, -64, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(2.0, 1, 32, 0, -1)
+        },
     ];
     let f = dir.path().join("pre.json");
     std::fs::write(&f, trace_text("", &[], &pre)).expect("write");
@@ -1033,7 +1081,12 @@ fn check_exits_2_when_the_reader_doubts_the_figures() {
         .arg(&f)
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A truncated trace: the peak may be in the part that is lost.
     let text = trace_text("", &[], &reuse[..1]).replace("]}", "");

@@ -6,8 +6,8 @@ use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
 use crate::analysis::live_entries;
 use crate::trace::{human_bytes, parse_size, Trace};
-use std::path::Path;
 use anyhow::{Context, Result};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Parses `1%`, `0.5 %` or `0.01` (a fraction) into a fraction.

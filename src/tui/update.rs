@@ -471,10 +471,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             None if app.live.group != GroupMode::List => {
                 app.status = Some("press g to return to the list, then Enter".into())
             }
-            None if app
-                .device()
-                .is_some_and(|d| !d.trace.identities_known()) =>
-            {
+            None if app.device().is_some_and(|d| !d.trace.identities_known()) => {
                 app.status = Some(format!(
                     "nothing to inspect: {}",
                     crate::trace::NO_IDENTITIES

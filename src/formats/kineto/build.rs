@@ -49,7 +49,10 @@ pub struct Device {
 impl Device {
     /// c10::DeviceType numbers → the names PyTorch prints (`cpu`, `cuda:0`, `xpu:1`, …).
     pub fn name(self) -> String {
-        match usize::try_from(self.ty).ok().and_then(|t| DEVICE_TYPES.get(t)) {
+        match usize::try_from(self.ty)
+            .ok()
+            .and_then(|t| DEVICE_TYPES.get(t))
+        {
             Some(&"cpu") => "cpu".into(),
             Some(kind) => format!("{kind}:{}", self.id.max(0)),
             None => format!("device{}:{}", self.ty, self.id),
