@@ -745,6 +745,36 @@ fn no_addr_totals_start_from_total_allocated_or_the_lowest_point() {
     );
 }
 
+#[test]
+fn a_device_with_some_events_without_addr_is_a_running_sum_too() {
+    // Addr on some events only: matching by address would mix two models; the totals are
+    // the running sum of all Bytes, and the live set is unavailable.
+    let evs = [
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 100, 1, 0)
+        },
+        ev(2.0, 1, 50, 1, 0),
+        Ev {
+            addr: Some(1),
+            ..ev(3.0, 1, -100, 1, 0)
+        },
+        ev(4.0, 1, 25, 1, 0),
+    ];
+    let t = load_all(&trace_text("", &[], &evs)).remove(0);
+    let (_, want) = brute(&evs, 0, 1, 0, 0);
+    let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
+    assert_eq!(got, want);
+    assert!(!t.identities_known());
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("2 of 4 [memory] events carry no Addr")),
+        "{:?}",
+        t.warnings
+    );
+}
+
 fn memtide() -> assert_cmd::Command {
     assert_cmd::Command::new(env!("CARGO_BIN_EXE_memtide"))
 }
