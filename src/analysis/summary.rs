@@ -23,11 +23,20 @@ pub struct Summary {
     pub peak: Option<PeakReport>,
     pub reserved_peak: Option<u64>,
     pub reserved_peak_index: Option<u64>,
+    pub reserved_peak_source_index: Option<u64>,
     pub capacity: Option<u64>,
     pub final_bytes: u64,
     pub unmatched_frees: u64,
+    /// False when the source names no allocation (whether a free matched is unknowable:
+    /// `unmatched_frees` is then shown as unavailable, never 0).
+    pub unmatched_frees_known: bool,
     pub skipped_lines: u64,
     pub warnings: Vec<String>,
+    /// The warnings that say the figures may be wrong (a subset of `warnings`).
+    pub doubtful: Vec<String>,
+    /// Why the live set is unavailable (None: it is known).
+    pub live_unavailable: Option<&'static str>,
+    pub distributed: Option<crate::trace::Distributed>,
     pub windows: Vec<WindowReport>,
     pub bands_source: &'static str,
     pub time_available: bool,
@@ -43,6 +52,8 @@ pub struct WindowInfo {
     pub label: String,
     pub first_index: u64,
     pub last_index: u64,
+    pub first_source_index: u64,
+    pub last_source_index: u64,
 }
 
 /// The peak and the live set there.
@@ -50,6 +61,8 @@ pub struct WindowInfo {
 pub struct PeakReport {
     pub bytes: u64,
     pub index: u64,
+    /// The event's position in the source file (Kineto: in `traceEvents`).
+    pub source_index: u64,
     pub time_us: Option<f64>,
     pub mark: Option<String>,
     pub bands: [u64; Band::COUNT],
@@ -64,8 +77,11 @@ pub struct WindowReport {
     pub name: String,
     pub first_index: u64,
     pub last_index: u64,
+    pub first_source_index: u64,
+    pub last_source_index: u64,
     pub peak_bytes: Option<u64>,
     pub peak_index: Option<u64>,
+    pub peak_source_index: Option<u64>,
     pub peak_time_us: Option<f64>,
 }
 
@@ -92,7 +108,8 @@ impl Summary {
                 let live_count = live_all.len();
                 PeakReport {
                     bytes: p.bytes.0,
-                    index: trace.src_index(p.at),
+                    index: trace.event_number(p.at),
+                    source_index: trace.src_index(p.at),
                     time_us: trace.time_us(p.at),
                     mark: trace
                         .enclosing_mark(p.at)
@@ -107,10 +124,13 @@ impl Summary {
             .map(|w: Window| WindowReport {
                 kind: w.kind.name(),
                 name: w.name,
-                first_index: trace.src_index(w.lo),
-                last_index: trace.src_index(w.hi),
+                first_index: trace.event_number(w.lo),
+                last_index: trace.event_number(w.hi),
+                first_source_index: trace.src_index(w.lo),
+                last_source_index: trace.src_index(w.hi),
                 peak_bytes: w.peak.map(|p| p.bytes.0),
-                peak_index: w.peak.map(|p| trace.src_index(p.at)),
+                peak_index: w.peak.map(|p| trace.event_number(p.at)),
+                peak_source_index: w.peak.map(|p| trace.src_index(p.at)),
                 peak_time_us: w.peak.and_then(|p| trace.time_us(p.at)),
             })
             .collect();
@@ -122,20 +142,27 @@ impl Summary {
             events: index.len() as u64,
             peak,
             reserved_peak: rp.map(|(b, _)| b.0),
-            reserved_peak_index: rp.map(|(_, at)| trace.src_index(at)),
+            reserved_peak_index: rp.map(|(_, at)| trace.event_number(at)),
+            reserved_peak_source_index: rp.map(|(_, at)| trace.src_index(at)),
             capacity: trace.capacity.map(|c| c.0),
             final_bytes: final_bytes(index).0,
             unmatched_frees: trace.unmatched_frees,
+            unmatched_frees_known: trace.identities_known(),
             skipped_lines: trace.skipped_lines,
             warnings: trace.warnings.clone(),
+            doubtful: trace.doubtful_warnings().map(String::from).collect(),
+            live_unavailable: (!trace.identities_known()).then_some(crate::trace::NO_IDENTITIES),
+            distributed: trace.distributed.clone(),
             windows,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
             window: window.map(|w| WindowInfo {
                 spec: w.spec.clone(),
                 label: w.label.clone(),
-                first_index: trace.src_index(w.lo),
-                last_index: trace.src_index(w.hi),
+                first_index: trace.event_number(w.lo),
+                last_index: trace.event_number(w.hi),
+                first_source_index: trace.src_index(w.lo),
+                last_source_index: trace.src_index(w.hi),
             }),
             trend: trend(trace, index),
         }
@@ -158,6 +185,7 @@ impl Summary {
                     let mut po = Map::new();
                     po.insert("bytes".into(), p.bytes.into());
                     po.insert("index".into(), p.index.into());
+                    po.insert("source_index".into(), p.source_index.into());
                     po.insert("time_us".into(), time_json(p.time_us));
                     po.insert(
                         "mark".into(),
@@ -169,11 +197,22 @@ impl Summary {
                     }
                     po.insert("bands".into(), bands.into());
                     po.insert("bands_source".into(), self.bands_source.into());
-                    po.insert("live_count".into(), p.live_count.into());
-                    po.insert(
-                        "live".into(),
-                        p.live.iter().map(live_json).collect::<Vec<_>>().into(),
-                    );
+                    // Without identities the live set is unknown: null, never an empty list.
+                    match self.live_unavailable {
+                        Some(why) => {
+                            po.insert("live_count".into(), Value::Null);
+                            po.insert("live".into(), Value::Null);
+                            po.insert("live_unavailable".into(), why.into());
+                        }
+                        None => {
+                            po.insert("live_count".into(), p.live_count.into());
+                            po.insert(
+                                "live".into(),
+                                p.live.iter().map(live_json).collect::<Vec<_>>().into(),
+                            );
+                            po.insert("live_unavailable".into(), Value::Null);
+                        }
+                    }
                     po.into()
                 }
             },
@@ -185,16 +224,35 @@ impl Summary {
                 Some(w) => serde_json::json!({
                     "spec": w.spec, "label": w.label,
                     "first_index": w.first_index, "last_index": w.last_index,
+                    "first_source_index": w.first_source_index,
+                    "last_source_index": w.last_source_index,
                 }),
             },
         );
         o.insert("reserved_peak".into(), opt(self.reserved_peak));
         o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
+        o.insert(
+            "reserved_peak_source_index".into(),
+            opt(self.reserved_peak_source_index),
+        );
         o.insert("capacity".into(), opt(self.capacity));
         o.insert("final_bytes".into(), self.final_bytes.into());
-        o.insert("unmatched_frees".into(), self.unmatched_frees.into());
+        o.insert(
+            "unmatched_frees".into(),
+            opt(self.unmatched_frees_known.then_some(self.unmatched_frees)),
+        );
         o.insert("skipped_lines".into(), self.skipped_lines.into());
         o.insert("warnings".into(), self.warnings.clone().into());
+        o.insert("doubtful_warnings".into(), self.doubtful.clone().into());
+        o.insert(
+            "distributed".into(),
+            match &self.distributed {
+                None => Value::Null,
+                Some(d) => serde_json::json!({
+                    "rank": d.rank, "world_size": d.world_size, "backend": d.backend,
+                }),
+            },
+        );
         o.insert(
             "windows".into(),
             self.windows
@@ -205,8 +263,11 @@ impl Summary {
                         "name": w.name,
                         "first_index": w.first_index,
                         "last_index": w.last_index,
+                        "first_source_index": w.first_source_index,
+                        "last_source_index": w.last_source_index,
                         "peak_bytes": w.peak_bytes,
                         "peak_index": w.peak_index,
+                        "peak_source_index": w.peak_source_index,
                         "peak_time_us": time_json(w.peak_time_us),
                     })
                 })

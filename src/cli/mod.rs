@@ -207,6 +207,10 @@ pub struct CheckArgs {
     /// With --follow: exit 0 once the file has not grown for SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub idle_exit: Option<f64>,
+    /// Gate on the figures even when the reader warned that they may be wrong (without it,
+    /// such a trace exits 2 with the reason).
+    #[arg(long)]
+    pub allow_warnings: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
