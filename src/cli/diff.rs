@@ -36,7 +36,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
     if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
+        crate::out_json!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
     } else {
         crate::outln!("{}", render(&d, a, x, y).trim_end_matches('\n'));
     }

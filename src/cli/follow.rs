@@ -81,7 +81,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                 None => break,
                 Some(TailEvent::Missing) => break,
                 Some(TailEvent::Reload(why)) => {
-                    eprintln!("memtide: {why}; reloading {}", a.file.display());
+                    crate::errln!("memtide: {why}; reloading {}", a.file.display());
                     f = open(a)?;
                     tail.reset(f.offset);
                     last_growth = Instant::now();

@@ -6,6 +6,7 @@ pub mod follow;
 pub mod lab;
 pub mod load;
 pub mod replay;
+pub mod safe_text;
 pub mod shell;
 pub mod summary;
 
@@ -215,12 +216,29 @@ pub struct CheckArgs {
     pub input: InputArgs,
 }
 
-/// `println!` that ends the process quietly when stdout is a closed pipe (`memtide summary
-/// FILE | head`), instead of panicking like `println!` does.
+/// `println!` for text meant for a terminal: control characters from trace content are shown
+/// escaped (see `safe_text`), and a closed pipe (`memtide summary FILE | head`) ends the
+/// process quietly instead of panicking like `println!` does.
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
+        $crate::cli::write_out(&$crate::cli::safe_text::terminal_safe(&format!($($arg)*)))
+    };
+}
+
+/// `outln!` for JSON: written exactly (serde_json already escapes what must be escaped).
+#[macro_export]
+macro_rules! out_json {
+    ($($arg:tt)*) => {
         $crate::cli::write_out(&format!($($arg)*))
+    };
+}
+
+/// `eprintln!` for messages that may quote trace content or paths: control characters escaped.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::cli::safe_text::terminal_safe(&format!($($arg)*)))
     };
 }
 
@@ -254,7 +272,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("memtide: error: {e:#}");
+            crate::errln!("memtide: error: {e:#}");
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -79,7 +79,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
             out.flush()?;
         }
         out.flush()?;
-        eprintln!("replayed {} events to {}", pacer.sent, a.out.display());
+        crate::errln!("replayed {} events to {}", pacer.sent, a.out.display());
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = load(&a.src, &a.input)?;
@@ -109,7 +109,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
         out.flush()?;
     }
     out.flush()?;
-    eprintln!(
+    crate::errln!(
         "replayed {} events of {} ({}) to {}",
         pacer.sent,
         a.src.display(),

@@ -69,7 +69,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 );
             }
         }
-        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]

@@ -1,0 +1,122 @@
+//! Hostile input, end to end through the binary: what a file says never drives the terminal,
+//! never destroys a file, and never hangs or aborts (issue 16's findings, one test each).
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn memtide() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_memtide"))
+}
+
+/// Bytes a terminal would act on: C0 controls except newline and tab, DEL, and C1 controls
+/// (raw or UTF-8 encoded).
+fn terminal_controls(out: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(out);
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+        })
+        .map(|c| u32::from(c) as u8)
+        .collect()
+}
+
+/// A JSONL trace whose source, names, frames and marks carry OSC 52 (clipboard), a title
+/// change, a screen clear, BEL, CR and a C1 CSI.
+fn poisoned_jsonl(dir: &Path) -> std::path::PathBuf {
+    let evil = r"\u001b]52;c;cm0gLXJmIH4=\u0007\u001b]0;pwned\u0007\u001b[2J\r\u009b31m";
+    let text = format!(
+        concat!(
+            "{{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\",\"source\":\"train{e}.py\"}}\n",
+            "{{\"t\":1,\"op\":\"mark\",\"name\":\"step {e}0\",\"kind\":\"step\"}}\n",
+            "{{\"t\":2,\"op\":\"alloc\",\"id\":1,\"size\":1048576,\"cat\":\"activation\",\"name\":\"act{e}\",\"stack\":[\"model{e}.py:1 f{e}\"]}}\n",
+            "{{\"t\":3,\"op\":\"alloc\",\"id\":2,\"size\":4096,\"name\":\"w{e}\"}}\n",
+            "{{\"t\":4,\"op\":\"mark\",\"name\":\"step {e}1\",\"kind\":\"step\"}}\n",
+            "{{\"t\":5,\"op\":\"free\",\"id\":2}}\n",
+        ),
+        e = evil
+    );
+    let p = dir.join("poisoned.jsonl");
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+#[test]
+fn text_output_never_carries_terminal_controls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = poisoned_jsonl(dir.path());
+    for args in [
+        vec!["summary"],
+        vec!["check", "--max-peak", "1KiB"],
+        vec!["check", "--max-peak", "1GiB"],
+        vec!["diff"],
+    ] {
+        let mut cmd = memtide();
+        cmd.args(&args).arg(&p);
+        if args[0] == "diff" {
+            cmd.arg(&p);
+        }
+        let out = cmd.output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("pwned"),
+            "{args:?} shows the (escaped) names: {text}"
+        );
+        assert_eq!(
+            terminal_controls(&out.stdout),
+            Vec::<u8>::new(),
+            "{args:?} stdout: {text}"
+        );
+        assert_eq!(
+            terminal_controls(&out.stderr),
+            Vec::<u8>::new(),
+            "{args:?} stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The escapes are shown, so a reader sees what the file holds.
+        if args[0] == "summary" {
+            assert!(text.contains("\\x1b]52;c;"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn json_output_stays_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = poisoned_jsonl(dir.path());
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<&str> = v["peak"]["live"]
+        .as_array()
+        .expect("live list")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("act\u{1b}]52;c;")),
+        "the name round-trips exactly: {names:?}"
+    );
+}
+
+#[test]
+fn error_messages_quoting_the_file_are_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("bad\x1b]0;title\x07.jsonl");
+    std::fs::write(
+        &p,
+        "{\"memtide\":1,\"device\":\"cuda:0\"}\n{\"t\":1,\"op\":\"alloc\x1b[2J\"}\n",
+    )
+    .expect("write");
+    let out = memtide().arg("summary").arg(&p).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        terminal_controls(&out.stderr),
+        Vec::<u8>::new(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
