@@ -120,3 +120,108 @@ fn error_messages_quoting_the_file_are_escaped() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn replay_never_overwrites_its_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/train-3steps.jsonl");
+    let x = dir.path().join("x.jsonl");
+    std::fs::copy(&src, &x).expect("copy");
+    let before = std::fs::read(&x).expect("read");
+    let link = dir.path().join("link.jsonl");
+    std::fs::hard_link(&x, &link).expect("hard link");
+    for out in [&x, &link] {
+        let o = memtide()
+            .args(["replay", "--rate", "0"])
+            .arg(&x)
+            .arg(out)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .expect("runs");
+        assert_eq!(o.status.code(), Some(2), "replay X X must refuse");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("overwrite"), "{err}");
+        assert_eq!(std::fs::read(&x).expect("read"), before, "X intact");
+    }
+    // Another file is fine.
+    let y = dir.path().join("y.jsonl");
+    let o = memtide()
+        .args(["replay", "--rate", "0"])
+        .arg(&x)
+        .arg(&y)
+        .output()
+        .expect("runs");
+    assert!(o.status.success());
+    assert!(std::fs::metadata(&y).expect("y").len() > 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    let (snapshot, kineto) = (
+        samples.join("cuda-oom.pickle"),
+        samples.join("cuda-oom.pt.trace.json.gz"),
+    );
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (vec!["summary".into(), fifo.clone().into()], "FIFO"),
+        (
+            vec![
+                "check".into(),
+                "--max-peak".into(),
+                "1GiB".into(),
+                fifo.clone().into(),
+            ],
+            "FIFO",
+        ),
+        (
+            vec!["summary".into(), "/dev/zero".into()],
+            "character device",
+        ),
+        (vec!["summary".into(), dir.path().into()], "directory"),
+        (
+            vec![
+                "summary".into(),
+                snapshot.into(),
+                "--rules".into(),
+                fifo.clone().into(),
+            ],
+            "FIFO",
+        ),
+        (
+            vec![
+                "summary".into(),
+                kineto.into(),
+                "--categories".into(),
+                fifo.clone().into(),
+            ],
+            "FIFO",
+        ),
+    ];
+    for (args, what) in cases {
+        let start = std::time::Instant::now();
+        let o = memtide()
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .expect("runs");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{args:?} took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(what) && err.contains("not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -55,9 +55,11 @@ struct RawRule {
 impl Rules {
     /// Reads a TOML rules file.
     pub fn load(path: &Path) -> Result<Rules, FormatError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
-        })?;
+        let text = crate::formats::source::open_regular(path)
+            .and_then(std::io::read_to_string)
+            .map_err(|e| {
+                FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
+            })?;
         Rules::parse(&text)
             .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
     }

@@ -40,20 +40,52 @@ impl Pacer {
     }
 }
 
+/// Replay writes OUT progressively (a follower reads it as it grows), so it cannot go through
+/// a temporary file; instead it never opens its own input for writing (the same file by
+/// another name, a hard link or a symlink included).
+fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let (Ok(a), Ok(b)) = (std::fs::metadata(src), std::fs::metadata(out)) else {
+        return Ok(()); // OUT does not exist yet (or SRC is unreadable: reported when read)
+    };
+    if same_file(&a, &b) {
+        anyhow::bail!(
+            "{} is the input {}: replay would overwrite what it reads; write to another file",
+            out.display(),
+            src.display()
+        );
+    }
+    if !b.is_file() {
+        anyhow::bail!("{} exists and is not a regular file", out.display());
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    a.len() == b.len() && a.modified().ok() == b.modified().ok()
+}
+
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     let mut head = [0u8; 4096];
     let n = {
-        let mut f = std::fs::File::open(&a.src)
+        let mut f = crate::formats::source::open_regular(&a.src)
             .with_context(|| format!("cannot read {}", a.src.display()))?;
         f.read(&mut head)?
     };
+    refuse_own_input(&a.src, &a.out)?;
     let out = std::fs::File::create(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let mut out = std::io::BufWriter::new(out);
     let mut pacer = Pacer::new(a.rate);
     if detect(&head[..n]) == Some(Format::Jsonl) {
         // Native input: the lines themselves, verbatim, so the replay is exact.
-        let f = std::fs::File::open(&a.src)?;
+        let f = crate::formats::source::open_regular(&a.src)?;
         let mut lines = BufReader::new(f).lines();
         let mut header_done = false;
         'outer: loop {

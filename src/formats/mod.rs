@@ -94,7 +94,9 @@ pub fn load_followable(
     progress: &Progress,
 ) -> Result<Followable, FormatError> {
     let mut head = [0u8; 4096];
-    let n = std::fs::File::open(path)?.read(&mut head)?;
+    let n = source::open_regular(path)
+        .map_err(source::not_regular)?
+        .read(&mut head)?;
     // An empty file may be a recording that has not written its header yet.
     if n == 0 || detect(&head[..n]) == Some(Format::Jsonl) {
         let (trace, decoder, offset) = read_jsonl_resumable(path, opts, progress)?;
@@ -184,7 +186,7 @@ fn read_jsonl(
 }
 
 fn scan_for_external(path: &Path) -> Result<bool, FormatError> {
-    let mut f = std::fs::File::open(path)?;
+    let mut f = source::open_regular(path).map_err(source::not_regular)?;
     let finder = memchr::memmem::Finder::new(b"external\"");
     let mut buf = vec![0u8; 4 << 20];
     let mut carry = 0usize;

@@ -81,6 +81,15 @@ impl Input {
     }
 }
 
+/// A refusal of `open_regular` is a plain statement, not an "I/O error".
+pub fn not_regular(e: io::Error) -> FormatError {
+    if e.kind() == io::ErrorKind::InvalidInput {
+        FormatError::Invalid(e.to_string())
+    } else {
+        FormatError::Io(e)
+    }
+}
+
 /// Maps the cancellation marker back to [`FormatError::Cancelled`].
 pub fn io_or_cancel(e: io::Error) -> FormatError {
     if e.kind() == io::ErrorKind::Interrupted && e.to_string() == "cancelled" {
@@ -92,9 +101,64 @@ pub fn io_or_cancel(e: io::Error) -> FormatError {
 
 const HEAD: usize = 64 * 1024;
 
+/// Opens `path` for reading if it is a regular file (symlinks followed). A FIFO, socket,
+/// device or directory is refused before it is opened, so a pipe with no writer (or
+/// `/dev/zero`, `/proc/kmsg`) cannot hang or flood a load: the error says what it is.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is {}, not a regular file: memtide reads trace files (save a stream to a file first; .gz is read directly)",
+                path.display(),
+                file_kind(&meta)
+            ),
+        ));
+    }
+    if meta.len() == 0 && is_kernel_fs(path) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is a kernel interface file, not a trace", path.display()),
+        ));
+    }
+    File::open(path)
+}
+
+/// What kind of file system object `meta` describes, for an error message.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    "not a regular file"
+}
+
+/// `/proc` and `/sys` files report size 0 and may block or never end when read.
+fn is_kernel_fs(path: &Path) -> bool {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    abs.starts_with("/proc") || abs.starts_with("/sys")
+}
+
 /// Opens `path`, unwrapping gzip when the content (not the name) says so.
 pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
-    let file = File::open(path)?;
+    let file = open_regular(path).map_err(not_regular)?;
     let file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
     progress.total.store(file_size, Ordering::Relaxed);
     progress.done.store(0, Ordering::Relaxed);

@@ -133,7 +133,8 @@ impl Theme {
                         BUILTIN.join(", ")
                     );
                 }
-                let text = std::fs::read_to_string(p)
+                let text = crate::formats::source::open_regular(p)
+                    .and_then(std::io::read_to_string)
                     .with_context(|| format!("cannot read theme {}", p.display()))?;
                 Theme::from_toml(&text, Some(&Theme::default()))
                     .with_context(|| format!("bad theme {}", p.display()))
