@@ -225,3 +225,57 @@ fn special_files_are_refused_at_once() {
         );
     }
 }
+
+fn summary_json(p: &Path) -> serde_json::Value {
+    let o = memtide()
+        .args(["summary", "--json"])
+        .arg(p)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+#[test]
+fn a_torn_last_line_is_a_line_still_being_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/train-3steps.jsonl");
+    let whole = std::fs::read_to_string(&src).expect("sample");
+    let full = summary_json(&src);
+    // Cut inside a line appended after the last complete one.
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(
+        &torn,
+        format!("{whole}{{\"t\":99999,\"op\":\"alloc\",\"id\":999,\"si"),
+    )
+    .expect("write");
+    let v = summary_json(&torn);
+    assert_eq!(v["peak"]["bytes"], full["peak"]["bytes"]);
+    assert_eq!(v["events"], full["events"]);
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("still being written"), "{warnings}");
+    // check agrees, and does not count it as a doubt.
+    let o = memtide()
+        .args(["check", "--max-peak", "100GiB"])
+        .arg(&torn)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A whole last line without its newline is an event like any other.
+    let nonl = dir.path().join("nonl.jsonl");
+    let extra = "{\"t\":99999,\"op\":\"alloc\",\"id\":999,\"size\":1048576,\"cat\":\"activation\"}";
+    std::fs::write(&nonl, format!("{whole}{extra}")).expect("write");
+    let v = summary_json(&nonl);
+    assert_eq!(v["events"].as_u64(), full["events"].as_u64().map(|n| n + 1));
+    // A cut line in the middle (followed by more lines) is still an error with its line.
+    let mid = dir.path().join("mid.jsonl");
+    std::fs::write(&mid, format!("{whole}{{\"t\":99999,\"op\":\"al\n{extra}\n")).expect("write");
+    let o = memtide().arg("summary").arg(&mid).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line "));
+}

@@ -437,11 +437,20 @@ impl JsonlDecoder {
     }
 
     /// Ends the input: a last line without a newline is decoded, and the pending group is
-    /// applied.
+    /// applied. A last line without a newline that is not yet a whole JSON object is a line
+    /// still being written (DESIGN §3: not an error): it is left out, with a warning.
     pub fn finish(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
-            self.line_complete(trace, &line)?;
+            if self.header_seen && is_torn(&line) {
+                self.line += 1;
+                trace.warn(format!(
+                    "line {}: the last line has no newline and is not a whole JSON object yet (a line still being written): left out",
+                    self.line
+                ));
+            } else {
+                self.line_complete(trace, &line)?;
+            }
         }
         self.flush(trace)?;
         if trace.skipped_lines > 0 {
@@ -1000,6 +1009,12 @@ impl JsonlDecoder {
             ));
         }
     }
+}
+
+/// Whether a last line (no newline after it) is cut short: not one whole JSON value yet.
+fn is_torn(raw: &[u8]) -> bool {
+    let t = trim_ascii(raw);
+    !t.is_empty() && t[0] != b'#' && serde_json::from_slice::<serde::de::IgnoredAny>(t).is_err()
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
