@@ -110,39 +110,61 @@ pub fn trend(trace: &Trace, index: &Index) -> Trend {
 
 /// Allocations made inside a step after the warm-up and still live at every later boundary,
 /// grouped by (name, top frame); the same site's warm-up allocations join when it recurs.
+///
+/// One pass over the storages live at the end, O(live × log steps): a lifetime is one interval
+/// `[start, end)`, so a storage live at the end that started before a later step's boundary is
+/// live at that boundary and every one after it.
 fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
     let n = index.len() as u64;
     let mut groups: BTreeMap<(String, String), Survivor> = BTreeMap::new();
     let last_pos = Seq(n.saturating_sub(1));
-    for (k, s) in steps.iter().enumerate() {
-        for id in index.live_at(trace, last_pos) {
-            let start = trace.start(id);
-            if trace.is_from_start(id) || start < s.lo || start > s.hi {
-                continue;
-            }
-            // Live at every boundary after its step (the later step starts and the end).
-            let ok = steps[k + 1..]
-                .iter()
-                .all(|later| later.lo.0 == 0 || trace.is_live_at(id, Seq(later.lo.0 - 1)));
-            if !ok {
-                continue;
-            }
-            let key = (trace.name(id).to_string(), trace.top_frame(id).to_string());
-            let g = groups.entry(key.clone()).or_insert_with(|| Survivor {
-                name: key.0.clone(),
-                frame: key.1.clone(),
-                bytes: Bytes(0),
-                count: 0,
-                steps: Vec::new(),
-                ids: Vec::new(),
-            });
-            g.bytes += trace.size(id);
-            g.count += 1;
-            if !g.steps.contains(&s.name) {
-                g.steps.push(s.name.clone());
-            }
-            g.ids.push(id);
+    // first_later_boundary[k]: the earliest start (> 0) of steps k.. — a survivor of step k-1
+    // must have started before it to be live just before every later step begins.
+    let mut first_later_boundary: Vec<Option<Seq>> = vec![None; steps.len() + 1];
+    for k in (0..steps.len()).rev() {
+        let here = (steps[k].lo.0 > 0).then_some(steps[k].lo);
+        first_later_boundary[k] = match (here, first_later_boundary[k + 1]) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    // (step, storage) pairs in the order the step-by-step definition visits them.
+    let mut hits: Vec<(usize, AllocId)> = Vec::new();
+    for id in index.live_at(trace, last_pos) {
+        let start = trace.start(id);
+        if trace.is_from_start(id) {
+            continue;
         }
+        // Steps whose window holds `start`: those starting at or before it, scanned back while
+        // their window still reaches it (one step for consecutive windows).
+        let after = steps.partition_point(|s| s.lo <= start);
+        for k in (0..after).rev() {
+            if steps[k].hi < start {
+                break;
+            }
+            if first_later_boundary[k + 1].is_none_or(|b| start < b) {
+                hits.push((k, id));
+            }
+        }
+    }
+    hits.sort_by_key(|&(k, _)| k); // stable: within a step, the live list's order
+    for (k, id) in hits {
+        let s = &steps[k];
+        let key = (trace.name(id).to_string(), trace.top_frame(id).to_string());
+        let g = groups.entry(key.clone()).or_insert_with(|| Survivor {
+            name: key.0.clone(),
+            frame: key.1.clone(),
+            bytes: Bytes(0),
+            count: 0,
+            steps: Vec::new(),
+            ids: Vec::new(),
+        });
+        g.bytes += trace.size(id);
+        g.count += 1;
+        if !g.steps.contains(&s.name) {
+            g.steps.push(s.name.clone());
+        }
+        g.ids.push(id);
     }
     // A site counts as leaking when it survives from at least one step after the warm-up.
     let warm = steps.first().map(|s| s.name.clone());
