@@ -354,7 +354,7 @@ fn hand_computed_expandable_segments() {
             {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,000,300
             {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,000,000
             {"action": "oom", "size": 5, "device_free": 7, "time_us": 16},                  // 6
-            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: ignored
+            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: a mark
         ]]
     });
     let dir = tempfile::tempdir().unwrap();
@@ -385,7 +385,10 @@ fn hand_computed_expandable_segments() {
         (oom.at.0, oom.size.map(|b| b.0), oom.free.map(|b| b.0)),
         (6, Some(5), Some(7))
     );
-    assert!(s.warnings.iter().any(|w| w.contains("user_defined")));
+    // user_defined entries are marks (named by their user_metadata, else "user_defined")
+    assert!(t.marks.iter().any(|m| m.kind == memtide::trace::MarkKind::Note
+        && t.mark_name(m) == "user_defined"
+        && m.at.0 == 7));
     // C++ frame hidden; the Python frame is the top frame
     let live = &p.live;
     assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));

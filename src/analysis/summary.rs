@@ -1,6 +1,6 @@
 //! The headless report of one trace: the stable `summary --json` schema (DESIGN §7).
 
-use super::live::{live_entries, LiveEntry};
+use super::live::{entry, LiveEntry};
 use super::peak::{final_bytes, window_peak};
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
@@ -23,6 +23,10 @@ pub struct Summary {
     pub peak: Option<PeakReport>,
     pub reserved_peak: Option<u64>,
     pub reserved_peak_index: Option<u64>,
+    /// The reserved peak is the initial state (before event 0).
+    pub reserved_peak_at_start: bool,
+    /// `allocator_settings` of a snapshot (JSON), None when the source has none.
+    pub allocator_settings: Option<Value>,
     pub capacity: Option<u64>,
     pub final_bytes: u64,
     pub unmatched_frees: u64,
@@ -49,7 +53,11 @@ pub struct WindowInfo {
 #[derive(Clone, Debug)]
 pub struct PeakReport {
     pub bytes: u64,
+    /// Source index of the event after which the peak holds (0 when `at_start`).
     pub index: u64,
+    /// The peak is the initial state, before the first event (`index` is then meaningless
+    /// and the JSON says `"index": null, "at": "start"`).
+    pub at_start: bool,
     pub time_us: Option<f64>,
     pub mark: Option<String>,
     pub bands: [u64; Band::COUNT],
@@ -66,6 +74,7 @@ pub struct WindowReport {
     pub last_index: u64,
     pub peak_bytes: Option<u64>,
     pub peak_index: Option<u64>,
+    pub peak_at_start: bool,
     pub peak_time_us: Option<f64>,
 }
 
@@ -88,18 +97,29 @@ impl Summary {
             .then(|| window_peak(trace, index, lo, hi))
             .flatten()
             .map(|p| {
-                let live_all = index.live_at(trace, p.at);
+                let live_all = p.live(trace, index);
                 let live_count = live_all.len();
                 PeakReport {
                     bytes: p.bytes.0,
-                    index: trace.src_index(p.at),
-                    time_us: trace.time_us(p.at),
-                    mark: trace
-                        .enclosing_mark(p.at)
+                    index: if p.at_start {
+                        0
+                    } else {
+                        trace.src_index(p.at)
+                    },
+                    at_start: p.at_start,
+                    // The initial state has no timestamp of its own.
+                    time_us: (!p.at_start).then(|| trace.time_us(p.at)).flatten(),
+                    mark: (!p.at_start)
+                        .then(|| trace.enclosing_mark(p.at))
+                        .flatten()
                         .map(|m| trace.mark_name(m).to_string()),
                     bands: p.bands.0,
                     live_count,
-                    live: live_entries(trace, index, p.at, Some(TOP_N)),
+                    live: live_all
+                        .iter()
+                        .take(TOP_N)
+                        .map(|&id| entry(trace, id, p.at))
+                        .collect(),
                 }
             });
         let windows = all_windows(trace, index)
@@ -110,11 +130,18 @@ impl Summary {
                 first_index: trace.src_index(w.lo),
                 last_index: trace.src_index(w.hi),
                 peak_bytes: w.peak.map(|p| p.bytes.0),
-                peak_index: w.peak.map(|p| trace.src_index(p.at)),
-                peak_time_us: w.peak.and_then(|p| trace.time_us(p.at)),
+                peak_index: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .map(|p| trace.src_index(p.at)),
+                peak_at_start: w.peak.is_some_and(|p| p.at_start),
+                peak_time_us: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .and_then(|p| trace.time_us(p.at)),
             })
             .collect();
-        let rp = index.reserved_peak();
+        let rp = index.reserved_peak_at();
         Summary {
             source: trace.source.clone(),
             format: trace.format.to_string(),
@@ -122,7 +149,13 @@ impl Summary {
             events: index.len() as u64,
             peak,
             reserved_peak: rp.map(|(b, _)| b.0),
-            reserved_peak_index: rp.map(|(_, at)| trace.src_index(at)),
+            reserved_peak_index: rp.and_then(|(_, at)| at).map(|at| trace.src_index(at)),
+            reserved_peak_at_start: rp.is_some_and(|(_, at)| at.is_none()),
+            allocator_settings: trace
+                .meta
+                .iter()
+                .find(|(k, _)| k == "allocator_settings")
+                .and_then(|(_, v)| serde_json::from_str(v).ok()),
             capacity: trace.capacity.map(|c| c.0),
             final_bytes: final_bytes(index).0,
             unmatched_frees: trace.unmatched_frees,
@@ -157,7 +190,13 @@ impl Summary {
                 Some(p) => {
                     let mut po = Map::new();
                     po.insert("bytes".into(), p.bytes.into());
-                    po.insert("index".into(), p.index.into());
+                    if p.at_start {
+                        po.insert("index".into(), Value::Null);
+                        po.insert("at".into(), "start".into());
+                    } else {
+                        po.insert("index".into(), p.index.into());
+                        po.insert("at".into(), "event".into());
+                    }
                     po.insert("time_us".into(), time_json(p.time_us));
                     po.insert(
                         "mark".into(),
@@ -190,6 +229,18 @@ impl Summary {
         );
         o.insert("reserved_peak".into(), opt(self.reserved_peak));
         o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
+        o.insert(
+            "reserved_peak_at".into(),
+            match (self.reserved_peak, self.reserved_peak_at_start) {
+                (None, _) => Value::Null,
+                (Some(_), true) => "start".into(),
+                (Some(_), false) => "event".into(),
+            },
+        );
+        o.insert(
+            "allocator_settings".into(),
+            self.allocator_settings.clone().unwrap_or(Value::Null),
+        );
         o.insert("capacity".into(), opt(self.capacity));
         o.insert("final_bytes".into(), self.final_bytes.into());
         o.insert("unmatched_frees".into(), self.unmatched_frees.into());
@@ -207,6 +258,7 @@ impl Summary {
                         "last_index": w.last_index,
                         "peak_bytes": w.peak_bytes,
                         "peak_index": w.peak_index,
+                        "peak_at": if w.peak_bytes.is_none() { None } else if w.peak_at_start { Some("start") } else { Some("event") },
                         "peak_time_us": time_json(w.peak_time_us),
                     })
                 })

@@ -49,7 +49,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
     };
-    if main.events == 0 && summaries.iter().all(|s| s.events == 0) {
+    if summaries.iter().all(|s| s.events == 0) {
         bail!(
             "{}: the trace has no events (header only?); nothing to summarise",
             a.file.display()
@@ -105,7 +105,11 @@ pub fn render_text(s: &Summary) -> String {
             let _ = writeln!(o, "peak             unavailable (no events)");
         }
         Some(p) => {
-            let mut at = format!("at event #{}", p.index);
+            let mut at = if p.at_start {
+                "at start (the initial state, before event #0)".to_string()
+            } else {
+                format!("at event #{}", p.index)
+            };
             if let Some(t) = p.time_us {
                 let _ = write!(
                     at,
@@ -147,6 +151,7 @@ pub fn render_text(s: &Summary) -> String {
         "reserved peak    {}",
         match (s.reserved_peak, s.reserved_peak_index) {
             (Some(r), Some(i)) => format!("{} at event #{i}", bytes_both(r)),
+            (Some(r), None) => format!("{} at start (before event #0)", bytes_both(r)),
             _ => "unavailable (the source records no reserved memory)".into(),
         }
     );
@@ -156,6 +161,10 @@ pub fn render_text(s: &Summary) -> String {
         s.capacity.map_or("unknown".to_string(), bytes_both)
     );
     let _ = writeln!(o, "final            {}", bytes_both(s.final_bytes));
+    if let Some(serde_json::Value::Object(a)) = &s.allocator_settings {
+        let items: Vec<String> = a.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "allocator        {}", items.join(" "));
+    }
     let _ = writeln!(o, "unmatched frees  {}", s.unmatched_frees);
     if s.skipped_lines > 0 {
         let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
@@ -275,6 +284,7 @@ pub fn short_frame(f: &str) -> &str {
 fn window_line(w: &WindowReport) -> String {
     let peak = match (w.peak_bytes, w.peak_index) {
         (Some(b), Some(i)) => format!("peak {} at #{i}", human_bytes(b)),
+        (Some(b), None) if w.peak_at_start => format!("peak {} at start", human_bytes(b)),
         _ => "peak unavailable".into(),
     };
     format!(

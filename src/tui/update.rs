@@ -413,6 +413,13 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
         Action::Home => jump(app, Seq(0)),
         Action::End => jump(app, dev.last()),
         Action::JumpPeak => match dev.peak {
+            Some(p) if p.at_start => {
+                jump(app, p.at);
+                app.status = Some(
+                    "the peak is the initial state, at start (before event #0): memory live before the trace began"
+                        .into(),
+                );
+            }
             Some(p) => jump(app, p.at),
             None => app.status = Some("no peak: the trace is empty".into()),
         },
