@@ -98,7 +98,25 @@ fn check_fixture(file: &str, truth_file: &str) {
         let ctx = format!("{file} {dev}");
         assert_eq!(s.events, t["events"].as_u64().unwrap(), "{ctx} events");
         assert_eq!(p.bytes, t["peak_bytes"].as_u64().unwrap(), "{ctx} peak");
-        assert_eq!(p.index, t["peak_index"].as_u64().unwrap(), "{ctx} index");
+        let at_start = t["peak_at"].as_str().unwrap() == "start";
+        assert_eq!(p.at_start, at_start, "{ctx} peak at start");
+        if !at_start {
+            assert_eq!(p.index, t["peak_index"].as_u64().unwrap(), "{ctx} index");
+        }
+        // the JSON says so: `"index": null, "at": "start"`
+        let j = s.to_json(&[]);
+        assert_eq!(j["peak"]["index"].as_u64(), t["peak_index"].as_u64(), "{ctx} json index");
+        assert_eq!(j["peak"]["at"], t["peak_at"], "{ctx} json at");
+        assert_eq!(
+            s.reserved_peak_index,
+            t["reserved_peak_index"].as_u64(),
+            "{ctx} reserved index"
+        );
+        assert_eq!(
+            j["reserved_peak_at"].as_str() == Some("start"),
+            t["reserved_peak"].is_u64() && t["reserved_peak_index"].is_null(),
+            "{ctx} reserved at start"
+        );
         assert_eq!(
             p.time_us.map(|x| x as u64),
             t["peak_time_us"].as_u64(),
@@ -154,6 +172,162 @@ fn ring_buffer_protocol5_gzip() {
 fn json_form_plain_and_gzip() {
     check_fixture("small.json", "small.truth.json");
     check_fixture("small.json.gz", "small.truth.json");
+}
+
+#[test]
+fn history_began_late_peak_is_the_initial_state() {
+    check_fixture("late_start.pickle", "late_start.truth.json");
+    let t = read_json(&fixture("late_start.truth.json"));
+    assert_eq!(t["devices"]["cuda:0"]["peak_at"], "start", "the fixture must exercise it");
+    let s = &summaries(&fixture("late_start.pickle"), &LoadOptions::default())[0];
+    let p = s.peak.as_ref().unwrap();
+    assert_eq!(p.time_us, None, "the initial state has no time of its own");
+    // the 30 MiB weight freed by the first entries is in the live set at the peak
+    assert!(p.live.iter().any(|l| l.bytes.0 == 30 << 20));
+    let text = memtide::cli::summary::render_text(s);
+    assert!(text.contains("at start"), "{text}");
+    // the history cut is said, with what it means for the peak
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("trace_alloc_overflowed") && w.contains("lower bound")),
+        "{:?}",
+        s.warnings
+    );
+    let settings = s.allocator_settings.as_ref().unwrap();
+    assert_eq!(settings["trace_alloc_overflowed"], true);
+}
+
+#[test]
+fn history_less_dump_is_one_instant() {
+    check_fixture("no_history.pickle", "no_history.truth.json");
+    let s = summaries(&fixture("no_history.pickle"), &LoadOptions::default());
+    assert!(s[0].warnings.iter().any(|w| w.contains("no trace history")));
+    // the block list with frames
+    let p = s[0].peak.as_ref().unwrap();
+    assert!(p.live.iter().all(|l| !l.frame.is_empty()), "{:?}", p.live);
+}
+
+#[test]
+fn bare_segment_list_pickle_and_json() {
+    check_fixture("segments_list.pickle", "segments_list.truth.json");
+    check_fixture("segments_list.json", "segments_list.truth.json");
+}
+
+#[test]
+fn bare_lists_that_are_not_segments_are_refused() {
+    // pickle.dumps([1, 2], protocol=4) and pickle.dumps([{"a": 1}], protocol=2)
+    let e = load_bytes(b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.")
+        .unwrap_err();
+    assert!(e.contains("not a segment dict"), "{e}");
+    let e = load_bytes(b"\x80\x02]q\x00}q\x01X\x01\x00\x00\x00aq\x02K\x01sa.").unwrap_err();
+    assert!(e.contains("not a segment dict"), "{e}");
+    // a dict that is no snapshot
+    let e = load_bytes(b"\x80\x04\x95\n\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x01a\x94K\x01s.")
+        .unwrap_err();
+    assert!(e.contains("neither 'segments' nor 'device_traces'"), "{e}");
+}
+
+#[test]
+fn expandable_segments_reserved_is_the_union_of_mapped_ranges() {
+    check_fixture("expandable.pickle", "expandable.truth.json");
+    let t = read_json(&fixture("expandable.truth.json"));
+    assert_eq!(t["devices"]["cuda:0"]["reserved_peak"], 90u64 << 20);
+    let s = &summaries(&fixture("expandable.pickle"), &LoadOptions::default())[0];
+    assert!(
+        !s.warnings.iter().any(|w| w.contains("reserved")),
+        "{:?}",
+        s.warnings
+    );
+}
+
+/// The example: map A (20 MiB), map A+20 MiB (20 MiB), unmap A (40 MiB).
+#[test]
+fn unmap_spanning_two_maps_closes_both() {
+    const MIB: u64 = 1 << 20;
+    let a = 0x7000_0000_0000u64;
+    let doc = serde_json::json!({"segments": [], "device_traces": [[
+        {"action": "segment_map", "addr": a, "size": 20 * MIB},
+        {"action": "segment_map", "addr": a + 20 * MIB, "size": 20 * MIB},
+        {"action": "segment_unmap", "addr": a, "size": 40 * MIB},
+        {"action": "segment_map", "addr": a, "size": 10 * MIB},
+    ]]});
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.json");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &loaded.traces[0];
+    let ix = Index::build(t);
+    let s = Summary::build(t, &ix);
+    assert_eq!(s.reserved_peak, Some(40 * MIB));
+    assert_eq!(s.reserved_peak_index, Some(1));
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 0);
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(3)).0, 10 * MIB);
+}
+
+fn fields_checks(file: &str) {
+    check_fixture(file, "fields.truth.json");
+    let loaded = formats::load(&fixture(file), &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = loaded.traces.iter().find(|t| t.device == "cuda:0").unwrap();
+    assert!(loaded.traces.iter().any(|t| t.device == "host:pinned"));
+    let a = 0x7F70_0000_0000u64;
+    let id = (0..t.storage_count())
+        .map(|i| memtide::trace::AllocId(i as u32))
+        .find(|&id| {
+            t.storages.src_id[id.idx()] == a
+                && t.storage_kind(id) == memtide::trace::StorageKind::Block
+        })
+        .unwrap();
+    // annotate adds to user_metadata, never replaces it
+    assert_eq!(t.name(id), "stepA; layer1; extra", "{file}");
+    // pool, stream, compile context and forward frames kept on the allocation
+    let extra: Value = serde_json::from_str(t.strings.str(t.extra[&id])).unwrap();
+    assert_eq!(extra["pool_id"], serde_json::json!([1, 2]), "{file}");
+    assert_eq!(extra["stream"], 94_000_000, "{file}");
+    assert_eq!(extra["compile_context"], "Torch-Compiled Region: 0/1");
+    assert!(extra["forward_frames"][0].as_str().unwrap().contains("model.py"));
+    // FX fields are part of the frame
+    assert!(
+        t.stack(id).iter().any(|f| f.contains("fx op=call_function node=addmm")
+            && f.contains("model.py")),
+        "{:?}",
+        t.stack(id)
+    );
+    // user_defined is a mark
+    let m = t
+        .marks
+        .iter()
+        .find(|m| m.kind == memtide::trace::MarkKind::Note)
+        .unwrap();
+    assert_eq!((t.mark_name(m), m.at.0), ("checkpoint-1", 4));
+    let w = &t.warnings;
+    assert!(w.iter().any(|w| w.contains("1 annotate entries name an address")), "{w:?}");
+    assert!(w.iter().any(|w| w.contains("some_future_action")), "{w:?}");
+    assert!(!w.iter().any(|w| w.contains("trace_alloc_overflowed")), "{w:?}");
+    // the settings (unknown ones too) are shown in the summary
+    let s = Summary::build(t, &Index::build(t));
+    let text = memtide::cli::summary::render_text(&s);
+    assert!(text.contains("max_split_size=134217728") && text.contains("a_future_setting"));
+}
+
+#[test]
+fn pytorch_2_x_fields_pickle() {
+    fields_checks("fields.pickle");
+}
+
+#[test]
+fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
+    fields_checks("fields.json");
+    let loaded =
+        formats::load(&fixture("fields.json"), &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &loaded.traces[0];
+    let id = (0..t.storage_count())
+        .map(|i| memtide::trace::AllocId(i as u32))
+        .find(|&id| t.storages.src_id[id.idx()] == 0x7F70_0040_0000)
+        .unwrap();
+    let meta: Value = serde_json::from_str(t.name(id)).unwrap();
+    assert_eq!(meta["tag"], "x");
+    assert_eq!(t.stack(id)[0], "compiled_fn.py:12");
 }
 
 #[test]

@@ -52,7 +52,7 @@ impl Num {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 struct JFrameObj {
     #[serde(default)]
     filename: String,
@@ -71,7 +71,10 @@ struct JFrameObj {
 }
 
 /// A frame: a `{filename, line, name, fx_*}` object, or a plain string (some writers, FX).
-struct JFrame(JFrameObj);
+enum JFrame {
+    Obj(JFrameObj),
+    Text(String),
+}
 
 impl<'de> Deserialize<'de> for JFrame {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<JFrame, D::Error> {
@@ -82,13 +85,10 @@ impl<'de> Deserialize<'de> for JFrame {
                 f.write_str("a frame object {filename, line, name} or a string")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<JFrame, E> {
-                Ok(JFrame(JFrameObj {
-                    filename: v.to_string(),
-                    ..JFrameObj::default()
-                }))
+                Ok(JFrame::Text(v.to_string()))
             }
             fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<JFrame, A::Error> {
-                JFrameObj::deserialize(de::value::MapAccessDeserializer::new(m)).map(JFrame)
+                JFrameObj::deserialize(de::value::MapAccessDeserializer::new(m)).map(JFrame::Obj)
             }
         }
         d.deserialize_any(V)
@@ -203,7 +203,15 @@ impl Ctx {
             return StackId(0);
         };
         self.packed.clear();
-        for JFrame(f) in fs {
+        for f in fs {
+            let f = match f {
+                JFrame::Obj(f) => f,
+                JFrame::Text(text) => {
+                    let p = self.frames.frame_text(&mut self.raw.strings, text);
+                    self.packed.push(p);
+                    continue;
+                }
+            };
             let line = f.line.map_or(0, |l| l.i64());
             let fx = [
                 &f.fx_node_op,

@@ -302,7 +302,7 @@ impl Conv {
                 // Some writers (FX) put plain strings in frame lists.
                 Val::Str(s) => {
                     let text = a.str(s).to_string();
-                    self.frames.frame(&mut self.raw.strings, &text, 0, "")
+                    self.frames.frame_text(&mut self.raw.strings, &text)
                 }
                 other => {
                     return Err(format!(

@@ -189,8 +189,16 @@ pub fn fx_name(name: &str, fx: [&str; 4]) -> String {
             let _ = write!(s, " {label}={v}");
         }
     }
-    if let Some(l) = fx[3].lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-        let _ = write!(s, " from: {l}");
+    // The innermost user location of the original trace and its code line.
+    let mut lines = fx[3].lines().map(str::trim).filter(|l| !l.is_empty());
+    let code = lines.clone().next_back();
+    if let Some(loc) = lines.rfind(|l| l.starts_with("File ")) {
+        let _ = write!(s, " from: {loc}");
+        if let Some(c) = code.filter(|c| *c != loc) {
+            let _ = write!(s, ": {c}");
+        }
+    } else if let Some(c) = code {
+        let _ = write!(s, " from: {c}");
     }
     s.push(']');
     s
@@ -228,6 +236,16 @@ impl Frames {
         let _ = write!(self.buf, "{filename}:{line}:{name}");
         let id = strings.intern(&self.buf).0 & !CPP_BIT;
         if is_cpp(filename) {
+            id | CPP_BIT
+        } else {
+            id
+        }
+    }
+
+    /// Interns a frame given as a plain string (some writers put those in frame lists), as is.
+    pub fn frame_text(&mut self, strings: &mut Interner, text: &str) -> u32 {
+        let id = strings.intern(text).0 & !CPP_BIT;
+        if is_cpp(text) {
             id | CPP_BIT
         } else {
             id
