@@ -567,3 +567,24 @@ fn hand_computed_expandable_segments() {
     let live = &p.live;
     assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));
 }
+
+/// The explorer on a history-less dump: one instant with every block listed.
+#[test]
+fn explorer_history_less_lists_the_blocks() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("no_history.pickle"), 120, 30);
+    let s = h.screen();
+    assert!(!s.contains("0 storages"), "{s}");
+    assert!(s.contains("16 storages"), "{s}");
+    h.press("p");
+    assert!(h.screen().contains("16 storages"));
+}
+
+/// The explorer says when the peak is the initial state.
+#[test]
+fn explorer_peak_at_start() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("late_start.pickle"), 120, 30);
+    let s = h.screen();
+    assert!(s.contains("at start"), "{s}");
+    h.press("p");
+    assert!(h.screen().contains("initial state"), "{}", h.screen());
+}
