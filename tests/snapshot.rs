@@ -105,7 +105,11 @@ fn check_fixture(file: &str, truth_file: &str) {
         }
         // the JSON says so: `"index": null, "at": "start"`
         let j = s.to_json(&[]);
-        assert_eq!(j["peak"]["index"].as_u64(), t["peak_index"].as_u64(), "{ctx} json index");
+        assert_eq!(
+            j["peak"]["index"].as_u64(),
+            t["peak_index"].as_u64(),
+            "{ctx} json index"
+        );
         assert_eq!(j["peak"]["at"], t["peak_at"], "{ctx} json at");
         assert_eq!(
             s.reserved_peak_index,
@@ -178,7 +182,10 @@ fn json_form_plain_and_gzip() {
 fn history_began_late_peak_is_the_initial_state() {
     check_fixture("late_start.pickle", "late_start.truth.json");
     let t = read_json(&fixture("late_start.truth.json"));
-    assert_eq!(t["devices"]["cuda:0"]["peak_at"], "start", "the fixture must exercise it");
+    assert_eq!(
+        t["devices"]["cuda:0"]["peak_at"], "start",
+        "the fixture must exercise it"
+    );
     let s = &summaries(&fixture("late_start.pickle"), &LoadOptions::default())[0];
     let p = s.peak.as_ref().unwrap();
     assert_eq!(p.time_us, None, "the initial state has no time of its own");
@@ -217,8 +224,8 @@ fn bare_segment_list_pickle_and_json() {
 #[test]
 fn bare_lists_that_are_not_segments_are_refused() {
     // pickle.dumps([1, 2], protocol=4) and pickle.dumps([{"a": 1}], protocol=2)
-    let e = load_bytes(b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.")
-        .unwrap_err();
+    let e =
+        load_bytes(b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.").unwrap_err();
     assert!(e.contains("not a segment dict"), "{e}");
     let e = load_bytes(b"\x80\x02]q\x00}q\x01X\x01\x00\x00\x00aq\x02K\x01sa.").unwrap_err();
     assert!(e.contains("not a segment dict"), "{e}");
@@ -285,11 +292,15 @@ fn fields_checks(file: &str) {
     assert_eq!(extra["pool_id"], serde_json::json!([1, 2]), "{file}");
     assert_eq!(extra["stream"], 94_000_000, "{file}");
     assert_eq!(extra["compile_context"], "Torch-Compiled Region: 0/1");
-    assert!(extra["forward_frames"][0].as_str().unwrap().contains("model.py"));
+    assert!(extra["forward_frames"][0]
+        .as_str()
+        .unwrap()
+        .contains("model.py"));
     // FX fields are part of the frame
     assert!(
-        t.stack(id).iter().any(|f| f.contains("fx op=call_function node=addmm")
-            && f.contains("model.py")),
+        t.stack(id)
+            .iter()
+            .any(|f| f.contains("fx op=call_function node=addmm") && f.contains("model.py")),
         "{:?}",
         t.stack(id)
     );
@@ -301,9 +312,16 @@ fn fields_checks(file: &str) {
         .unwrap();
     assert_eq!((t.mark_name(m), m.at.0), ("checkpoint-1", 4));
     let w = &t.warnings;
-    assert!(w.iter().any(|w| w.contains("1 annotate entries name an address")), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.contains("1 annotate entries name an address")),
+        "{w:?}"
+    );
     assert!(w.iter().any(|w| w.contains("some_future_action")), "{w:?}");
-    assert!(!w.iter().any(|w| w.contains("trace_alloc_overflowed")), "{w:?}");
+    assert!(
+        !w.iter().any(|w| w.contains("trace_alloc_overflowed")),
+        "{w:?}"
+    );
     // the settings (unknown ones too) are shown in the summary
     let s = Summary::build(t, &Index::build(t));
     let text = memtide::cli::summary::render_text(&s);
@@ -318,8 +336,12 @@ fn pytorch_2_x_fields_pickle() {
 #[test]
 fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
     fields_checks("fields.json");
-    let loaded =
-        formats::load(&fixture("fields.json"), &LoadOptions::default(), &Progress::new()).unwrap();
+    let loaded = formats::load(
+        &fixture("fields.json"),
+        &LoadOptions::default(),
+        &Progress::new(),
+    )
+    .unwrap();
     let t = &loaded.traces[0];
     let id = (0..t.storage_count())
         .map(|i| memtide::trace::AllocId(i as u32))
@@ -560,9 +582,12 @@ fn hand_computed_expandable_segments() {
         (6, Some(5), Some(7))
     );
     // user_defined entries are marks (named by their user_metadata, else "user_defined")
-    assert!(t.marks.iter().any(|m| m.kind == memtide::trace::MarkKind::Note
-        && t.mark_name(m) == "user_defined"
-        && m.at.0 == 7));
+    assert!(t
+        .marks
+        .iter()
+        .any(|m| m.kind == memtide::trace::MarkKind::Note
+            && t.mark_name(m) == "user_defined"
+            && m.at.0 == 7));
     // C++ frame hidden; the Python frame is the top frame
     let live = &p.live;
     assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));

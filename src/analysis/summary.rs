@@ -101,11 +101,7 @@ impl Summary {
                 let live_count = live_all.len();
                 PeakReport {
                     bytes: p.bytes.0,
-                    index: if p.at_start {
-                        0
-                    } else {
-                        trace.src_index(p.at)
-                    },
+                    index: if p.at_start { 0 } else { trace.src_index(p.at) },
                     at_start: p.at_start,
                     // The initial state has no timestamp of its own.
                     time_us: (!p.at_start).then(|| trace.time_us(p.at)).flatten(),

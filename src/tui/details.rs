@@ -102,6 +102,13 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
         t(format!("at cursor {}: ", fmt::at(trace, at)), Tone::Dim),
         t(why, tone),
     ]);
+    // Fields the source recorded for it (snapshot pool, stream, compile context, ...).
+    if let Some(&x) = trace.extra.get(&id) {
+        out.push(vec![
+            t("fields: ", Tone::Dim),
+            t(trace.strings.str(x), Tone::Text),
+        ]);
+    }
     out.push(vec![t("stack (innermost first):", Tone::Dim)]);
     let frames = trace.stack(id);
     if frames.is_empty() {

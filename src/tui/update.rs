@@ -125,11 +125,28 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
                             devs[app.current].trace.device
                         )
                     });
+                    // Warnings that change what the figures mean are said on opening.
+                    let caveat = devs.get(app.current).and_then(|d| {
+                        d.trace
+                            .warnings
+                            .iter()
+                            .find_map(|w| {
+                                if w.starts_with("history was cut") {
+                                    Some("history was cut (trace_alloc_overflowed): the peak shown is a lower bound")
+                                } else if w.starts_with("the snapshot has no trace history") {
+                                    Some("no trace history: one instant, the dump (event #0)")
+                                } else {
+                                    None
+                                }
+                            })
+                    });
                     app.devices = devs;
                     app.screen = Screen::Ready;
                     init_device(app);
                     if note.is_some() {
                         app.status = note;
+                    } else if let Some(c) = caveat {
+                        app.status = Some(format!("{c} (see `memtide summary` for details)"));
                     }
                 }
                 Ok(_) => fail(app, "the file holds no device traces".into()),

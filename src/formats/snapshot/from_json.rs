@@ -2,8 +2,8 @@
 //! trace entry becomes a row as soon as it is parsed (no `serde_json::Value` of the file).
 
 use super::raw::{
-    fx_name, is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row,
-    Segment,
+    fx_name, is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw,
+    Row, Segment,
 };
 use crate::formats::error::FormatError;
 use crate::trace::{StackId, StrId};
@@ -254,8 +254,8 @@ impl Ctx {
         if let Some(v) = nonempty(&e.pool_id).filter(|v| !is_default_pool(v)) {
             extra.put("pool_id", v.clone());
         }
-        if let Some(v) = nonempty(&e.compile_context)
-            .filter(|v| !v.as_str().is_some_and(is_placeholder_context))
+        if let Some(v) =
+            nonempty(&e.compile_context).filter(|v| !v.as_str().is_some_and(is_placeholder_context))
         {
             extra.put("compile_context", v.clone());
         }

@@ -419,8 +419,18 @@ fn val_json(a: &Arena, v: Val, depth: u32) -> serde_json::Value {
         Val::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
         Val::Str(s) => a.str(s).into(),
         Val::Bytes(_) => "<bytes>".into(),
-        Val::List(l) => J::Array(a.list(l).iter().map(|&x| val_json(a, x, depth + 1)).collect()),
-        Val::Tuple(t) => J::Array(a.tuple(t).iter().map(|&x| val_json(a, x, depth + 1)).collect()),
+        Val::List(l) => J::Array(
+            a.list(l)
+                .iter()
+                .map(|&x| val_json(a, x, depth + 1))
+                .collect(),
+        ),
+        Val::Tuple(t) => J::Array(
+            a.tuple(t)
+                .iter()
+                .map(|&x| val_json(a, x, depth + 1))
+                .collect(),
+        ),
         Val::Dict(d) => {
             let mut m = serde_json::Map::new();
             for &(k, x) in a.dict(d) {
@@ -631,7 +641,9 @@ fn read_segments(
                 };
                 let mut extra = Extra::default();
                 for (k, name) in block_keys.iter().zip(["user_metadata", "forward_frames"]) {
-                    let v = a.get(bd, *k).map_or(serde_json::Value::Null, |v| val_json(a, v, 0));
+                    let v = a
+                        .get(bd, *k)
+                        .map_or(serde_json::Value::Null, |v| val_json(a, v, 0));
                     let empty = match &v {
                         serde_json::Value::Null => true,
                         serde_json::Value::String(s) => s.is_empty(),
@@ -658,9 +670,10 @@ fn read_segments(
             None => StackId(0),
         };
         let mut extra = Extra::default();
-        for (k, name) in seg_keys
-            .iter()
-            .zip(["stream", "segment_type", "segment_pool_id", "is_expandable"])
+        for (k, name) in
+            seg_keys
+                .iter()
+                .zip(["stream", "segment_type", "segment_pool_id", "is_expandable"])
         {
             if let Some(v) = a.get(sd, *k) {
                 let j = val_json(a, v, 0);

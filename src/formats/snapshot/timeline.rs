@@ -202,7 +202,11 @@ impl Mapped {
     }
 
     fn total(&self) -> u64 {
-        self.pieces.values().zip(self.pieces.keys()).map(|(&(e, _), &s)| e - s).sum()
+        self.pieces
+            .values()
+            .zip(self.pieces.keys())
+            .map(|(&(e, _), &s)| e - s)
+            .sum()
     }
 }
 
@@ -220,13 +224,27 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
         .iter()
         .filter(|s| s.device == d as u64)
         .collect();
-    build_one(raw, rows, &segs, format!("cuda:{d}"), Some(d as u64), source)
+    build_one(
+        raw,
+        rows,
+        &segs,
+        format!("cuda:{d}"),
+        Some(d as u64),
+        source,
+    )
 }
 
 /// Builds the trace of pinned host memory (`host_traces` / `host_segments`).
 pub fn build_host(raw: &Raw, source: &str) -> Trace {
     let segs: Vec<&Segment> = raw.host_segments.iter().collect();
-    let mut t = build_one(raw, &raw.host_rows, &segs, "host:pinned".into(), None, source);
+    let mut t = build_one(
+        raw,
+        &raw.host_rows,
+        &segs,
+        "host:pinned".into(),
+        None,
+        source,
+    );
     t.warn("pinned host memory (host_segments / host_traces) is shown as its own device");
     t
 }
@@ -482,9 +500,13 @@ fn build_one(
                 let name = text
                     .as_deref()
                     .and_then(|x| serde_json::from_str::<serde_json::Value>(x).ok())
-                    .and_then(|v| v.get("user_metadata").and_then(|m| m.as_str().map(String::from)))
+                    .and_then(|v| {
+                        v.get("user_metadata")
+                            .and_then(|m| m.as_str().map(String::from))
+                    })
                     .map_or(StrId(0), |n| t.strings.intern(&n));
-                let (size, kind, flag) = (Bytes(b.requested), Category::Unknown, StorageKind::Block);
+                let (size, kind, flag) =
+                    (Bytes(b.requested), Category::Unknown, StorageKind::Block);
                 let id = if history_less {
                     t.open(size, kind, flag, name, stack, addr)
                 } else {
