@@ -32,6 +32,9 @@ pub struct Summary {
     pub unmatched_frees: u64,
     pub skipped_lines: u64,
     pub warnings: Vec<String>,
+    /// Facts about the source that do not put the figures in doubt (e.g. a snapshot without
+    /// history is one instant).
+    pub notes: Vec<String>,
     pub windows: Vec<WindowReport>,
     pub bands_source: &'static str,
     pub time_available: bool,
@@ -157,6 +160,12 @@ impl Summary {
             unmatched_frees: trace.unmatched_frees,
             skipped_lines: trace.skipped_lines,
             warnings: trace.warnings.clone(),
+            notes: trace
+                .meta
+                .iter()
+                .filter(|(k, _)| k == "note")
+                .map(|(_, v)| v.clone())
+                .collect(),
             windows,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
@@ -242,6 +251,7 @@ impl Summary {
         o.insert("unmatched_frees".into(), self.unmatched_frees.into());
         o.insert("skipped_lines".into(), self.skipped_lines.into());
         o.insert("warnings".into(), self.warnings.clone().into());
+        o.insert("notes".into(), self.notes.clone().into());
         o.insert(
             "windows".into(),
             self.windows

@@ -262,6 +262,12 @@ pub fn render_text(s: &Summary) -> String {
             }
         }
     }
+    if !s.notes.is_empty() {
+        let _ = writeln!(o, "\nnotes:");
+        for n in &s.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
     if !s.warnings.is_empty() {
         let _ = writeln!(o, "\nwarnings:");
         for w in &s.warnings {

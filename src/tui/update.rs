@@ -127,9 +127,11 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
                     });
                     // Warnings that change what the figures mean are said on opening.
                     let caveat = devs.get(app.current).and_then(|d| {
+                        let notes = d.trace.meta.iter().filter(|(k, _)| k == "note");
                         d.trace
                             .warnings
                             .iter()
+                            .chain(notes.map(|(_, v)| v))
                             .find_map(|w| {
                                 if w.starts_with("history was cut") {
                                     Some("history was cut (trace_alloc_overflowed): the peak shown is a lower bound")

@@ -245,7 +245,10 @@ pub fn build_host(raw: &Raw, source: &str) -> Trace {
         None,
         source,
     );
-    t.warn("pinned host memory (host_segments / host_traces) is shown as its own device");
+    t.meta.push((
+        "note".into(),
+        "pinned host memory (host_segments / host_traces), shown as its own device".into(),
+    ));
     t
 }
 
@@ -548,10 +551,12 @@ fn build_one(
     }
 
     if history_less {
-        t.warn(format!(
+        // A fact about the file, not a doubt about the figures: a note, not a warning.
+        let note = format!(
             "the snapshot has no trace history (device_traces is empty or absent: memory history was not recorded): one instant, the state at the dump, shown as event #0; {} blocks, {} B requested ({} B rounded, as memory_allocated() counts), {} B reserved",
             ghosts.0, ghosts.1, rounded, final_reserved
-        ));
+        );
+        t.meta.push(("note".into(), note));
     } else if ghosts.0 > 0 {
         t.warn(format!(
             "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
