@@ -616,6 +616,21 @@ fn explorer_peak_at_start() {
     let mut h = memtide::tui::testing::Harness::open(&fixture("late_start.pickle"), 120, 30);
     let s = h.screen();
     assert!(s.contains("at start"), "{s}");
+    // opening says the history was cut
+    assert!(s.contains("history was cut"), "{s}");
     h.press("p");
     assert!(h.screen().contains("initial state"), "{}", h.screen());
+}
+
+/// The inspector shows the kept fields of an allocation and the file's allocator settings.
+#[test]
+fn explorer_inspector_shows_fields_and_settings() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("fields.pickle"), 200, 50);
+    h.press("p<Enter>");
+    let s = h.screen();
+    assert!(
+        s.contains("fields:") && s.contains("Torch-Compiled Region"),
+        "{s}"
+    );
+    assert!(s.contains("allocator settings of the file"), "{s}");
 }

@@ -7,7 +7,10 @@
 //!   sparse table over complete blocks, so O(block) per query);
 //! - [`Index::live_at`]: the live set at any position (adaptive live-set checkpoints, so the
 //!   replay is bounded by max(block, live-set size));
-//! - [`Index::overlapping`]: storages live anywhere in a range.
+//! - [`Index::overlapping`]: storages live anywhere in a range;
+//! - the initial state (before position 0: storages live from the start) as an instant of its
+//!   own: [`Index::start_total`], [`Index::live_at_start`], and [`Index::reserved_peak_at`]
+//!   (`None` position when the reserved peak is the initial state).
 //!
 //! Memory: 8 bytes per event for the totals, plus checkpoints (amortised ≤ one `u32` per
 //! change) and `O(events / block)` for block maxima and band checkpoints.

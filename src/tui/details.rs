@@ -149,6 +149,11 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
             out.push(vec![t(format!("      {f}"), Tone::Dim)]);
         }
     }
+    // The file's allocator settings (snapshots), with the history-cut flag among them.
+    if let Some((_, a)) = trace.meta.iter().find(|(k, _)| k == "allocator_settings") {
+        out.push(vec![t("allocator settings of the file:", Tone::Dim)]);
+        out.push(vec![t(format!("  {a}"), Tone::Text)]);
+    }
     out.push(vec![t(
         "a: jump to alloc · f: jump to free · j/k: scroll · Esc: close",
         Tone::Dim,
