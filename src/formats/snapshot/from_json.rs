@@ -9,6 +9,7 @@ use crate::formats::error::FormatError;
 use crate::trace::{StackId, StrId};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::fmt;
 use std::io::Read;
 
@@ -111,14 +112,28 @@ struct JEntry {
     user_metadata: Option<serde_json::Value>,
     #[serde(default)]
     frames: Option<Vec<JFrame>>,
+    // Kept fields, as raw JSON text: the common defaults are recognised without parsing.
     #[serde(default)]
-    stream: Option<serde_json::Value>,
+    stream: Option<Box<RawValue>>,
     #[serde(default)]
-    pool_id: Option<serde_json::Value>,
+    pool_id: Option<Box<RawValue>>,
     #[serde(default)]
-    compile_context: Option<serde_json::Value>,
+    compile_context: Option<Box<RawValue>>,
     #[serde(default)]
-    forward_frames: Option<serde_json::Value>,
+    forward_frames: Option<Box<RawValue>>,
+}
+
+/// A kept field's value unless it is a default (0, null, "", "N/A", [], [0, 0]).
+fn kept(v: &Option<Box<RawValue>>) -> Option<serde_json::Value> {
+    let text = v.as_ref()?.get().trim();
+    if matches!(text, "0" | "null" | "\"\"" | "\"N/A\"" | "[]" | "{}") {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    if is_default_pool(&v) {
+        return None;
+    }
+    Some(v)
 }
 
 #[derive(Deserialize)]
@@ -248,19 +263,17 @@ impl Ctx {
             None => StrId(0),
         };
         let mut extra = Extra::default();
-        if let Some(v) = nonempty(&e.stream).filter(|v| v.as_u64() != Some(0)) {
-            extra.put("stream", v.clone());
-        }
-        if let Some(v) = nonempty(&e.pool_id).filter(|v| !is_default_pool(v)) {
-            extra.put("pool_id", v.clone());
-        }
-        if let Some(v) =
-            nonempty(&e.compile_context).filter(|v| !v.as_str().is_some_and(is_placeholder_context))
-        {
-            extra.put("compile_context", v.clone());
-        }
-        if let Some(v) = nonempty(&e.forward_frames) {
-            extra.put("forward_frames", v.clone());
+        for (k, v) in [
+            ("stream", &e.stream),
+            ("pool_id", &e.pool_id),
+            ("compile_context", &e.compile_context),
+            ("forward_frames", &e.forward_frames),
+        ] {
+            if let Some(v) = kept(v) {
+                if !v.as_str().is_some_and(is_placeholder_context) {
+                    extra.put(k, v);
+                }
+            }
         }
         let r = self.raw.rows.len() as u32;
         self.raw.rows.push(Row {
@@ -446,29 +459,39 @@ impl<'de> Visitor<'de> for HostTraces<'_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while let Some(item) = s.next_element::<HostItem>()? {
-            match item {
-                HostItem::Entry(e) => {
-                    let r = self.0.entry(*e);
-                    self.0.raw.host_rows.push(r);
-                }
-                HostItem::List(l) => {
-                    for e in l {
-                        let r = self.0.entry(e);
-                        self.0.raw.host_rows.push(r);
-                    }
-                }
-            }
-        }
+        while s.next_element_seed(HostItem(&mut *self.0))?.is_some() {}
         Ok(())
     }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum HostItem {
-    Entry(Box<JEntry>),
-    List(Vec<JEntry>),
+/// One item of `host_traces`: an entry, or a list of entries.
+struct HostItem<'a>(&'a mut Ctx);
+
+impl<'de> DeserializeSeed<'de> for HostItem<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HostItem<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a host trace entry or a list of them")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
+        let e = JEntry::deserialize(de::value::MapAccessDeserializer::new(m))?;
+        let r = self.0.entry(e);
+        self.0.raw.host_rows.push(r);
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while let Some(e) = s.next_element::<JEntry>()? {
+            let r = self.0.entry(e);
+            self.0.raw.host_rows.push(r);
+        }
+        Ok(())
+    }
 }
 
 struct Devices<'a>(&'a mut Ctx);

@@ -202,9 +202,16 @@ impl Conv {
                 }
                 continue;
             } else if key == k.pool_id {
-                let v = val_json(a, val, 0);
-                if !is_default_pool(&v) {
-                    extra.put("pool_id", v);
+                let zero = match val {
+                    Val::Tuple(t) => a.tuple(t).iter().all(|x| x.as_i64() == Some(0)),
+                    Val::None => true,
+                    _ => false,
+                };
+                if !zero {
+                    let v = val_json(a, val, 0);
+                    if !is_default_pool(&v) {
+                        extra.put("pool_id", v);
+                    }
                 }
                 continue;
             } else if key == k.compile_context {
@@ -215,9 +222,10 @@ impl Conv {
                 }
                 continue;
             } else if key == k.forward_frames {
-                let v = val_json(a, val, 0);
-                if v.as_array().is_some_and(|l| !l.is_empty()) {
-                    extra.put("forward_frames", v);
+                let empty =
+                    matches!(val, Val::None) || matches!(val, Val::List(l) if a.list(l).is_empty());
+                if !empty {
+                    extra.put("forward_frames", val_json(a, val, 0));
                 }
                 continue;
             }
