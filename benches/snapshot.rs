@@ -1,6 +1,6 @@
 //! Snapshot load + index throughput (criterion).
 //!
-//! Always: the shared baseline (963 KB) and the committed fixtures. With
+//! Always: the real-shaped baseline in tests/data (963 KB) and the committed fixtures. With
 //! `MEMTIDE_BENCH_SNAPSHOT=/path/big.pickle` (e.g. from
 //! `tools/gen_snapshots.py --big /tmp/big.pickle --entries 1000000`), also that file.
 
@@ -20,7 +20,7 @@ fn bench(c: &mut Criterion) {
     let mut files: Vec<(String, PathBuf)> = vec![
         (
             "baseline.pickle".into(),
-            root.join("../shared/traces/snapshot-baseline/baseline.pickle"),
+            root.join("tests/data/snapshot-baseline/baseline.pickle"),
         ),
         (
             "two_devices_p4.pickle".into(),

@@ -2,7 +2,10 @@
 //! `python_function` spans with their args, `[memory]` instants, flow events, steps) for the
 //! ingest benchmark. Not committed: generate it into target/ or /tmp.
 //!
-//! `cargo run --release --example gen_kineto -- OUT.json SIZE_MB`
+//! `cargo run --release --example gen_kineto -- OUT.json SIZE_MB [old]`
+//!
+//! `old` writes the shape of older PyTorch (2021): `[memory]` events with only `Bytes`,
+//! `Device Type` and `Device Id` (no `Addr`, no totals), on cuda:0.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -54,6 +57,7 @@ fn main() -> std::io::Result<()> {
         .cloned()
         .unwrap_or("target/kineto-big.json".into());
     let size_mb: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1100);
+    let old = args.get(3).is_some_and(|s| s == "old");
     let target = size_mb * 1_000_000;
     let pid = 27247;
     let tid = 27247;
@@ -186,12 +190,20 @@ fn main() -> std::io::Result<()> {
     for (ts, bytes, addr) in mem {
         total += bytes;
         buf.clear();
-        write!(
-            buf,
-            "\n  {{\n    \"ph\": \"i\",\n    \n    \"cat\": \"cpu_instant_event\",\n    \"s\": \"t\",\n    \"name\": \"[memory]\",\n    \"pid\": {pid},\n    \"tid\": {tid},\n    \"ts\": {}.{:03}\n    ,\n    \"args\": {{\n      \"Total Reserved\": 0, \"Total Allocated\": {total}, \"Bytes\": {bytes}, \"Device Id\": -1, \"Device Type\": 0, \"Addr\": {addr}, \"finished\": false, \"Ev Idx\": {ev_idx}\n    }}\n  }}",
-            ts / 1000,
-            ts % 1000
-        )?;
+        if old {
+            write!(
+                buf,
+                "\n  {{\n    \"ph\": \"i\", \"s\": \"t\", \"name\": \"[memory]\",\n    \"pid\": {pid}, \"tid\": {tid},\n    \"ts\": {},\n    \"args\": {{\n      \"Device Type\": 1, \"Device Id\": 0, \"Bytes\": {bytes}\n    }}\n  }}",
+                ts / 1000
+            )?;
+        } else {
+            write!(
+                buf,
+                "\n  {{\n    \"ph\": \"i\",\n    \n    \"cat\": \"cpu_instant_event\",\n    \"s\": \"t\",\n    \"name\": \"[memory]\",\n    \"pid\": {pid},\n    \"tid\": {tid},\n    \"ts\": {}.{:03}\n    ,\n    \"args\": {{\n      \"Total Reserved\": 0, \"Total Allocated\": {total}, \"Bytes\": {bytes}, \"Device Id\": -1, \"Device Type\": 0, \"Addr\": {addr}, \"finished\": false, \"Ev Idx\": {ev_idx}\n    }}\n  }}",
+                ts / 1000,
+                ts % 1000
+            )?;
+        }
         sep(&mut w)?;
         w.write_all(&buf)?;
         ev_idx += 1;

@@ -164,3 +164,35 @@ fn bad_files_exit_nonzero_with_a_clear_message() {
         .code(2)
         .stderr(predicate::str::contains("no events"));
 }
+
+#[test]
+fn check_refuses_lenient_skips_unless_warnings_are_allowed() {
+    // A bad line skipped by --lenient is missing from every figure: check cannot say ok.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("skip.jsonl");
+    std::fs::write(
+        &p,
+        "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":64}\n{\"t\":2,\"op\":\"alloc\",\"id\":\n{\"t\":3,\"op\":\"free\",\"id\":1}\n",
+    )
+    .expect("write");
+    let f = p.display().to_string();
+    let out = memtide()
+        .args(["check", &f, "--max-peak", "1GiB", "--lenient"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("skipped 1 bad line"), "{err}");
+    memtide()
+        .args([
+            "check",
+            &f,
+            "--max-peak",
+            "1GiB",
+            "--lenient",
+            "--allow-warnings",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with("ok:"));
+}

@@ -203,18 +203,20 @@ fn memory_from_before_profiling_is_a_baseline() {
 }
 
 #[test]
-fn file_order_decides_equal_timestamps_and_index_is_file_position() {
+fn file_order_decides_equal_timestamps_and_index_is_time_order() {
     let t = one("unsorted.json");
     // Time order: +100 @10, +200 @20, −100 @20 (file order among equal ts), +300 @30.
     assert_eq!(totals(&t), vec![100, 300, 200, 500]);
     let ix = Index::build(&t);
     let p = Summary::build(&t, &ix).peak.expect("peak");
     assert_eq!(p.bytes, 500);
+    assert_eq!(p.index, 3, "the +300 event is the last in time order");
     assert_eq!(
-        p.index, 1,
-        "the +300 event is the 2nd [memory] event in the file"
+        p.source_index, 1,
+        "and the 2nd entry of traceEvents in the file"
     );
     assert_eq!(t.src_index(Seq(1)), 2);
+    assert_eq!(t.event_number(Seq(1)), 1);
 }
 
 #[test]
@@ -511,4 +513,621 @@ fn events_longer_than_the_chunk_gap_cross_chunk_boundaries() {
     assert_eq!(totals(&t).last().copied(), Some(60 * 61 / 2));
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     assert_eq!(stack_of(&t, 59).0, "op59");
+}
+
+// ------------------------------------------------------------------------------------------
+// Real shapes (issue 14): no Addr, threads out of time order, distributedInfo, device types,
+// and check refusing figures its reader doubted. Ground truth is a brute-force replay written
+// here (a running sum of Bytes in (ts, file order) order), never memtide's own output.
+
+/// One `[memory]` event as a test writes it.
+#[derive(Clone, Copy)]
+struct Ev {
+    ts: f64,
+    tid: u64,
+    bytes: i64,
+    dev_type: i64,
+    dev_id: i64,
+    addr: Option<u64>,
+    total_alloc: Option<i64>,
+}
+
+fn ev(ts: f64, tid: u64, bytes: i64, dev_type: i64, dev_id: i64) -> Ev {
+    Ev {
+        ts,
+        tid,
+        bytes,
+        dev_type,
+        dev_id,
+        addr: None,
+        total_alloc: None,
+    }
+}
+
+fn ev_json(e: &Ev) -> String {
+    let mut args = format!(
+        r#""Device Type":{},"Device Id":{},"Bytes":{}"#,
+        e.dev_type, e.dev_id, e.bytes
+    );
+    if let Some(a) = e.addr {
+        args.push_str(&format!(r#","Addr":{a}"#));
+    }
+    if let Some(t) = e.total_alloc {
+        args.push_str(&format!(r#","Total Allocated":{t}"#));
+    }
+    format!(
+        r#"{{"ph":"i","s":"t","name":"[memory]","pid":1,"tid":{},"ts":{},"args":{{{args}}}}}"#,
+        e.tid, e.ts
+    )
+}
+
+/// A trace whose traceEvents are `pre` (any JSON events) then the memory events, in the order
+/// given; `header` is spliced in before traceEvents.
+fn trace_text(header: &str, pre: &[String], evs: &[Ev]) -> String {
+    let mut all: Vec<String> = pre.to_vec();
+    all.extend(evs.iter().map(ev_json));
+    format!(
+        "{{\"schemaVersion\":1,{header}\"traceEvents\":[\n{}\n]}}",
+        all.join(",\n")
+    )
+}
+
+fn load_all(text: &str) -> Vec<Trace> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("t.json");
+    std::fs::write(&p, text).expect("write");
+    read(&p, None).expect("loads").traces
+}
+
+/// Brute force: the device's events in time order (ties: file order) as (file position in
+/// traceEvents, bytes), and the running totals after each from `start`.
+fn brute(evs: &[Ev], first_pos: usize, ty: i64, id: i64, start: i64) -> (Vec<usize>, Vec<i64>) {
+    let mut mine: Vec<(f64, usize, i64)> = evs
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.dev_type == ty && e.dev_id == id)
+        .map(|(i, e)| (e.ts, first_pos + i, e.bytes))
+        .collect();
+    mine.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut sum = start;
+    let totals = mine
+        .iter()
+        .map(|m| {
+            sum += m.2;
+            sum
+        })
+        .collect();
+    (mine.iter().map(|m| m.1).collect(), totals)
+}
+
+/// First position of the maximum.
+fn first_max(v: &[i64]) -> (usize, i64) {
+    let mut best = (0, i64::MIN);
+    for (i, &x) in v.iter().enumerate() {
+        if x > best.1 {
+            best = (i, x);
+        }
+    }
+    best
+}
+
+struct Lcg(u64);
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Random alloc/free streams without Addr on cuda:0 and the CPU, on two threads whose events
+/// are written thread by thread (so the file is out of time order).
+fn random_no_addr(seed: u64, n: usize) -> Vec<Ev> {
+    let mut r = Lcg(seed);
+    let mut evs = Vec::new();
+    for (ty, id) in [(1, 0), (0, -1)] {
+        for tid in [1u64, 2] {
+            let mut live: Vec<i64> = Vec::new();
+            let mut ts = 1000.0 + tid as f64;
+            for _ in 0..n {
+                ts += (r.below(4) as f64) * 0.5; // equal timestamps happen
+                let b = if !live.is_empty() && r.below(3) == 0 {
+                    let k = r.below(live.len() as u64) as usize;
+                    -live.swap_remove(k)
+                } else {
+                    let b = (r.below(1 << 20) as i64 + 1) * 512;
+                    live.push(b);
+                    b
+                };
+                evs.push(ev(ts, tid, b, ty, id));
+            }
+        }
+    }
+    evs
+}
+
+#[test]
+fn no_addr_events_are_the_running_sum_of_bytes_on_cuda_and_cpu() {
+    for seed in [1u64, 7, 42] {
+        let evs = random_no_addr(seed, 700); // > 1 index block per device
+        let traces = load_all(&trace_text("", &[], &evs));
+        assert_eq!(
+            traces.iter().map(|t| t.device.as_str()).collect::<Vec<_>>(),
+            ["cuda:0", "cpu"]
+        );
+        for (t, (ty, id)) in traces.iter().zip([(1, 0), (0, -1)]) {
+            let (pos, want) = brute(&evs, 0, ty, id, 0);
+            let got: Vec<i64> = totals(t).into_iter().map(|x| x as i64).collect();
+            assert_eq!(got, want, "seed {seed} {}", t.device);
+            assert!(!t.identities_known());
+            assert_eq!(t.storage_count(), 0, "no allocation is invented");
+            let ix = Index::build(t);
+            assert!(ix.live_at(t, Seq(0)).is_empty());
+            // Band totals at any instant (replayed from a block checkpoint) and the peak of
+            // any range agree with the brute-force sums too.
+            for (i, &w) in want.iter().enumerate() {
+                assert_eq!(ix.bands_at(t, Seq(i as u64)).get(Band::Unknown) as i64, w);
+            }
+            let mut r = Lcg(seed);
+            for _ in 0..50 {
+                let a = r.below(want.len() as u64) as usize;
+                let b = a + r.below((want.len() - a) as u64) as usize;
+                let (k, m) = first_max(&want[a..=b]);
+                let (at, bytes) = ix.argmax(Seq(a as u64), Seq(b as u64)).expect("range");
+                assert_eq!((at.idx(), bytes.0 as i64), (a + k, m), "range {a}..={b}");
+            }
+            let s = Summary::build(t, &ix);
+            let p = s.peak.as_ref().expect("peak");
+            let (at, max) = first_max(&want);
+            assert_eq!((p.bytes as i64, p.index), (max, at as u64), "seed {seed}");
+            assert_eq!(p.source_index, pos[at] as u64, "file position of the peak");
+            assert_eq!(s.final_bytes as i64, *want.last().expect("events"));
+            assert_eq!(p.bands[Band::Unknown.idx()] as i64, max);
+            assert!(s.live_unavailable.is_some());
+            assert!(!s.unmatched_frees_known, "unknowable, not 0");
+            assert!(s.to_json(&[])["unmatched_frees"].is_null());
+            assert!(s.doubtful.is_empty(), "{:?}", s.doubtful);
+            let j = s.to_json(&[]);
+            assert!(j["peak"]["live"].is_null(), "{j}");
+            assert!(j["peak"]["live_count"].is_null());
+            assert!(j["peak"]["live_unavailable"]
+                .as_str()
+                .is_some_and(|w| w.contains("no addresses")));
+            assert_eq!(j["peak"]["bands_source"], "unavailable");
+        }
+    }
+}
+
+#[test]
+fn no_addr_totals_start_from_total_allocated_or_the_lowest_point() {
+    // Total Allocated after each event = 5000 + the running sum: 5000 B were live before.
+    let bytes = [300i64, -200, 1000, -1100, 50];
+    let mut sum = 0;
+    let evs: Vec<Ev> = bytes
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            sum += b;
+            Ev {
+                total_alloc: Some(5000 + sum),
+                ..ev(10.0 + i as f64, 1, b, 1, 0)
+            }
+        })
+        .collect();
+    let t = load_all(&trace_text("", &[], &evs)).remove(0);
+    let (_, want) = brute(&evs, 0, 1, 0, 5000);
+    let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
+    assert_eq!(got, want);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("5000 bytes")),
+        "{:?}",
+        t.warnings
+    );
+    // No total: frees of memory from before profiling take the sum to −800 at its lowest,
+    // so at least 800 B were live from the start.
+    let evs: Vec<Ev> = [-500i64, 200, -500, 1000]
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| ev(10.0 + i as f64, 1, b, 0, -1))
+        .collect();
+    let t = load_all(&trace_text("", &[], &evs)).remove(0);
+    let (_, raw) = brute(&evs, 0, 0, -1, 0);
+    let low = raw.iter().copied().min().unwrap_or(0).min(0);
+    let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
+    assert_eq!(got, raw.iter().map(|x| x - low).collect::<Vec<_>>());
+    assert_eq!(Index::build(&t).baseline().total(), 800);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("lower bounds")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
+fn a_device_with_some_events_without_addr_is_a_running_sum_too() {
+    // Addr on some events only: matching by address would mix two models; the totals are
+    // the running sum of all Bytes, and the live set is unavailable.
+    let evs = [
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 100, 1, 0)
+        },
+        ev(2.0, 1, 50, 1, 0),
+        Ev {
+            addr: Some(1),
+            ..ev(3.0, 1, -100, 1, 0)
+        },
+        ev(4.0, 1, 25, 1, 0),
+    ];
+    let t = load_all(&trace_text("", &[], &evs)).remove(0);
+    let (_, want) = brute(&evs, 0, 1, 0, 0);
+    let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
+    assert_eq!(got, want);
+    assert!(!t.identities_known());
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("2 of 4 [memory] events carry no Addr")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+fn memtide() -> assert_cmd::Command {
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_memtide"))
+}
+
+#[test]
+fn check_max_peak_fails_on_a_no_addr_trace_over_1gib() {
+    // 2.5 GiB at the peak on cuda:0, in 256 MiB pieces; most are freed again.
+    let piece = 256 * MIB as i64;
+    let mut evs = Vec::new();
+    for i in 0..10 {
+        evs.push(ev(100.0 + i as f64, 1, piece, 1, 0));
+    }
+    for i in 0..9 {
+        evs.push(ev(200.0 + i as f64, 1, -piece, 1, 0));
+    }
+    evs.push(ev(300.0, 1, 4096, 0, -1));
+    let (_, want) = brute(&evs, 0, 1, 0, 0);
+    let (_, peak) = first_max(&want);
+    assert!(peak > 1 << 30);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("old.json");
+    std::fs::write(&p, trace_text("", &[], &evs)).expect("write");
+    let out = memtide()
+        .args(["check", "--max-peak", "1GiB"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains(&format!("({peak} B)")), "{stdout}");
+    assert!(
+        stdout.contains("biggest live: unavailable"),
+        "never invented: {stdout}"
+    );
+    // Under a limit above the true peak it passes (no doubtful warning on this file).
+    let out = memtide()
+        .args(["check", "--max-peak", "3GiB"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    // The text summary says the live set is unavailable; JSON says null.
+    let out = memtide().arg("summary").arg(&p).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{} B", grouped(peak as u64))),
+        "{text}"
+    );
+    assert!(text.contains("live set is unavailable"), "{text}");
+    assert!(text.contains("unmatched frees  unavailable"), "{text}");
+}
+
+fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn explorer_says_the_live_set_is_unavailable() {
+    let evs = random_no_addr(3, 50);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("old.json");
+    std::fs::write(&p, trace_text("", &[], &evs)).expect("write");
+    let mut h = memtide::tui::testing::Harness::open(&p, 120, 30);
+    let screen = h.screen();
+    assert!(screen.contains("storages unavailable"), "{screen}");
+    assert!(screen.contains("records no addresses"), "{screen}");
+    h.press("<Enter>");
+    assert!(
+        h.app
+            .status
+            .as_deref()
+            .is_some_and(|s| s.contains("records no addresses")),
+        "{:?}",
+        h.app.status
+    );
+}
+
+/// A `ProfilerStep#N` span on a thread.
+fn step_span(n: u64, tid: u64, ts: f64, dur: f64) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{n}","pid":1,"tid":{tid},"ts":{ts},"dur":{dur}}}"#
+    )
+}
+
+#[test]
+fn out_of_order_threads_number_events_in_time_order() {
+    // Three steps of 100 µs. The autograd thread (tid 2) is written before the main thread
+    // (tid 1), as real traces do; both allocate and free with addresses, in every step.
+    let mut r = Lcg(9);
+    let mut main = Vec::new();
+    let mut autograd = Vec::new();
+    let mut addr = 1u64;
+    for step in 0..3u64 {
+        for (tid, list) in [(1u64, &mut main), (2u64, &mut autograd)] {
+            let mut live = Vec::new();
+            for k in 0..40u64 {
+                let ts = (step * 100 + 1 + k * 2 + tid) as f64 + 0.25;
+                let e = if !live.is_empty() && r.below(3) == 0 {
+                    let (a, b): (u64, i64) = live.remove(0);
+                    Ev {
+                        addr: Some(a),
+                        ..ev(ts, tid, -b, 1, 0)
+                    }
+                } else {
+                    let b = (r.below(1000) as i64 + 1) * 64;
+                    live.push((addr, b));
+                    addr += 1;
+                    Ev {
+                        addr: Some(addr - 1),
+                        ..ev(ts, tid, b, 1, 0)
+                    }
+                };
+                list.push(e);
+            }
+        }
+    }
+    let spans: Vec<String> = (0..3u64)
+        .map(|n| step_span(n, 1, (n * 100) as f64, 100.0))
+        .collect();
+    let evs: Vec<Ev> = autograd.iter().chain(main.iter()).copied().collect();
+    let text = trace_text("", &spans, &evs);
+    let t = load_all(&text).remove(0);
+    let (pos, want) = brute(&evs, spans.len(), 1, 0, 0);
+    let got: Vec<i64> = totals(&t).into_iter().map(|x| x as i64).collect();
+    assert_eq!(got, want);
+    let ix = Index::build(&t);
+    let s = Summary::build(&t, &ix);
+    let p = s.peak.as_ref().expect("peak");
+    let (at, max) = first_max(&want);
+    assert_eq!((p.index, p.bytes as i64), (at as u64, max));
+    assert_eq!(p.source_index, pos[at] as u64);
+    assert_eq!(s.windows.len(), 3);
+    for w in &s.windows {
+        let pi = w.peak_index.expect("window peak");
+        assert!(w.first_index <= w.last_index, "{w:?}");
+        assert!(w.first_index <= pi && pi <= w.last_index, "{w:?}");
+        // The window's peak is the brute-force maximum over its own range.
+        let range = &want[w.first_index as usize..=w.last_index as usize];
+        let (k, m) = first_max(range);
+        assert_eq!(
+            (pi, w.peak_bytes.map(|b| b as i64)),
+            ((w.first_index as usize + k) as u64, Some(m))
+        );
+        assert_eq!(w.peak_source_index, Some(pos[pi as usize] as u64));
+        assert_eq!(w.first_source_index, pos[w.first_index as usize] as u64);
+    }
+    // The same through the binary's JSON.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("ooo.json");
+    std::fs::write(&f, &text).expect("write");
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(j["peak"]["index"], at as u64);
+    assert_eq!(j["peak"]["source_index"], pos[at] as u64);
+    for w in j["windows"].as_array().expect("windows") {
+        let (a, b, k) = (
+            w["first_index"].as_u64().expect("first"),
+            w["last_index"].as_u64().expect("last"),
+            w["peak_index"].as_u64().expect("peak"),
+        );
+        assert!(a <= k && k <= b, "{w}");
+    }
+}
+
+#[test]
+fn distributed_info_is_read_and_shown() {
+    let header = r#""distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8, "pg_count": 2, "pg_config": [{"pg_name": "0", "ranks": [0, 1]}], "nccl_version": "2.18.1"},"#;
+    let evs = [Ev {
+        addr: Some(16),
+        ..ev(1.0, 1, 512, 1, 0)
+    }];
+    let text = trace_text(header, &[], &evs);
+    let t = load_all(&text).remove(0);
+    let d = t.distributed.clone().expect("distributedInfo");
+    assert_eq!((d.rank, d.world_size), (Some(3), Some(8)));
+    assert_eq!(d.backend.as_deref(), Some("nccl"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("rank3.json");
+    std::fs::write(&f, &text).expect("write");
+    let out = memtide().arg("summary").arg(&f).output().expect("runs");
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("rank 3 of 8 · nccl"), "{s}");
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(j["distributed"]["rank"], 3);
+    assert_eq!(j["distributed"]["world_size"], 8);
+    assert_eq!(j["distributed"]["backend"], "nccl");
+    // The explorer header names the rank.
+    let h = memtide::tui::testing::Harness::open(&f, 120, 30);
+    assert!(h.screen().contains("rank 3 of 8"), "{}", h.screen());
+    // Numeric strings are read; a shape that is not an object is a warning with its offset.
+    let t = load_all(&trace_text(
+        r#""distributedInfo": {"rank": "1", "world_size": "2"},"#,
+        &[],
+        &evs,
+    ))
+    .remove(0);
+    assert_eq!(t.distributed.and_then(|d| d.world_size), Some(2));
+    let text = trace_text(r#""distributedInfo": "rank0","#, &[], &evs);
+    let at = text.find("\"rank0\"").expect("value");
+    let t = load_all(&text).remove(0);
+    assert!(t.distributed.is_none());
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains(&format!("distributedInfo at byte {at}"))),
+        "{:?}",
+        t.warnings
+    );
+    assert!(t.doubtful_warnings().next().is_none());
+}
+
+#[test]
+fn device_types_are_named_as_pytorch_names_them() {
+    // c10::DeviceType: 1 CUDA, 6 HIP, 8 MAIA, 12 XPU, 13 MPS, 19 MTIA, 20 PrivateUse1.
+    let cases: [(&str, i64, &str); 8] = [
+        ("1", 0, "cuda:0"),
+        ("6", 1, "hip:1"),
+        ("8", 0, "maia:0"),
+        ("12", 1, "xpu:1"),
+        ("13", 0, "mps:0"),
+        ("19", 2, "mtia:2"),
+        ("20", 0, "privateuseone:0"),
+        ("\"xpu\"", 3, "xpu:3"),
+    ];
+    for (ty, id, name) in cases {
+        let text = format!(
+            r#"{{"traceEvents":[{{"ph":"i","name":"[memory]","tid":1,"ts":1,"args":{{"Device Type":{ty},"Device Id":{id},"Bytes":64,"Addr":5}}}}]}}"#
+        );
+        let t = load_all(&text).remove(0);
+        assert_eq!(t.device, name, "Device Type {ty}");
+        assert_eq!(totals(&t), vec![64]);
+    }
+    // Devices of several types in one file are kept apart; the CPU comes last.
+    let evs = [
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 10, 12, 0)
+        },
+        Ev {
+            addr: Some(2),
+            ..ev(2.0, 1, 20, 1, 0)
+        },
+        Ev {
+            addr: Some(3),
+            ..ev(3.0, 1, 30, 0, -1)
+        },
+    ];
+    let names: Vec<String> = load_all(&trace_text("", &[], &evs))
+        .into_iter()
+        .map(|t| t.device)
+        .collect();
+    assert_eq!(names, ["cuda:0", "xpu:0", "cpu"]);
+}
+
+#[test]
+fn check_exits_2_when_the_reader_doubts_the_figures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Address 1 allocated twice without a free between: "reused an address that was still
+    // live" — the totals may be wrong, so check refuses to say ok.
+    let reuse = [
+        Ev {
+            addr: Some(1),
+            ..ev(1.0, 1, 20, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(2.0, 1, 30, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(3.0, 1, -30, 0, -1)
+        },
+    ];
+    let f = dir.path().join("reuse.json");
+    std::fs::write(&f, trace_text("", &[], &reuse)).expect("write");
+    let out = memtide()
+        .args(["check", "--max-peak", "1GiB"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("reused an address"), "{err}");
+    assert!(err.contains("--allow-warnings"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ok"));
+    let out = memtide()
+        .args(["check", "--max-peak", "1GiB", "--allow-warnings"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{so}");
+    assert!(
+        so.starts_with("ok:") && so.contains("allowed by --allow-warnings"),
+        "{so}"
+    );
+    // The summary marks the doubtful warning.
+    let out = memtide().arg("summary").arg(&f).output().expect("runs");
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(so.contains("! 1 allocations reused an address"), "{so}");
+
+    // Informational warnings only (a free of memory allocated before profiling): ok.
+    let pre = [
+        Ev {
+            addr: Some(9),
+            ..ev(1.0, 1, -64, 0, -1)
+        },
+        Ev {
+            addr: Some(1),
+            ..ev(2.0, 1, 32, 0, -1)
+        },
+    ];
+    let f = dir.path().join("pre.json");
+    std::fs::write(&f, trace_text("", &[], &pre)).expect("write");
+    let out = memtide()
+        .args(["check", "--max-peak", "1GiB"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A truncated trace: the peak may be in the part that is lost.
+    let text = trace_text("", &[], &reuse[..1]).replace("]}", "");
+    let f = dir.path().join("cut.json");
+    std::fs::write(&f, format!("{text},{{\"ph\":\"i\",\"na")).expect("write");
+    let out = memtide()
+        .args(["check", "--max-peak", "1GiB"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("truncated"), "{err}");
 }

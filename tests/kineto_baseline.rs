@@ -1,4 +1,4 @@
-//! The real PyTorch trace in ../shared/traces/kineto-cpu-baseline against PyTorch's own numbers
+//! The real PyTorch trace in tests/data/kineto-cpu-baseline against PyTorch's own numbers
 //! (refs.json, live_at_max.json, memory_timeline.json): never against our own output.
 
 use memtide::analysis::Summary;
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 fn dir() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/traces/kineto-cpu-baseline"
+        "/tests/data/kineto-cpu-baseline"
     ))
 }
 

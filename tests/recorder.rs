@@ -21,21 +21,19 @@ fn has_torch(python: &Path) -> bool {
             .unwrap_or(false)
 }
 
+/// Runs the recorder's pytest suite. Ignored by a plain `cargo test` (a machine without the
+/// 5 GB environment reports it *ignored*, with the reason); `.ci/run` sets the environment up
+/// and runs it with `--include-ignored`, where a missing environment fails the test.
 #[test]
+#[ignore = "needs torch: run scripts/setup-python-env, then cargo test -- --include-ignored"]
 fn python_recorder_suite_passes() {
     let python = env_dir().map(|d| d.join("bin").join("python"));
     let ready = python.as_deref().is_some_and(has_torch);
     let Some(python) = python.filter(|_| ready) else {
-        let msg = format!(
-            "recorder tests need scripts/setup-python-env (no environment with torch and pytest at {})",
+        panic!(
+            "the recorder tests need scripts/setup-python-env (no environment with torch and pytest at {})",
             env_dir().map_or("$HOME/.cache/memtide/py-env".into(), |d| d.display().to_string())
         );
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg}: CI must run scripts/setup-python-env before cargo test");
-        }
-        // The one allowed skip: a developer machine without the (5 GB) environment.
-        eprintln!("{msg}; skipped");
-        return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(&python)

@@ -1,4 +1,4 @@
-//! PyTorch snapshot reader against independent ground truth: the shared baseline's
+//! PyTorch snapshot reader against independent ground truth: the real-run baseline's (tests/data)
 //! `baseline.truth.json` (computed from the file by PyTorch-side tooling) and the fixtures'
 //! `.truth.json` (brute-force replay in `tools/gen_snapshots.py`).
 #![allow(clippy::unwrap_used)]
@@ -9,8 +9,9 @@ use memtide::index::Index;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn shared(p: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/")).join(p)
+/// The real-run files copied into the repository (see tests/data/README.md).
+fn data(p: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/")).join(p)
 }
 
 fn fixture(p: &str) -> PathBuf {
@@ -37,9 +38,9 @@ fn read_json(p: &Path) -> Value {
 
 #[test]
 fn baseline_matches_truth() {
-    let truth = read_json(&shared("traces/snapshot-baseline/baseline.truth.json"));
+    let truth = read_json(&data("snapshot-baseline/baseline.truth.json"));
     let s = summaries(
-        &shared("traces/snapshot-baseline/baseline.pickle"),
+        &data("snapshot-baseline/baseline.pickle"),
         &LoadOptions::default(),
     );
     assert_eq!(s.len(), 1);
@@ -390,7 +391,7 @@ fn oom_entries_become_marks() {
 
 #[test]
 fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
-    let p = shared("traces/snapshot-baseline/baseline.pickle");
+    let p = data("snapshot-baseline/baseline.pickle");
     let plain = formats::load(&p, &LoadOptions::default(), &Progress::new()).unwrap();
     let t = &plain.traces[0];
     let any_cpp = (0..t.storage_count())
@@ -423,7 +424,7 @@ fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
 /// only frames and lifetimes, so we ask for agreement within 10 % on each band.
 #[test]
 fn inferred_bands_close_to_pytorch_categories() {
-    let tl = read_json(&shared("traces/kineto-cpu-baseline/memory_timeline.json"));
+    let tl = read_json(&data("kineto-cpu-baseline/memory_timeline.json"));
     // [times, rows]; row = [0, PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION,
     // GRADIENT, AUTOGRAD_DETAIL, Unknown]; take the row with the largest total.
     let rows = tl[1].as_array().unwrap();
@@ -441,7 +442,7 @@ fn inferred_bands_close_to_pytorch_categories() {
     let persistent = row[1] + row[2] + row[6];
     let activation = row[3] + row[5] + row[7];
     let s = summaries(
-        &shared("traces/snapshot-baseline/baseline.pickle"),
+        &data("snapshot-baseline/baseline.pickle"),
         &LoadOptions::default(),
     );
     let p = s[0].peak.as_ref().unwrap();
@@ -471,7 +472,7 @@ fn user_rules_override() {
         rules: Some(rules),
         ..LoadOptions::default()
     };
-    let s = summaries(&shared("traces/snapshot-baseline/baseline.pickle"), &opts);
+    let s = summaries(&data("snapshot-baseline/baseline.pickle"), &opts);
     let p = s[0].peak.as_ref().unwrap();
     // every top live entry at the peak comes from nn/functional.py (see the truth file)
     assert!(p.live.iter().take(10).all(|l| l.band.name() == "workspace"));

@@ -74,7 +74,9 @@ fn search_prompt_80x24() {
 
 #[test]
 fn error_screen_80x24() {
-    let h = Harness::open(&fixture("bad.jsonl"), 80, 24);
+    // Relative to the package root (cargo's working directory for tests), so the message
+    // wraps the same wherever the repository is cloned.
+    let h = Harness::open(Path::new("tests/fixtures/tui/bad.jsonl"), 80, 24);
     insta::assert_snapshot!(scrub(h.screen()));
 }
 

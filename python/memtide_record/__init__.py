@@ -12,11 +12,32 @@ Then ``memtide run.jsonl`` (or ``memtide -f run.jsonl`` while it runs) and
 
 import contextlib
 
-from ._recorder import Recorder, __version__
+from ._version import __version__
 
 __all__ = ["record", "step", "mark", "watch", "Recorder", "current", "__version__"]
 
 _active = []
+
+_NO_TORCH = ("memtide_record records with PyTorch, which this Python cannot import: install the "
+             "torch build you train with, or `pip install 'memtide[record]'`")
+
+
+def _load_recorder():
+    """The recorder module, imported on first use so that ``import memtide_record`` (and the
+    viewer's wheel) works where torch is not installed."""
+    try:
+        from . import _recorder as mod
+    except ModuleNotFoundError as e:
+        if e.name == "torch":
+            raise ModuleNotFoundError(_NO_TORCH, name="torch") from e
+        raise
+    return mod
+
+
+def __getattr__(name):
+    if name == "Recorder":
+        return _load_recorder().Recorder
+    raise AttributeError(f"module 'memtide_record' has no attribute {name!r}")
 
 
 @contextlib.contextmanager
@@ -29,7 +50,7 @@ def record(path, model=None, optimizer=None, **options):
     for its category, 0.25), ``max_pending`` (lines that may wait, 1024), ``sample_every``
     (ops between NVML samples on CUDA, 64), ``source`` (header source name).
     """
-    rec = Recorder(path, model=model, optimizer=optimizer, **options)
+    rec = _load_recorder().Recorder(path, model=model, optimizer=optimizer, **options)
     rec.start()
     _active.append(rec)
     try:

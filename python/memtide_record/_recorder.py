@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _stacks
 from ._writer import Alloc, Writer
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _now = time.perf_counter_ns
 _OOM = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)

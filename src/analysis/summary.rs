@@ -27,14 +27,23 @@ pub struct Summary {
     pub reserved_peak_at_start: bool,
     /// `allocator_settings` of a snapshot (JSON), None when the source has none.
     pub allocator_settings: Option<Value>,
+    pub reserved_peak_source_index: Option<u64>,
     pub capacity: Option<u64>,
     pub final_bytes: u64,
     pub unmatched_frees: u64,
+    /// False when the source names no allocation (whether a free matched is unknowable:
+    /// `unmatched_frees` is then shown as unavailable, never 0).
+    pub unmatched_frees_known: bool,
     pub skipped_lines: u64,
     pub warnings: Vec<String>,
     /// Facts about the source that do not put the figures in doubt (e.g. a snapshot without
     /// history is one instant).
     pub notes: Vec<String>,
+    /// The warnings that say the figures may be wrong (a subset of `warnings`).
+    pub doubtful: Vec<String>,
+    /// Why the live set is unavailable (None: it is known).
+    pub live_unavailable: Option<&'static str>,
+    pub distributed: Option<crate::trace::Distributed>,
     pub windows: Vec<WindowReport>,
     pub bands_source: &'static str,
     pub time_available: bool,
@@ -50,6 +59,8 @@ pub struct WindowInfo {
     pub label: String,
     pub first_index: u64,
     pub last_index: u64,
+    pub first_source_index: u64,
+    pub last_source_index: u64,
 }
 
 /// The peak and the live set there.
@@ -61,6 +72,8 @@ pub struct PeakReport {
     /// The peak is the initial state, before the first event (`index` is then meaningless
     /// and the JSON says `"index": null, "at": "start"`).
     pub at_start: bool,
+    /// The event's position in the source file (Kineto: in `traceEvents`).
+    pub source_index: u64,
     pub time_us: Option<f64>,
     pub mark: Option<String>,
     pub bands: [u64; Band::COUNT],
@@ -75,9 +88,12 @@ pub struct WindowReport {
     pub name: String,
     pub first_index: u64,
     pub last_index: u64,
+    pub first_source_index: u64,
+    pub last_source_index: u64,
     pub peak_bytes: Option<u64>,
     pub peak_index: Option<u64>,
     pub peak_at_start: bool,
+    pub peak_source_index: Option<u64>,
     pub peak_time_us: Option<f64>,
 }
 
@@ -104,7 +120,12 @@ impl Summary {
                 let live_count = live_all.len();
                 PeakReport {
                     bytes: p.bytes.0,
-                    index: if p.at_start { 0 } else { trace.src_index(p.at) },
+                    index: if p.at_start {
+                        0
+                    } else {
+                        trace.event_number(p.at)
+                    },
+                    source_index: if p.at_start { 0 } else { trace.src_index(p.at) },
                     at_start: p.at_start,
                     // The initial state has no timestamp of its own.
                     time_us: (!p.at_start).then(|| trace.time_us(p.at)).flatten(),
@@ -126,10 +147,16 @@ impl Summary {
             .map(|w: Window| WindowReport {
                 kind: w.kind.name(),
                 name: w.name,
-                first_index: trace.src_index(w.lo),
-                last_index: trace.src_index(w.hi),
+                first_index: trace.event_number(w.lo),
+                last_index: trace.event_number(w.hi),
+                first_source_index: trace.src_index(w.lo),
+                last_source_index: trace.src_index(w.hi),
                 peak_bytes: w.peak.map(|p| p.bytes.0),
                 peak_index: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .map(|p| trace.event_number(p.at)),
+                peak_source_index: w
                     .peak
                     .filter(|p| !p.at_start)
                     .map(|p| trace.src_index(p.at)),
@@ -148,7 +175,8 @@ impl Summary {
             events: index.len() as u64,
             peak,
             reserved_peak: rp.map(|(b, _)| b.0),
-            reserved_peak_index: rp.and_then(|(_, at)| at).map(|at| trace.src_index(at)),
+            reserved_peak_index: rp.and_then(|(_, at)| at).map(|at| trace.event_number(at)),
+            reserved_peak_source_index: rp.and_then(|(_, at)| at).map(|at| trace.src_index(at)),
             reserved_peak_at_start: rp.is_some_and(|(_, at)| at.is_none()),
             allocator_settings: trace
                 .meta
@@ -158,6 +186,7 @@ impl Summary {
             capacity: trace.capacity.map(|c| c.0),
             final_bytes: final_bytes(index).0,
             unmatched_frees: trace.unmatched_frees,
+            unmatched_frees_known: trace.identities_known(),
             skipped_lines: trace.skipped_lines,
             warnings: trace.warnings.clone(),
             notes: trace
@@ -166,14 +195,19 @@ impl Summary {
                 .filter(|(k, _)| k == "note")
                 .map(|(_, v)| v.clone())
                 .collect(),
+            doubtful: trace.doubtful_warnings().map(String::from).collect(),
+            live_unavailable: (!trace.identities_known()).then_some(crate::trace::NO_IDENTITIES),
+            distributed: trace.distributed.clone(),
             windows,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
             window: window.map(|w| WindowInfo {
                 spec: w.spec.clone(),
                 label: w.label.clone(),
-                first_index: trace.src_index(w.lo),
-                last_index: trace.src_index(w.hi),
+                first_index: trace.event_number(w.lo),
+                last_index: trace.event_number(w.hi),
+                first_source_index: trace.src_index(w.lo),
+                last_source_index: trace.src_index(w.hi),
             }),
             trend: trend(trace, index),
         }
@@ -197,9 +231,11 @@ impl Summary {
                     po.insert("bytes".into(), p.bytes.into());
                     if p.at_start {
                         po.insert("index".into(), Value::Null);
+                        po.insert("source_index".into(), Value::Null);
                         po.insert("at".into(), "start".into());
                     } else {
                         po.insert("index".into(), p.index.into());
+                        po.insert("source_index".into(), p.source_index.into());
                         po.insert("at".into(), "event".into());
                     }
                     po.insert("time_us".into(), time_json(p.time_us));
@@ -213,11 +249,22 @@ impl Summary {
                     }
                     po.insert("bands".into(), bands.into());
                     po.insert("bands_source".into(), self.bands_source.into());
-                    po.insert("live_count".into(), p.live_count.into());
-                    po.insert(
-                        "live".into(),
-                        p.live.iter().map(live_json).collect::<Vec<_>>().into(),
-                    );
+                    // Without identities the live set is unknown: null, never an empty list.
+                    match self.live_unavailable {
+                        Some(why) => {
+                            po.insert("live_count".into(), Value::Null);
+                            po.insert("live".into(), Value::Null);
+                            po.insert("live_unavailable".into(), why.into());
+                        }
+                        None => {
+                            po.insert("live_count".into(), p.live_count.into());
+                            po.insert(
+                                "live".into(),
+                                p.live.iter().map(live_json).collect::<Vec<_>>().into(),
+                            );
+                            po.insert("live_unavailable".into(), Value::Null);
+                        }
+                    }
                     po.into()
                 }
             },
@@ -229,6 +276,8 @@ impl Summary {
                 Some(w) => serde_json::json!({
                     "spec": w.spec, "label": w.label,
                     "first_index": w.first_index, "last_index": w.last_index,
+                    "first_source_index": w.first_source_index,
+                    "last_source_index": w.last_source_index,
                 }),
             },
         );
@@ -246,12 +295,29 @@ impl Summary {
             "allocator_settings".into(),
             self.allocator_settings.clone().unwrap_or(Value::Null),
         );
+        o.insert(
+            "reserved_peak_source_index".into(),
+            opt(self.reserved_peak_source_index),
+        );
         o.insert("capacity".into(), opt(self.capacity));
         o.insert("final_bytes".into(), self.final_bytes.into());
-        o.insert("unmatched_frees".into(), self.unmatched_frees.into());
+        o.insert(
+            "unmatched_frees".into(),
+            opt(self.unmatched_frees_known.then_some(self.unmatched_frees)),
+        );
         o.insert("skipped_lines".into(), self.skipped_lines.into());
         o.insert("warnings".into(), self.warnings.clone().into());
         o.insert("notes".into(), self.notes.clone().into());
+        o.insert("doubtful_warnings".into(), self.doubtful.clone().into());
+        o.insert(
+            "distributed".into(),
+            match &self.distributed {
+                None => Value::Null,
+                Some(d) => serde_json::json!({
+                    "rank": d.rank, "world_size": d.world_size, "backend": d.backend,
+                }),
+            },
+        );
         o.insert(
             "windows".into(),
             self.windows
@@ -262,9 +328,12 @@ impl Summary {
                         "name": w.name,
                         "first_index": w.first_index,
                         "last_index": w.last_index,
+                        "first_source_index": w.first_source_index,
+                        "last_source_index": w.last_source_index,
                         "peak_bytes": w.peak_bytes,
                         "peak_index": w.peak_index,
                         "peak_at": if w.peak_bytes.is_none() { None } else if w.peak_at_start { Some("start") } else { Some("event") },
+                        "peak_source_index": w.peak_source_index,
                         "peak_time_us": time_json(w.peak_time_us),
                     })
                 })

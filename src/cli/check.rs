@@ -1,10 +1,13 @@
-//! `memtide check`: a CI gate — exit 0 under the limit, 1 over it, with a one-line reason.
+//! `memtide check`: a CI gate — exit 0 under the limit, 1 over it, with a one-line reason;
+//! 2 on bad input, and on a trace whose reader warned that its figures may be wrong (unless
+//! `--allow-warnings`).
 
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
 use crate::analysis::live_entries;
-use crate::trace::{human_bytes, parse_size};
+use crate::trace::{human_bytes, parse_size, Trace};
 use anyhow::{Context, Result};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Parses `1%`, `0.5 %` or `0.01` (a fraction) into a fraction.
@@ -17,6 +20,56 @@ fn parse_growth(s: &str) -> Result<f64> {
     match v {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => anyhow::bail!("invalid --max-growth {s:?}: expected a percentage such as 1%"),
+    }
+}
+
+/// Refuses a trace whose reader said its figures may be wrong (unless `allow`): `check` must
+/// never print `ok` on figures it cannot vouch for. Informational warnings do not count.
+pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
+    let doubts: Vec<&str> = trace.doubtful_warnings().collect();
+    if allow || doubts.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{}: cannot vouch for the figures of {}: the reader reported that they may be wrong: {} (pass --allow-warnings to check it anyway)",
+        file.display(),
+        trace.device,
+        doubts.join("; ")
+    )
+}
+
+/// The top live storages for a FAIL line, or why they are unknown.
+pub fn biggest_live(trace: &Trace, index: &crate::index::Index, at: crate::trace::Seq) -> String {
+    if !trace.identities_known() {
+        return "unavailable (the file records no addresses)".into();
+    }
+    let top: Vec<String> = live_entries(trace, index, at, Some(3))
+        .into_iter()
+        .map(|e| {
+            let name = if e.name.is_empty() {
+                e.frame.clone()
+            } else {
+                e.name.clone()
+            };
+            let name = if name.is_empty() {
+                "unnamed".to_string()
+            } else {
+                name
+            };
+            format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
+        })
+        .collect();
+    top.join(", ")
+}
+
+/// ` (N warnings that the figures may be wrong were allowed)` after an `ok`, if any.
+fn allowed_note(trace: &Trace) -> String {
+    match trace.doubtful_warnings().count() {
+        0 => String::new(),
+        n => format!(
+            " ({n} warning{} that the figures may be wrong allowed by --allow-warnings)",
+            if n == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -36,6 +89,8 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     if t.index.is_empty() {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     }
+    refuse_doubtful(&a.file, &t.trace, a.allow_warnings)?;
+    let note = allowed_note(&t.trace);
     let mut failed = false;
     if let Some(g) = growth_limit {
         let tr = crate::analysis::trend::trend(&t.trace, &t.index);
@@ -62,7 +117,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
             failed = true;
         } else {
             crate::outln!(
-                "ok: step baseline growth {:+.2}% is within --max-growth {:.2}%",
+                "ok: step baseline growth {:+.2}% is within --max-growth {:.2}%{note}",
                 growth * 100.0,
                 g * 100.0
             );
@@ -96,42 +151,29 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .enclosing_mark(peak.at)
         .map(|m| format!(" ({})", t.trace.mark_name(m)))
         .unwrap_or_default();
-    let idx = t.trace.src_index(peak.at);
+    let mut idx = t.trace.event_number(peak.at).to_string();
+    if t.trace.numbers_differ_from_source() {
+        idx.push_str(&format!(" (#{} in the file)", t.trace.src_index(peak.at)));
+    }
     if peak.bytes <= limit {
         if failed {
             return Ok(ExitCode::from(1));
         }
         crate::outln!(
-            "ok: peak {} ({} B){wlabel} at event #{idx}{mark} is within --max-peak {}",
+            "ok: peak {} ({} B){wlabel} at event #{idx}{mark} is within --max-peak {}{note}",
             human_bytes(peak.bytes.0),
             peak.bytes.0,
             human_bytes(limit.0)
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let top: Vec<String> = live_entries(&t.trace, &t.index, peak.at, Some(3))
-        .into_iter()
-        .map(|e| {
-            let name = if e.name.is_empty() {
-                e.frame.clone()
-            } else {
-                e.name.clone()
-            };
-            let name = if name.is_empty() {
-                "unnamed".to_string()
-            } else {
-                name
-            };
-            format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
-        })
-        .collect();
     crate::outln!(
         "FAIL: peak {} ({} B){wlabel} at event #{idx}{mark} exceeds --max-peak {} by {}; biggest live: {}",
         human_bytes(peak.bytes.0),
         peak.bytes.0,
         human_bytes(limit.0),
         human_bytes(peak.bytes.0 - limit.0),
-        top.join(", ")
+        biggest_live(&t.trace, &t.index, peak.at)
     );
     Ok(ExitCode::from(1))
 }

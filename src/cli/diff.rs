@@ -53,7 +53,7 @@ fn peak_json(t: &super::load::Indexed, p: Option<crate::analysis::Peak>) -> serd
                 .collect();
             json!({
                 "bytes": p.bytes.0,
-                "index": t.trace.src_index(p.at),
+                "index": t.trace.event_number(p.at),
                 "time_us": crate::analysis::summary::time_json(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
                 "bands": bands,
@@ -108,7 +108,7 @@ fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Ind
         Some(p) => format!(
             "{} at #{}{}",
             human_bytes(p.bytes.0),
-            t.trace.src_index(p.at),
+            t.trace.event_number(p.at),
             t.trace
                 .enclosing_mark(p.at)
                 .map(|m| format!(" ({})", t.trace.mark_name(m)))

@@ -47,17 +47,13 @@ fn over(f: &Followed, from: usize, limit: Bytes) -> Option<(Seq, Bytes)> {
 }
 
 fn fail(f: &Followed, at: Seq, b: Bytes, limit: Bytes) -> ExitCode {
-    let top: Vec<String> = crate::analysis::live_entries(&f.trace, &f.index, at, Some(3))
-        .into_iter()
-        .map(|e| format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), e.name))
-        .collect();
     crate::outln!(
         "FAIL: peak {} ({} B) at event #{} exceeds --max-peak {}; biggest live: {}",
         human_bytes(b.0),
         b.0,
-        f.trace.src_index(at),
+        f.trace.event_number(at),
         human_bytes(limit.0),
-        top.join(", ")
+        super::check::biggest_live(&f.trace, &f.index, at)
     );
     ExitCode::from(1)
 }
@@ -68,6 +64,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     };
     let limit = parse_size(max_peak).context("--max-peak")?;
     let mut f = open(a)?;
+    super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
     if let Some((at, b)) = over(&f, 0, limit) {
         return Ok(fail(&f, at, b, limit));
     }
@@ -121,8 +118,9 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         }
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
+                super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
                 let peak = crate::analysis::global_peak(&f.trace, &f.index);
-                let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.src_index(p.at)));
+                let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.event_number(p.at)));
                 crate::outln!(
                     "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
                     human_bytes(b),

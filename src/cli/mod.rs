@@ -6,6 +6,7 @@ pub mod follow;
 pub mod lab;
 pub mod load;
 pub mod replay;
+pub mod shell;
 pub mod summary;
 
 use clap::{Args, Parser, Subcommand};
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 #[command(
     name = "memtide",
     version,
+    long_version = LONG_VERSION,
     about,
     args_conflicts_with_subcommands = true
 )]
@@ -29,6 +31,16 @@ pub struct Cli {
     #[command(flatten)]
     pub explore: ExploreArgs,
 }
+
+/// `memtide --version`: the version, then the formats this build reads.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nreads (the format is detected from the content, never from the file name):",
+    "\n  memtide JSONL v1 (.jsonl; can be followed while it is written)",
+    "\n  PyTorch CUDA memory snapshots: _dump_snapshot() pickle (protocols 2-5) or JSON, .gz",
+    "\n  PyTorch profiler traces: Kineto Chrome-trace JSON, .json.gz",
+    "\n  export_memory_timeline() files: .json and .raw.json.gz"
+);
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -42,6 +54,10 @@ pub enum Command {
     Diff(DiffArgs),
     /// The cache lab: an LRU teaching toy (entries, not bytes) — predict, then check.
     Lab(LabArgs),
+    /// Print a shell completion script: `memtide completions bash > ~/.local/share/bash-completion/completions/memtide`.
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff): `memtide man > memtide.1`.
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -191,6 +207,10 @@ pub struct CheckArgs {
     /// With --follow: exit 0 once the file has not grown for SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub idle_exit: Option<f64>,
+    /// Gate on the figures even when the reader warned that they may be wrong (without it,
+    /// such a trace exits 2 with the reason).
+    #[arg(long)]
+    pub allow_warnings: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -227,6 +247,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Replay(a)) => replay::run(&a),
         Some(Command::Diff(a)) => diff::run(&a),
         Some(Command::Lab(a)) => lab::run(&a),
+        Some(Command::Completions(a)) => shell::completions(&a),
+        Some(Command::Man) => shell::man(),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {

@@ -84,7 +84,17 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     }
     let loaded = load(&a.src, &a.input)?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let trace = &loaded.traces[i];
+    let Some(trace) = loaded.traces.get(i) else {
+        anyhow::bail!("no trace to replay");
+    };
+    if !trace.identities_known() {
+        anyhow::bail!(
+            "{}: cannot replay {}: {}, and JSONL needs one line per allocation",
+            a.src.display(),
+            trace.device,
+            crate::trace::NO_IDENTITIES
+        );
+    }
     let mut w = JsonlWriter::new(trace);
     w.header(&mut out)?;
     out.flush()?;

@@ -98,6 +98,9 @@ pub fn render_text(s: &Summary) -> String {
         "memtide summary · {} · {} · {}",
         s.source, s.format, s.device
     );
+    if let Some(d) = &s.distributed {
+        let _ = writeln!(o, "distributed      {}", d.label());
+    }
     let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
     let _ = writeln!(o, "events           {} (event axis)", grouped(s.events));
     match &s.peak {
@@ -110,6 +113,9 @@ pub fn render_text(s: &Summary) -> String {
             } else {
                 format!("at event #{}", p.index)
             };
+            if !p.at_start && p.source_index != p.index {
+                let _ = write!(at, " (#{} in the file)", p.source_index);
+            }
             if let Some(t) = p.time_us {
                 let _ = write!(
                     at,
@@ -150,7 +156,10 @@ pub fn render_text(s: &Summary) -> String {
         o,
         "reserved peak    {}",
         match (s.reserved_peak, s.reserved_peak_index) {
-            (Some(r), Some(i)) => format!("{} at event #{i}", bytes_both(r)),
+            (Some(r), Some(i)) => match s.reserved_peak_source_index.filter(|&f| f != i) {
+                Some(f) => format!("{} at event #{i} (#{f} in the file)", bytes_both(r)),
+                None => format!("{} at event #{i}", bytes_both(r)),
+            },
             (Some(r), None) => format!("{} at start (before event #0)", bytes_both(r)),
             _ => "unavailable (the source records no reserved memory)".into(),
         }
@@ -165,11 +174,21 @@ pub fn render_text(s: &Summary) -> String {
         let items: Vec<String> = a.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(o, "allocator        {}", items.join(" "));
     }
-    let _ = writeln!(o, "unmatched frees  {}", s.unmatched_frees);
+    let _ = writeln!(
+        o,
+        "unmatched frees  {}",
+        if s.unmatched_frees_known {
+            s.unmatched_frees.to_string()
+        } else {
+            "unavailable (the source records no addresses)".to_string()
+        }
+    );
     if s.skipped_lines > 0 {
         let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
     }
-    if let Some(p) = &s.peak {
+    if let (Some(_), Some(why)) = (&s.peak, s.live_unavailable) {
+        let _ = writeln!(o, "\nlive at the peak: {why}");
+    } else if let Some(p) = &s.peak {
         let _ = writeln!(
             o,
             "\ntop {} live at the peak (of {}):",
@@ -271,7 +290,15 @@ pub fn render_text(s: &Summary) -> String {
     if !s.warnings.is_empty() {
         let _ = writeln!(o, "\nwarnings:");
         for w in &s.warnings {
-            let _ = writeln!(o, "  - {w}");
+            // Those that say the figures may be wrong are the ones `check` refuses on.
+            let mark = if s.doubtful.contains(w) { "!" } else { "-" };
+            let _ = writeln!(o, "  {mark} {w}");
+        }
+        if !s.doubtful.is_empty() {
+            let _ = writeln!(
+                o,
+                "  (! = the figures may be wrong: `memtide check` exits 2 unless --allow-warnings)"
+            );
         }
     }
     o

@@ -446,7 +446,8 @@ impl JsonlDecoder {
         self.flush(trace)?;
         if trace.skipped_lines > 0 {
             let first = self.first_skip.clone().unwrap_or_default();
-            trace.warn(format!(
+            // What those lines held is missing from every figure.
+            trace.warn_doubtful(format!(
                 "--lenient: skipped {} bad line(s); first: {first}",
                 trace.skipped_lines
             ));
@@ -767,7 +768,7 @@ impl JsonlDecoder {
                         format!(
                             "id {} is already live (allocated at event {}); free or release it first",
                             e.id,
-                            trace.src_index(trace.start(s))
+                            trace.event_number(trace.start(s))
                         ),
                     );
                 }

@@ -70,7 +70,8 @@ pub fn read(
     // Without PyTorch's own categories (--categories), bands are inferred from the op/frame
     // stacks and lifetimes, as for snapshots.
     if let Some(rules) = rules {
-        for t in &mut traces {
+        // A device without identities has no allocation to infer a band for.
+        for t in traces.iter_mut().filter(|t| t.identities_known()) {
             crate::analysis::infer::infer(t, &rules);
             t.bands_source = crate::trace::BandsSource::Inferred;
         }
@@ -79,7 +80,11 @@ pub fn read(
 }
 
 /// The streaming pass. A trace cut short after some events opens with a warning.
-fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>), FormatError> {
+/// The warnings come with whether each says the figures may be wrong.
+fn collect(
+    input: Input,
+    progress: &Progress,
+) -> Result<(Collected, Vec<(String, bool)>), FormatError> {
     let mut c = Collected::new();
     let mut warnings = Vec::new();
     let res = feed::with_read_ahead(input.into_reader(), progress, |ra| {
@@ -90,9 +95,13 @@ fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>)
         Ok(()) => {}
         Err(FeedError::Cancelled) => return Err(FormatError::Cancelled),
         Err(FeedError::Io(e)) => return Err(io_or_cancel(e)),
-        Err(FeedError::Eof { offset }) if c.events_read > 0 => warnings.push(format!(
-            "trace is truncated at byte {offset}; showing the {} events read (the profiler may have died before finishing the file)",
-            c.events_read
+        // The events after the cut are lost: the peak may be among them.
+        Err(FeedError::Eof { offset }) if c.events_read > 0 => warnings.push((
+            format!(
+                "trace is truncated at byte {offset}; showing the {} events read (the profiler may have died before finishing the file)",
+                c.events_read
+            ),
+            true,
         )),
         Err(FeedError::Eof { offset }) => {
             return Err(FormatError::at(
@@ -107,6 +116,7 @@ fn collect(input: Input, progress: &Progress) -> Result<(Collected, Vec<String>)
             ))
         }
     }
+    warnings.extend(c.warnings.drain(..).map(|w| (w, false)));
     if !c.saw_trace_events {
         return Err(FormatError::Invalid(
             "a JSON object without a \"traceEvents\" array: not a Kineto trace".into(),

@@ -308,7 +308,7 @@ fn build_coalesced(t: &mut Trace, times_us: &[i64], rows: &[[i64; 8]]) {
         }
     }
     if negative > 0 {
-        t.warn(format!(
+        t.warn_doubtful(format!(
             "{negative} negative category totals in the timeline were shown as 0"
         ));
     }

@@ -12,10 +12,13 @@
 //!   own: [`Index::start_total`], [`Index::live_at_start`], and [`Index::reserved_peak_at`]
 //!   (`None` position when the reserved peak is the initial state).
 //!
+//! A trace without identities (no addresses) adds per-event byte deltas to the unknown band;
+//! its live set is empty (unavailable: [`Trace::identities_known`]).
+//!
 //! Memory: 8 bytes per event for the totals, plus checkpoints (amortised ≤ one `u32` per
 //! change) and `O(events / block)` for block maxima and band checkpoints.
 
-use crate::trace::{AllocId, BandTotals, Bytes, Seq, StorageKind, Trace};
+use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
 
 /// Positions per block (band checkpoints, block maxima).
@@ -82,6 +85,8 @@ impl Index {
                 ix.live_insert(i as u32);
             }
         }
+        // Bytes no storage carries (a source without identities) sit in the unknown band.
+        ix.baseline.add(Band::Unknown, trace.anon_baseline());
         ix.start_live = ix.live.clone();
         ix.cur_bands = ix.baseline;
         ix.cur_reserved = ix.baseline_reserved;
@@ -129,6 +134,7 @@ impl Index {
                 c += 1;
                 self.changes_since_ckpt += 1;
             }
+            apply_delta(&mut self.cur_bands, trace.delta(Seq(p as u64)));
             let total = self.cur_bands.total();
             self.totals.push(total);
             if let Some(bm) = self.block_max.last_mut() {
@@ -321,6 +327,11 @@ impl Index {
             }
             c += 1;
         }
+        if !trace.identities_known() {
+            for q in b * BLOCK..=p {
+                apply_delta(&mut bands, trace.delta(Seq(q as u64)));
+            }
+        }
         (bands, reserved)
     }
 
@@ -466,6 +477,15 @@ impl Index {
             + self.live.capacity() * 4
             + self.live_pos.capacity() * 12
             + self.start_live.capacity() * 4
+    }
+}
+
+/// Adds an event's byte change that no storage carries (traces without identities).
+fn apply_delta(bands: &mut BandTotals, d: i64) {
+    if d > 0 {
+        bands.add(Band::Unknown, d as u64);
+    } else if d < 0 {
+        bands.sub(Band::Unknown, d.unsigned_abs());
     }
 }
 

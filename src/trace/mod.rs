@@ -9,7 +9,7 @@ pub mod units;
 pub use band::{Band, BandTotals, Category};
 pub use intern::Interner;
 pub use model::{
-    BandsSource, Change, Clock, EventKind, Mark, MarkKind, StorageKind, Storages, Trace, View,
-    FLAG_FROM_START, FLAG_INFERRED, OPEN_END,
+    BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, StorageKind,
+    Storages, Trace, View, FLAG_FROM_START, FLAG_INFERRED, NO_IDENTITIES, OPEN_END,
 };
 pub use units::{human_bytes, parse_size, AllocId, Bytes, Seq, StackId, StrId, Ts};

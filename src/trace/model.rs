@@ -168,6 +168,8 @@ pub struct Change {
 pub enum BandsSource {
     Recorded,
     Inferred,
+    /// The source names no allocation: every byte is in the unknown band.
+    Unavailable,
 }
 
 impl BandsSource {
@@ -175,9 +177,51 @@ impl BandsSource {
         match self {
             BandsSource::Recorded => "recorded",
             BandsSource::Inferred => "inferred",
+            BandsSource::Unavailable => "unavailable",
         }
     }
 }
+
+/// What the `#N` event numbers shown to users count (DESIGN §7 `index`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventNumbers {
+    /// The source's own order: JSONL event lines in file order, snapshot trace entries.
+    Source,
+    /// Positions on the event axis (Kineto: time order, ties in file order); the file
+    /// position is kept as the source index beside it.
+    Axis,
+}
+
+/// Distributed-run facts a profiler recorded (Kineto `distributedInfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Distributed {
+    pub rank: Option<u64>,
+    pub world_size: Option<u64>,
+    pub backend: Option<String>,
+}
+
+impl Distributed {
+    /// `rank 3 of 8 · nccl` (the parts that are known).
+    pub fn label(&self) -> String {
+        let mut s = match (self.rank, self.world_size) {
+            (Some(r), Some(w)) => format!("rank {r} of {w}"),
+            (Some(r), None) => format!("rank {r}"),
+            (None, Some(w)) => format!("world size {w}"),
+            (None, None) => String::new(),
+        };
+        if let Some(b) = &self.backend {
+            if !s.is_empty() {
+                s.push_str(" · ");
+            }
+            s.push_str(b);
+        }
+        s
+    }
+}
+
+/// Why the live set of a trace is unavailable, shown where the live list would be.
+pub const NO_IDENTITIES: &str =
+    "this file records no addresses: the live set is unavailable (totals are the running sum of Bytes)";
 
 /// Sentinel for "not freed within the trace".
 pub const OPEN_END: u64 = u64::MAX;
@@ -249,6 +293,19 @@ pub struct Trace {
     pub has_reserved: bool,
     /// Header `meta` and other source-level facts, as JSON text.
     pub meta: Vec<(String, String)>,
+    /// What `#N` event numbers count (see [`Trace::event_number`]).
+    pub numbers: EventNumbers,
+    /// Rank, world size and backend when the source records them.
+    pub distributed: Option<Distributed>,
+    /// Indices into `warnings` of the ones that say the figures may be wrong (`check` refuses
+    /// to vouch for such a trace); the others are informational.
+    doubtful: Vec<usize>,
+    /// Signed byte change of each event, for a source that names no allocation (old Kineto
+    /// `[memory]` events carry only `Bytes`): totals are their running sum, in the unknown
+    /// band, and the live set is unavailable. None: the storages carry every byte.
+    deltas: Option<Vec<i64>>,
+    /// Bytes live before the first event of such a source (Total Allocated baseline).
+    anon_baseline: u64,
 }
 
 impl Trace {
@@ -277,6 +334,11 @@ impl Trace {
             warnings: Vec::new(),
             has_reserved: false,
             meta: Vec::new(),
+            numbers: EventNumbers::Source,
+            distributed: None,
+            doubtful: Vec::new(),
+            deltas: None,
+            anon_baseline: 0,
         }
     }
 
@@ -324,6 +386,9 @@ impl Trace {
         }
         self.ts.push(ts.0);
         self.kind.push(kind as u8);
+        if let Some(d) = self.deltas.as_mut() {
+            d.push(0);
+        }
         Seq(at)
     }
 
@@ -341,6 +406,56 @@ impl Trace {
             Some(v) => v.get(at.idx()).copied().unwrap_or(at.0),
             None => at.0,
         }
+    }
+
+    /// The `#N` shown to users for an event (DESIGN §7 `index`): the source index, or the
+    /// position on the event axis where the source's order is not the axis (Kineto).
+    pub fn event_number(&self, at: Seq) -> u64 {
+        match self.numbers {
+            EventNumbers::Source => self.src_index(at),
+            EventNumbers::Axis => at.0,
+        }
+    }
+
+    /// Whether event numbers and source indices can differ (then both are worth showing).
+    pub fn numbers_differ_from_source(&self) -> bool {
+        self.numbers == EventNumbers::Axis && self.src.is_some()
+    }
+
+    // ------------------------------------------------------------ identities
+
+    /// Marks the trace as one whose source names no allocation: from now on every event
+    /// carries a byte delta ([`Trace::set_delta`]) and `baseline` bytes are live from the
+    /// start. Events already pushed get a delta of 0.
+    pub fn set_identities_unknown(&mut self, baseline: u64) {
+        let n = self.ts.len();
+        self.deltas.get_or_insert_with(Vec::new).resize(n, 0);
+        self.anon_baseline = baseline;
+    }
+
+    /// Whether each allocation is known (else only totals are: the live set is unavailable).
+    pub fn identities_known(&self) -> bool {
+        self.deltas.is_none()
+    }
+
+    /// Sets the byte change of event `at` (traces without identities; ignored otherwise).
+    pub fn set_delta(&mut self, at: Seq, delta: i64) {
+        if let Some(x) = self.deltas.as_mut().and_then(|d| d.get_mut(at.idx())) {
+            *x = delta;
+        }
+    }
+
+    /// Byte change of event `at` not carried by any storage (0 when identities are known).
+    pub fn delta(&self, at: Seq) -> i64 {
+        self.deltas
+            .as_ref()
+            .and_then(|d| d.get(at.idx()).copied())
+            .unwrap_or(0)
+    }
+
+    /// Bytes live before the first event that no storage carries.
+    pub fn anon_baseline(&self) -> u64 {
+        self.anon_baseline
     }
 
     pub fn timestamps(&self) -> &[i64] {
@@ -643,9 +758,25 @@ impl Trace {
             + s.stack.capacity() * 4
             + s.src_id.capacity() * 8
             + self.changes.capacity() * std::mem::size_of::<Change>()
+            + self.deltas.as_ref().map_or(0, |d| d.capacity() * 8)
     }
 
+    /// An informational warning (shown; `check` still vouches for the figures).
     pub fn warn(&mut self, w: impl Into<String>) {
         self.warnings.push(w.into());
+    }
+
+    /// A warning that the figures may be wrong: shown like any other, and `check` exits 2
+    /// on it unless `--allow-warnings` is given.
+    pub fn warn_doubtful(&mut self, w: impl Into<String>) {
+        self.doubtful.push(self.warnings.len());
+        self.warnings.push(w.into());
+    }
+
+    /// The warnings that say the figures may be wrong, in order.
+    pub fn doubtful_warnings(&self) -> impl Iterator<Item = &str> {
+        self.doubtful
+            .iter()
+            .filter_map(|&i| self.warnings.get(i).map(String::as_str))
     }
 }

@@ -36,7 +36,7 @@ pub fn why_live(trace: &Trace, id: AllocId, at: Seq) -> String {
             let verb = if holders.len() > 1 { "hold" } else { "holds" };
             return format!(
                 "retained by view: base released at #{}, {who} still {verb} it",
-                trace.src_index(rel)
+                trace.event_number(rel)
             );
         }
     }

@@ -41,13 +41,28 @@ pub fn time_ns(ns: i64) -> String {
     }
 }
 
-/// `#N` (the source's own event index) and, when the clock has time, ` t=…`.
+/// `#N` (the event number, DESIGN §7 `index`) and, when the clock has time, ` t=…`.
 pub fn at(trace: &Trace, s: Seq) -> String {
-    let idx = trace.src_index(s);
+    let idx = trace.event_number(s);
     if trace.clock.has_time() && !trace.is_empty() {
         format!("#{idx} t={}", time_ns(trace.ts(s).0))
     } else {
         format!("#{idx}")
+    }
+}
+
+/// [`at`] with the event's position in the file beside it when the two differ (Kineto:
+/// `#N (file #S) t=…`), so the cursor can be found in the file.
+pub fn at_src(trace: &Trace, s: Seq) -> String {
+    if !trace.numbers_differ_from_source() || trace.is_empty() {
+        return at(trace, s);
+    }
+    let idx = trace.event_number(s);
+    let src = trace.src_index(s);
+    if trace.clock.has_time() {
+        format!("#{idx} (file #{src}) t={}", time_ns(trace.ts(s).0))
+    } else {
+        format!("#{idx} (file #{src})")
     }
 }
 

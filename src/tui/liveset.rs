@@ -27,7 +27,12 @@ pub struct LiveResult {
 pub fn compute(tr: &Trace, ix: &Index, at: Seq, group: GroupMode) -> LiveResult {
     let mut ids = ix.live_at_unsorted(tr, at);
     let count = ids.len();
-    let total = ids.iter().map(|&id| tr.size(id)).sum();
+    // Without identities no storage carries the bytes: the index's total does.
+    let total = if tr.identities_known() {
+        ids.iter().map(|&id| tr.size(id)).sum()
+    } else {
+        ix.total(at)
+    };
     let groups = match group {
         GroupMode::List => Vec::new(),
         g => groups(tr, &ids, g == GroupMode::ByBand),

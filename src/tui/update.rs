@@ -497,6 +497,12 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             None if app.live.group != GroupMode::List => {
                 app.status = Some("press g to return to the list, then Enter".into())
             }
+            None if app.device().is_some_and(|d| !d.trace.identities_known()) => {
+                app.status = Some(format!(
+                    "nothing to inspect: {}",
+                    crate::trace::NO_IDENTITIES
+                ))
+            }
             None => app.status = Some("nothing live at the cursor".into()),
         },
         Action::Back => {
@@ -741,13 +747,17 @@ fn copy_text(app: &App, dev: &Device) -> String {
         .as_ref()
         .map(|i| i.id)
         .or_else(|| app.live.selected_entry().map(|e| e.id));
+    let storages = if tr.identities_known() {
+        format!("in {} storages", app.live.count)
+    } else {
+        "(storages unavailable: the file records no addresses)".to_string()
+    };
     let mut s = format!(
-        "memtide {} {} at {}: {} live in {} storages\n",
+        "memtide {} {} at {}: {} live {storages}\n",
         tr.source,
         tr.device,
         fmt::at(tr, at),
         fmt::bytes(app.live.total.0),
-        app.live.count
     );
     if let Some(id) = id {
         s.push_str(&format!(

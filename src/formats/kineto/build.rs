@@ -6,13 +6,38 @@ use super::parse::{Collected, MemEv, SpanKind};
 use super::sidecar::Sidecar;
 use crate::formats::memory_timeline::category_of;
 use crate::trace::{
-    AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
-    Trace, Ts,
+    AllocId, Bytes, Category, Clock, EventKind, EventNumbers, Mark, MarkKind, Seq, StackId,
+    StorageKind, StrId, Trace, Ts,
 };
 use rustc_hash::FxHashMap;
 
 pub const PREEXISTING: &str = "pre-existing (allocated before profiling)";
 const NO_OP: &str = "(no enclosing op)";
+
+/// c10::DeviceType names, by number (`c10/core/DeviceType.h`, lower case as PyTorch prints).
+pub const DEVICE_TYPES: [&str; 21] = [
+    "cpu",
+    "cuda",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "fpga",
+    "maia",
+    "xla",
+    "vulkan",
+    "metal",
+    "xpu",
+    "mps",
+    "meta",
+    "hpu",
+    "ve",
+    "lazy",
+    "ipu",
+    "mtia",
+    "privateuseone",
+];
 
 /// A device as Kineto names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,21 +47,16 @@ pub struct Device {
 }
 
 impl Device {
-    /// c10::DeviceType numbers → the names PyTorch prints.
+    /// c10::DeviceType numbers → the names PyTorch prints (`cpu`, `cuda:0`, `xpu:1`, …).
     pub fn name(self) -> String {
-        let kind = match self.ty {
-            0 => return "cpu".into(),
-            1 => "cuda",
-            6 => "hip",
-            9 => "xla",
-            12 => "xpu",
-            13 => "mps",
-            15 => "hpu",
-            19 => "mtia",
-            20 => "privateuseone",
-            _ => return format!("device{}:{}", self.ty, self.id),
-        };
-        format!("{kind}:{}", self.id.max(0))
+        match usize::try_from(self.ty)
+            .ok()
+            .and_then(|t| DEVICE_TYPES.get(t))
+        {
+            Some(&"cpu") => "cpu".into(),
+            Some(kind) => format!("{kind}:{}", self.id.max(0)),
+            None => format!("device{}:{}", self.ty, self.id),
+        }
     }
     /// Accelerators first (by type and id), the CPU last: the default device is the GPU.
     fn order(self) -> (bool, i32, i32) {
@@ -51,7 +71,8 @@ pub struct Shared<'a> {
     pub source: &'a str,
     pub sidecar: Option<&'a mut Sidecar>,
     pub sidecar_name: String,
-    pub warnings: &'a [String],
+    /// File-level warnings, each with whether it says the figures may be wrong.
+    pub warnings: &'a [(String, bool)],
 }
 
 /// Builds every device's trace.
@@ -111,11 +132,10 @@ struct Dry {
     baseline: i64,
 }
 
-fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
+/// Bytes live before the first event by `Total Allocated` (its value minus the running sum of
+/// `Bytes`; 0 when no event has it), warning when later totals disagree with the sum.
+fn total_alloc_baseline(t: &mut Trace, evs: &[&MemEv]) -> i64 {
     let n = evs.len();
-    let mut live: FxHashMap<u64, (i64, u32)> = FxHashMap::default();
-    let mut unmatched = vec![false; n];
-    let mut free_of = vec![NONE; n];
     let mut sum: i64 = 0;
     // Candidate baselines from the first event with a total: Total Allocated read after the
     // event (post) or before it (pre). Allocators differ (even per event kind), so an event
@@ -123,10 +143,38 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
     let mut cand: Option<[i64; 2]> = None;
     let mut mismatch = [0u64; 2];
     let mut first_mismatch: [Option<(usize, i64, i64)>; 2] = [None, None];
-    let (mut reallocs, mut size_diff) = (0u64, 0u64);
     for (p, m) in evs.iter().enumerate() {
         let before = sum;
-        sum += m.bytes;
+        sum = sum.saturating_add(m.bytes);
+        if let Some(ta) = m.total_alloc() {
+            let c = *cand.get_or_insert([ta.saturating_sub(sum), ta.saturating_sub(before)]);
+            for k in 0..2 {
+                let v = ta.saturating_sub(c[k]);
+                if v != sum && v != before {
+                    mismatch[k] += 1;
+                    first_mismatch[k].get_or_insert((p, sum, ta));
+                }
+            }
+        }
+    }
+    let k = usize::from(mismatch[1] < mismatch[0]);
+    if let Some((p, s, ta)) = first_mismatch[k] {
+        let src = evs.get(p).map_or(0, |m| m.src);
+        t.warn_doubtful(format!(
+            "the running sum of Bytes differs from Total Allocated at {} of {n} [memory] events (first at event #{p}, traceEvents[{src}]: sum {s}, Total Allocated {ta}); the memory shown follows Bytes",
+            mismatch[k]
+        ));
+    }
+    cand.map_or(0, |c| c[k])
+}
+
+fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
+    let n = evs.len();
+    let mut live: FxHashMap<u64, (i64, u32)> = FxHashMap::default();
+    let mut unmatched = vec![false; n];
+    let mut free_of = vec![NONE; n];
+    let (mut reallocs, mut size_diff) = (0u64, 0u64);
+    for (p, m) in evs.iter().enumerate() {
         if m.bytes > 0 {
             if live.insert(m.addr, (m.bytes, p as u32)).is_some() {
                 reallocs += 1;
@@ -142,27 +190,10 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
                 None => unmatched[p] = true,
             }
         }
-        if let Some(ta) = m.total_alloc() {
-            let c = *cand.get_or_insert([ta - sum, ta - before]);
-            for k in 0..2 {
-                let v = ta - c[k];
-                if v != sum && v != before {
-                    mismatch[k] += 1;
-                    first_mismatch[k].get_or_insert((p, sum, ta));
-                }
-            }
-        }
     }
-    let k = usize::from(mismatch[1] < mismatch[0]);
-    let baseline = cand.map_or(0, |c| c[k]);
-    if let Some((p, s, ta)) = first_mismatch[k] {
-        t.warn(format!(
-            "the running sum of Bytes differs from Total Allocated at {} of {n} [memory] events (first at event {p}: sum {s}, Total Allocated {ta}); the memory shown follows Bytes",
-            mismatch[k]
-        ));
-    }
+    let baseline = total_alloc_baseline(t, evs);
     if baseline < 0 {
-        t.warn(format!(
+        t.warn_doubtful(format!(
             "Total Allocated is {} bytes below the running sum of Bytes from the first event on; the memory shown follows Bytes",
             -baseline
         ));
@@ -172,13 +203,13 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
         ));
     }
     if reallocs > 0 {
-        t.warn(format!(
-            "{reallocs} allocations reused an address that was still live; the older allocation was closed there"
+        t.warn_doubtful(format!(
+            "{reallocs} allocations reused an address that was still live; the older allocation was closed there, so the totals may be too low"
         ));
     }
     if size_diff > 0 {
-        t.warn(format!(
-            "{size_diff} frees had a size different from their allocation"
+        t.warn_doubtful(format!(
+            "{size_diff} frees had a size different from their allocation; the totals follow the allocation sizes"
         ));
     }
     Dry {
@@ -208,7 +239,11 @@ fn build_device(
     let mut t = Trace::new(dev.name(), sh.source, "kineto");
     t.clock = Clock::Us;
     t.bands_source = crate::trace::BandsSource::Recorded;
-    if dev.ty != 0 {
+    // `#N` counts the time-ordered axis; the traceEvents position is the source index.
+    t.numbers = EventNumbers::Axis;
+    t.distributed = c.distributed.clone();
+    // deviceProperties describe CUDA (or ROCm) devices by id.
+    if matches!(dev.ty, 1 | 6) {
         t.capacity = c
             .dev_props
             .iter()
@@ -216,18 +251,29 @@ fn build_device(
             .and_then(|p| p.total_global_mem)
             .map(Bytes);
     }
-    for w in sh.warnings {
-        t.warn(w.clone());
+    for (w, doubtful) in sh.warnings {
+        if *doubtful {
+            t.warn_doubtful(w.clone());
+        } else {
+            t.warn(w.clone());
+        }
     }
     // Stable sort by ts: the file order decides equal timestamps.
     let mut order: Vec<u32> = (0..evs_idx.len() as u32).collect();
     order.sort_by_key(|&i| c.mem[evs_idx[i as usize] as usize].ts);
-    let sorted = order.windows(2).all(|w| w[0] < w[1]);
     let evs: Vec<&MemEv> = order
         .iter()
         .map(|&i| &c.mem[evs_idx[i as usize] as usize])
         .collect();
     let ts: Vec<i64> = evs.iter().map(|m| m.ts).collect();
+    if evs.iter().any(|m| !m.has_addr()) {
+        replay_anonymous(&mut t, &evs);
+        if evs.is_empty() {
+            push_oom_events(&mut t, c, ooms);
+        }
+        add_marks(&mut t, c, &ts, ooms);
+        return (t, false);
+    }
     let dry = dry_run(&mut t, &evs);
     let base_ns = c.base_ns.unwrap_or(0);
 
@@ -263,12 +309,7 @@ fn build_device(
             b if b < 0 => EventKind::Free,
             _ => EventKind::Other,
         };
-        let file_pos = order[p] as u64;
-        if sorted {
-            t.push_event(Ts(m.ts), kind);
-        } else {
-            t.push_event_src(Ts(m.ts), kind, file_pos);
-        }
+        t.push_event_src(Ts(m.ts), kind, m.src);
         let mi = evs_idx[order[p] as usize] as usize;
         if m.bytes > 0 {
             if let Some(old) = live.remove(&m.addr) {
@@ -391,13 +432,83 @@ fn build_device(
         t.warn(w);
     }
     if evs.is_empty() {
-        // OOMs alone: give each one an event so it can be marked.
-        for &o in ooms {
-            t.push_event(Ts(c.ooms[o].ts), EventKind::Oom);
-        }
+        push_oom_events(&mut t, c, ooms);
     }
     add_marks(&mut t, c, &ts, ooms);
     (t, use_sidecar)
+}
+
+/// A device with OOMs alone: each one gets an event so it can be marked.
+fn push_oom_events(t: &mut Trace, c: &Collected, ooms: &[usize]) {
+    for &o in ooms {
+        if let Some(ev) = c.ooms.get(o) {
+            t.push_event_src(Ts(ev.ts), EventKind::Oom, ev.src);
+        }
+    }
+}
+
+/// The replay of a device whose `[memory]` events name no allocation (no `Addr`: older
+/// PyTorch): the totals are the running sum of `Bytes` in time order on top of the bytes live
+/// before the first event, carried as per-event deltas; no allocation is invented, so the
+/// live set is unavailable. Reserved memory still follows `Total Reserved`.
+fn replay_anonymous(t: &mut Trace, evs: &[&MemEv]) {
+    let n = evs.len();
+    let without = evs.iter().filter(|m| !m.has_addr()).count();
+    let recorded = total_alloc_baseline(t, evs);
+    if recorded < 0 {
+        t.warn_doubtful(format!(
+            "Total Allocated is {} bytes below the running sum of Bytes from the first event on; the memory shown follows Bytes",
+            -recorded
+        ));
+    }
+    let start = recorded.max(0);
+    // Frees of memory allocated before profiling can take the running sum below the start:
+    // at least that much was live from the start.
+    let (mut sum, mut low) = (start, start);
+    for m in evs {
+        sum = sum.saturating_add(m.bytes);
+        low = low.min(sum);
+    }
+    let lifted = low.min(0).unsigned_abs();
+    let baseline = (start as u64).saturating_add(lifted);
+    if lifted > 0 {
+        t.warn(format!(
+            "the running sum of Bytes falls {lifted} B below {}: at least that much was allocated before profiling started and is counted live from the start (peak and totals are lower bounds)",
+            if start > 0 { "the Total Allocated baseline" } else { "zero" }
+        ));
+    } else if baseline > 0 {
+        t.warn(format!(
+            "{baseline} bytes were allocated before profiling started (Total Allocated minus the running sum of Bytes); counted live from the start"
+        ));
+    }
+    let which = if without == n {
+        "no [memory] event carries an Addr (older PyTorch)".to_string()
+    } else {
+        format!("{without} of {n} [memory] events carry no Addr")
+    };
+    t.warn(format!(
+        "{which}: totals are the running sum of Bytes in time order; which allocations are live is unknown, so the live set is unavailable"
+    ));
+    t.set_identities_unknown(baseline);
+    t.bands_source = crate::trace::BandsSource::Unavailable;
+    let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
+    let seg_name = t.strings.intern("reserved segment");
+    let mut segs: Vec<(AllocId, i64)> = Vec::new();
+    let mut reserved: Option<i64> = None;
+    for m in evs {
+        let kind = match m.bytes {
+            b if b > 0 => EventKind::Alloc,
+            b if b < 0 => EventKind::Free,
+            _ => EventKind::Other,
+        };
+        let at = t.push_event_src(Ts(m.ts), kind, m.src);
+        t.set_delta(at, m.bytes);
+        if reserved_known {
+            if let Some(r) = m.total_res().filter(|&r| r >= 0) {
+                follow_reserved(t, &mut segs, &mut reserved, r, seg_name);
+            }
+        }
+    }
 }
 
 fn names_of(

@@ -11,11 +11,17 @@ use std::fmt;
 /// Marks an absent `Total Allocated` / `Total Reserved` (keeps [`MemEv`] small).
 pub const ABSENT: i64 = i64::MIN;
 
-/// One `[memory]` instant (file order). 48 bytes: a 1 GB trace holds ~10⁶ of them.
+/// `Addr` of a `[memory]` event that has none (older PyTorch writes only `Bytes`).
+pub const NO_ADDR: u64 = u64::MAX;
+
+/// One `[memory]` instant (file order). 56 bytes: a 1 GB trace holds ~10⁶ of them.
 #[derive(Clone, Copy, Debug)]
 pub struct MemEv {
     pub ts: i64,
+    /// [`NO_ADDR`] when the event carries no `Addr`.
     pub addr: u64,
+    /// Position of the event in the file's `traceEvents` array.
+    pub src: u64,
     pub bytes: i64,
     /// `Total Allocated` ([`ABSENT`] when absent).
     pub total_alloc: i64,
@@ -33,12 +39,17 @@ impl MemEv {
     pub fn total_res(&self) -> Option<i64> {
         (self.total_res != ABSENT).then_some(self.total_res)
     }
+    pub fn has_addr(&self) -> bool {
+        self.addr != NO_ADDR
+    }
 }
 
 /// One `[OutOfMemory]` instant.
 #[derive(Clone, Copy, Debug)]
 pub struct OomEv {
     pub ts: i64,
+    /// Position of the event in the file's `traceEvents` array.
+    pub src: u64,
     pub bytes: i64,
     pub dev_type: i32,
     pub dev_id: i32,
@@ -129,6 +140,10 @@ pub struct Collected {
     /// Number of `traceEvents` entries read completely.
     pub events_read: u64,
     pub saw_trace_events: bool,
+    /// `distributedInfo` (rank, world size, backend) when the header has it.
+    pub distributed: Option<crate::trace::Distributed>,
+    /// Problems with header fields that were skipped, with their byte offsets.
+    pub warnings: Vec<String>,
     tids: FxHashMap<TidKey, u32>,
 }
 
@@ -189,6 +204,17 @@ fn scan_with<R: std::io::Read>(
                 events(feed, c, fast)?;
             }
             "baseTimeNanoseconds" => c.base_ns = feed.value::<Num>()?.as_i64(),
+            "distributedInfo" => {
+                feed.peek()?; // past the whitespace: the offset is the value's
+                let at = feed.offset();
+                let v: serde_json::Value = feed.value()?;
+                match distributed_info(&v) {
+                    Some(d) => c.distributed = Some(d),
+                    None => c.warnings.push(format!(
+                        "distributedInfo at byte {at} is not an object with rank, world_size or backend (ignored)"
+                    )),
+                }
+            }
             "deviceProperties" => {
                 let v: Option<Vec<DevPropLoose>> = feed.value()?;
                 c.dev_props = v
@@ -227,6 +253,37 @@ fn scan_with<R: std::io::Read>(
             char::from(x)
         ))),
     }
+}
+
+/// Rank, world size and backend from `distributedInfo` (numbers or numeric strings); None
+/// when it is not an object or holds none of them.
+fn distributed_info(v: &serde_json::Value) -> Option<crate::trace::Distributed> {
+    let o = v.as_object()?;
+    let num = |k: &str| match o.get(k)? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    let d = crate::trace::Distributed {
+        rank: num("rank"),
+        world_size: num("world_size"),
+        backend: o
+            .get("backend")
+            .and_then(|b| b.as_str())
+            .filter(|b| !b.is_empty())
+            .map(String::from),
+    };
+    (d != crate::trace::Distributed::default()).then_some(d)
+}
+
+/// c10::DeviceType of a device named as PyTorch prints it (`"cuda"`, `"XPU"`).
+pub fn device_type_of_name(s: &str) -> Option<i64> {
+    let l = s.trim().to_ascii_lowercase();
+    let l = l.split(':').next().unwrap_or("");
+    super::build::DEVICE_TYPES
+        .iter()
+        .position(|&n| n == l)
+        .map(|i| i as i64)
 }
 
 fn events<R: std::io::Read>(
@@ -517,6 +574,52 @@ impl<'de> de::Deserialize<'de> for Num {
     }
 }
 
+/// `Device Type`: a c10::DeviceType number, or its name.
+struct DevTypeD(Option<i64>);
+impl<'de> de::Deserialize<'de> for DevTypeD {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DevTypeD;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a device type")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(Some(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(i64::try_from(v).ok()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(v.is_finite().then_some(v.round() as i64)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(
+                    s.trim()
+                        .parse::<i64>()
+                        .ok()
+                        .or_else(|| device_type_of_name(s)),
+                ))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<DevTypeD, E> {
+                Ok(DevTypeD(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<DevTypeD, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(DevTypeD(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<DevTypeD, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(DevTypeD(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 struct TidD(TidKey);
 impl<'de> de::Deserialize<'de> for TidD {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -604,7 +707,7 @@ impl<'de> Visitor<'de> for ArgsSeed {
                 ArgKey::Bytes => a.bytes = m.next_value::<Num>()?.as_i64(),
                 ArgKey::TotalAlloc => a.total_alloc = m.next_value::<Num>()?.as_i64(),
                 ArgKey::TotalRes => a.total_res = m.next_value::<Num>()?.as_i64(),
-                ArgKey::DevType => a.dev_type = m.next_value::<Num>()?.as_i64(),
+                ArgKey::DevType => a.dev_type = m.next_value::<DevTypeD>()?.0,
                 ArgKey::DevId => a.dev_id = m.next_value::<Num>()?.as_i64(),
                 ArgKey::Other => {
                     m.next_value::<IgnoredAny>()?;
@@ -673,21 +776,25 @@ impl Collected {
         match ev.ph {
             b'i' | b'I' | b'n' => {
                 let a = &ev.args;
+                let src = self.events_read;
                 if name == Some("[memory]") {
                     let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
                     self.mem.push(MemEv {
                         ts,
-                        addr: a.addr.unwrap_or(0),
+                        // An address of u64::MAX cannot be a real pointer: taken as none.
+                        addr: a.addr.unwrap_or(NO_ADDR),
+                        src,
                         bytes: a.bytes.unwrap_or(0),
                         total_alloc: a.total_alloc.unwrap_or(ABSENT),
                         total_res: a.total_res.unwrap_or(ABSENT),
-                        dev_type: a.dev_type.unwrap_or(0) as i16,
-                        dev_id: a.dev_id.unwrap_or(-1) as i16,
+                        dev_type: a.dev_type.unwrap_or(0).clamp(-1, i16::MAX as i64) as i16,
+                        dev_id: a.dev_id.unwrap_or(-1).clamp(-1, i16::MAX as i64) as i16,
                         tid,
                     });
                 } else if name == Some("[OutOfMemory]") {
                     self.ooms.push(OomEv {
                         ts,
+                        src,
                         bytes: a.bytes.unwrap_or(0),
                         dev_type: a.dev_type.unwrap_or(0) as i32,
                         dev_id: a.dev_id.unwrap_or(-1) as i32,
@@ -747,7 +854,7 @@ mod tests {
         use std::io::Read;
         let gz = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/traces/kineto-cpu-baseline/trace.json.gz"
+            "/tests/data/kineto-cpu-baseline/trace.json.gz"
         );
         let mut real = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))

@@ -529,7 +529,7 @@ fn build_one(
 
     let end_reserved = mapped.total();
     if !segs.is_empty() && end_reserved != final_reserved {
-        t.warn(format!(
+        t.warn_doubtful(format!(
             "replaying segment events leaves {end_reserved} B reserved but the final segments total {final_reserved} B; reserved figures may be off"
         ));
     }
@@ -617,7 +617,7 @@ fn settings_warnings(t: &mut Trace, text: &str) {
             .get("trace_alloc_max_entries")
             .and_then(|x| x.as_u64())
             .map_or("unknown".to_string(), |m| m.to_string());
-        t.warn(format!(
+        t.warn_doubtful(format!(
             "history was cut: allocator_settings.trace_alloc_overflowed is true (the ring buffer of trace_alloc_max_entries = {max} entries dropped the oldest ones). Memory allocated and freed before the first kept entry is invisible, so the real peak may be higher than the peak shown (a lower bound); frees without allocs and blocks live at dump time are counted from the start"
         ));
     }

@@ -179,7 +179,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
                     .enclosing_mark(p.at)
                     .map(|m| format!(" ({})", tr.mark_name(m)))
                     .unwrap_or_default();
-                format!("{} @ #{}{m}", fmt::bytes(p.bytes.0), tr.src_index(p.at))
+                format!("{} @ #{}{m}", fmt::bytes(p.bytes.0), tr.event_number(p.at))
             }
             _ => "none".into(),
         }
@@ -228,7 +228,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
             (Some(c), Some(dev)) if !c.empty => {
                 let t = c.bands.total();
                 (
-                    format!("#{} {}", dev.trace.src_index(c.at), fmt::bytes(t)),
+                    format!("#{} {}", dev.trace.event_number(c.at), fmt::bytes(t)),
                     Some(t),
                 )
             }

@@ -22,6 +22,9 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     if app.devices.len() > 1 {
         title.push_str(&format!(" [{}/{}]", app.current + 1, app.devices.len()));
     }
+    if let Some(d) = tr.distributed.as_ref().filter(|d| !d.label().is_empty()) {
+        title.push_str(&format!("{sep}{}", d.label()));
+    }
     if let Some(p) = dev.peak {
         if p.at_start {
             title.push_str(&format!("{sep}peak {} at start", fmt::bytes(p.bytes.0)));
@@ -29,7 +32,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
             title.push_str(&format!(
                 "{sep}peak {} @ #{}",
                 fmt::bytes(p.bytes.0),
-                tr.src_index(p.at)
+                tr.event_number(p.at)
             ));
             if let Some(m) = tr.enclosing_mark(p.at) {
                 title.push_str(&format!(" ({})", tr.mark_name(m)));
@@ -60,7 +63,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         buf,
         r.x,
         y,
-        &format!(" cursor {}  ", fmt::at(tr, at)),
+        &format!(" cursor {}  ", fmt::at_src(tr, at)),
         r.width,
         th.header_dim,
     );
@@ -105,8 +108,8 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     let range = match v.axis {
         crate::analysis::columns::Axis::Event => format!(
             "view #{}–#{} ",
-            tr.src_index(v.first_seq()),
-            tr.src_index(v.last_seq())
+            tr.event_number(v.first_seq()),
+            tr.event_number(v.last_seq())
         ),
         crate::analysis::columns::Axis::Time => {
             format!("view {}–{} ", fmt::time_ns(v.t0), fmt::time_ns(v.t1))

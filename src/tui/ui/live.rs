@@ -20,15 +20,38 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         GroupMode::ByFrame => "by top frame",
     };
     let busy = if lv.pending { " (updating…)" } else { "" };
-    let title = format!(
-        " live at {}{busy}: {} storages {} {}   [{mode}; g: group]",
-        fmt::at(&dev.trace, lv.at),
-        fmt::thousands(lv.count as u64),
-        app.glyphs.sep(),
-        fmt::bytes(lv.total.0),
-    );
+    let title = if dev.trace.identities_known() {
+        format!(
+            " live at {}{busy}: {} storages {} {}   [{mode}; g: group]",
+            fmt::at(&dev.trace, lv.at),
+            fmt::thousands(lv.count as u64),
+            app.glyphs.sep(),
+            fmt::bytes(lv.total.0),
+        )
+    } else {
+        format!(
+            " live at {}{busy}: storages unavailable {} {}",
+            fmt::at(&dev.trace, lv.at),
+            app.glyphs.sep(),
+            fmt::bytes(lv.total.0),
+        )
+    };
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     put(buf, r.x, r.y, &title, r.width, th.live_header);
+    if !dev.trace.identities_known() {
+        // Totals are known, allocations are not: say so instead of an empty list.
+        if r.height > 1 {
+            put(
+                buf,
+                r.x,
+                r.y + 1,
+                &format!("  {}", crate::trace::NO_IDENTITIES),
+                r.width,
+                th.text,
+            );
+        }
+        return;
+    }
     let rows = r.height.saturating_sub(1) as usize;
     let sel_style = Theme::as_bg(th.live_selected);
     let w = r.width as usize;

@@ -1,0 +1,195 @@
+//! `pip install memtide`: builds the wheel with maturin, installs it into a fresh virtual
+//! environment and uses it as a user would: the `memtide` binary on PATH, the recorder
+//! importable as `memtide_record` and `memtide.record`, a tiny recording read back.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The environment `scripts/setup-python-env` makes: `MEMTIDE_PY_ENV`, else
+/// `$HOME/.cache/memtide/py-env`.
+fn env_dir() -> PathBuf {
+    std::env::var_os("MEMTIDE_PY_ENV")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/memtide/py-env")))
+        .expect("MEMTIDE_PY_ENV or HOME")
+}
+
+fn run(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The cargo target directory this test was built in (`…/target/debug/memtide` → `…/target`),
+/// so the wheel reuses the build instead of compiling everything again.
+fn target_dir() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+    bin.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
+}
+
+#[test]
+#[ignore = "needs maturin and torch: run scripts/setup-python-env, then cargo test -- --include-ignored"]
+fn wheel_installs_the_binary_and_the_recorder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let env = env_dir();
+    let maturin = env.join("bin/maturin");
+    assert!(
+        maturin.exists(),
+        "no maturin at {}: run scripts/setup-python-env",
+        maturin.display()
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let wheels = tmp.path().join("wheels");
+
+    // 1. The wheel (dev profile: the same compiled code the other tests run).
+    run(
+        Command::new(&maturin)
+            .current_dir(root)
+            .args(["build", "--profile", "dev", "--out"])
+            .arg(&wheels)
+            .env("CARGO_TARGET_DIR", target_dir()),
+        "maturin build",
+    );
+    let wheel = std::fs::read_dir(&wheels)
+        .expect("wheel dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("a .whl was built");
+    let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    assert!(
+        name.starts_with(&format!("memtide-{}-", env!("CARGO_PKG_VERSION"))),
+        "wheel name {name}"
+    );
+
+    // 2. A fresh venv with nothing but the wheel (no index: the wheel has no dependencies).
+    let venv = tmp.path().join("venv");
+    run(
+        Command::new(env.join("bin/python"))
+            .args(["-m", "venv"])
+            .arg(&venv),
+        "python -m venv",
+    );
+    let py = venv.join("bin/python");
+    run(
+        Command::new(&py)
+            .args(["-m", "pip", "install", "--quiet", "--no-index", "--no-deps"])
+            .arg(&wheel),
+        "pip install the wheel",
+    );
+
+    // 3. The binary on the venv's PATH.
+    let bin = venv.join("bin/memtide");
+    let v = run(Command::new(&bin).arg("--version"), "memtide --version");
+    assert!(text(&v).starts_with(&format!("memtide {}", env!("CARGO_PKG_VERSION"))));
+    let sample = root.join("sample-traces/cuda-oom.pickle");
+    let ours = run(
+        Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .args(["summary", "--json"])
+            .arg(&sample),
+        "cargo's memtide summary",
+    );
+    let theirs = run(
+        Command::new(&bin).args(["summary", "--json"]).arg(&sample),
+        "the wheel's memtide summary",
+    );
+    assert_eq!(
+        text(&theirs),
+        text(&ours),
+        "the wheel's binary reads the sample alike"
+    );
+    let m = run(
+        Command::new(&py).args(["-m", "memtide", "--version"]),
+        "python -m memtide",
+    );
+    assert!(text(&m).starts_with("memtide "));
+
+    // 4. The recorder from the wheel (not from the checkout), under both names.
+    let imp = run(
+        Command::new(&py).current_dir(tmp.path()).args([
+            "-c",
+            "import memtide_record, memtide.record as r, memtide; \
+             assert r.record is memtide_record.record; \
+             print(memtide_record.__file__); print(memtide.__version__)",
+        ]),
+        "import memtide_record",
+    );
+    let out = text(&imp);
+    let mut lines = out.lines();
+    let file = lines.next().unwrap_or("");
+    assert!(
+        file.starts_with(&venv.display().to_string()),
+        "memtide_record came from {file}, not the venv"
+    );
+    assert_eq!(lines.next(), Some(env!("CARGO_PKG_VERSION")));
+
+    // 5. A tiny recording with the wheel's recorder, torch borrowed from the test environment
+    // (a .pth line appends its site-packages after the venv's own).
+    let torch_site = run(
+        Command::new(env.join("bin/python")).args([
+            "-c",
+            "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))",
+        ]),
+        "find torch",
+    );
+    let site = run(
+        Command::new(&py).args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ]),
+        "venv site-packages",
+    );
+    std::fs::write(
+        Path::new(text(&site).trim()).join("zz-torch-from-test-env.pth"),
+        text(&torch_site),
+    )
+    .expect("write .pth");
+    let jsonl = tmp.path().join("run.jsonl");
+    let script = "import sys, torch, memtide_record\n\
+        model = torch.nn.Linear(512, 512)\n\
+        opt = torch.optim.Adam(model.parameters())\n\
+        with memtide_record.record(sys.argv[1], model=model, optimizer=opt):\n\
+        \x20   for i in range(2):\n\
+        \x20       memtide_record.step(i)\n\
+        \x20       opt.zero_grad(set_to_none=True)\n\
+        \x20       model(torch.randn(64, 512)).sum().backward()\n\
+        \x20       opt.step()\n\
+        print(sum(p.numel() * p.element_size() for p in model.parameters()))\n";
+    let rec = run(
+        Command::new(&py)
+            .current_dir(tmp.path())
+            .args(["-c", script])
+            .arg(&jsonl),
+        "a tiny recording",
+    );
+    let param_bytes: u64 = text(&rec).trim().parse().expect("parameter bytes");
+    let s = run(
+        Command::new(&bin).args(["summary", "--json"]).arg(&jsonl),
+        "memtide summary of the recording",
+    );
+    let v: serde_json::Value = serde_json::from_str(&text(&s)).expect("summary json");
+    assert_eq!(v["format"], "jsonl");
+    // Parameters + gradients + Adam's two moments stay live: at least 4 × the parameters.
+    let final_bytes = v["final_bytes"].as_u64().expect("final_bytes");
+    assert!(
+        final_bytes >= 4 * param_bytes,
+        "final {final_bytes} B < 4 × {param_bytes} B of parameters"
+    );
+    let steps = v["steps"].as_array().map_or(0, Vec::len);
+    assert_eq!(steps, 2, "two step marks recorded");
+}
