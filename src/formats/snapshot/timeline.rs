@@ -203,10 +203,8 @@ impl Mapped {
 
     fn total(&self) -> u64 {
         self.pieces
-            .values()
-            .zip(self.pieces.keys())
-            .map(|(&(e, _), &s)| e - s)
-            .sum()
+            .iter()
+            .fold(0u64, |acc, (&s, &(e, _))| acc.saturating_add(e - s))
     }
 }
 
@@ -493,7 +491,9 @@ fn build_one(
     // Without history they open at the dump (event #0) instead.
     let mut ghosts = (0u64, 0u64);
     let mut rounded = 0u64;
-    let final_reserved: u64 = segs.iter().map(|s| s.total_size).sum();
+    let final_reserved: u64 = segs
+        .iter()
+        .fold(0u64, |acc, s| acc.saturating_add(s.total_size));
     for s in segs {
         let mut addr = s.address;
         for b in &s.blocks {
@@ -520,8 +520,8 @@ fn build_one(
                     t.extra.insert(id, x);
                 }
                 ghosts.0 += 1;
-                ghosts.1 += b.requested;
-                rounded += b.size;
+                ghosts.1 = ghosts.1.saturating_add(b.requested);
+                rounded = rounded.saturating_add(b.size);
             }
             addr = addr.wrapping_add(b.size);
         }
