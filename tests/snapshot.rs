@@ -635,3 +635,56 @@ fn explorer_inspector_shows_fields_and_settings() {
     );
     assert!(s.contains("allocator settings of the file"), "{s}");
 }
+
+/// `summary` and `check` on the new shapes, through the binary: a history-less dump and a
+/// bare list are gated like any trace; a cut history is doubted (exit 2) unless allowed.
+#[test]
+fn cli_summary_and_check_on_new_shapes() {
+    use assert_cmd::Command;
+    for f in [
+        "no_history.pickle",
+        "segments_list.pickle",
+        "segments_list.json",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .args(["summary", "--json"])
+            .arg(fixture(f))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{f}: {out:?}");
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["peak"]["bytes"], 13_654_741, "{f}");
+        assert_eq!(j["reserved_peak"], 106_954_752, "{f}");
+        let code = |limit: &str| {
+            Command::new(env!("CARGO_BIN_EXE_memtide"))
+                .args(["check", "--max-peak", limit])
+                .arg(fixture(f))
+                .output()
+                .unwrap()
+                .status
+                .code()
+        };
+        assert_eq!(code("1GiB"), Some(0), "{f}");
+        assert_eq!(code("10MiB"), Some(1), "{f}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .args(["summary", "--json"])
+        .arg(fixture("late_start.pickle"))
+        .output()
+        .unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["peak"]["index"], Value::Null);
+    assert_eq!(j["peak"]["at"], "start");
+    let code = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .args(["check", "--max-peak", "1GiB"])
+            .args(extra)
+            .arg(fixture("late_start.pickle"))
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(code(&[]), Some(2));
+    assert_eq!(code(&["--allow-warnings"]), Some(0));
+}
