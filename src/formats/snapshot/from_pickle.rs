@@ -122,7 +122,7 @@ impl Hook for Conv {
             return Ok(None);
         }
         let k = &self.keys;
-        let (mut act, mut frame_keys, mut other) = (None, 0, false);
+        let (mut act, mut has_filename, mut other) = (None, false, false);
         for (i, kv) in items.chunks_exact(2).enumerate() {
             let Val::Str(key) = kv[0] else {
                 return Ok(None);
@@ -132,8 +132,9 @@ impl Hook for Conv {
             }
             if key == k.action {
                 act = Some(kv[1]);
-            } else if key == k.filename || key == k.line || key == k.name || k.fx.contains(&key) {
-                frame_keys += 1;
+            } else if key == k.filename {
+                has_filename = true;
+            } else if key == k.line || key == k.name || k.fx.contains(&key) {
             } else {
                 other = true;
             }
@@ -141,7 +142,9 @@ impl Hook for Conv {
         if let Some(act) = act {
             return Ok(Some((ENTRY, self.entry(a, items, act)?)));
         }
-        if frame_keys > 0 && !other {
+        // A frame names its file (a user's metadata dict with a `name` is not one); other
+        // frame-shaped dicts are converted when their list is.
+        if has_filename && !other {
             return Ok(Some((FRAME, self.frame_from(a, items))));
         }
         Ok(None)
@@ -251,7 +254,8 @@ impl Conv {
                             row.name = self.raw.strings.intern(s);
                         }
                     }
-                    Val::None => {}
+                    // (A dict the hook took for a frame has no JSON form left.)
+                    Val::None | Val::Done(..) => {}
                     // A dict or list of metadata: kept as its JSON text.
                     v => {
                         let text = val_json(a, v, 0).to_string();
