@@ -99,7 +99,29 @@ fn check_fixture(file: &str, truth_file: &str) {
         let ctx = format!("{file} {dev}");
         assert_eq!(s.events, t["events"].as_u64().unwrap(), "{ctx} events");
         assert_eq!(p.bytes, t["peak_bytes"].as_u64().unwrap(), "{ctx} peak");
-        assert_eq!(p.index, t["peak_index"].as_u64().unwrap(), "{ctx} index");
+        let at_start = t["peak_at"].as_str().unwrap() == "start";
+        assert_eq!(p.at_start, at_start, "{ctx} peak at start");
+        if !at_start {
+            assert_eq!(p.index, t["peak_index"].as_u64().unwrap(), "{ctx} index");
+        }
+        // the JSON says so: `"index": null, "at": "start"`
+        let j = s.to_json(&[]);
+        assert_eq!(
+            j["peak"]["index"].as_u64(),
+            t["peak_index"].as_u64(),
+            "{ctx} json index"
+        );
+        assert_eq!(j["peak"]["at"], t["peak_at"], "{ctx} json at");
+        assert_eq!(
+            s.reserved_peak_index,
+            t["reserved_peak_index"].as_u64(),
+            "{ctx} reserved index"
+        );
+        assert_eq!(
+            j["reserved_peak_at"].as_str() == Some("start"),
+            t["reserved_peak"].is_u64() && t["reserved_peak_index"].is_null(),
+            "{ctx} reserved at start"
+        );
         assert_eq!(
             p.time_us.map(|x| x as u64),
             t["peak_time_us"].as_u64(),
@@ -155,6 +177,186 @@ fn ring_buffer_protocol5_gzip() {
 fn json_form_plain_and_gzip() {
     check_fixture("small.json", "small.truth.json");
     check_fixture("small.json.gz", "small.truth.json");
+}
+
+#[test]
+fn history_began_late_peak_is_the_initial_state() {
+    check_fixture("late_start.pickle", "late_start.truth.json");
+    let t = read_json(&fixture("late_start.truth.json"));
+    assert_eq!(
+        t["devices"]["cuda:0"]["peak_at"], "start",
+        "the fixture must exercise it"
+    );
+    let s = &summaries(&fixture("late_start.pickle"), &LoadOptions::default())[0];
+    let p = s.peak.as_ref().unwrap();
+    assert_eq!(p.time_us, None, "the initial state has no time of its own");
+    // the 30 MiB weight freed by the first entries is in the live set at the peak
+    assert!(p.live.iter().any(|l| l.bytes.0 == 30 << 20));
+    let text = memtide::cli::summary::render_text(s);
+    assert!(text.contains("at start"), "{text}");
+    // the history cut is said, with what it means for the peak
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("trace_alloc_overflowed") && w.contains("lower bound")),
+        "{:?}",
+        s.warnings
+    );
+    let settings = s.allocator_settings.as_ref().unwrap();
+    assert_eq!(settings["trace_alloc_overflowed"], true);
+}
+
+#[test]
+fn history_less_dump_is_one_instant() {
+    check_fixture("no_history.pickle", "no_history.truth.json");
+    let s = summaries(&fixture("no_history.pickle"), &LoadOptions::default());
+    // said as a note (a fact about the file), not a warning (a doubt about the figures)
+    assert!(
+        s[0].notes.iter().any(|w| w.contains("no trace history")),
+        "{:?}",
+        s[0].notes
+    );
+    assert!(s[0].warnings.is_empty(), "{:?}", s[0].warnings);
+    // the block list with frames
+    let p = s[0].peak.as_ref().unwrap();
+    assert!(p.live.iter().all(|l| !l.frame.is_empty()), "{:?}", p.live);
+}
+
+#[test]
+fn bare_segment_list_pickle_and_json() {
+    check_fixture("segments_list.pickle", "segments_list.truth.json");
+    check_fixture("segments_list.json", "segments_list.truth.json");
+}
+
+#[test]
+fn bare_lists_that_are_not_segments_are_refused() {
+    // pickle.dumps([1, 2], protocol=4) and pickle.dumps([{"a": 1}], protocol=2)
+    let e =
+        load_bytes(b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.").unwrap_err();
+    assert!(e.contains("not a segment dict"), "{e}");
+    let e = load_bytes(b"\x80\x02]q\x00}q\x01X\x01\x00\x00\x00aq\x02K\x01sa.").unwrap_err();
+    assert!(e.contains("not a segment dict"), "{e}");
+    // a dict that is no snapshot
+    let e = load_bytes(b"\x80\x04\x95\n\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x01a\x94K\x01s.")
+        .unwrap_err();
+    assert!(e.contains("neither 'segments' nor 'device_traces'"), "{e}");
+}
+
+#[test]
+fn expandable_segments_reserved_is_the_union_of_mapped_ranges() {
+    check_fixture("expandable.pickle", "expandable.truth.json");
+    let t = read_json(&fixture("expandable.truth.json"));
+    assert_eq!(t["devices"]["cuda:0"]["reserved_peak"], 90u64 << 20);
+    let s = &summaries(&fixture("expandable.pickle"), &LoadOptions::default())[0];
+    assert!(
+        !s.warnings.iter().any(|w| w.contains("reserved")),
+        "{:?}",
+        s.warnings
+    );
+}
+
+/// The example: map A (20 MiB), map A+20 MiB (20 MiB), unmap A (40 MiB).
+#[test]
+fn unmap_spanning_two_maps_closes_both() {
+    const MIB: u64 = 1 << 20;
+    let a = 0x7000_0000_0000u64;
+    let doc = serde_json::json!({"segments": [], "device_traces": [[
+        {"action": "segment_map", "addr": a, "size": 20 * MIB},
+        {"action": "segment_map", "addr": a + 20 * MIB, "size": 20 * MIB},
+        {"action": "segment_unmap", "addr": a, "size": 40 * MIB},
+        {"action": "segment_map", "addr": a, "size": 10 * MIB},
+    ]]});
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.json");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &loaded.traces[0];
+    let ix = Index::build(t);
+    let s = Summary::build(t, &ix);
+    assert_eq!(s.reserved_peak, Some(40 * MIB));
+    assert_eq!(s.reserved_peak_index, Some(1));
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 0);
+    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(3)).0, 10 * MIB);
+}
+
+fn fields_checks(file: &str) {
+    check_fixture(file, "fields.truth.json");
+    let loaded = formats::load(&fixture(file), &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = loaded.traces.iter().find(|t| t.device == "cuda:0").unwrap();
+    assert!(loaded.traces.iter().any(|t| t.device == "host:pinned"));
+    let a = 0x7F70_0000_0000u64;
+    let id = (0..t.storage_count())
+        .map(|i| memtide::trace::AllocId(i as u32))
+        .find(|&id| {
+            t.storages.src_id[id.idx()] == a
+                && t.storage_kind(id) == memtide::trace::StorageKind::Block
+        })
+        .unwrap();
+    // annotate adds to user_metadata, never replaces it
+    assert_eq!(t.name(id), "stepA; layer1; extra", "{file}");
+    // pool, stream, compile context and forward frames kept on the allocation
+    let extra: Value = serde_json::from_str(t.strings.str(t.extra[&id])).unwrap();
+    assert_eq!(extra["pool_id"], serde_json::json!([1, 2]), "{file}");
+    assert_eq!(extra["stream"], 94_000_000, "{file}");
+    assert_eq!(extra["compile_context"], "Torch-Compiled Region: 0/1");
+    assert!(extra["forward_frames"][0]
+        .as_str()
+        .unwrap()
+        .contains("model.py"));
+    // FX fields are part of the frame
+    assert!(
+        t.stack(id)
+            .iter()
+            .any(|f| f.contains("fx op=call_function node=addmm") && f.contains("model.py")),
+        "{:?}",
+        t.stack(id)
+    );
+    // user_defined is a mark
+    let m = t
+        .marks
+        .iter()
+        .find(|m| m.kind == memtide::trace::MarkKind::Note)
+        .unwrap();
+    assert_eq!((t.mark_name(m), m.at.0), ("checkpoint-1", 4));
+    let w = &t.warnings;
+    assert!(
+        w.iter()
+            .any(|w| w.contains("1 annotate entries name an address")),
+        "{w:?}"
+    );
+    assert!(w.iter().any(|w| w.contains("some_future_action")), "{w:?}");
+    assert!(
+        !w.iter().any(|w| w.contains("trace_alloc_overflowed")),
+        "{w:?}"
+    );
+    // the settings (unknown ones too) are shown in the summary
+    let s = Summary::build(t, &Index::build(t));
+    let text = memtide::cli::summary::render_text(&s);
+    assert!(text.contains("max_split_size=134217728") && text.contains("a_future_setting"));
+}
+
+#[test]
+fn pytorch_2_x_fields_pickle() {
+    fields_checks("fields.pickle");
+}
+
+#[test]
+fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
+    fields_checks("fields.json");
+    let loaded = formats::load(
+        &fixture("fields.json"),
+        &LoadOptions::default(),
+        &Progress::new(),
+    )
+    .unwrap();
+    let t = &loaded.traces[0];
+    let id = (0..t.storage_count())
+        .map(|i| memtide::trace::AllocId(i as u32))
+        .find(|&id| t.storages.src_id[id.idx()] == 0x7F70_0040_0000)
+        .unwrap();
+    let meta: Value = serde_json::from_str(t.name(id)).unwrap();
+    assert_eq!(meta["tag"], "x");
+    assert_eq!(t.stack(id)[0], "compiled_fn.py:12");
 }
 
 #[test]
@@ -355,7 +557,7 @@ fn hand_computed_expandable_segments() {
             {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,000,300
             {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,000,000
             {"action": "oom", "size": 5, "device_free": 7, "time_us": 16},                  // 6
-            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: ignored
+            {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: a mark
         ]]
     });
     let dir = tempfile::tempdir().unwrap();
@@ -386,8 +588,103 @@ fn hand_computed_expandable_segments() {
         (oom.at.0, oom.size.map(|b| b.0), oom.free.map(|b| b.0)),
         (6, Some(5), Some(7))
     );
-    assert!(s.warnings.iter().any(|w| w.contains("user_defined")));
+    // user_defined entries are marks (named by their user_metadata, else "user_defined")
+    assert!(t
+        .marks
+        .iter()
+        .any(|m| m.kind == memtide::trace::MarkKind::Note
+            && t.mark_name(m) == "user_defined"
+            && m.at.0 == 7));
     // C++ frame hidden; the Python frame is the top frame
     let live = &p.live;
     assert!(live.iter().any(|l| l.frame == "/w/train.py:3:forward"));
+}
+
+/// The explorer on a history-less dump: one instant with every block listed.
+#[test]
+fn explorer_history_less_lists_the_blocks() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("no_history.pickle"), 120, 30);
+    let s = h.screen();
+    assert!(!s.contains("0 storages"), "{s}");
+    assert!(s.contains("16 storages"), "{s}");
+    h.press("p");
+    assert!(h.screen().contains("16 storages"));
+}
+
+/// The explorer says when the peak is the initial state.
+#[test]
+fn explorer_peak_at_start() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("late_start.pickle"), 120, 30);
+    let s = h.screen();
+    assert!(s.contains("at start"), "{s}");
+    // opening says the history was cut
+    assert!(s.contains("history was cut"), "{s}");
+    h.press("p");
+    assert!(h.screen().contains("initial state"), "{}", h.screen());
+}
+
+/// The inspector shows the kept fields of an allocation and the file's allocator settings.
+#[test]
+fn explorer_inspector_shows_fields_and_settings() {
+    let mut h = memtide::tui::testing::Harness::open(&fixture("fields.pickle"), 200, 50);
+    h.press("p<Enter>");
+    let s = h.screen();
+    assert!(
+        s.contains("fields:") && s.contains("Torch-Compiled Region"),
+        "{s}"
+    );
+    assert!(s.contains("allocator settings of the file"), "{s}");
+}
+
+/// `summary` and `check` on the new shapes, through the binary: a history-less dump and a
+/// bare list are gated like any trace; a cut history is doubted (exit 2) unless allowed.
+#[test]
+fn cli_summary_and_check_on_new_shapes() {
+    use assert_cmd::Command;
+    for f in [
+        "no_history.pickle",
+        "segments_list.pickle",
+        "segments_list.json",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .args(["summary", "--json"])
+            .arg(fixture(f))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{f}: {out:?}");
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["peak"]["bytes"], 13_654_741, "{f}");
+        assert_eq!(j["reserved_peak"], 106_954_752, "{f}");
+        let code = |limit: &str| {
+            Command::new(env!("CARGO_BIN_EXE_memtide"))
+                .args(["check", "--max-peak", limit])
+                .arg(fixture(f))
+                .output()
+                .unwrap()
+                .status
+                .code()
+        };
+        assert_eq!(code("1GiB"), Some(0), "{f}");
+        assert_eq!(code("10MiB"), Some(1), "{f}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .args(["summary", "--json"])
+        .arg(fixture("late_start.pickle"))
+        .output()
+        .unwrap();
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["peak"]["index"], Value::Null);
+    assert_eq!(j["peak"]["at"], "start");
+    let code = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_memtide"))
+            .args(["check", "--max-peak", "1GiB"])
+            .args(extra)
+            .arg(fixture("late_start.pickle"))
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(code(&[]), Some(2));
+    assert_eq!(code(&["--allow-warnings"]), Some(0));
 }

@@ -71,6 +71,35 @@ proptest! {
         }
     }
 
+    /// The newer shapes: expandable segments, PyTorch 2.x fields and host memory, a cut
+    /// history, a history-less dump, the bare segment list.
+    #[test]
+    fn mutated_new_shapes_never_panic(
+        which in 0usize..5,
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+        cut in prop::option::of(any::<usize>()),
+    ) {
+        let f = ["expandable.pickle", "fields.pickle", "late_start.pickle", "no_history.pickle",
+                 "segments_list.pickle"][which];
+        run_pickle(&mutate(fixture(f), &edits, cut));
+    }
+
+    #[test]
+    fn mutated_fields_json_never_panics(
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8),
+        cut in prop::option::of(any::<usize>()),
+    ) {
+        for f in ["fields.json", "segments_list.json"] {
+            let b = mutate(fixture(f), &edits, cut);
+            if let Ok(raw) = from_json::read(&b[..], false) {
+                for t in build(&raw, "fuzz", &Rules::default()) {
+                    let ix = memtide::index::Index::build(&t);
+                    let _ = memtide::analysis::Summary::build(&t, &ix);
+                }
+            }
+        }
+    }
+
     #[test]
     fn random_bytes_after_proto_never_panic(body in prop::collection::vec(any::<u8>(), 0..512)) {
         let mut b = vec![0x80, 0x04];

@@ -16,9 +16,16 @@ MemoryViz convention used by the truth replay (every trace entry is one position
   a free_completed with no open block is an unmatched free: live from before position 0
   until (excluding) its own position; active_allocated blocks in `segments` whose address
   is not open at the end are ghosts, live at every position (size = requested_size).
-  bytes(p) = sum of sizes live after applying entry p; peak = max, index = first p reaching it.
-  reserved: initial = sum(final total_size) - net segment bytes in the trace; then
-  segment_alloc/map add, segment_free/unmap subtract; reserved_peak = max(initial, running).
+  bytes(p) = sum of sizes live after applying entry p; the initial state (p = -1: before
+  the first entry, everything live from the start) is a candidate too and comes first;
+  peak = max, at the first instant reaching it ("start" or the entry index).
+  reserved: the measure of the union of mapped address ranges. Initial ranges = the final
+  segments' [address, address + total_size) with the trace's segment events undone newest
+  first (segment_alloc/map removes its range, segment_free/unmap adds it back); then
+  segment_alloc/map adds its range and segment_free/unmap removes whatever it overlaps;
+  reserved_peak = max(initial, running), first instant reaching it.
+  A device without history (no entries) is one instant, the dump: entry #0, where its
+  active_allocated blocks (requested_size) and its segments appear.
 """
 import argparse
 import gzip
@@ -286,9 +293,44 @@ def ring_cut(a, keep):
 
 # ------------------------------------------------------------------- truth (brute force)
 
-def truth_device(trace, segments, device):
-    n = len(trace)
-    intervals = []  # (start, end, size, from_start, entry index of alloc/free, frames)
+def iv_add(ivs, a, b):
+    """Union of a list of disjoint [s, e) intervals with [a, b), rebuilt from scratch."""
+    if a >= b:
+        return ivs
+    pts = sorted(ivs + [(a, b)])
+    out = []
+    for s_, e_ in pts:
+        if out and s_ <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e_))
+        else:
+            out.append((s_, e_))
+    return out
+
+
+def iv_sub(ivs, a, b):
+    """A list of disjoint intervals minus [a, b)."""
+    out = []
+    for s_, e_ in ivs:
+        if e_ <= a or s_ >= b:
+            out.append((s_, e_))
+            continue
+        if s_ < a:
+            out.append((s_, a))
+        if e_ > b:
+            out.append((b, e_))
+    return out
+
+
+def measure(ivs):
+    return sum(e_ - s_ for s_, e_ in ivs)
+
+
+def truth_device(trace, segments, device=None):
+    """One device. `device` None: every segment belongs (host memory)."""
+    segments = [s for s in segments if device is None or s["device"] == device]
+    history_less = len(trace) == 0
+    n = len(trace) if not history_less else 1  # no history: one instant, the dump (#0)
+    intervals = []  # [start, end, size, from_start, frames]
     live = {}
     unmatched = 0
     for i, e in enumerate(trace):
@@ -307,53 +349,75 @@ def truth_device(trace, segments, device):
                 intervals[k][1] = i
     ghosts = 0
     for s in segments:
-        if s["device"] != device:
-            continue
         addr = s["address"]
         for b in s["blocks"]:
             if b["state"] == "active_allocated" and addr not in live:
-                intervals.append([-1, None, b["requested_size"], True, b.get("frames", [])])
+                # without history the blocks appear at the dump (#0), else before the start
+                intervals.append([0 if history_less else -1, None, b["requested_size"],
+                                  not history_less, b.get("frames", [])])
                 ghosts += 1
             addr += b["size"]
 
     def alive(iv, p):
+        # p = -1 is the initial state: before the first event
         st, en = iv[0], iv[1]
+        if p < 0:
+            return iv[3]
         return (iv[3] or st <= p) and (en is None or p < en)
 
-    best, best_p = -1, None
+    # the initial state is the first candidate; later instants must exceed it
+    best_p = -1
+    best = sum(iv[2] for iv in intervals if alive(iv, -1))
     for p in range(n):
         tot = sum(iv[2] for iv in intervals if alive(iv, p))
         if tot > best:
             best, best_p = tot, p
-    final = sum(iv[2] for iv in intervals if alive(iv, n - 1)) if n else 0
-    live_at = sorted((iv[2] for iv in intervals if best_p is not None and alive(iv, best_p)),
-                     reverse=True)
+    final = sum(iv[2] for iv in intervals if alive(iv, n - 1))
+    live_at = sorted((iv[2] for iv in intervals if alive(iv, best_p)), reverse=True)
 
-    final_total = sum(s["total_size"] for s in segments if s["device"] == device)
-    net = 0
-    for e in trace:
+    # reserved: the union of mapped ranges. Initial ranges = final segments with the trace's
+    # segment events undone newest first; then map/alloc adds a range, unmap/free removes it.
+    seg_acts = ("segment_alloc", "segment_map", "segment_free", "segment_unmap")
+    ranges = []
+    for s in segments:
+        ranges = iv_add(ranges, s["address"], s["address"] + s["total_size"])
+    final_ranges = list(ranges)
+    for e in reversed(trace):
+        a, b = e.get("addr", 0), e.get("addr", 0) + e.get("size", 0)
         if e["action"] in ("segment_alloc", "segment_map"):
-            net += e["size"]
+            ranges = iv_sub(ranges, a, b)
         elif e["action"] in ("segment_free", "segment_unmap"):
-            net -= e["size"]
-    r = final_total - net
-    rpeak = r
-    for e in trace:
-        if e["action"] in ("segment_alloc", "segment_map"):
-            r += e["size"]
-        elif e["action"] in ("segment_free", "segment_unmap"):
-            r -= e["size"]
-        rpeak = max(rpeak, r)
+            ranges = iv_add(ranges, a, b)
+    has_reserved = bool(segments) or any(e["action"] in seg_acts for e in trace)
+    if history_less:
+        rstart, rpeak, rpeak_p = 0, measure(final_ranges), 0
+        if rpeak == 0:
+            rpeak_p = -1
+    else:
+        rstart = measure(ranges)
+        rpeak, rpeak_p = rstart, -1
+        for i, e in enumerate(trace):
+            a, b = e.get("addr", 0), e.get("addr", 0) + e.get("size", 0)
+            if e["action"] in ("segment_alloc", "segment_map"):
+                ranges = iv_add(ranges, a, b)
+            elif e["action"] in ("segment_free", "segment_unmap"):
+                ranges = iv_sub(ranges, a, b)
+            if measure(ranges) > rpeak:
+                rpeak, rpeak_p = measure(ranges), i
     ooms = [e for e in trace if e["action"] == "oom"]
     return {
         "events": n,
-        "peak_bytes": best if n else None,
-        "peak_index": best_p,
-        "peak_time_us": trace[best_p]["time_us"] if best_p is not None else None,
+        "peak_bytes": best,
+        "peak_at": "start" if best_p < 0 else "event",
+        "peak_index": None if best_p < 0 else best_p,
+        "peak_time_us": trace[best_p]["time_us"] if best_p >= 0 and not history_less else None,
         "peak_live_count": len(live_at),
         "peak_live_sizes_top20": live_at[:20],
+        "start_bytes": sum(iv[2] for iv in intervals if alive(iv, -1)),
         "final_bytes": final,
-        "reserved_peak": rpeak,
+        "reserved_peak": rpeak if has_reserved else None,
+        "reserved_peak_index": (None if rpeak_p < 0 else rpeak_p) if has_reserved else None,
+        "reserved_start": rstart if has_reserved else None,
         "unmatched_frees": unmatched,
         "ghost_blocks": ghosts,
         "ooms": [{"index": trace.index(o), "size": o["size"], "device_free": o["device_free"]}
@@ -362,9 +426,20 @@ def truth_device(trace, segments, device):
 
 
 def truth(snap, encoding):
+    if isinstance(snap, list):  # torch.cuda.memory_snapshot(): the bare segment list
+        segs, traces = snap, []
+    else:
+        segs, traces = snap.get("segments", []), snap.get("device_traces", [])
+    ndev = max([len(traces)] + [s["device"] + 1 for s in segs])
     per = {}
-    for d, tr in enumerate(snap["device_traces"]):
-        per["cuda:%d" % d] = truth_device(tr, snap["segments"], d)
+    for d in range(ndev):
+        tr = traces[d] if d < len(traces) else []
+        if not tr and not any(s["device"] == d for s in segs):
+            continue
+        per["cuda:%d" % d] = truth_device(tr, segs, d)
+    if isinstance(snap, dict) and (snap.get("host_traces") or snap.get("host_segments")):
+        per["host:pinned"] = truth_device(snap.get("host_traces") or [],
+                                          snap.get("host_segments") or [], None)
     return {
         "doc": __doc__.split("MemoryViz convention used by the truth replay")[1].strip(),
         "encoding": encoding,
@@ -421,6 +496,176 @@ def fixtures(out):
     snap = snapshot([(a, an)])
     write(os.path.join(out, "small.json"), snap, "json", as_json=True)
     write(os.path.join(out, "small.json.gz"), snap, "json, gzip", as_json=True, gz=True)
+
+    late_start(out)
+    no_history(out)
+    expandable(out)
+    fields(out)
+
+
+def late_start(out):
+    """History began after the weights existed, and its first entry frees one of them (the
+    peak is the initial state); the ring buffer overflowed (allocator_settings says so)."""
+    g = Gen(4)
+    a, an = Allocator(g, 0, 0x7F2000000000), []
+    weights = [a.alloc(s, g.stack("param")) for s in (30 * MB, 12 * MB, 6 * MB + 100)]
+    keep_from = len(a.trace)
+    a.free_block(weights[0], g.stack("param"))  # the first recorded entries free 30 MiB
+    workload(g, a, steps=2, layers=4, anns=an)
+    a.trace = a.trace[keep_from:]
+    snap = snapshot([(a, an)])
+    snap["allocator_settings"].update({"trace_alloc_max_entries": len(a.trace),
+                                       "trace_alloc_overflowed": True})
+    write(os.path.join(out, "late_start.pickle"), snap, "pickle protocol 4", proto=4)
+
+
+def no_history(out):
+    """`_dump_snapshot` without `_record_memory_history`: segments only, empty device traces
+    (two devices); and the bare list `torch.cuda.memory_snapshot()` returns."""
+    g = Gen(5)
+    a0, an0 = Allocator(g, 0, 0x7F4000000000), []
+    workload(g, a0, steps=1, layers=5, anns=an0)
+    a1, an1 = Allocator(g, 1, 0x7E4000000000), []
+    workload(g, a1, steps=1, layers=3, anns=an1)
+    snap = snapshot([(a0, an0), (a1, an1)])
+    snap["device_traces"] = [[], []]
+    snap["external_annotations"] = []
+    write(os.path.join(out, "no_history.pickle"), snap, "pickle protocol 4", proto=4)
+    write(os.path.join(out, "segments_list.pickle"), snap["segments"], "pickle protocol 4",
+          proto=4)
+    write(os.path.join(out, "segments_list.json"), snap["segments"], "json", as_json=True)
+
+
+def expandable(out):
+    """Expandable segments: maps per piece, an unmap spanning two maps, an unmap of the
+    middle of one map, and a range mapped before the history whose middle is unmapped."""
+    g = Gen(6)
+    fp = g.fp
+    fr = [fp.f("/workspace/train.py", 40, "forward"), fp.f("??", 0, "aten::empty")]
+    B, B3 = 0x7F6000000000, 0x7F6800000000
+    tr = []
+
+    def e(action, addr, size, frames=None):
+        g.t += 7
+        d = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": g.t}
+        if frames is not None:
+            d["frames"] = frames
+        tr.append(d)
+
+    e("segment_map", B, 20 * MB, fr)            # 0: reserved 30 + 20
+    e("alloc", B, 8 * MB, fr)                   # 1
+    e("segment_map", B + 20 * MB, 20 * MB, fr)  # 2: 70
+    e("alloc", B + 20 * MB, 15 * MB, fr)        # 3
+    for ad in (B, B + 20 * MB):
+        e("free_requested", ad, 8 * MB if ad == B else 15 * MB)
+        e("free_completed", ad, 8 * MB if ad == B else 15 * MB)
+    e("segment_unmap", B, 40 * MB)              # 8: spans both maps: 30
+    e("segment_map", B, 60 * MB, fr)            # 9: 90
+    e("alloc", B, 50 * MB, fr)                  # 10: the allocated peak
+    e("free_requested", B, 50 * MB)
+    e("free_completed", B, 50 * MB)
+    e("segment_unmap", B + 20 * MB, 20 * MB)    # 13: the middle of the 60 MiB map: 70
+    e("alloc", B + 40 * MB, 10 * MB, fr)        # 14
+    e("alloc", B, 4 * MB, fr)                   # 15
+    e("segment_unmap", B3 + 10 * MB, 10 * MB)   # 16: part of a range mapped before: 60
+
+    def seg(addr, total, blocks):
+        out_blocks, off = [], 0
+        for size, state in blocks:
+            out_blocks.append({"address": addr + off, "size": size,
+                               "requested_size": size if state != "inactive" else 0,
+                               "state": state, "frames": fr if state != "inactive" else []})
+            off += size
+        alloc = sum(b["size"] for b in out_blocks if b["state"] == "active_allocated")
+        return {"device": 0, "address": addr, "total_size": total, "allocated_size": alloc,
+                "active_size": alloc, "requested_size": alloc, "stream": 0,
+                "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": True,
+                "frames": fr, "blocks": out_blocks}
+
+    segs = [
+        seg(B, 20 * MB, [(4 * MB, "active_allocated"), (16 * MB, "inactive")]),
+        seg(B + 40 * MB, 20 * MB, [(10 * MB, "active_allocated"), (10 * MB, "inactive")]),
+        seg(B3, 10 * MB, [(10 * MB, "inactive")]),
+        seg(B3 + 20 * MB, 10 * MB, [(2 * MB, "active_allocated"), (8 * MB, "inactive")]),
+    ]
+    snap = {"segments": segs, "device_traces": [tr],
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                                   "expandable_segments": True},
+            "external_annotations": []}
+    write(os.path.join(out, "expandable.pickle"), snap, "pickle protocol 4", proto=4)
+
+
+def fields(out):
+    """Fields PyTorch 2.4-2.14 writes: stream, pool_id, compile_context, forward_frames,
+    FX frame fields, annotate (adds to user_metadata), user_defined (a mark), allocator
+    settings, pinned host memory; in JSON also an object user_metadata and string frames."""
+    g = Gen(8)
+    fp = g.fp
+    fx = dict(fp.f("/tmp/torchinductor/xy/cxy.py", 12, "call"))
+    fx.update({"fx_node_op": "call_function", "fx_node_name": "addmm",
+               "fx_node_target": "aten.addmm.default",
+               "fx_original_trace": "File \"/workspace/model.py\", line 9, in forward\n    y = self.fc(x)"})
+    fr = [fp.f("??", 0, "aten::addmm"), fx, fp.f("/workspace/train.py", 40, "forward")]
+    A = 0x7F7000000000
+    tr = []
+
+    def e(action, addr, size, frames=None, **kw):
+        g.t += 5
+        d = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": g.t,
+             "compile_context": "N/A", "user_metadata": ""}
+        if frames is not None:
+            d["frames"] = frames
+        d.update(kw)
+        tr.append(d)
+
+    e("segment_alloc", A, 20 * MB, fr, pool_id=(1, 2), stream=94_000_000)      # 0
+    e("alloc", A, 4 * MB, fr, user_metadata="stepA", pool_id=(1, 2),
+      stream=94_000_000, compile_context="Torch-Compiled Region: 0/1",
+      forward_frames=["File \"/workspace/model.py\", line 9, in forward"])       # 1
+    e("annotate", A, 0, [fp.f("/workspace/train.py", 44, "label")], user_metadata="layer1")
+    e("annotate", A, 0, None, user_metadata="extra")                              # 3
+    e("user_defined", 0, 0, None, user_metadata="checkpoint-1")                   # 4
+    e("alloc", A + 4 * MB, 2 * MB, fr)                                            # 5
+    e("annotate", A + 12 * MB, 0, None, user_metadata="nobody")                   # 6: no live alloc
+    e("free_requested", A + 4 * MB, 2 * MB)
+    e("free_completed", A + 4 * MB, 2 * MB)                                       # 8
+    e("some_future_action", 0, 0, None, future_field={"x": 1})                    # 9: unknown
+    segs = [{"device": 0, "address": A, "total_size": 20 * MB, "allocated_size": 4 * MB,
+             "active_size": 4 * MB, "requested_size": 4 * MB, "stream": 94_000_000,
+             "segment_type": "large", "segment_pool_id": (1, 2), "is_expandable": False,
+             "frames": fr, "future_segment_field": [1, 2],
+             "blocks": [{"address": A, "size": 4 * MB, "requested_size": 4 * MB,
+                         "state": "active_allocated", "frames": fr},
+                        {"address": A + 4 * MB, "size": 16 * MB, "requested_size": 0,
+                         "state": "inactive", "frames": []}]}]
+    H = 0x7F0000100000
+    host_tr = []
+    for act, addr, size in (("segment_alloc", H, 2 * MB), ("alloc", H, 1 * MB),
+                            ("alloc", H + MB, 512 * KB), ("free_requested", H, 1 * MB),
+                            ("free_completed", H, 1 * MB)):
+        g.t += 3
+        host_tr.append({"action": act, "addr": addr, "size": size, "stream": 0,
+                        "time_us": g.t})
+    host_segs = [{"device": 0, "address": H, "total_size": 2 * MB, "allocated_size": 512 * KB,
+                  "active_size": 512 * KB, "requested_size": 512 * KB, "stream": 0,
+                  "blocks": [{"address": H, "size": MB, "requested_size": 0,
+                              "state": "inactive", "frames": []},
+                             {"address": H + MB, "size": 512 * KB,
+                              "requested_size": 512 * KB, "state": "active_allocated",
+                              "frames": []},
+                             {"address": H + MB + 512 * KB, "size": 512 * KB,
+                              "requested_size": 0, "state": "inactive", "frames": []}]}]
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128", "max_split_size": 134217728,
+                "expandable_segments": False, "roundup_power2_divisions": {"1": 0},
+                "trace_alloc_max_entries": 100000, "trace_alloc_overflowed": False,
+                "a_future_setting": {"k": [1, 2]}}
+    snap = {"segments": segs, "device_traces": [tr], "allocator_settings": settings,
+            "external_annotations": [], "host_segments": host_segs, "host_traces": host_tr}
+    write(os.path.join(out, "fields.pickle"), snap, "pickle protocol 4", proto=4)
+    # JSON-only shapes: an object user_metadata and a plain-string frame
+    tr[5]["user_metadata"] = {"tag": "x", "n": 1}
+    tr[5]["frames"] = ["compiled_fn.py:12", fp.f("/workspace/train.py", 41, "forward")]
+    write(os.path.join(out, "fields.json"), snap, "json", as_json=True)
 
 
 def big(path, entries, proto):

@@ -1,14 +1,31 @@
 //! Peaks: the global peak (first instant the maximum is reached) and the peak of any window.
+//! The initial state (everything live before the first event: frees whose alloc the trace
+//! lost, blocks present at dump time) is an instant too, and a range starting at event 0
+//! includes it: it comes first, so it wins ties.
 
 use crate::index::Index;
-use crate::trace::{BandTotals, Bytes, Seq, Trace};
+use crate::trace::{AllocId, BandTotals, Bytes, Seq, Trace};
 
 /// The state at one real instant where a total is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peak {
+    /// The event after which the state holds; `Seq(0)` when `at_start`.
     pub at: Seq,
+    /// The peak is the initial state, before event 0 (`at` is then 0 but not applied).
+    pub at_start: bool,
     pub bytes: Bytes,
     pub bands: BandTotals,
+}
+
+impl Peak {
+    /// The blocks live at the peak, biggest first.
+    pub fn live(&self, trace: &Trace, index: &Index) -> Vec<AllocId> {
+        if self.at_start {
+            index.live_at_start(trace)
+        } else {
+            index.live_at(trace, self.at)
+        }
+    }
 }
 
 /// The global peak of the trace, or None when it has no events.
@@ -19,11 +36,25 @@ pub fn global_peak(trace: &Trace, index: &Index) -> Option<Peak> {
     window_peak(trace, index, Seq(0), Seq(index.len() as u64 - 1))
 }
 
-/// The peak of `[lo, hi]` (inclusive positions).
+/// The peak of `[lo, hi]` (inclusive positions); when `lo` is 0 the initial state is a
+/// candidate too (and wins ties, being first).
 pub fn window_peak(trace: &Trace, index: &Index, lo: Seq, hi: Seq) -> Option<Peak> {
-    let (at, bytes) = index.argmax(lo, hi)?;
+    let best = index.argmax(lo, hi);
+    if lo.0 == 0 && !index.is_empty() {
+        let start = index.start_total();
+        if best.is_none_or(|(_, b)| start >= b) {
+            return Some(Peak {
+                at: Seq(0),
+                at_start: true,
+                bytes: start,
+                bands: index.baseline(),
+            });
+        }
+    }
+    let (at, bytes) = best?;
     Some(Peak {
         at,
+        at_start: false,
         bytes,
         bands: index.bands_at(trace, at),
     })

@@ -1,6 +1,6 @@
 //! The headless report of one trace: the stable `summary --json` schema (DESIGN §7).
 
-use super::live::{live_entries, LiveEntry};
+use super::live::{entry, LiveEntry};
 use super::peak::{final_bytes, window_peak};
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
@@ -23,6 +23,10 @@ pub struct Summary {
     pub peak: Option<PeakReport>,
     pub reserved_peak: Option<u64>,
     pub reserved_peak_index: Option<u64>,
+    /// The reserved peak is the initial state (before event 0).
+    pub reserved_peak_at_start: bool,
+    /// `allocator_settings` of a snapshot (JSON), None when the source has none.
+    pub allocator_settings: Option<Value>,
     pub reserved_peak_source_index: Option<u64>,
     pub capacity: Option<u64>,
     pub final_bytes: u64,
@@ -32,6 +36,9 @@ pub struct Summary {
     pub unmatched_frees_known: bool,
     pub skipped_lines: u64,
     pub warnings: Vec<String>,
+    /// Facts about the source that do not put the figures in doubt (e.g. a snapshot without
+    /// history is one instant).
+    pub notes: Vec<String>,
     /// The warnings that say the figures may be wrong (a subset of `warnings`).
     pub doubtful: Vec<String>,
     /// Why the live set is unavailable (None: it is known).
@@ -60,7 +67,11 @@ pub struct WindowInfo {
 #[derive(Clone, Debug)]
 pub struct PeakReport {
     pub bytes: u64,
+    /// Source index of the event after which the peak holds (0 when `at_start`).
     pub index: u64,
+    /// The peak is the initial state, before the first event (`index` is then meaningless
+    /// and the JSON says `"index": null, "at": "start"`).
+    pub at_start: bool,
     /// The event's position in the source file (Kineto: in `traceEvents`).
     pub source_index: u64,
     pub time_us: Option<f64>,
@@ -81,6 +92,7 @@ pub struct WindowReport {
     pub last_source_index: u64,
     pub peak_bytes: Option<u64>,
     pub peak_index: Option<u64>,
+    pub peak_at_start: bool,
     pub peak_source_index: Option<u64>,
     pub peak_time_us: Option<f64>,
 }
@@ -104,19 +116,30 @@ impl Summary {
             .then(|| window_peak(trace, index, lo, hi))
             .flatten()
             .map(|p| {
-                let live_all = index.live_at(trace, p.at);
+                let live_all = p.live(trace, index);
                 let live_count = live_all.len();
                 PeakReport {
                     bytes: p.bytes.0,
-                    index: trace.event_number(p.at),
-                    source_index: trace.src_index(p.at),
-                    time_us: trace.time_us(p.at),
-                    mark: trace
-                        .enclosing_mark(p.at)
+                    index: if p.at_start {
+                        0
+                    } else {
+                        trace.event_number(p.at)
+                    },
+                    source_index: if p.at_start { 0 } else { trace.src_index(p.at) },
+                    at_start: p.at_start,
+                    // The initial state has no timestamp of its own.
+                    time_us: (!p.at_start).then(|| trace.time_us(p.at)).flatten(),
+                    mark: (!p.at_start)
+                        .then(|| trace.enclosing_mark(p.at))
+                        .flatten()
                         .map(|m| trace.mark_name(m).to_string()),
                     bands: p.bands.0,
                     live_count,
-                    live: live_entries(trace, index, p.at, Some(TOP_N)),
+                    live: live_all
+                        .iter()
+                        .take(TOP_N)
+                        .map(|&id| entry(trace, id, p.at))
+                        .collect(),
                 }
             });
         let windows = all_windows(trace, index)
@@ -129,12 +152,22 @@ impl Summary {
                 first_source_index: trace.src_index(w.lo),
                 last_source_index: trace.src_index(w.hi),
                 peak_bytes: w.peak.map(|p| p.bytes.0),
-                peak_index: w.peak.map(|p| trace.event_number(p.at)),
-                peak_source_index: w.peak.map(|p| trace.src_index(p.at)),
-                peak_time_us: w.peak.and_then(|p| trace.time_us(p.at)),
+                peak_index: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .map(|p| trace.event_number(p.at)),
+                peak_source_index: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .map(|p| trace.src_index(p.at)),
+                peak_at_start: w.peak.is_some_and(|p| p.at_start),
+                peak_time_us: w
+                    .peak
+                    .filter(|p| !p.at_start)
+                    .and_then(|p| trace.time_us(p.at)),
             })
             .collect();
-        let rp = index.reserved_peak();
+        let rp = index.reserved_peak_at();
         Summary {
             source: trace.source.clone(),
             format: trace.format.to_string(),
@@ -142,14 +175,26 @@ impl Summary {
             events: index.len() as u64,
             peak,
             reserved_peak: rp.map(|(b, _)| b.0),
-            reserved_peak_index: rp.map(|(_, at)| trace.event_number(at)),
-            reserved_peak_source_index: rp.map(|(_, at)| trace.src_index(at)),
+            reserved_peak_index: rp.and_then(|(_, at)| at).map(|at| trace.event_number(at)),
+            reserved_peak_source_index: rp.and_then(|(_, at)| at).map(|at| trace.src_index(at)),
+            reserved_peak_at_start: rp.is_some_and(|(_, at)| at.is_none()),
+            allocator_settings: trace
+                .meta
+                .iter()
+                .find(|(k, _)| k == "allocator_settings")
+                .and_then(|(_, v)| serde_json::from_str(v).ok()),
             capacity: trace.capacity.map(|c| c.0),
             final_bytes: final_bytes(index).0,
             unmatched_frees: trace.unmatched_frees,
             unmatched_frees_known: trace.identities_known(),
             skipped_lines: trace.skipped_lines,
             warnings: trace.warnings.clone(),
+            notes: trace
+                .meta
+                .iter()
+                .filter(|(k, _)| k == "note")
+                .map(|(_, v)| v.clone())
+                .collect(),
             doubtful: trace.doubtful_warnings().map(String::from).collect(),
             live_unavailable: (!trace.identities_known()).then_some(crate::trace::NO_IDENTITIES),
             distributed: trace.distributed.clone(),
@@ -184,8 +229,15 @@ impl Summary {
                 Some(p) => {
                     let mut po = Map::new();
                     po.insert("bytes".into(), p.bytes.into());
-                    po.insert("index".into(), p.index.into());
-                    po.insert("source_index".into(), p.source_index.into());
+                    if p.at_start {
+                        po.insert("index".into(), Value::Null);
+                        po.insert("source_index".into(), Value::Null);
+                        po.insert("at".into(), "start".into());
+                    } else {
+                        po.insert("index".into(), p.index.into());
+                        po.insert("source_index".into(), p.source_index.into());
+                        po.insert("at".into(), "event".into());
+                    }
                     po.insert("time_us".into(), time_json(p.time_us));
                     po.insert(
                         "mark".into(),
@@ -232,6 +284,18 @@ impl Summary {
         o.insert("reserved_peak".into(), opt(self.reserved_peak));
         o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
         o.insert(
+            "reserved_peak_at".into(),
+            match (self.reserved_peak, self.reserved_peak_at_start) {
+                (None, _) => Value::Null,
+                (Some(_), true) => "start".into(),
+                (Some(_), false) => "event".into(),
+            },
+        );
+        o.insert(
+            "allocator_settings".into(),
+            self.allocator_settings.clone().unwrap_or(Value::Null),
+        );
+        o.insert(
             "reserved_peak_source_index".into(),
             opt(self.reserved_peak_source_index),
         );
@@ -243,6 +307,7 @@ impl Summary {
         );
         o.insert("skipped_lines".into(), self.skipped_lines.into());
         o.insert("warnings".into(), self.warnings.clone().into());
+        o.insert("notes".into(), self.notes.clone().into());
         o.insert("doubtful_warnings".into(), self.doubtful.clone().into());
         o.insert(
             "distributed".into(),
@@ -267,6 +332,7 @@ impl Summary {
                         "last_source_index": w.last_source_index,
                         "peak_bytes": w.peak_bytes,
                         "peak_index": w.peak_index,
+                        "peak_at": if w.peak_bytes.is_none() { None } else if w.peak_at_start { Some("start") } else { Some("event") },
                         "peak_source_index": w.peak_source_index,
                         "peak_time_us": time_json(w.peak_time_us),
                     })

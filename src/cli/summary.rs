@@ -49,7 +49,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
     };
-    if main.events == 0 && summaries.iter().all(|s| s.events == 0) {
+    if summaries.iter().all(|s| s.events == 0) {
         bail!(
             "{}: the trace has no events (header only?); nothing to summarise",
             a.file.display()
@@ -108,8 +108,12 @@ pub fn render_text(s: &Summary) -> String {
             let _ = writeln!(o, "peak             unavailable (no events)");
         }
         Some(p) => {
-            let mut at = format!("at event #{}", p.index);
-            if p.source_index != p.index {
+            let mut at = if p.at_start {
+                "at start (the initial state, before event #0)".to_string()
+            } else {
+                format!("at event #{}", p.index)
+            };
+            if !p.at_start && p.source_index != p.index {
                 let _ = write!(at, " (#{} in the file)", p.source_index);
             }
             if let Some(t) = p.time_us {
@@ -156,6 +160,7 @@ pub fn render_text(s: &Summary) -> String {
                 Some(f) => format!("{} at event #{i} (#{f} in the file)", bytes_both(r)),
                 None => format!("{} at event #{i}", bytes_both(r)),
             },
+            (Some(r), None) => format!("{} at start (before event #0)", bytes_both(r)),
             _ => "unavailable (the source records no reserved memory)".into(),
         }
     );
@@ -165,6 +170,10 @@ pub fn render_text(s: &Summary) -> String {
         s.capacity.map_or("unknown".to_string(), bytes_both)
     );
     let _ = writeln!(o, "final            {}", bytes_both(s.final_bytes));
+    if let Some(serde_json::Value::Object(a)) = &s.allocator_settings {
+        let items: Vec<String> = a.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "allocator        {}", items.join(" "));
+    }
     let _ = writeln!(
         o,
         "unmatched frees  {}",
@@ -272,6 +281,12 @@ pub fn render_text(s: &Summary) -> String {
             }
         }
     }
+    if !s.notes.is_empty() {
+        let _ = writeln!(o, "\nnotes:");
+        for n in &s.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
     if !s.warnings.is_empty() {
         let _ = writeln!(o, "\nwarnings:");
         for w in &s.warnings {
@@ -302,6 +317,7 @@ pub fn short_frame(f: &str) -> &str {
 fn window_line(w: &WindowReport) -> String {
     let peak = match (w.peak_bytes, w.peak_index) {
         (Some(b), Some(i)) => format!("peak {} at #{i}", human_bytes(b)),
+        (Some(b), None) if w.peak_at_start => format!("peak {} at start", human_bytes(b)),
         _ => "peak unavailable".into(),
     };
     format!(

@@ -7,7 +7,10 @@
 //!   sparse table over complete blocks, so O(block) per query);
 //! - [`Index::live_at`]: the live set at any position (adaptive live-set checkpoints, so the
 //!   replay is bounded by max(block, live-set size));
-//! - [`Index::overlapping`]: storages live anywhere in a range.
+//! - [`Index::overlapping`]: storages live anywhere in a range;
+//! - the initial state (before position 0: storages live from the start) as an instant of its
+//!   own: [`Index::start_total`], [`Index::live_at_start`], and [`Index::reserved_peak_at`]
+//!   (`None` position when the reserved peak is the initial state).
 //!
 //! A trace without identities (no addresses) adds per-event byte deltas to the unknown band;
 //! its live set is empty (unavailable: [`Trace::identities_known`]).
@@ -60,7 +63,10 @@ pub struct Index {
     live_pos: FxHashMap<u32, u32>,
     baseline: BandTotals,
     baseline_reserved: u64,
-    reserved_peak: Option<(u64, u64)>,
+    /// Storages live before position 0 (the initial state), for [`Index::live_at_start`].
+    start_live: Vec<u32>,
+    /// Highest reserved bytes and the first instant reaching it (None: the initial state).
+    reserved_peak: Option<(u64, Option<u64>)>,
 }
 
 impl Index {
@@ -81,10 +87,12 @@ impl Index {
         }
         // Bytes no storage carries (a source without identities) sit in the unknown band.
         ix.baseline.add(Band::Unknown, trace.anon_baseline());
+        ix.start_live = ix.live.clone();
         ix.cur_bands = ix.baseline;
         ix.cur_reserved = ix.baseline_reserved;
         if trace.has_reserved || ix.baseline_reserved > 0 {
-            ix.reserved_peak = Some((ix.cur_reserved, 0));
+            // The initial state is the first candidate (it wins ties: it comes first).
+            ix.reserved_peak = Some((ix.cur_reserved, None));
         }
         ix.extend(trace);
         ix
@@ -135,9 +143,11 @@ impl Index {
                 }
             }
             if trace.has_reserved {
-                let rp = self.reserved_peak.get_or_insert((0, 0));
+                let rp = self
+                    .reserved_peak
+                    .get_or_insert((self.baseline_reserved, None));
                 if self.cur_reserved > rp.0 {
-                    *rp = (self.cur_reserved, p as u64);
+                    *rp = (self.cur_reserved, Some(p as u64));
                 }
             }
             if p % BLOCK == BLOCK - 1 {
@@ -246,10 +256,40 @@ impl Index {
         self.baseline
     }
 
-    /// Highest reserved bytes and the first position reaching it; None when the source has no
-    /// reserved memory (unavailable, not zero).
+    /// Highest reserved bytes and the first position reaching it (position 0 when it is the
+    /// initial state; see [`Index::reserved_peak_at`]); None when the source has no reserved
+    /// memory (unavailable, not zero).
     pub fn reserved_peak(&self) -> Option<(Bytes, Seq)> {
-        self.reserved_peak.map(|(b, p)| (Bytes(b), Seq(p)))
+        self.reserved_peak
+            .map(|(b, p)| (Bytes(b), Seq(p.unwrap_or(0))))
+    }
+
+    /// Highest reserved bytes and the first instant reaching it: `None` for the initial state
+    /// (before event 0), else the event position.
+    pub fn reserved_peak_at(&self) -> Option<(Bytes, Option<Seq>)> {
+        self.reserved_peak.map(|(b, p)| (Bytes(b), p.map(Seq)))
+    }
+
+    /// Total bytes (five bands) of the initial state: live before the first event.
+    pub fn start_total(&self) -> Bytes {
+        Bytes(self.baseline.total())
+    }
+
+    /// Reserved bytes of the initial state.
+    pub fn start_reserved(&self) -> Bytes {
+        Bytes(self.baseline_reserved)
+    }
+
+    /// Blocks live in the initial state (before the first event), biggest first.
+    pub fn live_at_start(&self, trace: &Trace) -> Vec<AllocId> {
+        let mut v: Vec<AllocId> = self
+            .start_live
+            .iter()
+            .map(|&i| AllocId(i))
+            .filter(|&id| trace.storage_kind(id) == StorageKind::Block)
+            .collect();
+        sort_biggest_first(trace, &mut v);
+        v
     }
 
     /// Per-band totals after event `at`.
@@ -436,6 +476,7 @@ impl Index {
             + self.live_flat.capacity() * 4
             + self.live.capacity() * 4
             + self.live_pos.capacity() * 12
+            + self.start_live.capacity() * 4
     }
 }
 

@@ -102,6 +102,13 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
         t(format!("at cursor {}: ", fmt::at(trace, at)), Tone::Dim),
         t(why, tone),
     ]);
+    // Fields the source recorded for it (snapshot pool, stream, compile context, ...).
+    if let Some(&x) = trace.extra.get(&id) {
+        out.push(vec![
+            t("fields: ", Tone::Dim),
+            t(trace.strings.str(x), Tone::Text),
+        ]);
+    }
     out.push(vec![t("stack (innermost first):", Tone::Dim)]);
     let frames = trace.stack(id);
     if frames.is_empty() {
@@ -141,6 +148,11 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
         for f in trace.stack_frames(v.stack) {
             out.push(vec![t(format!("      {f}"), Tone::Dim)]);
         }
+    }
+    // The file's allocator settings (snapshots), with the history-cut flag among them.
+    if let Some((_, a)) = trace.meta.iter().find(|(k, _)| k == "allocator_settings") {
+        out.push(vec![t("allocator settings of the file:", Tone::Dim)]);
+        out.push(vec![t(format!("  {a}"), Tone::Text)]);
     }
     out.push(vec![t(
         "a: jump to alloc · f: jump to free · j/k: scroll · Esc: close",

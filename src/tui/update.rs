@@ -125,11 +125,30 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
                             devs[app.current].trace.device
                         )
                     });
+                    // Warnings that change what the figures mean are said on opening.
+                    let caveat = devs.get(app.current).and_then(|d| {
+                        let notes = d.trace.meta.iter().filter(|(k, _)| k == "note");
+                        d.trace
+                            .warnings
+                            .iter()
+                            .chain(notes.map(|(_, v)| v))
+                            .find_map(|w| {
+                                if w.starts_with("history was cut") {
+                                    Some("history was cut (trace_alloc_overflowed): the peak shown is a lower bound")
+                                } else if w.starts_with("the snapshot has no trace history") {
+                                    Some("no trace history: one instant, the dump (event #0)")
+                                } else {
+                                    None
+                                }
+                            })
+                    });
                     app.devices = devs;
                     app.screen = Screen::Ready;
                     init_device(app);
                     if note.is_some() {
                         app.status = note;
+                    } else if let Some(c) = caveat {
+                        app.status = Some(format!("{c} (see `memtide summary` for details)"));
                     }
                 }
                 Ok(_) => fail(app, "the file holds no device traces".into()),
@@ -413,6 +432,13 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
         Action::Home => jump(app, Seq(0)),
         Action::End => jump(app, dev.last()),
         Action::JumpPeak => match dev.peak {
+            Some(p) if p.at_start => {
+                jump(app, p.at);
+                app.status = Some(
+                    "the peak is the initial state, at start (before event #0): memory live before the trace began"
+                        .into(),
+                );
+            }
             Some(p) => jump(app, p.at),
             None => app.status = Some("no peak: the trace is empty".into()),
         },

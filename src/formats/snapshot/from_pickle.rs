@@ -2,7 +2,9 @@
 //! moment it is appended to its device list (so entries never pile up as generic values),
 //! interning each memo-shared frame list once.
 
-use super::raw::{Action, Annotation, Block, BlockState, Frames, Raw, Row, Segment};
+use super::raw::{
+    is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row, Segment,
+};
 use crate::formats::error::FormatError;
 use crate::formats::pickle::{unpickle_into, Arena, Hook, Val};
 use crate::trace::{StackId, StrId};
@@ -25,6 +27,12 @@ struct Keys {
     filename: u32,
     line: u32,
     name: u32,
+    stream: u32,
+    pool_id: u32,
+    compile_context: u32,
+    forward_frames: u32,
+    /// FX frame fields (`augment_with_fx_traces=True`): op, node name, target, original trace.
+    fx: [u32; 4],
     /// Arena string id → action, for the known action names.
     actions: Vec<(u32, Action)>,
 }
@@ -42,6 +50,16 @@ impl Keys {
             filename: a.intern("filename"),
             line: a.intern("line"),
             name: a.intern("name"),
+            stream: a.intern("stream"),
+            pool_id: a.intern("pool_id"),
+            compile_context: a.intern("compile_context"),
+            forward_frames: a.intern("forward_frames"),
+            fx: [
+                a.intern("fx_node_op"),
+                a.intern("fx_node_name"),
+                a.intern("fx_node_target"),
+                a.intern("fx_original_trace"),
+            ],
             actions: Action::KNOWN
                 .iter()
                 .map(|&(n, act)| (a.intern(n), act))
@@ -104,7 +122,7 @@ impl Hook for Conv {
             return Ok(None);
         }
         let k = &self.keys;
-        let (mut act, mut frame_keys, mut other) = (None, 0, false);
+        let (mut act, mut has_filename, mut other) = (None, false, false);
         for (i, kv) in items.chunks_exact(2).enumerate() {
             let Val::Str(key) = kv[0] else {
                 return Ok(None);
@@ -114,8 +132,9 @@ impl Hook for Conv {
             }
             if key == k.action {
                 act = Some(kv[1]);
-            } else if key == k.filename || key == k.line || key == k.name {
-                frame_keys += 1;
+            } else if key == k.filename {
+                has_filename = true;
+            } else if key == k.line || key == k.name || k.fx.contains(&key) {
             } else {
                 other = true;
             }
@@ -123,7 +142,9 @@ impl Hook for Conv {
         if let Some(act) = act {
             return Ok(Some((ENTRY, self.entry(a, items, act)?)));
         }
-        if frame_keys > 0 && !other {
+        // A frame names its file (a user's metadata dict with a `name` is not one); other
+        // frame-shaped dicts are converted when their list is.
+        if has_filename && !other {
             return Ok(Some((FRAME, self.frame_from(a, items))));
         }
         Ok(None)
@@ -173,10 +194,44 @@ impl Conv {
             has_time: false,
         };
         let mut device_free = None;
+        let mut extra = Extra::default();
         for kv in items.chunks_exact(2) {
             let (key, val) = (kv[0], kv[1]);
             let Val::Str(key) = key else { continue };
             let k = &self.keys;
+            if key == k.stream {
+                if let Some(v) = val.as_u64().filter(|&v| v != 0) {
+                    extra.put("stream", v.into());
+                }
+                continue;
+            } else if key == k.pool_id {
+                let zero = match val {
+                    Val::Tuple(t) => a.tuple(t).iter().all(|x| x.as_i64() == Some(0)),
+                    Val::None => true,
+                    _ => false,
+                };
+                if !zero {
+                    let v = val_json(a, val, 0);
+                    if !is_default_pool(&v) {
+                        extra.put("pool_id", v);
+                    }
+                }
+                continue;
+            } else if key == k.compile_context {
+                match val {
+                    Val::Str(s) if is_placeholder_context(a.str(s)) => {}
+                    Val::None => {}
+                    v => extra.put("compile_context", val_json(a, v, 0)),
+                }
+                continue;
+            } else if key == k.forward_frames {
+                let empty =
+                    matches!(val, Val::None) || matches!(val, Val::List(l) if a.list(l).is_empty());
+                if !empty {
+                    extra.put("forward_frames", val_json(a, val, 0));
+                }
+                continue;
+            }
             if key == k.addr {
                 row.addr = int_field("addr", val)?;
             } else if key == k.size {
@@ -192,10 +247,19 @@ impl Conv {
             } else if key == k.device_free {
                 device_free = Some(int_field("device_free", val)?);
             } else if key == k.user_metadata {
-                if let Val::Str(s) = val {
-                    let s = a.str(s);
-                    if !s.is_empty() {
-                        row.name = self.raw.strings.intern(s);
+                match val {
+                    Val::Str(s) => {
+                        let s = a.str(s);
+                        if !s.is_empty() {
+                            row.name = self.raw.strings.intern(s);
+                        }
+                    }
+                    // (A dict the hook took for a frame has no JSON form left.)
+                    Val::None | Val::Done(..) => {}
+                    // A dict or list of metadata: kept as its JSON text.
+                    v => {
+                        let text = val_json(a, v, 0).to_string();
+                        row.name = self.raw.strings.intern(&text);
                     }
                 }
             } else if key == k.frames {
@@ -206,6 +270,10 @@ impl Conv {
         self.raw.rows.push(row);
         if let Some(f) = device_free {
             self.raw.device_free.insert(r, f);
+        }
+        if !extra.is_empty() {
+            let x = extra.intern(&mut self.raw.strings);
+            self.raw.row_extra.insert(r, x);
         }
         Ok(r)
     }
@@ -246,7 +314,7 @@ impl Conv {
                 // Some writers (FX) put plain strings in frame lists.
                 Val::Str(s) => {
                     let text = a.str(s).to_string();
-                    self.frames.frame(&mut self.raw.strings, &text, 0, "")
+                    self.frames.frame_text(&mut self.raw.strings, &text)
                 }
                 other => {
                     return Err(format!(
@@ -292,13 +360,25 @@ impl Conv {
     fn frame_from(&mut self, a: &Arena, items: &[Val]) -> u32 {
         let k = &self.keys;
         let (mut file, mut line, mut name) = (None, 0i64, None);
+        let mut fx: [Option<u32>; 4] = [None; 4];
         for kv in items.chunks_exact(2) {
             match (kv[0], kv[1]) {
                 (Val::Str(key), Val::Str(s)) if key == k.filename => file = Some(s),
                 (Val::Str(key), Val::Str(s)) if key == k.name => name = Some(s),
                 (Val::Str(key), v) if key == k.line => line = v.as_i64().unwrap_or(0),
+                (Val::Str(key), Val::Str(s)) => {
+                    if let Some(i) = k.fx.iter().position(|&f| f == key) {
+                        fx[i] = Some(s);
+                    }
+                }
                 _ => {}
             }
+        }
+        if fx.iter().any(Option::is_some) {
+            let f = fx.map(|x| x.map_or("", |s| a.str(s)));
+            let name = super::raw::fx_name(name.map_or("", |s| a.str(s)), f);
+            let file = file.map_or("", |s| a.str(s));
+            return self.frames.frame(&mut self.raw.strings, file, line, &name);
         }
         let key = (
             file.map_or(u32::MAX, |s| s),
@@ -336,12 +416,65 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
     Ok(conv.raw)
 }
 
+/// A pickled value as JSON (for kept fields); containers deeper than 8 levels and
+/// converted objects become `null`.
+fn val_json(a: &Arena, v: Val, depth: u32) -> serde_json::Value {
+    use serde_json::Value as J;
+    if depth > 8 {
+        return J::Null;
+    }
+    match v {
+        Val::None | Val::Done(..) | Val::Big { .. } => J::Null,
+        Val::Bool(b) => J::Bool(b),
+        Val::Int(i) => i.into(),
+        Val::UInt(u) => u.into(),
+        Val::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
+        Val::Str(s) => a.str(s).into(),
+        Val::Bytes(_) => "<bytes>".into(),
+        Val::List(l) => J::Array(
+            a.list(l)
+                .iter()
+                .map(|&x| val_json(a, x, depth + 1))
+                .collect(),
+        ),
+        Val::Tuple(t) => J::Array(
+            a.tuple(t)
+                .iter()
+                .map(|&x| val_json(a, x, depth + 1))
+                .collect(),
+        ),
+        Val::Dict(d) => {
+            let mut m = serde_json::Map::new();
+            for &(k, x) in a.dict(d) {
+                let key = match k {
+                    Val::Str(s) => a.str(s).to_string(),
+                    other => val_json(a, other, depth + 1).to_string(),
+                };
+                m.insert(key, val_json(a, x, depth + 1));
+            }
+            J::Object(m)
+        }
+    }
+}
+
+/// `(0, 0)` (or absent) is the default pool.
+fn is_default_pool(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Array(x) => x.iter().all(|e| e.as_i64() == Some(0)),
+        _ => false,
+    }
+}
+
 fn invalid(what: String) -> FormatError {
     FormatError::Invalid(format!("not a PyTorch memory snapshot: {what}"))
 }
 
-/// Walks the top-level dict: device lists (rows already converted), segments, annotations.
+/// Walks the top-level dict: device lists (rows already converted), segments, annotations,
+/// allocator settings and pinned host memory. A bare list is `torch.cuda.memory_snapshot()`'s
+/// list of segments.
 fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
+    let mut host = (None, None);
     let (segments, traces, annotations) = match top {
         Val::Dict(t) => {
             let seg = a.intern("segments");
@@ -353,10 +486,29 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
                     "the top-level dict has neither 'segments' nor 'device_traces'".into(),
                 ));
             }
+            let settings = a.intern("allocator_settings");
+            match a.get(t, settings) {
+                None | Some(Val::None) => {}
+                Some(v) => c.raw.allocator_settings = Some(val_json(a, v, 0).to_string()),
+            }
+            let (hs, ht) = (a.intern("host_segments"), a.intern("host_traces"));
+            host = (a.get(t, hs), a.get(t, ht));
             (s, d, n)
         }
-        // Very old dumps were a bare list of segments.
-        Val::List(_) => (Some(top), None, None),
+        Val::List(l) => {
+            // Only a list of segment dicts is a snapshot (an empty list is an idle device).
+            let (addr, total) = (a.intern("address"), a.intern("total_size"));
+            for (i, &v) in a.list(l).iter().enumerate() {
+                let ok = matches!(v, Val::Dict(d) if a.get(d, addr).is_some() && a.get(d, total).is_some());
+                if !ok {
+                    return Err(invalid(format!(
+                        "the pickle holds a list whose item {i} is not a segment dict with 'address' and 'total_size' (found {})",
+                        v.type_name()
+                    )));
+                }
+            }
+            (Some(top), None, None)
+        }
         other => {
             return Err(invalid(format!(
                 "the pickle holds a {}, expected a dict",
@@ -365,6 +517,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         }
     };
     if let Some(d) = traces {
+        c.raw.has_traces_key = true;
         let Val::List(dl) = d else {
             return Err(invalid(format!(
                 "'device_traces' is a {}, expected a list",
@@ -373,29 +526,57 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         };
         let devs: Vec<Val> = a.list(dl).to_vec();
         for (di, dv) in devs.into_iter().enumerate() {
-            let Val::List(el) = dv else {
-                return Err(invalid(format!(
-                    "device_traces[{di}] is a {}, expected a list",
-                    dv.type_name()
-                )));
-            };
-            let mut rows = Vec::with_capacity(a.list(el).len());
-            for &e in a.list(el) {
-                match e {
-                    Val::Done(ENTRY, r) => rows.push(r),
-                    _ => c.raw.skipped_items += 1,
-                }
-            }
+            let rows = entry_rows(a, c, dv, &format!("device_traces[{di}]"))?;
             c.raw.devices.push(rows);
         }
     }
     if let Some(s) = segments {
-        read_segments(a, c, s)?;
+        let segs = read_segments(a, c, s, "segments")?;
+        c.raw.segments = segs;
     }
     if let Some(Val::List(al)) = annotations {
         read_annotations(a, &mut c.raw, al);
     }
+    let (hs, ht) = host;
+    if hs.is_some() || ht.is_some() {
+        c.raw.has_host = true;
+    }
+    if let Some(ht) = ht.filter(|v| *v != Val::None) {
+        // One list of entries, or (like device_traces) a list of such lists.
+        let lists: Vec<Val> = match ht {
+            Val::List(l) if a.list(l).iter().all(|v| matches!(v, Val::List(_))) => {
+                a.list(l).to_vec()
+            }
+            v => vec![v],
+        };
+        for (i, v) in lists.into_iter().enumerate() {
+            let rows = entry_rows(a, c, v, &format!("host_traces[{i}]"))?;
+            c.raw.host_rows.extend(rows);
+        }
+    }
+    if let Some(hs) = hs.filter(|v| *v != Val::None) {
+        let segs = read_segments(a, c, hs, "host_segments")?;
+        c.raw.host_segments = segs;
+    }
     Ok(())
+}
+
+/// The row indices of one list of (already converted) trace entries.
+fn entry_rows(a: &Arena, c: &mut Conv, v: Val, what: &str) -> Result<Vec<u32>, FormatError> {
+    let Val::List(el) = v else {
+        return Err(invalid(format!(
+            "{what} is a {}, expected a list",
+            v.type_name()
+        )));
+    };
+    let mut rows = Vec::with_capacity(a.list(el).len());
+    for &e in a.list(el) {
+        match e {
+            Val::Done(ENTRY, r) => rows.push(r),
+            _ => c.raw.skipped_items += 1,
+        }
+    }
+    Ok(rows)
 }
 
 fn field_u64(a: &Arena, d: u32, key: &str, what: &str) -> Result<Option<u64>, FormatError> {
@@ -413,24 +594,37 @@ fn field_u64(a: &Arena, d: u32, key: &str, what: &str) -> Result<Option<u64>, Fo
     }
 }
 
-fn read_segments(a: &mut Arena, c: &mut Conv, s: Val) -> Result<(), FormatError> {
+fn read_segments(
+    a: &mut Arena,
+    c: &mut Conv,
+    s: Val,
+    key: &str,
+) -> Result<Vec<Segment>, FormatError> {
     let Val::List(sl) = s else {
         return Err(invalid(format!(
-            "'segments' is a {}, expected a list",
+            "'{key}' is a {}, expected a list",
             s.type_name()
         )));
     };
+    let mut out = Vec::new();
+    let seg_keys = [
+        a.intern("stream"),
+        a.intern("segment_type"),
+        a.intern("segment_pool_id"),
+        a.intern("is_expandable"),
+    ];
+    let block_keys = [a.intern("user_metadata"), a.intern("forward_frames")];
     let blocks_k = a.intern("blocks");
     let state_k = a.intern("state");
     let segs: Vec<Val> = a.list(sl).to_vec();
     for (si, sv) in segs.into_iter().enumerate() {
         let Val::Dict(sd) = sv else {
             return Err(invalid(format!(
-                "segments[{si}] is a {}, expected a dict",
+                "{key}[{si}] is a {}, expected a dict",
                 sv.type_name()
             )));
         };
-        let what = format!("segments[{si}]");
+        let what = format!("{key}[{si}]");
         let device = field_u64(a, sd, "device", &what)?.unwrap_or(0);
         let address = field_u64(a, sd, "address", &what)?.unwrap_or(0);
         let total_size = field_u64(a, sd, "total_size", &what)?.unwrap_or(0);
@@ -457,22 +651,64 @@ fn read_segments(a: &mut Arena, c: &mut Conv, s: Val) -> Result<(), FormatError>
                         .map_err(|e| invalid(format!("{bw}: {e}")))?,
                     None => StackId(0),
                 };
+                let mut extra = Extra::default();
+                for (k, name) in block_keys.iter().zip(["user_metadata", "forward_frames"]) {
+                    let v = a
+                        .get(bd, *k)
+                        .map_or(serde_json::Value::Null, |v| val_json(a, v, 0));
+                    let empty = match &v {
+                        serde_json::Value::Null => true,
+                        serde_json::Value::String(s) => s.is_empty(),
+                        serde_json::Value::Array(l) => l.is_empty(),
+                        _ => false,
+                    };
+                    if !empty {
+                        extra.put(name, v);
+                    }
+                }
                 blocks.push(Block {
                     size,
                     requested,
                     state,
                     stack,
+                    extra: extra.intern(&mut c.raw.strings),
                 });
             }
         }
-        c.raw.segments.push(Segment {
+        let stack = match a.get(sd, c.keys.frames) {
+            Some(v) => c
+                .stack_val(a, v)
+                .map_err(|e| invalid(format!("{what}: {e}")))?,
+            None => StackId(0),
+        };
+        let mut extra = Extra::default();
+        for (k, name) in
+            seg_keys
+                .iter()
+                .zip(["stream", "segment_type", "segment_pool_id", "is_expandable"])
+        {
+            if let Some(v) = a.get(sd, *k) {
+                let j = val_json(a, v, 0);
+                let default = match name {
+                    "stream" => j.as_u64() == Some(0),
+                    "segment_pool_id" => is_default_pool(&j),
+                    _ => j.is_null(),
+                };
+                if !default {
+                    extra.put(name, j);
+                }
+            }
+        }
+        out.push(Segment {
             device,
             address,
             total_size,
             blocks,
+            stack,
+            extra: extra.intern(&mut c.raw.strings),
         });
     }
-    Ok(())
+    Ok(out)
 }
 
 fn read_annotations(a: &mut Arena, raw: &mut Raw, al: u32) {

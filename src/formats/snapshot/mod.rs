@@ -1,6 +1,8 @@
 //! PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot()`): pickle (protocols
 //! 2–5, read by a data-only unpickler) or JSON, plain or gzip. One [`Trace`] per device
-//! ("cuda:N"), replayed as MemoryViz does; categories are inferred (snapshots carry none).
+//! ("cuda:N"), replayed as MemoryViz does, plus "host:pinned" when the file records pinned
+//! host memory; categories are inferred (snapshots carry none). A snapshot without history
+//! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
 pub mod from_json;
 pub mod from_pickle;
@@ -66,6 +68,12 @@ pub fn build(raw: &Raw, source: &str, rules: &Rules) -> Vec<Trace> {
                 raw.skipped_items
             ));
         }
+        infer(&mut t, rules);
+        t.bands_source = BandsSource::Inferred;
+        out.push(t);
+    }
+    if raw.has_host && (!raw.host_rows.is_empty() || !raw.host_segments.is_empty()) {
+        let mut t = timeline::build_host(raw, source);
         infer(&mut t, rules);
         t.bands_source = BandsSource::Inferred;
         out.push(t);

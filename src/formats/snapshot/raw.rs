@@ -20,11 +20,13 @@ pub enum Action {
     Snapshot,
     Oom,
     Annotate,
+    /// `user_defined`: a user's mark in the trace (its text in `user_metadata`).
+    UserDefined,
     Unknown,
 }
 
 impl Action {
-    pub const KNOWN: [(&'static str, Action); 10] = [
+    pub const KNOWN: [(&'static str, Action); 11] = [
         ("alloc", Action::Alloc),
         ("free_requested", Action::FreeRequested),
         ("free_completed", Action::FreeCompleted),
@@ -35,6 +37,7 @@ impl Action {
         ("snapshot", Action::Snapshot),
         ("oom", Action::Oom),
         ("annotate", Action::Annotate),
+        ("user_defined", Action::UserDefined),
     ];
 
     pub fn parse(s: &str) -> Action {
@@ -88,6 +91,8 @@ pub struct Block {
     pub requested: u64,
     pub state: BlockState,
     pub stack: StackId,
+    /// Kept fields of the block (`user_metadata`, `forward_frames`) as JSON object text.
+    pub extra: StrId,
 }
 
 #[derive(Clone, Debug)]
@@ -96,6 +101,11 @@ pub struct Segment {
     pub address: u64,
     pub total_size: u64,
     pub blocks: Vec<Block>,
+    /// The segment's stack (global ids), `StackId(0)` when not recorded.
+    pub stack: StackId,
+    /// Kept fields (`stream`, `segment_type`, `segment_pool_id`, `is_expandable`) as JSON
+    /// object text.
+    pub extra: StrId,
 }
 
 #[derive(Clone, Debug)]
@@ -123,6 +133,19 @@ pub struct Raw {
     pub unknown_actions: BTreeMap<String, u64>,
     /// Items of a device trace that were not trace-entry dicts.
     pub skipped_items: u64,
+    /// Kept fields of a row (`stream`, `pool_id`, `compile_context`, `forward_frames`, a
+    /// non-string `user_metadata`) as JSON object text, only for rows that have any.
+    pub row_extra: FxHashMap<u32, StrId>,
+    /// `allocator_settings` as JSON text (None: the file has none).
+    pub allocator_settings: Option<String>,
+    /// `host_traces` rows (pinned host memory), when the file has host data.
+    pub host_rows: Vec<u32>,
+    pub host_segments: Vec<Segment>,
+    /// Whether the file has `host_segments` or `host_traces` at all.
+    pub has_host: bool,
+    /// Whether the file has a `device_traces` key (else: a bare segment list, or a dict with
+    /// segments only: a snapshot without history).
+    pub has_traces_key: bool,
 }
 
 impl Raw {
@@ -132,6 +155,58 @@ impl Raw {
             ..Raw::default()
         }
     }
+}
+
+/// Builds the JSON-object text of kept fields; empty objects intern nothing.
+#[derive(Debug, Default)]
+pub struct Extra(serde_json::Map<String, serde_json::Value>);
+
+impl Extra {
+    pub fn put(&mut self, k: &str, v: serde_json::Value) {
+        self.0.insert(k.to_string(), v);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Interns the object's text (None-like `StrId(0)` when empty).
+    pub fn intern(self, strings: &mut Interner) -> StrId {
+        if self.0.is_empty() {
+            return StrId(0);
+        }
+        let text = serde_json::Value::Object(self.0).to_string();
+        strings.intern(&text)
+    }
+}
+
+/// A frame name with its FX fields (`augment_with_fx_traces=True`): op, node name and
+/// target, and the innermost line of the original trace.
+pub fn fx_name(name: &str, fx: [&str; 4]) -> String {
+    use std::fmt::Write as _;
+    let mut s = name.to_string();
+    s.push_str(" [fx");
+    for (label, v) in [("op", fx[0]), ("node", fx[1]), ("target", fx[2])] {
+        if !v.is_empty() {
+            let _ = write!(s, " {label}={v}");
+        }
+    }
+    // The innermost user location of the original trace and its code line.
+    let mut lines = fx[3].lines().map(str::trim).filter(|l| !l.is_empty());
+    let code = lines.clone().next_back();
+    if let Some(loc) = lines.rfind(|l| l.starts_with("File ")) {
+        let _ = write!(s, " from: {loc}");
+        if let Some(c) = code.filter(|c| *c != loc) {
+            let _ = write!(s, ": {c}");
+        }
+    } else if let Some(c) = code {
+        let _ = write!(s, " from: {c}");
+    }
+    s.push(']');
+    s
+}
+
+/// `compile_context` placeholders that carry no information.
+pub fn is_placeholder_context(s: &str) -> bool {
+    s.is_empty() || s == "N/A"
 }
 
 /// Turns frames into interned strings and stacks, hiding C++ frames unless asked.
@@ -161,6 +236,16 @@ impl Frames {
         let _ = write!(self.buf, "{filename}:{line}:{name}");
         let id = strings.intern(&self.buf).0 & !CPP_BIT;
         if is_cpp(filename) {
+            id | CPP_BIT
+        } else {
+            id
+        }
+    }
+
+    /// Interns a frame given as a plain string (some writers put those in frame lists), as is.
+    pub fn frame_text(&mut self, strings: &mut Interner, text: &str) -> u32 {
+        let id = strings.intern(text).0 & !CPP_BIT;
+        if is_cpp(text) {
             id | CPP_BIT
         } else {
             id

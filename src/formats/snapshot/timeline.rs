@@ -2,9 +2,11 @@
 //! Memory Timeline: every entry is one event; a block lives from `alloc` to
 //! `free_completed`; frees whose alloc the ring buffer dropped, and blocks still allocated in
 //! the final `segments` that the trace never allocated, are live from the start. Reserved
-//! memory comes from segment events, seeded so that it ends at the final segments' total.
+//! memory is the union of mapped address ranges (segment alloc/map add a range, free/unmap
+//! remove what they overlap), seeded by undoing the trace's segment events from the final
+//! segments. A device without history is one instant: the dump, event #0.
 
-use super::raw::{Action, Annotation, Raw};
+use super::raw::{Action, Annotation, Raw, Segment};
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
     Trace, Ts,
@@ -68,26 +70,273 @@ impl Localize {
     }
 }
 
-/// Open reserved ranges by base address: (storage, size).
-type Segs = BTreeMap<u64, (AllocId, u64)>;
+/// Disjoint mapped address ranges `[start, end)`, merged (the initial-state solver).
+#[derive(Default)]
+struct RangeSet(BTreeMap<u64, u64>);
 
-/// Builds the trace of device `d`.
+impl RangeSet {
+    fn add(&mut self, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        let (mut lo, mut hi) = (a, b);
+        // Merge with every range that overlaps or touches [a, b).
+        let touching: Vec<(u64, u64)> = self
+            .0
+            .range(..=b)
+            .rev()
+            .take_while(|&(_, &e)| e >= a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            self.0.remove(&s);
+            lo = lo.min(s);
+            hi = hi.max(e);
+        }
+        self.0.insert(lo, hi);
+    }
+
+    fn remove(&mut self, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        let over: Vec<(u64, u64)> = self
+            .0
+            .range(..b)
+            .rev()
+            .take_while(|&(_, &e)| e > a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in over {
+            self.0.remove(&s);
+            if s < a {
+                self.0.insert(s, a);
+            }
+            if e > b {
+                self.0.insert(b, e);
+            }
+        }
+    }
+}
+
+/// Reserved memory as mapped address ranges: disjoint pieces, each one segment storage.
+/// `segment_alloc`/`segment_map` add a range, `segment_free`/`segment_unmap` remove whatever
+/// they overlap (a piece, several, or part of one), so reserved is the measure of the union.
+#[derive(Default)]
+struct Mapped {
+    /// start → (end, storage).
+    pieces: BTreeMap<u64, (u64, AllocId)>,
+    /// Bytes mapped again while already mapped (not counted twice).
+    double_mapped: u64,
+    /// Bytes unmapped that were not mapped.
+    unmatched_unmap: u64,
+}
+
+impl Mapped {
+    fn open_piece(&mut self, t: &mut Trace, a: u64, b: u64, stack: StackId, from_start: bool) {
+        let id = if from_start {
+            t.open_from_start(
+                Bytes(b - a),
+                Category::Unknown,
+                StorageKind::Segment,
+                StrId(0),
+                stack,
+                a,
+            )
+        } else {
+            t.open(
+                Bytes(b - a),
+                Category::Unknown,
+                StorageKind::Segment,
+                StrId(0),
+                stack,
+                a,
+            )
+        };
+        self.pieces.insert(a, (b, id));
+    }
+
+    fn overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64, AllocId)> {
+        let mut v: Vec<(u64, u64, AllocId)> = self
+            .pieces
+            .range(..b)
+            .rev()
+            .take_while(|&(_, &(e, _))| e > a)
+            .map(|(&s, &(e, id))| (s, e, id))
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// Maps `[a, b)`: only the parts not already mapped become new pieces.
+    fn map(&mut self, t: &mut Trace, a: u64, b: u64, stack: StackId) {
+        let mut cur = a;
+        for (s, e, _) in self.overlapping(a, b) {
+            if s > cur {
+                self.open_piece(t, cur, s, stack, false);
+            }
+            self.double_mapped += e.min(b) - s.max(a);
+            cur = cur.max(e);
+        }
+        if cur < b {
+            self.open_piece(t, cur, b, stack, false);
+        }
+    }
+
+    /// Unmaps `[a, b)`: closes every piece it overlaps; the parts outside stay mapped.
+    fn unmap(&mut self, t: &mut Trace, a: u64, b: u64) {
+        let mut covered = 0u64;
+        for (s, e, id) in self.overlapping(a, b) {
+            self.pieces.remove(&s);
+            t.close(id);
+            covered += e.min(b) - s.max(a);
+            let stack = t.storages.stack.get(id.idx()).copied().unwrap_or_default();
+            if s < a {
+                self.open_piece(t, s, a, stack, false);
+            }
+            if e > b {
+                self.open_piece(t, b, e, stack, false);
+            }
+        }
+        self.unmatched_unmap += (b - a) - covered;
+    }
+
+    fn total(&self) -> u64 {
+        self.pieces
+            .iter()
+            .fold(0u64, |acc, (&s, &(e, _))| acc.saturating_add(e - s))
+    }
+}
+
+/// `[addr, addr + size)`, clamped at the top of the address space.
+fn range(addr: u64, size: u64) -> (u64, u64) {
+    (addr, addr.saturating_add(size))
+}
+
+/// Builds the trace of CUDA device `d`.
 pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
-    let mut t = Trace::new(format!("cuda:{d}"), source, "snapshot");
     let empty = Vec::new();
     let rows = raw.devices.get(d).unwrap_or(&empty);
+    let segs: Vec<&Segment> = raw
+        .segments
+        .iter()
+        .filter(|s| s.device == d as u64)
+        .collect();
+    build_one(
+        raw,
+        rows,
+        &segs,
+        format!("cuda:{d}"),
+        Some(d as u64),
+        source,
+    )
+}
+
+/// Builds the trace of pinned host memory (`host_traces` / `host_segments`).
+pub fn build_host(raw: &Raw, source: &str) -> Trace {
+    let segs: Vec<&Segment> = raw.host_segments.iter().collect();
+    let mut t = build_one(
+        raw,
+        &raw.host_rows,
+        &segs,
+        "host:pinned".into(),
+        None,
+        source,
+    );
+    t.meta.push((
+        "note".into(),
+        "pinned host memory (host_segments / host_traces), shown as its own device".into(),
+    ));
+    t
+}
+
+/// Merges two kept-field JSON objects (either may be `StrId(0)`).
+fn merge_extra(raw: &Raw, a: StrId, b: StrId) -> Option<String> {
+    let parse = |x: StrId| -> serde_json::Map<String, serde_json::Value> {
+        if x.0 == 0 {
+            return serde_json::Map::new();
+        }
+        match serde_json::from_str(raw.strings.str(x)) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        }
+    };
+    let mut m = parse(a);
+    m.extend(parse(b));
+    (!m.is_empty()).then(|| serde_json::Value::Object(m).to_string())
+}
+
+/// Replays `rows` (one device's trace, in order) with that device's final `segs`.
+fn build_one(
+    raw: &Raw,
+    rows: &[u32],
+    segs: &[&Segment],
+    device: String,
+    ann_device: Option<u64>,
+    source: &str,
+) -> Trace {
+    let mut t = Trace::new(device, source, "snapshot");
     let mut loc = Localize::new(raw);
     let has_time = rows
         .iter()
         .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
     t.clock = if has_time { Clock::Us } else { Clock::Seq };
+    if let Some(a) = &raw.allocator_settings {
+        t.meta.push(("allocator_settings".into(), a.clone()));
+        settings_warnings(&mut t, a);
+    }
+    let history_less = rows.is_empty();
 
     // One event per entry; about one storage per alloc (half the entries): no regrowth.
-    t.reserve(rows.len(), rows.len() / 2);
+    t.reserve(rows.len().max(1), rows.len() / 2);
     let mut live: FxHashMap<u64, AllocId> = FxHashMap::default();
-    let mut segs: Segs = BTreeMap::new();
     let mut last_ts = 0i64;
     let (mut unmatched_req, mut overwritten, mut unknown, mut ooms) = (0u64, 0u64, 0u64, 0u64);
+    let (mut annotated, mut annotate_missed, mut user_marks) = (0u64, 0u64, 0u64);
+
+    // Reserved before the first event: the final mapped ranges with the trace's segment
+    // events undone, newest first (an unmap puts its range back, a map takes it away).
+    let mut initial = RangeSet::default();
+    for s in segs {
+        let (a, b) = range(s.address, s.total_size);
+        initial.add(a, b);
+    }
+    if !history_less {
+        for &r in rows.iter().rev() {
+            let Some(row) = raw.rows.get(r as usize) else {
+                continue;
+            };
+            let (a, b) = range(row.addr, row.size);
+            match row.action {
+                Action::SegmentAlloc | Action::SegmentMap => initial.remove(a, b),
+                Action::SegmentFree | Action::SegmentUnmap => initial.add(a, b),
+                _ => {}
+            }
+        }
+    }
+    let mut mapped = Mapped::default();
+    if history_less {
+        // No history: one instant, the dump itself (event #0), where everything opens.
+        t.push_event(Ts(0), EventKind::Other);
+        t.clock = Clock::Seq;
+    }
+    // Segment stacks by base address, for ranges live from the start.
+    let seg_at: BTreeMap<u64, (u64, StackId)> = segs
+        .iter()
+        .map(|s| (s.address, (s.address.saturating_add(s.total_size), s.stack)))
+        .collect();
+    for (&a, &b) in &initial.0 {
+        let stack = seg_at
+            .range(..=a)
+            .next_back()
+            .filter(|&(_, &(e, _))| e > a)
+            .map_or(StackId(0), |(_, &(_, st))| st);
+        let stack = loc.stack(raw, &mut t, stack);
+        mapped.open_piece(&mut t, a, b, stack, !history_less);
+    }
+    if !segs.is_empty() {
+        t.has_reserved = true;
+    }
 
     for (i, &r) in rows.iter().enumerate() {
         let Some(row) = raw.rows.get(r as usize).copied() else {
@@ -115,6 +364,10 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
                     stack,
                     row.addr,
                 );
+                if let Some(&x) = raw.row_extra.get(&r) {
+                    let x = loc.str(raw, &mut t, x);
+                    t.extra.insert(id, x);
+                }
                 // MemoryViz keeps an element whose address is re-allocated without a free.
                 if live.insert(row.addr, id).is_some() {
                     overwritten += 1;
@@ -146,6 +399,10 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
                             stack,
                             row.addr,
                         );
+                        if let Some(&x) = raw.row_extra.get(&r) {
+                            let x = loc.str(raw, &mut t, x);
+                            t.extra.insert(id, x);
+                        }
                         t.close(id);
                         t.unmatched_frees += 1;
                     }
@@ -154,19 +411,13 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
             Action::SegmentAlloc | Action::SegmentMap => {
                 t.push_event(ts, EventKind::Reserve);
                 let stack = loc.stack(raw, &mut t, row.stack);
-                let id = t.open(
-                    Bytes(row.size),
-                    Category::Unknown,
-                    StorageKind::Segment,
-                    StrId(0),
-                    stack,
-                    row.addr,
-                );
-                segs.insert(row.addr, (id, row.size));
+                let (a, b) = range(row.addr, row.size);
+                mapped.map(&mut t, a, b, stack);
             }
             Action::SegmentFree | Action::SegmentUnmap => {
                 t.push_event(ts, EventKind::Unreserve);
-                seg_close(&mut t, &mut segs, row.addr, row.size);
+                let (a, b) = range(row.addr, row.size);
+                mapped.unmap(&mut t, a, b);
             }
             Action::Oom => {
                 let at = t.push_event(ts, EventKind::Oom);
@@ -184,12 +435,46 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
             }
             Action::Annotate => {
                 t.push_event(ts, EventKind::Other);
-                if let Some(&id) = live.get(&row.addr) {
-                    let name = loc.str(raw, &mut t, row.name);
-                    if let Some(n) = t.storages.name.get_mut(id.idx()) {
-                        *n = name;
+                // Adds to the allocation's user_metadata (never replaces it).
+                match live.get(&row.addr) {
+                    Some(&id) if row.name.0 != 0 => {
+                        let add = raw.strings.str(row.name);
+                        let old = t.name(id);
+                        let text = if old.is_empty() {
+                            add.to_string()
+                        } else if old.split("; ").any(|p| p == add) {
+                            old.to_string()
+                        } else {
+                            format!("{old}; {add}")
+                        };
+                        let name = t.strings.intern(&text);
+                        if let Some(n) = t.storages.name.get_mut(id.idx()) {
+                            *n = name;
+                        }
+                        annotated += 1;
                     }
+                    Some(_) => {}
+                    None => annotate_missed += 1,
                 }
+            }
+            Action::UserDefined => {
+                let at = t.push_event(ts, EventKind::Mark);
+                let text = if row.name.0 == 0 {
+                    "user_defined"
+                } else {
+                    raw.strings.str(row.name)
+                };
+                let name = t.strings.intern(text);
+                t.add_mark(Mark {
+                    at,
+                    ts,
+                    name,
+                    kind: MarkKind::Note,
+                    end: None,
+                    size: None,
+                    free: None,
+                });
+                user_marks += 1;
             }
             Action::Snapshot => {
                 t.push_event(ts, EventKind::Other);
@@ -203,71 +488,85 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
 
     // Blocks allocated at dump time that the trace never allocated ("ghosts"): live for the
     // whole trace, with the block's own stack. Addresses are running sums, as MemoryViz does.
+    // Without history they open at the dump (event #0) instead.
     let mut ghosts = (0u64, 0u64);
-    let mut final_reserved = 0u64;
-    let mut any_segment = false;
-    for s in raw.segments.iter().filter(|s| s.device == d as u64) {
-        any_segment = true;
-        final_reserved = final_reserved.saturating_add(s.total_size);
+    let mut rounded = 0u64;
+    let final_reserved: u64 = segs
+        .iter()
+        .fold(0u64, |acc, s| acc.saturating_add(s.total_size));
+    for s in segs {
         let mut addr = s.address;
         for b in &s.blocks {
             if b.state == super::raw::BlockState::Allocated && !live.contains_key(&addr) {
                 let stack = loc.stack(raw, &mut t, b.stack);
-                t.open_from_start(
-                    Bytes(b.requested),
-                    Category::Unknown,
-                    StorageKind::Block,
-                    StrId(0),
-                    stack,
-                    addr,
-                );
+                let text = merge_extra(raw, s.extra, b.extra);
+                let name = text
+                    .as_deref()
+                    .and_then(|x| serde_json::from_str::<serde_json::Value>(x).ok())
+                    .and_then(|v| {
+                        v.get("user_metadata")
+                            .and_then(|m| m.as_str().map(String::from))
+                    })
+                    .map_or(StrId(0), |n| t.strings.intern(&n));
+                let (size, kind, flag) =
+                    (Bytes(b.requested), Category::Unknown, StorageKind::Block);
+                let id = if history_less {
+                    t.open(size, kind, flag, name, stack, addr)
+                } else {
+                    t.open_from_start(size, kind, flag, name, stack, addr)
+                };
+                if let Some(x) = text {
+                    let x = t.strings.intern(&x);
+                    t.extra.insert(id, x);
+                }
                 ghosts.0 += 1;
-                ghosts.1 += b.requested;
+                ghosts.1 = ghosts.1.saturating_add(b.requested);
+                rounded = rounded.saturating_add(b.size);
             }
             addr = addr.wrapping_add(b.size);
         }
     }
 
-    // Reserved before the first event: whatever makes the replay end at the final total.
-    if any_segment || t.has_reserved {
-        let open_now: u64 = segs.values().map(|&(_, s)| s).sum::<u64>()
-            + (0..t.storage_count())
-                .map(|i| AllocId(i as u32))
-                .filter(|&id| {
-                    t.storage_kind(id) == StorageKind::Segment
-                        && t.is_from_start(id)
-                        && t.end(id).is_none()
-                })
-                .map(|id| t.size(id).0)
-                .sum::<u64>();
-        if final_reserved > open_now {
-            t.open_from_start(
-                Bytes(final_reserved - open_now),
-                Category::Unknown,
-                StorageKind::Segment,
-                StrId(0),
-                StackId(0),
-                0,
-            );
-        } else if final_reserved < open_now && any_segment {
-            t.warn(format!(
-                "the final segments total {final_reserved} B but replaying segment events leaves {open_now} B reserved; reserved figures may be off"
-            ));
-        }
+    let end_reserved = mapped.total();
+    if !segs.is_empty() && end_reserved != final_reserved {
+        t.warn_doubtful(format!(
+            "replaying segment events leaves {end_reserved} B reserved but the final segments total {final_reserved} B; reserved figures may be off"
+        ));
+    }
+    if mapped.double_mapped > 0 {
+        t.warn(format!(
+            "{} B were mapped again while already mapped (counted once)",
+            mapped.double_mapped
+        ));
+    }
+    if mapped.unmatched_unmap > 0 {
+        t.warn(format!(
+            "{} B were unmapped or freed without being mapped (ignored)",
+            mapped.unmatched_unmap
+        ));
     }
 
-    add_annotations(&mut t, &raw.annotations, d as u64);
+    if let Some(d) = ann_device {
+        add_annotations(&mut t, &raw.annotations, d);
+    }
 
+    if history_less {
+        // A fact about the file, not a doubt about the figures: a note, not a warning.
+        let note = format!(
+            "the snapshot has no trace history (device_traces is empty or absent: memory history was not recorded): one instant, the state at the dump, shown as event #0; {} blocks, {} B requested ({} B rounded, as memory_allocated() counts), {} B reserved",
+            ghosts.0, ghosts.1, rounded, final_reserved
+        );
+        t.meta.push(("note".into(), note));
+    } else if ghosts.0 > 0 {
+        t.warn(format!(
+            "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
+            ghosts.0, ghosts.1
+        ));
+    }
     if t.unmatched_frees > 0 {
         t.warn(format!(
             "{} frees have no alloc in the trace (the ring buffer dropped it): counted live from the start until their free",
             t.unmatched_frees
-        ));
-    }
-    if ghosts.0 > 0 {
-        t.warn(format!(
-            "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
-            ghosts.0, ghosts.1
         ));
     }
     if unmatched_req > 0 {
@@ -278,6 +577,17 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
     if overwritten > 0 {
         t.warn(format!(
             "{overwritten} allocs reuse an address that was never freed; the earlier block stays live (as MemoryViz shows it)"
+        ));
+    }
+    if annotate_missed > 0 {
+        t.warn(format!(
+            "{annotate_missed} annotate entries name an address with no live allocation (ignored)"
+        ));
+    }
+    if annotated > 0 || user_marks > 0 {
+        t.meta.push((
+            "annotations".into(),
+            serde_json::json!({"annotate": annotated, "user_defined": user_marks}).to_string(),
         ));
     }
     if unknown > 0 {
@@ -297,51 +607,20 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
     t
 }
 
-/// Closes reserved bytes at `addr`: the segment that starts there, or the part of one that
-/// contains the range (expandable segments unmap pieces); else reserved from the start.
-fn seg_close(t: &mut Trace, segs: &mut Segs, addr: u64, size: u64) {
-    if let Some(&(id, s)) = segs.get(&addr) {
-        if s == size {
-            segs.remove(&addr);
-            t.close(id);
-            return;
-        }
-    }
-    let containing = segs
-        .range(..=addr)
-        .next_back()
-        .map(|(&a, &(id, s))| (a, id, s))
-        .filter(|&(a, _, s)| a.saturating_add(s) >= addr.saturating_add(size));
-    if let Some((a, id, s)) = containing {
-        segs.remove(&a);
-        t.close(id);
-        let left = addr - a;
-        let right = (a + s) - (addr + size);
-        for (base, n) in [(a, left), (addr + size, right)] {
-            if n > 0 {
-                let stack = t.storages.stack.get(id.idx()).copied().unwrap_or_default();
-                let nid = t.open(
-                    Bytes(n),
-                    Category::Unknown,
-                    StorageKind::Segment,
-                    StrId(0),
-                    stack,
-                    base,
-                );
-                segs.insert(base, (nid, n));
-            }
-        }
+/// Warnings from `allocator_settings`: a history cut by the ring buffer.
+fn settings_warnings(t: &mut Trace, text: &str) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
+    };
+    if v.get("trace_alloc_overflowed").and_then(|x| x.as_bool()) == Some(true) {
+        let max = v
+            .get("trace_alloc_max_entries")
+            .and_then(|x| x.as_u64())
+            .map_or("unknown".to_string(), |m| m.to_string());
+        t.warn_doubtful(format!(
+            "history was cut: allocator_settings.trace_alloc_overflowed is true (the ring buffer of trace_alloc_max_entries = {max} entries dropped the oldest ones). Memory allocated and freed before the first kept entry is invisible, so the real peak may be higher than the peak shown (a lower bound); frees without allocs and blocks live at dump time are counted from the start"
+        ));
     }
-    let id = t.open_from_start(
-        Bytes(size),
-        Category::Unknown,
-        StorageKind::Segment,
-        StrId(0),
-        StackId(0),
-        addr,
-    );
-    t.close(id);
 }
 
 /// `external_annotations` START/END pairs → marks (steps, phases, other annotations).

@@ -26,13 +26,17 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         title.push_str(&format!("{sep}{}", d.label()));
     }
     if let Some(p) = dev.peak {
-        title.push_str(&format!(
-            "{sep}peak {} @ #{}",
-            fmt::bytes(p.bytes.0),
-            tr.event_number(p.at)
-        ));
-        if let Some(m) = tr.enclosing_mark(p.at) {
-            title.push_str(&format!(" ({})", tr.mark_name(m)));
+        if p.at_start {
+            title.push_str(&format!("{sep}peak {} at start", fmt::bytes(p.bytes.0)));
+        } else {
+            title.push_str(&format!(
+                "{sep}peak {} @ #{}",
+                fmt::bytes(p.bytes.0),
+                tr.event_number(p.at)
+            ));
+            if let Some(m) = tr.enclosing_mark(p.at) {
+                title.push_str(&format!(" ({})", tr.mark_name(m)));
+            }
         }
     }
     if let Some(rp) = dev.reserved_peak {
