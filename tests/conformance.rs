@@ -82,8 +82,10 @@ fn repository_traces_agree_with_the_replay() {
     };
     for f in ["ring_p2", "ring_p5", "small", "two_devices_p4"] {
         let truth: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(root().join(format!("tests/fixtures/snapshot/{f}.truth.json")))
-                .expect("truth"),
+            &std::fs::read_to_string(
+                root().join(format!("tests/fixtures/snapshot/{f}.truth.json")),
+            )
+            .expect("truth"),
         )
         .expect("parses");
         let file = match f {

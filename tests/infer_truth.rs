@@ -160,7 +160,7 @@ fn measure(run: &str) -> Measure {
             ));
         }
     }
-    worst.sort_by(|a, b| b.0.cmp(&a.0));
+    worst.sort_by_key(|w| std::cmp::Reverse(w.0));
     Measure {
         peak: p.bytes,
         band_lower_bound,

@@ -363,7 +363,10 @@ mod tests {
             split_frame("autograd::engine::evaluate_function: AddmmBackward0"),
             ("", "autograd::engine::evaluate_function: AddmmBackward0")
         );
-        assert_eq!(split_frame("nn.Module: Linear_0"), ("", "nn.Module: Linear_0"));
+        assert_eq!(
+            split_frame("nn.Module: Linear_0"),
+            ("", "nn.Module: Linear_0")
+        );
         assert!(is_backward_node("AddmmBackward0"));
         assert!(is_backward_node("ReluBackward1"));
         assert!(!is_backward_node("Backward"));
