@@ -6,6 +6,10 @@ Needs torch (any recent CPU build; made with torch 2.15 from scripts/setup-pytho
 
     ~/.cache/memtide/py-env/bin/python tools/record_retained_graph.py tests/data/retained-graph
 
+`--variant outputs` records a second shape (used by a test as a held-out run, not committed):
+the model outputs (with their graphs) are kept instead of the losses, SGD with momentum
+instead of Adam, and `zero_grad(set_to_none=False)` so the gradients live for the whole run.
+
 The run: a 3-layer MLP (256 -> 512 -> 512 -> 10, 0.4 M parameters), Adam, batch 64, four
 steps on the CPU. Every step calls `loss.backward(retain_graph=True)` and appends the loss
 (with its graph) to a list that lives for the whole run, the classic "accumulate the loss
@@ -27,10 +31,15 @@ import warnings
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: record_retained_graph.py OUT_DIR", file=sys.stderr)
+    args = sys.argv[1:]
+    variant = "losses"
+    if len(args) == 3 and args[1] == "--variant" and args[2] in ("losses", "outputs"):
+        variant = args[2]
+        args = args[:1]
+    if len(args) != 1:
+        print("usage: record_retained_graph.py OUT_DIR [--variant losses|outputs]", file=sys.stderr)
         return 2
-    out = sys.argv[1]
+    out = args[0]
     os.makedirs(out, exist_ok=True)
     warnings.simplefilter("ignore")
     import torch
@@ -46,7 +55,10 @@ def main() -> int:
         torch.nn.ReLU(),
         torch.nn.Linear(cfg["hidden"], cfg["n_classes"]),
     )
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    if variant == "losses":
+        opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=0.9)
     xs = [torch.randn(cfg["batch"], cfg["d_in"]) for _ in range(cfg["steps"])]
     ys = [torch.randint(0, cfg["n_classes"], (cfg["batch"],)) for _ in range(cfg["steps"])]
     kept = []  # losses with their graphs: the retained-graph survivors
@@ -60,12 +72,12 @@ def main() -> int:
         with_stack=True,
     ) as prof:
         for step in range(cfg["steps"]):
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=variant == "losses")
             out_t = model(xs[step])
             loss = torch.nn.functional.cross_entropy(out_t, ys[step])
             loss.backward(retain_graph=True)
             opt.step()
-            kept.append(loss)
+            kept.append(loss if variant == "losses" else out_t)
             prof.step()
     tmp = tempfile.mkdtemp()
     try:
@@ -87,7 +99,9 @@ def main() -> int:
         "config": cfg,
         "param_count": n_params,
         "param_bytes": 4 * n_params,
-        "retained": "loss.backward(retain_graph=True); kept.append(loss) every step",
+        "variant": variant,
+        "optimizer": type(opt).__name__,
+        "retained": f"loss.backward(retain_graph=True); kept.append({'loss' if variant == 'losses' else 'output'}) every step",
         "kept_losses": len(kept),
     }
     with open(os.path.join(out, "meta.json"), "w") as f:

@@ -8,8 +8,11 @@
 //!    in a frame;
 //! 2. optimizer-state creation (`_init_group`) → optimizer; parameter creation (module
 //!    `__init__`/`reset_parameters`, `to()`/`cuda()`/`_apply`/`convert`, `Parameter`) → param;
-//! 3. freed within a few events of its alloc → temp (workspace);
-//! 4. other optimizer code (`/optim/`, `step`) → optimizer;
+//! 3. freed inside the top-level op it was made in (Kineto, where the reader knows the op:
+//!    PyTorch's TEMPORARY rule), else freed within a few events of its alloc → temp
+//!    (workspace);
+//! 4. other optimizer code (`/optim/`, `step`) → optimizer when still alive at the next
+//!    optimizer phase (or at the end), else temp (the optimizer's own intermediates);
 //! 5. `AccumulateGrad` → grad; made under `backward` (or an autograd node such as
 //!    `AddmmBackward0`) and still alive when the next optimizer phase starts → grad,
 //!    otherwise → autograd_detail (backward intermediates; PyTorch's AUTOGRAD_DETAIL, an
@@ -22,6 +25,7 @@
 //! 8. anything with a stack → activation, else unknown.
 
 use crate::formats::error::FormatError;
+use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_OP_KNOWN};
 use crate::trace::{AllocId, Band, Category, MarkKind, StackId, StorageKind, Trace};
 use serde::Deserialize;
 use std::path::Path;
@@ -253,8 +257,25 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
         let start = trace.start(id).0;
         let from_start = trace.is_from_start(id);
         let end = trace.end(id).map(|e| e.0);
-        let short = !from_start && end.is_some_and(|e| e.saturating_sub(start) <= SHORT_EVENTS);
+        // Freed inside the top-level op it was made in, where the reader knows the op (Kineto:
+        // PyTorch's own TEMPORARY rule); else freed within a few events (snapshots).
+        let flags = trace.flags(id);
+        let short = if flags & FLAG_OP_KNOWN != 0 {
+            flags & FLAG_FREED_IN_OP != 0
+        } else {
+            !from_start && end.is_some_and(|e| e.saturating_sub(start) <= SHORT_EVENTS)
+        };
         let alive_at = |p: u64| (from_start || start <= p) && end.is_none_or(|e| p < e);
+        // Sorted: a binary search, not a scan (thousands of marks × a million storages).
+        let survives_to_next_optimizer = || {
+            let next_opt = optim_starts
+                .get(optim_starts.partition_point(|&p| p <= start))
+                .copied();
+            match next_opt {
+                Some(p) => alive_at(p),
+                None => end.is_none(),
+            }
+        };
 
         let cat = if let Some(c) = fx.user {
             c
@@ -265,19 +286,21 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
         } else if short {
             Category::Temp
         } else if fx.optim {
-            Category::Optimizer
+            // Optimizer state survives into the next optimizer phase (or to the end); the
+            // optimizer's own intermediates die before it.
+            if survives_to_next_optimizer() {
+                Category::Optimizer
+            } else {
+                Category::Temp
+            }
         } else if fx.accumulate_grad {
             Category::Grad
         } else if fx.backward {
             // A gradient survives into the next optimizer phase; other backward buffers die.
-            // Sorted: a binary search, not a scan (thousands of marks × a million storages).
-            let next_opt = optim_starts
-                .get(optim_starts.partition_point(|&p| p <= start))
-                .copied();
-            match next_opt {
-                Some(p) if alive_at(p) => Category::Grad,
-                None if end.is_none() => Category::Grad,
-                _ => Category::AutogradDetail,
+            if survives_to_next_optimizer() {
+                Category::Grad
+            } else {
+                Category::AutogradDetail
             }
         } else if fx.forward {
             Category::Activation
