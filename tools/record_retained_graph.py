@@ -102,7 +102,7 @@ def main() -> int:
         "variant": variant,
         "optimizer": type(opt).__name__,
         "retained": f"loss.backward(retain_graph=True); kept.append({'loss' if variant == 'losses' else 'output'}) every step",
-        "kept_losses": len(kept),
+        "kept": len(kept),
     }
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
