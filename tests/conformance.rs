@@ -180,3 +180,130 @@ fn usage_errors_exit_2_and_code_running_pickles_are_not_run() {
     );
     assert_eq!(stdout.lines().last(), Some("total: 0 files, 0 agree"));
 }
+
+fn replay_of(path: &Path) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(root().join("scripts/conformance"))
+        .arg("--replay")
+        .arg(path)
+        .output()
+        .expect("python3 runs (install Python 3 to run this test)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("replay JSON")
+}
+
+/// A file name, its contents, and the replay's expected events, peak, final and reserved peak.
+type Case = (&'static str, serde_json::Value, u64, u64, u64, Option<u64>);
+
+/// The replay on the shapes issue 14 names, with figures computed by hand (MiB = 2^20 B).
+#[test]
+#[ignore = "needs python3: runs scripts/conformance (CI runs it with --include-ignored)"]
+fn the_replay_gets_every_shape_right_by_hand() {
+    use serde_json::json;
+    const MIB: u64 = 1 << 20;
+    const A: u64 = 0x7f00_0000_0000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let entry = |action: &str, addr: u64, size: u64| json!({"action": action, "addr": addr, "size": size, "stream": 0, "frames": []});
+    let block = |addr: u64, size: u64, state: &str| json!({"address": addr, "size": size, "requested_size": size, "state": state, "frames": []});
+    let segment = |addr: u64, size: u64, blocks: Vec<serde_json::Value>, expandable: bool| {
+        json!({"device": 0, "address": addr, "total_size": size, "stream": 0,
+               "segment_type": "large", "is_expandable": expandable, "blocks": blocks})
+    };
+    let held = vec![
+        block(0x100_0000, 8 * MIB, "active_allocated"),
+        block(0x180_0000, 12 * MIB, "inactive"),
+    ];
+    let memory = |ts: u64, bytes: i64, total: Option<i64>| {
+        let mut args = json!({"Bytes": bytes, "Device Type": 1, "Device Id": 0});
+        if let Some(t) = total {
+            args["Total Allocated"] = json!(t);
+        }
+        json!({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args})
+    };
+    // (file, contents, events, peak, final, reserved) on cuda:0
+    let cases: Vec<Case> = vec![
+        // map A (20), alloc 10 in it, map A+20 (20), free, unmap A (40): reserved 40, not 80.
+        (
+            "expandable.json",
+            json!({"segments": [], "device_traces": [[
+                entry("segment_map", A, 20 * MIB), entry("alloc", A, 10 * MIB),
+                entry("segment_map", A + 20 * MIB, 20 * MIB), entry("free_completed", A, 10 * MIB),
+                entry("segment_unmap", A, 40 * MIB)]]}),
+            5,
+            10 * MIB,
+            0,
+            Some(40 * MIB),
+        ),
+        // 20 MiB mapped before the history, unmapped in it; 2 + 2 MiB mapped and kept.
+        (
+            "expandable_before.json",
+            json!({"segments": [segment(A + 64 * MIB, 4 * MIB, vec![], true)], "device_traces": [[
+                entry("segment_unmap", A, 20 * MIB), entry("segment_map", A + 64 * MIB, 2 * MIB),
+                entry("segment_map", A + 66 * MIB, 2 * MIB)]]}),
+            3,
+            0,
+            0,
+            Some(20 * MIB),
+        ),
+        // The first entry frees 8 MiB allocated before the history: the start is the peak.
+        (
+            "initial_peak.json",
+            json!({"segments": [segment(0x6000, 2 * MIB, vec![block(0x6000, MIB, "active_allocated")], false)],
+                   "device_traces": [[entry("free_completed", 0x5000, 8 * MIB), entry("alloc", 0x6000, MIB)]]}),
+            2,
+            8 * MIB,
+            MIB,
+            Some(2 * MIB),
+        ),
+        // No history: one instant, 8 MiB allocated in a 20 MiB segment.
+        (
+            "no_history.json",
+            json!({"segments": [segment(0x100_0000, 20 * MIB, held.clone(), false)], "device_traces": [[]]}),
+            0,
+            8 * MIB,
+            8 * MIB,
+            Some(20 * MIB),
+        ),
+        // torch.cuda.memory_snapshot()'s bare segment list.
+        (
+            "bare_list.json",
+            json!([segment(0x100_0000, 20 * MIB, held.clone(), false)]),
+            0,
+            8 * MIB,
+            8 * MIB,
+            Some(20 * MIB),
+        ),
+        // Kineto without Addr, threads out of time order: time order gives 100, 300, 250.
+        (
+            "kineto_no_addr.json",
+            json!({"traceEvents": [memory(3, -50, None), memory(1, 100, None), memory(2, 200, None)]}),
+            3,
+            300,
+            250,
+            None,
+        ),
+        // Total Allocated after each event: 10,000 B live before the first (a free of 2,000).
+        (
+            "kineto_baseline.json",
+            json!({"traceEvents": [memory(1, -2000, Some(8000)), memory(2, 1000, Some(9000))]}),
+            2,
+            10000,
+            9000,
+            None,
+        ),
+    ];
+    for (name, contents, events, peak, fin, reserved) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents.to_string()).expect("write");
+        let r = replay_of(&path);
+        let d = &r["cuda:0"];
+        assert_eq!(d["events"], json!(events), "{name}: {r}");
+        assert_eq!(d["peak_bytes"], json!(peak), "{name}: {r}");
+        assert_eq!(d["final_bytes"], json!(fin), "{name}: {r}");
+        assert_eq!(d["reserved_peak"], json!(reserved), "{name}: {r}");
+    }
+}
