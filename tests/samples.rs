@@ -245,15 +245,19 @@ fn pytorch_samples_read_as_the_readme_states() {
             .count();
         assert_eq!(steps, 3, "{}: three steps", r.file);
     }
-    // The snapshot's inferred bands at the peak (README: persistent = weights, gradients and
-    // Adam state; activation = the batch, two 3 GiB activations and the loss).
-    let path = root().join("sample-traces/cuda-oom.pickle");
-    let loaded = load(&path, &LoadOptions::default(), &Progress::new()).expect("loads");
-    let trace = &loaded.traces[0];
-    let index = Index::build(trace);
-    let peak = global_peak(trace, &index).expect("events");
-    assert_eq!(peak.bands.get(Band::Persistent), 8_589_934_592);
-    assert_eq!(peak.bands.get(Band::Activation), 7_247_757_824);
+    // Both files' inferred bands at the peak (README: persistent = weights, gradients and
+    // Adam state; activation = the batch, two 3 GiB activations and the loss). The profiler
+    // trace's survivors of step 2 (batch, activations, loss) stay activations: made under
+    // forward frames or inside the step, whatever their lifetime.
+    for f in ["cuda-oom.pickle", "cuda-oom.pt.trace.json.gz"] {
+        let path = root().join("sample-traces").join(f);
+        let loaded = load(&path, &LoadOptions::default(), &Progress::new()).expect("loads");
+        let trace = &loaded.traces[0];
+        let index = Index::build(trace);
+        let peak = global_peak(trace, &index).expect("events");
+        assert_eq!(peak.bands.get(Band::Persistent), 8_589_934_592, "{f}");
+        assert_eq!(peak.bands.get(Band::Activation), 7_247_757_824, "{f}");
+    }
 }
 
 /// The committed PyTorch-format samples are what `tools/gen_pytorch_samples.py` writes (the

@@ -1,21 +1,31 @@
 //! Category inference for traces that carry none (snapshots; Kineto without a sidecar),
 //! DESIGN §4: user rules, then frames, then lifetime.
 //!
+//! Frames are snapshot frames (`file:line:name`) or, for Kineto, the enclosing span names
+//! (`path/file.py(123): name`, `aten::mm`, `AddmmBackward0`, `nn.Module: Linear_0`).
 //! Order (first match wins), per block storage:
 //! 1. a user rule (`[[rule]] match = "optimizer.py" band = "persistent"`) whose text occurs
 //!    in a frame;
 //! 2. optimizer-state creation (`_init_group`) → optimizer; parameter creation (module
-//!    `__init__`, `to()`/`cuda()`/`_apply`, `Parameter`) → param;
-//! 3. freed within a few events of its alloc → temp (workspace);
-//! 4. other optimizer code (`/optim/`, `step`) → optimizer;
-//! 5. made under `backward` and still alive when the next optimizer phase starts → grad,
+//!    `__init__`/`reset_parameters`, `to()`/`cuda()`/`_apply`/`convert`, `Parameter`) → param;
+//! 3. freed inside the top-level op it was made in (Kineto, where the reader knows the op:
+//!    PyTorch's TEMPORARY rule), else freed within a few events of its alloc → temp
+//!    (workspace);
+//! 4. other optimizer code (`/optim/`, `step`) → optimizer when still alive at the next
+//!    optimizer phase (or at the end), else temp (the optimizer's own intermediates);
+//! 5. `AccumulateGrad` → grad; made under `backward` (or an autograd node such as
+//!    `AddmmBackward0`) and still alive when the next optimizer phase starts → grad,
 //!    otherwise → autograd_detail (backward intermediates; PyTorch's AUTOGRAD_DETAIL, an
 //!    activation-band category);
-//! 6. made under a module's `forward` → activation (a leaked activation is still one);
-//! 7. alive at every step boundary after its creation → persistent;
+//! 6. made under a module's `forward` → activation, whatever its lifetime (a leaked or
+//!    retained-graph activation is still one);
+//! 7. alive at every step boundary after its creation, and not made inside a step span
+//!    (setup, or live from the start) → persistent: a survivor made inside a step (the batch,
+//!    a loss kept with its graph) is that step's data, not state;
 //! 8. anything with a stack → activation, else unknown.
 
 use crate::formats::error::FormatError;
+use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_OP_KNOWN};
 use crate::trace::{AllocId, Band, Category, MarkKind, StackId, StorageKind, Trace};
 use serde::Deserialize;
 use std::path::Path;
@@ -114,17 +124,43 @@ struct Facts {
     param: bool,
     optim: bool,
     backward: bool,
+    accumulate_grad: bool,
     forward: bool,
     has_frames: bool,
 }
 
+/// Splits a frame into (file, function name). Two shapes:
+/// - snapshot frames `filename:line:name` (filenames may hold ':' on Windows; names rarely do);
+/// - Kineto `python_function` names `path/file.py(123): name`.
+///
+/// Anything else (Kineto op names such as `aten::mm`, `AddmmBackward0`, `nn.Module: Linear_0`,
+/// `autograd::engine::evaluate_function: …`) has no file: the whole text is the name.
 fn split_frame(f: &str) -> (&str, &str) {
-    // "filename:line:name"; filenames may hold ':' (Windows), names rarely do.
+    if let Some(p) = f.find("): ") {
+        let head = &f[..p];
+        if let Some(o) = head.rfind('(') {
+            let line = &head[o + 1..];
+            if o > 0 && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) {
+                return (&head[..o], &f[p + 3..]);
+            }
+        }
+    }
+    if f.starts_with("aten::") || f.starts_with("autograd::") || f.starts_with("nn.Module: ") {
+        return ("", f);
+    }
     let mut it = f.rsplitn(3, ':');
     let name = it.next().unwrap_or("");
     let _line = it.next();
-    let file = it.next().unwrap_or("");
-    (file, name)
+    match it.next() {
+        Some(file) => (file, name),
+        None => ("", f),
+    }
+}
+
+/// An autograd graph node's name (`AddmmBackward0`, `ReluBackward1`): a backward op span.
+fn is_backward_node(s: &str) -> bool {
+    let t = s.trim_end_matches(|c: char| c.is_ascii_digit());
+    t.len() < s.len() && t.ends_with("Backward") && !t.contains(['/', ':', ' '])
 }
 
 fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
@@ -157,14 +193,22 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
         if file.contains("/optim/") || name.contains("Optimizer.step") {
             x.optim = true;
         }
+        if s.contains("AccumulateGrad") {
+            x.accumulate_grad = true;
+        }
         if name == "backward"
             || name == "_engine_run_backward"
-            || name.contains("AccumulateGrad")
-            || name.contains("evaluate_function")
+            || s.contains("evaluate_function")
+            || s.contains("run_backward")
+            || is_backward_node(s)
         {
             x.backward = true;
         }
-        if name == "forward" || name == "_call_impl" || name == "_wrapped_call_impl" {
+        if name == "forward"
+            || name == "_call_impl"
+            || name == "_wrapped_call_impl"
+            || s.starts_with("nn.Module: ")
+        {
             x.forward = true;
         }
     }
@@ -176,11 +220,14 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
     let mut cache: Vec<Option<Facts>> = vec![None; trace.strings.stack_count()];
     let mut steps: Vec<u64> = Vec::new();
     let mut optim_starts: Vec<u64> = Vec::new();
+    // Steps recorded as spans (ProfilerStep#N, annotations with an end): [at, end).
+    let mut step_spans: Vec<(u64, u64)> = Vec::new();
     for m in &trace.marks {
         if m.kind == MarkKind::Step {
             steps.push(m.at.0);
             if let Some(e) = m.end {
                 steps.push(e.0);
+                step_spans.push((m.at.0, e.0));
             }
         }
         let name = trace.strings.str(m.name).to_ascii_lowercase();
@@ -191,6 +238,7 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
     steps.sort_unstable();
     steps.dedup();
     optim_starts.sort_unstable();
+    let step_spans = prefix_max_ends(step_spans);
 
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
@@ -211,8 +259,25 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
         let start = trace.start(id).0;
         let from_start = trace.is_from_start(id);
         let end = trace.end(id).map(|e| e.0);
-        let short = !from_start && end.is_some_and(|e| e.saturating_sub(start) <= SHORT_EVENTS);
+        // Freed inside the top-level op it was made in, where the reader knows the op (Kineto:
+        // PyTorch's own TEMPORARY rule); else freed within a few events (snapshots).
+        let flags = trace.flags(id);
+        let short = if flags & FLAG_OP_KNOWN != 0 {
+            flags & FLAG_FREED_IN_OP != 0
+        } else {
+            !from_start && end.is_some_and(|e| e.saturating_sub(start) <= SHORT_EVENTS)
+        };
         let alive_at = |p: u64| (from_start || start <= p) && end.is_none_or(|e| p < e);
+        // Sorted: a binary search, not a scan (thousands of marks × a million storages).
+        let survives_to_next_optimizer = || {
+            let next_opt = optim_starts
+                .get(optim_starts.partition_point(|&p| p <= start))
+                .copied();
+            match next_opt {
+                Some(p) => alive_at(p),
+                None => end.is_none(),
+            }
+        };
 
         let cat = if let Some(c) = fx.user {
             c
@@ -223,21 +288,27 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
         } else if short {
             Category::Temp
         } else if fx.optim {
-            Category::Optimizer
+            // Optimizer state survives into the next optimizer phase (or to the end); the
+            // optimizer's own intermediates die before it.
+            if survives_to_next_optimizer() {
+                Category::Optimizer
+            } else {
+                Category::Temp
+            }
+        } else if fx.accumulate_grad {
+            Category::Grad
         } else if fx.backward {
             // A gradient survives into the next optimizer phase; other backward buffers die.
-            // Sorted: a binary search, not a scan (thousands of marks × a million storages).
-            let next_opt = optim_starts
-                .get(optim_starts.partition_point(|&p| p <= start))
-                .copied();
-            match next_opt {
-                Some(p) if alive_at(p) => Category::Grad,
-                None if end.is_none() => Category::Grad,
-                _ => Category::AutogradDetail,
+            if survives_to_next_optimizer() {
+                Category::Grad
+            } else {
+                Category::AutogradDetail
             }
         } else if fx.forward {
             Category::Activation
-        } else if persistent_by_lifetime(&steps, start, from_start, end) {
+        } else if (from_start || !inside_span(&step_spans, start))
+            && persistent_by_lifetime(&steps, start, from_start, end)
+        {
             Category::InferredPersistent
         } else if fx.has_frames {
             Category::Activation
@@ -246,6 +317,25 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
         };
         trace.set_category(id, cat, true);
     }
+}
+
+/// `[start, end)` spans sorted by start, each end replaced by the largest end so far, so that
+/// `inside_span` is one binary search.
+fn prefix_max_ends(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    spans.sort_unstable();
+    let mut hi = 0;
+    for s in &mut spans {
+        hi = hi.max(s.1);
+        s.1 = hi;
+    }
+    spans
+}
+
+/// Whether `at` lies inside one of the spans (as prepared by `prefix_max_ends`): some span
+/// starting at or before `at` ends after it.
+fn inside_span(spans: &[(u64, u64)], at: u64) -> bool {
+    let n = spans.partition_point(|&(s, _)| s <= at);
+    n > 0 && spans.get(n - 1).is_some_and(|&(_, e)| at < e)
 }
 
 /// Alive at every step boundary after its creation (and there is at least one).
@@ -277,6 +367,47 @@ mod tests {
         assert_eq!(r.rules[1].category, Category::Activation);
         assert!(Rules::parse("[[rule]]\nmatch = \"x\"\nband = \"nope\"\n").is_err());
         assert!(Rules::parse("[[rule]]\nmatch = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn frames_of_both_shapes_split() {
+        assert_eq!(
+            split_frame("/usr/lib/python3/torch/optim/adam.py:140:_init_group"),
+            ("/usr/lib/python3/torch/optim/adam.py", "_init_group")
+        );
+        assert_eq!(
+            split_frame("torch/optim/adam.py(140): _init_group"),
+            ("torch/optim/adam.py", "_init_group")
+        );
+        assert_eq!(
+            split_frame("C:\\x\\model.py(31): forward"),
+            ("C:\\x\\model.py", "forward")
+        );
+        assert_eq!(split_frame("aten::mm"), ("", "aten::mm"));
+        assert_eq!(
+            split_frame("autograd::engine::evaluate_function: AddmmBackward0"),
+            ("", "autograd::engine::evaluate_function: AddmmBackward0")
+        );
+        assert_eq!(
+            split_frame("nn.Module: Linear_0"),
+            ("", "nn.Module: Linear_0")
+        );
+        assert!(is_backward_node("AddmmBackward0"));
+        assert!(is_backward_node("ReluBackward1"));
+        assert!(!is_backward_node("Backward"));
+        assert!(!is_backward_node("torch/x.py(1): Backward0"));
+    }
+
+    #[test]
+    fn spans_contain() {
+        let s = prefix_max_ends(vec![(20, 30), (0, 10), (5, 8)]);
+        assert!(inside_span(&s, 0));
+        assert!(inside_span(&s, 9));
+        assert!(!inside_span(&s, 10));
+        assert!(!inside_span(&s, 15));
+        assert!(inside_span(&s, 29));
+        assert!(!inside_span(&s, 30));
+        assert!(!inside_span(&[], 3));
     }
 
     #[test]

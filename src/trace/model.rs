@@ -230,6 +230,11 @@ pub const OPEN_END: u64 = u64::MAX;
 pub const FLAG_FROM_START: u8 = 1;
 /// Storage flag: its category was inferred, not recorded.
 pub const FLAG_INFERRED: u8 = 2;
+/// Storage flag: the reader knows the top-level op its alloc was made in (Kineto `cpu_op`
+/// spans), so `FLAG_FREED_IN_OP` is meaningful.
+pub const FLAG_OP_KNOWN: u8 = 4;
+/// Storage flag: freed before that top-level op ended (PyTorch's TEMPORARY rule).
+pub const FLAG_FREED_IN_OP: u8 = 8;
 
 /// Columnar table of storages: each is the interval `[start, end)` on the event axis.
 #[derive(Debug, Default, Clone)]
@@ -608,6 +613,13 @@ impl Trace {
 
     pub fn flags(&self, id: AllocId) -> u8 {
         self.storages.flags.get(id.idx()).copied().unwrap_or(0)
+    }
+
+    /// Sets `flag` (one of the `FLAG_*` bits) on a storage.
+    pub fn add_flag(&mut self, id: AllocId, flag: u8) {
+        if let Some(f) = self.storages.flags.get_mut(id.idx()) {
+            *f |= flag;
+        }
     }
 
     pub fn is_from_start(&self, id: AllocId) -> bool {

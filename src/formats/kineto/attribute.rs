@@ -13,6 +13,9 @@ pub struct Attribution {
     pub op: Vec<u32>,
     /// Stacks as name ids, innermost first.
     pub stacks: Vec<Box<[u32]>>,
+    /// End time of the outermost enclosing `cpu_op` (the top-level op) per memory event,
+    /// `i64::MIN` when none encloses it or it is a free.
+    pub top_end: Vec<i64>,
 }
 
 pub const NONE: u32 = u32::MAX;
@@ -24,6 +27,7 @@ pub fn attribute(c: &Collected) -> Attribution {
         stack: vec![NONE; n],
         op: vec![NONE; n],
         stacks: Vec::new(),
+        top_end: vec![i64::MIN; n],
     };
     let mut spans: Vec<u32> = (0..c.spans.len() as u32)
         .filter(|&i| {
@@ -80,17 +84,22 @@ pub fn attribute(c: &Collected) -> Attribution {
         }
         frames.clear();
         let mut op = NONE;
+        let mut top_end = i64::MIN;
         for &o in open.iter().rev() {
             let s = &c.spans[o as usize];
             // A span that overlaps without nesting may sit below the top after it ended.
             if s.end > m.ts && s.start <= m.ts {
                 frames.push(s.name());
-                if op == NONE && s.kind() == SpanKind::CpuOp {
-                    op = s.name();
+                if s.kind() == SpanKind::CpuOp {
+                    if op == NONE {
+                        op = s.name();
+                    }
+                    top_end = s.end; // the last one seen is the outermost
                 }
             }
         }
         out.op[a as usize] = op;
+        out.top_end[a as usize] = top_end;
         if frames.is_empty() {
             continue;
         }

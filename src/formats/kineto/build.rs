@@ -5,6 +5,7 @@ use super::attribute::{Attribution, NONE};
 use super::parse::{Collected, MemEv, SpanKind};
 use super::sidecar::Sidecar;
 use crate::formats::memory_timeline::category_of;
+use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_OP_KNOWN};
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, EventNumbers, Mark, MarkKind, Seq, StackId,
     StorageKind, StrId, Trace, Ts,
@@ -227,6 +228,8 @@ struct Live {
     at: u32,
     /// PyTorch category from the sidecar (index 0–7; None = Unknown).
     pt: Option<u8>,
+    /// End of the top-level op the alloc was made in (`i64::MIN`: none).
+    top_end: i64,
 }
 
 fn build_device(
@@ -349,6 +352,10 @@ fn build_device(
                 stack,
                 m.addr,
             );
+            let top_end = sh.attr.top_end.get(mi).copied().unwrap_or(i64::MIN);
+            if top_end != i64::MIN {
+                t.add_flag(id, FLAG_OP_KNOWN);
+            }
             live.insert(
                 m.addr,
                 Live {
@@ -356,11 +363,17 @@ fn build_device(
                     size: m.bytes,
                     at: p as u32,
                     pt,
+                    top_end,
                 },
             );
         } else if m.bytes < 0 {
             match live.remove(&m.addr) {
-                Some(l) => t.close(l.id),
+                Some(l) => {
+                    if m.ts < l.top_end {
+                        t.add_flag(l.id, FLAG_FREED_IN_OP);
+                    }
+                    t.close(l.id)
+                }
                 None => {
                     t.unmatched_frees += 1;
                     let b = -m.bytes;
