@@ -5,6 +5,7 @@
 use super::windows::{windows_of, Window};
 use crate::index::Index;
 use crate::trace::{AllocId, Bytes, MarkKind, Seq, Trace};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// One row of the per-step table.
@@ -148,6 +149,8 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
         }
     }
     hits.sort_by_key(|&(k, _)| k); // stable: within a step, the live list's order
+                                   // Per group, the steps already listed (a group can span every step of a long run).
+    let mut seen: FxHashMap<(String, String), FxHashSet<&str>> = FxHashMap::default();
     for (k, id) in hits {
         let s = &steps[k];
         let key = (trace.name(id).to_string(), trace.top_frame(id).to_string());
@@ -161,7 +164,7 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
         });
         g.bytes += trace.size(id);
         g.count += 1;
-        if !g.steps.contains(&s.name) {
+        if seen.entry(key).or_default().insert(s.name.as_str()) {
             g.steps.push(s.name.clone());
         }
         g.ids.push(id);

@@ -49,19 +49,23 @@ pub fn windows_of(trace: &Trace, index: &Index, kind: MarkKind) -> Vec<Window> {
     let ends_here = |m: &crate::trace::Mark| {
         m.kind == kind || (kind == MarkKind::Phase && m.kind == MarkKind::Step)
     };
+    // Where marks that end a window of this kind stand, in order: the next one after `lo` is
+    // a binary search away (marks are kept in event order).
+    let mut ends: Vec<Seq> = trace
+        .marks
+        .iter()
+        .filter(|x| ends_here(x))
+        .map(|x| x.at)
+        .collect();
+    ends.sort_unstable();
     let mut out = Vec::with_capacity(marks.len());
     for m in marks.iter() {
         let lo = m.at;
         let hi = match m.end {
             Some(e) => e,
-            None => trace
-                .marks
-                .iter()
-                .filter(|x| ends_here(x))
-                .find(|next| next.at > lo)
-                .map_or(Seq(n - 1), |next| {
-                    Seq(next.at.0.saturating_sub(1).max(lo.0))
-                }),
+            None => ends
+                .get(ends.partition_point(|&at| at <= lo))
+                .map_or(Seq(n - 1), |next| Seq(next.0.saturating_sub(1).max(lo.0))),
         };
         let hi = Seq(hi.0.min(n - 1));
         out.push(Window {
