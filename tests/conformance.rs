@@ -38,17 +38,15 @@ fn rows(stdout: &str) -> HashMap<(String, String), Vec<String>> {
         .collect()
 }
 
-/// The traces current main agrees on: every sample and fixture, less
+/// Every sample and fixture: memtide agrees on all of them, including the history-less
+/// snapshots (one instant, event #0), pinned host memory (`host:pinned`) and
 /// `tests/fixtures/kineto/preexisting.json`, whose initial state (10,000 B live before the
-/// first event) is the peak; memtide does not take the initial state as a peak candidate yet.
+/// first event) is the peak.
 const AGREEING: &[&str] = &[
     "sample-traces",
     "tests/fixtures/snapshot",
+    "tests/fixtures/kineto",
     "tests/data",
-    "tests/fixtures/kineto/absolute.json",
-    "tests/fixtures/kineto/cuda.json",
-    "tests/fixtures/kineto/relative.json",
-    "tests/fixtures/kineto/unsorted.json",
 ];
 
 #[test]
@@ -64,12 +62,33 @@ fn repository_traces_agree_with_the_replay() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("total: 14 files, 14 agree"),
+        Some("total: 22 files, 22 agree"),
+        "{stdout}"
+    );
+    // Truth files, categories sidecars and other non-trace JSON: one count line, not a list.
+    let skipped: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("skipped "))
+        .collect();
+    assert_eq!(
+        skipped,
+        ["skipped 21 other JSON files (not traces; --verbose lists them)"],
         "{stdout}"
     );
     let r = rows(&stdout);
-    assert_eq!(r.len(), 17, "one row per file and device:\n{stdout}");
+    assert_eq!(r.len(), 30, "one row per file and device:\n{stdout}");
     assert!(r.values().all(|c| c.last().is_some_and(|v| v == "agree")));
+    for (file, dev) in [
+        ("tests/fixtures/snapshot/no_history.pickle", "cuda:1"),
+        ("tests/fixtures/snapshot/segments_list.json", "cuda:0"),
+        ("tests/fixtures/snapshot/fields.pickle", "host:pinned"),
+        ("tests/fixtures/kineto/preexisting.json", "cpu"),
+    ] {
+        assert!(
+            r.contains_key(&(file.to_string(), dev.to_string())),
+            "a row for {file} {dev}:\n{stdout}"
+        );
+    }
 
     // The replay itself, against figures that do not come from it: the generators'
     // brute-force truth files and the hand-computed sample README table.
@@ -80,7 +99,17 @@ fn repository_traces_agree_with_the_replay() {
             .unwrap_or_else(|| panic!("a row for {file} {dev}:\n{stdout}"));
         (c[1].clone(), c[3].clone(), c[5].clone())
     };
-    for f in ["ring_p2", "ring_p5", "small", "two_devices_p4"] {
+    for f in [
+        "ring_p2",
+        "ring_p5",
+        "small",
+        "two_devices_p4",
+        "late_start",
+        "no_history",
+        "segments_list",
+        "expandable",
+        "fields",
+    ] {
         let truth: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(
                 root().join(format!("tests/fixtures/snapshot/{f}.truth.json")),
@@ -91,6 +120,7 @@ fn repository_traces_agree_with_the_replay() {
         let file = match f {
             "ring_p5" => "tests/fixtures/snapshot/ring_p5.pickle.gz".to_string(),
             "small" => "tests/fixtures/snapshot/small.json".to_string(),
+            "segments_list" => "tests/fixtures/snapshot/segments_list.json".to_string(),
             _ => format!("tests/fixtures/snapshot/{f}.pickle"),
         };
         for (dev, t) in truth["devices"].as_object().expect("devices") {
@@ -131,17 +161,18 @@ fn repository_traces_agree_with_the_replay() {
 fn a_wrong_figure_is_a_disagreement() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = dir.path().join("memtide");
+    let fake_summary = |json: &str| {
+        std::fs::write(&fake, format!("#!/bin/sh\necho '{json}'\n")).expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+    };
     // A "memtide" whose peak is 1 byte off and whose only window ends before it starts.
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\necho '{\"device\": \"cuda:0\", \"peak\": {\"bytes\": 52045781, \"index\": 94}, \"final_bytes\": 29494525, \"reserved_peak\": 148897792, \"windows\": [{\"name\": \"w\", \"first_index\": 9, \"last_index\": 3, \"peak_index\": 5, \"peak_bytes\": 1}]}'\n",
-    )
-    .expect("write");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    fake_summary(
+        r#"{"device": "cuda:0", "events": 126, "peak": {"bytes": 52045781, "index": 94, "at": "event"}, "final_bytes": 29494525, "reserved_peak": 148897792, "windows": [{"name": "w", "first_index": 9, "last_index": 3, "peak_index": 5, "peak_bytes": 1}]}"#,
+    );
     let out = conformance(&["tests/fixtures/snapshot/small.json"], &fake);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -152,6 +183,20 @@ fn a_wrong_figure_is_a_disagreement() {
     );
     assert!(stdout.contains("DISAGREE (peak; window: "), "{stdout}");
     assert!(stdout.contains("ends before it starts"), "{stdout}");
+
+    // Right figures, wrong instant: late_start's peak is the initial state, not event #0, and
+    // it has 129 events, not 128.
+    fake_summary(
+        r#"{"device": "cuda:0", "events": 128, "peak": {"bytes": 50331748, "index": 0, "at": "event"}, "final_bytes": 32531354, "reserved_peak": 205520896, "windows": []}"#,
+    );
+    let out = conformance(&["tests/fixtures/snapshot/late_start.pickle"], &fake);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("events 128 != replay 129"), "{stdout}");
+    assert!(
+        stdout.contains("peak at #0 (event), replay: at start"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -263,7 +308,7 @@ fn the_replay_gets_every_shape_right_by_hand() {
         (
             "no_history.json",
             json!({"segments": [segment(0x100_0000, 20 * MIB, held.clone(), false)], "device_traces": [[]]}),
-            0,
+            1,
             8 * MIB,
             8 * MIB,
             Some(20 * MIB),
@@ -272,7 +317,7 @@ fn the_replay_gets_every_shape_right_by_hand() {
         (
             "bare_list.json",
             json!([segment(0x100_0000, 20 * MIB, held.clone(), false)]),
-            0,
+            1,
             8 * MIB,
             8 * MIB,
             Some(20 * MIB),
@@ -305,5 +350,51 @@ fn the_replay_gets_every_shape_right_by_hand() {
         assert_eq!(d["peak_bytes"], json!(peak), "{name}: {r}");
         assert_eq!(d["final_bytes"], json!(fin), "{name}: {r}");
         assert_eq!(d["reserved_peak"], json!(reserved), "{name}: {r}");
+        if name == "no_history.json" || name == "bare_list.json" {
+            // the dump is event #0: nothing is live before it
+            assert_eq!(d["initial_bytes"], json!(0), "{name}: {r}");
+        }
     }
+
+    // Older PyTorch blocks have no `address`: the replay walks the segment (address + the sizes
+    // of the blocks before), so the 8 MiB block at 0x110_0000 is the one the trace frees.
+    let bare = |size: u64, state: &str| json!({"size": size, "requested_size": size, "state": state, "frames": []});
+    let path = dir.path().join("no_block_address.json");
+    let walked = json!({"segments": [segment(0x100_0000, 20 * MIB,
+                            vec![bare(MIB, "active_allocated"), bare(8 * MIB, "active_allocated"), bare(11 * MIB, "inactive")], false)],
+                        "device_traces": [[entry("alloc", 0x110_0000, 8 * MIB), entry("alloc", 0x100_0000, MIB)]]});
+    std::fs::write(&path, walked.to_string()).expect("write");
+    let r = replay_of(&path);
+    assert_eq!(r["cuda:0"]["initial_bytes"], json!(0), "{r}");
+    assert_eq!(r["cuda:0"]["peak_bytes"], json!(9 * MIB), "{r}");
+
+    // Pinned host memory: its own device, every host segment whatever its `device`, the same
+    // rules: a 2 MiB segment, alloc 1 MiB, alloc 512 KiB, free the 1 MiB.
+    let path = dir.path().join("host.json");
+    let host = json!({"segments": [], "device_traces": [[]],
+                      "host_segments": [segment(A, 2 * MIB, vec![block(A, MIB, "inactive"), block(A + MIB, MIB / 2, "active_allocated")], false)],
+                      "host_traces": [entry("segment_alloc", A, 2 * MIB), entry("alloc", A, MIB),
+                                      entry("alloc", A + MIB, MIB / 2), entry("free_completed", A, MIB)]});
+    std::fs::write(&path, host.to_string()).expect("write");
+    let r = replay_of(&path);
+    let h = &r["host:pinned"];
+    assert_eq!(
+        (
+            &h["events"],
+            &h["peak_bytes"],
+            &h["final_bytes"],
+            &h["reserved_peak"]
+        ),
+        (
+            &json!(4),
+            &json!(3 * MIB / 2),
+            &json!(MIB / 2),
+            &json!(2 * MIB)
+        ),
+        "{r}"
+    );
+    assert!(
+        r.get("cuda:0").is_none(),
+        "no cuda device without segments or entries: {r}"
+    );
 }
