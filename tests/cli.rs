@@ -196,3 +196,23 @@ fn check_refuses_lenient_skips_unless_warnings_are_allowed() {
         .code(0)
         .stdout(predicate::str::starts_with("ok:"));
 }
+
+/// A peak in the initial state (before event 0) is named so by `check`, and its biggest live
+/// storages are those of that state (the fixture's pre-existing weights), not after event 0.
+#[test]
+fn check_names_a_peak_at_start() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/late_start.pickle");
+    let out = memtide()
+        .args(["check", "--allow-warnings", "--max-peak", "1KiB"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at start (before the first event)"), "{text}");
+    assert!(!text.contains("at event #0"), "{text}");
+    assert!(
+        text.contains("linear.py:109"),
+        "the weights live from the start: {text}"
+    );
+}

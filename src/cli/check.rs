@@ -4,7 +4,7 @@
 
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
-use crate::analysis::live_entries;
+use crate::analysis::live::entry;
 use crate::trace::{human_bytes, parse_size, Trace};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -39,12 +39,19 @@ pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
 }
 
 /// The top live storages for a FAIL line, or why they are unknown.
-pub fn biggest_live(trace: &Trace, index: &crate::index::Index, at: crate::trace::Seq) -> String {
+pub fn biggest_live(
+    trace: &Trace,
+    index: &crate::index::Index,
+    peak: &crate::analysis::Peak,
+) -> String {
     if !trace.identities_known() {
         return "unavailable (the file records no addresses)".into();
     }
-    let top: Vec<String> = live_entries(trace, index, at, Some(3))
+    let top: Vec<String> = peak
+        .live(trace, index)
         .into_iter()
+        .take(3)
+        .map(|id| entry(trace, id, peak.at))
         .map(|e| {
             let name = if e.name.is_empty() {
                 e.frame.clone()
@@ -149,18 +156,27 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let mark = t
         .trace
         .enclosing_mark(peak.at)
+        .filter(|_| !peak.at_start)
         .map(|m| format!(" ({})", t.trace.mark_name(m)))
         .unwrap_or_default();
-    let mut idx = t.trace.event_number(peak.at).to_string();
-    if t.trace.numbers_differ_from_source() {
-        idx.push_str(&format!(" (#{} in the file)", t.trace.src_index(peak.at)));
-    }
+    // Where the peak holds: after an event, or in the initial state before the first one.
+    let at = if peak.at_start {
+        "at start (before the first event)".to_string()
+    } else if t.trace.numbers_differ_from_source() {
+        format!(
+            "at event #{} (#{} in the file)",
+            t.trace.event_number(peak.at),
+            t.trace.src_index(peak.at)
+        )
+    } else {
+        format!("at event #{}", t.trace.event_number(peak.at))
+    };
     if peak.bytes <= limit {
         if failed {
             return Ok(ExitCode::from(1));
         }
         crate::outln!(
-            "ok: peak {} ({} B){wlabel} at event #{idx}{mark} is within --max-peak {}{note}",
+            "ok: peak {} ({} B){wlabel} {at}{mark} is within --max-peak {}{note}",
             human_bytes(peak.bytes.0),
             peak.bytes.0,
             human_bytes(limit.0)
@@ -168,12 +184,12 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     crate::outln!(
-        "FAIL: peak {} ({} B){wlabel} at event #{idx}{mark} exceeds --max-peak {} by {}; biggest live: {}",
+        "FAIL: peak {} ({} B){wlabel} {at}{mark} exceeds --max-peak {} by {}; biggest live: {}",
         human_bytes(peak.bytes.0),
         peak.bytes.0,
         human_bytes(limit.0),
         human_bytes(peak.bytes.0 - limit.0),
-        biggest_live(&t.trace, &t.index, peak.at)
+        biggest_live(&t.trace, &t.index, &peak)
     );
     Ok(ExitCode::from(1))
 }

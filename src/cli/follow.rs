@@ -36,24 +36,33 @@ fn open(a: &CheckArgs) -> Result<Followed> {
     })
 }
 
-fn over(f: &Followed, from: usize, limit: Bytes) -> Option<(Seq, Bytes)> {
+/// The peak of the events from `from` on (the initial state too when `from` is 0), if it is
+/// over `limit`.
+fn over(f: &Followed, from: usize, limit: Bytes) -> Option<crate::analysis::Peak> {
     if f.index.len() <= from {
         return None;
     }
-    let (at, b) = f
-        .index
-        .argmax(Seq(from as u64), Seq(f.index.len() as u64 - 1))?;
-    (b > limit).then_some((at, b))
+    let p = crate::analysis::window_peak(
+        &f.trace,
+        &f.index,
+        Seq(from as u64),
+        Seq(f.index.len() as u64 - 1),
+    )?;
+    (p.bytes > limit).then_some(p)
 }
 
-fn fail(f: &Followed, at: Seq, b: Bytes, limit: Bytes) -> ExitCode {
+fn fail(f: &Followed, p: &crate::analysis::Peak, limit: Bytes) -> ExitCode {
+    let at = if p.at_start {
+        "at start (before the first event)".to_string()
+    } else {
+        format!("at event #{}", f.trace.event_number(p.at))
+    };
     crate::outln!(
-        "FAIL: peak {} ({} B) at event #{} exceeds --max-peak {}; biggest live: {}",
-        human_bytes(b.0),
-        b.0,
-        f.trace.event_number(at),
+        "FAIL: peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
+        human_bytes(p.bytes.0),
+        p.bytes.0,
         human_bytes(limit.0),
-        super::check::biggest_live(&f.trace, &f.index, at)
+        super::check::biggest_live(&f.trace, &f.index, p)
     );
     ExitCode::from(1)
 }
@@ -65,8 +74,8 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let limit = parse_size(max_peak).context("--max-peak")?;
     let mut f = open(a)?;
     super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
-    if let Some((at, b)) = over(&f, 0, limit) {
-        return Ok(fail(&f, at, b, limit));
+    if let Some(p) = over(&f, 0, limit) {
+        return Ok(fail(&f, &p, limit));
     }
     let watcher = Watcher::new(&a.file, a.follow.mode());
     let mut tail = Tailer::new(&a.file, f.offset, f.decoder.is_some());
@@ -85,8 +94,8 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                     f = open(a)?;
                     tail.reset(f.offset);
                     last_growth = Instant::now();
-                    if let Some((at, b)) = over(&f, 0, limit) {
-                        return Ok(fail(&f, at, b, limit));
+                    if let Some(p) = over(&f, 0, limit) {
+                        return Ok(fail(&f, &p, limit));
                     }
                 }
                 Some(TailEvent::Appended(bytes)) => {
@@ -98,8 +107,8 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                     f.index.extend(&f.trace);
                     last_growth = Instant::now();
                     flushed = false;
-                    if let Some((at, b)) = over(&f, from, limit) {
-                        return Ok(fail(&f, at, b, limit));
+                    if let Some(p) = over(&f, from, limit) {
+                        return Ok(fail(&f, &p, limit));
                     }
                 }
             }
@@ -112,8 +121,8 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
             }
             f.index.extend(&f.trace);
             flushed = true;
-            if let Some((at, b)) = over(&f, from, limit) {
-                return Ok(fail(&f, at, b, limit));
+            if let Some(p) = over(&f, from, limit) {
+                return Ok(fail(&f, &p, limit));
             }
         }
         if let Some(idle) = idle {
