@@ -9,16 +9,14 @@ use memtide::trace::{Seq, Trace};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+/// (name, frame) → (bytes, count, steps, storage ids).
+type Groups = BTreeMap<(String, String), (u64, usize, Vec<String>, Vec<u32>)>;
+
 /// Oracle: (name, frame) → (bytes, count, steps, ids), visiting steps in order and, in each,
 /// the storages live at the end in the index's order.
-fn oracle(
-    trace: &Trace,
-    index: &Index,
-    steps: &[(String, Seq, Seq)],
-) -> BTreeMap<(String, String), (u64, usize, Vec<String>, Vec<u32>)> {
+fn oracle(trace: &Trace, index: &Index, steps: &[(String, Seq, Seq)]) -> Groups {
     let last = Seq(index.len() as u64 - 1);
-    let mut groups: BTreeMap<(String, String), (u64, usize, Vec<String>, Vec<u32>)> =
-        BTreeMap::new();
+    let mut groups: Groups = BTreeMap::new();
     for (k, (name, lo, hi)) in steps.iter().enumerate() {
         for id in index.live_at(trace, last) {
             let start = trace.start(id);
@@ -94,7 +92,7 @@ proptest! {
             .into_iter()
             .filter(|(_, g)| g.2.iter().any(|s| Some(s) != warm.as_ref()))
             .collect();
-        let got: BTreeMap<(String, String), (u64, usize, Vec<String>, Vec<u32>)> = tr
+        let got: Groups = tr
             .survivors
             .iter()
             .map(|g| {
