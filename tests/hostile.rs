@@ -279,3 +279,116 @@ fn a_torn_last_line_is_a_line_still_being_written() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("line "));
 }
+
+#[test]
+fn kineto_bytes_that_are_not_numbers_are_left_out_and_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ev = |ts: u32, bytes: &str, addr: u32| {
+        format!("{{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":{ts},\"tid\":1,\"pid\":1,\"args\":{{\"Bytes\":{bytes},\"Addr\":{addr},\"Device Type\":1,\"Device Id\":0}}}}")
+    };
+    let events = [
+        ev(1, "\"5\"", 1),
+        ev(2, "1e400", 2),
+        ev(3, "null", 3),
+        ev(4, "1.5", 4),
+        ev(5, "1024", 5),
+        ev(6, "2048.0", 6),
+    ];
+    let p = dir.path().join("k.json");
+    std::fs::write(&p, format!("{{\"traceEvents\":[{}]}}", events.join(","))).expect("write");
+    let v = summary_json(&p);
+    assert_eq!(v["peak"]["bytes"], 3072, "only the integer counts: {v}");
+    let w = v["doubtful_warnings"].to_string();
+    assert!(
+        w.contains("4 [memory] event(s) left out") && w.contains("traceEvents[0]"),
+        "{w}"
+    );
+    // A doubt: check refuses to vouch for the figures.
+    let o = memtide()
+        .args(["check", "--max-peak", "1GiB"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn byte_order_marks_duplicate_keys_and_the_array_form() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // A UTF-8 BOM before JSONL and before a Kineto trace is accepted.
+    let jsonl = std::fs::read(root.join("sample-traces/train-3steps.jsonl")).expect("sample");
+    let bom = dir.path().join("bom.jsonl");
+    std::fs::write(&bom, [b"\xef\xbb\xbf".as_slice(), &jsonl].concat()).expect("write");
+    let plain = summary_json(&root.join("sample-traces/train-3steps.jsonl"));
+    assert_eq!(summary_json(&bom)["peak"], plain["peak"]);
+    let mut kineto = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(root.join("sample-traces/cuda-oom.pt.trace.json.gz"))
+                .expect("open"),
+        ),
+        &mut kineto,
+    )
+    .expect("gunzip");
+    let kbom = dir.path().join("bom.json");
+    std::fs::write(&kbom, [b"\xef\xbb\xbf".as_slice(), &kineto].concat()).expect("write");
+    let kplain = summary_json(&root.join("sample-traces/cuda-oom.pt.trace.json.gz"));
+    assert_eq!(
+        summary_json(&kbom)["peak"]["bytes"],
+        kplain["peak"]["bytes"]
+    );
+    // The Chrome trace JSON array format: the events alone.
+    let doc: serde_json::Value = serde_json::from_slice(&kineto).expect("json");
+    let arr = dir.path().join("array.json");
+    std::fs::write(&arr, doc["traceEvents"].to_string()).expect("write");
+    let a = summary_json(&arr);
+    assert_eq!(a["format"], "kineto");
+    assert_eq!(a["peak"]["bytes"], kplain["peak"]["bytes"]);
+    // A repeated key in a JSONL line is an error naming the line, as in snapshot JSON.
+    let dup = dir.path().join("dup.jsonl");
+    std::fs::write(
+        &dup,
+        "{\"memtide\":1,\"device\":\"cuda:0\"}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":5,\"size\":7}\n",
+    )
+    .expect("write");
+    let o = memtide().arg("summary").arg(&dup).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("duplicate key \"size\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn jsonl_errors_name_their_own_line_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            "{\"t\":1,\"op\":\"view\",\"id\":2,\"of\":99}\n{\"t\":5,\"op\":\"free\",\"id\":1}\n",
+            "line 3: view 2",
+        ),
+        (
+            "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":5}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":5}\n{\"t\":5,\"op\":\"free\",\"id\":1}\n",
+            "line 4: id 1 is already live",
+        ),
+        (
+            "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":18446744073709551616}\n",
+            "line 3: \"size\" is too large",
+        ),
+    ];
+    for (body, want) in cases {
+        let p = dir.path().join("x.jsonl");
+        std::fs::write(
+            &p,
+            format!("{{\"memtide\":1,\"device\":\"cuda:0\"}}\n# comment\n{body}"),
+        )
+        .expect("write");
+        let o = memtide().arg("summary").arg(&p).output().expect("runs");
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "want {want:?} in {err}");
+        assert_eq!(err.matches("line ").count(), 1, "one line number: {err}");
+    }
+}

@@ -62,7 +62,16 @@ pub fn detect(head: &[u8]) -> Option<Format> {
             let s = inner.iter().position(|c| !c.is_ascii_whitespace())?;
             match inner[s] {
                 b'[' => Some(Format::MemoryTimeline),
-                b'{' => Some(Format::SnapshotJson),
+                // A list of objects: the Chrome trace "JSON array format" (events with a
+                // phase "ph"), or the bare segment list of an old snapshot.
+                b'{' => {
+                    let has = |k: &[u8]| memchr::memmem::find(inner, k).is_some();
+                    if has(b"\"ph\"") && !has(b"\"total_size\"") {
+                        Some(Format::Kineto)
+                    } else {
+                        Some(Format::SnapshotJson)
+                    }
+                }
                 b']' => Some(Format::MemoryTimeline),
                 _ => None,
             }
@@ -89,6 +98,14 @@ mod tests {
             Some(Format::SnapshotJson)
         );
         assert_eq!(detect(b"[[1,2,3],[[0,1]]]"), Some(Format::MemoryTimeline));
+        assert_eq!(
+            detect(b"[{\"name\":\"[memory]\",\"ph\":\"i\",\"ts\":1}"),
+            Some(Format::Kineto)
+        );
+        assert_eq!(
+            detect(b"[{\"device\":0,\"address\":1,\"total_size\":2,\"blocks\":[]}]"),
+            Some(Format::SnapshotJson)
+        );
         assert_eq!(detect(b"\x00\x01garbage"), None);
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"   "), None);

@@ -173,33 +173,93 @@ impl<'de> Visitor<'de> for LineVisitor<'_, 'de> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
         let l = self.out;
+        // Keys already seen (bit per known key): a repeated key is an error, as in every
+        // other JSON memtide reads, instead of the last value silently winning.
+        let mut seen = 0u32;
+        let mut once = |bit: u32, key: &str| -> Result<(), A::Error> {
+            if seen & (1 << bit) != 0 {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            seen |= 1 << bit;
+            Ok(())
+        };
         while let Some(Str(key)) = m.next_key::<Str<'de>>()? {
             match &*key {
-                "t" => l.t = Some(m.next_value_seed(NumSeed)?),
-                "op" => l.op = Some(m.next_value::<Str<'de>>()?.0),
-                "id" => l.id = Some(m.next_value_seed(NumSeed)?),
-                "size" => l.size = Some(m.next_value_seed(NumSeed)?),
-                "of" => l.of = Some(m.next_value_seed(NumSeed)?),
-                "used" => l.used = Some(m.next_value_seed(NumSeed)?),
-                "free" => l.free = Some(m.next_value_seed(NumSeed)?),
-                "cat" => l.cat = opt_str(&mut m)?,
+                "t" => {
+                    once(0, &key)?;
+                    l.t = Some(m.next_value_seed(NumSeed)?)
+                }
+                "op" => {
+                    once(1, &key)?;
+                    l.op = Some(m.next_value::<Str<'de>>()?.0)
+                }
+                "id" => {
+                    once(2, &key)?;
+                    l.id = Some(m.next_value_seed(NumSeed)?)
+                }
+                "size" => {
+                    once(3, &key)?;
+                    l.size = Some(m.next_value_seed(NumSeed)?)
+                }
+                "of" => {
+                    once(4, &key)?;
+                    l.of = Some(m.next_value_seed(NumSeed)?)
+                }
+                "used" => {
+                    once(5, &key)?;
+                    l.used = Some(m.next_value_seed(NumSeed)?)
+                }
+                "free" => {
+                    once(6, &key)?;
+                    l.free = Some(m.next_value_seed(NumSeed)?)
+                }
+                "cat" => {
+                    once(7, &key)?;
+                    l.cat = opt_str(&mut m)?
+                }
                 "name" => {
+                    once(8, &key)?;
                     l.name = opt_str(&mut m)?.map(|n| self.strings.intern(&n));
                 }
-                "kind" => l.kind = opt_str(&mut m)?,
+                "kind" => {
+                    once(9, &key)?;
+                    l.kind = opt_str(&mut m)?
+                }
                 "stack" => {
+                    once(10, &key)?;
                     self.frames.clear();
                     l.stack = m.next_value_seed(StackSeed {
                         strings: &mut *self.strings,
                         frames: &mut *self.frames,
                     })?;
                 }
-                "memtide" => l.memtide = Some(m.next_value_seed(NumSeed)?),
-                "device" => l.device = opt_str(&mut m)?,
-                "clock" => l.clock = opt_str(&mut m)?,
-                "capacity" => l.capacity = m.next_value_seed(OptNumSeed)?,
-                "source" => l.source = opt_str(&mut m)?,
+                "memtide" => {
+                    once(11, &key)?;
+                    l.memtide = Some(m.next_value_seed(NumSeed)?)
+                }
+                "device" => {
+                    once(12, &key)?;
+                    l.device = opt_str(&mut m)?
+                }
+                "clock" => {
+                    once(13, &key)?;
+                    l.clock = opt_str(&mut m)?
+                }
+                "capacity" => {
+                    once(14, &key)?;
+                    l.capacity = m.next_value_seed(OptNumSeed)?
+                }
+                "source" => {
+                    once(15, &key)?;
+                    l.source = opt_str(&mut m)?
+                }
                 _ => {
+                    if l.extra.iter().any(|(k, _)| **k == *key) {
+                        return Err(serde::de::Error::custom(format!(
+                            "duplicate key {:?}",
+                            &*key
+                        )));
+                    }
                     let raw: &'de serde_json::value::RawValue = m.next_value()?;
                     l.extra.push((key, raw));
                 }
@@ -360,6 +420,9 @@ pub struct JsonlDecoder {
     sample_storage: Option<AllocId>,
     external_seen: bool,
     first_skip: Option<String>,
+    /// An error of the previous equal-`t` group, found while reading the line that closed it:
+    /// it belongs to the group's own line, not to the line being read.
+    group_error: Option<FormatError>,
     unmatched_examples: u32,
     // Scratch buffers reused across lines and groups (no allocation per event).
     frames: Vec<StrId>,
@@ -398,6 +461,7 @@ impl JsonlDecoder {
             sample_storage: None,
             external_seen: opts.has_external_spans.unwrap_or(false),
             first_skip: None,
+            group_error: None,
             unmatched_examples: 0,
             frames: Vec::new(),
             spare_group: Vec::new(),
@@ -486,11 +550,20 @@ impl JsonlDecoder {
         if trimmed.is_empty() || trimmed[0] == b'#' {
             return Ok(());
         }
-        match self.decode(trace, trimmed) {
+        let r = match self.decode(trace, trimmed) {
             Ok(()) => Ok(()),
             // A bad header is never skipped: nothing after it could be read right.
             Err(reason) if !self.header_seen => Err(FormatError::line(line, reason)),
             Err(reason) => self.reject(trace, line, reason),
+        };
+        match self.group_error.take() {
+            None => r,
+            Some(e) if self.opts.lenient => {
+                trace.skipped_lines += 1;
+                self.first_skip.get_or_insert_with(|| e.to_string());
+                r
+            }
+            Some(e) => Err(e),
         }
     }
 
@@ -529,6 +602,9 @@ impl JsonlDecoder {
                 Some(Num::U(v)) => Ok(v),
                 Some(Num::I(v)) => Err(format!(
                     "\"{what}\" must be a non-negative integer, got {v}"
+                )),
+                Some(Num::F(v)) if v.fract() == 0.0 && v >= 18_446_744_073_709_551_616.0 => Err(format!(
+                    "\"{what}\" is too large: at most 18446744073709551615 (64 bits), got about {v:e}"
                 )),
                 Some(Num::F(v)) => Err(format!(
                     "\"{what}\" must be a non-negative integer, got {v}"
@@ -611,7 +687,9 @@ impl JsonlDecoder {
         ev.src = self.next_src;
         self.next_src += 1;
         if self.last_t != Some(t) {
-            self.apply_pending(trace).map_err(|e| e.to_string())?;
+            if let Err(e) = self.apply_pending(trace) {
+                self.group_error = Some(e);
+            }
         }
         self.last_t = Some(t);
         self.group.push(ev);

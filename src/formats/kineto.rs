@@ -117,6 +117,16 @@ fn collect(
         }
     }
     warnings.extend(c.warnings.drain(..).map(|w| (w, false)));
+    if c.bad_bytes > 0 {
+        warnings.push((
+            format!(
+                "{} [memory] event(s) left out: \"Bytes\" is missing or not an integer number (first: traceEvents[{}]); the figures miss what they allocated or freed",
+                c.bad_bytes,
+                c.first_bad_bytes.unwrap_or(0)
+            ),
+            true,
+        ));
+    }
     if !c.saw_trace_events {
         return Err(FormatError::Invalid(
             "a JSON object without a \"traceEvents\" array: not a Kineto trace".into(),

@@ -131,8 +131,11 @@ pub fn read_jsonl_resumable(
         lenient: opts.lenient,
         has_external_spans: None,
     });
-    // A followed file is plain (its head was detected as JSONL), so bytes fed = file offset.
-    let offset = feed_all(source::open(path, progress)?, &mut dec, &mut trace)?;
+    // A followed file is plain (its head was detected as JSONL), so bytes fed (after a
+    // byte-order mark) = file offset.
+    let input = source::open(path, progress)?;
+    let skipped = input.skipped;
+    let offset = skipped + feed_all(input, &mut dec, &mut trace)?;
     dec.flush(&mut trace)?;
     Ok((trace, dec, offset))
 }

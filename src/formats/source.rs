@@ -59,7 +59,13 @@ pub struct Input {
     pub rest: Box<dyn Read + Send>,
     pub gzip: bool,
     pub file_size: u64,
+    /// Bytes skipped before `head`: a UTF-8 byte-order mark (3) some editors and Windows
+    /// tools write before JSON text, else 0. Offsets in errors count from after it.
+    pub skipped: u64,
 }
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 impl Input {
     /// The whole decompressed content (head included).
@@ -190,11 +196,20 @@ pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
         }
     })?;
     head.truncate(n);
+    // No format memtide reads starts with these bytes (a pickle starts with 0x80 or an
+    // opcode below 0x80), so a BOM is text's and is dropped before detection.
+    let skipped = if head.starts_with(BOM) {
+        head.drain(..BOM.len());
+        BOM.len() as u64
+    } else {
+        0
+    };
     Ok(Input {
         head,
         rest,
         gzip,
         file_size,
+        skipped,
     })
 }
 

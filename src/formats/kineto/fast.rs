@@ -136,6 +136,17 @@ fn int_value(s: &[u8], i: &mut usize) -> Option<i64> {
     int(t).or_else(|| float(t).filter(|f| f.is_finite()).map(|f| f.round() as i64))
 }
 
+/// A byte count: an integer, or a float with no fraction (as the serde path's `as_bytes`);
+/// anything else reads as absent, and the event is left out and counted.
+fn bytes_value(s: &[u8], i: &mut usize) -> Option<i64> {
+    let t = num_text(s, i)?;
+    int(t).or_else(|| {
+        float(t)
+            .filter(|f| f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18)
+            .map(|f| f as i64)
+    })
+}
+
 fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
     if s.get(*i) != Some(&b'{') {
         return None;
@@ -158,7 +169,7 @@ fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
         ws(s, i);
         match key {
             b"Addr" => a.addr = int_value(s, i).and_then(|v| u64::try_from(v).ok()),
-            b"Bytes" => a.bytes = int_value(s, i),
+            b"Bytes" => a.bytes = bytes_value(s, i),
             b"Total Allocated" => a.total_alloc = int_value(s, i),
             b"Total Reserved" => a.total_res = int_value(s, i),
             b"Device Type" => a.dev_type = int_value(s, i),

@@ -144,6 +144,10 @@ pub struct Collected {
     pub distributed: Option<crate::trace::Distributed>,
     /// Problems with header fields that were skipped, with their byte offsets.
     pub warnings: Vec<String>,
+    /// `[memory]` events left out because `Bytes` is missing or not an integer number
+    /// (`"5"`, `null`, `1e400`, `1.5`), and the `traceEvents` position of the first.
+    pub bad_bytes: u64,
+    pub first_bad_bytes: Option<u64>,
     tids: FxHashMap<TidKey, u32>,
 }
 
@@ -190,6 +194,11 @@ fn scan_with<R: std::io::Read>(
     c: &mut Collected,
     fast: bool,
 ) -> Result<(), FeedError> {
+    // The Chrome trace "JSON array format": the events alone, without the wrapping object.
+    if feed.peek()? == Some(b'[') {
+        c.saw_trace_events = true;
+        return events(feed, c, fast);
+    }
     feed.expect(b'{', "'{' (a Kineto trace is one JSON object)")?;
     if feed.peek()? == Some(b'}') {
         feed.bump();
@@ -492,8 +501,23 @@ struct Num {
     i: Option<i64>,
     u: Option<u64>,
     f: Option<f64>,
+    /// Written as a string (`"5"`): fine for ids, not for a byte count.
+    quoted: bool,
 }
 impl Num {
+    /// A byte count: an integer (or integral float) written as a number; else None.
+    fn as_bytes(self) -> Option<i64> {
+        if self.quoted {
+            return None;
+        }
+        self.i
+            .or_else(|| self.u.and_then(|u| i64::try_from(u).ok()))
+            .or_else(|| {
+                self.f
+                    .filter(|f| f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18)
+                    .map(|f| f as i64)
+            })
+    }
     fn as_i64(self) -> Option<i64> {
         self.i
             .or_else(|| self.u.and_then(|u| i64::try_from(u).ok()))
@@ -541,16 +565,19 @@ impl<'de> de::Deserialize<'de> for Num {
                 Ok(if let Ok(i) = s.parse::<i64>() {
                     Num {
                         i: Some(i),
+                        quoted: true,
                         ..Num::default()
                     }
                 } else if let Ok(u) = s.parse::<u64>() {
                     Num {
                         u: Some(u),
+                        quoted: true,
                         ..Num::default()
                     }
                 } else {
                     Num {
                         f: s.parse::<f64>().ok(),
+                        quoted: true,
                         ..Num::default()
                     }
                 })
@@ -704,7 +731,7 @@ impl<'de> Visitor<'de> for ArgsSeed {
         while let Some(k) = m.next_key::<ArgKeyD>()? {
             match k.0 {
                 ArgKey::Addr => a.addr = m.next_value::<Num>()?.as_u64(),
-                ArgKey::Bytes => a.bytes = m.next_value::<Num>()?.as_i64(),
+                ArgKey::Bytes => a.bytes = m.next_value::<Num>()?.as_bytes(),
                 ArgKey::TotalAlloc => a.total_alloc = m.next_value::<Num>()?.as_i64(),
                 ArgKey::TotalRes => a.total_res = m.next_value::<Num>()?.as_i64(),
                 ArgKey::DevType => a.dev_type = m.next_value::<DevTypeD>()?.0,
@@ -778,13 +805,18 @@ impl Collected {
                 let a = &ev.args;
                 let src = self.events_read;
                 if name == Some("[memory]") {
+                    let Some(bytes) = a.bytes else {
+                        self.bad_bytes += 1;
+                        self.first_bad_bytes.get_or_insert(src);
+                        return;
+                    };
                     let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
                     self.mem.push(MemEv {
                         ts,
                         // An address of u64::MAX cannot be a real pointer: taken as none.
                         addr: a.addr.unwrap_or(NO_ADDR),
                         src,
-                        bytes: a.bytes.unwrap_or(0),
+                        bytes,
                         total_alloc: a.total_alloc.unwrap_or(ABSENT),
                         total_res: a.total_res.unwrap_or(ABSENT),
                         dev_type: a.dev_type.unwrap_or(0).clamp(-1, i16::MAX as i64) as i16,
