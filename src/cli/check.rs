@@ -98,6 +98,48 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     }
     refuse_doubtful(&a.file, &t.trace, a.allow_warnings)?;
     let note = allowed_note(&t.trace);
+    let (code, lines) = verdict(a, t, limit, growth_limit, &note)?;
+    for l in &lines {
+        crate::outln!("{l}");
+    }
+    if let Some(path) = &a.report {
+        write_report(a, t, &lines, path)?;
+    }
+    Ok(code)
+}
+
+/// The `--report` file: the verdict, then the Markdown summary of the checked device.
+fn write_report(
+    a: &CheckArgs,
+    t: &super::load::Indexed,
+    lines: &[String],
+    path: &Path,
+) -> Result<()> {
+    let resolved = match a.window.as_deref() {
+        Some(w) => {
+            Some(crate::analysis::window_spec::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?)
+        }
+        None => None,
+    };
+    let s = crate::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref());
+    let mut md = String::from("## memtide check\n\n");
+    for l in lines {
+        md.push_str(&format!("- {}\n", super::markdown::cell(l)));
+    }
+    md.push('\n');
+    md.push_str(&super::markdown::render(&s));
+    super::output_file::write_atomically(path, md.as_bytes(), &[a.file.as_path()])
+}
+
+/// The gate itself: exit code and the lines that say why.
+fn verdict(
+    a: &CheckArgs,
+    t: &super::load::Indexed,
+    limit: Option<crate::trace::Bytes>,
+    growth_limit: Option<f64>,
+    note: &str,
+) -> Result<(ExitCode, Vec<String>)> {
+    let mut lines: Vec<String> = Vec::new();
     let mut failed = false;
     if let Some(g) = growth_limit {
         let tr = crate::analysis::trend::trend(&t.trace, &t.index);
@@ -114,28 +156,31 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
                 .take(3)
                 .map(|s| format!("{} × {} ({})", s.count, s.name, human_bytes(s.bytes.0)))
                 .collect();
-            crate::outln!(
+            lines.push(format!(
                 "FAIL: step baseline grew by {} ({:+.2}%) after warm-up, over --max-growth {:.2}%{}",
                 human_bytes(d.unsigned_abs() as u64),
                 growth * 100.0,
                 g * 100.0,
                 if who.is_empty() { String::new() } else { format!("; surviving every step: {}", who.join(", ")) }
-            );
+            ));
             failed = true;
         } else {
-            crate::outln!(
+            lines.push(format!(
                 "ok: step baseline growth {:+.2}% is within --max-growth {:.2}%{note}",
                 growth * 100.0,
                 g * 100.0
-            );
+            ));
         }
     }
     let Some(limit) = limit else {
-        return Ok(if failed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        });
+        return Ok((
+            if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            },
+            lines,
+        ));
     };
     let (lo, hi, wlabel) = match a.window.as_deref() {
         Some(w) => {
@@ -173,23 +218,23 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     };
     if peak.bytes <= limit {
         if failed {
-            return Ok(ExitCode::from(1));
+            return Ok((ExitCode::from(1), lines));
         }
-        crate::outln!(
+        lines.push(format!(
             "ok: peak {} ({} B){wlabel} {at}{mark} is within --max-peak {}{note}",
             human_bytes(peak.bytes.0),
             peak.bytes.0,
             human_bytes(limit.0)
-        );
-        return Ok(ExitCode::SUCCESS);
+        ));
+        return Ok((ExitCode::SUCCESS, lines));
     }
-    crate::outln!(
+    lines.push(format!(
         "FAIL: peak {} ({} B){wlabel} {at}{mark} exceeds --max-peak {} by {}; biggest live: {}",
         human_bytes(peak.bytes.0),
         peak.bytes.0,
         human_bytes(limit.0),
         human_bytes(peak.bytes.0 - limit.0),
         biggest_live(&t.trace, &t.index, &peak)
-    );
-    Ok(ExitCode::from(1))
+    ));
+    Ok((ExitCode::from(1), lines))
 }

@@ -71,6 +71,9 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let Some(max_peak) = a.max_peak.as_deref() else {
         anyhow::bail!("check --follow needs --max-peak");
     };
+    if a.report.is_some() {
+        anyhow::bail!("check --follow cannot write --report (the trace is still growing); run check without -f for a report");
+    }
     let limit = parse_size(max_peak).context("--max-peak")?;
     let mut f = open(a)?;
     super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;

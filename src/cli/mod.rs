@@ -5,6 +5,8 @@ pub mod diff;
 pub mod follow;
 pub mod lab;
 pub mod load;
+pub mod markdown;
+pub mod output_file;
 pub mod replay;
 pub mod safe_text;
 pub mod shell;
@@ -175,8 +177,11 @@ pub struct SummaryArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Print the stable JSON schema instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print a Markdown report (GitHub tables) for a pull request or `$GITHUB_STEP_SUMMARY`.
+    #[arg(long)]
+    pub markdown: bool,
     /// Print load and index timings (MB/s, bytes per event) to stderr.
     #[arg(long)]
     pub timings: bool,
@@ -212,6 +217,10 @@ pub struct CheckArgs {
     /// such a trace exits 2 with the reason).
     #[arg(long)]
     pub allow_warnings: bool,
+    /// Also write the verdict and a Markdown report of the checked trace to FILE (on pass and
+    /// on fail), for a CI job summary or a pull-request comment.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
 }

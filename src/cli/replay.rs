@@ -44,10 +44,10 @@ impl Pacer {
 /// a temporary file; instead it never opens its own input for writing (the same file by
 /// another name, a hard link or a symlink included).
 fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> {
-    let (Ok(a), Ok(b)) = (std::fs::metadata(src), std::fs::metadata(out)) else {
+    let (Ok(_), Ok(b)) = (std::fs::metadata(src), std::fs::metadata(out)) else {
         return Ok(()); // OUT does not exist yet (or SRC is unreadable: reported when read)
     };
-    if same_file(&a, &b) {
+    if super::output_file::same_file(src, out) {
         anyhow::bail!(
             "{} is the input {}: replay would overwrite what it reads; write to another file",
             out.display(),
@@ -58,17 +58,6 @@ fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> 
         anyhow::bail!("{} exists and is not a regular file", out.display());
     }
     Ok(())
-}
-
-#[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
-}
-
-#[cfg(not(unix))]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    a.len() == b.len() && a.modified().ok() == b.modified().ok()
 }
 
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {

@@ -70,6 +70,16 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             }
         }
         crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
+    } else if a.markdown {
+        let shown: Vec<&Summary> = if a.input.device.is_some() {
+            vec![main]
+        } else {
+            summaries.iter().filter(|s| s.events > 0).collect()
+        };
+        for s in shown {
+            crate::outln!("{}", super::markdown::render(s).trim_end_matches('\n'));
+            crate::outln!("");
+        }
     } else {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]

@@ -1,0 +1,278 @@
+//! The Markdown report (`summary --markdown`, `check --report FILE`): GitHub-flavoured tables
+//! for a pull-request comment or a CI job summary (`$GITHUB_STEP_SUMMARY`). Text from the
+//! trace is escaped for Markdown and HTML, and control characters never pass.
+
+use super::safe_text::terminal_safe;
+use super::summary::short_frame;
+use crate::analysis::summary::{Summary, WindowReport};
+use crate::trace::units::grouped;
+use crate::trace::{human_bytes, Band};
+use std::fmt::Write as _;
+
+/// Trace text made safe inside a Markdown table cell or line: control characters escaped,
+/// newlines flattened, and the characters Markdown or HTML would act on escaped.
+pub fn cell(s: &str) -> String {
+    let s = terminal_safe(s);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn size(n: u64) -> String {
+    format!("{} ({} B)", human_bytes(n), grouped(n))
+}
+
+/// Where the peak holds, in words.
+fn peak_place(s: &Summary) -> String {
+    let Some(p) = &s.peak else {
+        return "unavailable (no events)".into();
+    };
+    let mut at = if p.at_start {
+        "at start (the initial state, before event #0)".to_string()
+    } else {
+        format!("at event #{}", p.index)
+    };
+    if let Some(m) = &p.mark {
+        let _ = write!(at, " in {}", cell(m));
+    }
+    at
+}
+
+/// The report of one device's summary.
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "### memtide · {} · {} · {}\n",
+        cell(&s.source),
+        cell(&s.format),
+        cell(&s.device)
+    );
+    if let Some(p) = &s.peak {
+        let _ = writeln!(o, "**Peak {}** {}.\n", size(p.bytes), peak_place(s));
+    }
+    if let Some(w) = &s.window {
+        let _ = writeln!(
+            o,
+            "Measured in the window {} = {} (events #{}–#{}).\n",
+            cell(&w.spec),
+            cell(&w.label),
+            w.first_index,
+            w.last_index
+        );
+    }
+    let _ = writeln!(o, "| figure | value |\n|---|---|");
+    let _ = writeln!(
+        o,
+        "| peak | {} |",
+        s.peak
+            .as_ref()
+            .map_or("unavailable".into(), |p| size(p.bytes))
+    );
+    let reserved = match (s.reserved_peak, s.reserved_peak_index) {
+        (Some(r), Some(i)) => format!("{} at event #{i}", size(r)),
+        (Some(r), None) => format!("{} at start", size(r)),
+        _ => "unavailable (the source records no reserved memory)".into(),
+    };
+    let _ = writeln!(o, "| reserved peak | {reserved} |");
+    let _ = writeln!(
+        o,
+        "| capacity | {} |",
+        s.capacity.map_or("unknown".into(), size)
+    );
+    let _ = writeln!(o, "| final | {} |", size(s.final_bytes));
+    let _ = writeln!(o, "| events | {} |", grouped(s.events));
+    if let Some(d) = &s.distributed {
+        let _ = writeln!(o, "| distributed | {} |", cell(&d.label()));
+    }
+    let _ = writeln!(o);
+    bands(&mut o, s);
+    live(&mut o, s);
+    steps(&mut o, s);
+    windows(&mut o, &s.windows);
+    if !s.notes.is_empty() {
+        let _ = writeln!(o, "**Notes**\n");
+        for n in &s.notes {
+            let _ = writeln!(o, "- {}", cell(n));
+        }
+        let _ = writeln!(o);
+    }
+    if !s.warnings.is_empty() {
+        let _ = writeln!(o, "**Warnings**\n");
+        for w in &s.warnings {
+            let doubt = if s.doubtful.contains(w) {
+                " *(the figures may be wrong)*"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "- {}{doubt}", cell(w));
+        }
+        let _ = writeln!(o);
+    }
+    o
+}
+
+fn bands(o: &mut String, s: &Summary) {
+    let Some(p) = &s.peak else { return };
+    let _ = writeln!(
+        o,
+        "**Bands at the peak** ({})\n\n| band | bytes | share |\n|---|---:|---:|",
+        s.bands_source
+    );
+    for b in Band::ALL {
+        let v = p.bands[b.idx()];
+        let pct = if p.bytes > 0 {
+            v as f64 * 100.0 / p.bytes as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(o, "| {} | {} | {pct:.1} % |", b.name(), human_bytes(v));
+    }
+    let _ = writeln!(o);
+}
+
+fn live(o: &mut String, s: &Summary) {
+    let Some(p) = &s.peak else { return };
+    if let Some(why) = s.live_unavailable {
+        let _ = writeln!(o, "Live at the peak: {}.\n", cell(why));
+        return;
+    }
+    if p.live.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "**Top {} live at the peak** (of {})\n\n| size | band | category | name | frame |\n|---:|---|---|---|---|",
+        p.live.len(),
+        grouped(p.live_count as u64)
+    );
+    for e in &p.live {
+        let mut cat = e.category.to_string();
+        if e.inferred {
+            cat.push('?');
+        }
+        let mut name = cell(&e.name);
+        if e.retained_by_view {
+            name.push_str(" (retained by view)");
+        }
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            human_bytes(e.bytes.0),
+            e.band.name(),
+            cell(&cat),
+            name,
+            cell(short_frame(&e.frame))
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn steps(o: &mut String, s: &Summary) {
+    let t = &s.trend;
+    if t.steps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "**Steps** (baseline = bytes live at the step's start)\n\n| step | baseline | peak |\n|---|---:|---:|"
+    );
+    for r in &t.steps {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} |",
+            cell(&r.name),
+            human_bytes(r.baseline.0),
+            human_bytes(r.peak.0)
+        );
+    }
+    let _ = writeln!(o);
+    if let (Some(g), Some(d)) = (t.growth, t.growth_bytes) {
+        let sign = if d < 0 { "−" } else { "+" };
+        let _ = writeln!(
+            o,
+            "Baseline after warm-up: {sign}{} ({:+.1} %){}.\n",
+            human_bytes(d.unsigned_abs() as u64),
+            g * 100.0,
+            if t.rising {
+                " — rising at every step: a probable leak or retained graph"
+            } else {
+                ""
+            }
+        );
+    }
+    if !t.survivors.is_empty() {
+        let _ = writeln!(
+            o,
+            "| survives every step | count | bytes | frame |\n|---|---:|---:|---|"
+        );
+        for sv in t.survivors.iter().take(10) {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                if sv.name.is_empty() {
+                    "-".into()
+                } else {
+                    cell(&sv.name)
+                },
+                sv.count,
+                human_bytes(sv.bytes.0),
+                cell(&sv.frame)
+            );
+        }
+        let _ = writeln!(o);
+    }
+}
+
+fn windows(o: &mut String, ws: &[WindowReport]) {
+    if ws.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "**Windows**\n\n| kind | name | events | peak | at |\n|---|---|---|---:|---|"
+    );
+    for w in ws {
+        let at = match (w.peak_index, w.peak_at_start) {
+            (Some(i), _) => format!("#{i}"),
+            (None, true) => "start".into(),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | #{}–#{} | {} | {at} |",
+            w.kind,
+            cell(&w.name),
+            w.first_index,
+            w.last_index,
+            w.peak_bytes.map_or("-".into(), human_bytes)
+        );
+    }
+    let _ = writeln!(o);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn cells_escape_markdown_html_and_controls() {
+        assert_eq!(cell("a|b"), "a\\|b");
+        assert_eq!(cell("<script>"), "&lt;script&gt;");
+        assert_eq!(cell("x\ny"), "x y");
+        assert_eq!(cell("\u{1b}]0;t\u{7}"), "\\\\x1b\\]0;t\\\\x07");
+        assert_eq!(cell("layers.0.weight"), "layers.0.weight");
+    }
+}
