@@ -7,6 +7,7 @@ pub mod lab;
 pub mod load;
 pub mod markdown;
 pub mod output_file;
+pub mod plot;
 pub mod replay;
 pub mod safe_text;
 pub mod shell;
@@ -61,6 +62,32 @@ pub enum Command {
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff): `memtide man > memtide.1`.
     Man,
+    /// Draw the timeline as a picture: `memtide plot FILE -o peak.svg` (or .png).
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The picture to write: .svg, or .png (rendered from the SVG).
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: PathBuf,
+    /// Width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Height in pixels.
+    #[arg(long, default_value_t = 480)]
+    pub height: u32,
+    /// Draw one window only (see summary --window).
+    #[arg(long, value_name = "WINDOW")]
+    pub window: Option<String>,
+    /// Colours: light (default for pictures), default, mono, or a theme TOML.
+    #[arg(long)]
+    pub theme: Option<String>,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -276,6 +303,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Lab(a)) => lab::run(&a),
         Some(Command::Completions(a)) => shell::completions(&a),
         Some(Command::Man) => shell::man(),
+        Some(Command::Plot(a)) => plot::run(&a),
         None => crate::tui::run_explore(&cli.explore),
     };
     match result {
