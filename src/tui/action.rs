@@ -35,6 +35,8 @@ pub enum Action {
     ToggleAxis,
     Help,
     Copy,
+    /// Write the visible range as an SVG picture next to the trace file.
+    Export,
     NextDevice,
     /// Follow the growing file (keep the newest events in sight) / pause.
     ToggleFollow,
@@ -106,6 +108,7 @@ impl Action {
             Action::ToggleAxis => "event axis / time axis",
             Action::Help => "this help",
             Action::Copy => "copy the selection's summary (OSC 52)",
+            Action::Export => "export the view (SVG)",
             Action::NextDevice => "next device",
             Action::ToggleFollow => "follow the growing file on/off (-f)",
             Action::LabStep => "issue the next request",

@@ -47,6 +47,13 @@ pub enum Effect {
     },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
+    /// Write a file the user asked for (an exported picture) atomically, never over the
+    /// trace; reply `Msg::Wrote`.
+    WriteFile {
+        path: PathBuf,
+        bytes: Vec<u8>,
+        input: PathBuf,
+    },
     /// Leave the event loop.
     Quit,
 }

@@ -141,6 +141,10 @@ pub fn bindings() -> &'static [Binding] {
             action: Action::Copy,
         },
         Binding {
+            keys: &["e"],
+            action: Action::Export,
+        },
+        Binding {
             keys: &["?"],
             action: Action::Help,
         },
@@ -215,6 +219,7 @@ fn normal(code: KeyCode) -> Option<Action> {
         KeyCode::Char('d') => Action::NextDevice,
         KeyCode::Char('F') => Action::ToggleFollow,
         KeyCode::Char('y') => Action::Copy,
+        KeyCode::Char('e') => Action::Export,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Char('q') => Action::Quit,
         _ => return None,

@@ -15,6 +15,7 @@ pub mod lab;
 pub mod layout;
 pub mod liveset;
 pub mod msg;
+pub mod picture;
 pub mod runtime;
 pub mod testing;
 pub mod theme;

@@ -42,6 +42,11 @@ pub enum Msg {
         gen: u64,
         result: super::liveset::LiveResult,
     },
+    /// A `WriteFile` effect finished: the path written, or why not.
+    Wrote {
+        path: std::path::PathBuf,
+        result: Result<(), String>,
+    },
     SearchDone {
         gen: u64,
         /// Matching storages, biggest first.

@@ -136,6 +136,11 @@ impl Harness {
                     self.clipboard.push(t);
                     continue;
                 }
+                Effect::WriteFile { path, bytes, input } => Msg::Wrote {
+                    result: crate::cli::output_file::write_atomically(&path, &bytes, &[&input])
+                        .map_err(|e| format!("{e:#}")),
+                    path,
+                },
                 Effect::Quit => continue,
             };
             fx.extend(update::update(&mut self.app, msg));

@@ -156,6 +156,13 @@ fn apply(app: &mut App, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::Wrote { path, result } => {
+            app.status = Some(match result {
+                Ok(()) => format!("wrote {}", path.display()),
+                Err(e) => format!("export failed: {e}"),
+            });
+            Vec::new()
+        }
         Msg::SearchDone {
             gen,
             matches,
@@ -608,6 +615,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             app.status = Some("copied to the clipboard (OSC 52)".into());
             return vec![Effect::Copy(text)];
         }
+        Action::Export => return export_view(app, &dev),
         Action::ToggleFollow => {}
         Action::NextDevice => {
             if app.devices.len() > 1 {
@@ -739,6 +747,66 @@ fn click(app: &mut App, col: u16, row: u16) {
 }
 
 /// A plain-text summary of the selection for the clipboard.
+/// `e`: the visible event range drawn as SVG, to be written next to the trace file as
+/// `NAME.view-LO-HI.svg` (the runtime writes it and says where).
+fn export_view(app: &mut App, dev: &Device) -> Vec<Effect> {
+    let n = dev.index.len() as u64;
+    if n == 0 {
+        app.status = Some("nothing to export: the trace has no events".into());
+        return Vec::new();
+    }
+    let (lo, hi) = match app.view.axis {
+        crate::analysis::Axis::Event => (app.view.lo.min(n - 1), app.view.hi.min(n - 1)),
+        crate::analysis::Axis::Time => {
+            let (a, b) = (app.view.columns.first(), app.view.columns.last());
+            (
+                a.map_or(0, |c| c.lo.0.min(n - 1)),
+                b.map_or(n - 1, |c| c.hi.0.min(n - 1)),
+            )
+        }
+    };
+    let name = app
+        .path
+        .file_name()
+        .map_or_else(|| "trace".to_string(), |f| f.to_string_lossy().into_owned());
+    let whole = lo == 0 && hi == n - 1;
+    let picture = super::picture::Picture {
+        trace: &dev.trace,
+        index: &dev.index,
+        theme: &app.theme,
+        name: &name,
+        lo: Seq(lo),
+        hi: Seq(hi),
+        range_label: if whole {
+            String::new()
+        } else {
+            format!(
+                "events #{}–#{}",
+                dev.trace.event_number(Seq(lo)),
+                dev.trace.event_number(Seq(hi))
+            )
+        },
+        width: 1200,
+        height: 480,
+    };
+    match super::picture::svg(&picture) {
+        Ok(svg) => {
+            let file = format!("{name}.view-{lo}-{hi}.svg");
+            let path = app.path.with_file_name(file);
+            app.status = Some(format!("writing {}…", path.display()));
+            vec![Effect::WriteFile {
+                path,
+                bytes: svg.into_bytes(),
+                input: app.path.clone(),
+            }]
+        }
+        Err(e) => {
+            app.status = Some(format!("export failed: {e}"));
+            Vec::new()
+        }
+    }
+}
+
 fn copy_text(app: &App, dev: &Device) -> String {
     let tr = &dev.trace;
     let at = app.view.cursor;

@@ -157,6 +157,11 @@ fn run_effects(
                 let _ = out.write_all(workers::osc52(&text).as_bytes());
                 let _ = out.flush();
             }
+            Effect::WriteFile { path, bytes, input } => {
+                let result = crate::cli::output_file::write_atomically(&path, &bytes, &[&input])
+                    .map_err(|e| format!("{e:#}"));
+                let _ = tx.send(Msg::Wrote { path, result });
+            }
             Effect::Quit => quit = true,
         }
     }
