@@ -3,8 +3,13 @@
 //! Always: the real-shaped baseline in tests/data (963 KB) and the committed fixtures. With
 //! `MEMTIDE_BENCH_SNAPSHOT=/path/big.pickle` (e.g. from
 //! `tools/gen_snapshots.py --big /tmp/big.pickle --entries 1000000`), also that file.
+//!
+//! `snapshot_json_decode`: JSON → raw model only (the scanner reader and the serde reference
+//! reader), from memory; with `MEMTIDE_BENCH_SNAPSHOT_JSON=/path/big.json` (e.g. from
+//! `tools/gen_snapshots.py --big /tmp/big.json --entries 12000`, 59 MB), also that file.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use memtide::formats::snapshot::from_json;
 use memtide::formats::{self, LoadOptions, Progress};
 use memtide::index::Index;
 use std::hint::black_box;
@@ -49,5 +54,40 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_json(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<(String, PathBuf)> = vec![(
+        "small.json".into(),
+        root.join("tests/fixtures/snapshot/small.json"),
+    )];
+    if let Some(b) = std::env::var_os("MEMTIDE_BENCH_SNAPSHOT_JSON") {
+        files.push(("big.json".into(), PathBuf::from(b)));
+    }
+    let mut g = c.benchmark_group("snapshot_json_decode");
+    for (name, path) in files {
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        if bytes.len() > 10 << 20 {
+            g.sample_size(10);
+        }
+        g.bench_function(format!("scanner/{name}"), |b| {
+            b.iter(|| black_box(from_json::read(&bytes[..], false).expect("read").rows.len()))
+        });
+        g.bench_function(format!("serde/{name}"), |b| {
+            b.iter(|| {
+                black_box(
+                    from_json::read_serde(&bytes[..], false)
+                        .expect("read")
+                        .rows
+                        .len(),
+                )
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_json);
 criterion_main!(benches);

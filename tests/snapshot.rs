@@ -533,7 +533,10 @@ fn json_errors_have_lines() {
     let e = formats::load(&f, &LoadOptions::default(), &Progress::new())
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("line 2"), "{e}");
+    assert!(
+        e.starts_with("byte offset 67: ") && e.contains("(line 2)"),
+        "{e}"
+    );
 }
 
 /// Expandable segments (map, then a partial unmap), an unmatched free, an OOM and an unknown

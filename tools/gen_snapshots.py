@@ -10,6 +10,7 @@ alloc's frame list is the same list object as its block's in `segments` (pickle 
 Usage:
   tools/gen_snapshots.py --out tests/fixtures/snapshot           # the committed fixtures
   tools/gen_snapshots.py --big /tmp/big.pickle --entries 1000000 # benchmark input (no truth)
+  tools/gen_snapshots.py --big /tmp/big.json --entries 12000     # the same as JSON (~60 MB)
 
 MemoryViz convention used by the truth replay (every trace entry is one position):
   alloc opens a block (size = entry 'size'); free_completed closes the block at that addr;
@@ -674,15 +675,21 @@ def big(path, entries, proto):
     # one run with a bounded live set (about 600 entries per step at 50 layers)
     workload(g, a, steps=entries // 600 + 1, layers=50, anns=an, big=True)
     snap = snapshot([(a, an)])
-    with open(path, "wb") as f:
-        pickle.dump(snap, f, protocol=proto)
+    if path.endswith(".json"):
+        # The JSON form (frames written out in every entry, as json.dump does)
+        with open(path, "w") as f:
+            json.dump(snap, f)
+    else:
+        with open(path, "wb") as f:
+            pickle.dump(snap, f, protocol=proto)
     print("%s: %d entries, %d bytes" % (path, len(a.trace), os.path.getsize(path)))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/fixtures/snapshot")
-    ap.add_argument("--big", help="write one big snapshot here (no truth) and exit")
+    ap.add_argument("--big", help="write one big snapshot here (no truth) and exit; "
+                    "JSON when the name ends in .json")
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--protocol", type=int, default=4)
     a = ap.parse_args()

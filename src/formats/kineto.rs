@@ -5,7 +5,7 @@
 mod attribute;
 mod build;
 mod fast;
-mod feed;
+pub(crate) mod feed;
 mod parse;
 mod sidecar;
 

@@ -40,6 +40,8 @@ pub struct Feed<R> {
     progress: Progress,
     /// Newlines before `buf[start]`, for line numbers in messages.
     lines: u64,
+    /// Whitespace is only JSON's four (space, tab, CR, LF), as serde_json has it.
+    strict: bool,
 }
 
 /// Where more input comes from: any reader, or the read-ahead thread's chunks (taken over
@@ -78,7 +80,15 @@ impl<R: Read> Feed<R> {
             eof: false,
             progress,
             lines: 0,
+            strict: false,
         }
+    }
+
+    /// Between tokens, accept only JSON whitespace (a form feed is an error, as inside a
+    /// value parsed by serde_json).
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
     }
 
     /// Stream offset of the next unread byte.
@@ -184,7 +194,13 @@ impl<R: Read> Feed<R> {
     /// The next non-whitespace byte, not consumed; None at the end of the stream.
     pub fn peek(&mut self) -> Result<Option<u8>, FeedError> {
         loop {
-            while self.pos < self.end && self.buf[self.pos].is_ascii_whitespace() {
+            while self.pos < self.end
+                && if self.strict {
+                    matches!(self.buf[self.pos], b' ' | b'\n' | b'\r' | b'\t')
+                } else {
+                    self.buf[self.pos].is_ascii_whitespace()
+                }
+            {
                 self.pos += 1;
             }
             if self.pos < self.end {

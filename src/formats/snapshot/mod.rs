@@ -6,6 +6,7 @@
 
 pub mod from_json;
 pub mod from_pickle;
+mod json_fast;
 pub mod raw;
 pub mod timeline;
 
@@ -29,7 +30,7 @@ pub fn read(
         Some(p) => Rules::load(p)?,
         None => Rules::default(),
     };
-    let raw = decode(input, format, opts.cpp_frames)?;
+    let raw = decode(input, format, opts.cpp_frames, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
@@ -37,10 +38,15 @@ pub fn read(
 }
 
 /// Decodes the file into [`Raw`] (no replay yet).
-pub fn decode(input: Input, format: Format, cpp_frames: bool) -> Result<Raw, FormatError> {
+pub fn decode(
+    input: Input,
+    format: Format,
+    cpp_frames: bool,
+    progress: &Progress,
+) -> Result<Raw, FormatError> {
     let r = input.into_reader();
     match format {
-        Format::SnapshotJson => from_json::read(r, cpp_frames),
+        Format::SnapshotJson => from_json::read_with(r, cpp_frames, progress),
         _ => from_pickle::read(r, cpp_frames),
     }
 }
