@@ -23,6 +23,7 @@
 //! assert_eq!(trace.src_index(peak.at), 1);
 //! ```
 
+pub mod alloc_guard;
 pub mod analysis;
 pub mod cli;
 pub mod follow;

@@ -295,7 +295,7 @@ fn fields_checks(file: &str) {
     // annotate adds to user_metadata, never replaces it
     assert_eq!(t.name(id), "stepA; layer1; extra", "{file}");
     // pool, stream, compile context and forward frames kept on the allocation
-    let extra: Value = serde_json::from_str(t.strings.str(t.extra[&id])).unwrap();
+    let extra: Value = serde_json::from_str(&t.strings.str(t.extra[&id])).unwrap();
     assert_eq!(extra["pool_id"], serde_json::json!([1, 2]), "{file}");
     assert_eq!(extra["stream"], 94_000_000, "{file}");
     assert_eq!(extra["compile_context"], "Torch-Compiled Region: 0/1");

@@ -170,7 +170,22 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
         ..Facts::default()
     };
     for &f in frames {
-        let s = trace.strings.str(f);
+        // A frame kept as parts (a very long file or name) is judged on its file's last and
+        // its name's first 4 KiB: the facts below look at path tails and names, and scanning
+        // a shared 1 MiB file name once per frame would be quadratic.
+        let s = match trace.strings.frame_parts(f) {
+            Some((file, line, name)) => {
+                let cut = (file.len().saturating_sub(4096)..=file.len())
+                    .find(|&i| file.is_char_boundary(i))
+                    .unwrap_or(file.len());
+                let end = (0..=name.len().min(4096))
+                    .rev()
+                    .find(|&i| name.is_char_boundary(i))
+                    .unwrap_or(0);
+                std::borrow::Cow::Owned(format!("{}:{line}:{}", &file[cut..], &name[..end]))
+            }
+            None => trace.strings.str(f),
+        };
         if x.user.is_none() {
             x.user = rules
                 .rules
@@ -178,7 +193,7 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
                 .find(|r| s.contains(&r.pattern))
                 .map(|r| r.category);
         }
-        let (file, name) = split_frame(s);
+        let (file, name) = split_frame(&s);
         let module = file.contains("/nn/modules/") || file.ends_with("module.py");
         if name == "_init_group" || name.contains("_init_state") {
             x.init_group = true;
@@ -200,7 +215,7 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
             || name == "_engine_run_backward"
             || s.contains("evaluate_function")
             || s.contains("run_backward")
-            || is_backward_node(s)
+            || is_backward_node(&s)
         {
             x.backward = true;
         }

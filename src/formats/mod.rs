@@ -43,6 +43,7 @@ pub struct Loaded {
 pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     let input = source::open(path, progress)?;
     let source_name = path.display().to_string();
+    crate::alloc_guard::set_context(&format!("cannot read {source_name}"));
     if input.head.is_empty() {
         return Err(FormatError::Empty(
             "the file is empty: expected a memtide JSONL v1 file, a PyTorch snapshot (pickle or JSON) or a Kineto trace".into(),
@@ -64,6 +65,10 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
             kineto::read(&source_name, input, format, opts, progress)?
         }
     };
+    for t in &traces {
+        t.check_byte_sums()
+            .map_err(|e| FormatError::Invalid(format!("{}: {e}", t.device)))?;
+    }
     Ok(Loaded { format, traces })
 }
 
@@ -137,6 +142,9 @@ pub fn read_jsonl_resumable(
     let skipped = input.skipped;
     let offset = skipped + feed_all(input, &mut dec, &mut trace)?;
     dec.flush(&mut trace)?;
+    trace
+        .check_byte_sums()
+        .map_err(|e| FormatError::Invalid(format!("{}: {e}", trace.device)))?;
     Ok((trace, dec, offset))
 }
 

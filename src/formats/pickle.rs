@@ -403,13 +403,13 @@ impl<R: Read> Src<R> {
         self.end -= self.pos;
         self.pos = 0;
         if self.buf.len() < CHUNK {
-            self.buf.resize(CHUNK, 0);
+            self.grow(CHUNK - self.buf.len())?;
         }
         while self.end < n && !self.eof {
             // Grow only as data arrives: a hostile length cannot make us allocate it upfront.
             if self.end == self.buf.len() {
                 let grow = self.buf.len().min(n - self.end).max(1);
-                self.buf.resize(self.end + grow, 0);
+                self.grow(self.end + grow - self.buf.len())?;
             }
             let k = loop {
                 match self.r.read(&mut self.buf[self.end..]) {
@@ -426,6 +426,14 @@ impl<R: Read> Src<R> {
             self.end += k;
         }
         Ok(self.end - self.pos >= n)
+    }
+
+    /// Widens the buffer by `more` bytes, as an error (not an abort) when memory runs out.
+    fn grow(&mut self, more: usize) -> Result<(), FormatError> {
+        crate::alloc_guard::try_grow(&mut self.buf, more, "the pickle read buffer")
+            .map_err(|e| FormatError::at(self.base + self.end as u64, e))?;
+        self.buf.resize(self.buf.len() + more, 0);
+        Ok(())
     }
 
     #[inline]
@@ -505,6 +513,24 @@ fn unsupported(op: u8) -> Option<&'static str> {
         0x98 => "READONLY_BUFFER",
         _ => return None,
     })
+}
+
+/// Longest string, bytes object or long integer memtide reads: 64 MiB. A snapshot's longest
+/// strings are file names and `allocator_settings`; a longer declared length is refused
+/// before any byte of it is read or buffered.
+pub const MAX_STRING: usize = 64 << 20;
+
+/// A declared length, refused above [`MAX_STRING`].
+fn bounded_len(n: u64, what: &str) -> Result<usize, String> {
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= MAX_STRING)
+        .ok_or_else(|| {
+            format!(
+                "{what} of {n} bytes exceeds the limit of {} MiB on one pickle string (not a memory snapshot, or a corrupt length)",
+                MAX_STRING >> 20
+            )
+        })
 }
 
 /// Decodes a little-endian two's complement integer of any length.
@@ -656,10 +682,7 @@ pub fn unpickle_into<R: Read>(
                     b'X' => src.u32("BINUNICODE")? as u64,
                     _ => src.u64("BINUNICODE8")?,
                 };
-                let n = usize::try_from(n)
-                    .ok()
-                    .filter(|&n| n < (1 << 34))
-                    .ok_or_else(|| err(format!("string length {n} is implausible")))?;
+                let n = bounded_len(n, "a string").map_err(err)?;
                 let b = src.take(n, "a string")?;
                 let s = std::str::from_utf8(b)
                     .map_err(|e| err(format!("string is not valid UTF-8: {e}")))?;
@@ -672,10 +695,7 @@ pub fn unpickle_into<R: Read>(
                     b'B' => src.u32("BINBYTES")? as u64,
                     _ => src.u64("BINBYTES8")?,
                 };
-                let n = usize::try_from(n)
-                    .ok()
-                    .filter(|&n| n < (1 << 34))
-                    .ok_or_else(|| err(format!("bytes length {n} is implausible")))?;
+                let n = bounded_len(n, "a bytes object").map_err(err)?;
                 let b: Box<[u8]> = src.take(n, "a bytes object")?.into();
                 a.bytes.push(b);
                 stack.push(Val::Bytes(a.bytes.len() as u32 - 1));
@@ -700,7 +720,7 @@ pub fn unpickle_into<R: Read>(
                     if n < 0 {
                         return Err(err(format!("LONG4 with negative length {n}")));
                     }
-                    n as usize
+                    bounded_len(n as u64, "a long integer").map_err(err)?
                 };
                 let b = src.take(n, "a long integer")?;
                 stack.push(decode_long(b));

@@ -1,13 +1,34 @@
 //! String and stack interner: a million events sharing 500 stacks store 500 stacks.
+//!
+//! A frame (`file:line:name`) whose file or name is long is kept as parts: the file and the
+//! name are interned once and the frame entry holds their ids and the line, so 100,000
+//! frames of one 1 MiB file name cost 100,000 small entries, not 100 GB of text. Its text
+//! is formatted only when asked for ([`Interner::str`] gives a `Cow`).
 
 use super::units::{StackId, StrId};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+
+/// Frames whose file and name together are longer than this are kept as parts.
+pub const LONG_FRAME: usize = 256;
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Text(Box<str>),
+    /// `file:line:name` kept as parts (ids of interned texts).
+    Frame {
+        file: StrId,
+        line: i64,
+        name: StrId,
+    },
+}
 
 /// Deduplicating store of strings and stacks (frame lists, innermost first).
 #[derive(Debug, Default, Clone)]
 pub struct Interner {
-    strings: Vec<Box<str>>,
+    strings: Vec<Entry>,
     str_ids: FxHashMap<Box<str>, StrId>,
+    frame_ids: FxHashMap<(StrId, i64, StrId), StrId>,
     stacks: Vec<Box<[StrId]>>,
     stack_ids: FxHashMap<Box<[StrId]>, StackId>,
 }
@@ -27,9 +48,47 @@ impl Interner {
         }
         let id = StrId(self.strings.len() as u32);
         let b: Box<str> = s.into();
-        self.strings.push(b.clone());
+        self.strings.push(Entry::Text(b.clone()));
         self.str_ids.insert(b, id);
         id
+    }
+
+    /// Interns the frame `file:line:name`: as one text when short, else as parts sharing
+    /// the file's and the name's text with every other frame of them.
+    pub fn intern_frame(&mut self, file: &str, line: i64, name: &str) -> StrId {
+        if file.len() + name.len() <= LONG_FRAME {
+            use std::fmt::Write as _;
+            let mut buf = String::with_capacity(file.len() + name.len() + 24);
+            let _ = write!(buf, "{file}:{line}:{name}");
+            return self.intern(&buf);
+        }
+        let file = self.intern(file);
+        let name = self.intern(name);
+        self.intern_frame_ids(file, line, name)
+    }
+
+    /// Interns a frame kept as parts from the ids of its file and name (already interned
+    /// here), so a caller that caches those ids never rehashes a long file name.
+    pub fn intern_frame_ids(&mut self, file: StrId, line: i64, name: StrId) -> StrId {
+        if let Some(&id) = self.frame_ids.get(&(file, line, name)) {
+            return id;
+        }
+        let id = StrId(self.strings.len() as u32);
+        self.strings.push(Entry::Frame { file, line, name });
+        self.frame_ids.insert((file, line, name), id);
+        id
+    }
+
+    /// Interns entry `id` of `other` here (a frame kept as parts stays parts).
+    pub fn intern_from(&mut self, other: &Interner, id: StrId) -> StrId {
+        match other.strings.get(id.0 as usize) {
+            Some(Entry::Text(t)) => self.intern(t),
+            Some(&Entry::Frame { file, line, name }) => {
+                let (file, name) = (other.text(file), other.text(name));
+                self.intern_frame(file, line, name)
+            }
+            None => StrId(0),
+        }
     }
 
     pub fn lookup(&self, s: &str) -> Option<StrId> {
@@ -47,8 +106,64 @@ impl Interner {
         id
     }
 
-    pub fn str(&self, id: StrId) -> &str {
-        self.strings.get(id.0 as usize).map(|s| &**s).unwrap_or("")
+    /// The text of `id`; a frame kept as parts is formatted here.
+    pub fn str(&self, id: StrId) -> Cow<'_, str> {
+        match self.strings.get(id.0 as usize) {
+            Some(Entry::Text(t)) => Cow::Borrowed(t),
+            Some(&Entry::Frame { file, line, name }) => {
+                Cow::Owned(format!("{}:{line}:{}", self.text(file), self.text(name)))
+            }
+            None => Cow::Borrowed(""),
+        }
+    }
+
+    /// A frame kept as parts: the ids of its file and name, and its line.
+    pub fn frame_ids(&self, id: StrId) -> Option<(StrId, i64, StrId)> {
+        match self.strings.get(id.0 as usize) {
+            Some(&Entry::Frame { file, line, name }) => Some((file, line, name)),
+            _ => None,
+        }
+    }
+
+    /// A frame kept as parts: its file, line and name.
+    pub fn frame_parts(&self, id: StrId) -> Option<(&str, i64, &str)> {
+        match self.strings.get(id.0 as usize) {
+            Some(&Entry::Frame { file, line, name }) => {
+                Some((self.text(file), line, self.text(name)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the text of `id` contains `pat`, without formatting a frame kept as parts.
+    pub fn contains(&self, id: StrId, pat: &str) -> bool {
+        match self.frame_parts(id) {
+            None => self.str(id).contains(pat),
+            Some((file, line, name)) => {
+                if file.contains(pat) || name.contains(pat) {
+                    return true;
+                }
+                // A match across a separator: the file's tail, the line, the name's head.
+                let k = pat.len();
+                let tail = (file.len().saturating_sub(k)..=file.len())
+                    .find(|&i| file.is_char_boundary(i))
+                    .map_or("", |i| &file[i..]);
+                let head = (0..=k.min(name.len()))
+                    .rev()
+                    .find(|&i| name.is_char_boundary(i))
+                    .map_or("", |i| &name[..i]);
+                format!("{tail}:{line}:{head}").contains(pat)
+            }
+        }
+    }
+
+    /// The text of a plain entry (names, marks, JSON text: never frames kept as parts,
+    /// for which it gives "").
+    pub fn text(&self, id: StrId) -> &str {
+        match self.strings.get(id.0 as usize) {
+            Some(Entry::Text(t)) => t,
+            _ => "",
+        }
     }
 
     pub fn stack(&self, id: StackId) -> &[StrId] {
@@ -63,12 +178,10 @@ impl Interner {
         self.stacks.len()
     }
 
-    /// All interned strings with their ids (for search).
-    pub fn strings(&self) -> impl Iterator<Item = (StrId, &str)> {
-        self.strings
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (StrId(i as u32), &**s))
+    /// All interned strings with their ids (for search); frames kept as parts are formatted
+    /// one at a time.
+    pub fn strings(&self) -> impl Iterator<Item = (StrId, Cow<'_, str>)> {
+        (0..self.strings.len()).map(|i| (StrId(i as u32), self.str(StrId(i as u32))))
     }
 }
 
@@ -89,5 +202,23 @@ mod tests {
         assert_eq!(i.stack_count(), 3); // empty + two
         assert_eq!(i.str(a), "train.py:12 build");
         assert_eq!(i.intern("train.py:12 build"), a);
+    }
+
+    #[test]
+    fn long_frames_share_their_file() {
+        let mut i = Interner::new();
+        let file = "f".repeat(1 << 20);
+        let a = i.intern_frame(&file, 1, "g");
+        let b = i.intern_frame(&file, 2, "g");
+        assert_ne!(a, b);
+        assert_eq!(i.intern_frame(&file, 1, "g"), a);
+        assert_eq!(i.str(b), format!("{file}:2:g"));
+        assert!(i.contains(b, "ff:2:g"));
+        assert!(!i.contains(b, "ff:3:g"));
+        let mut j = Interner::new();
+        let c = j.intern_from(&i, b);
+        assert_eq!(j.frame_parts(c), Some((file.as_str(), 2, "g")));
+        // Short frames stay one text, equal to the same text interned as is.
+        assert_eq!(i.intern_frame("a.py", 3, "h"), i.intern("a.py:3:h"));
     }
 }

@@ -8,6 +8,7 @@ use super::band::{Band, Category};
 use super::intern::Interner;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
 /// Unit of the `t` field of the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -646,7 +647,7 @@ impl Trace {
     }
 
     pub fn name(&self, id: AllocId) -> &str {
-        self.strings.str(
+        self.strings.text(
             self.storages
                 .name
                 .get(id.idx())
@@ -655,7 +656,7 @@ impl Trace {
         )
     }
 
-    pub fn stack(&self, id: AllocId) -> Vec<&str> {
+    pub fn stack(&self, id: AllocId) -> Vec<Cow<'_, str>> {
         let sid = self
             .storages
             .stack
@@ -665,7 +666,7 @@ impl Trace {
         self.stack_frames(sid)
     }
 
-    pub fn stack_frames(&self, sid: StackId) -> Vec<&str> {
+    pub fn stack_frames(&self, sid: StackId) -> Vec<Cow<'_, str>> {
         self.strings
             .stack(sid)
             .iter()
@@ -676,7 +677,7 @@ impl Trace {
     /// The top (innermost) frame worth showing: the innermost frame that is not an
     /// unsymbolised `??` frame, an ATen op or built-in call (Kineto stacks start with the ops,
     /// the innermost of which is already the storage's name), nor the name itself.
-    pub fn top_frame(&self, id: AllocId) -> &str {
+    pub fn top_frame(&self, id: AllocId) -> Cow<'_, str> {
         let sid = self
             .storages
             .stack
@@ -691,7 +692,7 @@ impl Trace {
             .find(|s| !s.starts_with("??") && !op_like(s) && *s != name)
             .or_else(|| shown().find(|s| !s.starts_with("??") && *s != name))
             .or_else(|| frames.first().map(|&f| self.strings.str(f)))
-            .unwrap_or("")
+            .unwrap_or(Cow::Borrowed(""))
     }
 
     // ------------------------------------------------------------------ views
@@ -751,7 +752,7 @@ impl Trace {
     }
 
     pub fn mark_name(&self, m: &Mark) -> &str {
-        self.strings.str(m.name)
+        self.strings.text(m.name)
     }
 
     /// Memory estimate of the trace columns in bytes (for benches and `--timings`).
@@ -774,6 +775,85 @@ impl Trace {
     }
 
     /// An informational warning (shown; `check` still vouches for the figures).
+    /// Checks that the bytes live at once (blocks and bytes without a storage together, and
+    /// reserved segments) stay within 64 bits over the whole trace, so no total can wrap.
+    /// The error names the event at which a sum first passes `u64::MAX` and the storage
+    /// that opened there. Cost: one pass over the change log.
+    pub fn check_byte_sums(&self) -> Result<(), String> {
+        let (mut used, mut reserved) = (0u128, 0u128);
+        let over = |what: &str, sum: u128, at: Option<Seq>, id: Option<AllocId>| {
+            let place = match at {
+                Some(at) => format!("at event #{}", self.event_number(at)),
+                None => "before the first event".to_string(),
+            };
+            let who = id.map_or(String::new(), |id| {
+                format!(
+                    " (storage {} of {} B opens there)",
+                    self.storages.src_id.get(id.idx()).copied().unwrap_or(0),
+                    self.size(id).0
+                )
+            });
+            format!(
+                "the {what} bytes pass 2^64 − 1 B {place}{who}: {sum} B cannot be real (sizes too large or corrupt); refusing the trace rather than showing wrapped totals"
+            )
+        };
+        for i in 0..self.storage_count() {
+            let id = AllocId(i as u32);
+            if self.is_from_start(id) {
+                let sz = self.size(id).0 as u128;
+                match self.storage_kind(id) {
+                    StorageKind::Segment => reserved += sz,
+                    StorageKind::Block => used += sz,
+                }
+            }
+        }
+        used += self.anon_baseline as u128;
+        let max = u64::MAX as u128;
+        if used > max {
+            return Err(over("live", used, None, None));
+        }
+        if reserved > max {
+            return Err(over("reserved", reserved, None, None));
+        }
+        // Bytes no storage carries: their running sum (clamped at 0 as the index does not).
+        let mut anon: i128 = 0;
+        let mut c = 0;
+        let changes = &self.changes;
+        let n = self.len();
+        for p in 0..n {
+            while let Some(ch) = changes.get(c) {
+                if ch.at.0 as usize > p {
+                    break;
+                }
+                let sz = self.size(ch.storage).0 as u128;
+                let seg = self.storage_kind(ch.storage) == StorageKind::Segment;
+                let sum = if seg { &mut reserved } else { &mut used };
+                if ch.open {
+                    *sum += sz;
+                    if *sum + anon.max(0) as u128 * u128::from(!seg) > max {
+                        let what = if seg { "reserved" } else { "live" };
+                        return Err(over(what, *sum, Some(ch.at), Some(ch.storage)));
+                    }
+                } else {
+                    *sum = sum.saturating_sub(sz);
+                }
+                c += 1;
+            }
+            if let Some(d) = &self.deltas {
+                anon += d.get(p).copied().unwrap_or(0) as i128;
+                if used + anon.max(0) as u128 > max {
+                    return Err(over(
+                        "live",
+                        used + anon.max(0) as u128,
+                        Some(Seq(p as u64)),
+                        None,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn warn(&mut self, w: impl Into<String>) {
         self.warnings.push(w.into());
     }

@@ -20,7 +20,7 @@ pub fn why_live(trace: &Trace, id: AllocId, at: Seq) -> String {
                 .views_of(id)
                 .filter(|v| v.created <= at && v.released.is_none_or(|r| at < r))
                 .map(|v| {
-                    let n = trace.strings.str(v.name);
+                    let n = trace.strings.text(v.name);
                     if n.is_empty() {
                         format!("tensor {}", v.tensor)
                     } else {
@@ -120,7 +120,7 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     let views: Vec<_> = trace.views_of(id).collect();
     out.push(vec![t(format!("views ({}):", views.len()), Tone::Dim)]);
     for v in views {
-        let vn = trace.strings.str(v.name);
+        let vn = trace.strings.text(v.name);
         let rel = match v.released {
             Some(r) => format!("released {}", fmt::at(trace, r)),
             None => "never released".into(),

@@ -23,7 +23,7 @@ pub fn search(trace: &Trace, query: &str) -> (Vec<AllocId>, usize) {
             continue;
         }
         if pattern
-            .score(Utf32Str::new(s, &mut buf), &mut matcher)
+            .score(Utf32Str::new(&s, &mut buf), &mut matcher)
             .is_some()
         {
             if let Some(h) = hit.get_mut(id.0 as usize) {

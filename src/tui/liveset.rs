@@ -107,12 +107,12 @@ fn groups(tr: &Trace, ids: &[AllocId], by_band: bool) -> Vec<Group> {
 }
 
 /// `Trace::top_frame` for a stack id: the first frame that is not a C++ `??` frame.
-fn top_frame_of(tr: &Trace, sid: StackId) -> &str {
+fn top_frame_of(tr: &Trace, sid: StackId) -> std::borrow::Cow<'_, str> {
     let frames = tr.strings.stack(sid);
     frames
         .iter()
         .map(|&f| tr.strings.str(f))
         .find(|s| !s.starts_with("??"))
         .or_else(|| frames.first().map(|&f| tr.strings.str(f)))
-        .unwrap_or("")
+        .unwrap_or(std::borrow::Cow::Borrowed(""))
 }

@@ -8,6 +8,8 @@ use std::io::{self, Read};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 const CHUNK: usize = 8 << 20;
+/// Largest single JSON value (string, number, …) the window widens for: 64 MiB.
+pub const MAX_VALUE: usize = 64 << 20;
 
 /// Why the stream could not be read on.
 #[derive(Debug)]
@@ -171,7 +173,25 @@ impl<R: Read> Feed<R> {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            // One value larger than the window: widen it.
+            // One value larger than the window: widen it, up to a limit (a value of a trace
+            // is a few KiB; a 4 GiB string is a hostile file, not a trace).
+            if self.buf.len() >= MAX_VALUE {
+                return Err(FeedError::Json {
+                    offset: self.base as u64,
+                    line: self.lines + 1,
+                    msg: format!(
+                        "a single JSON value exceeds the {} MiB limit on one value",
+                        MAX_VALUE >> 20
+                    ),
+                });
+            }
+            let more = self.buf.len();
+            crate::alloc_guard::try_grow(&mut self.buf, more, "the buffer for one JSON value")
+                .map_err(|msg| FeedError::Json {
+                    offset: self.base as u64,
+                    line: self.lines + 1,
+                    msg,
+                })?;
             self.buf.resize(self.buf.len() * 2, 0);
         }
         loop {

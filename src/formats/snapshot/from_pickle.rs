@@ -3,11 +3,13 @@
 //! interning each memo-shared frame list once.
 
 use super::raw::{
-    is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row, Segment,
+    is_cpp, is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row,
+    Segment, CPP_BIT,
 };
 use crate::formats::error::FormatError;
 use crate::formats::pickle::{unpickle_into, Arena, Hook, Val};
 use crate::trace::{StackId, StrId};
+use rustc_hash::FxHashMap;
 use std::io::Read;
 
 /// Hook handle kinds.
@@ -71,6 +73,8 @@ impl Keys {
 struct Conv {
     keys: Keys,
     frames: Frames,
+    /// Arena string id → interned id (and C++-ness) for the parts of long frames.
+    text_ids: FxHashMap<u32, (StrId, bool)>,
     raw: Raw,
     packed: Vec<u32>,
     /// Reused buffer of flat key/value items.
@@ -152,15 +156,42 @@ impl Hook for Conv {
 }
 
 fn int_field(key: &str, v: Val) -> Result<u64, String> {
-    v.as_u64().ok_or_else(|| {
-        format!(
-            "trace entry field '{key}' must be an int, found {}",
-            v.type_name()
-        )
-    })
+    match v {
+        Val::Big { .. } => Err(format!(
+            "trace entry field '{key}' is an integer too large for 64 bits"
+        )),
+        _ => v.as_u64().ok_or_else(|| {
+            format!(
+                "trace entry field '{key}' must be an int, found {}",
+                v.type_name()
+            )
+        }),
+    }
+}
+
+/// A byte count: a negative one is an error (it would wrap to about 16 EiB).
+fn size_field(key: &str, v: Val) -> Result<u64, String> {
+    match v {
+        Val::Int(i) if i < 0 => Err(format!(
+            "trace entry field '{key}' is negative ({i}): a size cannot be"
+        )),
+        _ => int_field(key, v),
+    }
 }
 
 impl Conv {
+    /// The interned id of arena string `s` (`u32::MAX`: none) and, for a file name, whether
+    /// it is a C++ one; cached so a long text is hashed and scanned once.
+    fn text_id(&mut self, a: &Arena, s: u32, file: bool) -> (StrId, bool) {
+        if let Some(&x) = self.text_ids.get(&s) {
+            return x;
+        }
+        let text = if s == u32::MAX { "" } else { a.str(s) };
+        let x = (self.raw.strings.intern(text), file && is_cpp(text));
+        self.text_ids.insert(s, x);
+        x
+    }
+
     /// Converts one trace entry (flat key/value items, distinct keys) into a row; returns
     /// its index.
     fn entry(&mut self, a: &mut Arena, items: &[Val], act: Val) -> Result<u32, String> {
@@ -235,7 +266,7 @@ impl Conv {
             if key == k.addr {
                 row.addr = int_field("addr", val)?;
             } else if key == k.size {
-                row.size = int_field("size", val)?;
+                row.size = size_field("size", val)?;
             } else if key == k.time_us {
                 row.time_us = val.as_i64().ok_or_else(|| {
                     format!(
@@ -266,8 +297,10 @@ impl Conv {
                 row.stack = self.stack_val(a, val)?;
             }
         }
-        let r = self.raw.rows.len() as u32;
-        self.raw.rows.push(row);
+        let r = u32::try_from(self.raw.rows.len()).map_err(|_| {
+            "more than 2^32 trace entries: over the limit memtide reads".to_string()
+        })?;
+        crate::alloc_guard::try_push(&mut self.raw.rows, row, "the trace entries")?;
         if let Some(f) = device_free {
             self.raw.device_free.insert(r, f);
         }
@@ -388,8 +421,20 @@ impl Conv {
         let p = match self.frame_cache.get(&key) {
             Some(&p) => p,
             None => {
-                let (file, name) = (file.map_or("", |s| a.str(s)), name.map_or("", |s| a.str(s)));
-                let p = self.frames.frame(&mut self.raw.strings, file, line, name);
+                let (fs, ns) = (file.map_or("", |s| a.str(s)), name.map_or("", |s| a.str(s)));
+                let p = if fs.len() + ns.len() > crate::trace::intern::LONG_FRAME {
+                    // A long file name shared by many frames: hashed and scanned once.
+                    let (fid, cpp) = self.text_id(a, key.0, true);
+                    let (nid, _) = self.text_id(a, key.2, false);
+                    let id = self.raw.strings.intern_frame_ids(fid, line, nid).0 & !CPP_BIT;
+                    if cpp {
+                        id | CPP_BIT
+                    } else {
+                        id
+                    }
+                } else {
+                    self.frames.frame(&mut self.raw.strings, fs, line, ns)
+                };
                 self.frame_cache.insert(key, p);
                 p
             }
@@ -405,6 +450,7 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
     let mut conv = Conv {
         keys,
         frames: Frames::new(cpp_frames),
+        text_ids: FxHashMap::default(),
         raw: Raw::new(),
         packed: Vec::new(),
         items: Vec::new(),
@@ -585,6 +631,12 @@ fn field_u64(a: &Arena, d: u32, key: &str, what: &str) -> Result<Option<u64>, Fo
     };
     match a.get(d, k) {
         None | Some(Val::None) => Ok(None),
+        Some(Val::Big { .. }) => Err(invalid(format!(
+            "{what}.{key} is an integer too large for 64 bits"
+        ))),
+        Some(Val::Int(i)) if i < 0 && key.contains("size") => Err(invalid(format!(
+            "{what}.{key} is negative ({i}): a size cannot be"
+        ))),
         Some(v) => v.as_u64().map(Some).ok_or_else(|| {
             invalid(format!(
                 "{what}.{key} is a {}, expected an int",

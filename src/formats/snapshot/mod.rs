@@ -45,10 +45,53 @@ pub fn decode(
     progress: &Progress,
 ) -> Result<Raw, FormatError> {
     let r = input.into_reader();
-    match format {
+    let raw = match format {
         Format::SnapshotJson => from_json::read_with(r, cpp_frames, progress),
         _ => from_pickle::read(r, cpp_frames),
+    }?;
+    check_sizes(&raw)?;
+    Ok(raw)
+}
+
+/// Refuses sizes that are negative in the file (both readers keep them as 64-bit two's
+/// complement, so they show as 2^63 B or more): a negative size would wrap the totals.
+fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
+    let neg = |x: u64| x > i64::MAX as u64;
+    let bad = |what: String, x: u64| {
+        FormatError::Invalid(format!(
+            "{what} is negative ({}) or beyond 2^63 B: a size cannot be",
+            x as i64
+        ))
+    };
+    let traces = raw
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(d, v)| (format!("device_traces[{d}]"), v));
+    for (name, rows) in traces.chain(std::iter::once(("host_traces".to_string(), &raw.host_rows))) {
+        for (i, &r) in rows.iter().enumerate() {
+            if let Some(row) = raw.rows.get(r as usize).filter(|row| neg(row.size)) {
+                return Err(bad(format!("{name}[{i}].size"), row.size));
+            }
+        }
     }
+    for (key, segs) in [
+        ("segments", &raw.segments),
+        ("host_segments", &raw.host_segments),
+    ] {
+        for (si, s) in segs.iter().enumerate() {
+            if neg(s.total_size) {
+                return Err(bad(format!("{key}[{si}].total_size"), s.total_size));
+            }
+            for (bi, b) in s.blocks.iter().enumerate() {
+                if neg(b.size) || neg(b.requested) {
+                    let x = if neg(b.size) { b.size } else { b.requested };
+                    return Err(bad(format!("{key}[{si}].blocks[{bi}].size"), x));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Replays every device of a decoded snapshot and infers categories.

@@ -120,7 +120,7 @@ pub struct Annotation {
 /// The whole decoded snapshot.
 #[derive(Debug, Default)]
 pub struct Raw {
-    /// Frames ("file:line:name") and stacks, shared by every device.
+    /// Frames ("file:line:name", long ones as parts) and stacks, shared by every device.
     pub strings: Interner,
     pub rows: Vec<Row>,
     /// `device_free` of `oom` rows, by row index.
@@ -231,6 +231,11 @@ impl Frames {
 
     /// Interns `filename:line:name`; returns the id with [`CPP_BIT`] set for C++ frames.
     pub fn frame(&mut self, strings: &mut Interner, filename: &str, line: i64, name: &str) -> u32 {
+        // Long file names stay shared: the frame keeps ids, not a copy of the text.
+        if filename.len() + name.len() > crate::trace::intern::LONG_FRAME {
+            let id = strings.intern_frame(filename, line, name).0 & !CPP_BIT;
+            return if is_cpp(filename) { id | CPP_BIT } else { id };
+        }
         use std::fmt::Write as _;
         self.buf.clear();
         let _ = write!(self.buf, "{filename}:{line}:{name}");

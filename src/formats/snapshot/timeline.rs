@@ -39,7 +39,14 @@ impl Localize {
         match self.strs.get(g.0 as usize) {
             Some(&l) if l != NONE => StrId(l),
             Some(_) => {
-                let l = t.strings.intern(raw.strings.str(g));
+                let l = match raw.strings.frame_ids(g) {
+                    // A frame kept as parts: its file and name go through this cache too.
+                    Some((file, line, name)) => {
+                        let (file, name) = (self.str(raw, t, file), self.str(raw, t, name));
+                        t.strings.intern_frame_ids(file, line, name)
+                    }
+                    None => t.strings.intern_from(&raw.strings, g),
+                };
                 self.strs[g.0 as usize] = l.0;
                 l
             }
@@ -256,7 +263,7 @@ fn merge_extra(raw: &Raw, a: StrId, b: StrId) -> Option<String> {
         if x.0 == 0 {
             return serde_json::Map::new();
         }
-        match serde_json::from_str(raw.strings.str(x)) {
+        match serde_json::from_str(raw.strings.text(x)) {
             Ok(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
         }
@@ -462,7 +469,7 @@ fn build_one(
                 let text = if row.name.0 == 0 {
                     "user_defined"
                 } else {
-                    raw.strings.str(row.name)
+                    raw.strings.text(row.name)
                 };
                 let name = t.strings.intern(text);
                 t.add_mark(Mark {
