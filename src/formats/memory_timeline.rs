@@ -268,7 +268,12 @@ fn build_coalesced(t: &mut Trace, times_us: &[i64], rows: &[[i64; 8]]) {
     let mut level = [0i64; 8];
     let mut negative = 0u64;
     for (i, row) in rows.iter().enumerate() {
-        let net: i64 = row.iter().zip(&level).map(|(a, b)| a - b).sum();
+        // In i128: a hostile row (i64::MIN, i64::MAX) cannot overflow the net change.
+        let net: i128 = row
+            .iter()
+            .zip(&level)
+            .map(|(a, b)| i128::from(*a) - i128::from(*b))
+            .sum();
         let kind = if net >= 0 {
             EventKind::Alloc
         } else {
@@ -321,7 +326,7 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
     let names: Vec<_> = PT_CATEGORIES.iter().map(|n| t.strings.intern(n)).collect();
     let name_of = |c: Option<u8>| names[c.unwrap_or(7).min(7) as usize];
     // (bytes, category) → live storages, newest last.
-    let mut live: FxHashMap<(i64, Option<u8>), Vec<AllocId>> = FxHashMap::default();
+    let mut live: FxHashMap<(u64, Option<u8>), Vec<AllocId>> = FxHashMap::default();
     let mut unmatched = 0u64;
     let mut i = 0;
     while i < rows.len() {
@@ -353,12 +358,14 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
                         i as u64,
                     )
                 };
-                live.entry((r.bytes.abs(), r.cat)).or_default().push(id);
+                live.entry((r.bytes.unsigned_abs(), r.cat))
+                    .or_default()
+                    .push(id);
                 i += 1;
             }
             Action::Destroy => {
                 t.push_event(Ts(r.t), EventKind::Free);
-                match take_live(&mut live, r.bytes.abs(), r.cat) {
+                match take_live(&mut live, r.bytes.unsigned_abs(), r.cat) {
                     Some(id) => t.close(id),
                     None => unmatched += 1,
                 }
@@ -371,7 +378,7 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
                 match next {
                     Some(n) if n.action == Action::IncrementVersion && r.bytes < 0 => {
                         if n.cat != r.cat {
-                            if let Some(old) = take_live(&mut live, r.bytes.abs(), r.cat) {
+                            if let Some(old) = take_live(&mut live, r.bytes.unsigned_abs(), r.cat) {
                                 t.close(old);
                             }
                             let id = t.open(
@@ -382,7 +389,9 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
                                 StackId::default(),
                                 (i + 1) as u64,
                             );
-                            live.entry((n.bytes.abs(), n.cat)).or_default().push(id);
+                            live.entry((n.bytes.unsigned_abs(), n.cat))
+                                .or_default()
+                                .push(id);
                         }
                         i += 2;
                     }
@@ -400,8 +409,8 @@ fn build_raw(t: &mut Trace, rows: &[RawRow]) {
 }
 
 fn take_live(
-    live: &mut FxHashMap<(i64, Option<u8>), Vec<AllocId>>,
-    bytes: i64,
+    live: &mut FxHashMap<(u64, Option<u8>), Vec<AllocId>>,
+    bytes: u64,
     cat: Option<u8>,
 ) -> Option<AllocId> {
     if let Some(id) = live.get_mut(&(bytes, cat)).and_then(|v| v.pop()) {

@@ -849,7 +849,7 @@ impl Collected {
                 let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
                 let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
                 let name = self.names.intern(name);
-                if let Some(sp) = Span::new(ts, ts + us_to_ns(dur), tid, name, kind) {
+                if let Some(sp) = Span::new(ts, ts.saturating_add(us_to_ns(dur)), tid, name, kind) {
                     self.spans.push(sp);
                 }
             }

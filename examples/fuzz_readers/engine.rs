@@ -1,0 +1,760 @@
+//! The mutation engine shared by the `fuzz_readers` example and the `fuzz_slice` test: seeds
+//! from the repository's fixtures, deterministic mutants, every reader run in-process on a
+//! worker thread with panics caught and a per-case time limit.
+#![allow(dead_code)]
+
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide::formats::source::Input;
+use memtide::formats::{detect, Format, FormatError, LoadOptions, Progress};
+use memtide::trace::Trace;
+use std::cell::RefCell;
+use std::io::{Cursor, Read, Write};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The readers, by the names `--reader` takes.
+pub const READERS: [&str; 7] = [
+    "pickle", "snapshot", "kineto", "jsonl", "timeline", "theme", "rules",
+];
+
+/// The largest case fed to a reader (a mutant is cut to it).
+pub const MAX_CASE: usize = 4 << 20;
+
+/// Seeds whose (decompressed) content is larger are left out: they would slow every case.
+pub const MAX_SEED: usize = 256 << 10;
+
+/// Rules TOML seeds (the repository holds no rules file of its own).
+const RULES_SEEDS: [&str; 3] = [
+    "[[rule]]\nmatch = \"optimizer.py\"\nband = \"persistent\"\n[[rule]]\nmatch = \"attn\"\ncategory = \"activation\"\n",
+    "[[rule]]\nmatch = \"functional.py\"\nband = \"workspace\"\n",
+    "# rules\n[[rule]]\nmatch = \"x\"\nband = \"external\"\n\n[[rule]]\nmatch = \"torch/nn\"\ncategory = \"parameter\"\n",
+];
+
+/// What one reader made of one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Err,
+    Panic(String),
+    Hang,
+}
+
+/// Per-reader seed pools (decompressed) plus every seed, for splicing across formats.
+pub struct Seeds {
+    pub per_reader: Vec<Vec<Vec<u8>>>,
+    pub all: Vec<Vec<u8>>,
+}
+
+/// Which readers a seed feeds, from its content (or its name, for TOML).
+fn readers_for(path: &Path, bytes: &[u8]) -> Vec<usize> {
+    if path.extension().is_some_and(|e| e == "toml") {
+        return vec![5, 6];
+    }
+    match detect(bytes) {
+        Some(Format::SnapshotPickle) => vec![0, 1],
+        Some(Format::SnapshotJson) => vec![1],
+        Some(Format::Kineto) => vec![2],
+        Some(Format::Jsonl) => vec![3],
+        Some(Format::MemoryTimeline) => vec![4, 2],
+        None => Vec::new(),
+    }
+}
+
+fn gunzip(bytes: &[u8], cap: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    MultiGzDecoder::new(bytes)
+        .take(cap as u64 + 1)
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() <= cap).then_some(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+/// Loads the seeds under `root` (the repository): `tests/fixtures/**`, `sample-traces/*`,
+/// `tests/data/**` and `themes/*`, at most `max_seed` bytes each once decompressed.
+pub fn load_seeds(root: &Path, max_seed: usize) -> Seeds {
+    let mut files = Vec::new();
+    for d in ["tests/fixtures", "sample-traces", "tests/data", "themes"] {
+        walk(&root.join(d), &mut files);
+    }
+    let mut per_reader = vec![Vec::new(); READERS.len()];
+    let mut all = Vec::new();
+    for f in files {
+        let Ok(meta) = std::fs::metadata(&f) else {
+            continue;
+        };
+        if meta.len() > max_seed as u64 {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(&f) else {
+            continue;
+        };
+        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+            match gunzip(&raw, max_seed) {
+                Some(b) => b,
+                None => continue,
+            }
+        } else {
+            raw
+        };
+        for r in readers_for(&f, &bytes) {
+            per_reader[r].push(bytes.clone());
+        }
+        all.push(bytes);
+    }
+    for s in RULES_SEEDS {
+        per_reader[6].push(s.as_bytes().to_vec());
+        all.push(s.as_bytes().to_vec());
+    }
+    Seeds { per_reader, all }
+}
+
+/// SplitMix64: small, fast and reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+    pub fn chance(&mut self, one_in: u64) -> bool {
+        self.next().is_multiple_of(one_in)
+    }
+}
+
+/// A 64-bit hash of bytes (FNV-1a), for knobs derived from a case alone.
+pub fn hash(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+const INTERESTING: [u64; 10] = [
+    0,
+    u64::MAX, // -1
+    1 << 31,
+    (1 << 31) - 1,
+    1 << 32,
+    1 << 63,
+    u64::MAX, // 2^64 - 1
+    0x7fff_ffff_ffff_ffff,
+    0xffff,
+    0x100,
+];
+
+const INTERESTING_TEXT: [&str; 14] = [
+    "0",
+    "-1",
+    "2147483648",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "1e400",
+    "-1e400",
+    "1.5",
+    "null",
+    "99999999999999999999999999999",
+];
+
+const TOKENS: [&[u8]; 16] = [
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b"\"",
+    b",",
+    b":",
+    b"\n",
+    b"\\u0000",
+    b"\\ud800",
+    b"\xef\xbb\xbf",
+    b"\x1b]52;c;",
+    b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+    b"{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":",
+    b"\xff\xfe",
+    b"\0",
+];
+
+/// Pickle opcodes followed by a length, index or integer: (opcode, width in bytes).
+const PICKLE_ARGS: [(u8, usize); 18] = [
+    (b'X', 4), // BINUNICODE
+    (0x8c, 1), // SHORT_BINUNICODE
+    (0x8d, 8), // BINUNICODE8
+    (b'B', 4), // BINBYTES
+    (b'C', 1), // SHORT_BINBYTES
+    (0x8e, 8), // BINBYTES8
+    (b'J', 4), // BININT
+    (b'K', 1), // BININT1
+    (b'M', 2), // BININT2
+    (0x8a, 1), // LONG1
+    (0x8b, 4), // LONG4
+    (b'h', 1), // BINGET
+    (b'j', 4), // LONG_BINGET
+    (b'q', 1), // BINPUT
+    (b'r', 4), // LONG_BINPUT
+    (0x95, 8), // FRAME
+    (0x80, 1), // PROTO
+    (b'G', 8), // BINFLOAT
+];
+
+fn put_int(b: &mut [u8], at: usize, width: usize, v: u64) {
+    let le = v.to_le_bytes();
+    for k in 0..width {
+        if let Some(x) = b.get_mut(at + k) {
+            *x = le[k.min(7)];
+        }
+    }
+}
+
+/// Replaces a run of digits near a random position with an interesting number.
+fn mutate_number(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    if b.is_empty() {
+        return false;
+    }
+    let start = rng.below(b.len());
+    let Some(off) = b[start..].iter().position(u8::is_ascii_digit) else {
+        return false;
+    };
+    let mut s = start + off;
+    if s > 0 && b[s - 1] == b'-' {
+        s -= 1;
+    }
+    let mut e = start + off;
+    while e < b.len() && (b[e].is_ascii_digit() || matches!(b[e], b'.' | b'e' | b'E' | b'+')) {
+        e += 1;
+    }
+    let v = INTERESTING_TEXT[rng.below(INTERESTING_TEXT.len())].as_bytes();
+    b.splice(s..e, v.iter().copied());
+    true
+}
+
+/// Writes an interesting integer after a pickle opcode that takes a length or an index.
+fn mutate_pickle_arg(b: &mut [u8], rng: &mut Rng) -> bool {
+    if b.len() < 2 {
+        return false;
+    }
+    let start = rng.below(b.len());
+    for k in 0..b.len() {
+        let i = (start + k) % b.len();
+        if let Some(&(_, w)) = PICKLE_ARGS.iter().find(|(op, _)| *op == b[i]) {
+            let v = if rng.chance(4) {
+                rng.next() >> rng.below(64)
+            } else {
+                INTERESTING[rng.below(INTERESTING.len())]
+            };
+            put_int(b, i + 1, w, v);
+            return true;
+        }
+    }
+    false
+}
+
+fn range(rng: &mut Rng, len: usize) -> (usize, usize) {
+    let a = rng.below(len + 1);
+    let max = (len - a).min(if rng.chance(4) { 4096 } else { 64 });
+    (a, a + rng.below(max + 1))
+}
+
+/// One mutation of `b`; `pool` supplies splice material.
+fn mutate_once(b: &mut Vec<u8>, pool: &[Vec<u8>], all: &[Vec<u8>], rng: &mut Rng) {
+    let len = b.len();
+    match rng.below(14) {
+        0 | 1 if len > 0 => {
+            let i = rng.below(len);
+            b[i] ^= 1 << rng.below(8);
+        }
+        2 if len > 0 => {
+            let i = rng.below(len);
+            b[i] = rng.next() as u8;
+        }
+        3 => {
+            let i = rng.below(len + 1);
+            b.insert(i, rng.next() as u8);
+        }
+        4 if len > 0 => {
+            let (s, e) = range(rng, len);
+            b.drain(s..e);
+        }
+        5 if len > 0 => {
+            // Duplicate a chunk somewhere else.
+            let (s, e) = range(rng, len);
+            let chunk = b[s..e].to_vec();
+            let at = rng.below(b.len() + 1);
+            b.splice(at..at, chunk);
+        }
+        6 => {
+            // Splice: a piece of another seed replaces a piece of this one.
+            let src = if rng.chance(4) { all } else { pool };
+            if let Some(o) = src.get(rng.below(src.len())) {
+                let (s, e) = range(rng, o.len());
+                let (ds, de) = range(rng, len);
+                b.splice(ds..de, o[s..e].iter().copied());
+            }
+        }
+        7 => {
+            if !mutate_number(b, rng) {
+                let i = rng.below(len + 1);
+                b.splice(i..i, INTERESTING_TEXT[0].bytes());
+            }
+        }
+        8 => {
+            if !mutate_pickle_arg(b, rng) && len >= 8 {
+                let i = rng.below(len - 7);
+                let v = INTERESTING[rng.below(INTERESTING.len())];
+                put_int(b, i, 1 << rng.below(4), v);
+            }
+        }
+        9 => {
+            let cut = rng.below(len + 1);
+            b.truncate(cut);
+        }
+        10 if len > 0 => {
+            // Repetition: a chunk repeated many times in place.
+            let (s, e) = range(rng, len);
+            let chunk = b[s..e].to_vec();
+            let most = if rng.chance(8) { 4096 } else { 32 };
+            let times = 1 + rng.below(most);
+            let mut rep = Vec::with_capacity(chunk.len() * times);
+            for _ in 0..times {
+                if rep.len() + chunk.len() > MAX_CASE {
+                    break;
+                }
+                rep.extend_from_slice(&chunk);
+            }
+            b.splice(e..e, rep);
+        }
+        11 => {
+            let t = TOKENS[rng.below(TOKENS.len())];
+            let i = rng.below(len + 1);
+            b.splice(i..i, t.iter().copied());
+        }
+        12 if len > 0 => {
+            // Swap two bytes.
+            let (i, j) = (rng.below(len), rng.below(len));
+            b.swap(i, j);
+        }
+        _ => {
+            if len > 0 {
+                let i = rng.below(len);
+                b[i] = b[i].wrapping_add(rng.next() as u8 % 5).wrapping_sub(2);
+            }
+        }
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
+    // Writing into a Vec cannot fail.
+    if enc.write_all(bytes).is_err() {
+        return bytes.to_vec();
+    }
+    enc.finish().unwrap_or_else(|_| bytes.to_vec())
+}
+
+/// Case `index` of `reader` for run seed `seed`: the same arguments always give the same bytes.
+pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8> {
+    let mut rng = Rng::new(
+        seed ^ (reader as u64).wrapping_mul(0xa24b_aed4_963e_e407)
+            ^ index.wrapping_mul(0x9fb2_1c65_1e98_df25),
+    );
+    rng.next();
+    let pool = &seeds.per_reader[reader];
+    let base = if pool.is_empty() || rng.chance(64) {
+        &seeds.all
+    } else {
+        pool
+    };
+    let mut b = base.get(rng.below(base.len())).cloned().unwrap_or_default();
+    let n = match rng.below(16) {
+        0..=7 => 1,
+        8..=11 => 2,
+        12 | 13 => 4,
+        14 => 8,
+        _ => 32,
+    };
+    for _ in 0..n {
+        mutate_once(&mut b, pool, &seeds.all, &mut rng);
+        if b.len() > MAX_CASE {
+            b.truncate(MAX_CASE);
+        }
+    }
+    let text = reader >= 5;
+    if !text && rng.chance(16) {
+        b = gzip(&b);
+        if rng.chance(3) {
+            // A damaged container: flipped bytes (CRC, header, deflate) or a cut trailer.
+            mutate_once(&mut b, &[], &[], &mut rng);
+        }
+        b.truncate(MAX_CASE);
+    }
+    b
+}
+
+/// The in-memory counterpart of `formats::source::open`: gzip unwrapped when the content says
+/// so, the first 64 KiB in `head`.
+pub fn input(bytes: &[u8]) -> Result<Input, FormatError> {
+    let gz = bytes.starts_with(&[0x1f, 0x8b]);
+    let mut rest: Box<dyn Read + Send> = if gz {
+        Box::new(MultiGzDecoder::new(Cursor::new(bytes.to_vec())))
+    } else {
+        Box::new(Cursor::new(bytes.to_vec()))
+    };
+    let mut head = Vec::with_capacity(64 * 1024);
+    (&mut rest)
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .map_err(|e| FormatError::at(0, format!("corrupt gzip stream: {e}")))?;
+    Ok(Input {
+        head,
+        rest,
+        gzip: gz,
+        file_size: bytes.len() as u64,
+    })
+}
+
+/// Index and query every trace a reader produced (what a command would do next).
+fn exercise(traces: &[Trace], summary: bool) {
+    for t in traces {
+        let ix = memtide::index::Index::build(t);
+        if !ix.is_empty() {
+            let _ = memtide::analysis::global_peak(t, &ix);
+            if summary {
+                let _ = memtide::analysis::Summary::build(t, &ix);
+            }
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs reader `reader` on `bytes`: `true` for a result, `false` for an error.
+pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
+    let opts = LoadOptions::default();
+    let progress = Progress::new();
+    let knob = hash(bytes);
+    match reader {
+        0 => input(bytes)
+            .and_then(|i| {
+                memtide::formats::pickle::unpickle(
+                    i.into_reader(),
+                    &mut memtide::formats::pickle::NoHook,
+                )
+            })
+            .is_ok(),
+        1 => {
+            let Ok(i) = input(bytes) else {
+                return false;
+            };
+            let format = match detect(&i.head) {
+                Some(f @ (Format::SnapshotPickle | Format::SnapshotJson)) => f,
+                _ if i.head.first() == Some(&0x80) => Format::SnapshotPickle,
+                _ => Format::SnapshotJson,
+            };
+            match memtide::formats::snapshot::read("fuzz", i, format, &opts, &progress) {
+                Ok(traces) => {
+                    exercise(&traces, bytes.len() < 64 << 10);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        2 | 4 => {
+            let format = if reader == 2 {
+                Format::Kineto
+            } else {
+                Format::MemoryTimeline
+            };
+            let read = input(bytes)
+                .and_then(|i| memtide::formats::kineto::read("fuzz", i, format, &opts, &progress));
+            match read {
+                Ok(traces) => {
+                    exercise(&traces, bytes.len() < 64 << 10);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        3 => {
+            let Ok(i) = input(bytes) else {
+                return false;
+            };
+            let mut all = Vec::new();
+            if i.into_reader().read_to_end(&mut all).is_err() {
+                return false;
+            }
+            let mut t = Trace::new("cuda:0", "fuzz", "jsonl");
+            let mut d = JsonlDecoder::new(JsonlOptions {
+                lenient: knob & 1 == 1,
+                has_external_spans: match (knob >> 1) % 3 {
+                    0 => None,
+                    1 => Some(false),
+                    _ => Some(true),
+                },
+            });
+            // Fed in up to three pieces split anywhere, as a follower sees a growing file.
+            let a = ((knob >> 8) as usize) % (all.len() + 1);
+            let b = a + ((knob >> 32) as usize) % (all.len() - a + 1);
+            let fed = d
+                .feed(&mut t, &all[..a])
+                .and_then(|_| d.feed(&mut t, &all[a..b]))
+                .and_then(|_| d.feed(&mut t, &all[b..]));
+            let done = if knob & 0x10 == 0 {
+                fed.and_then(|_| d.finish(&mut t))
+            } else {
+                fed.and_then(|_| d.flush(&mut t))
+            };
+            exercise(std::slice::from_ref(&t), bytes.len() < 64 << 10);
+            done.is_ok()
+        }
+        5 => {
+            let base = memtide::tui::theme::Theme::default();
+            let base = (knob & 1 == 1).then_some(&base);
+            memtide::tui::theme::Theme::from_toml(&text(bytes), base).is_ok()
+        }
+        6 => memtide::analysis::infer::Rules::parse(&text(bytes)).is_ok(),
+        _ => false,
+    }
+}
+
+thread_local! {
+    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Silences the panic hook on the case worker threads, keeping each panic's message and
+/// location for the report; other threads keep the previous hook.
+pub fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() != Some(WORKER) {
+                prev(info);
+                return;
+            }
+            let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "panic".to_string()
+            };
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = format!("{msg} at {at}"));
+        }));
+    });
+}
+
+/// The name of the thread cases run on.
+const WORKER: &str = "fuzz-case";
+
+/// Runs one case with panics caught.
+pub fn run_caught(reader: usize, bytes: &[u8]) -> Outcome {
+    match panic::catch_unwind(AssertUnwindSafe(|| run_reader(reader, bytes))) {
+        Ok(true) => Outcome::Ok,
+        Ok(false) => Outcome::Err,
+        Err(_) => Outcome::Panic(LAST_PANIC.with(|p| p.borrow().clone())),
+    }
+}
+
+type Job = (usize, Vec<u8>);
+
+/// A worker thread that runs cases; a case that outlives the time limit abandons it.
+pub struct Worker {
+    tx: mpsc::Sender<Job>,
+    rx: mpsc::Receiver<Outcome>,
+}
+
+impl Worker {
+    pub fn spawn() -> Worker {
+        let (tx, jobs) = mpsc::channel::<Job>();
+        let (done, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(WORKER.into())
+            .stack_size(64 << 20)
+            .spawn(move || {
+                while let Ok((r, b)) = jobs.recv() {
+                    let out = run_caught(r, &b);
+                    drop(b);
+                    if done.send(out).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the fuzz worker thread");
+        Worker { tx, rx }
+    }
+
+    /// Runs a case; `Hang` when it takes longer than `limit` (the worker is then replaced).
+    pub fn run(&mut self, reader: usize, bytes: Vec<u8>, limit: Duration) -> Outcome {
+        if self.tx.send((reader, bytes)).is_err() {
+            *self = Worker::spawn();
+            return Outcome::Panic("fuzz worker thread died".into());
+        }
+        match self.rx.recv_timeout(limit) {
+            Ok(o) => o,
+            Err(_) => {
+                *self = Worker::spawn();
+                Outcome::Hang
+            }
+        }
+    }
+}
+
+/// Counts for one reader.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub cases: u64,
+    pub ok: u64,
+    pub err: u64,
+    pub panics: u64,
+    pub hangs: u64,
+    pub bytes: u64,
+    pub time: Duration,
+    /// The slowest case: its time and index.
+    pub slowest: (Duration, u64),
+}
+
+/// A failing case: reader, case index, outcome and where its reproducer went.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub reader: usize,
+    pub index: u64,
+    pub outcome: Outcome,
+    pub file: Option<PathBuf>,
+}
+
+/// Called with the stats so far and the time elapsed.
+pub type ProgressFn = Box<dyn FnMut(&[Stats], Duration)>;
+
+/// What a run is told to do.
+pub struct Config {
+    pub readers: Vec<usize>,
+    /// Cases per reader, indexed like [`READERS`].
+    pub cases: Vec<u64>,
+    pub first: u64,
+    pub seed: u64,
+    pub limit: Duration,
+    pub out: Option<PathBuf>,
+    /// Stop after this many hangs (each abandoned worker may keep a core busy).
+    pub max_hangs: u64,
+    /// Stop (and report) at this time even if cases remain.
+    pub deadline: Option<Instant>,
+    /// Called every few seconds with the stats so far.
+    pub progress: Option<ProgressFn>,
+}
+
+/// Runs `cfg.cases[r]` cases of each chosen reader `r`, interleaved; returns per-reader stats (indexed
+/// like [`READERS`]) and the failures.
+pub fn run(seeds: &Seeds, mut cfg: Config) -> (Vec<Stats>, Vec<Failure>) {
+    quiet_panics();
+    let mut stats = vec![Stats::default(); READERS.len()];
+    let mut failures = Vec::new();
+    let mut worker = Worker::spawn();
+    let start = Instant::now();
+    let mut last_report = Instant::now();
+    let mut hangs = 0u64;
+    let most = cfg
+        .readers
+        .iter()
+        .map(|&r| cfg.cases.get(r).copied().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    'outer: for i in cfg.first..cfg.first + most {
+        if cfg.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        for &r in &cfg.readers {
+            if i - cfg.first >= cfg.cases.get(r).copied().unwrap_or(0) {
+                continue;
+            }
+            let case = make_case(seeds, r, cfg.seed, i);
+            let len = case.len() as u64;
+            let t0 = Instant::now();
+            let out = worker.run(r, case, cfg.limit);
+            let s = &mut stats[r];
+            let took = t0.elapsed();
+            s.time += took;
+            if took > s.slowest.0 {
+                s.slowest = (took, i);
+            }
+            s.cases += 1;
+            s.bytes += len;
+            match &out {
+                Outcome::Ok => s.ok += 1,
+                Outcome::Err => s.err += 1,
+                Outcome::Panic(_) => s.panics += 1,
+                Outcome::Hang => s.hangs += 1,
+            }
+            if matches!(out, Outcome::Panic(_) | Outcome::Hang) {
+                let file = cfg.out.as_ref().and_then(|d| {
+                    let p = d.join(format!("{}-case{i}.bin", READERS[r]));
+                    std::fs::create_dir_all(d).ok()?;
+                    std::fs::write(&p, make_case(seeds, r, cfg.seed, i)).ok()?;
+                    Some(p)
+                });
+                if out == Outcome::Hang {
+                    hangs += 1;
+                }
+                failures.push(Failure {
+                    reader: r,
+                    index: i,
+                    outcome: out,
+                    file,
+                });
+                if hangs >= cfg.max_hangs {
+                    break 'outer;
+                }
+            }
+        }
+        if last_report.elapsed() > Duration::from_secs(10) {
+            last_report = Instant::now();
+            if let Some(p) = cfg.progress.as_mut() {
+                p(&stats, start.elapsed());
+            }
+        }
+    }
+    (stats, failures)
+}
