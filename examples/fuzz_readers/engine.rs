@@ -428,26 +428,9 @@ pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8>
     b
 }
 
-/// The in-memory counterpart of `formats::source::open`: gzip unwrapped when the content says
-/// so, the first 64 KiB in `head`.
+/// The in-memory counterpart of `formats::source::open` (the same `from_reader`).
 pub fn input(bytes: &[u8]) -> Result<Input, FormatError> {
-    let gz = bytes.starts_with(&[0x1f, 0x8b]);
-    let mut rest: Box<dyn Read + Send> = if gz {
-        Box::new(MultiGzDecoder::new(Cursor::new(bytes.to_vec())))
-    } else {
-        Box::new(Cursor::new(bytes.to_vec()))
-    };
-    let mut head = Vec::with_capacity(64 * 1024);
-    (&mut rest)
-        .take(64 * 1024)
-        .read_to_end(&mut head)
-        .map_err(|e| FormatError::at(0, format!("corrupt gzip stream: {e}")))?;
-    Ok(Input {
-        head,
-        rest,
-        gzip: gz,
-        file_size: bytes.len() as u64,
-    })
+    memtide::formats::source::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
 }
 
 /// Index and query every trace a reader produced (what a command would do next).

@@ -168,13 +168,36 @@ pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
     let file_size = file.metadata().map(|m| m.len()).unwrap_or(0);
     progress.total.store(file_size, Ordering::Relaxed);
     progress.done.store(0, Ordering::Relaxed);
-    let mut raw = BufReader::with_capacity(
+    let raw = BufReader::with_capacity(
         1 << 20,
         Counting {
             inner: file,
             progress: progress.clone(),
         },
     );
+    from_reader(raw, file_size)
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && e.to_string() != "cancelled" => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Wraps an open byte stream as `open` does: gzip unwrapped when the content (not the name)
+/// says so, a UTF-8 byte-order mark dropped, the first 64 KiB in `head`. Also the entry for
+/// in-memory input (the fuzz driver).
+pub fn from_reader<R: Read + Send + 'static>(
+    mut raw: R,
+    file_size: u64,
+) -> Result<Input, FormatError> {
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut raw, &mut magic)?;
     let prefix = io::Cursor::new(magic[..n].to_vec()).chain(raw);
@@ -211,17 +234,4 @@ pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
         file_size,
         skipped,
     })
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted && e.to_string() != "cancelled" => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
