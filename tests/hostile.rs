@@ -392,3 +392,42 @@ fn jsonl_errors_name_their_own_line_once() {
         assert_eq!(err.matches("line ").count(), 1, "one line number: {err}");
     }
 }
+
+#[test]
+fn a_damaged_gzip_around_a_pickle_is_an_error() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pickle = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/snapshot-baseline/baseline.pickle"),
+    )
+    .expect("baseline");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&pickle).expect("gzip");
+    let good = enc.finish().expect("gzip");
+    assert!(
+        good.len() > 64 * 1024,
+        "bigger than the detection head, so only the end tells"
+    );
+    let mut bad_crc = good.clone();
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 0xff;
+    let cut = good[..good.len() - 6].to_vec();
+    for (name, bytes, ok) in [
+        ("good", good, true),
+        ("crc", bad_crc, false),
+        ("cut", cut, false),
+    ] {
+        let p = dir.path().join(format!("{name}.pickle.gz"));
+        std::fs::write(&p, bytes).expect("write");
+        let o = memtide().arg("summary").arg(&p).output().expect("runs");
+        if ok {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{name}");
+            assert!(
+                String::from_utf8_lossy(&o.stderr).contains("gzip"),
+                "{name}"
+            );
+        }
+    }
+}

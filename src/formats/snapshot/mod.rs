@@ -44,13 +44,34 @@ pub fn decode(
     cpp_frames: bool,
     progress: &Progress,
 ) -> Result<Raw, FormatError> {
-    let r = input.into_reader();
+    let gzip = input.gzip;
+    let mut r = input.into_reader();
     let raw = match format {
         Format::SnapshotJson => from_json::read_with(r, cpp_frames, progress),
-        _ => from_pickle::read(r, cpp_frames),
+        _ => {
+            let raw = from_pickle::read(&mut r, cpp_frames)?;
+            if gzip {
+                check_gzip_end(&mut r)?;
+            }
+            Ok(raw)
+        }
     }?;
     check_sizes(&raw)?;
     Ok(raw)
+}
+
+/// The unpickler stops at STOP, before the gzip trailer: read on to the end of the stream
+/// (at most 64 KiB more) so a bad CRC or a cut trailer is an error, not silently accepted.
+/// Data beyond that is not looked at (pickle ignores what follows STOP).
+fn check_gzip_end<R: std::io::Read>(r: &mut R) -> Result<(), FormatError> {
+    let mut rest = std::io::Read::take(r, 64 * 1024);
+    std::io::copy(&mut rest, &mut std::io::sink())
+        .map(|_| ())
+        .map_err(|e| {
+            FormatError::Invalid(format!(
+                "the gzip stream is damaged after the pickle (bad CRC or a cut end): {e}"
+            ))
+        })
 }
 
 /// Refuses sizes that are negative in the file (both readers keep them as 64-bit two's
