@@ -3,6 +3,7 @@
 
 pub mod detect;
 pub mod error;
+mod json_scan;
 pub mod jsonl;
 pub mod jsonl_write;
 pub mod kineto;

@@ -5,14 +5,8 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
+use crate::formats::json_scan::{skip_str, skip_value, ws};
 use std::borrow::Cow;
-
-#[inline]
-fn ws(s: &[u8], i: &mut usize) {
-    while *i < s.len() && matches!(s[*i], b' ' | b'\n' | b'\r' | b'\t') {
-        *i += 1;
-    }
-}
 
 /// The bytes of a string without escapes, `i` at its opening quote.
 #[inline]
@@ -40,59 +34,6 @@ fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
     }
     *i = start + len + 1;
     Some(&s[start..start + len])
-}
-
-/// Skips any string, escapes included.
-fn skip_str(s: &[u8], i: &mut usize) -> Option<()> {
-    let mut j = *i + 1;
-    loop {
-        let k = memchr::memchr2(b'"', b'\\', s.get(j..)?)?;
-        if s[j + k] == b'\\' {
-            j += k + 2;
-        } else {
-            *i = j + k + 1;
-            return Some(());
-        }
-    }
-}
-
-/// Skips one value of any type.
-fn skip_value(s: &[u8], i: &mut usize) -> Option<()> {
-    match *s.get(*i)? {
-        b'"' => skip_str(s, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            loop {
-                let c = *s.get(*i)?;
-                match c {
-                    b'"' => {
-                        skip_str(s, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            *i += 1;
-                            return Some(());
-                        }
-                    }
-                    _ => {}
-                }
-                *i += 1;
-            }
-        }
-        _ => {
-            let start = *i;
-            while *i < s.len()
-                && !matches!(s[*i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-            {
-                *i += 1;
-            }
-            // A scalar running into the window's end may be cut off.
-            (*i > start && *i < s.len()).then_some(())
-        }
-    }
 }
 
 /// A number's text, `i` at its first byte.

@@ -8,15 +8,9 @@
 //! again: its stack is known.
 
 use super::from_json::{EntryIn, FrameIn, KnownStacks, Meta, Num, Scanned, StackIn};
+use crate::formats::json_scan::{skip_str, skip_value, ws};
 use serde::de::IgnoredAny;
 use std::borrow::Cow;
-
-#[inline]
-fn ws(s: &[u8], i: &mut usize) {
-    while *i < s.len() && matches!(s[*i], b' ' | b'\n' | b'\r' | b'\t') {
-        *i += 1;
-    }
-}
 
 /// Consumes `c` (after whitespace).
 #[inline]
@@ -27,58 +21,6 @@ fn eat(s: &[u8], i: &mut usize, c: u8) -> Option<()> {
         Some(())
     } else {
         None
-    }
-}
-
-/// Skips a string (escapes included), `i` at its opening quote.
-fn skip_str(s: &[u8], i: &mut usize) -> Option<()> {
-    let mut j = *i + 1;
-    loop {
-        let k = memchr::memchr2(b'"', b'\\', s.get(j..)?)?;
-        if s[j + k] == b'\\' {
-            j += k + 2;
-        } else {
-            *i = j + k + 1;
-            return Some(());
-        }
-    }
-}
-
-/// Finds the end of one value (brackets balanced, strings skipped); not a validation.
-fn skip_value(s: &[u8], i: &mut usize) -> Option<()> {
-    match *s.get(*i)? {
-        b'"' => skip_str(s, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            loop {
-                match *s.get(*i)? {
-                    b'"' => {
-                        skip_str(s, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            *i += 1;
-                            return Some(());
-                        }
-                    }
-                    _ => {}
-                }
-                *i += 1;
-            }
-        }
-        _ => {
-            let start = *i;
-            while *i < s.len()
-                && !matches!(s[*i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-            {
-                *i += 1;
-            }
-            // A scalar running into the window's end may be cut off.
-            (*i > start && *i < s.len()).then_some(())
-        }
     }
 }
 
