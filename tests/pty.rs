@@ -176,8 +176,10 @@ fn inspect_shows_the_holding_view() {
 fn bad_file_shows_the_error_and_exits_non_zero() {
     let path = fixture("bad.jsonl");
     let mut p = Pty::spawn(&[path.to_str().unwrap()]);
-    let s = p.wait_for("line 2");
-    assert!(s.contains("cannot open"), "{s}");
+    let s = p.wait_for("cannot open");
+    // The error view wraps long paths, so "line 2" may straddle a line break.
+    let unwrapped: String = s.split_whitespace().collect();
+    assert!(unwrapped.contains("line2:"), "{s}");
     p.send(b"q");
     assert_eq!(p.wait_exit(), 2);
     assert!(!p.alternate_screen());
