@@ -3,10 +3,10 @@
 //! bench time, never committed). Run: `cargo bench --bench core`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use memtide::analysis::event_columns;
-use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
-use memtide::index::Index;
-use memtide::trace::{Seq, Trace};
+use memtide_core::analysis::event_columns;
+use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::index::Index;
+use memtide_core::trace::{Seq, Trace};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ fn parse(bytes: &[u8]) -> Trace {
 
 fn gen(events: u64) -> Vec<u8> {
     let mut v = Vec::new();
-    memtide::synth::jsonl(events, 42, &mut v).expect("in-memory write");
+    memtide_core::synth::jsonl(events, 42, &mut v).expect("in-memory write");
     v
 }
 

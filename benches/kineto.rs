@@ -4,7 +4,8 @@
 //! from `cargo run --release --example gen_kineto -- /tmp/kbig.json 1100`).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memtide::formats::{load, LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::load::load;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -6,14 +6,14 @@
 #![allow(clippy::unwrap_used)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memtide::index::Index;
-use memtide::trace::{Bytes, Category, EventKind, Mark, MarkKind, StorageKind, Trace, Ts};
 use memtide::tui::action::Action;
 use memtide::tui::app::{App, Device};
 use memtide::tui::effect::Effect;
 use memtide::tui::msg::Msg;
 use memtide::tui::theme::Theme;
 use memtide::tui::{ui, update};
+use memtide_core::index::Index;
+use memtide_core::trace::{Bytes, Category, EventKind, Mark, MarkKind, StorageKind, Trace, Ts};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::hint::black_box;
@@ -262,7 +262,7 @@ fn big_live_set(c: &mut Criterion) {
             memtide::tui::liveset::compute(
                 &d.trace,
                 &d.index,
-                memtide::trace::Seq(400_000),
+                memtide_core::trace::Seq(400_000),
                 memtide::tui::app::GroupMode::List,
             )
         })

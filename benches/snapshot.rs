@@ -9,14 +9,15 @@
 //! `tools/gen_snapshots.py --big /tmp/big.json --entries 12000`, 59 MB), also that file.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memtide::formats::snapshot::from_json;
-use memtide::formats::{self, LoadOptions, Progress};
-use memtide::index::Index;
+use memtide_core::formats::snapshot::from_json;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 fn load_and_index(path: &Path) -> usize {
-    let loaded = formats::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
+    let loaded =
+        memtide_core::load::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
     loaded.traces.iter().map(|t| Index::build(t).len()).sum()
 }
 

@@ -12,7 +12,7 @@ fn main() -> std::io::Result<()> {
         .unwrap_or(10_000_000);
     let f = std::fs::File::create(&out)?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    memtide::synth::jsonl(events, 42, &mut w)?;
+    memtide_core::synth::jsonl(events, 42, &mut w)?;
     println!("wrote {events} events to {out}");
     Ok(())
 }

@@ -1,12 +1,14 @@
 use clap::Parser;
 use std::process::ExitCode;
 
+mod alloc_guard;
+
 /// Counts heap bytes against `MEMTIDE_MAX_MEMORY` and turns allocation failures into errors.
 #[global_allocator]
-static ALLOC: memtide::alloc_guard::Guard = memtide::alloc_guard::Guard;
+static ALLOC: alloc_guard::Guard = alloc_guard::Guard;
 
 fn main() -> ExitCode {
-    if let Err(e) = memtide::alloc_guard::init_from_env() {
+    if let Err(e) = memtide_core::budget::init_from_env() {
         eprintln!("memtide: error: {e}");
         return ExitCode::from(memtide::cli::EXIT_ERROR);
     }

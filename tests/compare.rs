@@ -2,12 +2,13 @@
 //! `diff` — checked against the hand-computed figures of `sample-traces/README.md`.
 
 use assert_cmd::Command;
-use memtide::analysis::trend::trend;
-use memtide::analysis::window_spec::{WindowError, WindowSpec};
-use memtide::analysis::{diff::diff, window_peak};
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::Trace;
+use memtide_core::analysis::trend::trend;
+use memtide_core::analysis::window_spec::{WindowError, WindowSpec};
+use memtide_core::analysis::{diff::diff, window_peak};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::Trace;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
@@ -84,7 +85,7 @@ fn checkpointed_steady_peak_is_lower_by_the_readme_figure() {
     assert_eq!(d.steps[2].delta(), Some(-(1024 * MIB as i128)));
     assert_eq!(d.steps[0].delta(), Some(0));
     assert_eq!(
-        d.band_delta[memtide::trace::Band::Activation.idx()],
+        d.band_delta[memtide_core::trace::Band::Activation.idx()],
         -(1024 * MIB as i128)
     );
     assert_ne!(d.most_different[0], 0, "the warm-up step does not differ");

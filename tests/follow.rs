@@ -1,11 +1,12 @@
 //! Following growing files: `check -f` against `replay`, truncation/rotation recovery, and
 //! the JSONL writer's round trip.
 
-use memtide::analysis::{final_bytes, global_peak, windows_of};
-use memtide::formats::jsonl_write::JsonlWriter;
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::MarkKind;
+use memtide_core::analysis::{final_bytes, global_peak, windows_of};
+use memtide_core::formats::jsonl_write::JsonlWriter;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::MarkKind;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

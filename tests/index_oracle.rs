@@ -2,10 +2,10 @@
 //! straight from DESIGN §3 (equal-`t` ordering, views, release/free, zero-length intervals,
 //! unmatched frees, zero-size allocations), and chunking invariance of the decoder.
 
-use memtide::analysis::global_peak;
-use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
-use memtide::index::Index;
-use memtide::trace::{Band, Seq, Trace};
+use memtide_core::analysis::global_peak;
+use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::index::Index;
+use memtide_core::trace::{Band, Seq, Trace};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -304,7 +304,7 @@ fn big_random_trace_argmax_and_live_cross_blocks() {
     let n = trace.len();
     let mut totals = vec![0u64; n];
     for s in 0..trace.storage_count() {
-        let id = memtide::trace::AllocId(s as u32);
+        let id = memtide_core::trace::AllocId(s as u32);
         let st = trace.start(id).0 as usize;
         let en = trace.end(id).map_or(n, |e| e.0 as usize);
         for x in totals.iter_mut().take(en).skip(st) {
@@ -326,7 +326,7 @@ fn big_random_trace_argmax_and_live_cross_blocks() {
         assert_eq!(got.0 .0 as usize, best, "query {k}: [{lo},{hi}]");
         if k % 20 == 0 {
             let want: BTreeSet<u32> = (0..trace.storage_count() as u32)
-                .filter(|&s| trace.is_live_at(memtide::trace::AllocId(s), Seq(lo as u64)))
+                .filter(|&s| trace.is_live_at(memtide_core::trace::AllocId(s), Seq(lo as u64)))
                 .collect();
             let got: BTreeSet<u32> = index
                 .live_at(&trace, Seq(lo as u64))

@@ -10,10 +10,11 @@
 //!   `tests/kineto_baseline.rs` checks against every row of PyTorch's timeline, and which
 //!   `categories_follow_the_raw_rows` below checks here).
 
-use memtide::analysis::Summary;
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::{Band, Seq, Trace};
+use memtide_core::analysis::Summary;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Read;

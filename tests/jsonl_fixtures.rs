@@ -1,10 +1,11 @@
 //! Hand-written JSONL v1 traces (from DESIGN §3 only) with hand-computed expectations in
 //! `tests/fixtures/jsonl/*.expect`, and the reader's errors on bad input.
 
-use memtide::analysis::{final_bytes, global_peak, live_entries, windows_of};
-use memtide::formats::{load, FormatError, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::{MarkKind, Trace};
+use memtide_core::analysis::{final_bytes, global_peak, live_entries, windows_of};
+use memtide_core::formats::{FormatError, LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{MarkKind, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -184,7 +185,7 @@ fn header_only_has_no_events_and_unknown_fields_are_kept() {
 
 #[test]
 fn torn_last_line_waits_for_its_newline() {
-    use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
+    use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
     let mut trace = Trace::new("cuda:0", "t", "jsonl");
     let mut dec = JsonlDecoder::new(JsonlOptions::default());
     dec.feed(

@@ -1,9 +1,9 @@
 //! The JSONL reader never panics: mutated and truncated versions of a real sample, and random
 //! bytes after a valid header, give a trace or a clear error — never a crash.
 
-use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
-use memtide::index::Index;
-use memtide::trace::Trace;
+use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::index::Index;
+use memtide_core::trace::Trace;
 use proptest::prelude::*;
 
 fn sample() -> Vec<u8> {
@@ -28,7 +28,7 @@ fn run(bytes: &[u8], lenient: bool) {
     // Whatever was read indexes and answers queries.
     let ix = Index::build(&t);
     if !ix.is_empty() {
-        let _ = memtide::analysis::global_peak(&t, &ix);
+        let _ = memtide_core::analysis::global_peak(&t, &ix);
     }
 }
 

@@ -1,10 +1,11 @@
 //! Kineto reader on small hand-made traces (tests/fixtures/kineto): expected values are worked
 //! out by hand from the fixture events, written next to each assertion.
 
-use memtide::analysis::Summary;
-use memtide::formats::{load, FormatError, LoadOptions, Loaded, Progress};
-use memtide::index::Index;
-use memtide::trace::{Band, MarkKind, Seq, StorageKind, Trace};
+use memtide_core::analysis::Summary;
+use memtide_core::formats::{FormatError, LoadOptions, Loaded, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{Band, MarkKind, Seq, StorageKind, Trace};
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
@@ -36,7 +37,7 @@ fn totals(t: &Trace) -> Vec<u64> {
 
 fn stack_of(t: &Trace, src: u64) -> (String, Vec<String>) {
     let id = (0..t.storage_count())
-        .map(|i| memtide::trace::AllocId(i as u32))
+        .map(|i| memtide_core::trace::AllocId(i as u32))
         .find(|&id| t.storages.src_id[id.idx()] == src)
         .expect("storage with that address");
     (
@@ -158,10 +159,10 @@ fn cuda_devices_reserved_segments_capacity_and_oom() {
     );
     assert_eq!(
         ix.reserved_peak(),
-        Some((memtide::trace::Bytes(8 * MIB), Seq(3)))
+        Some((memtide_core::trace::Bytes(8 * MIB), Seq(3)))
     );
     assert!((0..t.storage_count())
-        .any(|i| t.storage_kind(memtide::trace::AllocId(i as u32)) == StorageKind::Segment));
+        .any(|i| t.storage_kind(memtide_core::trace::AllocId(i as u32)) == StorageKind::Segment));
     // Segments are not a band.
     let b = ix.bands_at(t, Seq(3));
     assert_eq!(b.total(), 6 * MIB);
@@ -196,8 +197,8 @@ fn memory_from_before_profiling_is_a_baseline() {
         t.warnings
     );
     let pre = (0..t.storage_count())
-        .map(|i| memtide::trace::AllocId(i as u32))
-        .filter(|&id| t.name(id) == memtide::formats::kineto::PREEXISTING)
+        .map(|i| memtide_core::trace::AllocId(i as u32))
+        .filter(|&id| t.name(id) == memtide_core::formats::kineto::PREEXISTING)
         .count();
     assert_eq!(pre, 3, "two freed blocks and the 5000 B that stays");
 }
@@ -470,7 +471,7 @@ fn reallocating_a_live_address_closes_the_old_block() {
 
 #[test]
 fn step_names() {
-    use memtide::formats::kineto::step_like;
+    use memtide_core::formats::kineto::step_like;
     for s in [
         "ProfilerStep#3",
         "step1",

@@ -1,10 +1,11 @@
 //! The real PyTorch trace in tests/data/kineto-cpu-baseline against PyTorch's own numbers
 //! (refs.json, live_at_max.json, memory_timeline.json): never against our own output.
 
-use memtide::analysis::Summary;
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::{Band, Seq, Trace};
+use memtide_core::analysis::Summary;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
@@ -137,7 +138,7 @@ fn step_windows_match_refs_per_span() {
     let step_marks = trace
         .marks
         .iter()
-        .filter(|m| m.kind == memtide::trace::MarkKind::Step)
+        .filter(|m| m.kind == memtide_core::trace::MarkKind::Step)
         .count();
     assert_eq!(step_marks, 3);
     assert!(trace.marks.windows(2).all(|w| w[0].at <= w[1].at), "sorted");
@@ -224,7 +225,7 @@ fn memory_timeline_files_open_on_their_own() {
     for f in ["memory_timeline.json", "memory_timeline.raw.json.gz"] {
         let loaded = load(&dir().join(f), &LoadOptions::default(), &Progress::new())
             .unwrap_or_else(|e| panic!("{f}: {e}"));
-        assert_eq!(loaded.format, memtide::formats::Format::MemoryTimeline);
+        assert_eq!(loaded.format, memtide_core::formats::Format::MemoryTimeline);
         let trace = &loaded.traces[0];
         let index = Index::build(trace);
         let s = Summary::build(trace, &index);

@@ -1,7 +1,8 @@
 //! The Kineto and memory-timeline readers never panic: mutated and truncated versions of the
 //! hand-made fixtures load or fail with a clear error.
 
-use memtide::formats::{load, LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::load::load;
 use proptest::prelude::*;
 
 const FIXTURES: [&str; 5] = [
@@ -38,8 +39,8 @@ proptest! {
         match load(&p, &LoadOptions::default(), &Progress::new()) {
             Ok(l) => {
                 for t in &l.traces {
-                    let ix = memtide::index::Index::build(t);
-                    let _ = memtide::analysis::global_peak(t, &ix);
+                    let ix = memtide_core::index::Index::build(t);
+                    let _ = memtide_core::analysis::global_peak(t, &ix);
                 }
             }
             Err(e) => prop_assert!(!e.to_string().is_empty()),

@@ -1,10 +1,11 @@
 //! The bundled sample traces give the peaks that `sample-traces/README.md` states (computed by
 //! hand from the generators' schedules), and the committed files match their generators.
 
-use memtide::analysis::{all_windows, global_peak, WindowKind};
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::{Band, EventKind, MarkKind};
+use memtide_core::analysis::{all_windows, global_peak, WindowKind};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{Band, EventKind, MarkKind};
 use std::path::Path;
 
 fn root() -> &'static Path {
@@ -79,7 +80,7 @@ fn samples_peak_as_the_readme_states() {
             r.file
         );
         assert_eq!(
-            memtide::analysis::final_bytes(&index).0,
+            memtide_core::analysis::final_bytes(&index).0,
             r.final_bytes,
             "{}: final",
             r.file
@@ -102,7 +103,7 @@ fn samples_peak_as_the_readme_states() {
         assert_eq!(trace.name(opened[0].storage), "grad_input temp");
         assert!(trace.top_frame(opened[0].storage).contains("layers.3"));
         // The 1 GiB attn.scores is retained by its view at the peak.
-        let live = memtide::analysis::live_entries(trace, &index, peak.at, None);
+        let live = memtide_core::analysis::live_entries(trace, &index, peak.at, None);
         let scores = live
             .iter()
             .find(|e| e.name == "attn.scores")
@@ -215,7 +216,7 @@ fn pytorch_samples_read_as_the_readme_states() {
         let reserved = index.reserved_peak().expect("reserved recorded");
         assert_eq!(reserved.0 .0, r.reserved, "{}: reserved peak", r.file);
         assert_eq!(
-            memtide::analysis::final_bytes(&index).0,
+            memtide_core::analysis::final_bytes(&index).0,
             r.final_bytes,
             "{}: final",
             r.file

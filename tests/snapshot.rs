@@ -3,9 +3,9 @@
 //! `.truth.json` (brute-force replay in `tools/gen_snapshots.py`).
 #![allow(clippy::unwrap_used)]
 
-use memtide::analysis::Summary;
-use memtide::formats::{self, LoadOptions, Progress};
-use memtide::index::Index;
+use memtide_core::analysis::Summary;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -23,7 +23,7 @@ fn fixture(p: &str) -> PathBuf {
 }
 
 fn summaries(path: &Path, opts: &LoadOptions) -> Vec<Summary> {
-    let loaded = formats::load(path, opts, &Progress::new()).expect("load");
+    let loaded = memtide_core::load::load(path, opts, &Progress::new()).expect("load");
     assert_eq!(loaded.format.name(), "snapshot");
     loaded
         .traces
@@ -269,27 +269,29 @@ fn unmap_spanning_two_maps_closes_both() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.json");
     std::fs::write(&f, doc.to_string()).unwrap();
-    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
     let t = &loaded.traces[0];
     let ix = Index::build(t);
     let s = Summary::build(t, &ix);
     assert_eq!(s.reserved_peak, Some(40 * MIB));
     assert_eq!(s.reserved_peak_index, Some(1));
-    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 0);
-    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(3)).0, 10 * MIB);
+    assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(2)).0, 0);
+    assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(3)).0, 10 * MIB);
 }
 
 fn fields_checks(file: &str) {
     check_fixture(file, "fields.truth.json");
-    let loaded = formats::load(&fixture(file), &LoadOptions::default(), &Progress::new()).unwrap();
+    let loaded =
+        memtide_core::load::load(&fixture(file), &LoadOptions::default(), &Progress::new())
+            .unwrap();
     let t = loaded.traces.iter().find(|t| t.device == "cuda:0").unwrap();
     assert!(loaded.traces.iter().any(|t| t.device == "host:pinned"));
     let a = 0x7F70_0000_0000u64;
     let id = (0..t.storage_count())
-        .map(|i| memtide::trace::AllocId(i as u32))
+        .map(|i| memtide_core::trace::AllocId(i as u32))
         .find(|&id| {
             t.storages.src_id[id.idx()] == a
-                && t.storage_kind(id) == memtide::trace::StorageKind::Block
+                && t.storage_kind(id) == memtide_core::trace::StorageKind::Block
         })
         .unwrap();
     // annotate adds to user_metadata, never replaces it
@@ -315,7 +317,7 @@ fn fields_checks(file: &str) {
     let m = t
         .marks
         .iter()
-        .find(|m| m.kind == memtide::trace::MarkKind::Note)
+        .find(|m| m.kind == memtide_core::trace::MarkKind::Note)
         .unwrap();
     assert_eq!((t.mark_name(m), m.at.0), ("checkpoint-1", 4));
     let w = &t.warnings;
@@ -343,7 +345,7 @@ fn pytorch_2_x_fields_pickle() {
 #[test]
 fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
     fields_checks("fields.json");
-    let loaded = formats::load(
+    let loaded = memtide_core::load::load(
         &fixture("fields.json"),
         &LoadOptions::default(),
         &Progress::new(),
@@ -351,7 +353,7 @@ fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
     .unwrap();
     let t = &loaded.traces[0];
     let id = (0..t.storage_count())
-        .map(|i| memtide::trace::AllocId(i as u32))
+        .map(|i| memtide_core::trace::AllocId(i as u32))
         .find(|&id| t.storages.src_id[id.idx()] == 0x7F70_0040_0000)
         .unwrap();
     let meta: Value = serde_json::from_str(t.name(id)).unwrap();
@@ -364,7 +366,7 @@ fn oom_entries_become_marks() {
     let truth = read_json(&fixture("two_devices_p4.truth.json"));
     let ooms = truth["devices"]["cuda:1"]["ooms"].as_array().unwrap();
     assert!(!ooms.is_empty());
-    let loaded = formats::load(
+    let loaded = memtide_core::load::load(
         &fixture("two_devices_p4.pickle"),
         &LoadOptions::default(),
         &Progress::new(),
@@ -374,7 +376,7 @@ fn oom_entries_become_marks() {
     let marks: Vec<_> = t
         .marks
         .iter()
-        .filter(|m| m.kind == memtide::trace::MarkKind::Oom)
+        .filter(|m| m.kind == memtide_core::trace::MarkKind::Oom)
         .collect();
     assert_eq!(marks.len(), ooms.len());
     for (m, o) in marks.iter().zip(ooms) {
@@ -386,27 +388,27 @@ fn oom_entries_become_marks() {
     assert!(t
         .marks
         .iter()
-        .any(|m| m.kind == memtide::trace::MarkKind::Step));
+        .any(|m| m.kind == memtide_core::trace::MarkKind::Step));
 }
 
 #[test]
 fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
     let p = data("snapshot-baseline/baseline.pickle");
-    let plain = formats::load(&p, &LoadOptions::default(), &Progress::new()).unwrap();
+    let plain = memtide_core::load::load(&p, &LoadOptions::default(), &Progress::new()).unwrap();
     let t = &plain.traces[0];
     let any_cpp = (0..t.storage_count())
-        .flat_map(|i| t.stack(memtide::trace::AllocId(i as u32)))
+        .flat_map(|i| t.stack(memtide_core::trace::AllocId(i as u32)))
         .any(|f| f.starts_with("??"));
     assert!(!any_cpp, "C++ frames must be hidden by default");
     let opts = LoadOptions {
         cpp_frames: true,
         ..LoadOptions::default()
     };
-    let with = formats::load(&p, &opts, &Progress::new()).unwrap();
+    let with = memtide_core::load::load(&p, &opts, &Progress::new()).unwrap();
     let t = &with.traces[0];
     let mut saw_cpp = false;
     for i in 0..t.storage_count() {
-        let st = t.stack(memtide::trace::AllocId(i as u32));
+        let st = t.stack(memtide_core::trace::AllocId(i as u32));
         if let Some(first_cpp) = st.iter().position(|f| f.starts_with("??")) {
             saw_cpp = true;
             assert!(
@@ -446,8 +448,8 @@ fn inferred_bands_close_to_pytorch_categories() {
         &LoadOptions::default(),
     );
     let p = s[0].peak.as_ref().unwrap();
-    let got_p = p.bands[memtide::trace::Band::Persistent.idx()];
-    let got_a = p.bands[memtide::trace::Band::Activation.idx()];
+    let got_p = p.bands[memtide_core::trace::Band::Persistent.idx()];
+    let got_a = p.bands[memtide_core::trace::Band::Activation.idx()];
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.10 * b as f64;
     assert!(
         close(got_p, persistent),
@@ -478,11 +480,11 @@ fn user_rules_override() {
     assert!(p.live.iter().take(10).all(|l| l.band.name() == "workspace"));
 }
 
-fn load_bytes(bytes: &[u8]) -> Result<Vec<memtide::trace::Trace>, String> {
+fn load_bytes(bytes: &[u8]) -> Result<Vec<memtide_core::trace::Trace>, String> {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.pickle");
     std::fs::write(&f, bytes).unwrap();
-    formats::load(&f, &LoadOptions::default(), &Progress::new())
+    memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new())
         .map(|l| l.traces)
         .map_err(|e| e.to_string())
 }
@@ -530,7 +532,7 @@ fn json_errors_have_lines() {
         "{\"segments\": [],\n \"device_traces\": [[{\"action\": \"alloc\", \"size\": 1,}]]}",
     )
     .unwrap();
-    let e = formats::load(&f, &LoadOptions::default(), &Progress::new())
+    let e = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new())
         .unwrap_err()
         .to_string();
     assert!(
@@ -566,7 +568,7 @@ fn hand_computed_expandable_segments() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.json");
     std::fs::write(&f, doc.to_string()).unwrap();
-    let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
     let t = &loaded.traces[0];
     let ix = Index::build(t);
     let s = Summary::build(t, &ix);
@@ -578,14 +580,14 @@ fn hand_computed_expandable_segments() {
     assert_eq!(s.unmatched_frees, 1);
     assert_eq!(s.reserved_peak, Some(8 * MIB));
     assert_eq!(s.reserved_peak_index, Some(0));
-    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(2)).0, 4 * MIB);
-    assert_eq!(ix.reserved_at(t, memtide::trace::Seq(7)).0, 4 * MIB);
+    assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(2)).0, 4 * MIB);
+    assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(7)).0, 4 * MIB);
     // the total before event 0 includes the unmatched free (live from the start)
-    assert_eq!(ix.total(memtide::trace::Seq(0)).0, 300);
+    assert_eq!(ix.total(memtide_core::trace::Seq(0)).0, 300);
     let oom = t
         .marks
         .iter()
-        .find(|m| m.kind == memtide::trace::MarkKind::Oom)
+        .find(|m| m.kind == memtide_core::trace::MarkKind::Oom)
         .unwrap();
     assert_eq!(
         (oom.at.0, oom.size.map(|b| b.0), oom.free.map(|b| b.0)),
@@ -595,7 +597,7 @@ fn hand_computed_expandable_segments() {
     assert!(t
         .marks
         .iter()
-        .any(|m| m.kind == memtide::trace::MarkKind::Note
+        .any(|m| m.kind == memtide_core::trace::MarkKind::Note
             && t.mark_name(m) == "user_defined"
             && m.at.0 == 7));
     // C++ frame hidden; the Python frame is the top frame

@@ -2,8 +2,9 @@
 //! either decodes (and replays) or gives an error.
 #![allow(clippy::unwrap_used)]
 
-use memtide::analysis::infer::Rules;
-use memtide::formats::snapshot::{build, from_json, from_pickle};
+use memtide_core::analysis::infer::Rules;
+use memtide_core::formats::snapshot::{from_json, from_pickle, raw::Raw};
+use memtide_core::trace::Trace;
 use proptest::prelude::*;
 
 fn fixture(p: &str) -> Vec<u8> {
@@ -17,11 +18,18 @@ fn fixture(p: &str) -> Vec<u8> {
     .expect("fixture")
 }
 
+/// Replays and infers, as loading a file does.
+fn build(raw: &Raw) -> Vec<Trace> {
+    let mut traces = memtide_core::formats::snapshot::build(raw, "fuzz");
+    memtide_core::load::infer_missing(&mut traces, &Rules::default());
+    traces
+}
+
 fn run_pickle(bytes: &[u8]) {
     if let Ok(raw) = from_pickle::read(bytes, false) {
-        for t in build(&raw, "fuzz", &Rules::default()) {
-            let ix = memtide::index::Index::build(&t);
-            let _ = memtide::analysis::Summary::build(&t, &ix);
+        for t in build(&raw) {
+            let ix = memtide_core::index::Index::build(&t);
+            let _ = memtide_core::analysis::Summary::build(&t, &ix);
         }
     }
 }
@@ -67,7 +75,7 @@ proptest! {
     ) {
         let b = mutate(fixture("small.json"), &edits, cut);
         if let Ok(raw) = from_json::read(&b[..], false) {
-            let _ = build(&raw, "fuzz", &Rules::default());
+            let _ = build(&raw);
         }
     }
 
@@ -92,9 +100,9 @@ proptest! {
         for f in ["fields.json", "segments_list.json"] {
             let b = mutate(fixture(f), &edits, cut);
             if let Ok(raw) = from_json::read(&b[..], false) {
-                for t in build(&raw, "fuzz", &Rules::default()) {
-                    let ix = memtide::index::Index::build(&t);
-                    let _ = memtide::analysis::Summary::build(&t, &ix);
+                for t in build(&raw) {
+                    let ix = memtide_core::index::Index::build(&t);
+                    let _ = memtide_core::analysis::Summary::build(&t, &ix);
                 }
             }
         }

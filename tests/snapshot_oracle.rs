@@ -4,9 +4,9 @@
 //! solved by undoing the trace's segment events from the final segments).
 #![allow(clippy::unwrap_used)]
 
-use memtide::analysis::{global_peak, Summary};
-use memtide::formats::{self, LoadOptions, Progress};
-use memtide::index::Index;
+use memtide_core::analysis::{global_peak, Summary};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -165,7 +165,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("x.json");
         std::fs::write(&f, doc(&ops, &segs).to_string()).unwrap();
-        let loaded = formats::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+        let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
         let t = &loaded.traces[0];
         let ix = Index::build(t);
         let want = oracle(&ops, &segs);

@@ -2,10 +2,11 @@
 //! step after which the baseline rises, the storages made inside it that are live at every
 //! later step boundary and at the end (quadratic, written from the definition).
 
-use memtide::analysis::trend::trend;
-use memtide::formats::{load, LoadOptions, Progress};
-use memtide::index::Index;
-use memtide::trace::{Seq, Trace};
+use memtide_core::analysis::trend::trend;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::{Seq, Trace};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

@@ -85,7 +85,7 @@ fn steps_are_aligned_over_the_same_spans() {
             dev.trace
                 .marks
                 .iter()
-                .find(|m| m.at == at && m.kind == memtide::trace::MarkKind::Step)
+                .find(|m| m.at == at && m.kind == memtide_core::trace::MarkKind::Step)
                 .map(|m| dev.trace.mark_name(m).to_string())
         };
         assert_eq!(
@@ -237,7 +237,7 @@ fn a_bad_file_shows_the_error_and_sets_a_failing_exit_code() {
     // The error view wraps long paths; the file name may straddle a line.
     let unwrapped: String = s.split_whitespace().collect();
     assert!(unwrapped.contains("bad.jsonl"), "{s}");
-    assert_eq!(h.app.exit_code, 2);
+    assert_eq!(h.app.outcome, memtide::tui::app::Outcome::InputFailed);
     h.press("q");
     assert!(h.app.quit);
 }
@@ -358,7 +358,7 @@ fn runs_with_different_step_counts() {
     let write = |name: &str, events: u64, seed: u64| {
         let p = dir.path().join(name);
         let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
-        memtide::synth::jsonl(events, seed, &mut f).unwrap();
+        memtide_core::synth::jsonl(events, seed, &mut f).unwrap();
         drop(f);
         p
     };

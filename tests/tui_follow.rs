@@ -80,7 +80,7 @@ fn appends_extend_and_light_the_new_peak() {
             .device()
             .expect("dev")
             .index
-            .total(memtide::trace::Seq(4))
+            .total(memtide_core::trace::Seq(4))
             .0,
         157
     );

@@ -5,12 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memtide::lab::MAX_REQUESTS;
 use memtide::tui::action::Action;
 use memtide::tui::lab::{app, Focus, LabLayout, LabState};
 use memtide::tui::msg::Msg;
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
+use memtide_core::lab::MAX_REQUESTS;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memtide::index::Index;
-use memtide::trace::{Bytes, Category, EventKind, Seq, StorageKind, Trace, Ts};
 use memtide::tui::action::Action;
 use memtide::tui::app::{App, Device, GroupMode, Screen};
 use memtide::tui::effect::Effect;
@@ -12,6 +10,8 @@ use memtide::tui::msg::Msg;
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
 use memtide::tui::update::{start, update};
+use memtide_core::index::Index;
+use memtide_core::trace::{Bytes, Category, EventKind, Seq, StorageKind, Trace, Ts};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -270,7 +270,7 @@ fn bad_file_shows_the_readers_message_and_exits_non_zero() {
         Screen::Error(e) => assert!(e.contains("line 2"), "{e}"),
         s => panic!("expected an error screen, got {s:?}"),
     }
-    assert_ne!(h.app.exit_code, 0);
+    assert_eq!(h.app.outcome, memtide::tui::app::Outcome::InputFailed);
     assert!(h.screen().contains("line 2"));
 }
 
@@ -454,7 +454,7 @@ fn random_trace(seed: u64, n: usize) -> Trace {
 
 #[test]
 fn live_rows_and_groups_match_the_core_oracles() {
-    use memtide::analysis::live::{group_by_band, group_by_frame, live_entries};
+    use memtide_core::analysis::live::{group_by_band, group_by_frame, live_entries};
     for seed in [7u64, 99, 12345] {
         let trace = random_trace(seed, 6000);
         let index = Index::build(&trace);

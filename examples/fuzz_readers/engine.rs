@@ -6,10 +6,10 @@
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use memtide::formats::jsonl::{JsonlDecoder, JsonlOptions};
-use memtide::formats::source::Input;
-use memtide::formats::{detect, Format, FormatError, LoadOptions, Progress};
-use memtide::trace::Trace;
+use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::formats::source::Input;
+use memtide_core::formats::{detect, Format, FormatError, LoadOptions, Progress};
+use memtide_core::trace::Trace;
 use std::cell::RefCell;
 use std::io::{Cursor, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -430,17 +430,17 @@ pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8>
 
 /// The in-memory counterpart of `formats::source::open` (the same `from_reader`).
 pub fn input(bytes: &[u8]) -> Result<Input, FormatError> {
-    memtide::formats::source::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
+    memtide_core::formats::source::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
 }
 
 /// Index and query every trace a reader produced (what a command would do next).
 fn exercise(traces: &[Trace], summary: bool) {
     for t in traces {
-        let ix = memtide::index::Index::build(t);
+        let ix = memtide_core::index::Index::build(t);
         if !ix.is_empty() {
-            let _ = memtide::analysis::global_peak(t, &ix);
+            let _ = memtide_core::analysis::global_peak(t, &ix);
             if summary {
-                let _ = memtide::analysis::Summary::build(t, &ix);
+                let _ = memtide_core::analysis::Summary::build(t, &ix);
             }
         }
     }
@@ -458,9 +458,9 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
     match reader {
         0 => input(bytes)
             .and_then(|i| {
-                memtide::formats::pickle::unpickle(
+                memtide_core::formats::pickle::unpickle(
                     i.into_reader(),
-                    &mut memtide::formats::pickle::NoHook,
+                    &mut memtide_core::formats::pickle::NoHook,
                 )
             })
             .is_ok(),
@@ -473,8 +473,9 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                 _ if i.head.first() == Some(&0x80) => Format::SnapshotPickle,
                 _ => Format::SnapshotJson,
             };
-            match memtide::formats::snapshot::read("fuzz", i, format, &opts, &progress) {
-                Ok(traces) => {
+            match memtide_core::formats::snapshot::read("fuzz", i, format, &opts, &progress) {
+                Ok(mut traces) => {
+                    memtide_core::load::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }
@@ -487,10 +488,12 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
             } else {
                 Format::MemoryTimeline
             };
-            let read = input(bytes)
-                .and_then(|i| memtide::formats::kineto::read("fuzz", i, format, &opts, &progress));
+            let read = input(bytes).and_then(|i| {
+                memtide_core::formats::kineto::read("fuzz", i, format, &opts, &progress)
+            });
             match read {
-                Ok(traces) => {
+                Ok(mut traces) => {
+                    memtide_core::load::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }
@@ -534,7 +537,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
             let base = (knob & 1 == 1).then_some(&base);
             memtide::tui::theme::Theme::from_toml(&text(bytes), base).is_ok()
         }
-        6 => memtide::analysis::infer::Rules::parse(&text(bytes)).is_ok(),
+        6 => memtide_core::analysis::infer::Rules::parse(&text(bytes)).is_ok(),
         _ => false,
     }
 }

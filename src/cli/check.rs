@@ -4,9 +4,9 @@
 
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
-use crate::analysis::live::entry;
-use crate::trace::{human_bytes, parse_size, Trace};
 use anyhow::{Context, Result};
+use memtide_core::analysis::live::entry;
+use memtide_core::trace::{human_bytes, parse_size, Trace};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -41,8 +41,8 @@ pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
 /// The top live storages for a FAIL line, or why they are unknown.
 pub fn biggest_live(
     trace: &Trace,
-    index: &crate::index::Index,
-    peak: &crate::analysis::Peak,
+    index: &memtide_core::index::Index,
+    peak: &memtide_core::analysis::Peak,
 ) -> String {
     if !trace.identities_known() {
         return "unavailable (the file records no addresses)".into();
@@ -116,33 +116,34 @@ fn write_report(
     path: &Path,
 ) -> Result<()> {
     let resolved = match a.window.as_deref() {
-        Some(w) => {
-            Some(crate::analysis::window_spec::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?)
-        }
+        Some(w) => Some(
+            memtide_core::analysis::window_spec::WindowSpec::parse(w)?
+                .resolve(&t.trace, &t.index)?,
+        ),
         None => None,
     };
-    let s = crate::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref());
+    let s = memtide_core::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
     }
     md.push('\n');
     md.push_str(&super::markdown::render(&s));
-    super::output_file::write_atomically(path, md.as_bytes(), &[a.file.as_path()])
+    crate::output_file::write_atomically(path, md.as_bytes(), &[a.file.as_path()])
 }
 
 /// The gate itself: exit code and the lines that say why.
 fn verdict(
     a: &CheckArgs,
     t: &super::load::Indexed,
-    limit: Option<crate::trace::Bytes>,
+    limit: Option<memtide_core::trace::Bytes>,
     growth_limit: Option<f64>,
     note: &str,
 ) -> Result<(ExitCode, Vec<String>)> {
     let mut lines: Vec<String> = Vec::new();
     let mut failed = false;
     if let Some(g) = growth_limit {
-        let tr = crate::analysis::trend::trend(&t.trace, &t.index);
+        let tr = memtide_core::analysis::trend::trend(&t.trace, &t.index);
         let (Some(growth), Some(d)) = (tr.growth, tr.growth_bytes) else {
             anyhow::bail!(
                 "--max-growth needs step marks: at least one step after the warm-up step (the trace has {} step marks)",
@@ -184,18 +185,18 @@ fn verdict(
     };
     let (lo, hi, wlabel) = match a.window.as_deref() {
         Some(w) => {
-            let r =
-                crate::analysis::window_spec::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?;
+            let r = memtide_core::analysis::window_spec::WindowSpec::parse(w)?
+                .resolve(&t.trace, &t.index)?;
             let label = format!(" in window {} ({})", r.spec, r.label);
             (r.lo, r.hi, label)
         }
         None => (
-            crate::trace::Seq(0),
-            crate::trace::Seq(t.index.len() as u64 - 1),
+            memtide_core::trace::Seq(0),
+            memtide_core::trace::Seq(t.index.len() as u64 - 1),
             String::new(),
         ),
     };
-    let Some(peak) = crate::analysis::window_peak(&t.trace, &t.index, lo, hi) else {
+    let Some(peak) = memtide_core::analysis::window_peak(&t.trace, &t.index, lo, hi) else {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     };
     let mark = t

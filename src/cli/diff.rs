@@ -3,9 +3,9 @@
 
 use super::load::{index_all, load, pick_device};
 use super::DiffArgs;
-use crate::analysis::diff::{diff, Diff};
-use crate::trace::{human_bytes, Band};
 use anyhow::{bail, Result};
+use memtide_core::analysis::diff::{diff, Diff};
+use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -23,7 +23,7 @@ fn signed(d: i128) -> String {
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     if !a.json && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        return crate::tui::run_diff(&a.a, &a.b, &a.input);
+        return super::explore::diff(&a.a, &a.b, &a.input);
     }
     let la = load(&a.a, &a.input)?;
     let ia = pick_device(&la, a.input.device.as_deref())?;
@@ -43,7 +43,10 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn peak_json(t: &super::load::Indexed, p: Option<crate::analysis::Peak>) -> serde_json::Value {
+fn peak_json(
+    t: &super::load::Indexed,
+    p: Option<memtide_core::analysis::Peak>,
+) -> serde_json::Value {
     match p {
         None => serde_json::Value::Null,
         Some(p) => {
@@ -54,7 +57,7 @@ fn peak_json(t: &super::load::Indexed, p: Option<crate::analysis::Peak>) -> serd
             json!({
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
-                "time_us": crate::analysis::summary::time_json(t.trace.time_us(p.at)),
+                "time_us": memtide_core::analysis::summary::time_json(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
                 "bands": bands,
             })
@@ -103,7 +106,7 @@ fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Ind
     let _ = writeln!(o, "memtide diff (B − A; binary units)");
     let _ = writeln!(o, "A  {} · {}", a.a.display(), x.trace.device);
     let _ = writeln!(o, "B  {} · {}", a.b.display(), y.trace.device);
-    let pk = |t: &super::load::Indexed, p: Option<crate::analysis::Peak>| match p {
+    let pk = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| match p {
         None => "unavailable".to_string(),
         Some(p) => format!(
             "{} at #{}{}",

@@ -4,11 +4,12 @@
 use super::load::pick_device;
 use super::CheckArgs;
 use crate::follow::{TailEvent, Tailer, Watcher};
-use crate::formats::jsonl::JsonlDecoder;
-use crate::formats::{load_followable, Progress};
-use crate::index::Index;
-use crate::trace::{human_bytes, parse_size, Bytes, Seq, Trace};
 use anyhow::{Context, Result};
+use memtide_core::formats::jsonl::JsonlDecoder;
+use memtide_core::formats::Progress;
+use memtide_core::index::Index;
+use memtide_core::load::load_followable;
+use memtide_core::trace::{human_bytes, parse_size, Bytes, Seq, Trace};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -38,11 +39,11 @@ fn open(a: &CheckArgs) -> Result<Followed> {
 
 /// The peak of the events from `from` on (the initial state too when `from` is 0), if it is
 /// over `limit`.
-fn over(f: &Followed, from: usize, limit: Bytes) -> Option<crate::analysis::Peak> {
+fn over(f: &Followed, from: usize, limit: Bytes) -> Option<memtide_core::analysis::Peak> {
     if f.index.len() <= from {
         return None;
     }
-    let p = crate::analysis::window_peak(
+    let p = memtide_core::analysis::window_peak(
         &f.trace,
         &f.index,
         Seq(from as u64),
@@ -51,7 +52,7 @@ fn over(f: &Followed, from: usize, limit: Bytes) -> Option<crate::analysis::Peak
     (p.bytes > limit).then_some(p)
 }
 
-fn fail(f: &Followed, p: &crate::analysis::Peak, limit: Bytes) -> ExitCode {
+fn fail(f: &Followed, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
     let at = if p.at_start {
         "at start (before the first event)".to_string()
     } else {
@@ -131,7 +132,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
                 super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
-                let peak = crate::analysis::global_peak(&f.trace, &f.index);
+                let peak = memtide_core::analysis::global_peak(&f.trace, &f.index);
                 let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.event_number(p.at)));
                 crate::outln!(
                     "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",

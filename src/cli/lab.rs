@@ -1,8 +1,8 @@
 //! `memtide lab`: the cache lab, headless (`--json`, `--text`) or as a screen.
 
 use super::LabArgs;
-use crate::lab::{predict, Lab, MAX_REQUESTS};
 use anyhow::Result;
+use memtide_core::lab::{predict, Lab, MAX_REQUESTS};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -74,5 +74,5 @@ pub fn run(a: &LabArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    crate::tui::run_lab(a)
+    super::explore::lab(a)
 }

@@ -1,10 +1,10 @@
 //! Loading a file for a headless command: read, pick the device, index.
 
 use super::InputArgs;
-use crate::formats::{self, LoadOptions, Loaded, Progress};
-use crate::index::Index;
-use crate::trace::Trace;
 use anyhow::{bail, Context, Result};
+use memtide_core::formats::{self, LoadOptions, Loaded, Progress};
+use memtide_core::index::Index;
+use memtide_core::trace::Trace;
 use std::path::Path;
 
 /// Converts CLI input flags to reader options.
@@ -20,7 +20,7 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
 /// Reads `path` with context for error messages.
 pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
     let progress = Progress::new();
-    formats::load(path, &load_options(a), &progress)
+    memtide_core::load::load(path, &load_options(a), &progress)
         .with_context(|| format!("cannot read {}", path.display()))
 }
 

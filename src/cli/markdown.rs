@@ -2,11 +2,11 @@
 //! for a pull-request comment or a CI job summary (`$GITHUB_STEP_SUMMARY`). Text from the
 //! trace is escaped for Markdown and HTML, and control characters never pass.
 
-use super::safe_text::terminal_safe;
 use super::summary::short_frame;
-use crate::analysis::summary::{Summary, WindowReport};
-use crate::trace::units::grouped;
-use crate::trace::{human_bytes, Band};
+use crate::safe_text::terminal_safe;
+use memtide_core::analysis::summary::{Summary, WindowReport};
+use memtide_core::trace::units::grouped;
+use memtide_core::trace::{human_bytes, Band};
 use std::fmt::Write as _;
 
 /// Trace text made safe inside a Markdown table cell or line: control characters escaped,

@@ -2,14 +2,13 @@
 
 pub mod check;
 pub mod diff;
+pub mod explore;
 pub mod follow;
 pub mod lab;
 pub mod load;
 pub mod markdown;
-pub mod output_file;
 pub mod plot;
 pub mod replay;
-pub mod safe_text;
 pub mod shell;
 pub mod summary;
 
@@ -258,7 +257,7 @@ pub struct CheckArgs {
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
-        $crate::cli::write_out(&$crate::cli::safe_text::terminal_safe(&format!($($arg)*)))
+        $crate::cli::write_out(&$crate::safe_text::terminal_safe(&format!($($arg)*)))
     };
 }
 
@@ -274,7 +273,7 @@ macro_rules! out_json {
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cli::safe_text::terminal_safe(&format!($($arg)*)))
+        eprintln!("{}", $crate::safe_text::terminal_safe(&format!($($arg)*)))
     };
 }
 
@@ -304,7 +303,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Completions(a)) => shell::completions(&a),
         Some(Command::Man) => shell::man(),
         Some(Command::Plot(a)) => plot::run(&a),
-        None => crate::tui::run_explore(&cli.explore),
+        None => explore::explore(&cli.explore),
     };
     match result {
         Ok(code) => code,

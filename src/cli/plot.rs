@@ -5,10 +5,10 @@
 
 use super::load::{index_all, load, pick_device};
 use super::PlotArgs;
-use crate::trace::Seq;
 use crate::tui::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
+use memtide_core::trace::Seq;
 use std::process::ExitCode;
 
 pub fn run(a: &PlotArgs) -> Result<ExitCode> {
@@ -31,8 +31,8 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
     );
     let (lo, hi, range_label) = match a.window.as_deref() {
         Some(w) => {
-            let r =
-                crate::analysis::window_spec::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?;
+            let r = memtide_core::analysis::window_spec::WindowSpec::parse(w)?
+                .resolve(&t.trace, &t.index)?;
             (r.lo, r.hi, format!("window {}", r.label))
         }
         None => (Seq(0), Seq(t.index.len() as u64 - 1), String::new()),
@@ -53,7 +53,7 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("png"));
     let bytes = if png { to_png(&svg)? } else { svg.into_bytes() };
-    super::output_file::write_atomically(&a.out, &bytes, &[a.file.as_path()])?;
+    crate::output_file::write_atomically(&a.out, &bytes, &[a.file.as_path()])?;
     crate::errln!("wrote {} ({} bytes)", a.out.display(), bytes.len());
     Ok(ExitCode::SUCCESS)
 }

@@ -3,9 +3,9 @@
 
 use super::load::{load, pick_device};
 use super::ReplayArgs;
-use crate::formats::jsonl_write::JsonlWriter;
-use crate::formats::{detect, Format};
 use anyhow::{Context, Result};
+use memtide_core::formats::jsonl_write::JsonlWriter;
+use memtide_core::formats::{detect, Format};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> 
     let (Ok(_), Ok(b)) = (std::fs::metadata(src), std::fs::metadata(out)) else {
         return Ok(()); // OUT does not exist yet (or SRC is unreadable: reported when read)
     };
-    if super::output_file::same_file(src, out) {
+    if crate::output_file::same_file(src, out) {
         anyhow::bail!(
             "{} is the input {}: replay would overwrite what it reads; write to another file",
             out.display(),
@@ -63,7 +63,7 @@ fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> 
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     let mut head = [0u8; 4096];
     let n = {
-        let mut f = crate::formats::source::open_regular(&a.src)
+        let mut f = memtide_core::formats::source::open_regular(&a.src)
             .with_context(|| format!("cannot read {}", a.src.display()))?;
         f.read(&mut head)?
     };
@@ -74,7 +74,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     let mut pacer = Pacer::new(a.rate);
     if detect(&head[..n]) == Some(Format::Jsonl) {
         // Native input: the lines themselves, verbatim, so the replay is exact.
-        let f = crate::formats::source::open_regular(&a.src)?;
+        let f = memtide_core::formats::source::open_regular(&a.src)?;
         let mut lines = BufReader::new(f).lines();
         let mut header_done = false;
         'outer: loop {
@@ -113,7 +113,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
             "{}: cannot replay {}: {}, and JSONL needs one line per allocation",
             a.src.display(),
             trace.device,
-            crate::trace::NO_IDENTITIES
+            memtide_core::trace::NO_IDENTITIES
         );
     }
     let mut w = JsonlWriter::new(trace);

@@ -2,10 +2,10 @@
 
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
-use crate::analysis::summary::{Summary, WindowReport};
-use crate::trace::units::grouped;
-use crate::trace::{human_bytes, Band};
 use anyhow::{bail, Result};
+use memtide_core::analysis::summary::{Summary, WindowReport};
+use memtide_core::trace::units::grouped;
+use memtide_core::trace::{human_bytes, Band};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -36,7 +36,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let spec = a
         .window
         .as_deref()
-        .map(crate::analysis::window_spec::WindowSpec::parse)
+        .map(memtide_core::analysis::window_spec::WindowSpec::parse)
         .transpose()?;
     let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
     for t in &traces {
@@ -130,7 +130,7 @@ pub fn render_text(s: &Summary) -> String {
                 let _ = write!(
                     at,
                     " · t={} us",
-                    crate::analysis::summary::time_json(Some(t))
+                    memtide_core::analysis::summary::time_json(Some(t))
                 );
             }
             if let Some(m) = &p.mark {

@@ -4,15 +4,25 @@
 use super::keymap::Mode;
 use super::theme::{Glyphs, Theme};
 use super::view::Viewport;
-use crate::analysis::live::{Group, LiveEntry};
-use crate::analysis::{global_peak, windows_of, Peak, Window};
-use crate::formats::{LoadOptions, Progress};
-use crate::index::Index;
-use crate::trace::{AllocId, Band, BandTotals, Bytes, MarkKind, Seq, Trace};
+use memtide_core::analysis::live::{Group, LiveEntry};
+use memtide_core::analysis::{global_peak, windows_of, Peak, Window};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::trace::{AllocId, Band, BandTotals, Bytes, MarkKind, Seq, Trace};
 use rustc_hash::FxHashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How an explorer session ended (the command line maps it to an exit status).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outcome {
+    /// The user quit.
+    #[default]
+    Done,
+    /// An input could not be read or compared (the error screen was shown).
+    InputFailed,
+}
 
 /// One device's trace, indexed, with the facts every screen needs (computed once, off the
 /// UI thread). Clone only happens when a followed file grows while a worker holds it.
@@ -227,7 +237,8 @@ pub struct App {
     pub status: Option<String>,
     pub next_gen: u64,
     pub quit: bool,
-    pub exit_code: u8,
+    /// How the session ended: an input that could not be read is a failure.
+    pub outcome: Outcome,
     pub dirty: bool,
     /// Effects asked for by helpers deep inside `update`; returned with its result.
     pub outbox: Vec<super::effect::Effect>,
@@ -265,7 +276,7 @@ impl App {
             status: None,
             next_gen: 1,
             quit: false,
-            exit_code: 0,
+            outcome: Outcome::Done,
             dirty: true,
             outbox: Vec::new(),
             lab: None,

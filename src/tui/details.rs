@@ -3,7 +3,7 @@
 
 use super::app::{Line, Tone};
 use super::fmt;
-use crate::trace::{AllocId, Seq, Trace, FLAG_INFERRED};
+use memtide_core::trace::{AllocId, Seq, Trace, FLAG_INFERRED};
 
 fn t(s: impl Into<String>, tone: Tone) -> (String, Tone) {
     (s.into(), tone)

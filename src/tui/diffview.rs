@@ -11,11 +11,10 @@ use super::keymap::{self, Mode};
 use super::msg::Msg;
 use super::theme::Theme;
 use super::{fmt, update};
-use crate::analysis::columns::{event_columns, Column};
-use crate::analysis::diff::{diff, Diff};
-use crate::cli::EXIT_ERROR;
-use crate::formats::{LoadOptions, Progress};
-use crate::trace::{BandTotals, Bytes, Seq};
+use memtide_core::analysis::columns::{event_columns, Column};
+use memtide_core::analysis::diff::{diff, Diff};
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::trace::{BandTotals, Bytes, Seq};
 use ratatui::layout::Rect;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -184,7 +183,7 @@ pub fn segments(a: &Device, b: &Device, d: &Diff, width: usize) -> Vec<Segment> 
     }
     // What precedes each run's first step (setup) gets a narrow span of its own, sized by its
     // share of the events, so that step starts line up.
-    let first_lo = |pick: fn(&crate::analysis::diff::StepPair) -> Option<Seq>| {
+    let first_lo = |pick: fn(&memtide_core::analysis::diff::StepPair) -> Option<Seq>| {
         d.steps.iter().find_map(pick).map_or(0, |s| s.0)
     };
     let pre_a = first_lo(|s| s.a.as_ref().map(|r| r.lo));
@@ -230,7 +229,7 @@ const EMPTY: Column = Column {
     lo: Seq(1),
     hi: Seq(0),
     at: Seq(0),
-    bands: BandTotals([0; crate::trace::Band::COUNT]),
+    bands: BandTotals([0; memtide_core::trace::Band::COUNT]),
     reserved: Bytes(0),
     empty: true,
 };
@@ -378,7 +377,7 @@ fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
         for l in [&st.a.load, &st.b.load].into_iter().flatten() {
             l.progress.cancel();
         }
-        app.exit_code = EXIT_ERROR;
+        app.outcome = super::app::Outcome::InputFailed;
         return;
     }
     if let (Some(a), Some(b)) = (&st.a.dev, &st.b.dev) {

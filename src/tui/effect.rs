@@ -2,7 +2,7 @@
 //! writes) and feeds results back as `Msg`s.
 
 use super::app::Device;
-use crate::formats::{LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub enum Effect {
     /// Compute a huge live set on a worker; reply `Msg::LiveDone`.
     Live {
         gen: u64,
-        at: crate::trace::Seq,
+        at: memtide_core::trace::Seq,
         group: super::app::GroupMode,
         device: Arc<Device>,
     },

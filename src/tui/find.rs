@@ -2,8 +2,8 @@
 //! interned, so each distinct string is scored once — mapped back to the storages that
 //! carry a matching name or a matching frame in their stack. Runs on a worker.
 
-use crate::index::sort_biggest_first;
-use crate::trace::{AllocId, StackId, StorageKind, Trace};
+use memtide_core::index::sort_biggest_first;
+use memtide_core::trace::{AllocId, StackId, StorageKind, Trace};
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 

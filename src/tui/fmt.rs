@@ -1,6 +1,6 @@
 //! Display formatting shared by the screens: compact binary sizes, times, event indices.
 
-use crate::trace::{human_bytes, Seq, Trace};
+use memtide_core::trace::{human_bytes, Seq, Trace};
 
 /// Bytes in binary units, e.g. `4.000 MiB` (the unit is always shown: binary).
 pub fn bytes(n: u64) -> String {
@@ -68,7 +68,7 @@ pub fn at_src(trace: &Trace, s: Seq) -> String {
 
 /// Thousands separators: `2,341`.
 pub fn thousands(n: u64) -> String {
-    crate::trace::units::grouped(n)
+    memtide_core::trace::units::grouped(n)
 }
 
 /// Truncates to `w` display columns with an ellipsis.

@@ -5,9 +5,9 @@
 use super::app::{App, Device, Screen};
 use super::effect::Effect;
 use crate::follow::{TailEvent, WatchMode};
-use crate::formats::jsonl::JsonlDecoder;
-use crate::formats::Progress;
-use crate::trace::{human_bytes, Seq};
+use memtide_core::formats::jsonl::JsonlDecoder;
+use memtide_core::formats::Progress;
+use memtide_core::trace::{human_bytes, Seq};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -336,7 +336,9 @@ fn append(app: &mut App, bytes: Option<&[u8]>, now: Instant) {
 /// Recomputes the per-device facts after events were appended from position `from`.
 fn refresh_facts(dev: &mut Device, from: usize) {
     let last = Seq(dev.index.len() as u64 - 1);
-    if let Some(p) = crate::analysis::window_peak(&dev.trace, &dev.index, Seq(from as u64), last) {
+    if let Some(p) =
+        memtide_core::analysis::window_peak(&dev.trace, &dev.index, Seq(from as u64), last)
+    {
         if dev.peak.is_none_or(|old| p.bytes > old.bytes) {
             dev.peak = Some(p);
         }

@@ -1,5 +1,5 @@
 //! The cache lab screen (`memtide lab`): its state, button geometry and reducer. The model is
-//! the terminal-free [`crate::lab`]; playback is driven by the runtime's ticks (an injected
+//! the terminal-free [`memtide_core::lab`]; playback is driven by the runtime's ticks (an injected
 //! clock), so tests never sleep.
 
 use super::action::Action;
@@ -8,7 +8,7 @@ use super::effect::Effect;
 use super::keymap::{self, Mode};
 use super::msg::Msg;
 use super::theme::Theme;
-use crate::lab::{Lab, Player, ADDRESSES, MAX_REQUESTS};
+use memtide_core::lab::{Lab, Player, ADDRESSES, MAX_REQUESTS};
 use ratatui::layout::Rect;
 use std::path::PathBuf;
 use std::time::Instant;

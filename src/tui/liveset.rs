@@ -3,9 +3,9 @@
 //! worker (the reply carries a generation id).
 
 use super::app::{GroupMode, LIVE_ROWS};
-use crate::analysis::live::{entry, Group, LiveEntry};
-use crate::index::Index;
-use crate::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
+use memtide_core::analysis::live::{entry, Group, LiveEntry};
+use memtide_core::index::Index;
+use memtide_core::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 

@@ -1,6 +1,10 @@
 //! The terminal explorer (`memtide FILE`), Elm-shaped: input → [`keymap`] → [`action::Action`]
 //! → [`update::update`] (the only mutator, no I/O) → [`effect::Effect`]s run by the
 //! [`runtime`] on worker threads → [`msg::Msg`]s back; [`ui::draw`] is pure.
+//!
+//! It takes plain options (paths, [`memtide_core::formats::LoadOptions`], a theme) and ends
+//! with an [`app::Outcome`]; the command line (`crate::cli::explore`) builds the app and maps
+//! the outcome to an exit status, so nothing here depends on `cli`.
 
 pub mod action;
 pub mod app;
@@ -23,83 +27,20 @@ pub mod ui;
 pub mod update;
 pub mod view;
 
-use crate::cli::ExploreArgs;
 use anyhow::{bail, Result};
 use std::io::IsTerminal;
-use std::process::ExitCode;
 
-/// Opens the explorer on the given files.
-pub fn run_explore(args: &ExploreArgs) -> Result<ExitCode> {
-    if let [a, b] = args.files.as_slice() {
-        // Two files: compare them.
-        return open_diff(a, b, &args.input, args.theme.as_deref(), args.ascii);
-    }
-    let Some(path) = args.files.first() else {
-        bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
-    };
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let theme = theme::Theme::resolve(args.theme.as_deref(), no_color)?;
+/// Runs `app` in this terminal (refused when stdout is not one: `what` names the screen and
+/// `instead` the command to use) until the user quits.
+pub fn run_in_terminal(app: app::App, what: &str, instead: &str) -> Result<app::Outcome> {
     if !std::io::stdout().is_terminal() {
-        bail!("the explorer needs a terminal; for a report use `memtide summary FILE`");
+        bail!("{what} needs a terminal; {instead}");
     }
-    let mut app = app::App::new(
-        path.clone(),
-        crate::cli::load::load_options(&args.input),
-        theme,
-        args.ascii,
-    );
-    app.device_want = args.input.device.clone();
-    if args.follow.follow || args.follow.poll.is_some() {
-        app.follow = Some(follow::FollowState::new(args.follow.mode()));
-    }
-    if args.files.len() > 1 {
-        app.status = Some("showing the first file only".into());
-    }
-    let code = runtime::run(app)?;
-    Ok(ExitCode::from(code))
+    runtime::run(app)
 }
 
-/// Opens the cache lab screen (starts empty: the prediction is read before any step).
-pub fn run_lab(args: &crate::cli::LabArgs) -> Result<ExitCode> {
+/// The theme named on the command line (or the default), plain under `NO_COLOR`.
+pub fn theme(name: Option<&str>) -> Result<theme::Theme> {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let theme = theme::Theme::resolve(None, no_color)?;
-    if !std::io::stdout().is_terminal() {
-        bail!("the lab screen needs a terminal; use `memtide lab --json` or `--text`");
-    }
-    let app = lab::app(args.capacity as usize, args.stride, theme, false);
-    let code = runtime::run(app)?;
-    Ok(ExitCode::from(code))
-}
-
-/// Opens the diff screen on runs `a` and `b` (`memtide diff A B` in a terminal).
-pub fn run_diff(
-    a: &std::path::Path,
-    b: &std::path::Path,
-    input: &crate::cli::InputArgs,
-) -> Result<ExitCode> {
-    open_diff(a, b, input, None, false)
-}
-
-fn open_diff(
-    a: &std::path::Path,
-    b: &std::path::Path,
-    input: &crate::cli::InputArgs,
-    theme: Option<&str>,
-    ascii: bool,
-) -> Result<ExitCode> {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let theme = theme::Theme::resolve(theme, no_color)?;
-    if !std::io::stdout().is_terminal() {
-        bail!("the diff screen needs a terminal; for a report use `memtide diff A B`");
-    }
-    let mut app = diffview::app(
-        a.to_path_buf(),
-        b.to_path_buf(),
-        crate::cli::load::load_options(input),
-        theme,
-        ascii,
-    );
-    app.device_want = input.device.clone();
-    let code = runtime::run(app)?;
-    Ok(ExitCode::from(code))
+    theme::Theme::resolve(name, no_color)
 }

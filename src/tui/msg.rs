@@ -3,7 +3,7 @@
 
 use super::action::Action;
 use super::app::Device;
-use crate::trace::AllocId;
+use memtide_core::trace::AllocId;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::sync::Arc;
 use std::time::Instant;

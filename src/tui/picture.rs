@@ -4,11 +4,11 @@
 //! the explorer's `e` (export the view).
 
 use super::theme::Theme;
-use crate::analysis::{event_columns, window_peak, Column};
-use crate::index::Index;
-use crate::trace::units::grouped;
-use crate::trace::{human_bytes, Band, MarkKind, Seq, Trace};
 use anyhow::{bail, Context, Result};
+use memtide_core::analysis::{event_columns, window_peak, Column};
+use memtide_core::index::Index;
+use memtide_core::trace::units::grouped;
+use memtide_core::trace::{human_bytes, Band, MarkKind, Seq, Trace};
 use ratatui::style::Color;
 use std::fmt::Write as _;
 
@@ -65,7 +65,7 @@ fn css(c: Option<Color>, fallback: &str) -> String {
 
 /// Text from the trace made safe for XML (and free of control characters).
 fn xml(s: &str) -> String {
-    let s = crate::cli::safe_text::terminal_safe(s);
+    let s = crate::safe_text::terminal_safe(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -352,7 +352,7 @@ fn reserved(
 fn peak_marker(
     s: &mut String,
     trace: &Trace,
-    peak: &crate::analysis::Peak,
+    peak: &memtide_core::analysis::Peak,
     col_of: &dyn Fn(Seq) -> Option<usize>,
     x: &dyn Fn(usize) -> f64,
     y: &dyn Fn(u64) -> f64,

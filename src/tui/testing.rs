@@ -137,7 +137,7 @@ impl Harness {
                     continue;
                 }
                 Effect::WriteFile { path, bytes, input } => Msg::Wrote {
-                    result: crate::cli::output_file::write_atomically(&path, &bytes, &[&input])
+                    result: crate::output_file::write_atomically(&path, &bytes, &[&input])
                         .map_err(|e| format!("{e:#}")),
                     path,
                 },

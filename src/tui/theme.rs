@@ -1,8 +1,8 @@
 //! Themes: semantic colour tokens read from TOML (`themes/*.toml`, built in via
 //! `include_str!`, or a user file) and resolved into ratatui `Style`s in this one place.
 
-use crate::trace::Band;
 use anyhow::{bail, Context, Result};
+use memtide_core::trace::Band;
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -133,7 +133,7 @@ impl Theme {
                         BUILTIN.join(", ")
                     );
                 }
-                let text = crate::formats::source::open_regular(p)
+                let text = memtide_core::formats::source::open_regular(p)
                     .and_then(std::io::read_to_string)
                     .with_context(|| format!("cannot read theme {}", p.display()))?;
                 Theme::from_toml(&text, Some(&Theme::default()))

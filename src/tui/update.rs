@@ -2,7 +2,7 @@
 //! It does no I/O; slow work is asked for as effects and comes back as messages.
 
 use super::action::Action;
-use super::app::{App, Device, GroupMode, InspectState, LoadState, Screen};
+use super::app::{App, Device, GroupMode, InspectState, LoadState, Outcome, Screen};
 use super::details;
 use super::effect::Effect;
 use super::fmt;
@@ -10,10 +10,9 @@ use super::keymap::{self, Mode};
 use super::liveset::{self, LiveResult, HUGE_LIVE};
 use super::msg::Msg;
 use super::view::{Highlights, Viewport};
-use crate::analysis::columns::Axis;
-use crate::cli::EXIT_ERROR;
-use crate::formats::Progress;
-use crate::trace::{AllocId, Band, Seq};
+use memtide_core::analysis::columns::Axis;
+use memtide_core::formats::Progress;
+use memtide_core::trace::{AllocId, Band, Seq};
 use std::sync::Arc;
 
 /// The first effects: load the file.
@@ -191,7 +190,7 @@ const SEARCH_WAIT: &str = "searching…";
 
 pub(super) fn fail(app: &mut App, e: String) {
     app.screen = Screen::Error(e);
-    app.exit_code = EXIT_ERROR;
+    app.outcome = Outcome::InputFailed;
 }
 
 /// Whether `want` (a name or an ordinal) names one of `devs`.
@@ -507,7 +506,7 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
             None if app.device().is_some_and(|d| !d.trace.identities_known()) => {
                 app.status = Some(format!(
                     "nothing to inspect: {}",
-                    crate::trace::NO_IDENTITIES
+                    memtide_core::trace::NO_IDENTITIES
                 ))
             }
             None => app.status = Some("nothing live at the cursor".into()),
@@ -698,7 +697,7 @@ fn goto_match(app: &mut App, i: usize) {
     ));
 }
 
-fn name_or_frame(tr: &crate::trace::Trace, id: AllocId) -> String {
+fn name_or_frame(tr: &memtide_core::trace::Trace, id: AllocId) -> String {
     let n = tr.name(id);
     if n.is_empty() {
         tr.top_frame(id).to_string()
@@ -756,8 +755,8 @@ fn export_view(app: &mut App, dev: &Device) -> Vec<Effect> {
         return Vec::new();
     }
     let (lo, hi) = match app.view.axis {
-        crate::analysis::Axis::Event => (app.view.lo.min(n - 1), app.view.hi.min(n - 1)),
-        crate::analysis::Axis::Time => {
+        memtide_core::analysis::Axis::Event => (app.view.lo.min(n - 1), app.view.hi.min(n - 1)),
+        memtide_core::analysis::Axis::Time => {
             let (a, b) = (app.view.columns.first(), app.view.columns.last());
             (
                 a.map_or(0, |c| c.lo.0.min(n - 1)),

@@ -2,8 +2,8 @@
 //! (recomputed by `update` when the range, size or data change; `draw` only paints them).
 
 use super::app::Device;
-use crate::analysis::columns::{event_columns, time_columns, Axis, Column};
-use crate::trace::{AllocId, Seq, Ts};
+use memtide_core::analysis::columns::{event_columns, time_columns, Axis, Column};
+use memtide_core::trace::{AllocId, Seq, Ts};
 
 /// Per-column flags painted on the axis row.
 pub const F_MARK: u8 = 1;

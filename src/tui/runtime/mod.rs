@@ -6,7 +6,7 @@ pub mod tail;
 pub mod terminal;
 pub mod workers;
 
-use crate::tui::app::App;
+use crate::tui::app::{App, Outcome};
 use crate::tui::effect::Effect;
 use crate::tui::msg::Msg;
 use crate::tui::{ui, update};
@@ -25,7 +25,7 @@ const DRAIN_BUDGET: Duration = Duration::from_millis(8);
 const TICK: Duration = Duration::from_millis(100);
 
 /// Runs the explorer until the user quits; returns the exit code.
-pub fn run(mut app: App) -> Result<u8> {
+pub fn run(mut app: App) -> Result<Outcome> {
     let mut guard = terminal::TerminalGuard::new().context("cannot set up the terminal")?;
     let size = guard
         .terminal
@@ -107,7 +107,7 @@ pub fn run(mut app: App) -> Result<u8> {
     stop.store(true, Ordering::Relaxed);
     drop(guard);
     let _ = input.join();
-    Ok(app.exit_code)
+    Ok(app.outcome)
 }
 
 /// Starts workers and performs terminal writes; true when the loop should end.
@@ -158,7 +158,7 @@ fn run_effects(
                 let _ = out.flush();
             }
             Effect::WriteFile { path, bytes, input } => {
-                let result = crate::cli::output_file::write_atomically(&path, &bytes, &[&input])
+                let result = crate::output_file::write_atomically(&path, &bytes, &[&input])
                     .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Msg::Wrote { path, result });
             }

@@ -1,13 +1,13 @@
 //! Effect execution: loading (read + index + per-device facts) and search, as plain
 //! functions (tests run them inline) and on worker threads (the runtime); OSC 52 copy text.
 
-use crate::formats::{self, LoadOptions, Progress};
-use crate::index::Index;
 use crate::tui::app::Device;
 use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,12 +17,12 @@ pub fn load(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Vec<Arc<Device>>, String> {
-    let loaded = formats::load(path, opts, progress).map_err(|e| e.to_string())?;
+    let loaded = memtide_core::load::load(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(index_devices(loaded.traces))
 }
 
 /// Indexes each trace into a device.
-fn index_devices(traces: Vec<crate::trace::Trace>) -> Vec<Arc<Device>> {
+fn index_devices(traces: Vec<memtide_core::trace::Trace>) -> Vec<Arc<Device>> {
     traces
         .into_iter()
         .map(|trace| {
@@ -38,7 +38,7 @@ pub fn load_follow(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<crate::tui::follow::FollowLoad, String> {
-    let f = formats::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
+    let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(crate::tui::follow::FollowLoad {
         devices: index_devices(f.loaded.traces),
         appendable: f.decoder.is_some(),
@@ -102,7 +102,7 @@ fn spawn_reader(f: impl FnOnce() + Send + 'static) {
 /// A live-set request: generation, position, grouping, device.
 pub type LiveRequest = (
     u64,
-    crate::trace::Seq,
+    memtide_core::trace::Seq,
     crate::tui::app::GroupMode,
     Arc<Device>,
 );

@@ -4,12 +4,12 @@
 
 use super::put;
 use super::timeline::{eighths, paint_stack};
-use crate::analysis::columns::Column;
-use crate::trace::Band;
 use crate::tui::app::App;
 use crate::tui::diffview::{segment_at, signed_bytes, DiffLayout, DiffState, Side};
 use crate::tui::fmt;
 use crate::tui::theme::{Glyphs, Theme};
+use memtide_core::analysis::columns::Column;
+use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -171,7 +171,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
         th.header_text,
     );
     // Peaks.
-    let peak = |side: &Side, p: Option<crate::analysis::Peak>| -> String {
+    let peak = |side: &Side, p: Option<memtide_core::analysis::Peak>| -> String {
         match (p, &side.dev) {
             (Some(p), Some(dev)) => {
                 let tr = &dev.trace;

@@ -2,10 +2,10 @@
 //! breakdown, event index, time and enclosing mark.
 
 use super::put;
-use crate::trace::Band;
 use crate::tui::app::{App, Device};
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
+use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 
 pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
@@ -106,12 +106,12 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     // The visible stretch, right-aligned when there is room.
     let v = &app.view;
     let range = match v.axis {
-        crate::analysis::columns::Axis::Event => format!(
+        memtide_core::analysis::columns::Axis::Event => format!(
             "view #{}–#{} ",
             tr.event_number(v.first_seq()),
             tr.event_number(v.last_seq())
         ),
-        crate::analysis::columns::Axis::Time => {
+        memtide_core::analysis::columns::Axis::Time => {
             format!("view {}–{} ", fmt::time_ns(v.t0), fmt::time_ns(v.t1))
         }
     };

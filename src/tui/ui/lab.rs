@@ -3,10 +3,10 @@
 //! totals and hit rate, and the request history with hits, misses and evictions.
 
 use super::put;
-use crate::lab::{MAX_REQUESTS, PLAY_RATE_PER_SEC};
 use crate::tui::app::App;
 use crate::tui::fmt;
 use crate::tui::lab::{Focus, LabLayout, LabState, LABEL_W};
+use memtide_core::lab::{MAX_REQUESTS, PLAY_RATE_PER_SEC};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;

@@ -45,7 +45,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
                 buf,
                 r.x,
                 r.y + 1,
-                &format!("  {}", crate::trace::NO_IDENTITIES),
+                &format!("  {}", memtide_core::trace::NO_IDENTITIES),
                 r.width,
                 th.text,
             );
@@ -134,7 +134,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
             }
             GroupMode::ByBand | GroupMode::ByFrame => {
                 let Some(gr) = lv.groups.get(idx) else { break };
-                let st = match crate::trace::Band::parse(&gr.key) {
+                let st = match memtide_core::trace::Band::parse(&gr.key) {
                     Some(b) if lv.group == GroupMode::ByBand => th.band(b),
                     _ => th.text,
                 };

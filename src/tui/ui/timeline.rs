@@ -3,13 +3,13 @@
 //! y-axis in binary units, and the axis row (marks, OOM, cursor, lifetime, matches).
 
 use super::put;
-use crate::analysis::columns::Axis;
-use crate::trace::Band;
 use crate::tui::app::App;
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::theme::{Glyphs, Theme};
 use crate::tui::view::{F_LIFETIME, F_MARK, F_MATCH, F_OOM, F_PEAK};
+use memtide_core::analysis::columns::Axis;
+use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 use ratatui::style::Style;
 

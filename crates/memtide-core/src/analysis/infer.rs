@@ -24,11 +24,9 @@
 //!    a loss kept with its graph) is that step's data, not state;
 //! 8. anything with a stack → activation, else unknown.
 
-use crate::formats::error::FormatError;
 use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_OP_KNOWN};
 use crate::trace::{AllocId, Band, Category, MarkKind, StackId, StorageKind, Trace};
 use serde::Deserialize;
-use std::path::Path;
 
 /// Freed within this many events of its alloc: a temporary of one op.
 pub const SHORT_EVENTS: u64 = 4;
@@ -63,17 +61,6 @@ struct RawRule {
 }
 
 impl Rules {
-    /// Reads a TOML rules file.
-    pub fn load(path: &Path) -> Result<Rules, FormatError> {
-        let text = crate::formats::source::open_regular(path)
-            .and_then(std::io::read_to_string)
-            .map_err(|e| {
-                FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
-            })?;
-        Rules::parse(&text)
-            .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
-    }
-
     /// Parses rules TOML: `[[rule]]` tables with `match` and `band` or `category`.
     pub fn parse(text: &str) -> Result<Rules, String> {
         let f: RuleFile = toml::from_str(text).map_err(|e| e.to_string())?;

@@ -430,7 +430,7 @@ impl<R: Read> Src<R> {
 
     /// Widens the buffer by `more` bytes, as an error (not an abort) when memory runs out.
     fn grow(&mut self, more: usize) -> Result<(), FormatError> {
-        crate::alloc_guard::try_grow(&mut self.buf, more, "the pickle read buffer")
+        crate::budget::try_grow(&mut self.buf, more, "the pickle read buffer")
             .map_err(|e| FormatError::at(self.base + self.end as u64, e))?;
         self.buf.resize(self.buf.len() + more, 0);
         Ok(())

@@ -1,5 +1,7 @@
 //! Input formats. Each reader yields the same model ([`crate::trace::Trace`], one per device).
-//! No terminal code.
+//! Readers do not infer categories: a trace whose file carries none says
+//! [`crate::trace::BandsSource::Inferred`], and [`crate::load`] runs the inference after
+//! reading. No terminal code.
 
 pub mod detect;
 pub mod error;
@@ -40,11 +42,12 @@ pub struct Loaded {
     pub traces: Vec<Trace>,
 }
 
-/// Reads `path` whole, detecting its format from content.
-pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
+/// Reads `path` whole, detecting its format from content (no category inference: see
+/// [`crate::load::load`]).
+pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     let input = source::open(path, progress)?;
     let source_name = path.display().to_string();
-    crate::alloc_guard::set_context(&format!("cannot read {source_name}"));
+    crate::budget::set_context(&format!("cannot read {source_name}"));
     if input.head.is_empty() {
         return Err(FormatError::Empty(
             "the file is empty: expected a memtide JSONL v1 file, a PyTorch snapshot (pickle or JSON) or a Kineto trace".into(),
@@ -66,11 +69,17 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
             kineto::read(&source_name, input, format, opts, progress)?
         }
     };
-    for t in &traces {
+    Ok(Loaded { format, traces })
+}
+
+/// Refuses a trace whose byte sums overflow (checked after inference, which moves bytes
+/// between bands).
+pub fn check_byte_sums(traces: &[Trace]) -> Result<(), FormatError> {
+    for t in traces {
         t.check_byte_sums()
             .map_err(|e| FormatError::Invalid(format!("{}: {e}", t.device)))?;
     }
-    Ok(Loaded { format, traces })
+    Ok(())
 }
 
 fn describe_head(head: &[u8]) -> String {
@@ -82,46 +91,6 @@ fn describe_head(head: &[u8]) -> String {
         let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
         format!("bytes {}", hex.join(" "))
     }
-}
-
-/// A file opened to be followed: its traces and, for JSONL, the decoder that continues after
-/// `offset` bytes (other formats are reloaded whole when they change).
-#[derive(Debug)]
-pub struct Followable {
-    pub loaded: Loaded,
-    pub decoder: Option<jsonl::JsonlDecoder>,
-    pub offset: u64,
-}
-
-/// Reads `path` for following: JSONL resumably, any other format whole.
-pub fn load_followable(
-    path: &Path,
-    opts: &LoadOptions,
-    progress: &Progress,
-) -> Result<Followable, FormatError> {
-    let mut head = [0u8; 4096];
-    let n = source::open_regular(path)
-        .map_err(source::not_regular)?
-        .read(&mut head)?;
-    // An empty file may be a recording that has not written its header yet.
-    if n == 0 || detect(&head[..n]) == Some(Format::Jsonl) {
-        let (trace, decoder, offset) = read_jsonl_resumable(path, opts, progress)?;
-        return Ok(Followable {
-            loaded: Loaded {
-                format: Format::Jsonl,
-                traces: vec![trace],
-            },
-            decoder: Some(decoder),
-            offset,
-        });
-    }
-    // Measured before reading, so a change during the load still triggers a reload.
-    let offset = std::fs::metadata(path).map_or(0, |m| m.len());
-    Ok(Followable {
-        loaded: load(path, opts, progress)?,
-        decoder: None,
-        offset,
-    })
 }
 
 /// Reads the complete lines of a JSONL file that may still be growing, keeping the decoder so

@@ -300,7 +300,7 @@ impl Conv {
         let r = u32::try_from(self.raw.rows.len()).map_err(|_| {
             "more than 2^32 trace entries: over the limit memtide reads".to_string()
         })?;
-        crate::alloc_guard::try_push(&mut self.raw.rows, row, "the trace entries")?;
+        crate::budget::try_push(&mut self.raw.rows, row, "the trace entries")?;
         if let Some(f) = device_free {
             self.raw.device_free.insert(r, f);
         }

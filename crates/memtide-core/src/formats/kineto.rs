@@ -50,11 +50,6 @@ pub fn read(
     }
     let attr = attribute::attribute(&c);
     c.drop_op_spans();
-    let rules = match (&opts.categories, &opts.rules) {
-        (None, Some(p)) => Some(crate::analysis::infer::Rules::load(p)?),
-        (None, None) => Some(crate::analysis::infer::Rules::default()),
-        (Some(_), _) => None,
-    };
     let mut traces = build::build_all(build::Shared {
         c: &c,
         attr: &attr,
@@ -68,11 +63,10 @@ pub fn read(
         warnings: &warnings,
     });
     // Without PyTorch's own categories (--categories), bands are inferred from the op/frame
-    // stacks and lifetimes, as for snapshots.
-    if let Some(rules) = rules {
-        // A device without identities has no allocation to infer a band for.
+    // stacks and lifetimes, as for snapshots (by `crate::load`). A device without identities
+    // has no allocation to infer a band for.
+    if opts.categories.is_none() {
         for t in traces.iter_mut().filter(|t| t.identities_known()) {
-            crate::analysis::infer::infer(t, &rules);
             t.bands_source = crate::trace::BandsSource::Inferred;
         }
     }

@@ -1,7 +1,8 @@
 //! PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot()`): pickle (protocols
 //! 2–5, read by a data-only unpickler) or JSON, plain or gzip. One [`Trace`] per device
 //! ("cuda:N"), replayed as MemoryViz does, plus "host:pinned" when the file records pinned
-//! host memory; categories are inferred (snapshots carry none). A snapshot without history
+//! host memory; snapshots carry no categories, so every trace says `BandsSource::Inferred`
+//! (`crate::load` infers them). A snapshot without history
 //! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
 pub mod from_json;
@@ -14,7 +15,6 @@ use super::detect::Format;
 use super::error::FormatError;
 use super::source::{Input, Progress};
 use super::LoadOptions;
-use crate::analysis::infer::{infer, Rules};
 use crate::trace::{BandsSource, Trace};
 use raw::Raw;
 
@@ -26,15 +26,11 @@ pub fn read(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Vec<Trace>, FormatError> {
-    let rules = match &opts.rules {
-        Some(p) => Rules::load(p)?,
-        None => Rules::default(),
-    };
     let raw = decode(input, format, opts.cpp_frames, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
-    Ok(build(&raw, source, &rules))
+    Ok(build(&raw, source))
 }
 
 /// Decodes the file into [`Raw`] (no replay yet).
@@ -115,8 +111,8 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Replays every device of a decoded snapshot and infers categories.
-pub fn build(raw: &Raw, source: &str, rules: &Rules) -> Vec<Trace> {
+/// Replays every device of a decoded snapshot (categories are left for inference).
+pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
     let max_seg_dev = raw
         .segments
         .iter()
@@ -138,13 +134,11 @@ pub fn build(raw: &Raw, source: &str, rules: &Rules) -> Vec<Trace> {
                 raw.skipped_items
             ));
         }
-        infer(&mut t, rules);
         t.bands_source = BandsSource::Inferred;
         out.push(t);
     }
     if raw.has_host && (!raw.host_rows.is_empty() || !raw.host_segments.is_empty()) {
         let mut t = timeline::build_host(raw, source);
-        infer(&mut t, rules);
         t.bands_source = BandsSource::Inferred;
         out.push(t);
     }

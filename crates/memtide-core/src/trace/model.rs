@@ -168,6 +168,7 @@ pub struct Change {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BandsSource {
     Recorded,
+    /// The file carries none: the reader leaves them to `crate::load`, which infers them.
     Inferred,
     /// The source names no allocation: every byte is in the unknown band.
     Unavailable,

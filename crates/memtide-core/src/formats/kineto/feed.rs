@@ -186,12 +186,13 @@ impl<R: Read> Feed<R> {
                 });
             }
             let more = self.buf.len();
-            crate::alloc_guard::try_grow(&mut self.buf, more, "the buffer for one JSON value")
-                .map_err(|msg| FeedError::Json {
+            crate::budget::try_grow(&mut self.buf, more, "the buffer for one JSON value").map_err(
+                |msg| FeedError::Json {
                     offset: self.base as u64,
                     line: self.lines + 1,
                     msg,
-                })?;
+                },
+            )?;
             self.buf.resize(self.buf.len() * 2, 0);
         }
         loop {

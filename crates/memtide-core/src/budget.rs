@@ -1,0 +1,201 @@
+//! Memory budget and allocation failures as clear errors: the global allocator of the
+//! `memtide` binary (its `alloc_guard::Guard`, which calls [`admit`], [`release`] and
+//! [`refused`]) counts live heap bytes against an optional budget
+//! (`MEMTIDE_MAX_MEMORY`, e.g. `4G`, `512M`, or plain bytes) and turns an allocation the
+//! budget or the system refuses into an error instead of Rust's `memory allocation of N
+//! bytes failed` abort.
+//!
+//! - Inside [`try_grow`] (the growth of the big buffers: trace rows, stream buffers, event
+//!   columns) a refused allocation comes back as an `Err` the reader turns into a located
+//!   error (`… exceeds …`, with the file offset or line).
+//! - Anywhere else the process prints `memtide: error: <input>: out of memory: …` and exits
+//!   with status 2 (no abort, no core dump).
+//!
+//! Without `MEMTIDE_MAX_MEMORY` nothing is counted and only real allocation failures (e.g.
+//! under `ulimit -v`) are caught. The budget is checked per allocation against the bytes
+//! live at that moment, so it bounds the process's heap (decoded model included).
+
+use std::cell::Cell;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Bytes live through the binary's allocator while counting is on (may dip below 0 for memory allocated
+/// before counting started).
+static LIVE: AtomicI64 = AtomicI64::new(0);
+/// The budget in bytes (`u64::MAX`: none).
+static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+/// The input being read, for the out-of-memory message.
+static CONTEXT: Mutex<String> = Mutex::new(String::new());
+
+thread_local! {
+    /// Set while [`try_grow`] runs: a refusal then returns null to `try_reserve`.
+    static FALLIBLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Parses a size such as `4G`, `512M`, `64k`, `1000000` (binary multiples).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&s[..i], 1 << 20),
+        (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        (i, 't' | 'T') => (&s[..i], 1 << 40),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Reads `MEMTIDE_MAX_MEMORY` and starts counting when it is set. Returns an error text for
+/// an unreadable value.
+pub fn init_from_env() -> Result<(), String> {
+    match std::env::var("MEMTIDE_MAX_MEMORY") {
+        Ok(v) if !v.trim().is_empty() => {
+            let n = parse_size(&v).ok_or_else(|| {
+                format!("MEMTIDE_MAX_MEMORY={v:?} is not a size (expected e.g. 4G, 512M, 1000000)")
+            })?;
+            set_limit(Some(n));
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets (or clears) the budget; counting starts with the first call.
+pub fn set_limit(limit: Option<u64>) {
+    LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+}
+
+/// The budget in bytes, if one is set.
+pub fn limit() -> Option<u64> {
+    Some(LIMIT.load(Ordering::Relaxed)).filter(|&l| l != u64::MAX)
+}
+
+/// Names the input being read in the out-of-memory message.
+pub fn set_context(name: &str) {
+    if let Ok(mut c) = CONTEXT.lock() {
+        c.clear();
+        c.push_str(name);
+    }
+}
+
+/// Grows `v` so it holds `additional` more items, returning an error text (`… exceeds …`)
+/// when the budget or the system refuses, instead of aborting.
+pub fn try_grow<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(), String> {
+    if v.capacity() - v.len() >= additional {
+        return Ok(());
+    }
+    FALLIBLE.with(|f| f.set(true));
+    let r = v.try_reserve(additional);
+    FALLIBLE.with(|f| f.set(false));
+    r.map_err(|_| {
+        let want = (v.len() as u128 + additional as u128) * std::mem::size_of::<T>() as u128;
+        match limit() {
+            Some(l) => format!(
+                "{what}: {want} B exceeds the memory budget of {l} B (MEMTIDE_MAX_MEMORY) or the memory available"
+            ),
+            None => format!("{what}: {want} B exceeds the memory available"),
+        }
+    })
+}
+
+/// As [`try_grow`] for one more item: doubles the capacity when full.
+#[inline]
+pub fn try_push<T>(v: &mut Vec<T>, x: T, what: &str) -> Result<(), String> {
+    if v.len() == v.capacity() {
+        try_grow(v, v.capacity().max(16), what)?;
+    }
+    v.push(x);
+    Ok(())
+}
+
+/// Writes the out-of-memory message without allocating and exits with status 2.
+#[cold]
+fn fail(size: usize, over_budget: bool) -> ! {
+    let mut buf = [0u8; 512];
+    let mut w = &mut buf[..];
+    let _ = write!(w, "memtide: error: ");
+    if let Ok(c) = CONTEXT.try_lock() {
+        if !c.is_empty() {
+            let n = c.len().min(300);
+            let cut = (0..=n).rev().find(|&i| c.is_char_boundary(i)).unwrap_or(0);
+            let _ = write!(w, "{}: ", &c[..cut]);
+        }
+    }
+    let live = LIVE.load(Ordering::Relaxed).max(0);
+    if over_budget {
+        let _ = writeln!(
+            w,
+            "out of memory: allocating {size} B with {live} B in use exceeds the memory budget of {} B (MEMTIDE_MAX_MEMORY)",
+            LIMIT.load(Ordering::Relaxed)
+        );
+    } else {
+        let _ = writeln!(
+            w,
+            "out of memory: allocating {size} B failed (the input needs more memory than is available)"
+        );
+    }
+    let left = w.len();
+    let n = buf.len() - left;
+    let _ = std::io::stderr().write_all(&buf[..n]);
+    std::process::exit(2)
+}
+
+/// Counts `size` more bytes; false (and not counted) when that exceeds the budget.
+#[inline]
+pub fn admit(size: usize) -> bool {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return true;
+    }
+    let before = LIVE.fetch_add(size as i64, Ordering::Relaxed);
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if before.saturating_add(size as i64).max(0) as u64 > limit {
+        LIVE.fetch_sub(size as i64, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Counts `size` bytes freed.
+#[inline]
+pub fn release(size: usize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE.fetch_sub(size as i64, Ordering::Relaxed);
+    }
+}
+
+/// An allocation of `size` was refused (by the budget or the system): returns when the caller
+/// is inside [`try_grow`] (the allocator then returns null to `try_reserve`), otherwise
+/// prints the out-of-memory message and exits with status 2.
+#[cold]
+pub fn refused(size: usize, over_budget: bool) {
+    if FALLIBLE.try_with(|f| f.get()).unwrap_or(false) {
+        return;
+    }
+    fail(size, over_budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4G"), Some(4 << 30));
+        assert_eq!(parse_size("512m"), Some(512 << 20));
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("99999999999T"), None);
+    }
+
+    #[test]
+    fn try_grow_reports_instead_of_aborting() {
+        let mut v: Vec<u64> = Vec::new();
+        let e = try_grow(&mut v, usize::MAX / 4, "rows").expect_err("cannot fit");
+        assert!(e.contains("exceeds"), "{e}");
+        try_push(&mut v, 1, "rows").expect("one item fits");
+        assert_eq!(v, [1]);
+    }
+}

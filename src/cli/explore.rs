@@ -1,0 +1,88 @@
+//! The interactive screens from the command line: `memtide FILE` (explorer), `memtide A B`
+//! and `memtide diff A B` in a terminal (diff), `memtide lab` (cache lab). Builds each app from
+//! the parsed arguments and maps how it ended to the exit status.
+
+use super::{ExploreArgs, InputArgs, LabArgs, EXIT_ERROR};
+use crate::tui::{self, app::Outcome, diffview, follow, lab};
+use anyhow::{bail, Result};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Opens the explorer on the given files (two files: the diff screen).
+pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
+    if let [a, b] = args.files.as_slice() {
+        return open_diff(a, b, &args.input, args.theme.as_deref(), args.ascii);
+    }
+    let Some(path) = args.files.first() else {
+        bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
+    };
+    let theme = tui::theme(args.theme.as_deref())?;
+    let mut app = tui::app::App::new(
+        path.clone(),
+        super::load::load_options(&args.input),
+        theme,
+        args.ascii,
+    );
+    app.device_want = args.input.device.clone();
+    if args.follow.follow || args.follow.poll.is_some() {
+        app.follow = Some(follow::FollowState::new(args.follow.mode()));
+    }
+    if args.files.len() > 1 {
+        app.status = Some("showing the first file only".into());
+    }
+    let outcome = tui::run_in_terminal(
+        app,
+        "the explorer",
+        "for a report use `memtide summary FILE`",
+    )?;
+    Ok(exit(outcome))
+}
+
+/// Opens the cache lab screen (starts empty: the prediction is read before any step).
+pub fn lab(args: &LabArgs) -> Result<ExitCode> {
+    let theme = tui::theme(None)?;
+    let app = lab::app(args.capacity as usize, args.stride, theme, false);
+    let outcome = tui::run_in_terminal(
+        app,
+        "the lab screen",
+        "use `memtide lab --json` or `--text`",
+    )?;
+    Ok(exit(outcome))
+}
+
+/// Opens the diff screen on runs `a` and `b` (`memtide diff A B` in a terminal).
+pub fn diff(a: &Path, b: &Path, input: &InputArgs) -> Result<ExitCode> {
+    open_diff(a, b, input, None, false)
+}
+
+fn open_diff(
+    a: &Path,
+    b: &Path,
+    input: &InputArgs,
+    theme: Option<&str>,
+    ascii: bool,
+) -> Result<ExitCode> {
+    let theme = tui::theme(theme)?;
+    let mut app = diffview::app(
+        a.to_path_buf(),
+        b.to_path_buf(),
+        super::load::load_options(input),
+        theme,
+        ascii,
+    );
+    app.device_want = input.device.clone();
+    let outcome = tui::run_in_terminal(
+        app,
+        "the diff screen",
+        "for a report use `memtide diff A B`",
+    )?;
+    Ok(exit(outcome))
+}
+
+/// The exit status of a screen session: 2 when an input could not be read.
+pub fn exit(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::InputFailed => ExitCode::from(EXIT_ERROR),
+    }
+}
