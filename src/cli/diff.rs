@@ -57,7 +57,7 @@ fn peak_json(
             json!({
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
-                "time_us": memtide_core::analysis::summary::time_json(t.trace.time_us(p.at)),
+                "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
                 "bands": bands,
             })

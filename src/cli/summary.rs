@@ -130,7 +130,7 @@ pub fn render_text(s: &Summary) -> String {
                 let _ = write!(
                     at,
                     " · t={} us",
-                    memtide_core::analysis::summary::time_json(Some(t))
+                    memtide_core::analysis::summary_json::Micros(Some(t))
                 );
             }
             if let Some(m) = &p.mark {

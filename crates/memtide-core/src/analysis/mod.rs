@@ -7,6 +7,7 @@ pub mod infer;
 pub mod live;
 pub mod peak;
 pub mod summary;
+pub mod summary_json;
 pub mod trend;
 pub mod window_spec;
 pub mod windows;

@@ -1,14 +1,14 @@
-//! The headless report of one trace: the stable `summary --json` schema (DESIGN §7).
+//! The headless report of one trace (`summary`); its JSON form is [`super::summary_json`].
 
 use super::live::{entry, LiveEntry};
 use super::peak::{final_bytes, window_peak};
+use super::summary_json::SummaryJson;
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
 use super::windows::{all_windows, Window};
 use crate::index::Index;
 use crate::trace::{Band, Trace};
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// How many live storages the summary lists.
 pub const TOP_N: usize = 20;
@@ -213,199 +213,11 @@ impl Summary {
         }
     }
 
-    /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present).
+    /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present): the
+    /// [`SummaryJson`] schema as a value.
     pub fn to_json(&self, devices: &[String]) -> Value {
-        let mut o = Map::new();
-        o.insert("source".into(), self.source.clone().into());
-        o.insert("format".into(), self.format.clone().into());
-        o.insert("devices".into(), devices.to_vec().into());
-        o.insert("device".into(), self.device.clone().into());
-        o.insert("events".into(), self.events.into());
-        o.insert("axis".into(), "event".into());
-        o.insert(
-            "peak".into(),
-            match &self.peak {
-                None => Value::Null,
-                Some(p) => {
-                    let mut po = Map::new();
-                    po.insert("bytes".into(), p.bytes.into());
-                    if p.at_start {
-                        po.insert("index".into(), Value::Null);
-                        po.insert("source_index".into(), Value::Null);
-                        po.insert("at".into(), "start".into());
-                    } else {
-                        po.insert("index".into(), p.index.into());
-                        po.insert("source_index".into(), p.source_index.into());
-                        po.insert("at".into(), "event".into());
-                    }
-                    po.insert("time_us".into(), time_json(p.time_us));
-                    po.insert(
-                        "mark".into(),
-                        p.mark.clone().map_or(Value::Null, Value::from),
-                    );
-                    let mut bands = Map::new();
-                    for b in Band::ALL {
-                        bands.insert(b.name().into(), p.bands[b.idx()].into());
-                    }
-                    po.insert("bands".into(), bands.into());
-                    po.insert("bands_source".into(), self.bands_source.into());
-                    // Without identities the live set is unknown: null, never an empty list.
-                    match self.live_unavailable {
-                        Some(why) => {
-                            po.insert("live_count".into(), Value::Null);
-                            po.insert("live".into(), Value::Null);
-                            po.insert("live_unavailable".into(), why.into());
-                        }
-                        None => {
-                            po.insert("live_count".into(), p.live_count.into());
-                            po.insert(
-                                "live".into(),
-                                p.live.iter().map(live_json).collect::<Vec<_>>().into(),
-                            );
-                            po.insert("live_unavailable".into(), Value::Null);
-                        }
-                    }
-                    po.into()
-                }
-            },
-        );
-        o.insert(
-            "window".into(),
-            match &self.window {
-                None => serde_json::json!({"spec": "all", "label": "whole run"}),
-                Some(w) => serde_json::json!({
-                    "spec": w.spec, "label": w.label,
-                    "first_index": w.first_index, "last_index": w.last_index,
-                    "first_source_index": w.first_source_index,
-                    "last_source_index": w.last_source_index,
-                }),
-            },
-        );
-        o.insert("reserved_peak".into(), opt(self.reserved_peak));
-        o.insert("reserved_peak_index".into(), opt(self.reserved_peak_index));
-        o.insert(
-            "reserved_peak_at".into(),
-            match (self.reserved_peak, self.reserved_peak_at_start) {
-                (None, _) => Value::Null,
-                (Some(_), true) => "start".into(),
-                (Some(_), false) => "event".into(),
-            },
-        );
-        o.insert(
-            "allocator_settings".into(),
-            self.allocator_settings.clone().unwrap_or(Value::Null),
-        );
-        o.insert(
-            "reserved_peak_source_index".into(),
-            opt(self.reserved_peak_source_index),
-        );
-        o.insert("capacity".into(), opt(self.capacity));
-        o.insert("final_bytes".into(), self.final_bytes.into());
-        o.insert(
-            "unmatched_frees".into(),
-            opt(self.unmatched_frees_known.then_some(self.unmatched_frees)),
-        );
-        o.insert("skipped_lines".into(), self.skipped_lines.into());
-        o.insert("warnings".into(), self.warnings.clone().into());
-        o.insert("notes".into(), self.notes.clone().into());
-        o.insert("doubtful_warnings".into(), self.doubtful.clone().into());
-        o.insert(
-            "distributed".into(),
-            match &self.distributed {
-                None => Value::Null,
-                Some(d) => serde_json::json!({
-                    "rank": d.rank, "world_size": d.world_size, "backend": d.backend,
-                }),
-            },
-        );
-        o.insert(
-            "windows".into(),
-            self.windows
-                .iter()
-                .map(|w| {
-                    serde_json::json!({
-                        "kind": w.kind,
-                        "name": w.name,
-                        "first_index": w.first_index,
-                        "last_index": w.last_index,
-                        "first_source_index": w.first_source_index,
-                        "last_source_index": w.last_source_index,
-                        "peak_bytes": w.peak_bytes,
-                        "peak_index": w.peak_index,
-                        "peak_at": if w.peak_bytes.is_none() { None } else if w.peak_at_start { Some("start") } else { Some("event") },
-                        "peak_source_index": w.peak_source_index,
-                        "peak_time_us": time_json(w.peak_time_us),
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into(),
-        );
-        o.insert("steps".into(), trend_steps_json(&self.trend));
-        o.insert("trend".into(), trend_json(&self.trend));
-        o.into()
+        serde_json::to_value(SummaryJson::new(self, devices))
+            // Cannot fail: the schema holds only strings, numbers, maps and JSON values.
+            .unwrap_or(Value::Null)
     }
-}
-
-/// The per-step table: baseline (bytes live at the step's start) and peak.
-pub fn trend_steps_json(t: &Trend) -> Value {
-    t.steps
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "name": s.name, "baseline": s.baseline.0, "peak": s.peak.0,
-            })
-        })
-        .collect::<Vec<_>>()
-        .into()
-}
-
-/// Baseline growth after the warm-up step and the surviving allocations when it rises.
-pub fn trend_json(t: &Trend) -> Value {
-    serde_json::json!({
-        "growth": t.growth,
-        "growth_bytes": t.growth_bytes.map(|d| d as i64),
-        "rising": t.rising,
-        "probable_leak": t.rising,
-        "survivors": t.survivors.iter().map(|s| serde_json::json!({
-            "name": s.name, "frame": s.frame, "bytes": s.bytes.0, "count": s.count, "steps": s.steps,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-fn opt(v: Option<u64>) -> Value {
-    v.map_or(Value::Null, Value::from)
-}
-
-/// Times print as integers when whole (snapshot µs), else as exact decimals (Kineto).
-pub fn time_json(t: Option<f64>) -> Value {
-    match t {
-        None => Value::Null,
-        Some(t) if t.fract() == 0.0 && t.abs() < 9.0e15 => Value::from(t as i64),
-        Some(t) => serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number),
-    }
-}
-
-fn live_json(e: &LiveEntry) -> Value {
-    #[derive(Serialize)]
-    struct L<'a> {
-        bytes: u64,
-        band: &'a str,
-        category: &'a str,
-        name: &'a str,
-        frame: &'a str,
-        views: usize,
-        retained_by_view: bool,
-        inferred: bool,
-    }
-    serde_json::to_value(L {
-        bytes: e.bytes.0,
-        band: e.band.name(),
-        category: e.category,
-        name: &e.name,
-        frame: &e.frame,
-        views: e.views,
-        retained_by_view: e.retained_by_view,
-        inferred: e.inferred,
-    })
-    .unwrap_or(Value::Null)
 }

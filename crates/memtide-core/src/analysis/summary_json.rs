@@ -1,0 +1,325 @@
+//! The `summary --json` schema (DESIGN §7) as serde-derived structs: one struct per JSON
+//! object, fields in the order the keys are written. Built from a [`Summary`]; a figure that
+//! cannot be known is `null`, never 0.
+
+use super::live::LiveEntry;
+use super::summary::{Summary, WindowReport};
+use super::trend::Trend;
+use crate::trace::Band;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One device's report, as `summary --json` prints it.
+#[derive(Serialize)]
+pub struct SummaryJson<'a> {
+    pub source: &'a str,
+    pub format: &'a str,
+    pub devices: &'a [String],
+    pub device: &'a str,
+    pub events: u64,
+    /// The index space every `index` refers to (always `"event"`).
+    pub axis: &'static str,
+    pub peak: Option<PeakJson<'a>>,
+    pub window: WindowJson<'a>,
+    pub reserved_peak: Option<u64>,
+    pub reserved_peak_index: Option<u64>,
+    /// `"start"` (the initial state), `"event"`, or null without a reserved figure.
+    pub reserved_peak_at: Option<&'static str>,
+    pub allocator_settings: Option<&'a Value>,
+    pub reserved_peak_source_index: Option<u64>,
+    pub capacity: Option<u64>,
+    pub final_bytes: u64,
+    /// Null when the source names no allocation (whether a free matched is unknowable).
+    pub unmatched_frees: Option<u64>,
+    pub skipped_lines: u64,
+    pub warnings: &'a [String],
+    pub notes: &'a [String],
+    pub doubtful_warnings: &'a [String],
+    pub distributed: Option<DistributedJson<'a>>,
+    pub windows: Vec<WindowPeakJson<'a>>,
+    pub steps: Vec<StepJson<'a>>,
+    pub trend: TrendJson<'a>,
+}
+
+/// The peak and the live set there.
+#[derive(Serialize)]
+pub struct PeakJson<'a> {
+    pub bytes: u64,
+    /// Null when the peak is the initial state (`"at": "start"`).
+    pub index: Option<u64>,
+    pub source_index: Option<u64>,
+    pub at: &'static str,
+    pub time_us: Micros,
+    pub mark: Option<&'a str>,
+    pub bands: BandBytes,
+    pub bands_source: &'a str,
+    /// Null (with `live_unavailable` saying why) when the source names no allocation.
+    pub live_count: Option<usize>,
+    pub live: Option<Vec<LiveJson<'a>>>,
+    pub live_unavailable: Option<&'a str>,
+}
+
+/// One live storage at the peak.
+#[derive(Serialize)]
+pub struct LiveJson<'a> {
+    pub bytes: u64,
+    pub band: &'a str,
+    pub category: &'a str,
+    pub name: &'a str,
+    pub frame: &'a str,
+    pub views: usize,
+    pub retained_by_view: bool,
+    pub inferred: bool,
+}
+
+/// The measurement window of the peak (`{"spec":"all","label":"whole run"}` for the run).
+#[derive(Serialize)]
+pub struct WindowJson<'a> {
+    pub spec: &'a str,
+    pub label: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_source_index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_source_index: Option<u64>,
+}
+
+/// `distributedInfo` of a snapshot.
+#[derive(Serialize)]
+pub struct DistributedJson<'a> {
+    pub rank: Option<u64>,
+    pub world_size: Option<u64>,
+    pub backend: Option<&'a str>,
+}
+
+/// The peak of one window (a step, a mark span).
+#[derive(Serialize)]
+pub struct WindowPeakJson<'a> {
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub first_index: u64,
+    pub last_index: u64,
+    pub first_source_index: u64,
+    pub last_source_index: u64,
+    pub peak_bytes: Option<u64>,
+    pub peak_index: Option<u64>,
+    pub peak_at: Option<&'static str>,
+    pub peak_source_index: Option<u64>,
+    pub peak_time_us: Micros,
+}
+
+/// One row of the per-step table: bytes live at the step's start, and its peak.
+#[derive(Serialize)]
+pub struct StepJson<'a> {
+    pub name: &'a str,
+    pub baseline: u64,
+    pub peak: u64,
+}
+
+/// Baseline growth after the warm-up step and the survivors when it rises.
+#[derive(Serialize)]
+pub struct TrendJson<'a> {
+    pub growth: Option<f64>,
+    pub growth_bytes: Option<i64>,
+    pub rising: bool,
+    pub probable_leak: bool,
+    pub survivors: Vec<SurvivorJson<'a>>,
+}
+
+/// Allocations made in the steps and still alive when the baseline rises.
+#[derive(Serialize)]
+pub struct SurvivorJson<'a> {
+    pub name: &'a str,
+    pub frame: &'a str,
+    pub bytes: u64,
+    pub count: usize,
+    pub steps: &'a [String],
+}
+
+/// A time in µs: an integer when whole (snapshot µs), else the exact decimal (Kineto); null
+/// when the source has no clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Micros(pub Option<f64>);
+
+impl Serialize for Micros {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            None => s.serialize_none(),
+            Some(t) if t.fract() == 0.0 && t.abs() < 9.0e15 => s.serialize_i64(t as i64),
+            Some(t) if t.is_finite() => s.serialize_f64(t),
+            Some(_) => s.serialize_none(),
+        }
+    }
+}
+
+/// The JSON form (`123`, `1.5`), or `null` without a time.
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+/// Bytes per band, keyed by band name in band order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BandBytes(pub [u64; Band::COUNT]);
+
+impl Serialize for BandBytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(Band::COUNT))?;
+        for b in Band::ALL {
+            m.serialize_entry(b.name(), &self.0[b.idx()])?;
+        }
+        m.end()
+    }
+}
+
+impl<'a> SummaryJson<'a> {
+    /// The schema view of `s`; `devices` lists every device of the file.
+    pub fn new(s: &'a Summary, devices: &'a [String]) -> SummaryJson<'a> {
+        SummaryJson {
+            source: &s.source,
+            format: &s.format,
+            devices,
+            device: &s.device,
+            events: s.events,
+            axis: "event",
+            peak: s.peak.as_ref().map(|p| PeakJson {
+                bytes: p.bytes,
+                index: (!p.at_start).then_some(p.index),
+                source_index: (!p.at_start).then_some(p.source_index),
+                at: if p.at_start { "start" } else { "event" },
+                time_us: Micros(p.time_us),
+                mark: p.mark.as_deref(),
+                bands: BandBytes(p.bands),
+                bands_source: s.bands_source,
+                live_count: s.live_unavailable.is_none().then_some(p.live_count),
+                live: s
+                    .live_unavailable
+                    .is_none()
+                    .then(|| p.live.iter().map(LiveJson::new).collect()),
+                live_unavailable: s.live_unavailable,
+            }),
+            window: match &s.window {
+                None => WindowJson {
+                    spec: "all",
+                    label: "whole run",
+                    first_index: None,
+                    last_index: None,
+                    first_source_index: None,
+                    last_source_index: None,
+                },
+                Some(w) => WindowJson {
+                    spec: &w.spec,
+                    label: &w.label,
+                    first_index: Some(w.first_index),
+                    last_index: Some(w.last_index),
+                    first_source_index: Some(w.first_source_index),
+                    last_source_index: Some(w.last_source_index),
+                },
+            },
+            reserved_peak: s.reserved_peak,
+            reserved_peak_index: s.reserved_peak_index,
+            reserved_peak_at: s.reserved_peak.map(|_| {
+                if s.reserved_peak_at_start {
+                    "start"
+                } else {
+                    "event"
+                }
+            }),
+            allocator_settings: s.allocator_settings.as_ref(),
+            reserved_peak_source_index: s.reserved_peak_source_index,
+            capacity: s.capacity,
+            final_bytes: s.final_bytes,
+            unmatched_frees: s.unmatched_frees_known.then_some(s.unmatched_frees),
+            skipped_lines: s.skipped_lines,
+            warnings: &s.warnings,
+            notes: &s.notes,
+            doubtful_warnings: &s.doubtful,
+            distributed: s.distributed.as_ref().map(|d| DistributedJson {
+                rank: d.rank,
+                world_size: d.world_size,
+                backend: d.backend.as_deref(),
+            }),
+            windows: s.windows.iter().map(WindowPeakJson::new).collect(),
+            steps: StepJson::all(&s.trend),
+            trend: TrendJson::new(&s.trend),
+        }
+    }
+}
+
+impl<'a> LiveJson<'a> {
+    fn new(e: &'a LiveEntry) -> LiveJson<'a> {
+        LiveJson {
+            bytes: e.bytes.0,
+            band: e.band.name(),
+            category: e.category,
+            name: &e.name,
+            frame: &e.frame,
+            views: e.views,
+            retained_by_view: e.retained_by_view,
+            inferred: e.inferred,
+        }
+    }
+}
+
+impl<'a> WindowPeakJson<'a> {
+    fn new(w: &'a WindowReport) -> WindowPeakJson<'a> {
+        WindowPeakJson {
+            kind: w.kind,
+            name: &w.name,
+            first_index: w.first_index,
+            last_index: w.last_index,
+            first_source_index: w.first_source_index,
+            last_source_index: w.last_source_index,
+            peak_bytes: w.peak_bytes,
+            peak_index: w.peak_index,
+            peak_at: w
+                .peak_bytes
+                .map(|_| if w.peak_at_start { "start" } else { "event" }),
+            peak_source_index: w.peak_source_index,
+            peak_time_us: Micros(w.peak_time_us),
+        }
+    }
+}
+
+impl<'a> StepJson<'a> {
+    /// The per-step table of `t`.
+    pub fn all(t: &'a Trend) -> Vec<StepJson<'a>> {
+        t.steps
+            .iter()
+            .map(|s| StepJson {
+                name: &s.name,
+                baseline: s.baseline.0,
+                peak: s.peak.0,
+            })
+            .collect()
+    }
+}
+
+impl<'a> TrendJson<'a> {
+    /// The trend object of `t`.
+    pub fn new(t: &'a Trend) -> TrendJson<'a> {
+        TrendJson {
+            growth: t.growth,
+            growth_bytes: t.growth_bytes.map(|d| d as i64),
+            rising: t.rising,
+            probable_leak: t.rising,
+            survivors: t
+                .survivors
+                .iter()
+                .map(|s| SurvivorJson {
+                    name: &s.name,
+                    frame: &s.frame,
+                    bytes: s.bytes.0,
+                    count: s.count,
+                    steps: &s.steps,
+                })
+                .collect(),
+        }
+    }
+}
