@@ -100,9 +100,25 @@ fn bytes_both(n: u64) -> String {
     format!("{} ({} B)", human_bytes(n), grouped(n))
 }
 
-/// The human report (binary units, with exact bytes beside them).
+/// The human report (binary units, with exact bytes beside them), section by section.
 pub fn render_text(s: &Summary) -> String {
     let mut o = String::new();
+    for section in [
+        header,
+        peak,
+        figures,
+        live_set,
+        windows,
+        steps,
+        notes_and_warnings,
+    ] {
+        section(&mut o, s);
+    }
+    o
+}
+
+/// Source, format, device, rank, event count.
+fn header(o: &mut String, s: &Summary) {
     let _ = writeln!(
         o,
         "memtide summary · {} · {} · {}",
@@ -113,6 +129,10 @@ pub fn render_text(s: &Summary) -> String {
     }
     let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
     let _ = writeln!(o, "events           {} (event axis)", grouped(s.events));
+}
+
+/// The peak, where it is, and its bands.
+fn peak(o: &mut String, s: &Summary) {
     match &s.peak {
         None => {
             let _ = writeln!(o, "peak             unavailable (no events)");
@@ -162,6 +182,10 @@ pub fn render_text(s: &Summary) -> String {
             }
         }
     }
+}
+
+/// Reserved peak, capacity, final bytes, allocator settings, unmatched frees.
+fn figures(o: &mut String, s: &Summary) {
     let _ = writeln!(
         o,
         "reserved peak    {}",
@@ -196,6 +220,10 @@ pub fn render_text(s: &Summary) -> String {
     if s.skipped_lines > 0 {
         let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
     }
+}
+
+/// The biggest storages live at the peak (or why the live set is unknown).
+fn live_set(o: &mut String, s: &Summary) {
     if let (Some(_), Some(why)) = (&s.peak, s.live_unavailable) {
         let _ = writeln!(o, "\nlive at the peak: {why}");
     } else if let Some(p) = &s.peak {
@@ -241,12 +269,20 @@ pub fn render_text(s: &Summary) -> String {
             );
         }
     }
+}
+
+/// The peak of each window.
+fn windows(o: &mut String, s: &Summary) {
     if !s.windows.is_empty() {
         let _ = writeln!(o, "\nwindows:");
         for w in &s.windows {
             let _ = writeln!(o, "  {}", window_line(w));
         }
     }
+}
+
+/// The per-step table and the baseline trend.
+fn steps(o: &mut String, s: &Summary) {
     let t = &s.trend;
     if !t.steps.is_empty() {
         let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
@@ -291,6 +327,10 @@ pub fn render_text(s: &Summary) -> String {
             }
         }
     }
+}
+
+/// Notes, then warnings (those that put the figures in doubt marked `!`).
+fn notes_and_warnings(o: &mut String, s: &Summary) {
     if !s.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");
         for n in &s.notes {
@@ -311,7 +351,6 @@ pub fn render_text(s: &Summary) -> String {
             );
         }
     }
-    o
 }
 
 /// A frame without the site-packages prefix (`torch/nn/functional.py:1777:relu`).
