@@ -474,7 +474,13 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                 _ => Format::SnapshotJson,
             };
             match memtide_core::formats::snapshot::read("fuzz", i, format, &opts, &progress) {
-                Ok(mut traces) => {
+                Ok((histories, mut traces)) => {
+                    // The allocator model must take any decoded file without panicking.
+                    for h in histories {
+                        let m = memtide_core::allocator::Model::build(h);
+                        let _ = m.after(m.len() / 2).totals();
+                        let _ = memtide_core::allocator::allocator_at_end(&m.history().segments);
+                    }
                     memtide_core::load::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true

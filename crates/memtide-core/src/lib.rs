@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocator;
 pub mod analysis;
 pub mod budget;
 pub mod formats;

@@ -70,6 +70,7 @@ pub fn load_followable(
             loaded: Loaded {
                 format: Format::Jsonl,
                 traces: vec![trace],
+                allocators: Vec::new(),
             },
             decoder: Some(decoder),
             offset,

@@ -40,6 +40,9 @@ pub struct LoadOptions {
 pub struct Loaded {
     pub format: Format,
     pub traces: Vec<Trace>,
+    /// Snapshots: the allocator history of each CUDA device (segments and blocks over time;
+    /// [`crate::allocator`]), matched to `traces` by device name. Empty for other formats.
+    pub allocators: Vec<crate::allocator::History>,
 }
 
 /// Reads `path` whole, detecting its format from content (no category inference: see
@@ -60,16 +63,23 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
             describe_head(&input.head)
         )));
     };
+    let mut allocators = Vec::new();
     let traces = match format {
         Format::Jsonl => vec![read_jsonl(&source_name, input, opts)?],
         Format::SnapshotPickle | Format::SnapshotJson => {
-            snapshot::read(&source_name, input, format, opts, progress)?
+            let (h, t) = snapshot::read(&source_name, input, format, opts, progress)?;
+            allocators = h;
+            t
         }
         Format::Kineto | Format::MemoryTimeline => {
             kineto::read(&source_name, input, format, opts, progress)?
         }
     };
-    Ok(Loaded { format, traces })
+    Ok(Loaded {
+        format,
+        traces,
+        allocators,
+    })
 }
 
 /// Refuses a trace whose byte sums overflow (checked after inference, which moves bytes

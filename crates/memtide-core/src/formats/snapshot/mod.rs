@@ -10,6 +10,7 @@ pub mod from_pickle;
 mod json_fast;
 pub mod raw;
 pub mod timeline;
+pub mod to_allocator;
 
 use super::detect::Format;
 use super::error::FormatError;
@@ -18,19 +19,29 @@ use super::LoadOptions;
 use crate::trace::{BandsSource, Trace};
 use raw::Raw;
 
-/// Reads every device of a snapshot.
+/// Reads every device of a snapshot: its traces and the allocator history of each CUDA device.
 pub fn read(
     source: &str,
     input: Input,
     format: Format,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<Vec<Trace>, FormatError> {
+) -> Result<(Vec<crate::allocator::History>, Vec<Trace>), FormatError> {
     let raw = decode(input, format, opts.cpp_frames, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
-    Ok(build(&raw, source))
+    let traces = build(&raw, source);
+    Ok((histories(&raw, &traces), traces))
+}
+
+/// The allocator history of each CUDA device among `traces` ("cuda:N"), in trace order.
+pub fn histories(raw: &Raw, traces: &[Trace]) -> Vec<crate::allocator::History> {
+    traces
+        .iter()
+        .filter_map(|t| t.device.strip_prefix("cuda:")?.parse::<usize>().ok())
+        .map(|d| to_allocator::history(raw, d))
+        .collect()
 }
 
 /// Decodes the file into [`Raw`] (no replay yet).

@@ -1,0 +1,34 @@
+//! The caching-allocator model: segments and blocks by address over time, replayed from a
+//! snapshot's trace entries and anchored to its final `segments`, with checkpoints so the
+//! state at any event is a copy plus a short replay; PyTorch's rounding rules; the totals of
+//! the final segments (`allocator_at_end`); and the OOM explanation.
+//!
+//! This module depends on no reader: `formats::snapshot` turns a decoded file into a
+//! [`History`] per device (`Loaded::allocators`).
+//!
+//! ```
+//! use memtide_core::allocator::{History, Entry, Op, Model};
+//! let h = History {
+//!     device: "cuda:0".into(),
+//!     entries: vec![
+//!         Entry { op: Op::SegmentAlloc, addr: 0x1000_0000, size: 2 << 20, stream: 0, pool: 0 },
+//!         Entry { op: Op::Alloc, addr: 0x1000_0000, size: 1000, stream: 0, pool: 0 },
+//!     ],
+//!     ..History::default()
+//! };
+//! let m = Model::build(h);
+//! let t = m.after(1).totals();
+//! assert_eq!((t.reserved, t.allocated, t.free_in_reserve), (2 << 20, 1024, (2 << 20) - 1024));
+//! ```
+
+pub mod at_end;
+pub mod explain;
+pub mod replay;
+pub mod rounding;
+pub mod state;
+
+pub use at_end::{allocator_at_end, AllocatorAtEnd};
+pub use explain::{explain, OomExplanation, OomFacts, PoolFacts, Verdict};
+pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, ReplayReport};
+pub use rounding::PoolKind;
+pub use state::{BlockState, BlockView, PoolId, PoolKey, PoolTotals, SegmentView, State, Totals};

@@ -1,0 +1,459 @@
+//! Replaying a device's trace entries into allocator states. The input ([`History`]) is what
+//! a snapshot records: the entries in order and the final `segments`. The state before the
+//! first entry is solved from both: segments are the final ones with the trace's segment
+//! events undone newest first; blocks live from the start are the frees whose alloc the ring
+//! buffer dropped and the final active blocks the trace never allocated. Then each entry is
+//! applied forward.
+
+use super::rounding::{round_size, segment_kind, PoolKind, LARGE_BUFFER};
+use super::state::{Active, BlockState, PoolId, SegMeta, State};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// A trace entry's action, as far as the allocator state is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    /// `addr` is the driver's free bytes (`device_free`), `size` the rounded request.
+    Oom,
+    /// Anything that does not change the state (snapshot, annotate, unknown actions).
+    Other,
+}
+
+/// One trace entry (32 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub addr: u64,
+    pub size: u64,
+    pub stream: u64,
+    /// Index into [`History::pools`] (0: the default pool).
+    pub pool: u32,
+    pub op: Op,
+}
+
+/// A block of the final `segments`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FinalBlock {
+    pub size: u64,
+    pub requested: u64,
+    pub state: BlockState,
+}
+
+/// A segment of the final `segments`: blocks tile it from `address` in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FinalSegment {
+    pub address: u64,
+    pub total_size: u64,
+    pub stream: u64,
+    pub pool_id: PoolId,
+    /// `segment_type` (None when the file does not say).
+    pub kind: Option<PoolKind>,
+    pub expandable: bool,
+    pub blocks: Vec<FinalBlock>,
+}
+
+impl FinalSegment {
+    /// The pool set the segment belongs to: its `segment_type`, else inferred from its size.
+    pub fn pool_kind(&self) -> PoolKind {
+        self.kind.unwrap_or_else(|| segment_kind(self.total_size))
+    }
+
+    fn meta(&self) -> SegMeta {
+        SegMeta {
+            stream: self.stream,
+            pool_id: self.pool_id,
+            kind: self.pool_kind(),
+            expandable: self.expandable,
+        }
+    }
+}
+
+/// One device's allocator history: what [`Model`] replays.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// The device ("cuda:0") of the trace this history belongs to.
+    pub device: String,
+    pub entries: Vec<Entry>,
+    /// Pool ids named by entries (index 0 is the default pool).
+    pub pools: Vec<PoolId>,
+    pub segments: Vec<FinalSegment>,
+}
+
+/// What the replay met that a faithful file would not have.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplayReport {
+    /// Allocs over active blocks (the older ones are dropped).
+    pub overwritten: u64,
+    /// `free_requested` / `free_completed` of an address with no active block.
+    pub unmatched_frees: u64,
+    /// Bytes mapped while already mapped.
+    pub double_mapped: u64,
+    /// Bytes unmapped or freed that were not mapped.
+    pub unmatched_unmap: u64,
+    /// Reserved bytes at the end of the replay and in the final segments.
+    pub end_reserved: u64,
+    pub final_reserved: u64,
+    /// Active blocks at the end of the replay that the final segments do not have, and the
+    /// converse.
+    pub end_extra_blocks: u64,
+    pub end_missing_blocks: u64,
+}
+
+impl ReplayReport {
+    /// Whether the replay ends exactly at the final segments.
+    pub fn consistent(&self) -> bool {
+        self.end_reserved == self.final_reserved
+            && self.end_extra_blocks == 0
+            && self.end_missing_blocks == 0
+    }
+}
+
+impl History {
+    /// The pool id of an entry.
+    pub fn pool_of(&self, e: &Entry) -> PoolId {
+        self.pools.get(e.pool as usize).copied().unwrap_or_default()
+    }
+
+    /// The final active blocks by address (addresses are running sums, as MemoryViz does).
+    pub fn final_blocks(&self) -> Vec<(u64, FinalBlock, &FinalSegment)> {
+        let mut out = Vec::new();
+        for s in &self.segments {
+            let mut addr = s.address;
+            for b in &s.blocks {
+                out.push((addr, *b, s));
+                addr = addr.wrapping_add(b.size);
+            }
+        }
+        out
+    }
+
+    /// The state before the first entry.
+    pub fn initial_state(&self) -> State {
+        let mut st = State::new();
+        for s in &self.segments {
+            st.map(s.address, s.address.saturating_add(s.total_size), s.meta());
+        }
+        let finals = self.final_kinds();
+        for e in self.entries.iter().rev() {
+            let (a, b) = (e.addr, e.addr.saturating_add(e.size));
+            match e.op {
+                Op::SegmentAlloc | Op::SegmentMap => {
+                    st.unmap(a, b);
+                }
+                Op::SegmentFree | Op::SegmentUnmap => {
+                    let meta = self.meta_for(e, &finals);
+                    st.map(a, b, meta);
+                }
+                _ => {}
+            }
+        }
+        // Blocks live from the start.
+        let mut live: FxHashSet<u64> = FxHashSet::default();
+        let mut requested_first: FxHashSet<u64> = FxHashSet::default();
+        let mut seen_unmatched: FxHashSet<u64> = FxHashSet::default();
+        for e in &self.entries {
+            match e.op {
+                Op::Alloc => {
+                    live.insert(e.addr);
+                }
+                Op::FreeRequested if !live.contains(&e.addr) => {
+                    requested_first.insert(e.addr);
+                }
+                Op::FreeCompleted if !live.remove(&e.addr) && seen_unmatched.insert(e.addr) => {
+                    st.put_block(
+                        e.addr,
+                        Active {
+                            size: round_size(e.size),
+                            requested: e.size,
+                            pending: false,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        for (addr, b, _) in self.final_blocks() {
+            let active = matches!(b.state, BlockState::Allocated | BlockState::PendingFree);
+            if active && !live.contains(&addr) && !seen_unmatched.contains(&addr) {
+                let pending =
+                    b.state == BlockState::PendingFree && !requested_first.contains(&addr);
+                st.put_block(
+                    addr,
+                    Active {
+                        size: b.size,
+                        requested: b.requested,
+                        pending,
+                    },
+                );
+            }
+        }
+        st
+    }
+
+    /// Final segments by start: (end, kind), to name the pool set of a range the trace maps.
+    fn final_kinds(&self) -> BTreeMap<u64, (u64, PoolKind)> {
+        self.segments
+            .iter()
+            .map(|s| {
+                (
+                    s.address,
+                    (s.address.saturating_add(s.total_size), s.pool_kind()),
+                )
+            })
+            .collect()
+    }
+
+    fn meta_for(&self, e: &Entry, finals: &BTreeMap<u64, (u64, PoolKind)>) -> SegMeta {
+        let expandable = matches!(e.op, Op::SegmentMap | Op::SegmentUnmap);
+        let known = finals
+            .range(..=e.addr)
+            .next_back()
+            .filter(|&(_, &(end, _))| end > e.addr)
+            .map(|(_, &(_, k))| k);
+        // Expandable large-pool segments grow by 20 MiB pages, small ones by 2 MiB.
+        let kind = known.unwrap_or(if expandable {
+            if e.size.is_multiple_of(LARGE_BUFFER) {
+                PoolKind::Large
+            } else {
+                PoolKind::Small
+            }
+        } else {
+            segment_kind(e.size)
+        });
+        SegMeta {
+            stream: e.stream,
+            pool_id: self.pool_of(e),
+            kind,
+            expandable,
+        }
+    }
+
+    /// A forward replayer starting at [`History::initial_state`].
+    pub fn replayer(&self) -> Replayer<'_> {
+        Replayer {
+            history: self,
+            finals: self.final_kinds(),
+            state: self.initial_state(),
+            next: 0,
+            report: ReplayReport::default(),
+        }
+    }
+
+    /// The states before each of `at` (entry indices, ascending), in one pass.
+    pub fn states_before(&self, at: &[usize]) -> Vec<State> {
+        let mut r = self.replayer();
+        at.iter()
+            .map(|&i| {
+                r.advance_to(i);
+                r.state.clone()
+            })
+            .collect()
+    }
+
+    /// Checks the replay's end against the final segments.
+    pub fn check_end(&self, end: &State, report: &mut ReplayReport) {
+        report.end_reserved = end.totals().reserved;
+        report.final_reserved = self
+            .segments
+            .iter()
+            .fold(0u64, |a, s| a.saturating_add(s.total_size));
+        let finals: FxHashMap<u64, FinalBlock> = self
+            .final_blocks()
+            .into_iter()
+            .filter(|(_, b, _)| matches!(b.state, BlockState::Allocated | BlockState::PendingFree))
+            .map(|(a, b, _)| (a, b))
+            .collect();
+        report.end_extra_blocks = end
+            .blocks
+            .keys()
+            .filter(|a| !finals.contains_key(a))
+            .count() as u64;
+        report.end_missing_blocks = finals
+            .keys()
+            .filter(|a| !end.blocks.contains_key(a))
+            .count() as u64;
+    }
+}
+
+/// Applies entries forward from the initial state.
+pub struct Replayer<'a> {
+    history: &'a History,
+    finals: BTreeMap<u64, (u64, PoolKind)>,
+    pub state: State,
+    /// Entries applied so far.
+    pub next: usize,
+    pub report: ReplayReport,
+}
+
+impl Replayer<'_> {
+    /// Applies entries until `n` have been applied (no-op when already past).
+    pub fn advance_to(&mut self, n: usize) {
+        let n = n.min(self.history.entries.len());
+        while self.next < n {
+            if let Some(e) = self.history.entries.get(self.next) {
+                apply(
+                    &mut self.state,
+                    e,
+                    self.history,
+                    &self.finals,
+                    &mut self.report,
+                );
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// Applies one entry.
+fn apply(
+    st: &mut State,
+    e: &Entry,
+    h: &History,
+    finals: &BTreeMap<u64, (u64, PoolKind)>,
+    rep: &mut ReplayReport,
+) {
+    let (a, b) = (e.addr, e.addr.saturating_add(e.size));
+    match e.op {
+        Op::Alloc => rep.overwritten += st.alloc(e.addr, e.size),
+        Op::FreeRequested => {
+            if !st.free_requested(e.addr) {
+                rep.unmatched_frees += 1;
+            }
+        }
+        Op::FreeCompleted => {
+            if !st.free_completed(e.addr) {
+                rep.unmatched_frees += 1;
+            }
+        }
+        Op::SegmentAlloc | Op::SegmentMap => {
+            let meta = h.meta_for(e, finals);
+            rep.double_mapped += st.map(a, b, meta);
+        }
+        Op::SegmentFree | Op::SegmentUnmap => rep.unmatched_unmap += st.unmap(a, b),
+        Op::Oom | Op::Other => {}
+    }
+}
+
+/// The replayed history with checkpoints: the state at any entry without a replay from the
+/// start (a checkpoint's copy, then at most one checkpoint interval of entries).
+#[derive(Clone, Debug)]
+pub struct Model {
+    history: History,
+    /// `checkpoints[k]` = the state after `k * every` entries.
+    checkpoints: Vec<State>,
+    every: usize,
+    end: State,
+    report: ReplayReport,
+    finals: BTreeMap<u64, (u64, PoolKind)>,
+}
+
+/// Checkpoint memory budget, in stored blocks and segments (about 48 B each).
+const CHECKPOINT_BUDGET: usize = 4 << 20;
+
+impl Model {
+    /// Replays `history` once, keeping checkpoints (every 4,096 entries at first; the
+    /// interval doubles whenever they would hold more than [`CHECKPOINT_BUDGET`] items).
+    pub fn build(history: History) -> Model {
+        let mut every = 4096usize;
+        let mut checkpoints = Vec::new();
+        let mut held = 0usize;
+        let (end, mut report) = {
+            let mut r = history.replayer();
+            checkpoints.push(r.state.clone());
+            held += r.state.active_count() + r.state.segment_count();
+            let n = history.entries.len();
+            let mut at = every;
+            while at <= n {
+                r.advance_to(at);
+                checkpoints.push(r.state.clone());
+                held += r.state.active_count() + r.state.segment_count();
+                if held > CHECKPOINT_BUDGET {
+                    // Keep every other checkpoint: the interval doubles.
+                    checkpoints = checkpoints.into_iter().step_by(2).collect();
+                    held = checkpoints
+                        .iter()
+                        .map(|s| s.active_count() + s.segment_count())
+                        .sum();
+                    every *= 2;
+                }
+                at = checkpoints.len() * every;
+            }
+            r.advance_to(n);
+            (r.state, r.report)
+        };
+        history.check_end(&end, &mut report);
+        let finals = history.final_kinds();
+        Model {
+            finals,
+            history,
+            checkpoints,
+            every,
+            end,
+            report,
+        }
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn report(&self) -> &ReplayReport {
+        &self.report
+    }
+
+    /// Number of entries (events on the event axis).
+    pub fn len(&self) -> usize {
+        self.history.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.history.entries.is_empty()
+    }
+
+    /// The checkpoint interval, in entries.
+    pub fn checkpoint_interval(&self) -> usize {
+        self.every
+    }
+
+    /// The state before the first entry.
+    pub fn at_start(&self) -> State {
+        self.before(0)
+    }
+
+    /// The state after the last entry.
+    pub fn at_end(&self) -> &State {
+        &self.end
+    }
+
+    /// The state once entries `0..n` are applied (`n` is clamped to the length).
+    pub fn before(&self, n: usize) -> State {
+        let n = n.min(self.len());
+        let k = (n / self.every).min(self.checkpoints.len().saturating_sub(1));
+        let Some(base) = self.checkpoints.get(k) else {
+            return self.history.initial_state();
+        };
+        let mut st = base.clone();
+        let mut rep = ReplayReport::default();
+        for e in self
+            .history
+            .entries
+            .get(k * self.every..n)
+            .unwrap_or_default()
+        {
+            apply(&mut st, e, &self.history, &self.finals, &mut rep);
+        }
+        st
+    }
+
+    /// The state after event `i` (entry `i` applied): what the timeline shows at `#i`.
+    pub fn after(&self, i: usize) -> State {
+        self.before(i.saturating_add(1))
+    }
+}

@@ -1,0 +1,119 @@
+//! PyTorch's caching-allocator size rules: the 512 B rounding of a request, the pool it is
+//! served from (small ≤ 1 MiB, large above) and the size of the segment `cudaMalloc` would be
+//! asked for when no cached block fits.
+//!
+//! Source: `c10/cuda/CUDACachingAllocator.cpp` (pytorch/pytorch, read at commit
+//! 001074d25084fdb87a799823e395a50f5ec044d3):
+//! - the constants `kMinBlockSize = 512` ("all sizes are rounded to at least 512 bytes"),
+//!   `kSmallSize = 1048576` ("largest "small" allocation is 1 MiB"), `kSmallBuffer = 2097152`
+//!   ("small" allocations are packed in 2 MiB blocks), `kMinLargeAlloc = 10485760`
+//!   ("allocations between 1 and 10 MiB may use kLargeBuffer"), `kRoundLarge = 2097152`
+//!   ("round up large allocations to 2 MiB") and `kLargeBuffer = 20971520`, all defined at
+//!   the top of the file, just after `Note [Interaction with CUDA graph capture]`;
+//! - `DeviceCachingAllocator::round_size(size)`: below `kMinBlockSize` → `kMinBlockSize`,
+//!   else `kMinBlockSize * ceil(size / kMinBlockSize)` (unless `roundup_power2_divisions` is
+//!   configured: not modelled, see [`round_size`]);
+//! - `DeviceCachingAllocator::get_pool(size, stream)`: `size <= kSmallSize` → the small pool,
+//!   else the large one (of the private pool when a CUDA-graph capture / MemPool is active);
+//! - `DeviceCachingAllocator::get_allocation_size(size)`: `size <= kSmallSize` →
+//!   `kSmallBuffer`; `size < kMinLargeAlloc` → `kLargeBuffer`; else `kRoundLarge *
+//!   ceil(size / kRoundLarge)`;
+//! - `DeviceCachingAllocator::malloc`: `size = round_size(orig_size)`, then
+//!   `AllocParams params(device, size, stream, &pool, alloc_size)` — and on failure
+//!   `record_trace(TraceEntry::OOM, device_free, params.size(), params.stream(), …)`, so a
+//!   snapshot's `oom` entry already carries the *rounded* size and the driver's free bytes
+//!   (in `addr`, written out as `device_free`); `alloc` entries carry `orig_size` (what the
+//!   caller asked for), which is why a block's extent is its rounded size.
+
+/// All sizes are rounded to at least this (`kMinBlockSize`).
+pub const MIN_BLOCK_SIZE: u64 = 512;
+/// The largest request served from the small pool (`kSmallSize`, 1 MiB).
+pub const SMALL_SIZE: u64 = 1 << 20;
+/// Small-pool segments (`kSmallBuffer`, 2 MiB).
+pub const SMALL_BUFFER: u64 = 2 << 20;
+/// Requests below this use a [`LARGE_BUFFER`] segment (`kMinLargeAlloc`, 10 MiB).
+pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
+/// Large-pool segments for requests between 1 and 10 MiB (`kLargeBuffer`, 20 MiB).
+pub const LARGE_BUFFER: u64 = 20 << 20;
+/// Larger requests get segments rounded up to this (`kRoundLarge`, 2 MiB).
+pub const ROUND_LARGE: u64 = 2 << 20;
+
+/// Which of a pool's two block sets a request is served from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolKind {
+    Small,
+    Large,
+}
+
+impl PoolKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Small => "small",
+            PoolKind::Large => "large",
+        }
+    }
+}
+
+/// `round_size`: the block size a request of `size` bytes occupies (512 B steps; the
+/// optional `roundup_power2_divisions` setting is not modelled: with it, PyTorch rounds
+/// some sizes further up).
+pub fn round_size(size: u64) -> u64 {
+    if size < MIN_BLOCK_SIZE {
+        MIN_BLOCK_SIZE
+    } else {
+        size.div_ceil(MIN_BLOCK_SIZE).saturating_mul(MIN_BLOCK_SIZE)
+    }
+}
+
+/// `get_pool`: the pool a rounded request is served from.
+pub fn pool_for(rounded: u64) -> PoolKind {
+    if rounded <= SMALL_SIZE {
+        PoolKind::Small
+    } else {
+        PoolKind::Large
+    }
+}
+
+/// `get_allocation_size`: the segment a rounded request needs when no cached block fits.
+pub fn allocation_size(rounded: u64) -> u64 {
+    if rounded <= SMALL_SIZE {
+        SMALL_BUFFER
+    } else if rounded < MIN_LARGE_ALLOC {
+        LARGE_BUFFER
+    } else {
+        rounded.div_ceil(ROUND_LARGE).saturating_mul(ROUND_LARGE)
+    }
+}
+
+/// The pool a segment of `size` bytes made by `cudaMalloc` belongs to when the file does not
+/// say (`segment_type`): only small-pool segments are exactly [`SMALL_BUFFER`] (large ones are
+/// [`LARGE_BUFFER`] or at least [`MIN_LARGE_ALLOC`]).
+pub fn segment_kind(size: u64) -> PoolKind {
+    if size == SMALL_BUFFER {
+        PoolKind::Small
+    } else {
+        PoolKind::Large
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_rules_match_the_allocator() {
+        assert_eq!(round_size(0), 512);
+        assert_eq!(round_size(1), 512);
+        assert_eq!(round_size(512), 512);
+        assert_eq!(round_size(513), 1024);
+        assert_eq!(pool_for(1 << 20), PoolKind::Small);
+        assert_eq!(pool_for((1 << 20) + 512), PoolKind::Large);
+        assert_eq!(allocation_size(512), 2 << 20);
+        assert_eq!(allocation_size((1 << 20) + 512), 20 << 20);
+        assert_eq!(allocation_size((10 << 20) - 512), 20 << 20);
+        assert_eq!(allocation_size(10 << 20), 10 << 20);
+        assert_eq!(allocation_size((10 << 20) + 512), 12 << 20);
+        assert_eq!(round_size(u64::MAX), u64::MAX);
+    }
+}

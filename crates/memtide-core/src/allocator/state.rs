@@ -1,0 +1,476 @@
+//! The allocator's state at one instant: segments (mapped address ranges, with pool, stream,
+//! small/large and expandable) and the active blocks inside them (allocated, or freed but
+//! pending on another stream). Free blocks are the gaps between active blocks inside a
+//! segment — PyTorch merges adjacent inactive blocks, so each gap is one free block — and
+//! every query (segment list, free blocks, totals per pool and stream) is derived from that.
+
+use super::rounding::{round_size, PoolKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A memory pool's id: `(0, 0)` is the default pool, others are private pools (a CUDA graph
+/// capture or a `MemPool`), as the file's `segment_pool_id` / `pool_id` tuple names them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct PoolId(pub i64, pub i64);
+
+impl PoolId {
+    pub fn is_default(self) -> bool {
+        self == PoolId(0, 0)
+    }
+}
+
+/// Where a block can be served from: the pool, its small or large set, and the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct PoolKey {
+    pub pool_id: PoolId,
+    pub kind: PoolKind,
+    pub stream: u64,
+}
+
+impl PoolKey {
+    /// `large`, `small`, with ` private (a, b)` and ` stream N` when not the defaults.
+    pub fn label(&self) -> String {
+        let mut s = self.kind.name().to_string();
+        if !self.pool_id.is_default() {
+            s.push_str(&format!(
+                " private ({}, {})",
+                self.pool_id.0, self.pool_id.1
+            ));
+        }
+        if self.stream != 0 {
+            s.push_str(&format!(" stream {}", self.stream));
+        }
+        s
+    }
+}
+
+/// What a segment is, besides its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegMeta {
+    pub stream: u64,
+    pub pool_id: PoolId,
+    pub kind: PoolKind,
+    /// Mapped by `segment_map` (expandable segments), else made by `cudaMalloc`.
+    pub expandable: bool,
+}
+
+impl SegMeta {
+    pub fn key(&self) -> PoolKey {
+        PoolKey {
+            pool_id: self.pool_id,
+            kind: self.kind,
+            stream: self.stream,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seg {
+    pub end: u64,
+    pub meta: SegMeta,
+}
+
+/// An active block: allocated, or freed and waiting for another stream's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Active {
+    /// Rounded size: the block's extent.
+    pub size: u64,
+    /// What the caller asked for.
+    pub requested: u64,
+    pub pending: bool,
+}
+
+/// A block's state, as the snapshot's `segments` name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockState {
+    /// `active_allocated`: a live tensor's memory.
+    Allocated,
+    /// `active_pending_free`: freed, waiting for work on another stream (`record_stream`).
+    PendingFree,
+    /// `inactive`: free, cached in the reserve.
+    Free,
+}
+
+/// One block of a segment, by address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BlockView {
+    pub address: u64,
+    pub size: u64,
+    /// Bytes asked for (equal to `size` for free blocks).
+    pub requested: u64,
+    pub state: BlockState,
+}
+
+/// One segment with its blocks tiling it in address order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SegmentView {
+    pub address: u64,
+    pub size: u64,
+    #[serde(flatten)]
+    pub key: PoolKey,
+    pub expandable: bool,
+    pub blocks: Vec<BlockView>,
+    pub allocated: u64,
+    pub pending_free: u64,
+    pub free: u64,
+    pub largest_free_block: u64,
+}
+
+/// Totals of one pool (pool id, small/large, stream).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PoolTotals {
+    #[serde(flatten)]
+    pub key: PoolKey,
+    pub segments: u64,
+    pub reserved: u64,
+    pub allocated: u64,
+    pub pending_free: u64,
+    pub free_in_reserve: u64,
+    pub largest_free_block: u64,
+    /// 1 − largest free block / free in reserve; null when nothing is free.
+    pub fragmentation: Option<f64>,
+}
+
+/// Totals of the whole device at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Totals {
+    pub segments: u64,
+    pub reserved: u64,
+    /// Bytes of allocated blocks (rounded sizes, as `memory_allocated()` counts them).
+    pub allocated: u64,
+    /// What the allocated blocks' callers asked for.
+    pub requested: u64,
+    pub pending_free: u64,
+    pub free_in_reserve: u64,
+    pub largest_free_block: u64,
+    pub pools: Vec<PoolTotals>,
+}
+
+impl PoolTotals {
+    fn new(key: PoolKey) -> PoolTotals {
+        PoolTotals {
+            key,
+            segments: 0,
+            reserved: 0,
+            allocated: 0,
+            pending_free: 0,
+            free_in_reserve: 0,
+            largest_free_block: 0,
+            fragmentation: None,
+        }
+    }
+}
+
+/// Fragmentation of a pool: 1 − largest free block / free bytes (None when nothing is free).
+pub fn fragmentation(largest: u64, free: u64) -> Option<f64> {
+    (free > 0).then(|| 1.0 - largest as f64 / free as f64)
+}
+
+/// Segments and active blocks at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    pub(crate) segs: BTreeMap<u64, Seg>,
+    pub(crate) blocks: BTreeMap<u64, Active>,
+}
+
+impl State {
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Number of active (allocated or pending) blocks.
+    pub fn active_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// An allocation of `requested` bytes at `addr` (its extent is the rounded size). Returns
+    /// how many active blocks it overlapped (they are dropped: the file reused live memory).
+    pub fn alloc(&mut self, addr: u64, requested: u64) -> u64 {
+        let size = round_size(requested);
+        let end = addr.saturating_add(size);
+        let over = self.blocks_overlapping(addr, end);
+        for a in &over {
+            self.blocks.remove(a);
+        }
+        self.blocks.insert(
+            addr,
+            Active {
+                size,
+                requested,
+                pending: false,
+            },
+        );
+        over.len() as u64
+    }
+
+    /// Inserts a block of a known extent (from the final `segments`).
+    pub(crate) fn put_block(&mut self, addr: u64, b: Active) {
+        self.blocks.insert(addr, b);
+    }
+
+    /// `free_requested`: the block stays active, pending. False when no block is there.
+    pub fn free_requested(&mut self, addr: u64) -> bool {
+        match self.blocks.get_mut(&addr) {
+            Some(b) => {
+                b.pending = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `free_completed`: the block becomes free. False when no block is there.
+    pub fn free_completed(&mut self, addr: u64) -> bool {
+        self.blocks.remove(&addr).is_some()
+    }
+
+    fn blocks_overlapping(&self, a: u64, b: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .blocks
+            .range(..b)
+            .rev()
+            .take_while(|&(&s, x)| s.saturating_add(x.size) > a)
+            .map(|(&s, _)| s)
+            .collect();
+        v.reverse();
+        v
+    }
+
+    fn segs_overlapping(&self, a: u64, b: u64) -> Vec<(u64, Seg)> {
+        let mut v: Vec<(u64, Seg)> = self
+            .segs
+            .range(..b)
+            .rev()
+            .take_while(|&(_, s)| s.end > a)
+            .map(|(&s, &x)| (s, x))
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// Removes `[a, b)` from every segment it overlaps (the parts outside stay). Returns the
+    /// bytes that were not mapped.
+    pub fn unmap(&mut self, a: u64, b: u64) -> u64 {
+        if a >= b {
+            return 0;
+        }
+        let mut covered = 0u64;
+        for (s, seg) in self.segs_overlapping(a, b) {
+            self.segs.remove(&s);
+            covered += seg.end.min(b) - s.max(a);
+            if s < a {
+                self.segs.insert(s, Seg { end: a, ..seg });
+            }
+            if seg.end > b {
+                self.segs.insert(b, seg);
+            }
+        }
+        (b - a) - covered
+    }
+
+    /// `segment_free`: removes the segment(s) overlapping `[a, b)`, as `unmap`.
+    pub fn segment_free(&mut self, a: u64, b: u64) -> u64 {
+        self.unmap(a, b)
+    }
+
+    /// `segment_alloc` / `segment_map`: maps `[a, b)`. Parts already mapped are not mapped
+    /// twice (their bytes are returned). An expandable range merges with the expandable
+    /// segments it touches that share its pool and stream (one segment grows).
+    pub fn map(&mut self, a: u64, b: u64, meta: SegMeta) -> u64 {
+        if a >= b {
+            return 0;
+        }
+        let mut double = 0u64;
+        let mut pieces = Vec::new();
+        let mut cur = a;
+        for (s, seg) in self.segs_overlapping(a, b) {
+            if s > cur {
+                pieces.push((cur, s));
+            }
+            double += seg.end.min(b) - s.max(a);
+            cur = cur.max(seg.end);
+        }
+        if cur < b {
+            pieces.push((cur, b));
+        }
+        for (mut s, mut e) in pieces {
+            if meta.expandable {
+                // The expandable segment before it, ending where it starts.
+                if let Some((&ps, &p)) = self.segs.range(..s).next_back() {
+                    if p.end == s && p.meta == meta {
+                        self.segs.remove(&ps);
+                        s = ps;
+                    }
+                }
+                if let Some(&n) = self.segs.get(&e) {
+                    if n.meta == meta {
+                        self.segs.remove(&e);
+                        e = n.end;
+                    }
+                }
+            }
+            self.segs.insert(s, Seg { end: e, meta });
+        }
+        double
+    }
+
+    /// Walks one segment's blocks in address order, free gaps included.
+    fn walk(&self, start: u64, seg: &Seg, mut f: impl FnMut(BlockView)) {
+        let mut cur = start;
+        // A block that began before the segment (a file that unmapped part of it) is clipped.
+        let first = self
+            .blocks
+            .range(..start)
+            .next_back()
+            .filter(|&(&s, b)| s.saturating_add(b.size) > start)
+            .map(|(&s, &b)| (s, b));
+        let inside = self.blocks.range(start..seg.end).map(|(&s, &b)| (s, b));
+        for (s, b) in first.into_iter().chain(inside) {
+            let bs = s.max(cur);
+            let be = s.saturating_add(b.size).min(seg.end);
+            if be <= bs {
+                continue;
+            }
+            if bs > cur {
+                f(BlockView {
+                    address: cur,
+                    size: bs - cur,
+                    requested: bs - cur,
+                    state: BlockState::Free,
+                });
+            }
+            f(BlockView {
+                address: bs,
+                size: be - bs,
+                requested: b.requested.min(be - bs),
+                state: if b.pending {
+                    BlockState::PendingFree
+                } else {
+                    BlockState::Allocated
+                },
+            });
+            cur = be;
+        }
+        if cur < seg.end {
+            f(BlockView {
+                address: cur,
+                size: seg.end - cur,
+                requested: seg.end - cur,
+                state: BlockState::Free,
+            });
+        }
+    }
+
+    /// Every segment with its blocks, by address.
+    pub fn segments(&self) -> Vec<SegmentView> {
+        self.segs
+            .iter()
+            .map(|(&start, seg)| {
+                let mut v = SegmentView {
+                    address: start,
+                    size: seg.end - start,
+                    key: seg.meta.key(),
+                    expandable: seg.meta.expandable,
+                    blocks: Vec::new(),
+                    allocated: 0,
+                    pending_free: 0,
+                    free: 0,
+                    largest_free_block: 0,
+                };
+                self.walk(start, seg, |b| {
+                    match b.state {
+                        BlockState::Allocated => v.allocated += b.size,
+                        BlockState::PendingFree => v.pending_free += b.size,
+                        BlockState::Free => {
+                            v.free += b.size;
+                            v.largest_free_block = v.largest_free_block.max(b.size);
+                        }
+                    }
+                    v.blocks.push(b);
+                });
+                v
+            })
+            .collect()
+    }
+
+    /// Every free block with the pool it belongs to.
+    pub fn free_blocks(&self) -> Vec<(PoolKey, BlockView)> {
+        let mut out = Vec::new();
+        for (&start, seg) in &self.segs {
+            self.walk(start, seg, |b| {
+                if b.state == BlockState::Free {
+                    out.push((seg.meta.key(), b));
+                }
+            });
+        }
+        out
+    }
+
+    /// Totals of the device and of each pool (pool id, small/large, stream).
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        let mut pools: BTreeMap<PoolKey, PoolTotals> = BTreeMap::new();
+        for (&start, seg) in &self.segs {
+            let p = pools
+                .entry(seg.meta.key())
+                .or_insert_with(|| PoolTotals::new(seg.meta.key()));
+            p.segments += 1;
+            p.reserved += seg.end - start;
+            t.segments += 1;
+            t.reserved += seg.end - start;
+            self.walk(start, seg, |b| match b.state {
+                BlockState::Allocated => {
+                    p.allocated += b.size;
+                    t.allocated += b.size;
+                    t.requested += b.requested;
+                }
+                BlockState::PendingFree => {
+                    p.pending_free += b.size;
+                    t.pending_free += b.size;
+                }
+                BlockState::Free => {
+                    p.free_in_reserve += b.size;
+                    p.largest_free_block = p.largest_free_block.max(b.size);
+                    t.free_in_reserve += b.size;
+                    t.largest_free_block = t.largest_free_block.max(b.size);
+                }
+            });
+        }
+        t.pools = pools
+            .into_values()
+            .map(|mut p| {
+                p.fragmentation = fragmentation(p.largest_free_block, p.free_in_reserve);
+                p
+            })
+            .collect();
+        t
+    }
+
+    /// The largest free block a request of pool `key` could be served from (0: none).
+    pub fn largest_free(&self, key: &PoolKey) -> u64 {
+        self.free_blocks()
+            .into_iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, b)| b.size)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes of active blocks that lie outside every segment (a file whose segment events
+    /// do not cover its allocations).
+    pub fn bytes_outside_segments(&self) -> u64 {
+        let inside: u64 = self
+            .segments()
+            .iter()
+            .map(|s| s.allocated + s.pending_free)
+            .sum();
+        let all: u64 = self.blocks.values().map(|b| b.size).sum();
+        all.saturating_sub(inside)
+    }
+}

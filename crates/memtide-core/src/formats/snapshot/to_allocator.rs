@@ -1,0 +1,138 @@
+//! A decoded snapshot as allocator histories ([`crate::allocator::History`], one per CUDA
+//! device with entries or segments): each trace entry's action, address, size, stream and
+//! pool, and the final segments with their blocks, pool, stream, type and expandability.
+
+use super::raw::{Action, BlockState as RawState, Raw, Segment};
+use crate::allocator::{
+    BlockState, Entry, FinalBlock, FinalSegment, History, Op, PoolId, PoolKind,
+};
+use crate::trace::StrId;
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+/// A kept-fields object's value as a u64 (a stream pointer may be written as a negative int).
+fn as_u64(v: Option<&Value>) -> u64 {
+    v.and_then(|x| x.as_u64().or_else(|| x.as_i64().map(|i| i as u64)))
+        .unwrap_or(0)
+}
+
+fn pool_id(v: Option<&Value>) -> PoolId {
+    match v.and_then(Value::as_array) {
+        Some(a) => PoolId(
+            a.first().and_then(Value::as_i64).unwrap_or(0),
+            a.get(1).and_then(Value::as_i64).unwrap_or(0),
+        ),
+        None => PoolId(0, 0),
+    }
+}
+
+fn parse_extra(raw: &Raw, x: StrId) -> serde_json::Map<String, Value> {
+    if x.0 == 0 {
+        return serde_json::Map::new();
+    }
+    match serde_json::from_str(raw.strings.text(x)) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn op(a: Action) -> Op {
+    match a {
+        Action::Alloc => Op::Alloc,
+        Action::FreeRequested => Op::FreeRequested,
+        Action::FreeCompleted => Op::FreeCompleted,
+        Action::SegmentAlloc => Op::SegmentAlloc,
+        Action::SegmentFree => Op::SegmentFree,
+        Action::SegmentMap => Op::SegmentMap,
+        Action::SegmentUnmap => Op::SegmentUnmap,
+        Action::Oom => Op::Oom,
+        _ => Op::Other,
+    }
+}
+
+fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
+    let x = parse_extra(raw, s.extra);
+    FinalSegment {
+        address: s.address,
+        total_size: s.total_size,
+        stream: as_u64(x.get("stream")),
+        pool_id: pool_id(x.get("segment_pool_id")),
+        kind: match x.get("segment_type").and_then(Value::as_str) {
+            Some("small") => Some(PoolKind::Small),
+            Some("large") => Some(PoolKind::Large),
+            _ => None,
+        },
+        expandable: x
+            .get("is_expandable")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        blocks: s
+            .blocks
+            .iter()
+            .map(|b| FinalBlock {
+                size: b.size,
+                requested: b.requested,
+                state: match b.state {
+                    RawState::Allocated => BlockState::Allocated,
+                    RawState::PendingFree => BlockState::PendingFree,
+                    RawState::Inactive | RawState::Other => BlockState::Free,
+                },
+            })
+            .collect(),
+    }
+}
+
+/// The history of CUDA device `d` (entries in trace order; event #i is entry i).
+pub fn history(raw: &Raw, d: usize) -> History {
+    let mut h = History {
+        device: format!("cuda:{d}"),
+        pools: vec![PoolId(0, 0)],
+        ..History::default()
+    };
+    // Kept-field objects are interned: each distinct one is parsed once.
+    let mut cache: FxHashMap<u32, (u64, u32)> = FxHashMap::default();
+    let mut pool_index: FxHashMap<PoolId, u32> = FxHashMap::default();
+    pool_index.insert(PoolId(0, 0), 0);
+    let rows = raw.devices.get(d).map_or(&[][..], |v| &v[..]);
+    h.entries.reserve(rows.len());
+    for &r in rows {
+        let Some(row) = raw.rows.get(r as usize) else {
+            continue;
+        };
+        let (stream, pool) = match raw.row_extra.get(&r) {
+            None => (0, 0),
+            Some(&x) => *cache.entry(x.0).or_insert_with(|| {
+                let m = parse_extra(raw, x);
+                let id = pool_id(m.get("pool_id"));
+                let next = pool_index.len() as u32;
+                let p = *pool_index.entry(id).or_insert(next);
+                if p == next {
+                    h.pools.push(id);
+                }
+                (as_u64(m.get("stream")), p)
+            }),
+        };
+        let (addr, size) = match row.action {
+            // The oom entry's addr is the driver's free bytes (kept as device_free).
+            Action::Oom => (
+                raw.device_free.get(&r).copied().unwrap_or(row.addr),
+                row.size,
+            ),
+            _ => (row.addr, row.size),
+        };
+        h.entries.push(Entry {
+            addr,
+            size,
+            stream,
+            pool,
+            op: op(row.action),
+        });
+    }
+    h.segments = raw
+        .segments
+        .iter()
+        .filter(|s| s.device == d as u64)
+        .map(|s| final_segment(raw, s))
+        .collect();
+    h
+}
