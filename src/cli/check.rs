@@ -87,7 +87,8 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .map(|s| parse_size(s).context("--max-peak"))
         .transpose()?;
     let growth_limit = a.max_growth.as_deref().map(parse_growth).transpose()?;
-    let loaded = load(&a.file, &a.input)?;
+    let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
     let Some(t) = traces.get(i) else {
@@ -122,7 +123,8 @@ fn write_report(
         ),
         None => None,
     };
-    let s = memtide_core::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref());
+    let s = memtide_core::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref())
+        .explained(&t.trace, &t.index, t.allocator.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
@@ -130,6 +132,29 @@ fn write_report(
     md.push('\n');
     md.push_str(&super::markdown::render(&s));
     crate::output_file::write_atomically(path, md.as_bytes(), &[a.file.as_path()])
+}
+
+/// `FAIL: out of memory …` with the first OOM's verdict, when the trace has any OOM.
+fn oom_line(t: &super::load::Indexed) -> Option<String> {
+    let tr = memtide_core::analysis::trend::trend(&t.trace, &t.index);
+    let ooms =
+        memtide_core::analysis::oom::explain_ooms(&t.trace, &t.index, t.allocator.as_ref(), &tr);
+    let x = ooms.first()?;
+    let more = match ooms.len() {
+        1 => String::new(),
+        n => format!(" (and {} more OOM{})", n - 1, if n == 2 { "" } else { "s" }),
+    };
+    Some(format!(
+        "FAIL: out of memory at event #{} on {}: verdict {} (requested {}, allocated {}, reserved {}, driver free {}){more}: {}",
+        x.index,
+        x.device,
+        x.verdict.name(),
+        memtide_core::allocator::explain::shown(x.rounded_bytes),
+        memtide_core::allocator::explain::shown(x.allocated),
+        memtide_core::allocator::explain::shown(x.reserved),
+        memtide_core::allocator::explain::shown(x.device_free),
+        x.advice
+    ))
 }
 
 /// The gate itself: exit code and the lines that say why.
@@ -142,6 +167,10 @@ fn verdict(
 ) -> Result<(ExitCode, Vec<String>)> {
     let mut lines: Vec<String> = Vec::new();
     let mut failed = false;
+    if let Some(l) = oom_line(t) {
+        lines.push(l);
+        failed = true;
+    }
     if let Some(g) = growth_limit {
         let tr = memtide_core::analysis::trend::trend(&t.trace, &t.index);
         let (Some(growth), Some(d)) = (tr.growth, tr.growth_bytes) else {

@@ -57,21 +57,42 @@ fn device_ordinal(name: &str) -> Option<usize> {
     name.rsplit(':').next()?.parse().ok()
 }
 
-/// A trace with its index.
+/// A trace with its index and, for a snapshot's CUDA device, its allocator history.
 pub struct Indexed {
     pub trace: Trace,
     pub index: Index,
+    pub allocator: Option<memtide_core::allocator::History>,
+}
+
+/// Sets every trace's capacity from `--capacity SIZE` (the user's figure wins over the file's).
+pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()> {
+    if let Some(c) = capacity {
+        let c = memtide_core::trace::parse_size(c).context("--capacity")?;
+        for t in &mut loaded.traces {
+            t.capacity = Some(c);
+        }
+    }
+    Ok(())
 }
 
 /// Indexes every trace of a loaded file.
 pub fn index_all(loaded: Loaded) -> (formats::Format, Vec<Indexed>) {
     let format = loaded.format;
+    let mut allocators = loaded.allocators;
     let v = loaded
         .traces
         .into_iter()
         .map(|trace| {
             let index = Index::build(&trace);
-            Indexed { trace, index }
+            let allocator = allocators
+                .iter()
+                .position(|h| h.device == trace.device)
+                .map(|i| allocators.swap_remove(i));
+            Indexed {
+                trace,
+                index,
+                allocator,
+            }
         })
         .collect();
     (format, v)

@@ -215,6 +215,10 @@ pub struct SummaryArgs {
     /// marks:A..B, reset_peak (since the last reset), all.
     #[arg(long, value_name = "WINDOW")]
     pub window: Option<String>,
+    /// The device's memory (e.g. 80GiB) when the file does not record it: used by the OOM
+    /// explanation (memory outside the allocator = capacity − reserved − driver free).
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -234,6 +238,10 @@ pub struct CheckArgs {
     /// Measure --max-peak in a window (see summary --window).
     #[arg(long, value_name = "WINDOW")]
     pub window: Option<String>,
+    /// The device's memory (e.g. 80GiB) when the file does not record it: used by the OOM
+    /// explanation (memory outside the allocator = capacity − reserved − driver free).
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// With --follow: exit 0 once the file has not grown for SECS seconds.

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
-    let loaded = load(&a.file, &a.input)?;
+    let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
@@ -44,7 +45,13 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
             _ => None,
         };
-        summaries.push(Summary::build_in(&t.trace, &t.index, resolved.as_ref()));
+        summaries.push(
+            Summary::build_in(&t.trace, &t.index, resolved.as_ref()).explained(
+                &t.trace,
+                &t.index,
+                t.allocator.as_ref(),
+            ),
+        );
     }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
@@ -110,11 +117,63 @@ pub fn render_text(s: &Summary) -> String {
         live_set,
         windows,
         steps,
+        ooms,
         notes_and_warnings,
     ] {
         section(&mut o, s);
     }
     o
+}
+
+/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
+/// the advice.
+fn ooms(o: &mut String, s: &Summary) {
+    use memtide_core::allocator::explain::shown;
+    for x in &s.ooms {
+        let _ = writeln!(o);
+        let t = x
+            .time_us
+            .map(|t| {
+                format!(
+                    " · t={} us",
+                    memtide_core::analysis::summary_json::Micros(Some(t))
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
+        let rows: [(&str, String); 12] = [
+            ("requested", shown(x.requested_bytes)),
+            ("rounded", shown(x.rounded_bytes)),
+            (
+                "pool",
+                x.pool.clone().unwrap_or_else(|| "unavailable".into()),
+            ),
+            ("driver free", shown(x.device_free)),
+            ("allocated", shown(x.allocated)),
+            ("reserved", shown(x.reserved)),
+            ("free in reserve", shown(x.free_in_reserve)),
+            ("largest free", shown(x.largest_free_block)),
+            ("capacity", shown(x.capacity)),
+            ("outside alloc.", shown(x.outside_allocator)),
+            ("verdict", x.verdict.name().to_string()),
+            ("advice", x.advice.clone()),
+        ];
+        for (k, v) in rows {
+            let _ = writeln!(o, "  {k:<16} {v}");
+        }
+    }
+    if let Some(e) = &s.allocator_at_end {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "allocator at end {} segments · reserved {} · allocated {} · free in reserve {} · largest free block {}",
+            e.segments,
+            human_bytes(e.reserved),
+            human_bytes(e.allocated),
+            human_bytes(e.free_in_reserve),
+            human_bytes(e.largest_free_block)
+        );
+    }
 }
 
 /// Source, format, device, rank, event count.

@@ -148,7 +148,7 @@ impl History {
                     st.unmap(a, b);
                 }
                 Op::SegmentFree | Op::SegmentUnmap => {
-                    let meta = self.meta_for(e, &finals);
+                    let meta = self.meta_for(e, &finals, &st);
                     st.map(a, b, meta);
                 }
                 _ => {}
@@ -210,13 +210,24 @@ impl History {
             .collect()
     }
 
-    fn meta_for(&self, e: &Entry, finals: &BTreeMap<u64, (u64, PoolKind)>) -> SegMeta {
+    fn meta_for(&self, e: &Entry, finals: &BTreeMap<u64, (u64, PoolKind)>, st: &State) -> SegMeta {
         let expandable = matches!(e.op, Op::SegmentMap | Op::SegmentUnmap);
+        // A final segment overlapping the range names its pool set.
         let known = finals
-            .range(..=e.addr)
+            .range(..e.addr.saturating_add(e.size.max(1)))
             .next_back()
             .filter(|&(_, &(end, _))| end > e.addr)
             .map(|(_, &(_, k))| k);
+        // An expandable range continues the expandable segment of its pool and stream that it
+        // touches.
+        let pool_id = self.pool_of(e);
+        let known = known.or_else(|| {
+            expandable
+                .then(|| {
+                    st.touching_expandable(e.addr, e.addr.saturating_add(e.size), e.stream, pool_id)
+                })
+                .flatten()
+        });
         // Expandable large-pool segments grow by 20 MiB pages, small ones by 2 MiB.
         let kind = known.unwrap_or(if expandable {
             if e.size.is_multiple_of(LARGE_BUFFER) {
@@ -229,7 +240,7 @@ impl History {
         });
         SegMeta {
             stream: e.stream,
-            pool_id: self.pool_of(e),
+            pool_id,
             kind,
             expandable,
         }
@@ -333,7 +344,7 @@ fn apply(
             }
         }
         Op::SegmentAlloc | Op::SegmentMap => {
-            let meta = h.meta_for(e, finals);
+            let meta = h.meta_for(e, finals, st);
             rep.double_mapped += st.map(a, b, meta);
         }
         Op::SegmentFree | Op::SegmentUnmap => rep.unmatched_unmap += st.unmap(a, b),
@@ -361,7 +372,12 @@ impl Model {
     /// Replays `history` once, keeping checkpoints (every 4,096 entries at first; the
     /// interval doubles whenever they would hold more than [`CHECKPOINT_BUDGET`] items).
     pub fn build(history: History) -> Model {
-        let mut every = 4096usize;
+        Model::build_every(history, 4096)
+    }
+
+    /// [`Model::build`] with a first checkpoint interval of `every` entries (at least 1).
+    pub fn build_every(history: History, every: usize) -> Model {
+        let mut every = every.max(1);
         let mut checkpoints = Vec::new();
         let mut held = 0usize;
         let (end, mut report) = {

@@ -299,25 +299,52 @@ impl State {
         if cur < b {
             pieces.push((cur, b));
         }
+        // Expandable segments of one pool and stream grow in place: a range touching one
+        // merges with it (PyTorch reserves each one's address space apart, so small and large
+        // ones never touch; a pool set inferred from a size alone yields to a known large one).
+        let joins =
+            |m: &SegMeta| m.expandable && m.stream == meta.stream && m.pool_id == meta.pool_id;
         for (mut s, mut e) in pieces {
+            let mut meta = meta;
             if meta.expandable {
-                // The expandable segment before it, ending where it starts.
                 if let Some((&ps, &p)) = self.segs.range(..s).next_back() {
-                    if p.end == s && p.meta == meta {
+                    if p.end == s && joins(&p.meta) {
                         self.segs.remove(&ps);
                         s = ps;
+                        meta.kind = meta.kind.max(p.meta.kind);
                     }
                 }
                 if let Some(&n) = self.segs.get(&e) {
-                    if n.meta == meta {
+                    if joins(&n.meta) {
                         self.segs.remove(&e);
                         e = n.end;
+                        meta.kind = meta.kind.max(n.meta.kind);
                     }
                 }
             }
             self.segs.insert(s, Seg { end: e, meta });
         }
         double
+    }
+
+    /// The pool set of an expandable segment of `stream` and `pool_id` that ends at `a` or
+    /// starts at `b`.
+    pub(crate) fn touching_expandable(
+        &self,
+        a: u64,
+        b: u64,
+        stream: u64,
+        pool_id: PoolId,
+    ) -> Option<PoolKind> {
+        let fits =
+            |s: &Seg| s.meta.expandable && s.meta.stream == stream && s.meta.pool_id == pool_id;
+        let before = self
+            .segs
+            .range(..a)
+            .next_back()
+            .filter(|(_, s)| s.end == a && fits(s))
+            .map(|(_, s)| s.meta.kind);
+        before.or_else(|| self.segs.get(&b).filter(|s| fits(s)).map(|s| s.meta.kind))
     }
 
     /// Walks one segment's blocks in address order, free gaps included.

@@ -5,6 +5,7 @@ pub mod columns;
 pub mod diff;
 pub mod infer;
 pub mod live;
+pub mod oom;
 pub mod peak;
 pub mod summary;
 pub mod summary_json;

@@ -50,6 +50,10 @@ pub struct Summary {
     /// The measurement window the peak belongs to (None: the whole run).
     pub window: Option<WindowInfo>,
     pub trend: Trend,
+    /// Every OOM explained (`ooms` in JSON; the key is left out when there are none).
+    pub ooms: Vec<crate::allocator::OomExplanation>,
+    /// Snapshots: the totals of the final `segments` (None for other sources).
+    pub allocator_at_end: Option<crate::allocator::AllocatorAtEnd>,
 }
 
 /// The window a summary's peak was measured in, with its source indices.
@@ -210,7 +214,24 @@ impl Summary {
                 last_source_index: trace.src_index(w.hi),
             }),
             trend: trend(trace, index),
+            ooms: Vec::new(),
+            allocator_at_end: None,
         }
+        .explained(trace, index, None)
+    }
+
+    /// Explains the OOMs with the device's allocator history (a snapshot's segments and
+    /// blocks; None: what the timeline alone tells) and, with a history, adds
+    /// `allocator_at_end`.
+    pub fn explained(
+        mut self,
+        trace: &Trace,
+        index: &Index,
+        history: Option<&crate::allocator::History>,
+    ) -> Summary {
+        self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
+        self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
+        self
     }
 
     /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present): the

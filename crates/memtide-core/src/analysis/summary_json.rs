@@ -40,6 +40,12 @@ pub struct SummaryJson<'a> {
     pub windows: Vec<WindowPeakJson<'a>>,
     pub steps: Vec<StepJson<'a>>,
     pub trend: TrendJson<'a>,
+    /// Every OOM explained (left out when the trace has none).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub ooms: &'a [crate::allocator::OomExplanation],
+    /// Snapshots: the totals of the final `segments` (left out for other sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocator_at_end: Option<&'a crate::allocator::AllocatorAtEnd>,
 }
 
 /// The peak and the live set there.
@@ -248,6 +254,8 @@ impl<'a> SummaryJson<'a> {
             windows: s.windows.iter().map(WindowPeakJson::new).collect(),
             steps: StepJson::all(&s.trend),
             trend: TrendJson::new(&s.trend),
+            ooms: &s.ooms,
+            allocator_at_end: s.allocator_at_end.as_ref(),
         }
     }
 }

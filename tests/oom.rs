@@ -1,0 +1,222 @@
+//! The OOM explanation and `allocator_at_end` end to end: `summary --json` and `check` on the
+//! OOM fixtures (tests/fixtures/oom, made by tools/gen_oom_snapshots.py), against the figures
+//! the generator computed from its own allocator state (`.truth.json`), and the final
+//! segments' totals against the generator's direct sums.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/oom")
+        .join(name)
+}
+
+fn summary(name: &str, extra: &[&str]) -> Value {
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .arg("summary")
+        .arg("--json")
+        .args(extra)
+        .arg(fixture(name))
+        .output()
+        .expect("run memtide");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn truth(name: &str) -> Value {
+    let p = fixture(&name.replace(".pickle", ".truth.json"));
+    serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
+}
+
+const KEYS: [&str; 15] = [
+    "index",
+    "time_us",
+    "device",
+    "requested_bytes",
+    "rounded_bytes",
+    "pool",
+    "device_free",
+    "allocated",
+    "reserved",
+    "free_in_reserve",
+    "largest_free_block",
+    "capacity",
+    "outside_allocator",
+    "verdict",
+    "advice",
+];
+
+#[test]
+fn every_verdict_matches_the_generator_figures() {
+    for (name, verdict) in [
+        ("oom_live.pickle", "live_tensors"),
+        ("oom_fragmented.pickle", "fragmentation"),
+        ("oom_outside.pickle", "outside_allocator"),
+        ("oom_too_large.pickle", "request_too_large"),
+    ] {
+        let got = summary(name, &["--capacity", "8GiB"]);
+        let want = truth(name);
+        let ooms = got["ooms"].as_array().expect("ooms");
+        assert_eq!(ooms.len(), 1, "{name}");
+        let o = ooms[0].as_object().expect("object");
+        let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+        assert_eq!(keys, KEYS, "{name}: exactly the issue's keys, in order");
+        let w = &want["ooms"][0];
+        for k in [
+            "index",
+            "requested_bytes",
+            "rounded_bytes",
+            "pool",
+            "device_free",
+            "allocated",
+            "reserved",
+            "free_in_reserve",
+            "largest_free_block",
+            "capacity",
+            "outside_allocator",
+            "verdict",
+        ] {
+            assert_eq!(o[k], w[k], "{name}: {k}");
+        }
+        assert_eq!(o["verdict"], verdict, "{name}");
+        assert!(!o["advice"].as_str().unwrap_or("").is_empty());
+        // allocator_at_end = the generator's sums over the dumped segments.
+        let end = &got["allocator_at_end"];
+        for k in [
+            "segments",
+            "reserved",
+            "allocated",
+            "requested",
+            "free_in_reserve",
+            "largest_free_block",
+        ] {
+            assert_eq!(
+                end[k], want["allocator_at_end"][k],
+                "{name}: allocator_at_end.{k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn advice_fits_the_verdict() {
+    let frag = summary("oom_fragmented.pickle", &["--capacity", "8GiB"]);
+    let a = frag["ooms"][0]["advice"].as_str().unwrap_or("");
+    assert!(a.contains("expandable_segments:True"), "{a}");
+    assert!(a.contains("max_split_size_mb"), "{a}");
+    let live = summary("oom_live.pickle", &["--capacity", "8GiB"]);
+    let a = live["ooms"][0]["advice"].as_str().unwrap_or("");
+    assert!(a.contains("empty_cache() will not help"), "{a}");
+    assert!(a.contains("activation checkpointing"), "{a}");
+    assert!(
+        a.contains("model.py:7"),
+        "the biggest live allocations' frames: {a}"
+    );
+    let out = summary("oom_outside.pickle", &["--capacity", "8GiB"]);
+    let a = out["ooms"][0]["advice"].as_str().unwrap_or("");
+    assert!(a.contains("4.000 GiB"), "{a}");
+}
+
+#[test]
+fn without_capacity_the_figures_are_null_and_the_verdict_says_what_is_missing() {
+    let got = summary("oom_live.pickle", &[]);
+    let o = &got["ooms"][0];
+    assert_eq!(o["capacity"], Value::Null);
+    assert_eq!(o["outside_allocator"], Value::Null);
+    assert_eq!(o["verdict"], "unknown");
+    let a = o["advice"].as_str().unwrap_or("");
+    assert!(a.contains("--capacity"), "{a}");
+    // Fragmentation needs no capacity.
+    let got = summary("oom_fragmented.pickle", &[]);
+    assert_eq!(got["ooms"][0]["verdict"], "fragmentation");
+}
+
+#[test]
+fn check_fails_on_an_oom_with_its_verdict() {
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .args(["check", "--max-peak", "100GiB", "--capacity", "8GiB"])
+        .arg(fixture("oom_fragmented.pickle"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("FAIL: out of memory at event #29"),
+        "{text}"
+    );
+    assert!(first.contains("verdict fragmentation"), "{text}");
+}
+
+#[test]
+fn text_summary_explains_the_oom_and_says_unavailable() {
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .arg("summary")
+        .arg(fixture("oom_live.pickle"))
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("out of memory at event #9"), "{text}");
+    assert!(text.contains("verdict          unknown"), "{text}");
+    assert!(text.contains("capacity         unavailable"), "{text}");
+}
+
+#[test]
+fn kineto_oom_gives_what_is_known_and_null_for_the_rest() {
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "summary",
+            "--json",
+            "sample-traces/cuda-oom.pt.trace.json.gz",
+        ])
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let o = &v["ooms"][0];
+    // No blocks in a profiler trace: no largest free block, and no allocator_at_end.
+    assert_eq!(o["largest_free_block"], Value::Null);
+    assert!(v.get("allocator_at_end").is_none());
+    assert_eq!(o["requested_bytes"], 1u64 << 30);
+    assert_eq!(o["allocated"], 15_837_692_416u64);
+    assert_eq!(o["reserved"], 16_108_224_512u64);
+}
+
+#[test]
+fn snapshot_sample_matches_the_hand_figures() {
+    // sample-traces/README.md: 1 GiB requested; 15104 MiB + 512 B live; 15362 MiB reserved;
+    // 510 MiB driver free; free in the reserve 256 MiB + (2 MiB − 512 B); full of live tensors.
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "summary",
+            "--json",
+            "--capacity",
+            "16GiB",
+            "sample-traces/cuda-oom.pickle",
+        ])
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let o = &v["ooms"][0];
+    let mib = 1u64 << 20;
+    assert_eq!(o["requested_bytes"], 1024 * mib);
+    assert_eq!(o["allocated"], 15104 * mib + 512);
+    assert_eq!(o["reserved"], 15362 * mib);
+    assert_eq!(o["device_free"], 534_773_760u64);
+    assert_eq!(o["free_in_reserve"], 256 * mib + 2 * mib - 512);
+    assert_eq!(o["largest_free_block"], 256 * mib);
+    assert_eq!(o["outside_allocator"], 512 * mib);
+    assert_eq!(o["verdict"], "live_tensors");
+}
