@@ -569,434 +569,344 @@ pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), For
 }
 
 /// As [`unpickle`], into an existing arena (so a hook can pre-intern the keys it looks for).
+///
+/// One loop with one arm per opcode, on purpose: split into a machine with one method per
+/// opcode family, the same reader ran 7.5 % more instructions on a 100 k-entry snapshot
+/// (callgrind, `memtide summary --json`: 1.212 G vs 1.128 G), so the measured-faster shape stays.
 pub fn unpickle_into<R: Read>(
     r: R,
     a: &mut Arena,
     hook: &mut impl Hook,
 ) -> Result<Val, FormatError> {
-    let mut vm = Machine {
-        src: Src {
-            r,
-            buf: Vec::new(),
-            pos: 0,
-            end: 0,
-            base: 0,
-            eof: false,
-        },
-        a,
-        hook,
-        stack: Vec::with_capacity(1024),
-        marks: Vec::with_capacity(64),
-        proto_seen: false,
-        off: 0,
+    let mut src = Src {
+        r,
+        buf: Vec::new(),
+        pos: 0,
+        end: 0,
+        base: 0,
+        eof: false,
     };
+    let mut stack: Vec<Val> = Vec::with_capacity(1024);
+    let mut marks: Vec<usize> = Vec::with_capacity(64);
+    let mut proto_seen = false;
+
     loop {
-        let op = vm.next_opcode()?;
-        if let Some(top) = vm.execute(op)? {
-            return Ok(top);
-        }
-    }
-}
-
-/// The pickle machine: the input, the arena it builds into, the value stack and the marks.
-struct Machine<'a, R, H> {
-    src: Src<R>,
-    a: &'a mut Arena,
-    hook: &'a mut H,
-    stack: Vec<Val>,
-    marks: Vec<usize>,
-    proto_seen: bool,
-    /// The offset of the opcode being executed (where its errors point).
-    off: u64,
-}
-
-impl<R: Read, H: Hook> Machine<'_, R, H> {
-    /// Reads the next opcode byte, noting its offset.
-    #[inline(always)]
-    fn next_opcode(&mut self) -> Result<u8, FormatError> {
-        self.off = self.src.offset();
-        if !self.src.fill(1)? {
+        let off = src.offset();
+        if !src.fill(1)? {
             return Err(FormatError::at(
-                self.off,
+                off,
                 "the pickle is truncated: the input ends before the STOP opcode",
             ));
         }
-        let op = self.src.buf[self.src.pos];
-        self.src.pos += 1;
-        Ok(op)
-    }
-
-    /// Executes one opcode; the top-level value once STOP is reached.
-    #[inline(always)]
-    fn execute(&mut self, op: u8) -> Result<Option<Val>, FormatError> {
+        let op = src.buf[src.pos];
+        src.pos += 1;
+        let err = |reason: String| FormatError::at(off, reason);
+        macro_rules! pop {
+            ($what:expr) => {
+                match stack.pop() {
+                    Some(v) => v,
+                    None => {
+                        return Err(err(format!(
+                            "{} needs a value but the pickle stack is empty (corrupt pickle)",
+                            $what
+                        )))
+                    }
+                }
+            };
+        }
+        macro_rules! pop_mark {
+            ($what:expr) => {
+                match marks.pop() {
+                    Some(m) if m <= stack.len() => m,
+                    _ => {
+                        return Err(err(format!(
+                            "{} has no matching MARK (corrupt pickle)",
+                            $what
+                        )))
+                    }
+                }
+            };
+        }
         match op {
-            0x80 => self.proto()?,
+            0x80 => {
+                let v = src.u8("PROTO")?;
+                if !(2..=5).contains(&v) {
+                    return Err(err(format!(
+                        "pickle protocol {v} is not supported (memtide reads protocols 2 to 5)"
+                    )));
+                }
+                proto_seen = true;
+            }
             0x95 => {
-                self.src.u64("FRAME")?;
+                src.u64("FRAME")?;
             }
-            b'.' => return self.stop().map(Some),
-            0x94 | b'q' | b'r' => self.memo_put(op)?,
-            b'h' | b'j' => self.memo_get(op)?,
-            0x8c | b'X' | 0x8d => self.string(op)?,
-            b'C' | b'B' | 0x8e => self.bytes(op)?,
-            b'J' | b'K' | b'M' | 0x8a | 0x8b | b'G' => self.number(op)?,
-            b'N' => self.stack.push(Val::None),
-            0x88 => self.stack.push(Val::Bool(true)),
-            0x89 => self.stack.push(Val::Bool(false)),
-            b'}' => {
-                let v = self.a.new_dict(Vec::new());
-                self.stack.push(v);
+            b'.' => {
+                let v = pop!("STOP");
+                if !proto_seen {
+                    return Err(err("no PROTO opcode: not a protocol 2–5 pickle".into()));
+                }
+                return Ok(v);
             }
-            b']' => {
-                let v = self.a.new_list(Vec::new());
-                self.stack.push(v);
+            0x94 => {
+                let Some(&v) = stack.last() else {
+                    return Err(err("MEMOIZE with an empty stack (corrupt pickle)".into()));
+                };
+                let idx = a.memo.len() as u64;
+                a.memo_put(idx, v);
             }
-            b')' => self.push_tuple(Box::new([])),
-            b'(' => self.marks.push(self.stack.len()),
-            b'0' => {
-                self.pop("POP")?;
+            b'q' | b'r' => {
+                let idx = if op == b'q' {
+                    src.u8("BINPUT")? as u64
+                } else {
+                    src.u32("LONG_BINPUT")? as u64
+                };
+                let Some(&v) = stack.last() else {
+                    return Err(err("BINPUT with an empty stack (corrupt pickle)".into()));
+                };
+                a.memo_put(idx, v);
             }
-            b'1' => {
-                let m = self.pop_mark("POP_MARK")?;
-                self.stack.truncate(m);
+            b'h' | b'j' => {
+                let idx = if op == b'h' {
+                    src.u8("BINGET")? as u64
+                } else {
+                    src.u32("LONG_BINGET")? as u64
+                };
+                match a.memo_get(idx) {
+                    Some(v) => stack.push(v),
+                    None => {
+                        return Err(err(format!(
+                            "memo reference {idx} was never stored (corrupt pickle)"
+                        )))
+                    }
+                }
             }
-            0x85..=0x87 | b't' => self.tuple(op)?,
-            b'l' => self.list()?,
-            b'd' => self.dict()?,
-            b'a' => self.append()?,
-            b'e' => self.appends()?,
-            b's' => self.setitem()?,
-            b'u' => self.setitems()?,
-            _ => return Err(self.not_read(op)),
-        }
-        Ok(None)
-    }
-
-    /// An error at the current opcode.
-    fn fail(&self, reason: String) -> FormatError {
-        FormatError::at(self.off, reason)
-    }
-
-    #[inline(always)]
-    fn pop(&mut self, what: &str) -> Result<Val, FormatError> {
-        self.stack.pop().ok_or_else(|| {
-            self.fail(format!(
-                "{what} needs a value but the pickle stack is empty (corrupt pickle)"
-            ))
-        })
-    }
-
-    #[inline(always)]
-    fn pop_mark(&mut self, what: &str) -> Result<usize, FormatError> {
-        match self.marks.pop() {
-            Some(m) if m <= self.stack.len() => Ok(m),
-            _ => Err(self.fail(format!("{what} has no matching MARK (corrupt pickle)"))),
-        }
-    }
-
-    #[inline(always)]
-    fn push_tuple(&mut self, items: Box<[Val]>) {
-        self.a.tuples.push(items);
-        self.stack.push(Val::Tuple(self.a.tuples.len() as u32 - 1));
-    }
-
-    /// PROTO: only protocols 2 to 5.
-    fn proto(&mut self) -> Result<(), FormatError> {
-        let v = self.src.u8("PROTO")?;
-        if !(2..=5).contains(&v) {
-            return Err(self.fail(format!(
-                "pickle protocol {v} is not supported (memtide reads protocols 2 to 5)"
-            )));
-        }
-        self.proto_seen = true;
-        Ok(())
-    }
-
-    /// STOP: the value on top of the stack is the pickle's.
-    fn stop(&mut self) -> Result<Val, FormatError> {
-        let v = self.pop("STOP")?;
-        if !self.proto_seen {
-            return Err(self.fail("no PROTO opcode: not a protocol 2–5 pickle".into()));
-        }
-        Ok(v)
-    }
-
-    /// MEMOIZE, BINPUT, LONG_BINPUT: remember the top of the stack.
-    #[inline(always)]
-    fn memo_put(&mut self, op: u8) -> Result<(), FormatError> {
-        let (idx, name) = match op {
-            0x94 => (self.a.memo.len() as u64, "MEMOIZE"),
-            b'q' => (self.src.u8("BINPUT")? as u64, "BINPUT"),
-            _ => (self.src.u32("LONG_BINPUT")? as u64, "BINPUT"),
-        };
-        let Some(&v) = self.stack.last() else {
-            return Err(self.fail(format!("{name} with an empty stack (corrupt pickle)")));
-        };
-        self.a.memo_put(idx, v);
-        Ok(())
-    }
-
-    /// BINGET, LONG_BINGET: push a remembered value.
-    #[inline(always)]
-    fn memo_get(&mut self, op: u8) -> Result<(), FormatError> {
-        let idx = if op == b'h' {
-            self.src.u8("BINGET")? as u64
-        } else {
-            self.src.u32("LONG_BINGET")? as u64
-        };
-        match self.a.memo_get(idx) {
-            Some(v) => {
-                self.stack.push(v);
-                Ok(())
+            0x8c | b'X' | 0x8d => {
+                let n = match op {
+                    0x8c => src.u8("SHORT_BINUNICODE")? as u64,
+                    b'X' => src.u32("BINUNICODE")? as u64,
+                    _ => src.u64("BINUNICODE8")?,
+                };
+                let n = bounded_len(n, "a string").map_err(err)?;
+                let b = src.take(n, "a string")?;
+                let s = std::str::from_utf8(b)
+                    .map_err(|e| err(format!("string is not valid UTF-8: {e}")))?;
+                let id = a.intern(s);
+                stack.push(Val::Str(id));
             }
-            None => Err(self.fail(format!(
-                "memo reference {idx} was never stored (corrupt pickle)"
-            ))),
-        }
-    }
-
-    /// SHORT_BINUNICODE, BINUNICODE, BINUNICODE8: an interned UTF-8 string.
-    #[inline(always)]
-    fn string(&mut self, op: u8) -> Result<(), FormatError> {
-        let n = match op {
-            0x8c => self.src.u8("SHORT_BINUNICODE")? as u64,
-            b'X' => self.src.u32("BINUNICODE")? as u64,
-            _ => self.src.u64("BINUNICODE8")?,
-        };
-        let n = bounded_len(n, "a string").map_err(|e| self.fail(e))?;
-        let off = self.off;
-        let b = self.src.take(n, "a string")?;
-        let s = std::str::from_utf8(b)
-            .map_err(|e| FormatError::at(off, format!("string is not valid UTF-8: {e}")))?;
-        let id = self.a.intern(s);
-        self.stack.push(Val::Str(id));
-        Ok(())
-    }
-
-    /// SHORT_BINBYTES, BINBYTES, BINBYTES8.
-    #[inline(always)]
-    fn bytes(&mut self, op: u8) -> Result<(), FormatError> {
-        let n = match op {
-            b'C' => self.src.u8("SHORT_BINBYTES")? as u64,
-            b'B' => self.src.u32("BINBYTES")? as u64,
-            _ => self.src.u64("BINBYTES8")?,
-        };
-        let n = bounded_len(n, "a bytes object").map_err(|e| self.fail(e))?;
-        let b: Box<[u8]> = self.src.take(n, "a bytes object")?.into();
-        self.a.bytes.push(b);
-        self.stack.push(Val::Bytes(self.a.bytes.len() as u32 - 1));
-        Ok(())
-    }
-
-    /// BININT, BININT1, BININT2, LONG1, LONG4, BINFLOAT.
-    #[inline(always)]
-    fn number(&mut self, op: u8) -> Result<(), FormatError> {
-        let v = match op {
-            b'J' => Val::Int(self.src.u32("BININT")? as i32 as i64),
-            b'K' => Val::Int(self.src.u8("BININT1")? as i64),
+            b'C' | b'B' | 0x8e => {
+                let n = match op {
+                    b'C' => src.u8("SHORT_BINBYTES")? as u64,
+                    b'B' => src.u32("BINBYTES")? as u64,
+                    _ => src.u64("BINBYTES8")?,
+                };
+                let n = bounded_len(n, "a bytes object").map_err(err)?;
+                let b: Box<[u8]> = src.take(n, "a bytes object")?.into();
+                a.bytes.push(b);
+                stack.push(Val::Bytes(a.bytes.len() as u32 - 1));
+            }
+            b'J' => {
+                let v = src.u32("BININT")? as i32;
+                stack.push(Val::Int(v as i64));
+            }
+            b'K' => {
+                let v = src.u8("BININT1")?;
+                stack.push(Val::Int(v as i64));
+            }
             b'M' => {
-                let b = self.src.take(2, "BININT2")?;
-                Val::Int(u16::from_le_bytes([b[0], b[1]]) as i64)
+                let b = src.take(2, "BININT2")?;
+                stack.push(Val::Int(u16::from_le_bytes([b[0], b[1]]) as i64));
             }
             0x8a | 0x8b => {
                 let n = if op == 0x8a {
-                    self.src.u8("LONG1")? as usize
+                    src.u8("LONG1")? as usize
                 } else {
-                    let n = self.src.u32("LONG4")? as i32;
+                    let n = src.u32("LONG4")? as i32;
                     if n < 0 {
-                        return Err(self.fail(format!("LONG4 with negative length {n}")));
+                        return Err(err(format!("LONG4 with negative length {n}")));
                     }
-                    bounded_len(n as u64, "a long integer").map_err(|e| self.fail(e))?
+                    bounded_len(n as u64, "a long integer").map_err(err)?
                 };
-                decode_long(self.src.take(n, "a long integer")?)
+                let b = src.take(n, "a long integer")?;
+                stack.push(decode_long(b));
             }
-            // BINFLOAT is big-endian; u64() reads little-endian.
-            _ => Val::Float(f64::from_bits(self.src.u64("BINFLOAT")?.swap_bytes())),
-        };
-        self.stack.push(v);
-        Ok(())
-    }
-
-    /// TUPLE1–3 (the top values) and TUPLE (the values above the mark).
-    #[inline(always)]
-    fn tuple(&mut self, op: u8) -> Result<(), FormatError> {
-        let from = if op == b't' {
-            self.pop_mark("TUPLE")?
-        } else {
-            let n = (op - 0x84) as usize;
-            if self.stack.len() < n {
-                return Err(self.fail(format!(
-                    "TUPLE{n} needs {n} values but the stack holds {} (corrupt pickle)",
-                    self.stack.len()
+            b'G' => {
+                let v = src.u64("BINFLOAT")?;
+                // BINFLOAT is big-endian; u64() read it little-endian.
+                stack.push(Val::Float(f64::from_bits(v.swap_bytes())));
+            }
+            b'N' => stack.push(Val::None),
+            0x88 => stack.push(Val::Bool(true)),
+            0x89 => stack.push(Val::Bool(false)),
+            b'}' => {
+                let v = a.new_dict(Vec::new());
+                stack.push(v);
+            }
+            b']' => {
+                let v = a.new_list(Vec::new());
+                stack.push(v);
+            }
+            b')' => {
+                a.tuples.push(Box::new([]));
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b'(' => marks.push(stack.len()),
+            b'0' => {
+                pop!("POP");
+            }
+            b'1' => {
+                let m = pop_mark!("POP_MARK");
+                stack.truncate(m);
+            }
+            0x85..=0x87 => {
+                let n = (op - 0x84) as usize;
+                if stack.len() < n {
+                    return Err(err(format!(
+                        "TUPLE{n} needs {n} values but the stack holds {} (corrupt pickle)",
+                        stack.len()
+                    )));
+                }
+                let items: Box<[Val]> = stack.split_off(stack.len() - n).into();
+                a.tuples.push(items);
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b't' => {
+                let m = pop_mark!("TUPLE");
+                let items: Box<[Val]> = stack.split_off(m).into();
+                a.tuples.push(items);
+                stack.push(Val::Tuple(a.tuples.len() as u32 - 1));
+            }
+            b'l' => {
+                let m = pop_mark!("LIST");
+                let items = stack.split_off(m);
+                let mut conv = Vec::with_capacity(items.len());
+                for v in items {
+                    conv.push(hook.appended(a, v).map_err(err)?);
+                }
+                let v = a.new_list(conv);
+                stack.push(v);
+            }
+            b'd' => {
+                let m = pop_mark!("DICT");
+                let items = stack.split_off(m);
+                if !items.len().is_multiple_of(2) {
+                    return Err(err(
+                        "DICT with an odd number of items (corrupt pickle)".into()
+                    ));
+                }
+                let pairs = items.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+                let v = a.new_dict(pairs);
+                stack.push(v);
+            }
+            b'a' => {
+                let v = pop!("APPEND");
+                let Some(&Val::List(id)) = stack.last() else {
+                    return Err(err(format!(
+                        "APPEND onto a {} (expected a list)",
+                        stack.last().map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                let v = hook.appended(a, v).map_err(err)?;
+                if let Some(s) = a.lists.get_mut(id as usize) {
+                    s.items.push(v);
+                }
+            }
+            b'e' => {
+                let m = pop_mark!("APPENDS");
+                if m == 0 {
+                    return Err(err("APPENDS without a list below its MARK".into()));
+                }
+                let Some(&Val::List(id)) = stack.get(m - 1) else {
+                    return Err(err(format!(
+                        "APPENDS onto a {} (expected a list)",
+                        stack.get(m - 1).map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                // Converted in place on the stack: no per-batch buffers.
+                for v in &mut stack[m..] {
+                    *v = hook.appended(a, *v).map_err(err)?;
+                }
+                if let Some(s) = a.lists.get_mut(id as usize) {
+                    s.items.extend_from_slice(&stack[m..]);
+                }
+                stack.truncate(m);
+            }
+            b's' => {
+                let v = pop!("SETITEM");
+                let k = pop!("SETITEM");
+                let Some(&Val::Dict(id)) = stack.last() else {
+                    return Err(err(format!(
+                        "SETITEM onto a {} (expected a dict)",
+                        stack.last().map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                if a.dict_sealed(id).is_some() {
+                    return Err(err(SEALED.into()));
+                }
+                dict_insert(a, id, k, v);
+            }
+            b'u' => {
+                let m = pop_mark!("SETITEMS");
+                if m == 0 {
+                    return Err(err("SETITEMS without a dict below its MARK".into()));
+                }
+                let Some(&Val::Dict(id)) = stack.get(m - 1) else {
+                    return Err(err(format!(
+                        "SETITEMS onto a {} (expected a dict)",
+                        stack.get(m - 1).map_or("nothing", |v| v.type_name())
+                    )));
+                };
+                if !(stack.len() - m).is_multiple_of(2) {
+                    return Err(err(
+                        "SETITEMS with an odd number of items (corrupt pickle)".into()
+                    ));
+                }
+                let fresh = match a.dicts.get(id as usize) {
+                    Some(s) if s.sealed != NOT_SEALED => return Err(err(SEALED.into())),
+                    Some(s) => s.items.is_empty(),
+                    None => false,
+                };
+                // A fresh dict about to be appended (an APPENDS batch onto a list is open
+                // below it) may be converted by the hook straight from the stack.
+                let in_batch = fresh
+                    && marks.last().is_some_and(|&p| {
+                        p >= 1 && p < m && matches!(stack.get(p - 1), Some(Val::List(_)))
+                    });
+                if in_batch {
+                    if let Some((kind, conv)) = hook.dict_filled(a, &stack[m..]).map_err(err)? {
+                        if let Some(s) = a.dicts.get_mut(id as usize) {
+                            s.sealed = kind;
+                            s.conv = conv;
+                        }
+                        stack.truncate(m);
+                        continue;
+                    }
+                }
+                if let Some(items) = a.dict_mut(id) {
+                    items.reserve((stack.len() - m) / 2);
+                }
+                let mut i = m;
+                while i + 1 < stack.len() {
+                    dict_insert(a, id, stack[i], stack[i + 1]);
+                    i += 2;
+                }
+                stack.truncate(m);
+            }
+            _ => {
+                if let Some(name) = refused(op) {
+                    return Err(err(format!(
+                        "refused opcode {name} (0x{op:02x}): it would make Python import or call code; a memory snapshot holds only plain data (dict, list, str, int, float), so this file is not a snapshot or was tampered with"
+                    )));
+                }
+                if let Some(name) = unsupported(op) {
+                    return Err(err(format!(
+                        "unsupported opcode {name} (0x{op:02x}): not used by PyTorch memory snapshots"
+                    )));
+                }
+                return Err(err(format!(
+                    "unknown opcode 0x{op:02x}: not a pickle opcode memtide reads (corrupt or not a snapshot)"
                 )));
             }
-            self.stack.len() - n
-        };
-        let items: Box<[Val]> = self.stack.split_off(from).into();
-        self.push_tuple(items);
-        Ok(())
-    }
-
-    /// LIST: the values above the mark, each passed through the hook.
-    #[inline(always)]
-    fn list(&mut self) -> Result<(), FormatError> {
-        let m = self.pop_mark("LIST")?;
-        let items = self.stack.split_off(m);
-        let mut conv = Vec::with_capacity(items.len());
-        for v in items {
-            conv.push(self.hook.appended(self.a, v).map_err(|e| self.fail(e))?);
         }
-        let v = self.a.new_list(conv);
-        self.stack.push(v);
-        Ok(())
-    }
-
-    /// DICT: key/value pairs above the mark.
-    #[inline(always)]
-    fn dict(&mut self) -> Result<(), FormatError> {
-        let m = self.pop_mark("DICT")?;
-        let items = self.stack.split_off(m);
-        if !items.len().is_multiple_of(2) {
-            return Err(self.fail("DICT with an odd number of items (corrupt pickle)".into()));
-        }
-        let pairs = items.chunks_exact(2).map(|p| (p[0], p[1])).collect();
-        let v = self.a.new_dict(pairs);
-        self.stack.push(v);
-        Ok(())
-    }
-
-    /// The list at stack position `at` (for APPEND/APPENDS), or an error naming what is there.
-    #[inline(always)]
-    fn list_at(&self, at: Option<usize>, what: &str) -> Result<u32, FormatError> {
-        match at.and_then(|i| self.stack.get(i)) {
-            Some(&Val::List(id)) => Ok(id),
-            other => Err(self.fail(format!(
-                "{what} onto a {} (expected a list)",
-                other.map_or("nothing", |v| v.type_name())
-            ))),
-        }
-    }
-
-    /// The dict at stack position `at` (for SETITEM/SETITEMS).
-    #[inline(always)]
-    fn dict_at(&self, at: Option<usize>, what: &str) -> Result<u32, FormatError> {
-        match at.and_then(|i| self.stack.get(i)) {
-            Some(&Val::Dict(id)) => Ok(id),
-            other => Err(self.fail(format!(
-                "{what} onto a {} (expected a dict)",
-                other.map_or("nothing", |v| v.type_name())
-            ))),
-        }
-    }
-
-    /// APPEND: one value onto the list below it.
-    #[inline(always)]
-    fn append(&mut self) -> Result<(), FormatError> {
-        let v = self.pop("APPEND")?;
-        let id = self.list_at(self.stack.len().checked_sub(1), "APPEND")?;
-        let v = self.hook.appended(self.a, v).map_err(|e| self.fail(e))?;
-        if let Some(s) = self.a.lists.get_mut(id as usize) {
-            s.items.push(v);
-        }
-        Ok(())
-    }
-
-    /// APPENDS: the values above the mark onto the list below it.
-    #[inline(always)]
-    fn appends(&mut self) -> Result<(), FormatError> {
-        let m = self.pop_mark("APPENDS")?;
-        if m == 0 {
-            return Err(self.fail("APPENDS without a list below its MARK".into()));
-        }
-        let id = self.list_at(Some(m - 1), "APPENDS")?;
-        // Converted in place on the stack: no per-batch buffers.
-        for i in m..self.stack.len() {
-            let v = self.stack[i];
-            self.stack[i] = self.hook.appended(self.a, v).map_err(|e| self.fail(e))?;
-        }
-        if let Some(s) = self.a.lists.get_mut(id as usize) {
-            s.items.extend_from_slice(&self.stack[m..]);
-        }
-        self.stack.truncate(m);
-        Ok(())
-    }
-
-    /// SETITEM: one key/value into the dict below them.
-    #[inline(always)]
-    fn setitem(&mut self) -> Result<(), FormatError> {
-        let v = self.pop("SETITEM")?;
-        let k = self.pop("SETITEM")?;
-        let id = self.dict_at(self.stack.len().checked_sub(1), "SETITEM")?;
-        if self.a.dict_sealed(id).is_some() {
-            return Err(self.fail(SEALED.into()));
-        }
-        dict_insert(self.a, id, k, v);
-        Ok(())
-    }
-
-    /// SETITEMS: the pairs above the mark into the dict below it; a fresh dict inside an
-    /// APPENDS batch may be converted by the hook straight from the stack.
-    #[inline(always)]
-    fn setitems(&mut self) -> Result<(), FormatError> {
-        let m = self.pop_mark("SETITEMS")?;
-        if m == 0 {
-            return Err(self.fail("SETITEMS without a dict below its MARK".into()));
-        }
-        let id = self.dict_at(Some(m - 1), "SETITEMS")?;
-        if !(self.stack.len() - m).is_multiple_of(2) {
-            return Err(self.fail("SETITEMS with an odd number of items (corrupt pickle)".into()));
-        }
-        let fresh = match self.a.dicts.get(id as usize) {
-            Some(s) if s.sealed != NOT_SEALED => return Err(self.fail(SEALED.into())),
-            Some(s) => s.items.is_empty(),
-            None => false,
-        };
-        // A fresh dict about to be appended (an APPENDS batch onto a list is open below it).
-        let in_batch = fresh
-            && self.marks.last().is_some_and(|&p| {
-                p >= 1 && p < m && matches!(self.stack.get(p - 1), Some(Val::List(_)))
-            });
-        if in_batch {
-            let filled = self
-                .hook
-                .dict_filled(self.a, &self.stack[m..])
-                .map_err(|e| FormatError::at(self.off, e))?;
-            if let Some((kind, conv)) = filled {
-                if let Some(s) = self.a.dicts.get_mut(id as usize) {
-                    s.sealed = kind;
-                    s.conv = conv;
-                }
-                self.stack.truncate(m);
-                return Ok(());
-            }
-        }
-        if let Some(items) = self.a.dict_mut(id) {
-            items.reserve((self.stack.len() - m) / 2);
-        }
-        let mut i = m;
-        while i + 1 < self.stack.len() {
-            dict_insert(self.a, id, self.stack[i], self.stack[i + 1]);
-            i += 2;
-        }
-        self.stack.truncate(m);
-        Ok(())
-    }
-
-    /// An opcode memtide does not execute: refused (it would run code), unsupported, unknown.
-    fn not_read(&self, op: u8) -> FormatError {
-        if let Some(name) = refused(op) {
-            return self.fail(format!(
-                "refused opcode {name} (0x{op:02x}): it would make Python import or call code; a memory snapshot holds only plain data (dict, list, str, int, float), so this file is not a snapshot or was tampered with"
-            ));
-        }
-        if let Some(name) = unsupported(op) {
-            return self.fail(format!(
-                "unsupported opcode {name} (0x{op:02x}): not used by PyTorch memory snapshots"
-            ));
-        }
-        self.fail(format!(
-            "unknown opcode 0x{op:02x}: not a pickle opcode memtide reads (corrupt or not a snapshot)"
-        ))
     }
 }
 
