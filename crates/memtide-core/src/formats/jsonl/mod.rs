@@ -3,8 +3,8 @@
 //! frees apply before allocs, then written to the trace in application order.
 
 //!
-//! Three parts: [`line`] decodes one line, this file frames bytes into lines and gathers
-//! equal-`t` groups, [`apply`] gives each event its meaning.
+//! Three parts: `line` decodes one line, this file frames bytes into lines and gathers
+//! equal-`t` groups, `apply` gives each event its meaning.
 
 mod apply;
 mod line;
