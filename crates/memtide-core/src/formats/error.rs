@@ -18,11 +18,19 @@ pub enum FormatError {
     /// Readable, but not what the user asked (e.g. a device that is not in the file).
     #[error("{0}")]
     Invalid(String),
+    /// Not a `source`: the message already holds the I/O error's text, and a chain printer
+    /// (anyhow's `{:#}`) would repeat it.
     #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// Loading was cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl From<std::io::Error> for FormatError {
+    fn from(e: std::io::Error) -> Self {
+        FormatError::Io(e)
+    }
 }
 
 impl FormatError {
