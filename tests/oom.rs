@@ -220,3 +220,68 @@ fn snapshot_sample_matches_the_hand_figures() {
     assert_eq!(o["outside_allocator"], 512 * mib);
     assert_eq!(o["verdict"], "live_tensors");
 }
+
+/// The replay ends exactly at the final segments (reserved and the set of active blocks) on
+/// every committed snapshot that records its history faithfully; with `MEMTIDE_REAL_DIR` set,
+/// also prints the figures of the snapshots there (other people's files, never committed).
+#[test]
+fn replay_ends_at_the_final_segments() {
+    use memtide_core::allocator::{allocator_at_end, Model};
+    use memtide_core::formats::{LoadOptions, Progress};
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<(PathBuf, bool)> = [
+        "tests/fixtures/oom/oom_live.pickle",
+        "tests/fixtures/oom/oom_fragmented.pickle",
+        "tests/fixtures/oom/oom_outside.pickle",
+        "tests/fixtures/oom/oom_too_large.pickle",
+        "sample-traces/cuda-oom.pickle",
+        "tests/fixtures/snapshot/two_devices_p4.pickle",
+        "tests/fixtures/snapshot/expandable.pickle",
+        "tests/fixtures/snapshot/small.json",
+    ]
+    .iter()
+    .map(|p| (root.join(p), true))
+    .collect();
+    if let Some(dir) = std::env::var_os("MEMTIDE_REAL_DIR") {
+        for e in std::fs::read_dir(dir).expect("dir").flatten() {
+            if e.path().extension().is_some_and(|x| x == "pickle") {
+                files.push((e.path(), false));
+            }
+        }
+    }
+    for (path, must) in files {
+        let loaded = memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
+            .expect("load");
+        for h in loaded.allocators {
+            let end = allocator_at_end(&h.segments);
+            let dev = h.device.clone();
+            let m = Model::build(h);
+            let t = m.at_end().totals();
+            println!(
+                "{} {dev}: {} entries, at end (from segments) {end:?}; replay end reserved {} allocated {}; {:?}",
+                path.display(),
+                m.len(),
+                t.reserved,
+                t.allocated,
+                m.report()
+            );
+            if must {
+                assert!(
+                    m.report().consistent(),
+                    "{}: {:?}",
+                    path.display(),
+                    m.report()
+                );
+                assert_eq!(t.reserved, end.reserved, "{}", path.display());
+                assert_eq!(t.allocated, end.allocated, "{}", path.display());
+                assert_eq!(t.free_in_reserve, end.free_in_reserve, "{}", path.display());
+                assert_eq!(
+                    t.largest_free_block,
+                    end.largest_free_block,
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+    }
+}

@@ -197,6 +197,21 @@ impl History {
         st
     }
 
+    /// What the final segments tell the replay: each segment's pool set and each active
+    /// block's extent (a block of the same request at the same address has that extent).
+    fn finals(&self) -> Finals {
+        let blocks = self
+            .final_blocks()
+            .into_iter()
+            .filter(|(_, b, _)| matches!(b.state, BlockState::Allocated | BlockState::PendingFree))
+            .map(|(a, b, _)| (a, (b.requested, b.size)))
+            .collect();
+        Finals {
+            kinds: self.final_kinds(),
+            blocks,
+        }
+    }
+
     /// Final segments by start: (end, kind), to name the pool set of a range the trace maps.
     fn final_kinds(&self) -> BTreeMap<u64, (u64, PoolKind)> {
         self.segments
@@ -250,7 +265,7 @@ impl History {
     pub fn replayer(&self) -> Replayer<'_> {
         Replayer {
             history: self,
-            finals: self.final_kinds(),
+            finals: self.finals(),
             state: self.initial_state(),
             next: 0,
             report: ReplayReport::default(),
@@ -296,7 +311,7 @@ impl History {
 /// Applies entries forward from the initial state.
 pub struct Replayer<'a> {
     history: &'a History,
-    finals: BTreeMap<u64, (u64, PoolKind)>,
+    finals: Finals,
     pub state: State,
     /// Entries applied so far.
     pub next: usize,
@@ -323,16 +338,24 @@ impl Replayer<'_> {
 }
 
 /// Applies one entry.
-fn apply(
-    st: &mut State,
-    e: &Entry,
-    h: &History,
-    finals: &BTreeMap<u64, (u64, PoolKind)>,
-    rep: &mut ReplayReport,
-) {
+/// Facts from the final segments used while replaying.
+#[derive(Clone, Debug, Default)]
+struct Finals {
+    kinds: BTreeMap<u64, (u64, PoolKind)>,
+    /// Active block address → (requested, size).
+    blocks: FxHashMap<u64, (u64, u64)>,
+}
+
+fn apply(st: &mut State, e: &Entry, h: &History, finals: &Finals, rep: &mut ReplayReport) {
     let (a, b) = (e.addr, e.addr.saturating_add(e.size));
     match e.op {
-        Op::Alloc => rep.overwritten += st.alloc(e.addr, e.size),
+        Op::Alloc => {
+            let size = match finals.blocks.get(&e.addr) {
+                Some(&(req, size)) if req == e.size => size,
+                _ => round_size(e.size),
+            };
+            rep.overwritten += st.alloc_sized(e.addr, e.size, size);
+        }
         Op::FreeRequested => {
             if !st.free_requested(e.addr) {
                 rep.unmatched_frees += 1;
@@ -344,7 +367,7 @@ fn apply(
             }
         }
         Op::SegmentAlloc | Op::SegmentMap => {
-            let meta = h.meta_for(e, finals, st);
+            let meta = h.meta_for(e, &finals.kinds, st);
             rep.double_mapped += st.map(a, b, meta);
         }
         Op::SegmentFree | Op::SegmentUnmap => rep.unmatched_unmap += st.unmap(a, b),
@@ -362,7 +385,7 @@ pub struct Model {
     every: usize,
     end: State,
     report: ReplayReport,
-    finals: BTreeMap<u64, (u64, PoolKind)>,
+    finals: Finals,
 }
 
 /// Checkpoint memory budget, in stored blocks and segments (about 48 B each).
@@ -370,7 +393,7 @@ const CHECKPOINT_BUDGET: usize = 4 << 20;
 
 impl Model {
     /// Replays `history` once, keeping checkpoints (every 4,096 entries at first; the
-    /// interval doubles whenever they would hold more than [`CHECKPOINT_BUDGET`] items).
+    /// interval doubles whenever they would hold more than `CHECKPOINT_BUDGET` items).
     pub fn build(history: History) -> Model {
         Model::build_every(history, 4096)
     }
@@ -405,7 +428,7 @@ impl Model {
             (r.state, r.report)
         };
         history.check_end(&end, &mut report);
-        let finals = history.final_kinds();
+        let finals = history.finals();
         Model {
             finals,
             history,

@@ -5,8 +5,8 @@
 //! against load + allocator model (the overhead the model adds).
 //!
 //! ```sh
-//! cargo bench --bench allocator -- --quick
-//! MEMTIDE_BENCH_SNAPSHOT=/tmp/big.pickle cargo bench --bench allocator -- --quick
+//! cargo bench -p memtide-core --bench allocator -- --quick
+//! MEMTIDE_BENCH_SNAPSHOT=/tmp/big.pickle cargo bench -p memtide-core --bench allocator -- --quick
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion};
