@@ -4,6 +4,9 @@
 //! `tools/gen_snapshots.py --big /tmp/big.pickle --entries 2000000`) — a file's load alone
 //! against load + allocator model (the overhead the model adds).
 //!
+//! Measured (2 shared cores, other builds running): build 623 ms, query 0.67 ms; a 169 MB,
+//! 1.17 M-entry pickle loads in 3.07 s, 3.20 s with the model.
+//!
 //! ```sh
 //! cargo bench -p memtide-core --bench allocator -- --quick
 //! MEMTIDE_BENCH_SNAPSHOT=/tmp/big.pickle cargo bench -p memtide-core --bench allocator -- --quick
