@@ -2,6 +2,7 @@
 
 use super::InputArgs;
 use anyhow::{bail, Context, Result};
+use memtide_core::formats::device_log::DeviceLogOptions;
 use memtide_core::formats::{self, LoadOptions, Loaded, Progress};
 use memtide_core::index::Index;
 use memtide_core::trace::Trace;
@@ -14,6 +15,11 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
         cpp_frames: a.cpp_frames,
         categories: a.categories.clone(),
         rules: a.rules.clone(),
+        device_log: a.device_log.clone().map(|path| DeviceLogOptions {
+            path,
+            tz_east_us: a.device_log_tz,
+            offset_us: a.device_log_offset.unwrap_or(0),
+        }),
     }
 }
 

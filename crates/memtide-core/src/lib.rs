@@ -32,6 +32,7 @@
 
 pub mod analysis;
 pub mod budget;
+pub mod device_merge;
 pub mod formats;
 pub mod index;
 pub mod lab;

@@ -18,6 +18,9 @@ pub enum FormatError {
     /// Readable, but not what the user asked (e.g. a device that is not in the file).
     #[error("{0}")]
     Invalid(String),
+    /// A device-usage log (`--device-log`) that cannot be read.
+    #[error(transparent)]
+    DeviceLog(#[from] super::device_log::DeviceLogError),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     /// Loading was cancelled by the caller.
