@@ -231,9 +231,9 @@ fn device_log(o: &mut String, s: &Summary) {
     let dev = d
         .device
         .map_or("no matching device".to_string(), |i| format!("device {i}"));
-    let every = d
-        .sample_interval_us
-        .map_or(String::new(), |i| format!(" every {}", external::interval(i)));
+    let every = d.sample_interval_us.map_or(String::new(), |i| {
+        format!(" every {}", external::interval(i))
+    });
     let _ = writeln!(
         o,
         "device log       {} · {} · {dev} · {} samples{every}",

@@ -218,11 +218,8 @@ impl Summary {
             }),
             trend: trend(trace, index),
             device_log: trace.device_log.clone(),
-            device_log_peak_covered: trace
-                .device_log
-                .as_ref()
-                .zip(peak_at)
-                .map(|(d, (at_start, at))| {
+            device_log_peak_covered: trace.device_log.as_ref().zip(peak_at).map(
+                |(d, (at_start, at))| {
                     let wall_us = trace
                         .wall_offset_ns
                         .map(|w| trace.ts(at).0.saturating_add(w).div_euclid(1000));
@@ -230,7 +227,8 @@ impl Summary {
                         (Some(w), Some(a), Some(b)) => !at_start && a <= w && w <= b,
                         _ => false,
                     }
-                }),
+                },
+            ),
         }
     }
 
