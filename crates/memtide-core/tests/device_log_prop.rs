@@ -31,7 +31,8 @@ fn op() -> impl Strategy<Value = Op> {
 /// allocated and reserved bytes after it.
 fn build(ops: &[Op]) -> (String, Vec<u64>, Vec<u64>) {
     let mut text = String::from("{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n");
-    let (mut live, mut segs): (Vec<(usize, u64)>, Vec<(usize, u64)>) = (vec![], vec![]);
+    let mut live: Vec<(usize, u64)> = vec![];
+    let mut segs: Vec<(usize, u64)> = vec![];
     let (mut alloc, mut res) = (vec![], vec![]);
     for (i, op) in ops.iter().enumerate() {
         let t = 10 * (i as u64 + 1);
