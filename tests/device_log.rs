@@ -26,11 +26,13 @@ type Entry = (i64, &'static str, u64, u64);
 
 const SEG_A: u64 = 0x7f00_0000_0000;
 const SEG_B: u64 = 0x7f10_0000_0000;
+const SEG_C: u64 = 0x7f20_0000_0000;
 
 /// The run: segment A (1 GiB) from 0 ms, segment B (2 GiB) from 500 ms to 2500 ms, blocks
-/// of 512 MiB, 1 GiB, 512 MiB and 256 MiB, the last one at 2000 ms making the peak
-/// (2.25 GiB allocated, 3 GiB reserved); everything freed by 2200 ms. Segment events sit on
-/// the 100 ms grid of the samples, so the step-function log is exact at every event.
+/// of 512 MiB, 1 GiB, 512 MiB and 256 MiB, the last one at 2050 ms making the peak
+/// (2.25 GiB allocated); everything freed by 2200 ms. Segment C (1 GiB, 2030–2500 ms) is
+/// reserved between two samples: the 2000 ms sample's external (used − reserved at 2000 ms)
+/// still holds at the peak, where reserved is 4 GiB.
 fn entries() -> Vec<Entry> {
     vec![
         (0, "segment_alloc", SEG_A, GIB),
@@ -38,12 +40,14 @@ fn entries() -> Vec<Entry> {
         (500, "segment_alloc", SEG_B, 2 * GIB),
         (600, "alloc", SEG_B, GIB),
         (1000, "alloc", SEG_B + GIB, 512 * MIB),
-        (2000, "alloc", SEG_A + 512 * MIB, 256 * MIB),
+        (2030, "segment_alloc", SEG_C, GIB),
+        (2050, "alloc", SEG_A + 512 * MIB, 256 * MIB),
         (2200, "free_completed", SEG_A + 512 * MIB, 256 * MIB),
         (2200, "free_completed", SEG_B + GIB, 512 * MIB),
         (2200, "free_completed", SEG_B, GIB),
         (2200, "free_completed", SEG_A, 512 * MIB),
         (2500, "segment_free", SEG_B, 2 * GIB),
+        (2500, "segment_free", SEG_C, GIB),
         (3000, "alloc", SEG_A, 128 * MIB),
     ]
 }
@@ -183,7 +187,7 @@ fn nvidia_smi_log_with_zone_gives_exact_external_and_capacity() {
     let p = &v["peak"];
     assert_eq!(p["bands"]["external"], ABOVE, "{v:#}");
     assert_eq!(p["bytes"], PEAK_ALLOCATED + ABOVE);
-    assert_eq!(p["index"], 5, "the 256 MiB alloc at 2000 ms");
+    assert_eq!(p["index"], 6, "the 256 MiB alloc at 2050 ms");
     assert_eq!(v["capacity"], TOTAL_MIB * MIB);
     let d = &v["device_log"];
     assert_eq!(d["path"], log);
@@ -194,7 +198,7 @@ fn nvidia_smi_log_with_zone_gives_exact_external_and_capacity() {
     assert_eq!(d["sample_interval_us"], 100_000);
     assert_eq!(d["samples"], 37);
     assert_eq!(d["coverage"], 1.0);
-    assert_eq!(d["covered_events"], 12);
+    assert_eq!(d["covered_events"], 14);
     assert_eq!(d["used_below_reserved"], 0);
     assert_eq!(d["peak_covered"], true);
     assert_eq!(d["first_sample_us"], T0_US - 300_000);
@@ -316,7 +320,7 @@ fn a_log_cut_short_covers_part_of_the_trace_and_says_so() {
         "entries at 0, 100, 500, 600, 1000 ms"
     );
     assert!(v["warnings"].to_string().contains("covers only 50%"));
-    // The 2000 ms entry (2.25 GiB allocated) has no log: the peak is the 1000 ms one,
+    // The 2050 ms entry (2.25 GiB allocated) has no log: the peak is the 1000 ms one,
     // 2 GiB allocated + 1.5 GiB external.
     assert_eq!(v["peak"]["index"], 4);
     assert_eq!(v["peak"]["bytes"], 2 * GIB + ABOVE);
@@ -334,11 +338,11 @@ fn a_log_cut_short_covers_part_of_the_trace_and_says_so() {
     let log = write(&f.dir, "late.csv", &late);
     let v = summary_json(&[&snap, "--device-log", &log, "--device-log-tz", "+02:00"]);
     assert_eq!(v["device_log"]["first_sample_us"], T0_US + 1_500_000);
-    assert_eq!(v["peak"]["index"], 5);
+    assert_eq!(v["peak"]["index"], 6);
     assert_eq!(v["peak"]["bytes"], PEAK_ALLOCATED + ABOVE);
     assert_eq!(
-        v["device_log"]["covered_events"], 7,
-        "2000, 4 × 2200, 2500, 3000 ms"
+        v["device_log"]["covered_events"], 9,
+        "2030, 2050, 4 × 2200, 2 × 2500, 3000 ms"
     );
 }
 
@@ -354,10 +358,12 @@ fn used_below_reserved_and_device_mismatch_are_warned() {
     let log = write(&f.dir, "low.csv", &s);
     let v = summary_json(&[&snap, "--device-log", &log]);
     let d = &v["device_log"];
-    // Entries from 500 ms to 2200 ms hold 3 GiB reserved: 500, 600, 1000, 2000 and the four
-    // frees at 2200 ms.
-    assert_eq!(d["used_below_reserved"], 8);
-    assert_eq!(d["max_shortfall"], GIB);
+    // The samples applied: 0, 100, 500, 600, 1000 ms, 2000 ms (for the 2030 and 2050 ms
+    // entries), 2200, 2500, 3000 ms; reserved is 3 GiB at 500, 600, 1000 and 2000 ms, and
+    // 4 GiB at 2200 ms.
+    assert_eq!(d["applied_samples"], 9);
+    assert_eq!(d["used_below_reserved"], 5);
+    assert_eq!(d["max_shortfall"], 2 * GIB);
     assert!(v["doubtful_warnings"]
         .to_string()
         .contains("below the trace's reserved memory"));
@@ -478,7 +484,46 @@ fn text_summary_says_how_the_log_was_aligned() {
         "{text}"
     );
     assert!(
-        text.contains("coverage       100.0% of the trace (12 of 12 events)"),
+        text.contains("coverage       100.0% of the trace (14 of 14 events)"),
         "{text}"
     );
+}
+
+/// A Kineto trace (`baseTimeNanoseconds` + relative `ts`, UTC) of one CUDA device: 512 MiB
+/// at 0 ms (1 GiB reserved), 1 GiB more at 500 ms (3 GiB reserved), freed at 1000 ms.
+fn kineto_json() -> Value {
+    let ev = |ts_ms: i64, addr: u64, bytes: i64, alloc: u64, reserved: u64| {
+        json!({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1,
+               "tid": 1, "ts": (ts_ms * 1000) as f64,
+               "args": {"Total Reserved": reserved, "Total Allocated": alloc, "Bytes": bytes,
+                        "Device Id": 0, "Device Type": 1, "Addr": addr}})
+    };
+    json!({"schemaVersion": 1, "deviceProperties": [], "baseTimeNanoseconds": T0_US * 1000,
+    "traceEvents": [
+        ev(0, 1, (512 * MIB) as i64, 512 * MIB, GIB),
+        ev(500, 2, GIB as i64, 512 * MIB + GIB, 3 * GIB),
+        ev(1000, 2, -(GIB as i64), 512 * MIB, 3 * GIB),
+    ]})
+}
+
+#[test]
+fn kineto_trace_aligns_by_base_time_plus_ts() {
+    let f = files();
+    let trace = f.dir.join("trace.json");
+    std::fs::write(&trace, kineto_json().to_string()).expect("write trace");
+    let mut s = String::from("time_us,device,used_bytes\n");
+    for ms in -3..=13 {
+        let ms = ms * 100;
+        let reserved = if ms < 500 { GIB } else { 3 * GIB };
+        s.push_str(&format!("{},0,{}\n", T0_US + ms * 1000, reserved + ABOVE));
+    }
+    let log = write(&f.dir, "k.csv", &s);
+    let t = trace.display().to_string();
+    let v = summary_json(&[&t, "--device-log", &log]);
+    assert_eq!(v["format"], "kineto");
+    assert_eq!(v["device_log"]["covered_events"], 3, "{v:#}");
+    assert_eq!(v["device_log"]["used_below_reserved"], 0);
+    assert_eq!(v["peak"]["index"], 1);
+    assert_eq!(v["peak"]["bands"]["external"], ABOVE);
+    assert_eq!(v["peak"]["bytes"], 512 * MIB + GIB + ABOVE);
 }

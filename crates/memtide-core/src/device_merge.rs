@@ -1,7 +1,7 @@
 //! Merging a device-usage log into a trace read from a snapshot or Kineto file: aligned by
-//! wall-clock time and matched by device index, external = used − reserved at each event
-//! (the log read as a step function, never beyond its first and last sample), added as
-//! external storages; the alignment report goes to [`Trace::device_log`].
+//! wall-clock time and matched by device index, external = used − reserved at each sample's
+//! instant, held as a step function until the next sample (never beyond the first and last
+//! sample), added as external storages; the alignment report goes to [`Trace::device_log`].
 
 use crate::formats::device_log::{format_tz, DeviceLog, DeviceLogOptions, LogFormat};
 use crate::trace::external::secs;
@@ -112,6 +112,14 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
     }
     info.device = Some(ordinal);
     info.samples = samples.len() as u64;
+    if !t.has_reserved {
+        // used − reserved would count the allocator's own memory twice.
+        doubtful.push(format!(
+            "device log {name}: {} records no reserved memory, so external = used − reserved cannot be computed: external stays unavailable",
+            t.device
+        ));
+        return finish(t, info, doubtful);
+    }
     let mut gaps: Vec<i64> = samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
     gaps.sort_unstable();
     info.sample_interval_us = gaps.get(gaps.len() / 2).copied();
@@ -135,11 +143,23 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
         0.0
     };
 
-    // Reserved bytes after each event, from the change log.
-    let reserved = reserved_after_each(t);
+    // External at each sample's instant = used − the trace's reserved then (after every
+    // event at or before it); held as a step function until the next sample, so reserved
+    // changes between samples (in the trace) do not move it.
+    let (initial, reserved) = reserved_after_each(t);
+    let ext_of_sample = |i: usize| -> (u64, u64) {
+        let (ts_us, used, _) = samples[i];
+        let local = ts_us.saturating_mul(1000).saturating_sub(wall);
+        let res = match t.seq_at_time(crate::trace::Ts(local)) {
+            Some(p) => reserved.get(p.idx()).copied().unwrap_or(initial),
+            None => initial,
+        };
+        (used, res)
+    };
     let mut ext: Vec<Option<u64>> = Vec::with_capacity(n);
     let mut idx = 0usize;
-    for (p, &res) in reserved.iter().enumerate() {
+    let mut current: Option<(usize, u64)> = None;
+    for p in 0..n {
         let w = at_ns(p);
         if w < f_ns || w > l_ns {
             ext.push(None);
@@ -148,13 +168,22 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
         while idx + 1 < samples.len() && samples[idx + 1].0.saturating_mul(1000) <= w {
             idx += 1;
         }
-        let used = samples[idx].1;
         info.covered_events += 1;
-        if used < res {
-            info.used_below_reserved += 1;
-            info.max_shortfall = info.max_shortfall.max(res - used);
-        }
-        ext.push(Some(used.saturating_sub(res)));
+        let e = match current {
+            Some((i, e)) if i == idx => e,
+            _ => {
+                let (used, res) = ext_of_sample(idx);
+                info.applied_samples += 1;
+                if used < res {
+                    info.used_below_reserved += 1;
+                    info.max_shortfall = info.max_shortfall.max(res - used);
+                }
+                let e = used.saturating_sub(res);
+                current = Some((idx, e));
+                e
+            }
+        };
+        ext.push(Some(e));
     }
 
     // Runs of one value become one external storage each.
@@ -209,9 +238,9 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
         }
         if info.used_below_reserved > 0 {
             doubtful.push(format!(
-                "device log {name}: at {} of {} covered events the log's used memory is below the trace's reserved memory (by up to {}): a misaligned clock or a log of another device or process; external is shown as 0 there{}",
+                "device log {name}: at {} of the {} samples applied the log's used memory is below the trace's reserved memory at that instant (by up to {}): a misaligned clock or a log of another device or process; external is shown as 0 there{}",
                 info.used_below_reserved,
-                info.covered_events,
+                info.applied_samples,
                 human_bytes(info.max_shortfall),
                 hint()
             ));
@@ -232,13 +261,15 @@ fn finish(t: &mut Trace, mut info: DeviceLogInfo, doubtful: Vec<String>) {
     t.device_log = Some(info);
 }
 
-/// Reserved bytes after each event (segments live from the start included).
-fn reserved_after_each(t: &Trace) -> Vec<u64> {
+/// Reserved bytes before the first event and after each event (segments live from the
+/// start included).
+fn reserved_after_each(t: &Trace) -> (u64, Vec<u64>) {
     let mut cur: u64 = (0..t.storage_count())
         .map(|i| crate::trace::AllocId(i as u32))
         .filter(|&id| t.is_from_start(id) && t.storage_kind(id) == StorageKind::Segment)
         .map(|id| t.size(id).0)
         .fold(0u64, u64::saturating_add);
+    let initial = cur;
     let mut out = Vec::with_capacity(t.len());
     let mut c = 0usize;
     for p in 0..t.len() {
@@ -258,7 +289,7 @@ fn reserved_after_each(t: &Trace) -> Vec<u64> {
         }
         out.push(cur);
     }
-    out
+    (initial, out)
 }
 
 /// `2021-06-08 09:12:46.756–09:12:50.000 UTC`-like text: both ends as UTC date-times.

@@ -1,7 +1,8 @@
 //! Property test of the device-log merge: on random traces (allocations, segments) and random
-//! logs (any times, duplicates, used below reserved), the external band is
-//! max(0, used − reserved) where the log covers an event and 0 elsewhere, and the total at
-//! every event equals allocated + external. The expectation is a brute-force replay here.
+//! logs (any times, duplicates, used below reserved), the external band at an event the log
+//! covers is max(0, used − reserved) of the last sample at or before it (reserved at that
+//! sample's instant), 0 elsewhere, and the total at every event equals allocated + external.
+//! The expectation is a brute-force replay here.
 
 use memtide_core::device_merge::merge;
 use memtide_core::formats::device_log::{DeviceLog, DeviceLogOptions, LogFormat, LogSample};
@@ -102,9 +103,16 @@ proptest! {
                     used = Some((st, u));
                 }
             }
+            // Reserved at the sample's instant: after the last event at or before it.
+            let res_then = |st: i64| {
+                (0..ops.len())
+                    .rev()
+                    .find(|&q| 10 * (q as i64 + 1) <= st)
+                    .map_or(0, |q| res[q])
+            };
             let expect = if (first..=last).contains(&t) {
                 covered += 1;
-                used.map_or(0, |(_, u)| u.saturating_sub(res[p]))
+                used.map_or(0, |(st, u)| u.saturating_sub(res_then(st)))
             } else {
                 0
             };

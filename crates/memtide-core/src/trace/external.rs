@@ -38,8 +38,10 @@ pub struct DeviceLogInfo {
     /// Events whose instant lies between the first and last sample (external is known there).
     pub covered_events: u64,
     pub events: u64,
-    /// Covered events where the log's used bytes are below the trace's reserved bytes
-    /// (external shown as 0 there), and the largest shortfall.
+    /// Samples whose external bytes apply to at least one event.
+    pub applied_samples: u64,
+    /// Applied samples whose used bytes are below the trace's reserved bytes at the sample's
+    /// instant (external shown as 0 until the next sample), and the largest shortfall.
     pub used_below_reserved: u64,
     pub max_shortfall: u64,
     /// `memory.total` / `total_bytes` of the matched device (the capacity line).
