@@ -527,3 +527,29 @@ fn kineto_trace_aligns_by_base_time_plus_ts() {
     assert_eq!(v["peak"]["bands"]["external"], ABOVE);
     assert_eq!(v["peak"]["bytes"], 512 * MIB + GIB + ABOVE);
 }
+
+#[test]
+fn explorer_header_says_where_external_came_from() {
+    use memtide::tui::{app::App, testing::Harness, theme::Theme};
+    use memtide_core::formats::{device_log::DeviceLogOptions, LoadOptions};
+    let f = files();
+    let log = write(&f.dir, "gpu.csv", &nvidia_smi_log());
+    let opts = LoadOptions {
+        device_log: Some(DeviceLogOptions {
+            path: log.into(),
+            tz_east_us: Some(7_200_000_000),
+            offset_us: 0,
+        }),
+        ..LoadOptions::default()
+    };
+    let app = App::new(f.snapshot.clone(), opts, Theme::default(), false);
+    let h = Harness::with_app(app, 240, 30);
+    let screen = h.screen();
+    assert!(
+        screen.contains(
+            "external from gpu.csv (device 0) · shift -7200.000 s · every 100 ms · covers 100%"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("capacity 79.65 GiB"), "{screen}");
+}

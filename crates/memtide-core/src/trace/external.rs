@@ -51,7 +51,8 @@ pub struct DeviceLogInfo {
 }
 
 impl DeviceLogInfo {
-    /// One line for headers: `gpu.csv · device 0 · shift -7200.000 s · every 100 ms · covers 100%`.
+    /// One line for headers: `external from gpu.csv (device 0) · shift -7200.000 s · every
+    /// 100 ms · covers 100%` (then the number of warnings, if any).
     pub fn label(&self) -> String {
         let name = std::path::Path::new(&self.path)
             .file_name()
@@ -66,8 +67,10 @@ impl DeviceLogInfo {
             s.push_str(&format!(" · every {}", interval(i)));
         }
         s.push_str(&format!(" · covers {:.0}%", self.coverage * 100.0));
-        if !self.warnings.is_empty() {
-            s.push_str(" · ⚠");
+        match self.warnings.len() {
+            0 => {}
+            1 => s.push_str(" · 1 warning"),
+            n => s.push_str(&format!(" · {n} warnings")),
         }
         s
     }
