@@ -451,9 +451,33 @@ fn jsonl_refuses_a_device_log_and_no_log_changes_nothing() {
         .stderr(predicates::str::contains(
             "merges with a PyTorch snapshot or Kineto trace",
         ));
+    // Following a JSONL file refuses it too.
+    let opts = memtide_core::formats::LoadOptions {
+        device_log: Some(memtide_core::formats::device_log::DeviceLogOptions {
+            path: log.clone().into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let e = memtide_core::load::load_followable(&jsonl, &opts, &Default::default())
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("merges with a PyTorch snapshot or Kineto trace"),
+        "{e}"
+    );
     let snap = f.snapshot.display().to_string();
     let v = summary_json(&[&snap]);
     assert!(v.get("device_log").is_none());
+    // The text says external is not measured, never just 0.
+    let out = memtide().args(["summary", &snap]).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("external              0 B    0.0%  unavailable: the file records none"),
+        "{text}"
+    );
+    let out = memtide().arg("summary").arg(&jsonl).output().expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("unavailable: the file records none"));
     assert_eq!(v["peak"]["bands"]["external"], 0);
     assert_eq!(v["capacity"], Value::Null);
 }

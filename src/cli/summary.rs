@@ -173,12 +173,23 @@ fn peak(o: &mut String, s: &Summary) {
                 } else {
                     0.0
                 };
+                // Snapshots and Kineto traces record no memory outside the allocator: 0 there
+                // means not measured, unless a device log measured it.
+                let unmeasured = b == Band::External
+                    && v == 0
+                    && s.device_log.is_none()
+                    && matches!(s.format.as_str(), "snapshot" | "kineto");
                 let _ = writeln!(
                     o,
-                    "  {:<12} {:>12}  {:>5.1}%",
+                    "  {:<12} {:>12}  {:>5.1}%{}",
                     b.name(),
                     human_bytes(v),
-                    pct
+                    pct,
+                    if unmeasured {
+                        "  unavailable: the file records none (--device-log measures it)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }

@@ -27,16 +27,20 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
             loaded.format,
             Format::SnapshotPickle | Format::SnapshotJson | Format::Kineto
         ) {
-            return Err(FormatError::Invalid(format!(
-                "--device-log merges with a PyTorch snapshot or Kineto trace; {} is {} (memtide JSONL records device samples as its own `sample` lines)",
-                path.display(),
-                loaded.format.name()
-            )));
+            return Err(jsonl_refuses_log(path));
         }
         device_merge::merge_all(&mut loaded.traces, log, d);
     }
     formats::check_byte_sums(&loaded.traces)?;
     Ok(loaded)
+}
+
+/// `--device-log` with a file it cannot merge with (JSONL, an `export_memory_timeline` file).
+fn jsonl_refuses_log(path: &Path) -> FormatError {
+    FormatError::Invalid(format!(
+        "--device-log merges with a PyTorch snapshot or Kineto trace; {} is not one (memtide JSONL records device samples as its own `sample` lines)",
+        path.display()
+    ))
 }
 
 /// The user's category rules (`--rules FILE`), or none.
@@ -84,6 +88,9 @@ pub fn load_followable(
         .read(&mut head)?;
     // An empty file may be a recording that has not written its header yet.
     if n == 0 || formats::detect(&head[..n]) == Some(Format::Jsonl) {
+        if opts.device_log.is_some() {
+            return Err(jsonl_refuses_log(path));
+        }
         let (trace, decoder, offset) = formats::read_jsonl_resumable(path, opts, progress)?;
         return Ok(Followable {
             loaded: Loaded {
