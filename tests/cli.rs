@@ -151,11 +151,14 @@ fn bad_files_exit_nonzero_with_a_clear_message() {
         .code(2)
         .stderr(predicate::str::contains("bad.jsonl"))
         .stderr(predicate::str::contains("line 2"));
-    memtide()
+    let missing = memtide()
         .args(["summary", "/nonexistent/trace.jsonl"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("cannot read"));
+    // The OS's reason is said once (an I/O error is not also printed as its own cause).
+    let err = String::from_utf8_lossy(&missing.get_output().stderr).into_owned();
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
     let header_only = dir.path().join("h.jsonl");
     std::fs::write(&header_only, "{\"memtide\":1}\n").expect("write");
     memtide()

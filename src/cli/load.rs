@@ -30,37 +30,15 @@ pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
         .with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Index of the device the user asked for, else the first device with events.
+/// Index of the device the user asked for, else the first device with events
+/// ([`memtide_core::load::pick_device`]).
 pub fn pick_device(loaded: &Loaded, want: Option<&str>) -> Result<usize> {
     let traces = &loaded.traces;
     if traces.is_empty() {
         bail!("the file holds no device traces");
     }
-    match want {
-        Some(w) => {
-            if let Ok(n) = w.parse::<usize>() {
-                if let Some(i) = traces
-                    .iter()
-                    .position(|t| device_ordinal(&t.device) == Some(n))
-                {
-                    return Ok(i);
-                }
-                if n < traces.len() {
-                    return Ok(n);
-                }
-            }
-            if let Some(i) = traces.iter().position(|t| t.device == w) {
-                return Ok(i);
-            }
-            let names: Vec<&str> = traces.iter().map(|t| t.device.as_str()).collect();
-            bail!("no device {w:?} in this file; it has: {}", names.join(", "))
-        }
-        None => Ok(traces.iter().position(|t| !t.is_empty()).unwrap_or(0)),
-    }
-}
-
-fn device_ordinal(name: &str) -> Option<usize> {
-    name.rsplit(':').next()?.parse().ok()
+    let devices = traces.iter().map(|t| (t.device.as_str(), !t.is_empty()));
+    Ok(memtide_core::load::pick_device(devices, want)?)
 }
 
 /// A trace with its index.

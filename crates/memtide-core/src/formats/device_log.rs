@@ -66,19 +66,17 @@ pub enum DeviceLogError {
     /// The file as a whole is unusable (empty, no samples, unknown header).
     #[error("device log {path}: {reason}")]
     File { path: String, reason: String },
-    #[error("cannot read device log {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    /// Not a `source`: the message holds the OS reason once (anyhow's `{:#}` would repeat it).
+    #[error("cannot read device log {path}: {error}")]
+    Io { path: String, error: std::io::Error },
 }
 
 /// Reads and parses the log at `path`; `lenient` skips and counts bad data lines.
 pub fn read(path: &Path, lenient: bool) -> Result<DeviceLog, DeviceLogError> {
     let name = path.display().to_string();
-    let io = |source| DeviceLogError::Io {
+    let io = |error| DeviceLogError::Io {
         path: name.clone(),
-        source,
+        error,
     };
     let mut f = super::source::open_regular(path).map_err(io)?;
     let mut bytes = Vec::new();

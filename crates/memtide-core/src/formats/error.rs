@@ -21,11 +21,19 @@ pub enum FormatError {
     /// A device-usage log (`--device-log`) that cannot be read.
     #[error(transparent)]
     DeviceLog(#[from] super::device_log::DeviceLogError),
+    /// Not a `source`: the message already holds the I/O error's text, and a chain printer
+    /// (anyhow's `{:#}`) would repeat it.
     #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// Loading was cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl From<std::io::Error> for FormatError {
+    fn from(e: std::io::Error) -> Self {
+        FormatError::Io(e)
+    }
 }
 
 impl FormatError {

@@ -569,6 +569,10 @@ pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), For
 }
 
 /// As [`unpickle`], into an existing arena (so a hook can pre-intern the keys it looks for).
+///
+/// One loop with one arm per opcode, on purpose: split into a machine with one method per
+/// opcode family, the same reader ran 7.5 % more instructions on a 100 k-entry snapshot
+/// (callgrind, `memtide summary --json`: 1.212 G vs 1.128 G), so the measured-faster shape stays.
 pub fn unpickle_into<R: Read>(
     r: R,
     a: &mut Arena,

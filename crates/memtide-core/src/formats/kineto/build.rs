@@ -239,6 +239,56 @@ fn build_device(
     ooms: &[usize],
 ) -> (Trace, bool) {
     let c = sh.c;
+    let mut t = device_trace(sh, dev);
+    let order = time_order(c, evs_idx);
+    let evs: Vec<&MemEv> = order
+        .iter()
+        .map(|&i| &c.mem[evs_idx[i as usize] as usize])
+        .collect();
+    let ts: Vec<i64> = evs.iter().map(|m| m.ts).collect();
+    if evs.iter().any(|m| !m.has_addr()) {
+        replay_anonymous(&mut t, &evs);
+        if evs.is_empty() {
+            push_oom_events(&mut t, c, ooms);
+        }
+        add_marks(&mut t, c, &ts, ooms);
+        return (t, false);
+    }
+    let dry = dry_run(&mut t, &evs);
+    let base_ns = c.base_ns.unwrap_or(0);
+    // Does the sidecar describe this device at all?
+    let use_sidecar = sh.sidecar.as_deref().is_some_and(|s| {
+        evs.iter()
+            .filter(|m| m.bytes > 0)
+            .take(10_000)
+            .any(|m| s.has_match(m.ts + base_ns, m.bytes))
+    });
+    let sidecar = if use_sidecar {
+        sh.sidecar.as_deref_mut()
+    } else {
+        None
+    };
+    let mut r = AddrReplay::new(t, c, sh.attr, sidecar, &dry, &ts, base_ns);
+    r.reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
+    for (p, m) in evs.iter().enumerate() {
+        r.event(p, m, evs_idx[order[p] as usize] as usize);
+    }
+    let counts = r.counts;
+    let mut t = r.finish();
+    if use_sidecar {
+        let coalesced = sh.sidecar.as_deref().is_some_and(|s| s.coalesced);
+        t.warn(sidecar_summary(&sh.sidecar_name, counts, coalesced));
+    }
+    if evs.is_empty() {
+        push_oom_events(&mut t, c, ooms);
+    }
+    add_marks(&mut t, c, &ts, ooms);
+    (t, use_sidecar)
+}
+
+/// An empty trace for `dev`: clock, numbering, rank, capacity and the file's warnings.
+fn device_trace(sh: &Shared<'_>, dev: Device) -> Trace {
+    let c = sh.c;
     let mut t = Trace::new(dev.name(), sh.source, "kineto");
     t.clock = Clock::Us;
     // Wall-clock UTC = ts + baseTimeNanoseconds (older traces write absolute ts).
@@ -263,194 +313,269 @@ fn build_device(
             t.warn(w.clone());
         }
     }
-    // Stable sort by ts: the file order decides equal timestamps.
+    t
+}
+
+/// Positions into `evs_idx` sorted by timestamp (stable: the file order decides ties).
+fn time_order(c: &Collected, evs_idx: &[u32]) -> Vec<u32> {
     let mut order: Vec<u32> = (0..evs_idx.len() as u32).collect();
     order.sort_by_key(|&i| c.mem[evs_idx[i as usize] as usize].ts);
-    let evs: Vec<&MemEv> = order
-        .iter()
-        .map(|&i| &c.mem[evs_idx[i as usize] as usize])
-        .collect();
-    let ts: Vec<i64> = evs.iter().map(|m| m.ts).collect();
-    if evs.iter().any(|m| !m.has_addr()) {
-        replay_anonymous(&mut t, &evs);
-        if evs.is_empty() {
-            push_oom_events(&mut t, c, ooms);
-        }
-        add_marks(&mut t, c, &ts, ooms);
-        return (t, false);
+    order
+}
+
+/// How the sidecar's categories matched this device's allocations.
+#[derive(Clone, Copy, Default)]
+struct SidecarCounts {
+    matched: u64,
+    unmatched: u64,
+    lost_changes: u64,
+}
+
+/// The warning that says how well `--categories` matched.
+fn sidecar_summary(name: &str, n: SidecarCounts, coalesced: bool) -> String {
+    let mut w = format!(
+        "categories from {name}: {} of {} allocations matched",
+        n.matched,
+        n.matched + n.unmatched
+    );
+    if n.unmatched > 0 {
+        w.push_str(&format!(" ({} unmatched shown as unknown)", n.unmatched));
     }
-    let dry = dry_run(&mut t, &evs);
-    let base_ns = c.base_ns.unwrap_or(0);
+    if n.lost_changes > 0 {
+        w.push_str(&format!(
+            "; {} category changes found no live allocation",
+            n.lost_changes
+        ));
+    }
+    if coalesced {
+        w.push_str("; the coalesced .json only gives totals per µs, prefer the .raw.json.gz");
+    }
+    w
+}
 
-    // Does the sidecar describe this device at all?
-    let use_sidecar = sh.sidecar.as_deref().is_some_and(|s| {
-        evs.iter()
-            .filter(|m| m.bytes > 0)
-            .take(10_000)
-            .any(|m| s.has_match(m.ts + base_ns, m.bytes))
-    });
-    let mut sidecar = if use_sidecar {
-        sh.sidecar.as_deref_mut()
-    } else {
-        None
-    };
-    let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
+/// The replay of a device whose `[memory]` events carry addresses: allocations by address,
+/// blocks from before profiling, reserved segments following `Total Reserved`, and the
+/// sidecar's categories and category changes.
+struct AddrReplay<'a, 's> {
+    t: Trace,
+    c: &'a Collected,
+    attr: &'a Attribution,
+    sidecar: Option<&'s mut Sidecar>,
+    dry: &'a Dry,
+    ts: &'a [i64],
+    base_ns: i64,
+    reserved_known: bool,
+    pre_name: StrId,
+    seg_name: StrId,
+    no_op: StrId,
+    name_map: FxHashMap<u32, StrId>,
+    stack_map: FxHashMap<u32, StackId>,
+    live: FxHashMap<u64, Live>,
+    /// Bytes from before profiling not yet accounted to a free.
+    pre_left: i64,
+    segs: Vec<(AllocId, i64)>,
+    reserved: Option<i64>,
+    counts: SidecarCounts,
+    next_change: usize,
+}
 
-    let pre_name = t.strings.intern(PREEXISTING);
-    let seg_name = t.strings.intern("reserved segment");
-    let no_op = t.strings.intern(NO_OP);
-    let mut name_map: FxHashMap<u32, StrId> = FxHashMap::default();
-    let mut stack_map: FxHashMap<u32, StackId> = FxHashMap::default();
-    let mut live: FxHashMap<u64, Live> = FxHashMap::default();
-    let mut pre_left = dry.baseline;
-    let mut segs: Vec<(AllocId, i64)> = Vec::new();
-    let mut reserved: Option<i64> = None;
-    let (mut matched, mut unmatched_cat, mut lost_changes) = (0u64, 0u64, 0u64);
-    let mut next_change = 0usize;
+impl<'a, 's> AddrReplay<'a, 's> {
+    fn new(
+        mut t: Trace,
+        c: &'a Collected,
+        attr: &'a Attribution,
+        sidecar: Option<&'s mut Sidecar>,
+        dry: &'a Dry,
+        ts: &'a [i64],
+        base_ns: i64,
+    ) -> Self {
+        let pre_name = t.strings.intern(PREEXISTING);
+        let seg_name = t.strings.intern("reserved segment");
+        let no_op = t.strings.intern(NO_OP);
+        AddrReplay {
+            t,
+            c,
+            attr,
+            sidecar,
+            dry,
+            ts,
+            base_ns,
+            reserved_known: false,
+            pre_name,
+            seg_name,
+            no_op,
+            name_map: FxHashMap::default(),
+            stack_map: FxHashMap::default(),
+            live: FxHashMap::default(),
+            pre_left: dry.baseline,
+            segs: Vec::new(),
+            reserved: None,
+            counts: SidecarCounts::default(),
+            next_change: 0,
+        }
+    }
 
-    for (p, m) in evs.iter().enumerate() {
+    /// Event `p` of the time-ordered axis (`mi`: its index among the file's memory events).
+    fn event(&mut self, p: usize, m: &MemEv, mi: usize) {
         let kind = match m.bytes {
             b if b > 0 => EventKind::Alloc,
             b if b < 0 => EventKind::Free,
             _ => EventKind::Other,
         };
-        t.push_event_src(Ts(m.ts), kind, m.src);
-        let mi = evs_idx[order[p] as usize] as usize;
+        self.t.push_event_src(Ts(m.ts), kind, m.src);
         if m.bytes > 0 {
-            if let Some(old) = live.remove(&m.addr) {
-                t.close(old.id);
-            }
-            let (name, stack) = names_of(&mut t, sh.attr, c, mi, &mut name_map, &mut stack_map);
-            let name = if name == StrId::default() {
-                no_op
-            } else {
-                name
-            };
-            let pt = match sidecar.as_deref_mut() {
-                Some(s) => match s.take(m.ts + base_ns, m.bytes) {
-                    Some(cat) => {
-                        matched += 1;
-                        cat
-                    }
-                    None => {
-                        unmatched_cat += 1;
-                        None
-                    }
-                },
-                None => None,
-            };
-            // inference: analysis::infer — without a sidecar the category stays Unknown here;
-            // the category inference pass (when present) relabels storages before indexing.
-            let cat = if sidecar.is_some() {
-                category_of(pt)
-            } else {
-                Category::Unknown
-            };
-            let id = t.open(
-                Bytes(m.bytes as u64),
-                cat,
-                StorageKind::Block,
-                name,
-                stack,
-                m.addr,
-            );
-            let top_end = sh.attr.top_end.get(mi).copied().unwrap_or(i64::MIN);
-            if top_end != i64::MIN {
-                t.add_flag(id, FLAG_OP_KNOWN);
-            }
-            live.insert(
-                m.addr,
-                Live {
-                    id,
-                    size: m.bytes,
-                    at: p as u32,
-                    pt,
-                    top_end,
-                },
-            );
+            self.alloc(p, m, mi);
         } else if m.bytes < 0 {
-            match live.remove(&m.addr) {
-                Some(l) => {
-                    if m.ts < l.top_end {
-                        t.add_flag(l.id, FLAG_FREED_IN_OP);
-                    }
-                    t.close(l.id)
-                }
-                None => {
-                    t.unmatched_frees += 1;
-                    let b = -m.bytes;
-                    if dry.unmatched[p] && pre_left >= b {
-                        // A block from before profiling: it was live from the start until here.
-                        let id = t.open_from_start(
-                            Bytes(b as u64),
-                            Category::Unknown,
-                            StorageKind::Block,
-                            pre_name,
-                            StackId::default(),
-                            m.addr,
-                        );
-                        t.close(id);
-                        pre_left -= b;
-                    }
-                }
-            }
+            self.free(p, m);
         }
-        if reserved_known {
+        if self.reserved_known {
             if let Some(r) = m.total_res().filter(|&r| r >= 0) {
-                follow_reserved(&mut t, &mut segs, &mut reserved, r, seg_name);
+                follow_reserved(
+                    &mut self.t,
+                    &mut self.segs,
+                    &mut self.reserved,
+                    r,
+                    self.seg_name,
+                );
             }
         }
-        if let Some(s) = sidecar.as_deref() {
-            let now = m.ts + base_ns;
-            while let Some(ch) = s.changes.get(next_change).filter(|ch| ch.t <= now) {
-                let ch = *ch;
-                next_change += 1;
-                if !apply_change(&mut t, &mut live, s, &ts, &dry, base_ns, p, ch) {
-                    lost_changes += 1;
-                }
-            }
-        }
+        self.category_changes(p, m);
     }
-    if pre_left > 0 {
-        t.open_from_start(
-            Bytes(pre_left as u64),
-            Category::Unknown,
+
+    /// A new block at `m.addr` (a block still live there is closed first).
+    fn alloc(&mut self, p: usize, m: &MemEv, mi: usize) {
+        if let Some(old) = self.live.remove(&m.addr) {
+            self.t.close(old.id);
+        }
+        let (name, stack) = names_of(
+            &mut self.t,
+            self.attr,
+            self.c,
+            mi,
+            &mut self.name_map,
+            &mut self.stack_map,
+        );
+        let name = if name == StrId::default() {
+            self.no_op
+        } else {
+            name
+        };
+        let pt = self.sidecar_category(m);
+        // Without a sidecar the category stays Unknown here; `crate::load` infers it.
+        let cat = if self.sidecar.is_some() {
+            category_of(pt)
+        } else {
+            Category::Unknown
+        };
+        let id = self.t.open(
+            Bytes(m.bytes as u64),
+            cat,
             StorageKind::Block,
-            pre_name,
-            StackId::default(),
-            0,
+            name,
+            stack,
+            m.addr,
         );
-    }
-    if t.unmatched_frees > 0 {
-        t.warn(format!(
-            "{} frees of addresses never allocated in the trace (allocated before profiling started)",
-            t.unmatched_frees
-        ));
-    }
-    if use_sidecar {
-        let s = &sh.sidecar_name;
-        let mut w = format!(
-            "categories from {s}: {matched} of {} allocations matched",
-            matched + unmatched_cat
-        );
-        if unmatched_cat > 0 {
-            w.push_str(&format!(" ({unmatched_cat} unmatched shown as unknown)"));
+        let top_end = self.attr.top_end.get(mi).copied().unwrap_or(i64::MIN);
+        if top_end != i64::MIN {
+            self.t.add_flag(id, FLAG_OP_KNOWN);
         }
-        if lost_changes > 0 {
-            w.push_str(&format!(
-                "; {lost_changes} category changes found no live allocation"
+        self.live.insert(
+            m.addr,
+            Live {
+                id,
+                size: m.bytes,
+                at: p as u32,
+                pt,
+                top_end,
+            },
+        );
+    }
+
+    /// The sidecar's category for this allocation (None: no sidecar or no match).
+    fn sidecar_category(&mut self, m: &MemEv) -> Option<u8> {
+        let s = self.sidecar.as_deref_mut()?;
+        match s.take(m.ts + self.base_ns, m.bytes) {
+            Some(cat) => {
+                self.counts.matched += 1;
+                cat
+            }
+            None => {
+                self.counts.unmatched += 1;
+                None
+            }
+        }
+    }
+
+    /// A free at `m.addr`: closes the live block, or accounts a block from before profiling.
+    fn free(&mut self, p: usize, m: &MemEv) {
+        if let Some(l) = self.live.remove(&m.addr) {
+            if m.ts < l.top_end {
+                self.t.add_flag(l.id, FLAG_FREED_IN_OP);
+            }
+            self.t.close(l.id);
+            return;
+        }
+        self.t.unmatched_frees += 1;
+        let b = -m.bytes;
+        if self.dry.unmatched[p] && self.pre_left >= b {
+            // A block from before profiling: it was live from the start until here.
+            let id = self.t.open_from_start(
+                Bytes(b as u64),
+                Category::Unknown,
+                StorageKind::Block,
+                self.pre_name,
+                StackId::default(),
+                m.addr,
+            );
+            self.t.close(id);
+            self.pre_left -= b;
+        }
+    }
+
+    /// The sidecar's category changes up to this event's time.
+    fn category_changes(&mut self, p: usize, m: &MemEv) {
+        let Some(s) = self.sidecar.as_deref() else {
+            return;
+        };
+        let now = m.ts + self.base_ns;
+        while let Some(ch) = s.changes.get(self.next_change).filter(|ch| ch.t <= now) {
+            let ch = *ch;
+            self.next_change += 1;
+            if !apply_change(
+                &mut self.t,
+                &mut self.live,
+                s,
+                self.ts,
+                self.dry,
+                self.base_ns,
+                p,
+                ch,
+            ) {
+                self.counts.lost_changes += 1;
+            }
+        }
+    }
+
+    /// The bytes from before profiling that no free accounted for, the unmatched-free warning.
+    fn finish(mut self) -> Trace {
+        if self.pre_left > 0 {
+            self.t.open_from_start(
+                Bytes(self.pre_left as u64),
+                Category::Unknown,
+                StorageKind::Block,
+                self.pre_name,
+                StackId::default(),
+                0,
+            );
+        }
+        if self.t.unmatched_frees > 0 {
+            let n = self.t.unmatched_frees;
+            self.t.warn(format!(
+                "{n} frees of addresses never allocated in the trace (allocated before profiling started)"
             ));
         }
-        if sidecar.as_deref().is_some_and(|s| s.coalesced) {
-            w.push_str("; the coalesced .json only gives totals per µs, prefer the .raw.json.gz");
-        }
-        t.warn(w);
+        self.t
     }
-    if evs.is_empty() {
-        push_oom_events(&mut t, c, ooms);
-    }
-    add_marks(&mut t, c, &ts, ooms);
-    (t, use_sidecar)
 }
 
 /// A device with OOMs alone: each one gets an event so it can be marked.

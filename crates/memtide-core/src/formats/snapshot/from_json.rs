@@ -782,7 +782,7 @@ pub fn read(r: impl Read + Send, cpp_frames: bool) -> Result<Raw, FormatError> {
 
 /// [`read`], honouring `progress`'s cancellation. The document is read through a sliding
 /// window (memory stays constant); each trace entry is parsed by a byte scanner
-/// ([`super::json_fast`]) when it has the usual shape, else by serde_json, and the top-level
+/// (`json_fast`) when it has the usual shape, else by serde_json, and the top-level
 /// structure is walked by hand. Errors carry the byte offset in the decompressed stream.
 pub fn read_with(
     r: impl Read + Send,

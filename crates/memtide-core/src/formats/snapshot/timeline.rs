@@ -6,7 +6,7 @@
 //! remove what they overlap), seeded by undoing the trace's segment events from the final
 //! segments. A device without history is one instant: the dump, event #0.
 
-use super::raw::{Action, Annotation, Raw, Segment};
+use super::raw::{Action, Annotation, Raw, Row, Segment};
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
     Trace, Ts,
@@ -282,338 +282,449 @@ fn build_one(
     ann_device: Option<u64>,
     source: &str,
 ) -> Trace {
-    let mut t = Trace::new(device, source, "snapshot");
-    let mut loc = Localize::new(raw);
-    let has_time = rows
-        .iter()
-        .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
-    t.clock = if has_time { Clock::Us } else { Clock::Seq };
-    // `time_us` is UTC µs since the epoch.
-    t.wall_offset_ns = has_time.then_some(0);
-    if let Some(a) = &raw.allocator_settings {
-        t.meta.push(("allocator_settings".into(), a.clone()));
-        settings_warnings(&mut t, a);
+    let mut r = Replay::new(raw, rows, device, source);
+    r.open_initial_reserve(segs, rows);
+    for (i, &row) in rows.iter().enumerate() {
+        r.entry(i, row);
     }
-    let history_less = rows.is_empty();
-
-    // One event per entry; about one storage per alloc (half the entries): no regrowth.
-    t.reserve(rows.len().max(1), rows.len() / 2);
-    let mut live: FxHashMap<u64, AllocId> = FxHashMap::default();
-    let mut last_ts = 0i64;
-    let (mut unmatched_req, mut overwritten, mut unknown, mut ooms) = (0u64, 0u64, 0u64, 0u64);
-    let (mut annotated, mut annotate_missed, mut user_marks) = (0u64, 0u64, 0u64);
-
-    // Reserved before the first event: the final mapped ranges with the trace's segment
-    // events undone, newest first (an unmap puts its range back, a map takes it away).
-    let mut initial = RangeSet::default();
-    for s in segs {
-        let (a, b) = range(s.address, s.total_size);
-        initial.add(a, b);
+    let dump = r.open_dump_blocks(segs);
+    r.check_reserve(segs);
+    if let Some(d) = ann_device {
+        add_annotations(&mut r.t, &raw.annotations, d);
     }
-    if !history_less {
-        for &r in rows.iter().rev() {
-            let Some(row) = raw.rows.get(r as usize) else {
-                continue;
-            };
-            let (a, b) = range(row.addr, row.size);
-            match row.action {
-                Action::SegmentAlloc | Action::SegmentMap => initial.remove(a, b),
-                Action::SegmentFree | Action::SegmentUnmap => initial.add(a, b),
-                _ => {}
-            }
+    r.finish(dump)
+}
+
+/// Counts of entries the replay could not use as they are, for the warnings.
+#[derive(Default)]
+struct Oddities {
+    unmatched_req: u64,
+    overwritten: u64,
+    unknown: u64,
+    ooms: u64,
+    annotated: u64,
+    annotate_missed: u64,
+    user_marks: u64,
+}
+
+/// Blocks allocated at dump time that the trace never allocated ("ghosts").
+#[derive(Default)]
+struct DumpBlocks {
+    count: u64,
+    requested: u64,
+    rounded: u64,
+    final_reserved: u64,
+}
+
+/// One device's replay, as MemoryViz does it: allocations by address, reserved ranges
+/// mapped and unmapped, marks for OOMs and user annotations.
+struct Replay<'r> {
+    raw: &'r Raw,
+    t: Trace,
+    loc: Localize,
+    live: FxHashMap<u64, AllocId>,
+    mapped: Mapped,
+    has_time: bool,
+    history_less: bool,
+    last_ts: i64,
+    n: Oddities,
+}
+
+impl<'r> Replay<'r> {
+    fn new(raw: &'r Raw, rows: &[u32], device: String, source: &str) -> Self {
+        let mut t = Trace::new(device, source, "snapshot");
+        let has_time = rows
+            .iter()
+            .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
+        t.clock = if has_time { Clock::Us } else { Clock::Seq };
+        // `time_us` is UTC µs since the epoch.
+        t.wall_offset_ns = has_time.then_some(0);
+        if let Some(a) = &raw.allocator_settings {
+            t.meta.push(("allocator_settings".into(), a.clone()));
+            settings_warnings(&mut t, a);
+        }
+        // One event per entry; about one storage per alloc (half the entries): no regrowth.
+        t.reserve(rows.len().max(1), rows.len() / 2);
+        let history_less = rows.is_empty();
+        if history_less {
+            // No history: one instant, the dump itself (event #0), where everything opens.
+            t.push_event(Ts(0), EventKind::Other);
+            t.clock = Clock::Seq;
+        }
+        Replay {
+            raw,
+            t,
+            loc: Localize::new(raw),
+            live: FxHashMap::default(),
+            mapped: Mapped::default(),
+            has_time,
+            history_less,
+            last_ts: 0,
+            n: Oddities::default(),
         }
     }
-    let mut mapped = Mapped::default();
-    if history_less {
-        // No history: one instant, the dump itself (event #0), where everything opens.
-        t.push_event(Ts(0), EventKind::Other);
-        t.clock = Clock::Seq;
-    }
-    // Segment stacks by base address, for ranges live from the start.
-    let seg_at: BTreeMap<u64, (u64, StackId)> = segs
-        .iter()
-        .map(|s| (s.address, (s.address.saturating_add(s.total_size), s.stack)))
-        .collect();
-    for (&a, &b) in &initial.0 {
-        let stack = seg_at
-            .range(..=a)
-            .next_back()
-            .filter(|&(_, &(e, _))| e > a)
-            .map_or(StackId(0), |(_, &(_, st))| st);
-        let stack = loc.stack(raw, &mut t, stack);
-        mapped.open_piece(&mut t, a, b, stack, !history_less);
-    }
-    if !segs.is_empty() {
-        t.has_reserved = true;
+
+    /// Reserved before the first event: the final mapped ranges with the trace's segment
+    /// events undone, newest first (an unmap puts its range back, a map takes it away); each
+    /// range opens with the stack of the segment it lies in.
+    fn open_initial_reserve(&mut self, segs: &[&Segment], rows: &[u32]) {
+        let raw = self.raw;
+        let mut initial = RangeSet::default();
+        for s in segs {
+            let (a, b) = range(s.address, s.total_size);
+            initial.add(a, b);
+        }
+        if !self.history_less {
+            for &r in rows.iter().rev() {
+                let Some(row) = raw.rows.get(r as usize) else {
+                    continue;
+                };
+                let (a, b) = range(row.addr, row.size);
+                match row.action {
+                    Action::SegmentAlloc | Action::SegmentMap => initial.remove(a, b),
+                    Action::SegmentFree | Action::SegmentUnmap => initial.add(a, b),
+                    _ => {}
+                }
+            }
+        }
+        // Segment stacks by base address, for ranges live from the start.
+        let seg_at: BTreeMap<u64, (u64, StackId)> = segs
+            .iter()
+            .map(|s| (s.address, (s.address.saturating_add(s.total_size), s.stack)))
+            .collect();
+        for (&a, &b) in &initial.0 {
+            let stack = seg_at
+                .range(..=a)
+                .next_back()
+                .filter(|&(_, &(e, _))| e > a)
+                .map_or(StackId(0), |(_, &(_, st))| st);
+            let stack = self.loc.stack(raw, &mut self.t, stack);
+            self.mapped
+                .open_piece(&mut self.t, a, b, stack, !self.history_less);
+        }
+        if !segs.is_empty() {
+            self.t.has_reserved = true;
+        }
     }
 
-    for (i, &r) in rows.iter().enumerate() {
-        let Some(row) = raw.rows.get(r as usize).copied() else {
-            continue;
-        };
-        let ts = if !has_time {
+    /// The time of entry `i`: its own, else the last one seen (entries without time keep
+    /// their order); without any time, the entry number.
+    fn time_of(&mut self, i: usize, row: &Row) -> Ts {
+        let ts = if !self.has_time {
             i as i64
         } else if row.has_time {
             row.time_us.saturating_mul(1000)
         } else {
-            last_ts
+            self.last_ts
         };
-        last_ts = ts;
-        let ts = Ts(ts);
+        self.last_ts = ts;
+        Ts(ts)
+    }
+
+    /// Entry `i` of the device's trace (`r`: its row in the file).
+    fn entry(&mut self, i: usize, r: u32) {
+        let Some(row) = self.raw.rows.get(r as usize).copied() else {
+            return;
+        };
+        let ts = self.time_of(i, &row);
         match row.action {
-            Action::Alloc => {
-                t.push_event(ts, EventKind::Alloc);
-                let stack = loc.stack(raw, &mut t, row.stack);
-                let name = loc.str(raw, &mut t, row.name);
-                let id = t.open(
-                    Bytes(row.size),
-                    Category::Unknown,
-                    StorageKind::Block,
-                    name,
-                    stack,
-                    row.addr,
-                );
-                if let Some(&x) = raw.row_extra.get(&r) {
-                    let x = loc.str(raw, &mut t, x);
-                    t.extra.insert(id, x);
-                }
-                // MemoryViz keeps an element whose address is re-allocated without a free.
-                if live.insert(row.addr, id).is_some() {
-                    overwritten += 1;
-                }
-            }
-            Action::FreeRequested => {
-                let at = t.push_event(ts, EventKind::FreeRequested);
-                match live.get(&row.addr) {
-                    Some(&id) => {
-                        t.free_requested.insert(id, at);
-                    }
-                    None => unmatched_req += 1,
-                }
-            }
-            Action::FreeCompleted => {
-                t.push_event(ts, EventKind::Free);
-                match live.remove(&row.addr) {
-                    Some(id) => t.close(id),
-                    None => {
-                        // The ring buffer dropped the alloc: live from the start until here,
-                        // with the free site as its only stack.
-                        let stack = loc.stack(raw, &mut t, row.stack);
-                        let name = loc.str(raw, &mut t, row.name);
-                        let id = t.open_from_start(
-                            Bytes(row.size),
-                            Category::Unknown,
-                            StorageKind::Block,
-                            name,
-                            stack,
-                            row.addr,
-                        );
-                        if let Some(&x) = raw.row_extra.get(&r) {
-                            let x = loc.str(raw, &mut t, x);
-                            t.extra.insert(id, x);
-                        }
-                        t.close(id);
-                        t.unmatched_frees += 1;
-                    }
-                }
-            }
+            Action::Alloc => self.alloc(ts, r, &row),
+            Action::FreeRequested => self.free_requested(ts, &row),
+            Action::FreeCompleted => self.free_completed(ts, r, &row),
             Action::SegmentAlloc | Action::SegmentMap => {
-                t.push_event(ts, EventKind::Reserve);
-                let stack = loc.stack(raw, &mut t, row.stack);
+                self.t.push_event(ts, EventKind::Reserve);
+                let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
                 let (a, b) = range(row.addr, row.size);
-                mapped.map(&mut t, a, b, stack);
+                self.mapped.map(&mut self.t, a, b, stack);
             }
             Action::SegmentFree | Action::SegmentUnmap => {
-                t.push_event(ts, EventKind::Unreserve);
+                self.t.push_event(ts, EventKind::Unreserve);
                 let (a, b) = range(row.addr, row.size);
-                mapped.unmap(&mut t, a, b);
+                self.mapped.unmap(&mut self.t, a, b);
             }
-            Action::Oom => {
-                let at = t.push_event(ts, EventKind::Oom);
-                let name = t.strings.intern("OOM");
-                t.add_mark(Mark {
-                    at,
-                    ts,
-                    name,
-                    kind: MarkKind::Oom,
-                    end: None,
-                    size: Some(Bytes(row.size)),
-                    free: raw.device_free.get(&r).map(|&f| Bytes(f)),
-                });
-                ooms += 1;
-            }
-            Action::Annotate => {
-                t.push_event(ts, EventKind::Other);
-                // Adds to the allocation's user_metadata (never replaces it).
-                match live.get(&row.addr) {
-                    Some(&id) if row.name.0 != 0 => {
-                        let add = raw.strings.str(row.name);
-                        let old = t.name(id);
-                        let text = if old.is_empty() {
-                            add.to_string()
-                        } else if old.split("; ").any(|p| p == add) {
-                            old.to_string()
-                        } else {
-                            format!("{old}; {add}")
-                        };
-                        let name = t.strings.intern(&text);
-                        if let Some(n) = t.storages.name.get_mut(id.idx()) {
-                            *n = name;
-                        }
-                        annotated += 1;
-                    }
-                    Some(_) => {}
-                    None => annotate_missed += 1,
-                }
-            }
-            Action::UserDefined => {
-                let at = t.push_event(ts, EventKind::Mark);
-                let text = if row.name.0 == 0 {
-                    "user_defined"
-                } else {
-                    raw.strings.text(row.name)
-                };
-                let name = t.strings.intern(text);
-                t.add_mark(Mark {
-                    at,
-                    ts,
-                    name,
-                    kind: MarkKind::Note,
-                    end: None,
-                    size: None,
-                    free: None,
-                });
-                user_marks += 1;
-            }
+            Action::Oom => self.oom(ts, r, &row),
+            Action::Annotate => self.annotate(ts, &row),
+            Action::UserDefined => self.user_mark(ts, &row),
             Action::Snapshot => {
-                t.push_event(ts, EventKind::Other);
+                self.t.push_event(ts, EventKind::Other);
             }
             Action::Unknown => {
-                t.push_event(ts, EventKind::Other);
-                unknown += 1;
+                self.t.push_event(ts, EventKind::Other);
+                self.n.unknown += 1;
             }
         }
     }
 
-    // Blocks allocated at dump time that the trace never allocated ("ghosts"): live for the
-    // whole trace, with the block's own stack. Addresses are running sums, as MemoryViz does.
-    // Without history they open at the dump (event #0) instead.
-    let mut ghosts = (0u64, 0u64);
-    let mut rounded = 0u64;
-    let final_reserved: u64 = segs
-        .iter()
-        .fold(0u64, |acc, s| acc.saturating_add(s.total_size));
-    for s in segs {
-        let mut addr = s.address;
-        for b in &s.blocks {
-            if b.state == super::raw::BlockState::Allocated && !live.contains_key(&addr) {
-                let stack = loc.stack(raw, &mut t, b.stack);
-                let text = merge_extra(raw, s.extra, b.extra);
-                let name = text
-                    .as_deref()
-                    .and_then(|x| serde_json::from_str::<serde_json::Value>(x).ok())
-                    .and_then(|v| {
-                        v.get("user_metadata")
-                            .and_then(|m| m.as_str().map(String::from))
-                    })
-                    .map_or(StrId(0), |n| t.strings.intern(&n));
-                let (size, kind, flag) =
-                    (Bytes(b.requested), Category::Unknown, StorageKind::Block);
-                let id = if history_less {
-                    t.open(size, kind, flag, name, stack, addr)
-                } else {
-                    t.open_from_start(size, kind, flag, name, stack, addr)
-                };
-                if let Some(x) = text {
-                    let x = t.strings.intern(&x);
-                    t.extra.insert(id, x);
-                }
-                ghosts.0 += 1;
-                ghosts.1 = ghosts.1.saturating_add(b.requested);
-                rounded = rounded.saturating_add(b.size);
-            }
-            addr = addr.wrapping_add(b.size);
+    /// Keeps the fields of row `r` the reader kept (`extra`) with storage `id`.
+    fn keep_extra(&mut self, r: u32, id: AllocId) {
+        if let Some(&x) = self.raw.row_extra.get(&r) {
+            let x = self.loc.str(self.raw, &mut self.t, x);
+            self.t.extra.insert(id, x);
         }
     }
 
-    let end_reserved = mapped.total();
-    if !segs.is_empty() && end_reserved != final_reserved {
-        t.warn_doubtful(format!(
-            "replaying segment events leaves {end_reserved} B reserved but the final segments total {final_reserved} B; reserved figures may be off"
-        ));
-    }
-    if mapped.double_mapped > 0 {
-        t.warn(format!(
-            "{} B were mapped again while already mapped (counted once)",
-            mapped.double_mapped
-        ));
-    }
-    if mapped.unmatched_unmap > 0 {
-        t.warn(format!(
-            "{} B were unmapped or freed without being mapped (ignored)",
-            mapped.unmatched_unmap
-        ));
-    }
-
-    if let Some(d) = ann_device {
-        add_annotations(&mut t, &raw.annotations, d);
-    }
-
-    if history_less {
-        // A fact about the file, not a doubt about the figures: a note, not a warning.
-        let note = format!(
-            "the snapshot has no trace history (device_traces is empty or absent: memory history was not recorded): one instant, the state at the dump, shown as event #0; {} blocks, {} B requested ({} B rounded, as memory_allocated() counts), {} B reserved",
-            ghosts.0, ghosts.1, rounded, final_reserved
+    /// `alloc`: a block opens at its address.
+    fn alloc(&mut self, ts: Ts, r: u32, row: &Row) {
+        self.t.push_event(ts, EventKind::Alloc);
+        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
+        let name = self.loc.str(self.raw, &mut self.t, row.name);
+        let id = self.t.open(
+            Bytes(row.size),
+            Category::Unknown,
+            StorageKind::Block,
+            name,
+            stack,
+            row.addr,
         );
-        t.meta.push(("note".into(), note));
-    } else if ghosts.0 > 0 {
-        t.warn(format!(
-            "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
-            ghosts.0, ghosts.1
-        ));
+        self.keep_extra(r, id);
+        // MemoryViz keeps an element whose address is re-allocated without a free.
+        if self.live.insert(row.addr, id).is_some() {
+            self.n.overwritten += 1;
+        }
     }
-    if t.unmatched_frees > 0 {
-        t.warn(format!(
-            "{} frees have no alloc in the trace (the ring buffer dropped it): counted live from the start until their free",
-            t.unmatched_frees
-        ));
+
+    /// `free_requested`: the tensor is gone; the block waits for its stream's events.
+    fn free_requested(&mut self, ts: Ts, row: &Row) {
+        let at = self.t.push_event(ts, EventKind::FreeRequested);
+        match self.live.get(&row.addr) {
+            Some(&id) => {
+                self.t.free_requested.insert(id, at);
+            }
+            None => self.n.unmatched_req += 1,
+        }
     }
-    if unmatched_req > 0 {
-        t.warn(format!(
-            "{unmatched_req} free_requested entries name an address with no live alloc (ignored)"
-        ));
+
+    /// `free_completed`: the block closes (one the ring buffer dropped the alloc of was live
+    /// from the start until here, with the free site as its only stack).
+    fn free_completed(&mut self, ts: Ts, r: u32, row: &Row) {
+        self.t.push_event(ts, EventKind::Free);
+        if let Some(id) = self.live.remove(&row.addr) {
+            self.t.close(id);
+            return;
+        }
+        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
+        let name = self.loc.str(self.raw, &mut self.t, row.name);
+        let id = self.t.open_from_start(
+            Bytes(row.size),
+            Category::Unknown,
+            StorageKind::Block,
+            name,
+            stack,
+            row.addr,
+        );
+        self.keep_extra(r, id);
+        self.t.close(id);
+        self.t.unmatched_frees += 1;
     }
-    if overwritten > 0 {
-        t.warn(format!(
-            "{overwritten} allocs reuse an address that was never freed; the earlier block stays live (as MemoryViz shows it)"
-        ));
+
+    /// `oom`: a mark with the request and the device's free bytes.
+    fn oom(&mut self, ts: Ts, r: u32, row: &Row) {
+        let at = self.t.push_event(ts, EventKind::Oom);
+        let name = self.t.strings.intern("OOM");
+        self.t.add_mark(Mark {
+            at,
+            ts,
+            name,
+            kind: MarkKind::Oom,
+            end: None,
+            size: Some(Bytes(row.size)),
+            free: self.raw.device_free.get(&r).map(|&f| Bytes(f)),
+        });
+        self.n.ooms += 1;
     }
-    if annotate_missed > 0 {
-        t.warn(format!(
-            "{annotate_missed} annotate entries name an address with no live allocation (ignored)"
-        ));
+
+    /// `annotate`: adds to the live allocation's user_metadata (never replaces it).
+    fn annotate(&mut self, ts: Ts, row: &Row) {
+        self.t.push_event(ts, EventKind::Other);
+        match self.live.get(&row.addr) {
+            Some(&id) if row.name.0 != 0 => {
+                let add = self.raw.strings.str(row.name);
+                let old = self.t.name(id);
+                let text = if old.is_empty() {
+                    add.to_string()
+                } else if old.split("; ").any(|p| p == add) {
+                    old.to_string()
+                } else {
+                    format!("{old}; {add}")
+                };
+                let name = self.t.strings.intern(&text);
+                if let Some(n) = self.t.storages.name.get_mut(id.idx()) {
+                    *n = name;
+                }
+                self.n.annotated += 1;
+            }
+            Some(_) => {}
+            None => self.n.annotate_missed += 1,
+        }
     }
-    if annotated > 0 || user_marks > 0 {
-        t.meta.push((
-            "annotations".into(),
-            serde_json::json!({"annotate": annotated, "user_defined": user_marks}).to_string(),
-        ));
+
+    /// `user_defined`: a note mark.
+    fn user_mark(&mut self, ts: Ts, row: &Row) {
+        let at = self.t.push_event(ts, EventKind::Mark);
+        let text = if row.name.0 == 0 {
+            "user_defined"
+        } else {
+            self.raw.strings.text(row.name)
+        };
+        let name = self.t.strings.intern(text);
+        self.t.add_mark(Mark {
+            at,
+            ts,
+            name,
+            kind: MarkKind::Note,
+            end: None,
+            size: None,
+            free: None,
+        });
+        self.n.user_marks += 1;
     }
-    if unknown > 0 {
-        let names: Vec<String> = raw
-            .unknown_actions
+
+    /// Blocks allocated at dump time that the trace never allocated ("ghosts"): live for the
+    /// whole trace, with the block's own stack. Addresses are running sums, as MemoryViz
+    /// does. Without history they open at the dump (event #0) instead.
+    fn open_dump_blocks(&mut self, segs: &[&Segment]) -> DumpBlocks {
+        let raw = self.raw;
+        let mut d = DumpBlocks {
+            final_reserved: segs
+                .iter()
+                .fold(0u64, |acc, s| acc.saturating_add(s.total_size)),
+            ..DumpBlocks::default()
+        };
+        for s in segs {
+            let mut addr = s.address;
+            for b in &s.blocks {
+                if b.state == super::raw::BlockState::Allocated && !self.live.contains_key(&addr) {
+                    let stack = self.loc.stack(raw, &mut self.t, b.stack);
+                    let text = merge_extra(raw, s.extra, b.extra);
+                    let name = text
+                        .as_deref()
+                        .and_then(|x| serde_json::from_str::<serde_json::Value>(x).ok())
+                        .and_then(|v| {
+                            v.get("user_metadata")
+                                .and_then(|m| m.as_str().map(String::from))
+                        })
+                        .map_or(StrId(0), |n| self.t.strings.intern(&n));
+                    let (size, kind, flag) =
+                        (Bytes(b.requested), Category::Unknown, StorageKind::Block);
+                    let id = if self.history_less {
+                        self.t.open(size, kind, flag, name, stack, addr)
+                    } else {
+                        self.t.open_from_start(size, kind, flag, name, stack, addr)
+                    };
+                    if let Some(x) = text {
+                        let x = self.t.strings.intern(&x);
+                        self.t.extra.insert(id, x);
+                    }
+                    d.count += 1;
+                    d.requested = d.requested.saturating_add(b.requested);
+                    d.rounded = d.rounded.saturating_add(b.size);
+                }
+                addr = addr.wrapping_add(b.size);
+            }
+        }
+        d
+    }
+
+    /// The replayed reserve must end where the final segments say.
+    fn check_reserve(&mut self, segs: &[&Segment]) {
+        let final_reserved: u64 = segs
             .iter()
-            .map(|(k, v)| format!("{k} ×{v}"))
-            .collect();
-        t.warn(format!(
-            "{unknown} trace entries with unknown actions were ignored (file-wide: {})",
-            names.join(", ")
-        ));
+            .fold(0u64, |acc, s| acc.saturating_add(s.total_size));
+        let end_reserved = self.mapped.total();
+        let t = &mut self.t;
+        if !segs.is_empty() && end_reserved != final_reserved {
+            t.warn_doubtful(format!(
+                "replaying segment events leaves {end_reserved} B reserved but the final segments total {final_reserved} B; reserved figures may be off"
+            ));
+        }
+        if self.mapped.double_mapped > 0 {
+            t.warn(format!(
+                "{} B were mapped again while already mapped (counted once)",
+                self.mapped.double_mapped
+            ));
+        }
+        if self.mapped.unmatched_unmap > 0 {
+            t.warn(format!(
+                "{} B were unmapped or freed without being mapped (ignored)",
+                self.mapped.unmatched_unmap
+            ));
+        }
     }
-    if ooms > 0 {
-        t.warn(format!("{ooms} out-of-memory events (marked)"));
+
+    /// The note or warnings about what the replay met, and the trace.
+    fn finish(self, dump: DumpBlocks) -> Trace {
+        let Replay {
+            raw,
+            mut t,
+            history_less,
+            n,
+            ..
+        } = self;
+        let Oddities {
+            unmatched_req,
+            overwritten,
+            unknown,
+            ooms,
+            annotated,
+            annotate_missed,
+            user_marks,
+        } = n;
+        if history_less {
+            // A fact about the file, not a doubt about the figures: a note, not a warning.
+            let note = format!(
+                "the snapshot has no trace history (device_traces is empty or absent: memory history was not recorded): one instant, the state at the dump, shown as event #0; {} blocks, {} B requested ({} B rounded, as memory_allocated() counts), {} B reserved",
+                dump.count, dump.requested, dump.rounded, dump.final_reserved
+            );
+            t.meta.push(("note".into(), note));
+        } else if dump.count > 0 {
+            t.warn(format!(
+                "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
+                dump.count, dump.requested
+            ));
+        }
+        if t.unmatched_frees > 0 {
+            t.warn(format!(
+                "{} frees have no alloc in the trace (the ring buffer dropped it): counted live from the start until their free",
+                t.unmatched_frees
+            ));
+        }
+        if unmatched_req > 0 {
+            t.warn(format!(
+                "{unmatched_req} free_requested entries name an address with no live alloc (ignored)"
+            ));
+        }
+        if overwritten > 0 {
+            t.warn(format!(
+                "{overwritten} allocs reuse an address that was never freed; the earlier block stays live (as MemoryViz shows it)"
+            ));
+        }
+        if annotate_missed > 0 {
+            t.warn(format!(
+                "{annotate_missed} annotate entries name an address with no live allocation (ignored)"
+            ));
+        }
+        if annotated > 0 || user_marks > 0 {
+            t.meta.push((
+                "annotations".into(),
+                serde_json::json!({"annotate": annotated, "user_defined": user_marks}).to_string(),
+            ));
+        }
+        if unknown > 0 {
+            let names: Vec<String> = raw
+                .unknown_actions
+                .iter()
+                .map(|(k, v)| format!("{k} ×{v}"))
+                .collect();
+            t.warn(format!(
+                "{unknown} trace entries with unknown actions were ignored (file-wide: {})",
+                names.join(", ")
+            ));
+        }
+        if ooms > 0 {
+            t.warn(format!("{ooms} out-of-memory events (marked)"));
+        }
+        t
     }
-    t
 }
 
 /// Warnings from `allocator_settings`: a history cut by the ring buffer.
