@@ -394,8 +394,8 @@ fn bad_lines_fail_with_the_line_number_or_are_skipped_with_lenient() {
         .args(["summary", &snap, "--device-log", &log])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains(format!(
-            "device log {log}: line 4: memory.used"
+        .stderr(predicates::str::starts_with(format!(
+            "memtide: error: device log {log}: line 4: memory.used"
         )));
     let v = summary_json(&[
         &snap,
@@ -576,4 +576,28 @@ fn explorer_header_says_where_external_came_from() {
         "{screen}"
     );
     assert!(screen.contains("capacity 79.65 GiB"), "{screen}");
+}
+
+#[test]
+fn markdown_report_names_the_log() {
+    let f = files();
+    let log = write(&f.dir, "gpu.csv", &nvidia_smi_log());
+    let snap = f.snapshot.display().to_string();
+    let out = memtide()
+        .args([
+            "summary",
+            &snap,
+            "--markdown",
+            "--device-log",
+            &log,
+            "--device-log-tz",
+            "+02:00",
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("| device log | external from gpu.csv (device 0) · shift -7200.000 s · every 100 ms · covers 100% (local time +02:00 (--device-log-tz)) |"),
+        "{text}"
+    );
 }

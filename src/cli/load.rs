@@ -26,8 +26,12 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
 /// Reads `path` with context for error messages.
 pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
     let progress = Progress::new();
-    memtide_core::load::load(path, &load_options(a), &progress)
-        .with_context(|| format!("cannot read {}", path.display()))
+    match memtide_core::load::load(path, &load_options(a), &progress) {
+        Ok(l) => Ok(l),
+        // The log's error names the log: "cannot read TRACE" would point at the wrong file.
+        Err(e @ formats::FormatError::DeviceLog(_)) => Err(e.into()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// Index of the device the user asked for, else the first device with events
