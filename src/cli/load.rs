@@ -2,6 +2,7 @@
 
 use super::InputArgs;
 use anyhow::{bail, Context, Result};
+use memtide_core::formats::device_log::DeviceLogOptions;
 use memtide_core::formats::{self, LoadOptions, Loaded, Progress};
 use memtide_core::index::Index;
 use memtide_core::trace::Trace;
@@ -14,14 +15,23 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
         cpp_frames: a.cpp_frames,
         categories: a.categories.clone(),
         rules: a.rules.clone(),
+        device_log: a.device_log.clone().map(|path| DeviceLogOptions {
+            path,
+            tz_east_us: a.device_log_tz,
+            offset_us: a.device_log_offset.unwrap_or(0),
+        }),
     }
 }
 
 /// Reads `path` with context for error messages.
 pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
     let progress = Progress::new();
-    memtide_core::load::load(path, &load_options(a), &progress)
-        .with_context(|| format!("cannot read {}", path.display()))
+    match memtide_core::load::load(path, &load_options(a), &progress) {
+        Ok(l) => Ok(l),
+        // The log's error names the log: "cannot read TRACE" would point at the wrong file.
+        Err(e @ formats::FormatError::DeviceLog(_)) => Err(e.into()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// Index of the device the user asked for, else the first device with events

@@ -97,6 +97,14 @@ pub fn render(s: &Summary) -> String {
     if let Some(d) = &s.distributed {
         let _ = writeln!(o, "| distributed | {} |", cell(&d.label()));
     }
+    if let Some(d) = &s.device_log {
+        let _ = writeln!(
+            o,
+            "| device log | {} ({}) |",
+            cell(&d.label()),
+            cell(&d.time_basis)
+        );
+    }
     let _ = writeln!(o);
     bands(&mut o, s);
     live(&mut o, s);

@@ -160,15 +160,34 @@ pub struct ReplayArgs {
     pub input: InputArgs,
 }
 
+fn parse_tz(s: &str) -> Result<i64, String> {
+    memtide_core::formats::device_log::parse_tz(s)
+}
+
+fn parse_offset(s: &str) -> Result<i64, String> {
+    memtide_core::formats::device_log::parse_offset(s)
+}
+
 /// Options shared by every command that reads a trace.
 #[derive(Debug, Args, Clone, Default)]
 pub struct InputArgs {
     /// Device to read: an ordinal (0, 1, ...) or a name (cuda:1).
     #[arg(long)]
     pub device: Option<String>,
-    /// Skip and count bad JSONL lines instead of failing on the first.
+    /// Skip and count bad JSONL and device-log lines instead of failing on the first.
     #[arg(long)]
     pub lenient: bool,
+    /// Device-usage log merged with a snapshot or Kineto trace: external = used − reserved
+    /// (nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv, or
+    /// time_us,device,used_bytes[,total_bytes]).
+    #[arg(long, value_name = "CSV")]
+    pub device_log: Option<PathBuf>,
+    /// Time zone of nvidia-smi's local timestamps (+02:00, -05:30, UTC); default: UTC.
+    #[arg(long, value_name = "ZONE", requires = "device_log", value_parser = parse_tz, allow_hyphen_values = true)]
+    pub device_log_tz: Option<i64>,
+    /// Shift added to the log's times after the zone (1.25s, -300ms, 2min).
+    #[arg(long, value_name = "DURATION", requires = "device_log", value_parser = parse_offset, allow_hyphen_values = true)]
+    pub device_log_offset: Option<i64>,
     /// PyTorch export_memory_timeline file whose categories label a Kineto trace.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,

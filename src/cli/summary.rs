@@ -5,7 +5,7 @@ use super::SummaryArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::summary::{Summary, WindowReport};
 use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, Band};
+use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -114,6 +114,7 @@ pub fn render_text(s: &Summary) -> String {
         header,
         peak,
         figures,
+        device_log,
         live_set,
         windows,
         steps,
@@ -231,12 +232,23 @@ fn peak(o: &mut String, s: &Summary) {
                 } else {
                     0.0
                 };
+                // Snapshots and Kineto traces record no memory outside the allocator: 0 there
+                // means not measured, unless a device log measured it.
+                let unmeasured = b == Band::External
+                    && v == 0
+                    && s.device_log.is_none()
+                    && matches!(s.format.as_str(), "snapshot" | "kineto");
                 let _ = writeln!(
                     o,
-                    "  {:<12} {:>12}  {:>5.1}%",
+                    "  {:<12} {:>12}  {:>5.1}%{}",
                     b.name(),
                     human_bytes(v),
-                    pct
+                    pct,
+                    if unmeasured {
+                        "  unavailable: the file records none (--device-log measures it)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
@@ -278,6 +290,52 @@ fn figures(o: &mut String, s: &Summary) {
     );
     if s.skipped_lines > 0 {
         let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
+    }
+}
+
+/// How `--device-log` was aligned: source, zone and shift, interval, coverage.
+fn device_log(o: &mut String, s: &Summary) {
+    let Some(d) = &s.device_log else {
+        return;
+    };
+    let dev = d
+        .device
+        .map_or("no matching device".to_string(), |i| format!("device {i}"));
+    let every = d.sample_interval_us.map_or(String::new(), |i| {
+        format!(" every {}", external::interval(i))
+    });
+    let _ = writeln!(
+        o,
+        "device log       {} · {} · {dev} · {} samples{every}",
+        d.path,
+        d.format,
+        grouped(d.samples)
+    );
+    let _ = writeln!(
+        o,
+        "  aligned        {} · shift {}",
+        d.time_basis,
+        external::secs(d.shift_us)
+    );
+    let peak = match s.device_log_peak_covered {
+        Some(true) => " · the peak is inside the log (its external bytes are the log's)",
+        Some(false) => " · the peak is outside the log (external there unknown, shown as 0)",
+        None => "",
+    };
+    let _ = writeln!(
+        o,
+        "  coverage       {:.1}% of the trace ({} of {} events){peak}",
+        d.coverage * 100.0,
+        grouped(d.covered_events),
+        grouped(d.events)
+    );
+    if d.used_below_reserved > 0 {
+        let _ = writeln!(
+            o,
+            "  used < reserved at {} events (by up to {})",
+            grouped(d.used_below_reserved),
+            human_bytes(d.max_shortfall)
+        );
     }
 }
 

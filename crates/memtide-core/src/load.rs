@@ -1,9 +1,11 @@
 //! Loading a file for analysis: read it ([`crate::formats`]), infer the categories a file does
-//! not carry ([`crate::analysis::infer`]), check the byte sums. The one entry point the
+//! not carry ([`crate::analysis::infer`]), merge a device-usage log when one is named
+//! ([`crate::device_merge`]), check the byte sums. The one entry point the
 //! binary, the tests and the benchmarks use.
 
 use crate::analysis::infer::{infer, Rules};
-use crate::formats::{self, jsonl, source, Format, FormatError, Progress};
+use crate::device_merge;
+use crate::formats::{self, device_log, jsonl, source, Format, FormatError, Progress};
 use crate::trace::{BandsSource, Trace};
 pub use formats::{LoadOptions, Loaded};
 use std::io::Read;
@@ -14,10 +16,31 @@ use std::path::Path;
 pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     // Read the (small) rules file first: a bad path fails before a long parse.
     let rules = rules(opts)?;
+    let log = match &opts.device_log {
+        Some(d) => Some(device_log::read(&d.path, opts.lenient)?),
+        None => None,
+    };
     let mut loaded = formats::read(path, opts, progress)?;
     infer_missing(&mut loaded.traces, &rules);
+    if let (Some(log), Some(d)) = (&log, &opts.device_log) {
+        if !matches!(
+            loaded.format,
+            Format::SnapshotPickle | Format::SnapshotJson | Format::Kineto
+        ) {
+            return Err(jsonl_refuses_log(path));
+        }
+        device_merge::merge_all(&mut loaded.traces, log, d);
+    }
     formats::check_byte_sums(&loaded.traces)?;
     Ok(loaded)
+}
+
+/// `--device-log` with a file it cannot merge with (JSONL, an `export_memory_timeline` file).
+fn jsonl_refuses_log(path: &Path) -> FormatError {
+    FormatError::Invalid(format!(
+        "--device-log merges with a PyTorch snapshot or Kineto trace; {} is not one (memtide JSONL records device samples as its own `sample` lines)",
+        path.display()
+    ))
 }
 
 /// The user's category rules (`--rules FILE`), or none.
@@ -65,6 +88,9 @@ pub fn load_followable(
         .read(&mut head)?;
     // An empty file may be a recording that has not written its header yet.
     if n == 0 || formats::detect(&head[..n]) == Some(Format::Jsonl) {
+        if opts.device_log.is_some() {
+            return Err(jsonl_refuses_log(path));
+        }
         let (trace, decoder, offset) = formats::read_jsonl_resumable(path, opts, progress)?;
         return Ok(Followable {
             loaded: Loaded {

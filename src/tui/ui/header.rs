@@ -46,6 +46,9 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         title.push_str(&format!("{sep}capacity {}", fmt::bytes(c.0)));
     }
     title.push_str(&format!("{sep}bands {}", tr.bands_source.name()));
+    if let Some(d) = &tr.device_log {
+        title.push_str(&format!("{sep}{}", d.label()));
+    }
     x = put(
         buf,
         x,

@@ -7,7 +7,7 @@ use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
 use super::windows::{all_windows, Window};
 use crate::index::Index;
-use crate::trace::{Band, Trace};
+use crate::trace::{Band, DeviceLogInfo, Trace};
 use serde_json::Value;
 
 /// How many live storages the summary lists.
@@ -50,6 +50,11 @@ pub struct Summary {
     /// The measurement window the peak belongs to (None: the whole run).
     pub window: Option<WindowInfo>,
     pub trend: Trend,
+    /// How a merged device log was aligned (None: no `--device-log`).
+    pub device_log: Option<DeviceLogInfo>,
+    /// Whether the peak's instant lies between the log's first and last sample (its
+    /// external bytes come from the log); None without a log or a peak.
+    pub device_log_peak_covered: Option<bool>,
     /// Every OOM explained (`ooms` in JSON; the key is left out when there are none).
     pub ooms: Vec<crate::allocator::OomExplanation>,
     /// Snapshots: the totals of the final `segments` (None for other sources).
@@ -116,10 +121,12 @@ impl Summary {
                 crate::trace::Seq(index.len().saturating_sub(1) as u64),
             ),
         };
+        let mut peak_at: Option<(bool, crate::trace::Seq)> = None;
         let peak = (!index.is_empty())
             .then(|| window_peak(trace, index, lo, hi))
             .flatten()
             .map(|p| {
+                peak_at = Some((p.at_start, p.at));
                 let live_all = p.live(trace, index);
                 let live_count = live_all.len();
                 PeakReport {
@@ -214,6 +221,18 @@ impl Summary {
                 last_source_index: trace.src_index(w.hi),
             }),
             trend: trend(trace, index),
+            device_log: trace.device_log.clone(),
+            device_log_peak_covered: trace.device_log.as_ref().zip(peak_at).map(
+                |(d, (at_start, at))| {
+                    let wall_us = trace
+                        .wall_offset_ns
+                        .map(|w| trace.ts(at).0.saturating_add(w).div_euclid(1000));
+                    match (wall_us, d.first_sample_us, d.last_sample_us) {
+                        (Some(w), Some(a), Some(b)) => !at_start && a <= w && w <= b,
+                        _ => false,
+                    }
+                },
+            ),
             ooms: Vec::new(),
             allocator_at_end: None,
         }

@@ -5,7 +5,7 @@
 use super::live::LiveEntry;
 use super::summary::{Summary, WindowReport};
 use super::trend::Trend;
-use crate::trace::Band;
+use crate::trace::{Band, DeviceLogInfo};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;
@@ -40,12 +40,25 @@ pub struct SummaryJson<'a> {
     pub windows: Vec<WindowPeakJson<'a>>,
     pub steps: Vec<StepJson<'a>>,
     pub trend: TrendJson<'a>,
+    /// How `--device-log` was aligned (absent without one, so the schema is unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_log: Option<DeviceLogJson<'a>>,
     /// Every OOM explained (left out when the trace has none).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub ooms: &'a [crate::allocator::OomExplanation],
     /// Snapshots: the totals of the final `segments` (left out for other sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocator_at_end: Option<&'a crate::allocator::AllocatorAtEnd>,
+}
+
+/// The device log's alignment report and whether the peak lies inside the log.
+#[derive(Serialize)]
+pub struct DeviceLogJson<'a> {
+    #[serde(flatten)]
+    pub info: &'a DeviceLogInfo,
+    /// Whether the peak's external bytes come from the log (its instant lies between the
+    /// first and last sample).
+    pub peak_covered: Option<bool>,
 }
 
 /// The peak and the live set there.
@@ -254,6 +267,10 @@ impl<'a> SummaryJson<'a> {
             windows: s.windows.iter().map(WindowPeakJson::new).collect(),
             steps: StepJson::all(&s.trend),
             trend: TrendJson::new(&s.trend),
+            device_log: s.device_log.as_ref().map(|info| DeviceLogJson {
+                info,
+                peak_covered: s.device_log_peak_covered,
+            }),
             ooms: &s.ooms,
             allocator_at_end: s.allocator_at_end.as_ref(),
         }

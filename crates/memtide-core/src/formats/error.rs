@@ -18,6 +18,9 @@ pub enum FormatError {
     /// Readable, but not what the user asked (e.g. a device that is not in the file).
     #[error("{0}")]
     Invalid(String),
+    /// A device-usage log (`--device-log`) that cannot be read.
+    #[error(transparent)]
+    DeviceLog(#[from] super::device_log::DeviceLogError),
     /// Not a `source`: the message already holds the I/O error's text, and a chain printer
     /// (anyhow's `{:#}`) would repeat it.
     #[error("I/O error: {0}")]

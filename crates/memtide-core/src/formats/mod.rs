@@ -4,6 +4,7 @@
 //! reading. No terminal code.
 
 pub mod detect;
+pub mod device_log;
 pub mod error;
 mod json_scan;
 pub mod jsonl;
@@ -33,6 +34,8 @@ pub struct LoadOptions {
     pub categories: Option<PathBuf>,
     /// A TOML file of category rules for inference.
     pub rules: Option<PathBuf>,
+    /// A device-usage log merged with a snapshot or Kineto trace (`--device-log`).
+    pub device_log: Option<device_log::DeviceLogOptions>,
 }
 
 /// Everything read from one file: one trace per device, in device order.

@@ -2,11 +2,13 @@
 //! trace. No terminal code.
 
 pub mod band;
+pub mod external;
 pub mod intern;
 pub mod model;
 pub mod units;
 
 pub use band::{Band, BandTotals, Category};
+pub use external::DeviceLogInfo;
 pub use intern::Interner;
 pub use model::{
     BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, StorageKind,

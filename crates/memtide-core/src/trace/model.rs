@@ -5,6 +5,7 @@
 //! incrementally, so appending never forces a rebuild.
 
 use super::band::{Band, Category};
+use super::external::DeviceLogInfo;
 use super::intern::Interner;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
@@ -313,6 +314,12 @@ pub struct Trace {
     deltas: Option<Vec<i64>>,
     /// Bytes live before the first event of such a source (Total Allocated baseline).
     anon_baseline: u64,
+    /// What turns a timestamp into UTC wall-clock ns since the Unix epoch (`ts + offset`):
+    /// 0 for snapshots (`time_us` is epoch µs), Kineto's `baseTimeNanoseconds`. None when the
+    /// timestamps are not wall-clock times (JSONL's relative clock, no clock at all).
+    pub wall_offset_ns: Option<i64>,
+    /// How a merged device-usage log was aligned (None: no log was merged).
+    pub device_log: Option<DeviceLogInfo>,
 }
 
 impl Trace {
@@ -346,6 +353,8 @@ impl Trace {
             doubtful: Vec::new(),
             deltas: None,
             anon_baseline: 0,
+            wall_offset_ns: None,
+            device_log: None,
         }
     }
 
@@ -570,6 +579,55 @@ impl Trace {
     pub fn close(&mut self, id: AllocId) {
         let at = self.last_seq();
         self.log(id, at, false);
+    }
+
+    /// Adds block storages over intervals of events already read (a merge step after the
+    /// reader, e.g. a device log's external memory): each `(start, end, size, name)` is live
+    /// from event `start` up to, excluding, `end` (None: to the end). The change log is merged
+    /// back into position order (the new entries after the old ones at one position).
+    pub fn add_intervals(&mut self, spans: &[(Seq, Option<Seq>, Bytes, StrId)], cat: Category) {
+        let mut extra: Vec<Change> = Vec::with_capacity(spans.len() * 2);
+        for &(start, end, size, name) in spans {
+            let id = self.new_storage(
+                start,
+                size,
+                cat,
+                StorageKind::Block,
+                name,
+                StackId(0),
+                u64::MAX,
+            );
+            extra.push(Change {
+                at: start,
+                storage: id,
+                open: true,
+            });
+            if let Some(e) = end.filter(|&e| e > start) {
+                if let Some(x) = self.storages.end.get_mut(id.idx()) {
+                    *x = e.0;
+                }
+                extra.push(Change {
+                    at: e,
+                    storage: id,
+                    open: false,
+                });
+            }
+        }
+        if extra.is_empty() {
+            return;
+        }
+        extra.sort_by_key(|c| c.at);
+        let old = std::mem::take(&mut self.changes);
+        let mut merged = Vec::with_capacity(old.len() + extra.len());
+        let mut new = extra.into_iter().peekable();
+        for c in old {
+            while let Some(n) = new.next_if(|n| n.at < c.at) {
+                merged.push(n);
+            }
+            merged.push(c);
+        }
+        merged.extend(new);
+        self.changes = merged;
     }
 
     fn last_seq(&self) -> Seq {

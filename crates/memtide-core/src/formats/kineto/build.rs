@@ -291,6 +291,8 @@ fn device_trace(sh: &Shared<'_>, dev: Device) -> Trace {
     let c = sh.c;
     let mut t = Trace::new(dev.name(), sh.source, "kineto");
     t.clock = Clock::Us;
+    // Wall-clock UTC = ts + baseTimeNanoseconds (older traces write absolute ts).
+    t.wall_offset_ns = Some(c.base_ns.unwrap_or(0));
     t.bands_source = crate::trace::BandsSource::Recorded;
     // `#N` counts the time-ordered axis; the traceEvents position is the source index.
     t.numbers = EventNumbers::Axis;

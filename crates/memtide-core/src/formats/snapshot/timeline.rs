@@ -337,6 +337,8 @@ impl<'r> Replay<'r> {
             .iter()
             .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
         t.clock = if has_time { Clock::Us } else { Clock::Seq };
+        // `time_us` is UTC µs since the epoch.
+        t.wall_offset_ns = has_time.then_some(0);
         if let Some(a) = &raw.allocator_settings {
             t.meta.push(("allocator_settings".into(), a.clone()));
             settings_warnings(&mut t, a);
