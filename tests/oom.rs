@@ -285,3 +285,57 @@ fn replay_ends_at_the_final_segments() {
         }
     }
 }
+
+/// JSONL has `reserve` spans and `oom` lines (with `free`) but no blocks: what is known is
+/// given, the largest free block is null, and when the reserve holds enough unused bytes the
+/// verdict is `unknown`, naming the per-pool free blocks as missing.
+#[test]
+fn jsonl_oom_uses_reserve_spans_and_oom_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |lines: &[&str]| -> Value {
+        let p = dir.path().join("run.jsonl");
+        std::fs::write(&p, lines.join("\n") + "\n").expect("write");
+        let out = Command::cargo_bin("memtide")
+            .expect("memtide binary")
+            .args(["summary", "--json"])
+            .arg(&p)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let head = r#"{"memtide":1,"device":"cuda:0","clock":"us","capacity":8589934592}"#;
+    // 4 GiB reserved, 4,000,000,000 B live, another process holds 3 GiB: 1 GiB free.
+    let v = run(&[
+        head,
+        r#"{"t":1,"op":"reserve","id":100,"size":4294967296}"#,
+        r#"{"t":2,"op":"alloc","id":1,"size":4000000000,"cat":"activation"}"#,
+        r#"{"t":3,"op":"oom","size":2147483648,"free":1073741824}"#,
+    ]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["index"], 2);
+    assert_eq!(o["reserved"], 4_294_967_296u64);
+    assert_eq!(o["allocated"], 4_000_000_000u64);
+    assert_eq!(o["free_in_reserve"], 294_967_296u64);
+    assert_eq!(o["largest_free_block"], Value::Null);
+    assert_eq!(o["outside_allocator"], 3_221_225_472u64);
+    assert_eq!(o["verdict"], "outside_allocator");
+    // Half the reserve unused and more than the request: fragmentation cannot be ruled out.
+    let v = run(&[
+        head,
+        r#"{"t":1,"op":"reserve","id":100,"size":4294967296}"#,
+        r#"{"t":2,"op":"alloc","id":1,"size":2147483648,"cat":"activation"}"#,
+        r#"{"t":3,"op":"oom","size":1073741824,"free":3221225472}"#,
+    ]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "unknown");
+    let a = o["advice"].as_str().unwrap_or("");
+    assert!(a.contains("free blocks of each pool"), "{a}");
+    // No OOM: no `ooms` key at all (the schema of such files is unchanged).
+    let v = run(&[head, r#"{"t":1,"op":"alloc","id":1,"size":1024}"#]);
+    assert!(v.get("ooms").is_none() && v.get("allocator_at_end").is_none());
+}
