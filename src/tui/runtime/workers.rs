@@ -1,7 +1,7 @@
 //! Effect execution: loading (read + index + per-device facts) and search, as plain
 //! functions (tests run them inline) and on worker threads (the runtime); OSC 52 copy text.
 
-use crate::tui::app::Device;
+use crate::tui::device::{Device, FollowLoad};
 use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
@@ -37,9 +37,9 @@ pub fn load_follow(
     path: &Path,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<crate::tui::follow::FollowLoad, String> {
+) -> Result<FollowLoad, String> {
     let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(crate::tui::follow::FollowLoad {
+    Ok(FollowLoad {
         devices: index_devices(f.loaded.traces),
         appendable: f.decoder.is_some(),
         decoder: f.decoder.map(Box::new),
@@ -103,7 +103,7 @@ fn spawn_reader(f: impl FnOnce() + Send + 'static) {
 pub type LiveRequest = (
     u64,
     memtide_core::trace::Seq,
-    crate::tui::app::GroupMode,
+    crate::tui::liveset::GroupMode,
     Arc<Device>,
 );
 

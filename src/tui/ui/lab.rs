@@ -3,9 +3,9 @@
 //! totals and hit rate, and the request history with hits, misses and evictions.
 
 use super::put;
-use crate::tui::app::App;
 use crate::tui::fmt;
 use crate::tui::lab::{Focus, LabLayout, LabState, LABEL_W};
+use crate::tui::shared::Shared;
 use memtide_core::lab::{MAX_REQUESTS, PLAY_RATE_PER_SEC};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -14,14 +14,14 @@ use ratatui::style::Modifier;
 /// Width of one history entry ("   3  12  miss, evicts 0").
 const ENTRY_W: u16 = 26;
 
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &LabState) {
-    let th = &app.theme;
+pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, st: &LabState) {
+    let th = &sh.theme;
     let l = LabLayout::new(area.width, area.height);
     let w = area.width;
     let lab = &st.lab;
     // Rows below the status row are never drawn; every row is checked against it.
     let row = |y: u16| y < l.status;
-    let sep = format!(" {} ", app.glyphs.sep());
+    let sep = format!(" {} ", sh.glyphs.sep());
 
     let x = put(buf, 0, l.title, " memtide lab", w, th.header_title);
     put(
@@ -65,7 +65,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &LabState) {
             continue;
         }
         let focused = st.focus == focus;
-        let marker = if focused { app.glyphs.selected() } else { " " };
+        let marker = if focused { sh.glyphs.selected() } else { " " };
         let style = if focused { th.status_key } else { th.text };
         put(buf, 1, y, marker, w.saturating_sub(1), th.cursor);
         put(buf, 2, y, name, LABEL_W.saturating_sub(2).min(w), style);
@@ -253,7 +253,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &LabState) {
 
     // Status row: a message, or the key hints.
     let y = l.status;
-    if let Some(msg) = &app.status {
+    if let Some(msg) = &sh.status {
         put(buf, 1, y, msg, w.saturating_sub(1), th.status_bar);
         return;
     }
