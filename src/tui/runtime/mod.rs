@@ -128,13 +128,23 @@ fn run_effects(
                 path,
                 opts,
                 progress,
-            } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
+            } => workers::spawn_reader(
+                gen,
+                tx.clone(),
+                move || workers::load(&path, &opts, &progress),
+                |gen, result| Msg::Loaded { gen, result },
+            ),
             Effect::LoadFollow {
                 gen,
                 path,
                 opts,
                 progress,
-            } => workers::spawn_load_follow(gen, path, opts, progress, tx.clone()),
+            } => workers::spawn_reader(
+                gen,
+                tx.clone(),
+                move || workers::load_follow(&path, &opts, &progress),
+                |gen, result| Msg::FollowLoaded { gen, result },
+            ),
             Effect::Tail {
                 gen,
                 path,
