@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memtide::tui::action::Action;
+use memtide::tui::action::{Action, ExplorerAction};
 use memtide::tui::app::{App, Device};
 use memtide::tui::effect::Effect;
 use memtide::tui::msg::Msg;
@@ -179,9 +179,9 @@ fn benches(c: &mut Criterion) {
     c.bench_function("cursor_move_10M_events (update+draw)", |b| {
         b.iter(|| {
             let a = if right {
-                Action::CursorRight
+                Action::Explorer(ExplorerAction::CursorRight)
             } else {
-                Action::CursorLeft
+                Action::Explorer(ExplorerAction::CursorLeft)
             };
             right = !right;
             update::update(&mut big, Msg::Action(a));
@@ -190,15 +190,18 @@ fn benches(c: &mut Criterion) {
     });
     // Zoomed in, paging recomputes every column (worst case of a cursor move).
     for _ in 0..6 {
-        update::update(&mut big, Msg::Action(Action::ZoomIn));
+        update::update(
+            &mut big,
+            Msg::Action(Action::Explorer(ExplorerAction::ZoomIn)),
+        );
     }
     let mut fwd = true;
     c.bench_function("page_move_zoomed_10M_events (update+draw)", |b| {
         b.iter(|| {
             let a = if fwd {
-                Action::PageRight
+                Action::Explorer(ExplorerAction::PageRight)
             } else {
-                Action::PageLeft
+                Action::Explorer(ExplorerAction::PageLeft)
             };
             fwd = !fwd;
             update::update(&mut big, Msg::Action(a));
@@ -256,7 +259,7 @@ fn big_live_set(c: &mut Criterion) {
             result: Ok(vec![dev]),
         },
     );
-    let d = app.device().unwrap().clone();
+    let d = app.explorer().expect("explorer").device().unwrap().clone();
     c.bench_function("live_set_500k_live (worker compute)", |b| {
         b.iter(|| {
             memtide::tui::liveset::compute(
@@ -274,9 +277,9 @@ fn big_live_set(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 let a = if right {
-                    Action::CursorRight
+                    Action::Explorer(ExplorerAction::CursorRight)
                 } else {
-                    Action::CursorLeft
+                    Action::Explorer(ExplorerAction::CursorLeft)
                 };
                 right = !right;
                 update::update(&mut app, Msg::Action(a));

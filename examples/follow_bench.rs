@@ -10,10 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+#[path = "../tests/support/pty.rs"]
+mod pty;
+
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -48,12 +49,10 @@ struct Shared {
     cv: Condvar,
 }
 
+/// memtide on a PTY, with the screen facts its output showed, timestamped.
 struct Pty {
     shared: Arc<Shared>,
-    parser: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn Child + Send + Sync>,
-    _master: Box<dyn MasterPty + Send>,
+    pty: pty::Pty,
 }
 
 /// `@ #N` in the header row.
@@ -78,91 +77,51 @@ fn parse_rate(row: &str) -> Option<f64> {
 
 impl Pty {
     fn spawn(bin: &Path, args: &[&str]) -> Pty {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("openpty");
-        let mut cmd = CommandBuilder::new(bin);
-        cmd.args(args);
-        cmd.env("TERM", "xterm-256color");
-        cmd.env_remove("NO_COLOR");
-        let child = pty.slave.spawn_command(cmd).expect("spawn memtide");
-        drop(pty.slave);
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(
-            NonZeroU16::new(ROWS).unwrap(),
-            NonZeroU16::new(COLS).unwrap(),
-            0,
-        )));
         let shared = Arc::new(Shared {
             obs: Mutex::new(Obs::default()),
             cv: Condvar::new(),
         });
-        let mut rd = pty.master.try_clone_reader().expect("reader");
-        let (p2, s2) = (parser.clone(), shared.clone());
-        // Drain continuously (or the child blocks on a full PTY buffer) and timestamp every
-        // change of the watched screen facts as soon as the bytes are parsed.
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let n = match rd.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                let (row0, help, status) = {
-                    let mut p = p2.lock().unwrap();
-                    p.process(&buf[..n]);
-                    let scr = p.screen();
-                    let row0 = scr.rows(0, COLS).next().unwrap_or_default();
-                    let help = scr.contents().contains("any key closes");
-                    let status = scr.rows(0, COLS).last().unwrap_or_default();
-                    (row0, help, status)
-                };
-                let now = Instant::now();
-                let mut o = s2.obs.lock().unwrap();
-                o.bytes += n as u64;
-                if let Some(idx) = parse_peak_index(&row0) {
-                    if o.peak_hist.last().is_none_or(|&(_, last)| last != idx) {
-                        o.peak_hist.push((now, idx));
-                    }
+        let s2 = shared.clone();
+        // Timestamp every change of the watched screen facts as soon as the bytes are parsed.
+        let watch = move |scr: &vt100::Screen, n: usize| {
+            let row0 = scr.rows(0, COLS).next().unwrap_or_default();
+            let help = scr.contents().contains("any key closes");
+            let status = scr.rows(0, COLS).last().unwrap_or_default();
+            let now = Instant::now();
+            let mut o = s2.obs.lock().unwrap();
+            o.bytes += n as u64;
+            if let Some(idx) = parse_peak_index(&row0) {
+                if o.peak_hist.last().is_none_or(|&(_, last)| last != idx) {
+                    o.peak_hist.push((now, idx));
                 }
-                if help != o.help {
-                    o.help = help;
-                    o.help_changes += 1;
-                    o.help_changed_at = Some(now);
-                }
-                if status.contains("FOLLOW") {
-                    o.follow_seen = true;
-                    o.status_row = status.trim().to_string();
-                    if let Some(r) = parse_rate(&status) {
-                        if o.rates.last().is_none_or(|&(_, last)| last != r) {
-                            o.rates.push((now, r));
-                        }
-                    }
-                }
-                drop(o);
-                s2.cv.notify_all();
             }
-        });
-        let writer = pty.master.take_writer().expect("writer");
-        Pty {
-            shared,
-            parser,
-            writer,
-            child,
-            _master: pty.master,
-        }
+            if help != o.help {
+                o.help = help;
+                o.help_changes += 1;
+                o.help_changed_at = Some(now);
+            }
+            if status.contains("FOLLOW") {
+                o.follow_seen = true;
+                o.status_row = status.trim().to_string();
+                if let Some(r) = parse_rate(&status) {
+                    if o.rates.last().is_none_or(|&(_, last)| last != r) {
+                        o.rates.push((now, r));
+                    }
+                }
+            }
+            drop(o);
+            s2.cv.notify_all();
+        };
+        let pty = pty::Pty::spawn_watched(bin, args, ROWS, COLS, Box::new(watch));
+        Pty { shared, pty }
     }
 
     fn pid(&self) -> u32 {
-        self.child.process_id().expect("child pid")
+        self.pty.pid()
     }
 
     fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
+        self.pty.screen()
     }
 
     /// Waits (up to `limit`) until `pred` holds for the observations.
@@ -182,8 +141,7 @@ impl Pty {
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
+        self.pty.send(bytes);
     }
 
     fn last_peak(&self) -> Option<u64> {
@@ -198,14 +156,7 @@ impl Pty {
 
     fn quit(mut self) {
         self.send(b"q");
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
+        let _ = self.pty.wait_exit(Duration::from_secs(5));
     }
 }
 

@@ -853,11 +853,12 @@ fn explorer_says_the_live_set_is_unavailable() {
     h.press("<Enter>");
     assert!(
         h.app
+            .shared
             .status
             .as_deref()
             .is_some_and(|s| s.contains("records no addresses")),
         "{:?}",
-        h.app.status
+        h.app.shared.status
     );
 }
 

@@ -5,12 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+#[path = "support/pty.rs"]
+mod support;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ROWS: u16 = 30;
 const COLS: u16 = 100;
@@ -29,108 +29,33 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-struct Pty {
-    parser: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn Child + Send + Sync>,
-    _master: Box<dyn MasterPty + Send>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
+/// The memtide binary on a `ROWS` × `COLS` PTY, with the tests' timeout.
+struct Pty(support::Pty);
 
 impl Pty {
     fn spawn(args: &[&str]) -> Pty {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("openpty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_memtide"));
-        cmd.args(args);
-        cmd.env("TERM", "xterm-256color");
-        cmd.env_remove("NO_COLOR");
-        let child = pty.slave.spawn_command(cmd).expect("spawn memtide");
-        drop(pty.slave);
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(
-            NonZeroU16::new(ROWS).unwrap(),
-            NonZeroU16::new(COLS).unwrap(),
-            0,
-        )));
-        let mut rd = pty.master.try_clone_reader().expect("reader");
-        let p2 = parser.clone();
-        // Drain continuously, or the child blocks on a full PTY buffer.
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match rd.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => p2.lock().unwrap().process(&buf[..n]),
-                }
-            }
-        });
-        let writer = pty.master.take_writer().expect("writer");
-        Pty {
-            parser,
-            writer,
-            child,
-            _master: pty.master,
-            reader: Some(reader),
-        }
-    }
-
-    fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
+        let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+        Pty(support::Pty::spawn(bin, args, ROWS, COLS))
     }
 
     fn wait_for(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(text) {
-                return s;
-            }
-            if start.elapsed() > timeout() {
-                panic!("timed out waiting for {text:?}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.0.wait_for(text, timeout())
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
+        self.0.send(bytes);
     }
 
-    /// Waits for the child to exit (backing off), returns its exit code.
+    /// The child's exit code (it must exit within the timeout).
     fn wait_exit(&mut self) -> u32 {
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(5);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.exit_code();
-            }
-            if start.elapsed() > timeout() {
-                let _ = self.child.kill();
-                panic!("memtide did not exit; screen:\n{}", self.screen());
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(100));
+        match self.0.wait_exit(timeout()) {
+            Some(code) => code,
+            None => panic!("memtide did not exit; screen:\n{}", self.0.screen()),
         }
     }
 
     fn alternate_screen(&self) -> bool {
-        self.parser.lock().unwrap().screen().alternate_screen()
-    }
-}
-
-impl Drop for Pty {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        if let Some(r) = self.reader.take() {
-            drop(r); // the thread ends at EOF once the master is dropped
-        }
+        self.0.alternate_screen()
     }
 }
 

@@ -5,7 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memtide::tui::diffview::{app, col_of, segment_at, DiffState};
+use memtide::tui::app::App;
+use memtide::tui::diffview::{col_of, segment_at, DiffState};
 use memtide::tui::msg::Msg;
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
@@ -20,7 +21,7 @@ fn sample(name: &str) -> PathBuf {
 }
 
 fn open(a: &str, b: &str, w: u16, h: u16) -> Harness {
-    let app = app(
+    let app = App::new_diff(
         sample(a),
         sample(b),
         Default::default(),
@@ -35,7 +36,7 @@ fn plain_vs_checkpointed(w: u16, h: u16) -> Harness {
 }
 
 fn st(h: &Harness) -> &DiffState {
-    h.app.diff.as_deref().expect("diff screen")
+    h.app.diff().expect("diff screen")
 }
 
 #[test]
@@ -66,7 +67,12 @@ fn steps_are_aligned_over_the_same_spans() {
     assert_eq!(d.steps[1].delta(), Some(-1024 * MIB));
     let width = s.cols_a.len();
     assert_eq!(width, s.cols_b.len());
-    assert_eq!(width, h.app.layout().plot.width as usize); // same plot width as the explorer
+    assert_eq!(
+        width,
+        memtide::tui::layout::Layout::new(h.app.shared.width, h.app.shared.height, false)
+            .plot
+            .width as usize
+    ); // same plot width as the explorer
     let steps: Vec<_> = s.segments.iter().filter(|g| g.step.is_some()).collect();
     assert_eq!(steps.len(), 3);
     for (k, g) in steps.iter().enumerate() {
@@ -201,7 +207,7 @@ fn traces_without_marks_align_by_event_index() {
 "#,
     );
     let h = Harness::with_app(
-        app(a, b, Default::default(), Theme::default(), false),
+        App::new_diff(a, b, Default::default(), Theme::default(), false),
         80,
         24,
     );
@@ -224,7 +230,7 @@ fn traces_without_marks_align_by_event_index() {
 #[test]
 fn a_bad_file_shows_the_error_and_sets_a_failing_exit_code() {
     let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/bad.jsonl");
-    let app = app(
+    let app = App::new_diff(
         sample("train-3steps.jsonl"),
         bad,
         Default::default(),
@@ -237,9 +243,12 @@ fn a_bad_file_shows_the_error_and_sets_a_failing_exit_code() {
     // The error view wraps long paths; the file name may straddle a line.
     let unwrapped: String = s.split_whitespace().collect();
     assert!(unwrapped.contains("bad.jsonl"), "{s}");
-    assert_eq!(h.app.outcome, memtide::tui::app::Outcome::InputFailed);
+    assert_eq!(
+        h.app.shared.outcome,
+        memtide::tui::app::Outcome::InputFailed
+    );
     h.press("q");
-    assert!(h.app.quit);
+    assert!(h.app.shared.quit);
 }
 
 #[test]
@@ -250,7 +259,7 @@ fn help_lists_the_diff_keys() {
     assert!(s.contains("cursor to A's peak"), "{s}");
     assert!(s.contains("next of the steps that differ most"), "{s}");
     h.press("x");
-    assert!(!h.app.help);
+    assert!(!h.app.shared.help);
 }
 
 #[test]
@@ -290,7 +299,7 @@ fn diff_leak_40x10() {
 fn loading_screen_names_both_runs_until_both_are_read() {
     use memtide::tui::effect::Effect;
     use memtide::tui::update::{start, update};
-    let mut a = app(
+    let mut a = App::new_diff(
         sample("train-3steps.jsonl"),
         sample("train-checkpointed.jsonl"),
         Default::default(),
@@ -325,7 +334,7 @@ fn loading_screen_names_both_runs_until_both_are_read() {
     });
     assert!(st(&h).error.is_none());
     // Before any reply, the screen lists both files.
-    let mut b = app(
+    let mut b = App::new_diff(
         sample("train-3steps.jsonl"),
         sample("train-leak.jsonl"),
         Default::default(),
@@ -365,7 +374,7 @@ fn runs_with_different_step_counts() {
     let a = write("a.jsonl", 200_000, 1);
     let b = write("b.jsonl", 150_000, 2);
     let mut h = Harness::with_app(
-        app(a, b, Default::default(), Theme::default(), false),
+        App::new_diff(a, b, Default::default(), Theme::default(), false),
         120,
         40,
     );

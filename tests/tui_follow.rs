@@ -28,7 +28,7 @@ fn setup() -> (tempfile::TempDir, Harness) {
 }
 
 fn tail_gen(h: &Harness) -> u64 {
-    h.app.follow.as_ref().expect("following").tail_gen
+    h.explorer().follow.as_ref().expect("following").tail_gen
 }
 
 fn append(h: &mut Harness, text: &str, now: Instant) {
@@ -41,29 +41,34 @@ fn append(h: &mut Harness, text: &str, now: Instant) {
 }
 
 fn peak(h: &Harness) -> u64 {
-    h.app.device().and_then(|d| d.peak).expect("peak").bytes.0
+    h.explorer()
+        .device()
+        .and_then(|d| d.peak)
+        .expect("peak")
+        .bytes
+        .0
 }
 
 #[test]
 fn appends_extend_and_light_the_new_peak() {
     let (_d, mut h) = setup();
     assert_eq!(peak(&h), 150);
-    assert_eq!(h.app.device().expect("dev").len(), 2);
+    assert_eq!(h.explorer().device().expect("dev").len(), 2);
     let now = Instant::now();
     append(&mut h, &alloc(3, 3, 1000), now);
     // t=3 is the newest equal-t group: applied at the next t, or after a quiet moment.
-    assert_eq!(h.app.device().expect("dev").len(), 2);
+    assert_eq!(h.explorer().device().expect("dev").len(), 2);
     h.send(Msg::Tick {
         now: now + Duration::from_millis(300),
     });
-    let dev = h.app.device().expect("dev");
+    let dev = h.explorer().device().expect("dev");
     assert_eq!(dev.len(), 3);
     assert_eq!(peak(&h), 1150);
-    let f = h.app.follow.as_ref().expect("f");
+    let f = h.explorer().follow.as_ref().expect("f");
     assert!(f.flashing(now + Duration::from_millis(400)));
     assert!(h.screen().contains("new peak"), "{}", h.screen());
     // Following keeps the newest event under the cursor.
-    assert_eq!(h.app.view.cursor.0, 2);
+    assert_eq!(h.explorer().view.cursor.0, 2);
     // A torn line waits for its newline; then both lines apply.
     append(
         &mut h,
@@ -74,9 +79,9 @@ fn appends_extend_and_light_the_new_peak() {
     h.send(Msg::Tick {
         now: now + Duration::from_secs(1),
     });
-    assert_eq!(h.app.device().expect("dev").len(), 5);
+    assert_eq!(h.explorer().device().expect("dev").len(), 5);
     assert_eq!(
-        h.app
+        h.explorer()
             .device()
             .expect("dev")
             .index
@@ -89,24 +94,26 @@ fn appends_extend_and_light_the_new_peak() {
 #[test]
 fn moving_the_cursor_pauses_and_f_resumes() {
     let (_d, mut h) = setup();
-    assert!(h.app.follow.as_ref().expect("f").on);
+    assert!(h.explorer().follow.as_ref().expect("f").on);
     h.press("h");
     assert!(
-        !h.app.follow.as_ref().expect("f").on,
+        !h.explorer().follow.as_ref().expect("f").on,
         "a cursor move pauses following"
     );
-    let before = h.app.view.cursor;
+    let before = h.explorer().view.cursor;
     let now = Instant::now();
     append(&mut h, &(alloc(3, 3, 10) + &alloc(4, 4, 10)), now);
     assert_eq!(
-        h.app.view.cursor, before,
+        h.explorer().view.cursor,
+        before,
         "paused: the cursor stays where the user put it"
     );
     h.press("F");
-    assert!(h.app.follow.as_ref().expect("f").on);
-    let last = h.app.device().expect("dev").last();
+    assert!(h.explorer().follow.as_ref().expect("f").on);
+    let last = h.explorer().device().expect("dev").last();
     assert_eq!(
-        h.app.view.cursor, last,
+        h.explorer().view.cursor,
+        last,
         "resuming jumps to the newest event"
     );
 }
@@ -157,7 +164,13 @@ fn reload_asks_for_a_follow_load() {
         matches!(fx.as_slice(), [Effect::LoadFollow { .. }]),
         "{fx:?}"
     );
-    assert!(h.app.status.as_deref().unwrap_or("").contains("replaced"));
+    assert!(h
+        .app
+        .shared
+        .status
+        .as_deref()
+        .unwrap_or("")
+        .contains("replaced"));
 }
 
 #[test]
@@ -168,7 +181,7 @@ fn a_bad_appended_line_stops_following_with_the_reason() {
         "{\"t\":9,\"op\":\"alloc\",\"id\":7,\"size\":-1}\n",
         Instant::now(),
     );
-    let f = h.app.follow.as_ref().expect("f");
+    let f = h.explorer().follow.as_ref().expect("f");
     assert!(
         f.error.as_deref().unwrap_or("").contains("non-negative"),
         "{:?}",

@@ -126,7 +126,7 @@ fn peak_marker_sits_above_the_peak_column() {
     let h = Harness::open(&fixture("train3.jsonl"), 80, 24);
     let s = h.screen();
     let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
-    let l = h.app.layout();
+    let l = h.explorer().layout(h.app.shared.width, h.app.shared.height);
     // The cursor starts at the peak: its ▲ on the axis row and the ▼ share a column.
     let axis = &lines[l.axis.y as usize];
     let cx = axis

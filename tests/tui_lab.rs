@@ -6,7 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 use memtide::tui::action::Action;
-use memtide::tui::lab::{app, Focus, LabLayout, LabState};
+use memtide::tui::app::App;
+use memtide::tui::lab::{Focus, LabLayout, LabState};
 use memtide::tui::msg::Msg;
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
@@ -15,11 +16,11 @@ use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEven
 use std::time::{Duration, Instant};
 
 fn lab(c: usize, s: u64, w: u16, h: u16) -> Harness {
-    Harness::with_app(app(c, s, Theme::default(), false), w, h)
+    Harness::with_app(App::new_lab(c, s, Theme::default(), false), w, h)
 }
 
 fn st(h: &Harness) -> &LabState {
-    h.app.lab.as_deref().expect("lab screen")
+    h.app.lab().expect("lab screen")
 }
 
 fn click(h: &mut Harness, col: u16, row: u16) {
@@ -212,10 +213,10 @@ fn help_lists_the_lab_keys_and_q_quits() {
     }
     // Any key closes the overlay without acting.
     h.press(" ");
-    assert!(!h.app.help);
+    assert!(!h.app.shared.help);
     assert_eq!(st(&h).lab.issued(), 0);
     h.send(Msg::Action(Action::Quit));
-    assert!(h.app.quit);
+    assert!(h.app.shared.quit);
 }
 
 #[test]
@@ -254,25 +255,18 @@ fn lab_40x10() {
 
 #[test]
 fn every_listed_lab_and_diff_key_maps_to_its_action() {
-    use memtide::tui::keymap::{diff_bindings, lab_bindings, map_key, Mode};
+    use memtide::tui::keymap::{map_key, Input, Mode, DIFF, LAB};
     use ratatui::crossterm::event::{KeyCode, KeyEvent};
-    for (mode, table) in [(Mode::Lab, lab_bindings()), (Mode::Diff, diff_bindings())] {
+    for (mode, table) in [(Mode::Lab, LAB), (Mode::Diff, DIFF)] {
         for b in table {
             for k in b.keys {
-                let code = match *k {
-                    "←" => KeyCode::Left,
-                    "→" => KeyCode::Right,
-                    "↑" => KeyCode::Up,
-                    "↓" => KeyCode::Down,
-                    "Home" => KeyCode::Home,
-                    "End" => KeyCode::End,
-                    "Tab" => KeyCode::Tab,
-                    "Space" => KeyCode::Char(' '),
-                    s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
-                    _ => continue, // click, Ctrl-C
+                let ev = match k.input {
+                    Input::Key(code) => KeyEvent::new(code, KeyModifiers::NONE),
+                    Input::Ctrl(c) => KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL),
+                    _ => continue, // click
                 };
-                let got = map_key(mode, KeyEvent::new(code, KeyModifiers::NONE));
-                assert_eq!(got, Some(b.action), "{mode:?} {k}");
+                let got = map_key(mode, ev);
+                assert_eq!(got, Some(b.action), "{mode:?} {}", k.label);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use memtide::tui::action::Action;
+use memtide::tui::action::{Action, ExplorerAction};
 use memtide::tui::app::{App, Device, GroupMode, Screen};
 use memtide::tui::effect::Effect;
 use memtide::tui::msg::Msg;
@@ -29,21 +29,21 @@ fn train3() -> Harness {
 
 /// The cursor as the source's own event index.
 fn cursor(h: &Harness) -> u64 {
-    let d = h.app.device().expect("loaded");
-    d.trace.src_index(h.app.view.cursor)
+    let d = h.explorer().device().expect("loaded");
+    d.trace.src_index(h.explorer().view.cursor)
 }
 
 #[test]
 fn opens_at_the_global_peak_with_hand_computed_totals() {
     let h = train3();
-    assert!(matches!(h.app.screen, Screen::Ready));
+    assert!(matches!(h.explorer().screen, Screen::Ready));
     // Step 3 forward: 128 MiB persistent + 64 MiB retained + 32 + 64 MiB activations.
     assert_eq!(cursor(&h), 30);
-    assert_eq!(h.app.live.bands.total(), 288 * MIB);
-    assert_eq!(h.app.live.bands.0[0], 128 * MIB); // persistent
-    assert_eq!(h.app.live.bands.0[1], 160 * MIB); // activation
-    assert_eq!(h.app.live.total, Bytes(288 * MIB));
-    assert_eq!(h.app.live.count, 9);
+    assert_eq!(h.explorer().live.bands.total(), 288 * MIB);
+    assert_eq!(h.explorer().live.bands.0[0], 128 * MIB); // persistent
+    assert_eq!(h.explorer().live.bands.0[1], 160 * MIB); // activation
+    assert_eq!(h.explorer().live.total, Bytes(288 * MIB));
+    assert_eq!(h.explorer().live.count, 9);
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn home_then_p_jumps_to_the_peak() {
     let mut h = train3();
     h.press("<Home>");
     assert_eq!(cursor(&h), 0);
-    assert_eq!(h.app.live.total, Bytes(0));
+    assert_eq!(h.explorer().live.total, Bytes(0));
     h.press("p");
     assert_eq!(cursor(&h), 30);
     h.press("<End>");
@@ -66,14 +66,14 @@ fn live_total_matches_header_breakdown_everywhere() {
     // band breakdown (from the band totals) at each instant.
     for _ in 0..200 {
         assert_eq!(
-            h.app.live.total.0,
-            h.app.live.bands.total(),
+            h.explorer().live.total.0,
+            h.explorer().live.bands.total(),
             "at {}",
             cursor(&h)
         );
-        let before = h.app.view.cursor;
+        let before = h.explorer().view.cursor;
         h.press("l");
-        if h.app.view.cursor == before {
+        if h.explorer().view.cursor == before {
             break;
         }
     }
@@ -95,10 +95,10 @@ fn marks_and_step_peaks_navigate() {
     // attention alloc (#20), step 3 the global 288 MiB (#30).
     h.press("<Home>}");
     assert_eq!(cursor(&h), 9);
-    assert_eq!(h.app.live.total, Bytes(160 * MIB));
+    assert_eq!(h.explorer().live.total, Bytes(160 * MIB));
     h.press("}");
     assert_eq!(cursor(&h), 20);
-    assert_eq!(h.app.live.total, Bytes(224 * MIB));
+    assert_eq!(h.explorer().live.total, Bytes(224 * MIB));
     h.press("}");
     assert_eq!(cursor(&h), 30);
     h.press("{");
@@ -109,7 +109,7 @@ fn marks_and_step_peaks_navigate() {
 fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
     let mut h = train3();
     h.press("p");
-    let top = h.app.live.rows[0].clone();
+    let top = h.explorer().live.rows[0].clone();
     assert_eq!(top.bytes, Bytes(64 * MIB));
     assert!(
         top.retained_by_view,
@@ -117,7 +117,7 @@ fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
     );
     assert_eq!(top.views, 1);
     h.press("<Enter>");
-    let ins = h.app.inspect.as_ref().expect("inspector open");
+    let ins = h.explorer().inspect.as_ref().expect("inspector open");
     let text: String = ins
         .lines
         .iter()
@@ -135,7 +135,7 @@ fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
     h.press("f");
     assert_eq!(cursor(&h), 35, "freed when the view is released");
     h.press("<Esc>");
-    assert!(h.app.inspect.is_none());
+    assert!(h.explorer().inspect.is_none());
 }
 
 #[test]
@@ -143,16 +143,16 @@ fn search_jumps_to_the_biggest_match_inside_its_lifetime_and_cycles() {
     let mut h = train3();
     // Fuzzy: "adam" also matches "autograd AccumulateGrad" (a…d…a…m), the grads' frame.
     h.press("<Home>/adam");
-    assert_eq!(h.app.search.matches.len(), 7);
+    assert_eq!(h.explorer().search.matches.len(), 7);
     h.press("<Esc><Home>/adam.py");
-    assert!(h.app.searching);
+    assert!(h.explorer().searching);
     // exp_avg, exp_avg_sq (32 MiB, adam.py stacks) and three 4 MiB adam temps.
-    assert_eq!(h.app.search.matches.len(), 5);
+    assert_eq!(h.explorer().search.matches.len(), 5);
     h.press("<Enter>");
-    assert!(!h.app.searching);
+    assert!(!h.explorer().searching);
     // exp_avg lives from #12 to the end; the highest total in that span is the peak.
     assert_eq!(cursor(&h), 30);
-    assert_eq!(h.app.search.current, Some(0));
+    assert_eq!(h.explorer().search.current, Some(0));
     h.press("nn");
     // The third match is step 1's temp, live only after #14.
     assert_eq!(cursor(&h), 14);
@@ -160,37 +160,37 @@ fn search_jumps_to_the_biggest_match_inside_its_lifetime_and_cycles() {
     assert_eq!(cursor(&h), 30);
     // A view's name finds the storage it holds.
     h.press("/attn_probe<Enter>");
-    assert_eq!(h.app.search.matches.len(), 1);
+    assert_eq!(h.explorer().search.matches.len(), 1);
     h.press("<Esc>");
-    assert!(h.app.search.matches.is_empty());
+    assert!(h.explorer().search.matches.is_empty());
 }
 
 #[test]
 fn stale_worker_replies_are_dropped() {
     let mut h = train3();
     h.press("/adam");
-    let gen = h.app.search.gen;
-    let n = h.app.search.matches.len();
+    let gen = h.explorer().search.gen;
+    let n = h.explorer().search.matches.len();
     h.send(Msg::SearchDone {
         gen: gen - 1,
         matches: vec![],
         strings: 0,
     });
-    assert_eq!(h.app.search.matches.len(), n);
+    assert_eq!(h.explorer().search.matches.len(), n);
     // A load reply for a generation that is not loading is ignored too.
     h.send(Msg::Loaded {
         gen: 9999,
         result: Err("stale".into()),
     });
-    assert!(matches!(h.app.screen, Screen::Ready));
+    assert!(matches!(h.explorer().screen, Screen::Ready));
 }
 
 #[test]
 fn grouping_by_band_sums_to_the_total() {
     let mut h = train3();
     h.press("g");
-    assert_eq!(h.app.live.group, GroupMode::ByBand);
-    let g = &h.app.live.groups;
+    assert_eq!(h.explorer().live.group, GroupMode::ByBand);
+    let g = &h.explorer().live.groups;
     assert_eq!(g.len(), 2);
     assert_eq!(
         (g[0].key.as_str(), g[0].bytes),
@@ -201,20 +201,20 @@ fn grouping_by_band_sums_to_the_total() {
         ("persistent", Bytes(128 * MIB))
     );
     h.press("g");
-    assert_eq!(h.app.live.group, GroupMode::ByFrame);
-    let sum: u64 = h.app.live.groups.iter().map(|g| g.bytes.0).sum();
+    assert_eq!(h.explorer().live.group, GroupMode::ByFrame);
+    let sum: u64 = h.explorer().live.groups.iter().map(|g| g.bytes.0).sum();
     assert_eq!(sum, 288 * MIB);
     h.press("g");
-    assert_eq!(h.app.live.group, GroupMode::List);
+    assert_eq!(h.explorer().live.group, GroupMode::List);
 }
 
 #[test]
 fn selection_moves_and_copy_emits_osc52_text() {
     let mut h = train3();
     h.press("jjk");
-    assert_eq!(h.app.live.selected, 1);
+    assert_eq!(h.explorer().live.selected, 1);
     h.press("kkk");
-    assert_eq!(h.app.live.selected, 0);
+    assert_eq!(h.explorer().live.selected, 0);
     h.press("y");
     let clip = h.clipboard.last().expect("copied");
     assert!(clip.contains("layer2.attn"), "{clip}");
@@ -225,23 +225,23 @@ fn selection_moves_and_copy_emits_osc52_text() {
 #[test]
 fn zoom_narrows_the_view_and_zoom_out_restores_it() {
     let mut h = train3();
-    let whole = (h.app.view.lo, h.app.view.hi);
+    let whole = (h.explorer().view.lo, h.explorer().view.hi);
     assert_eq!(whole, (0, 36));
     h.press("+");
-    let (lo, hi) = (h.app.view.lo, h.app.view.hi);
+    let (lo, hi) = (h.explorer().view.lo, h.explorer().view.hi);
     assert!(hi - lo < 36 && lo <= 30 && 30 <= hi, "{lo}..{hi}");
     assert_eq!(cursor(&h), 30, "zoom keeps the cursor");
     h.press("--");
-    assert_eq!((h.app.view.lo, h.app.view.hi), whole);
+    assert_eq!((h.explorer().view.lo, h.explorer().view.hi), whole);
 }
 
 #[test]
 fn bands_cycle_and_axis_toggle() {
     let mut h = train3();
     h.press("b");
-    assert_eq!(h.app.bands_shown, [true, false, false, false, false]);
+    assert_eq!(h.explorer().bands_shown, [true, false, false, false, false]);
     h.press("bbbbb");
-    assert_eq!(h.app.bands_shown, [true; 5]);
+    assert_eq!(h.explorer().bands_shown, [true; 5]);
     h.press("t");
     assert!(memtide::tui::update::time_axis(&h.app));
     assert_eq!(cursor(&h), 30, "the cursor survives the axis switch");
@@ -252,25 +252,28 @@ fn bands_cycle_and_axis_toggle() {
 #[test]
 fn mouse_click_places_the_cursor_on_that_column() {
     let mut h = train3();
-    let l = h.app.layout();
+    let l = h.explorer().layout(h.app.shared.width, h.app.shared.height);
     let col = 5usize;
-    let want = h.app.view.columns[col].at;
-    h.send(Msg::Action(Action::ClickAt {
+    let want = h.explorer().view.columns[col].at;
+    h.send(Msg::Action(Action::Explorer(ExplorerAction::ClickAt {
         col: l.plot.x + col as u16,
         row: l.plot.y + 1,
-    }));
-    assert_eq!(h.app.view.cursor, want);
-    assert_eq!(h.app.view.cursor_col, Some(col));
+    })));
+    assert_eq!(h.explorer().view.cursor, want);
+    assert_eq!(h.explorer().view.cursor_col, Some(col));
 }
 
 #[test]
 fn bad_file_shows_the_readers_message_and_exits_non_zero() {
     let h = Harness::open(&fixture("bad.jsonl"), 80, 24);
-    match &h.app.screen {
+    match &h.explorer().screen {
         Screen::Error(e) => assert!(e.contains("line 2"), "{e}"),
         s => panic!("expected an error screen, got {s:?}"),
     }
-    assert_eq!(h.app.outcome, memtide::tui::app::Outcome::InputFailed);
+    assert_eq!(
+        h.app.shared.outcome,
+        memtide::tui::app::Outcome::InputFailed
+    );
     assert!(h.screen().contains("line 2"));
 }
 
@@ -290,7 +293,7 @@ fn quit_during_load_cancels_the_reader() {
     let fx = update(&mut app, Msg::Action(Action::Quit));
     assert!(matches!(fx[..], [Effect::Quit]));
     assert!(progress.is_cancelled());
-    assert!(app.quit);
+    assert!(app.shared.quit);
 }
 
 #[test]
@@ -302,9 +305,15 @@ fn keys_other_than_quit_are_ignored_while_loading() {
         false,
     );
     let _ = start(&mut app);
-    let fx = update(&mut app, Msg::Action(Action::JumpPeak));
+    let fx = update(
+        &mut app,
+        Msg::Action(Action::Explorer(ExplorerAction::JumpPeak)),
+    );
     assert!(fx.is_empty());
-    assert!(matches!(app.screen, Screen::Loading(_)));
+    assert!(matches!(
+        app.explorer().expect("explorer").screen,
+        Screen::Loading(_)
+    ));
 }
 
 fn tiny_trace(device: &str, events: u64) -> Arc<Device> {
@@ -346,13 +355,19 @@ fn multi_device_starts_on_the_first_with_events_and_d_cycles() {
             result: Ok(devs),
         },
     );
-    assert_eq!(app.current, 1);
-    assert_eq!(app.live.total, Bytes(4096));
-    assert_eq!(app.view.cursor, Seq(3));
-    update(&mut app, Msg::Action(Action::NextDevice));
-    assert_eq!(app.current, 0);
-    update(&mut app, Msg::Action(Action::NextDevice));
-    assert_eq!(app.current, 1);
+    assert_eq!(app.explorer().expect("explorer").current, 1);
+    assert_eq!(app.explorer().expect("explorer").live.total, Bytes(4096));
+    assert_eq!(app.explorer().expect("explorer").view.cursor, Seq(3));
+    update(
+        &mut app,
+        Msg::Action(Action::Explorer(ExplorerAction::NextDevice)),
+    );
+    assert_eq!(app.explorer().expect("explorer").current, 0);
+    update(
+        &mut app,
+        Msg::Action(Action::Explorer(ExplorerAction::NextDevice)),
+    );
+    assert_eq!(app.explorer().expect("explorer").current, 1);
 }
 
 #[test]
@@ -387,13 +402,13 @@ fn a_tick_does_not_clear_a_pending_redraw() {
     let mut h = train3();
     h.app.take_dirty();
     h.press("<Home>");
-    assert!(h.app.dirty);
+    assert!(h.app.shared.dirty);
     h.send(Msg::Tick {
         now: std::time::Instant::now(),
     });
-    assert!(h.app.dirty, "the Home move must still be drawn");
+    assert!(h.app.shared.dirty, "the Home move must still be drawn");
     h.press("\u{1}"); // an unmapped key
-    assert!(h.app.dirty);
+    assert!(h.app.shared.dirty);
 }
 
 /// A pseudo-random trace with many ties in size, stacks with C++ `??` frames, empty names.
@@ -477,19 +492,46 @@ fn live_rows_and_groups_match_the_core_oracles() {
             },
         );
         for at in [0u64, 100, 2999, 5999] {
-            update(&mut app, Msg::Action(Action::Home));
+            update(
+                &mut app,
+                Msg::Action(Action::Explorer(ExplorerAction::Home)),
+            );
             // Place the cursor exactly by clicking is column-bound; set it via a jump instead.
-            app.view.cursor = Seq(at);
-            update(&mut app, Msg::Action(Action::ToggleGroup)); // by band: recomputes
+            app.explorer_mut().expect("explorer").view.cursor = Seq(at);
+            update(
+                &mut app,
+                Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
+            ); // by band: recomputes
             let all = live_entries(&dev.trace, &dev.index, Seq(at), None);
-            assert_eq!(app.live.groups, group_by_band(&all), "seed {seed} at {at}");
-            update(&mut app, Msg::Action(Action::ToggleGroup)); // by frame
-            assert_eq!(app.live.groups, group_by_frame(&all), "seed {seed} at {at}");
-            update(&mut app, Msg::Action(Action::ToggleGroup)); // list
+            assert_eq!(
+                app.explorer().expect("explorer").live.groups,
+                group_by_band(&all),
+                "seed {seed} at {at}"
+            );
+            update(
+                &mut app,
+                Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
+            ); // by frame
+            assert_eq!(
+                app.explorer().expect("explorer").live.groups,
+                group_by_frame(&all),
+                "seed {seed} at {at}"
+            );
+            update(
+                &mut app,
+                Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
+            ); // list
             let want: Vec<_> = all.iter().take(1000).map(|e| e.id).collect();
-            let have: Vec<_> = app.live.rows.iter().map(|e| e.id).collect();
+            let have: Vec<_> = app
+                .explorer()
+                .expect("explorer")
+                .live
+                .rows
+                .iter()
+                .map(|e| e.id)
+                .collect();
             assert_eq!(have, want, "seed {seed} at {at}");
-            assert_eq!(app.live.count, all.len());
+            assert_eq!(app.explorer().expect("explorer").live.count, all.len());
         }
     }
 }
@@ -517,23 +559,32 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
         },
     );
     // The first live set (at the peak, the last event) is computed inline.
-    assert_eq!(app.live.count, n as usize);
-    assert!(!app.live.pending);
-    let fx = update(&mut app, Msg::Action(Action::CursorLeft));
+    assert_eq!(app.explorer().expect("explorer").live.count, n as usize);
+    assert!(!app.explorer().expect("explorer").live.pending);
+    let fx = update(
+        &mut app,
+        Msg::Action(Action::Explorer(ExplorerAction::CursorLeft)),
+    );
     let (g1, at1) = match &fx[..] {
         [Effect::Live { gen, at, .. }] => (*gen, *at),
         other => panic!("expected a live-set request, got {other:?}"),
     };
-    assert!(app.live.pending);
+    assert!(app.explorer().expect("explorer").live.pending);
     // The header's bytes are exact at once (band totals), before the worker answers.
-    assert_eq!(app.live.bands.total(), (at1.0 + 1) * 1024);
-    let fx = update(&mut app, Msg::Action(Action::CursorLeft));
+    assert_eq!(
+        app.explorer().expect("explorer").live.bands.total(),
+        (at1.0 + 1) * 1024
+    );
+    let fx = update(
+        &mut app,
+        Msg::Action(Action::Explorer(ExplorerAction::CursorLeft)),
+    );
     let (g2, at2) = match &fx[..] {
         [Effect::Live { gen, at, .. }] => (*gen, *at),
         other => panic!("{other:?}"),
     };
     // The reply to the first request is stale: dropped.
-    let dev = app.device().unwrap().clone();
+    let dev = app.explorer().expect("explorer").device().unwrap().clone();
     let r1 = memtide::tui::liveset::compute(&dev.trace, &dev.index, at1, GroupMode::List);
     update(
         &mut app,
@@ -542,7 +593,7 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
             result: r1,
         },
     );
-    assert!(app.live.pending);
+    assert!(app.explorer().expect("explorer").live.pending);
     let r2 = memtide::tui::liveset::compute(&dev.trace, &dev.index, at2, GroupMode::List);
     update(
         &mut app,
@@ -551,9 +602,15 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
             result: r2,
         },
     );
-    assert!(!app.live.pending);
-    assert_eq!(app.live.count as u64, at2.0 + 1);
-    assert_eq!(app.live.total.0, app.live.bands.total());
+    assert!(!app.explorer().expect("explorer").live.pending);
+    assert_eq!(
+        app.explorer().expect("explorer").live.count as u64,
+        at2.0 + 1
+    );
+    assert_eq!(
+        app.explorer().expect("explorer").live.total.0,
+        app.explorer().expect("explorer").live.bands.total()
+    );
 }
 
 #[test]
@@ -570,7 +627,7 @@ fn device_flag_picks_by_name_or_ordinal() {
             Theme::default(),
             false,
         );
-        app.device_want = want.map(String::from);
+        app.explorer_mut().expect("explorer").device_want = want.map(String::from);
         let gen = match &start(&mut app)[..] {
             [Effect::Load { gen, .. }] => *gen,
             other => panic!("{other:?}"),
@@ -583,7 +640,11 @@ fn device_flag_picks_by_name_or_ordinal() {
                 result: Ok(devs),
             },
         );
-        assert_eq!(app.current, expect, "{want:?}");
+        assert_eq!(
+            app.explorer().expect("explorer").current,
+            expect,
+            "{want:?}"
+        );
     }
 }
 
@@ -600,17 +661,21 @@ fn wheel_zooms_and_inspector_scrolls() {
         })
     };
     h.send(wheel(MouseEventKind::ScrollUp));
-    assert!(h.app.view.hi - h.app.view.lo < 36, "wheel up zooms in");
+    assert!(
+        h.explorer().view.hi - h.explorer().view.lo < 36,
+        "wheel up zooms in"
+    );
     h.send(wheel(MouseEventKind::ScrollDown));
-    assert_eq!((h.app.view.lo, h.app.view.hi), (0, 36));
+    assert_eq!((h.explorer().view.lo, h.explorer().view.hi), (0, 36));
     h.press("<Enter>jj");
-    assert_eq!(h.app.inspect.as_ref().unwrap().scroll, 2);
+    assert_eq!(h.explorer().inspect.as_ref().unwrap().scroll, 2);
     assert_eq!(
-        h.app.live.selected, 0,
+        h.explorer().live.selected,
+        0,
         "j scrolls the inspector, not the list"
     );
     h.press("k");
-    assert_eq!(h.app.inspect.as_ref().unwrap().scroll, 1);
+    assert_eq!(h.explorer().inspect.as_ref().unwrap().scroll, 1);
 }
 
 #[test]
@@ -621,9 +686,9 @@ fn an_unknown_device_is_named_not_silently_replaced() {
         memtide::tui::theme::Theme::default(),
         false,
     );
-    app.device_want = Some("cuda:7".into());
+    app.explorer_mut().expect("explorer").device_want = Some("cuda:7".into());
     let h = Harness::with_app(app, 100, 30);
-    let status = h.app.status.clone().unwrap_or_default();
+    let status = h.app.shared.status.clone().unwrap_or_default();
     assert!(status.contains("no device \"cuda:7\""), "{status}");
     assert!(status.contains("showing cuda:0"), "{status}");
 }

@@ -125,7 +125,7 @@ fn loading_screen_shows_bytes_rate_and_eta() {
         },
     );
     let _ = start(&mut app);
-    let progress = match &app.screen {
+    let progress = match &app.explorer().expect("explorer").screen {
         Screen::Loading(l) => l.progress.clone(),
         _ => panic!("loading"),
     };

@@ -3,7 +3,9 @@
 //! the parsed arguments and maps how it ended to the exit status.
 
 use super::{ExploreArgs, InputArgs, LabArgs, EXIT_ERROR};
-use crate::tui::{self, app::Outcome, diffview, follow, lab};
+use crate::tui;
+use crate::tui::app::{App, Outcome};
+use crate::tui::explorer::FollowState;
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,18 +19,20 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
     };
     let theme = tui::theme(args.theme.as_deref())?;
-    let mut app = tui::app::App::new(
+    let mut app = App::new(
         path.clone(),
         super::load::load_options(&args.input),
         theme,
         args.ascii,
     );
-    app.device_want = args.input.device.clone();
-    if args.follow.follow || args.follow.poll.is_some() {
-        app.follow = Some(follow::FollowState::new(args.follow.mode()));
+    if let Some(ex) = app.explorer_mut() {
+        ex.device_want = args.input.device.clone();
+        if args.follow.follow || args.follow.poll.is_some() {
+            ex.follow = Some(FollowState::new(args.follow.mode()));
+        }
     }
     if args.files.len() > 1 {
-        app.status = Some("showing the first file only".into());
+        app.shared.status = Some("showing the first file only".into());
     }
     let outcome = tui::run_in_terminal(
         app,
@@ -41,7 +45,7 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
 /// Opens the cache lab screen (starts empty: the prediction is read before any step).
 pub fn lab(args: &LabArgs) -> Result<ExitCode> {
     let theme = tui::theme(None)?;
-    let app = lab::app(args.capacity as usize, args.stride, theme, false);
+    let app = App::new_lab(args.capacity as usize, args.stride, theme, false);
     let outcome = tui::run_in_terminal(
         app,
         "the lab screen",
@@ -63,14 +67,16 @@ fn open_diff(
     ascii: bool,
 ) -> Result<ExitCode> {
     let theme = tui::theme(theme)?;
-    let mut app = diffview::app(
+    let mut app = App::new_diff(
         a.to_path_buf(),
         b.to_path_buf(),
         super::load::load_options(input),
         theme,
         ascii,
     );
-    app.device_want = input.device.clone();
+    if let Some(st) = app.diff_mut() {
+        st.device_want = input.device.clone();
+    }
     let outcome = tui::run_in_terminal(
         app,
         "the diff screen",

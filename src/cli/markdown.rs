@@ -2,7 +2,7 @@
 //! for a pull-request comment or a CI job summary (`$GITHUB_STEP_SUMMARY`). Text from the
 //! trace is escaped for Markdown and HTML, and control characters never pass.
 
-use super::summary::short_frame;
+use super::frames::short_frame;
 use crate::safe_text::terminal_safe;
 use memtide_core::analysis::summary::{Summary, WindowReport};
 use memtide_core::trace::units::grouped;

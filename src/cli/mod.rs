@@ -4,6 +4,7 @@ pub mod check;
 pub mod diff;
 pub mod explore;
 pub mod follow;
+pub mod frames;
 pub mod lab;
 pub mod load;
 pub mod markdown;

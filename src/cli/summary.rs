@@ -1,5 +1,6 @@
 //! `memtide summary`: the readable report and the stable JSON.
 
+use super::frames::short_frame;
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
@@ -468,16 +469,6 @@ fn notes_and_warnings(o: &mut String, s: &Summary) {
             );
         }
     }
-}
-
-/// A frame without the site-packages prefix (`torch/nn/functional.py:1777:relu`).
-pub fn short_frame(f: &str) -> &str {
-    for marker in ["site-packages/", "dist-packages/"] {
-        if let Some(i) = f.rfind(marker) {
-            return &f[i + marker.len()..];
-        }
-    }
-    f
 }
 
 fn window_line(w: &WindowReport) -> String {

@@ -1,9 +1,21 @@
 //! The inspector's content for one storage, built in `update` (draw only paints it): full
 //! stack, lifetime with both ends, every view with its stack, and why it is still live.
 
-use super::app::{Line, Tone};
 use super::fmt;
 use memtide_core::trace::{AllocId, Seq, Trace, FLAG_INFERRED};
+
+/// Tone of a piece of inspector text; the theme picks the style at draw time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    Text,
+    Dim,
+    Title,
+    Warn,
+    Band(memtide_core::trace::Band),
+}
+
+/// One inspector line: spans of (text, tone).
+pub type Line = Vec<(String, Tone)>;
 
 fn t(s: impl Into<String>, tone: Tone) -> (String, Tone) {
     (s.into(), tone)

@@ -4,13 +4,12 @@
 //! with one cursor column shared by both. State, geometry and reducer; drawing is in
 //! `ui/diff.rs`.
 
-use super::action::Action;
-use super::app::{App, Device, LoadState, Screen};
+use super::action::DiffAction as A;
+use super::device::{pick_device, Device, LoadState};
 use super::effect::Effect;
-use super::keymap::{self, Mode};
+use super::fmt;
 use super::msg::Msg;
-use super::theme::Theme;
-use super::{fmt, update};
+use super::shared::{Outcome, Shared};
 use memtide_core::analysis::columns::{event_columns, Column};
 use memtide_core::analysis::diff::{diff, Diff};
 use memtide_core::formats::{LoadOptions, Progress};
@@ -18,6 +17,7 @@ use memtide_core::trace::{BandTotals, Bytes, Seq};
 use ratatui::layout::Rect;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One of the two runs.
 #[derive(Debug)]
@@ -85,27 +85,33 @@ pub struct DiffState {
     pub most: Option<usize>,
 }
 
-/// An app showing the diff of `a` and `b`; `update::start` asks for both loads.
-pub fn app(a: PathBuf, b: PathBuf, opts: LoadOptions, theme: Theme, ascii: bool) -> App {
-    let mut app = App::new(a.clone(), opts.clone(), theme, ascii);
-    app.screen = Screen::Ready;
-    app.diff = Some(Box::new(DiffState {
-        a: Side::new(a),
-        b: Side::new(b),
-        opts,
-        device_want: None,
-        error: None,
-        diff: None,
-        segments: Vec::new(),
-        cols_a: Vec::new(),
-        cols_b: Vec::new(),
-        peak_col_a: None,
-        peak_col_b: None,
-        ymax: 1,
-        cursor: 0,
-        most: None,
-    }));
-    app
+impl DiffState {
+    /// The diff of `a` and `b`, before loading (`start` asks for both loads).
+    pub fn new(a: PathBuf, b: PathBuf, opts: LoadOptions) -> DiffState {
+        DiffState {
+            a: Side::new(a),
+            b: Side::new(b),
+            opts,
+            device_want: None,
+            error: None,
+            diff: None,
+            segments: Vec::new(),
+            cols_a: Vec::new(),
+            cols_b: Vec::new(),
+            peak_col_a: None,
+            peak_col_b: None,
+            ymax: 1,
+            cursor: 0,
+            most: None,
+        }
+    }
+
+    /// Stops the loads still in progress (quitting, or the other file failed).
+    pub fn cancel_loads(&self) {
+        for l in [&self.a.load, &self.b.load].into_iter().flatten() {
+            l.progress.cancel();
+        }
+    }
 }
 
 /// Screen geometry shared by the reducer (clicks, widths) and the drawing.
@@ -262,23 +268,12 @@ pub fn segment_at(segs: &[Segment], col: usize) -> Option<usize> {
 }
 
 /// The first effects: load both files.
-pub fn start(app: &mut App) -> Vec<Effect> {
-    let (ga, gb) = (app.gen(), app.gen());
-    let Some(st) = app.diff.as_deref_mut() else {
-        return Vec::new();
-    };
-    st.device_want = app.device_want.clone();
+pub fn start(sh: &mut Shared, st: &mut DiffState) -> Vec<Effect> {
     let mut fx = Vec::new();
-    for (side, gen) in [(&mut st.a, ga), (&mut st.b, gb)] {
+    for side in [&mut st.a, &mut st.b] {
+        let gen = sh.gen();
         let progress = Progress::new();
-        side.load = Some(LoadState {
-            gen,
-            progress: progress.clone(),
-            done: 0,
-            total: 0,
-            started: None,
-            elapsed: Default::default(),
-        });
+        side.load = Some(LoadState::new(gen, progress.clone()));
         fx.push(Effect::Load {
             gen,
             path: side.path.clone(),
@@ -289,63 +284,29 @@ pub fn start(app: &mut App) -> Vec<Effect> {
     fx
 }
 
-fn mode(app: &App) -> Mode {
-    if app.help {
-        Mode::Help
-    } else {
-        Mode::Diff
+/// The diff screen's reducer for messages that are not input; `None`: nothing changed (no
+/// redraw).
+pub fn update(sh: &mut Shared, st: &mut DiffState, msg: Msg) -> Option<Vec<Effect>> {
+    match msg {
+        Msg::Resize { .. } => refresh(sh, st),
+        Msg::Tick { now } => return tick(st, now).then(Vec::new),
+        Msg::Loaded { gen, result } => loaded(sh, st, gen, result),
+        _ => return None,
     }
+    Some(Vec::new())
 }
 
-/// The diff screen's reducer (called by `update::update` while the diff is shown).
-pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
-    let was_dirty = app.dirty;
-    app.dirty = true;
-    let a = match msg {
-        Msg::Key(k) => keymap::map_key(mode(app), k),
-        Msg::Mouse(m) => keymap::map_mouse(m).filter(|a| matches!(a, Action::ClickAt { .. })),
-        Msg::Action(a) => Some(a),
-        Msg::Resize { width, height } => {
-            app.width = width;
-            app.height = height;
-            refresh(app);
-            return Vec::new();
-        }
-        Msg::Tick { now } => {
-            let mut loading = false;
-            if let Some(st) = app.diff.as_deref_mut() {
-                for l in [&mut st.a.load, &mut st.b.load].into_iter().flatten() {
-                    loading = true;
-                    l.done = l.progress.done();
-                    l.total = l.progress.total();
-                    let s = *l.started.get_or_insert(now);
-                    l.elapsed = now.saturating_duration_since(s);
-                }
-            }
-            if !loading {
-                app.dirty = was_dirty;
-            }
-            return Vec::new();
-        }
-        Msg::Loaded { gen, result } => {
-            loaded(app, gen, result);
-            return Vec::new();
-        }
-        _ => None,
-    };
-    match a {
-        Some(a) => action(app, a),
-        None => {
-            app.dirty = was_dirty;
-            Vec::new()
-        }
+/// Samples the loads' progress; whether one is still loading.
+fn tick(st: &mut DiffState, now: Instant) -> bool {
+    let mut loading = false;
+    for l in [&mut st.a.load, &mut st.b.load].into_iter().flatten() {
+        loading = true;
+        l.sample(now);
     }
+    loading
 }
 
-fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
-    let Some(st) = app.diff.as_deref_mut() else {
-        return;
-    };
+fn loaded(sh: &mut Shared, st: &mut DiffState, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
     if st.error.is_some() {
         return; // the first error is the one to show (the other load was cancelled)
     }
@@ -361,7 +322,7 @@ fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
     side.load = None;
     match result {
         Ok(devs) if !devs.is_empty() => {
-            let i = update::pick_device(&devs, want.as_deref());
+            let i = pick_device(&devs, want.as_deref());
             side.dev = devs.get(i).cloned();
         }
         Ok(_) => {
@@ -374,10 +335,8 @@ fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
     }
     if st.error.is_some() {
         // Nothing to compare: stop the other load too.
-        for l in [&st.a.load, &st.b.load].into_iter().flatten() {
-            l.progress.cancel();
-        }
-        app.outcome = super::app::Outcome::InputFailed;
+        st.cancel_loads();
+        sh.outcome = Outcome::InputFailed;
         return;
     }
     if let (Some(a), Some(b)) = (&st.a.dev, &st.b.dev) {
@@ -388,19 +347,14 @@ fn loaded(app: &mut App, gen: u64, result: Result<Vec<Arc<Device>>, String>) {
             .max(d.peak_b.map_or(0, |p| p.bytes.0))
             .max(1);
         st.diff = Some(d);
-        refresh(app);
-        if let Some(st) = app.diff.as_deref_mut() {
-            st.cursor = st.peak_col_a.or(st.peak_col_b).unwrap_or(0);
-        }
+        refresh(sh, st);
+        st.cursor = st.peak_col_a.or(st.peak_col_b).unwrap_or(0);
     }
 }
 
 /// Recomputes the spans and columns for the current plot width.
-fn refresh(app: &mut App) {
-    let width = DiffLayout::new(app.width, app.height).plot_a.width as usize;
-    let Some(st) = app.diff.as_deref_mut() else {
-        return;
-    };
+fn refresh(sh: &Shared, st: &mut DiffState) {
+    let width = DiffLayout::new(sh.width, sh.height).plot_a.width as usize;
     let (Some(a), Some(b), Some(d)) = (&st.a.dev, &st.b.dev, &st.diff) else {
         return;
     };
@@ -412,7 +366,8 @@ fn refresh(app: &mut App) {
     st.cursor = st.cursor.min(width.saturating_sub(1));
 }
 
-fn signed(d: i128) -> String {
+/// B − A, signed, in binary units ("−1.000 GiB").
+pub fn signed_bytes(d: i128) -> String {
     let s = fmt::bytes(d.unsigned_abs() as u64);
     match d.signum() {
         -1 => format!("−{s}"),
@@ -421,103 +376,30 @@ fn signed(d: i128) -> String {
     }
 }
 
-/// B − A, signed, in binary units ("−1.000 GiB").
-pub fn signed_bytes(d: i128) -> String {
-    signed(d)
-}
-
-fn action(app: &mut App, a: Action) -> Vec<Effect> {
-    if a == Action::Quit {
-        if let Some(st) = app.diff.as_deref() {
-            for l in [&st.a.load, &st.b.load].into_iter().flatten() {
-                l.progress.cancel();
-            }
-        }
-        app.quit = true;
-        return vec![Effect::Quit];
-    }
-    if app.help {
-        app.help = false;
-        return Vec::new();
-    }
-    app.status = None;
-    let l = DiffLayout::new(app.width, app.height);
-    let Some(st) = app.diff.as_deref_mut() else {
-        return Vec::new();
-    };
-    if st.error.is_some() {
-        // The error screen: Esc/Enter leave like q.
-        return Vec::new();
-    }
-    let Some(d) = &st.diff else {
-        return Vec::new(); // still loading
-    };
+/// Applies one of the diff screen's actions (`Quit` and the help overlay are
+/// `tui::update`'s); nothing until both runs are loaded and compared.
+pub fn action(sh: &mut Shared, st: &mut DiffState, a: A) -> Vec<Effect> {
+    sh.status = None;
     let width = st.cols_a.len();
-    if width == 0 {
+    if st.error.is_some() || st.diff.is_none() || width == 0 {
         return Vec::new();
     }
     let last = width - 1;
-    let seg = segment_at(&st.segments, st.cursor);
-    let mut status = None;
-    match a {
-        Action::Help => app.help = true,
-        Action::CursorLeft => st.cursor = st.cursor.saturating_sub(1),
-        Action::CursorRight => st.cursor = (st.cursor + 1).min(last),
-        Action::Home => st.cursor = 0,
-        Action::End => st.cursor = last,
-        Action::DiffPrevStep | Action::DiffNextStep => {
-            let target = match (seg, a == Action::DiffNextStep) {
-                (Some(i), true) => st.segments.get(i + 1),
-                (Some(i), false) if st.segments[i].x0 < st.cursor => st.segments.get(i),
-                (Some(i), false) => i.checked_sub(1).and_then(|j| st.segments.get(j)),
-                (None, _) => st.segments.first(),
-            };
-            match target {
-                Some(s) => st.cursor = s.x0.min(last),
-                None => status = Some("no further step".to_string()),
-            }
+    sh.status = match a {
+        A::Help => {
+            sh.help = true;
+            None
         }
-        Action::DiffPeakA | Action::DiffPeakB => {
-            let (col, name) = if a == Action::DiffPeakA {
-                (st.peak_col_a, "A")
-            } else {
-                (st.peak_col_b, "B")
-            };
-            match col {
-                Some(c) => st.cursor = c,
-                None => status = Some(format!("{name} has no peak in view")),
-            }
-        }
-        Action::DiffMostDifferent => {
-            if d.most_different.is_empty() {
-                status = Some("no step is in both runs".into());
-            } else {
-                let i = st.most.map_or(0, |i| (i + 1) % d.most_different.len());
-                st.most = Some(i);
-                let k = d.most_different[i];
-                let pair = &d.steps[k];
-                // Land on A's peak of that step (else the step's start).
-                let at = pair.a.as_ref().map(|r| r.peak_at);
-                let col = at
-                    .and_then(|at| col_of(&st.cols_a, at))
-                    .or_else(|| st.segments.iter().find(|s| s.step == Some(k)).map(|s| s.x0));
-                if let Some(c) = col {
-                    st.cursor = c.min(last);
-                }
-                let name = pair
-                    .a
-                    .as_ref()
-                    .or(pair.b.as_ref())
-                    .map_or("-", |r| r.name.as_str());
-                status = Some(format!(
-                    "{name}: peaks differ by {} ({} of {} by difference; m: next)",
-                    pair.delta().map_or("–".into(), signed),
-                    i + 1,
-                    d.most_different.len()
-                ));
-            }
-        }
-        Action::ClickAt { col, row } => {
+        A::CursorLeft => set_cursor(st, st.cursor.saturating_sub(1)),
+        A::CursorRight => set_cursor(st, (st.cursor + 1).min(last)),
+        A::Home => set_cursor(st, 0),
+        A::End => set_cursor(st, last),
+        A::PrevStep | A::NextStep => step(st, a == A::NextStep, last),
+        A::PeakA => peak(st, st.peak_col_a, "A"),
+        A::PeakB => peak(st, st.peak_col_b, "B"),
+        A::MostDifferent => most_different(st, last),
+        A::ClickAt { col, row } => {
+            let l = DiffLayout::new(sh.width, sh.height);
             let inside =
                 |r: Rect| col >= r.x && col < r.x + r.width && row >= r.y && row < r.y + r.height;
             for r in [l.plot_a, l.axis_a, l.plot_b, l.axis_b] {
@@ -525,9 +407,68 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
                     st.cursor = ((col - r.x) as usize).min(last);
                 }
             }
+            None
         }
-        _ => {}
-    }
-    app.status = status;
+    };
     Vec::new()
+}
+
+/// Moves the cursor; no status.
+fn set_cursor(st: &mut DiffState, col: usize) -> Option<String> {
+    st.cursor = col;
+    None
+}
+
+/// `[` / `]`: the cursor to the previous/next aligned step's start; the status if none.
+fn step(st: &mut DiffState, next: bool, last: usize) -> Option<String> {
+    let seg = segment_at(&st.segments, st.cursor);
+    let target = match (seg, next) {
+        (Some(i), true) => st.segments.get(i + 1),
+        (Some(i), false) if st.segments[i].x0 < st.cursor => st.segments.get(i),
+        (Some(i), false) => i.checked_sub(1).and_then(|j| st.segments.get(j)),
+        (None, _) => st.segments.first(),
+    };
+    match target {
+        Some(s) => set_cursor(st, s.x0.min(last)),
+        None => Some("no further step".to_string()),
+    }
+}
+
+/// `p` / `P`: the cursor to one run's peak column.
+fn peak(st: &mut DiffState, col: Option<usize>, name: &str) -> Option<String> {
+    match col {
+        Some(c) => set_cursor(st, c),
+        None => Some(format!("{name} has no peak in view")),
+    }
+}
+
+/// `m`: the next of the steps that differ most (on A's peak of it, else its start).
+fn most_different(st: &mut DiffState, last: usize) -> Option<String> {
+    let d = st.diff.as_ref()?;
+    if d.most_different.is_empty() {
+        return Some("no step is in both runs".into());
+    }
+    let i = st.most.map_or(0, |i| (i + 1) % d.most_different.len());
+    let k = d.most_different[i];
+    let pair = &d.steps[k];
+    let at = pair.a.as_ref().map(|r| r.peak_at);
+    let col = at
+        .and_then(|at| col_of(&st.cols_a, at))
+        .or_else(|| st.segments.iter().find(|s| s.step == Some(k)).map(|s| s.x0));
+    let name = pair
+        .a
+        .as_ref()
+        .or(pair.b.as_ref())
+        .map_or("-", |r| r.name.as_str());
+    let status = format!(
+        "{name}: peaks differ by {} ({} of {} by difference; m: next)",
+        pair.delta().map_or("–".into(), signed_bytes),
+        i + 1,
+        d.most_different.len()
+    );
+    st.most = Some(i);
+    if let Some(c) = col {
+        st.cursor = c.min(last);
+    }
+    Some(status)
 }

@@ -1,7 +1,7 @@
 //! Side effects `update` asks for, as plain data; the runtime runs them (workers, terminal
 //! writes) and feeds results back as `Msg`s.
 
-use super::app::Device;
+use super::device::Device;
 use memtide_core::formats::{LoadOptions, Progress};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub enum Effect {
     Live {
         gen: u64,
         at: memtide_core::trace::Seq,
-        group: super::app::GroupMode,
+        group: super::liveset::GroupMode,
         device: Arc<Device>,
     },
     /// Read a file that will be followed: like `Load`, but JSONL keeps its decoder and byte

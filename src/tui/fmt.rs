@@ -1,5 +1,6 @@
 //! Display formatting shared by the screens: compact binary sizes, times, event indices.
 
+use memtide_core::trace::units::{binary_scale, BINARY_PREFIXES};
 use memtide_core::trace::{human_bytes, Seq, Trace};
 
 /// Bytes in binary units, e.g. `4.000 MiB` (the unit is always shown: binary).
@@ -8,21 +9,18 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// Short size for axis labels: `1.5G`, `512M`, `64K`, `0` (binary units, the header says so).
+/// The axis needs this narrower form than [`bytes`]; it scales with the core's
+/// [`binary_scale`], like every byte formatter.
 pub fn bytes_short(n: u64) -> String {
-    const U: [&str; 6] = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
     if n < 1024 {
         return format!("{n}B");
     }
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < U.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
+    let (v, u) = binary_scale(n);
+    let unit = BINARY_PREFIXES[u];
     if v >= 100.0 {
-        format!("{v:.0}{}", U[u])
+        format!("{v:.0}{unit}")
     } else {
-        format!("{v:.1}{}", U[u])
+        format!("{v:.1}{unit}")
     }
 }
 

@@ -1,12 +1,14 @@
-//! The only place that knows key codes and mouse buttons: (mode, key) → [`Action`]. The
-//! help overlay and `docs/keys.md` are generated from [`bindings`], the one source of truth.
+//! The only place that knows key codes and mouse buttons: one key table per mode (keys as
+//! shown, the input they match, the action, its help line). Matching, the `?` help overlay
+//! and `docs/keys.md` are all derived from these tables.
 
-use super::action::Action;
+use super::action::{Action, DiffAction as D, ExplorerAction as E, LabAction as L};
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 
-/// Which keys are live: the search prompt takes text, the others share the normal map.
+/// Which keys are live: the search prompt takes text, the help overlay closes on any key,
+/// the others each have a table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
@@ -19,145 +21,278 @@ pub enum Mode {
     Diff,
 }
 
-/// One row of the normal-mode key table: the keys (as shown to users) and the action.
-pub struct Binding {
-    pub keys: &'static [&'static str],
-    pub action: Action,
+/// An input a table row matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    Key(KeyCode),
+    /// A key with Ctrl held.
+    Ctrl(char),
+    WheelUp,
+    WheelDown,
+    /// A left click (the action gets the cell).
+    Click,
 }
 
-/// The normal-mode key table (one source of truth for keys, help and docs).
-pub fn bindings() -> &'static [Binding] {
-    const B: &[Binding] = &[
-        Binding {
-            keys: &["h", "←"],
-            action: Action::CursorLeft,
-        },
-        Binding {
-            keys: &["l", "→"],
-            action: Action::CursorRight,
-        },
-        Binding {
-            keys: &["H", "PgUp"],
-            action: Action::PageLeft,
-        },
-        Binding {
-            keys: &["L", "PgDn"],
-            action: Action::PageRight,
-        },
-        Binding {
-            keys: &["+", "=", "wheel up"],
-            action: Action::ZoomIn,
-        },
-        Binding {
-            keys: &["-", "wheel down"],
-            action: Action::ZoomOut,
-        },
-        Binding {
-            keys: &["Home"],
-            action: Action::Home,
-        },
-        Binding {
-            keys: &["End", "G"],
-            action: Action::End,
-        },
-        Binding {
-            keys: &["p"],
-            action: Action::JumpPeak,
-        },
-        Binding {
-            keys: &["["],
-            action: Action::PrevMark,
-        },
-        Binding {
-            keys: &["]"],
-            action: Action::NextMark,
-        },
-        Binding {
-            keys: &["{"],
-            action: Action::PrevStepPeak,
-        },
-        Binding {
-            keys: &["}"],
-            action: Action::NextStepPeak,
-        },
-        Binding {
-            keys: &["k", "↑"],
-            action: Action::SelectUp,
-        },
-        Binding {
-            keys: &["j", "↓"],
-            action: Action::SelectDown,
-        },
-        Binding {
-            keys: &["Enter"],
-            action: Action::Inspect,
-        },
-        Binding {
-            keys: &["a"],
-            action: Action::JumpAlloc,
-        },
-        Binding {
-            keys: &["f"],
-            action: Action::JumpFree,
-        },
-        Binding {
-            keys: &["Esc"],
-            action: Action::Back,
-        },
-        Binding {
-            keys: &["g"],
-            action: Action::ToggleGroup,
-        },
-        Binding {
-            keys: &["/"],
-            action: Action::SearchStart,
-        },
-        Binding {
-            keys: &["n"],
-            action: Action::NextMatch,
-        },
-        Binding {
-            keys: &["N"],
-            action: Action::PrevMatch,
-        },
-        Binding {
-            keys: &["b"],
-            action: Action::ToggleBands,
-        },
-        Binding {
-            keys: &["t"],
-            action: Action::ToggleAxis,
-        },
-        Binding {
-            keys: &["d"],
-            action: Action::NextDevice,
-        },
-        Binding {
-            keys: &["F"],
-            action: Action::ToggleFollow,
-        },
-        Binding {
-            keys: &["y"],
-            action: Action::Copy,
-        },
-        Binding {
-            keys: &["e"],
-            action: Action::Export,
-        },
-        Binding {
-            keys: &["?"],
-            action: Action::Help,
-        },
-        Binding {
-            keys: &["q", "Ctrl-C"],
-            action: Action::Quit,
-        },
-        Binding {
-            keys: &["click"],
-            action: Action::ClickAt { col: 0, row: 0 },
-        },
-    ];
-    B
+/// One key of a row: as shown to users, and what it matches.
+#[derive(Clone, Copy, Debug)]
+pub struct Key {
+    pub label: &'static str,
+    pub input: Input,
+}
+
+/// One row of a key table.
+pub struct Binding {
+    pub keys: &'static [Key],
+    pub action: Action,
+    /// The help line (the overlay and docs/keys.md).
+    pub help: &'static str,
+}
+
+/// A printable key: its label is the character it matches (ASCII).
+const fn c(label: &'static str) -> Key {
+    Key {
+        label,
+        input: Input::Key(KeyCode::Char(label.as_bytes()[0] as char)),
+    }
+}
+
+const fn k(label: &'static str, code: KeyCode) -> Key {
+    Key {
+        label,
+        input: Input::Key(code),
+    }
+}
+
+const LEFT: Key = k("←", KeyCode::Left);
+const RIGHT: Key = k("→", KeyCode::Right);
+const UP: Key = k("↑", KeyCode::Up);
+const DOWN: Key = k("↓", KeyCode::Down);
+const HOME: Key = k("Home", KeyCode::Home);
+const END: Key = k("End", KeyCode::End);
+const CTRL_C: Key = Key {
+    label: "Ctrl-C",
+    input: Input::Ctrl('c'),
+};
+const CLICK: Key = Key {
+    label: "click",
+    input: Input::Click,
+};
+
+const fn row(keys: &'static [Key], action: Action, help: &'static str) -> Binding {
+    Binding { keys, action, help }
+}
+
+const fn e(a: E) -> Action {
+    Action::Explorer(a)
+}
+
+const fn d(a: D) -> Action {
+    Action::Diff(a)
+}
+
+const fn l(a: L) -> Action {
+    Action::Lab(a)
+}
+
+/// The explorer's key table (normal and inspector modes).
+pub const EXPLORER: &[Binding] = &[
+    row(&[c("h"), LEFT], e(E::CursorLeft), "cursor one column left"),
+    row(
+        &[c("l"), RIGHT],
+        e(E::CursorRight),
+        "cursor one column right",
+    ),
+    row(
+        &[c("H"), k("PgUp", KeyCode::PageUp)],
+        e(E::PageLeft),
+        "page left",
+    ),
+    row(
+        &[c("L"), k("PgDn", KeyCode::PageDown)],
+        e(E::PageRight),
+        "page right",
+    ),
+    row(
+        &[
+            c("+"),
+            c("="),
+            Key {
+                label: "wheel up",
+                input: Input::WheelUp,
+            },
+        ],
+        e(E::ZoomIn),
+        "zoom in around the cursor",
+    ),
+    row(
+        &[
+            c("-"),
+            Key {
+                label: "wheel down",
+                input: Input::WheelDown,
+            },
+        ],
+        e(E::ZoomOut),
+        "zoom out",
+    ),
+    row(&[HOME], e(E::Home), "first event"),
+    row(&[END, c("G")], e(E::End), "last event"),
+    row(&[c("p")], e(E::JumpPeak), "jump to the global peak"),
+    row(&[c("[")], e(E::PrevMark), "previous mark (step/phase)"),
+    row(&[c("]")], e(E::NextMark), "next mark (step/phase)"),
+    row(&[c("{")], e(E::PrevStepPeak), "previous step's own peak"),
+    row(&[c("}")], e(E::NextStepPeak), "next step's own peak"),
+    row(
+        &[c("k"), UP],
+        e(E::SelectUp),
+        "select previous live row (scroll inspector)",
+    ),
+    row(
+        &[c("j"), DOWN],
+        e(E::SelectDown),
+        "select next live row (scroll inspector)",
+    ),
+    row(
+        &[k("Enter", KeyCode::Enter)],
+        e(E::Inspect),
+        "inspect the selected storage",
+    ),
+    row(&[c("a")], e(E::JumpAlloc), "inspector: jump to its alloc"),
+    row(&[c("f")], e(E::JumpFree), "inspector: jump to its free"),
+    row(
+        &[k("Esc", KeyCode::Esc)],
+        e(E::Back),
+        "close inspector / help / search",
+    ),
+    row(
+        &[c("g")],
+        e(E::ToggleGroup),
+        "live set: list / by band / by frame",
+    ),
+    row(
+        &[c("/")],
+        e(E::SearchStart),
+        "fuzzy search names and frames",
+    ),
+    row(&[c("n")], e(E::NextMatch), "next match (by size)"),
+    row(&[c("N")], e(E::PrevMatch), "previous match"),
+    row(&[c("b")], e(E::ToggleBands), "cycle shown bands"),
+    row(&[c("t")], e(E::ToggleAxis), "event axis / time axis"),
+    row(&[c("d")], e(E::NextDevice), "next device"),
+    row(
+        &[c("F")],
+        e(E::ToggleFollow),
+        "follow the growing file on/off (-f)",
+    ),
+    row(
+        &[c("y")],
+        e(E::Copy),
+        "copy the selection's summary (OSC 52)",
+    ),
+    row(&[c("e")], e(E::Export), "export the view (SVG)"),
+    row(&[c("?")], e(E::Help), "this help"),
+    row(&[c("q"), CTRL_C], Action::Quit, "quit (cancels a load)"),
+    row(
+        &[CLICK],
+        e(E::ClickAt { col: 0, row: 0 }),
+        "place the cursor",
+    ),
+];
+
+/// The cache lab's key table.
+pub const LAB: &[Binding] = &[
+    row(
+        &[k("Space", KeyCode::Char(' ')), c("n")],
+        l(L::Step),
+        "issue the next request",
+    ),
+    row(
+        &[c("p")],
+        l(L::Play),
+        "play / pause (2 requests per second)",
+    ),
+    row(
+        &[c("r")],
+        l(L::Reset),
+        "reset: empty the cache, back to request 0",
+    ),
+    row(&[c("c")], l(L::CapacityLess), "capacity C − 1 (resets)"),
+    row(&[c("C")], l(L::CapacityMore), "capacity C + 1 (resets)"),
+    row(&[c("s")], l(L::StrideLess), "stride s − 1 (resets)"),
+    row(&[c("S")], l(L::StrideMore), "stride s + 1 (resets)"),
+    row(
+        &[k("Tab", KeyCode::Tab), UP, DOWN, c("k"), c("j")],
+        l(L::Focus),
+        "focus the other control (C / s)",
+    ),
+    row(
+        &[LEFT, c("h"), c("-")],
+        l(L::Decrease),
+        "focused control − 1 (resets)",
+    ),
+    row(
+        &[RIGHT, c("l"), c("+"), c("=")],
+        l(L::Increase),
+        "focused control + 1 (resets)",
+    ),
+    row(&[c("?")], l(L::Help), "this help"),
+    row(&[c("q"), CTRL_C], Action::Quit, "quit (cancels a load)"),
+    row(
+        &[CLICK],
+        l(L::ClickAt { col: 0, row: 0 }),
+        "press a [-] [+] or Step / Play / Reset button",
+    ),
+];
+
+/// The diff screen's key table.
+pub const DIFF: &[Binding] = &[
+    row(&[c("h"), LEFT], d(D::CursorLeft), "cursor one column left"),
+    row(
+        &[c("l"), RIGHT],
+        d(D::CursorRight),
+        "cursor one column right",
+    ),
+    row(&[HOME], d(D::Home), "first event"),
+    row(&[END, c("G")], d(D::End), "last event"),
+    row(
+        &[c("[")],
+        d(D::PrevStep),
+        "cursor to the previous aligned step",
+    ),
+    row(&[c("]")], d(D::NextStep), "cursor to the next aligned step"),
+    row(&[c("p")], d(D::PeakA), "cursor to A's peak"),
+    row(&[c("P")], d(D::PeakB), "cursor to B's peak"),
+    row(
+        &[c("m")],
+        d(D::MostDifferent),
+        "next of the steps that differ most",
+    ),
+    row(&[c("?")], d(D::Help), "this help"),
+    row(&[c("q"), CTRL_C], Action::Quit, "quit (cancels a load)"),
+    row(
+        &[CLICK],
+        d(D::ClickAt { col: 0, row: 0 }),
+        "place the cursor",
+    ),
+];
+
+/// The key table of `mode` (the search prompt and the help overlay have none: they take
+/// text / close on any key).
+pub fn table(mode: Mode) -> &'static [Binding] {
+    match mode {
+        Mode::Normal | Mode::Inspect => EXPLORER,
+        Mode::Lab => LAB,
+        Mode::Diff => DIFF,
+        Mode::Search | Mode::Help => &[],
+    }
+}
+
+/// The first row of `table` with a key matching `input`, as its action.
+fn lookup(table: &[Binding], input: Input) -> Option<Action> {
+    table
+        .iter()
+        .find(|b| b.keys.iter().any(|k| k.input == input))
+        .map(|b| b.action)
 }
 
 /// Maps a key press in `mode` to an action. Release/repeat events are ignored (Windows and
@@ -168,257 +303,64 @@ pub fn map_key(mode: Mode, key: KeyEvent) -> Option<Action> {
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     if ctrl && matches!(key.code, KeyCode::Char('c')) {
-        return Some(Action::Quit);
+        return Some(Action::Quit); // in every mode, the prompt included
     }
     match mode {
-        Mode::Search => match key.code {
-            KeyCode::Enter => Some(Action::SearchSubmit),
-            KeyCode::Esc => Some(Action::SearchCancel),
-            KeyCode::Backspace => Some(Action::SearchBackspace),
-            KeyCode::Char(c) if !ctrl => Some(Action::SearchChar(c)),
-            _ => None,
-        },
+        Mode::Search => Some(Action::Explorer(match key.code {
+            KeyCode::Enter => E::SearchSubmit,
+            KeyCode::Esc => E::SearchCancel,
+            KeyCode::Backspace => E::SearchBackspace,
+            KeyCode::Char(c) if !ctrl => E::SearchChar(c),
+            _ => return None,
+        })),
         Mode::Help => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             // Any other key closes the overlay.
-            _ => Some(Action::Back),
+            _ => Some(Action::CloseHelp),
         },
-        Mode::Normal | Mode::Inspect => normal(key.code),
-        Mode::Lab => lab(key.code),
-        Mode::Diff => diff(key.code),
+        _ => lookup(table(mode), Input::Key(key.code)),
     }
 }
 
-fn normal(code: KeyCode) -> Option<Action> {
-    Some(match code {
-        KeyCode::Char('h') | KeyCode::Left => Action::CursorLeft,
-        KeyCode::Char('l') | KeyCode::Right => Action::CursorRight,
-        KeyCode::Char('H') | KeyCode::PageUp => Action::PageLeft,
-        KeyCode::Char('L') | KeyCode::PageDown => Action::PageRight,
-        KeyCode::Char('+') | KeyCode::Char('=') => Action::ZoomIn,
-        KeyCode::Char('-') => Action::ZoomOut,
-        KeyCode::Home => Action::Home,
-        KeyCode::End | KeyCode::Char('G') => Action::End,
-        KeyCode::Char('p') => Action::JumpPeak,
-        KeyCode::Char('[') => Action::PrevMark,
-        KeyCode::Char(']') => Action::NextMark,
-        KeyCode::Char('{') => Action::PrevStepPeak,
-        KeyCode::Char('}') => Action::NextStepPeak,
-        KeyCode::Char('k') | KeyCode::Up => Action::SelectUp,
-        KeyCode::Char('j') | KeyCode::Down => Action::SelectDown,
-        KeyCode::Enter => Action::Inspect,
-        KeyCode::Char('a') => Action::JumpAlloc,
-        KeyCode::Char('f') => Action::JumpFree,
-        KeyCode::Esc => Action::Back,
-        KeyCode::Char('g') => Action::ToggleGroup,
-        KeyCode::Char('/') => Action::SearchStart,
-        KeyCode::Char('n') => Action::NextMatch,
-        KeyCode::Char('N') => Action::PrevMatch,
-        KeyCode::Char('b') => Action::ToggleBands,
-        KeyCode::Char('t') => Action::ToggleAxis,
-        KeyCode::Char('d') => Action::NextDevice,
-        KeyCode::Char('F') => Action::ToggleFollow,
-        KeyCode::Char('y') => Action::Copy,
-        KeyCode::Char('e') => Action::Export,
-        KeyCode::Char('?') => Action::Help,
-        KeyCode::Char('q') => Action::Quit,
-        _ => return None,
-    })
-}
-
-/// The cache lab's key table (its help overlay and the lab section of docs/keys.md).
-pub fn lab_bindings() -> &'static [Binding] {
-    const B: &[Binding] = &[
-        Binding {
-            keys: &["Space", "n"],
-            action: Action::LabStep,
-        },
-        Binding {
-            keys: &["p"],
-            action: Action::LabPlay,
-        },
-        Binding {
-            keys: &["r"],
-            action: Action::LabReset,
-        },
-        Binding {
-            keys: &["c"],
-            action: Action::LabCapacityLess,
-        },
-        Binding {
-            keys: &["C"],
-            action: Action::LabCapacityMore,
-        },
-        Binding {
-            keys: &["s"],
-            action: Action::LabStrideLess,
-        },
-        Binding {
-            keys: &["S"],
-            action: Action::LabStrideMore,
-        },
-        Binding {
-            keys: &["Tab", "↑", "↓", "k", "j"],
-            action: Action::LabFocus,
-        },
-        Binding {
-            keys: &["←", "h", "-"],
-            action: Action::LabDecrease,
-        },
-        Binding {
-            keys: &["→", "l", "+", "="],
-            action: Action::LabIncrease,
-        },
-        Binding {
-            keys: &["?"],
-            action: Action::Help,
-        },
-        Binding {
-            keys: &["q", "Ctrl-C"],
-            action: Action::Quit,
-        },
-        Binding {
-            keys: &["click"],
-            action: Action::LabClick,
-        },
-    ];
-    B
-}
-
-fn lab(code: KeyCode) -> Option<Action> {
-    Some(match code {
-        KeyCode::Char(' ') | KeyCode::Char('n') => Action::LabStep,
-        KeyCode::Char('p') => Action::LabPlay,
-        KeyCode::Char('r') => Action::LabReset,
-        KeyCode::Char('c') => Action::LabCapacityLess,
-        KeyCode::Char('C') => Action::LabCapacityMore,
-        KeyCode::Char('s') => Action::LabStrideLess,
-        KeyCode::Char('S') => Action::LabStrideMore,
-        KeyCode::Tab | KeyCode::Up | KeyCode::Down | KeyCode::Char('k') | KeyCode::Char('j') => {
-            Action::LabFocus
-        }
-        KeyCode::Left | KeyCode::Char('h') | KeyCode::Char('-') => Action::LabDecrease,
-        KeyCode::Right | KeyCode::Char('l') | KeyCode::Char('+') | KeyCode::Char('=') => {
-            Action::LabIncrease
-        }
-        KeyCode::Char('?') => Action::Help,
-        KeyCode::Char('q') => Action::Quit,
-        _ => return None,
-    })
-}
-
-/// The diff screen's key table.
-pub fn diff_bindings() -> &'static [Binding] {
-    const B: &[Binding] = &[
-        Binding {
-            keys: &["h", "←"],
-            action: Action::CursorLeft,
-        },
-        Binding {
-            keys: &["l", "→"],
-            action: Action::CursorRight,
-        },
-        Binding {
-            keys: &["Home"],
-            action: Action::Home,
-        },
-        Binding {
-            keys: &["End", "G"],
-            action: Action::End,
-        },
-        Binding {
-            keys: &["["],
-            action: Action::DiffPrevStep,
-        },
-        Binding {
-            keys: &["]"],
-            action: Action::DiffNextStep,
-        },
-        Binding {
-            keys: &["p"],
-            action: Action::DiffPeakA,
-        },
-        Binding {
-            keys: &["P"],
-            action: Action::DiffPeakB,
-        },
-        Binding {
-            keys: &["m"],
-            action: Action::DiffMostDifferent,
-        },
-        Binding {
-            keys: &["?"],
-            action: Action::Help,
-        },
-        Binding {
-            keys: &["q", "Ctrl-C"],
-            action: Action::Quit,
-        },
-        Binding {
-            keys: &["click"],
-            action: Action::ClickAt { col: 0, row: 0 },
-        },
-    ];
-    B
-}
-
-fn diff(code: KeyCode) -> Option<Action> {
-    Some(match code {
-        KeyCode::Char('h') | KeyCode::Left => Action::CursorLeft,
-        KeyCode::Char('l') | KeyCode::Right => Action::CursorRight,
-        KeyCode::Home => Action::Home,
-        KeyCode::End | KeyCode::Char('G') => Action::End,
-        KeyCode::Char('[') => Action::DiffPrevStep,
-        KeyCode::Char(']') => Action::DiffNextStep,
-        KeyCode::Char('p') => Action::DiffPeakA,
-        KeyCode::Char('P') => Action::DiffPeakB,
-        KeyCode::Char('m') => Action::DiffMostDifferent,
-        KeyCode::Char('?') => Action::Help,
-        KeyCode::Char('q') => Action::Quit,
-        _ => return None,
-    })
-}
-
-/// Maps a mouse event: wheel zooms, a left click places the cursor.
-pub fn map_mouse(m: MouseEvent) -> Option<Action> {
+/// Maps a mouse event in `mode` (the page's mode, under any help overlay): the table's
+/// wheel and click rows.
+pub fn map_mouse(mode: Mode, m: MouseEvent) -> Option<Action> {
+    let table = match mode {
+        Mode::Search => EXPLORER,
+        _ => table(mode),
+    };
     match m.kind {
-        MouseEventKind::ScrollUp => Some(Action::ZoomIn),
-        MouseEventKind::ScrollDown => Some(Action::ZoomOut),
-        MouseEventKind::Down(MouseButton::Left) => Some(Action::ClickAt {
-            col: m.column,
-            row: m.row,
-        }),
+        MouseEventKind::ScrollUp => lookup(table, Input::WheelUp),
+        MouseEventKind::ScrollDown => lookup(table, Input::WheelDown),
+        MouseEventKind::Down(MouseButton::Left) => {
+            lookup(table, Input::Click).map(|a| a.at_cell(m.column, m.row))
+        }
         _ => None,
     }
 }
 
-/// The key table as Markdown (docs/keys.md is this text; a test keeps them equal).
+fn markdown_table(s: &mut String, table: &[Binding]) {
+    s.push_str("| keys | action |\n|---|---|\n");
+    for b in table {
+        let keys: Vec<String> = b.keys.iter().map(|k| format!("`{}`", k.label)).collect();
+        s.push_str(&format!("| {} | {} |\n", keys.join(" "), b.help));
+    }
+}
+
+/// The key tables as Markdown: docs/keys.md is this text (a test keeps them equal;
+/// `UPDATE_DOCS=1 cargo test --test tui_keys docs_keys_md` rewrites it).
 pub fn markdown() -> String {
     let mut s = String::from(
-        "# memtide explorer keys\n\nGenerated from `src/tui/keymap.rs` (`memtide::tui::keymap::markdown`).\n\n| keys | action |\n|---|---|\n",
+        "# memtide explorer keys\n\nGenerated from the key tables in `src/tui/keymap.rs` (`memtide::tui::keymap::markdown`); regenerate with `UPDATE_DOCS=1 cargo test --test tui_keys docs_keys_md`.\n\n",
     );
-    for b in bindings() {
-        let keys: Vec<String> = b.keys.iter().map(|k| format!("`{k}`")).collect();
-        s.push_str(&format!(
-            "| {} | {} |\n",
-            keys.join(" "),
-            b.action.describe()
-        ));
-    }
+    markdown_table(&mut s, EXPLORER);
     s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");
     for (title, table) in [
-        ("Cache lab (`memtide lab`)", lab_bindings()),
-        ("Diff (`memtide diff A B`, `memtide A B`)", diff_bindings()),
+        ("Cache lab (`memtide lab`)", LAB),
+        ("Diff (`memtide diff A B`, `memtide A B`)", DIFF),
     ] {
-        s.push_str(&format!("\n## {title}\n\n| keys | action |\n|---|---|\n"));
-        for b in table {
-            let keys: Vec<String> = b.keys.iter().map(|k| format!("`{k}`")).collect();
-            s.push_str(&format!(
-                "| {} | {} |\n",
-                keys.join(" "),
-                b.action.describe()
-            ));
-        }
+        s.push_str(&format!("\n## {title}\n\n"));
+        markdown_table(&mut s, table);
     }
     s
 }
@@ -434,23 +376,25 @@ mod tests {
 
     #[test]
     fn every_listed_key_maps_to_its_action() {
-        for b in bindings() {
-            for k in b.keys {
-                let code = match *k {
-                    "←" => KeyCode::Left,
-                    "→" => KeyCode::Right,
-                    "↑" => KeyCode::Up,
-                    "↓" => KeyCode::Down,
-                    "PgUp" => KeyCode::PageUp,
-                    "PgDn" => KeyCode::PageDown,
-                    "Home" => KeyCode::Home,
-                    "End" => KeyCode::End,
-                    "Enter" => KeyCode::Enter,
-                    "Esc" => KeyCode::Esc,
-                    s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
-                    _ => continue, // mouse, chords, Ctrl-C: checked below
-                };
-                assert_eq!(map_key(Mode::Normal, key(code)), Some(b.action), "{k}");
+        // A key listed twice in one table would map to the first row only.
+        for (mode, table) in [
+            (Mode::Normal, EXPLORER),
+            (Mode::Lab, LAB),
+            (Mode::Diff, DIFF),
+        ] {
+            for b in table {
+                for k in b.keys {
+                    match k.input {
+                        Input::Key(code) => {
+                            assert_eq!(map_key(mode, key(code)), Some(b.action), "{}", k.label)
+                        }
+                        Input::Ctrl(ch) => {
+                            let ev = KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL);
+                            assert_eq!(map_key(mode, ev), Some(b.action), "{}", k.label)
+                        }
+                        _ => {}
+                    }
+                }
             }
         }
         let cc = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
@@ -464,7 +408,7 @@ mod tests {
         assert_eq!(map_key(Mode::Normal, k), None);
         assert_eq!(
             map_key(Mode::Search, key(KeyCode::Char('q'))),
-            Some(Action::SearchChar('q'))
+            Some(Action::Explorer(E::SearchChar('q')))
         );
     }
 }

@@ -2,15 +2,13 @@
 //! the terminal-free [`memtide_core::lab`]; playback is driven by the runtime's ticks (an injected
 //! clock), so tests never sleep.
 
-use super::action::Action;
-use super::app::{App, Screen};
+use super::action::LabAction as A;
 use super::effect::Effect;
-use super::keymap::{self, Mode};
+use super::fmt;
 use super::msg::Msg;
-use super::theme::Theme;
+use super::shared::Shared;
 use memtide_core::lab::{Lab, Player, ADDRESSES, MAX_REQUESTS};
 use ratatui::layout::Rect;
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// Which control the arrow keys change.
@@ -49,14 +47,6 @@ impl LabState {
         let h = self.lab.history();
         (h.len() >= 16).then(|| h[..16].iter().filter(|r| !r.hit).count() as u64)
     }
-}
-
-/// An app showing the lab (no file, no load).
-pub fn app(capacity: usize, stride: u64, theme: Theme, ascii: bool) -> App {
-    let mut app = App::new(PathBuf::from("lab"), Default::default(), theme, ascii);
-    app.screen = Screen::Ready;
-    app.lab = Some(Box::new(LabState::new(capacity, stride)));
-    app
 }
 
 /// Where the lab's rows and buttons are, shared by the reducer (mouse) and the drawing.
@@ -130,55 +120,24 @@ impl LabLayout {
     }
 }
 
-fn mode(app: &App) -> Mode {
-    if app.help {
-        Mode::Help
-    } else {
-        Mode::Lab
-    }
-}
-
-/// The lab's reducer (called by `update::update` while the lab is shown).
-pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
-    let was_dirty = app.dirty;
-    app.dirty = true;
-    let a = match msg {
-        Msg::Key(k) => keymap::map_key(mode(app), k),
-        Msg::Mouse(m) => keymap::map_mouse(m).filter(|a| matches!(a, Action::ClickAt { .. })),
-        Msg::Action(a) => Some(a),
-        Msg::Resize { width, height } => {
-            app.width = width;
-            app.height = height;
-            return Vec::new();
-        }
-        Msg::Tick { now } => {
-            if tick(app, now) == 0 {
-                app.dirty = was_dirty;
-            }
-            return Vec::new();
-        }
+/// The lab's reducer for messages that are not input (only ticks concern it); `None`:
+/// nothing changed (no redraw).
+pub fn update(sh: &mut Shared, st: &mut LabState, msg: Msg) -> Option<Vec<Effect>> {
+    match msg {
+        Msg::Tick { now } => (tick(sh, st, now) > 0).then(Vec::new),
+        Msg::Resize { .. } => Some(Vec::new()),
         _ => None,
-    };
-    match a {
-        Some(a) => action(app, a),
-        None => {
-            app.dirty = was_dirty;
-            Vec::new()
-        }
     }
 }
 
 /// Advances the clock to `now` and issues the requests playback owes; returns how many.
-fn tick(app: &mut App, now: Instant) -> u64 {
-    let Some(st) = app.lab.as_deref_mut() else {
-        return 0;
-    };
+fn tick(sh: &mut Shared, st: &mut LabState, now: Instant) -> u64 {
     let origin = *st.origin.get_or_insert(now);
     st.now_ms = now.saturating_duration_since(origin).as_millis() as u64;
     let was_playing = st.player.playing();
     let n = st.player.tick(&mut st.lab, st.now_ms);
     if was_playing && !st.player.playing() && st.lab.finished() {
-        app.status = Some(finished_msg());
+        sh.status = Some(finished_msg());
         return n.max(1);
     }
     n
@@ -198,87 +157,75 @@ fn set_stride(st: &mut LabState, s: u64) {
 fn finished_msg() -> String {
     format!(
         "stopped at {} requests (the cap): r resets",
-        crate::tui::fmt::thousands(MAX_REQUESTS)
+        fmt::thousands(MAX_REQUESTS)
     )
 }
 
-fn action(app: &mut App, a: Action) -> Vec<Effect> {
-    if a == Action::Quit {
-        app.quit = true;
-        return vec![Effect::Quit];
-    }
-    if app.help {
-        app.help = false;
-        return Vec::new();
-    }
-    app.status = None;
-    let (w, h) = (app.width, app.height);
-    let Some(st) = app.lab.as_deref_mut() else {
-        return Vec::new();
-    };
+/// Applies one of the lab's actions (`Quit` and the help overlay are `tui::update`'s).
+pub fn action(sh: &mut Shared, st: &mut LabState, a: A) -> Vec<Effect> {
+    sh.status = None;
     let (c, s) = (st.lab.capacity(), st.lab.stride());
-    let mut status = None;
     match a {
-        Action::Help => app.help = true,
-        Action::LabStep if st.lab.step().is_none() => status = Some(finished_msg()),
-        Action::LabPlay => {
+        A::Help => sh.help = true,
+        A::Step => {
+            if st.lab.step().is_none() {
+                sh.status = Some(finished_msg());
+            }
+        }
+        A::Play => {
             if st.lab.finished() {
-                status = Some(finished_msg());
+                sh.status = Some(finished_msg());
             } else {
                 st.player.toggle(st.now_ms);
             }
         }
-        Action::LabReset => {
+        A::Reset => {
             st.player.pause();
             st.lab.reset();
         }
-        Action::LabCapacityLess => set_capacity(st, c.saturating_sub(1)),
-        Action::LabCapacityMore => set_capacity(st, c + 1),
-        Action::LabStrideLess => set_stride(st, s.saturating_sub(1)),
-        Action::LabStrideMore => set_stride(st, s + 1),
-        Action::LabFocus => {
+        A::CapacityLess => set_capacity(st, c.saturating_sub(1)),
+        A::CapacityMore => set_capacity(st, c + 1),
+        A::StrideLess => set_stride(st, s.saturating_sub(1)),
+        A::StrideMore => set_stride(st, s + 1),
+        A::Focus => {
             st.focus = match st.focus {
                 Focus::Capacity => Focus::Stride,
                 Focus::Stride => Focus::Capacity,
             }
         }
-        Action::LabDecrease | Action::LabIncrease => {
-            let up = a == Action::LabIncrease;
-            match (st.focus, up) {
-                (Focus::Capacity, true) => set_capacity(st, c + 1),
-                (Focus::Capacity, false) => set_capacity(st, c.saturating_sub(1)),
-                (Focus::Stride, true) => set_stride(st, s + 1),
-                (Focus::Stride, false) => set_stride(st, s.saturating_sub(1)),
-            }
-        }
-        Action::ClickAt { col, row } => {
-            let l = LabLayout::new(w, h);
-            let hit = |r: Rect| row == r.y && col >= r.x && col < r.x + r.width;
-            let clicked = [
-                (l.cap_minus, Action::LabCapacityLess),
-                (l.cap_plus, Action::LabCapacityMore),
-                (l.stride_minus, Action::LabStrideLess),
-                (l.stride_plus, Action::LabStrideMore),
-                (l.step, Action::LabStep),
-                (l.play, Action::LabPlay),
-                (l.reset, Action::LabReset),
-            ]
-            .into_iter()
-            .find(|(r, _)| hit(*r));
-            if let Some((_, a)) = clicked {
-                return action(app, a);
-            }
-            // A click on a control's row focuses it.
-            if row == l.capacity {
-                st.focus = Focus::Capacity;
-            } else if row == l.stride {
-                st.focus = Focus::Stride;
-            }
-        }
-        _ => {}
+        A::Decrease | A::Increase => match (st.focus, a == A::Increase) {
+            (Focus::Capacity, true) => set_capacity(st, c + 1),
+            (Focus::Capacity, false) => set_capacity(st, c.saturating_sub(1)),
+            (Focus::Stride, true) => set_stride(st, s + 1),
+            (Focus::Stride, false) => set_stride(st, s.saturating_sub(1)),
+        },
+        A::ClickAt { col, row } => return click(sh, st, col, row),
     }
-    if status.is_some() {
-        app.status = status;
+    Vec::new()
+}
+
+/// A click presses the button under it, or focuses the control whose row it is on.
+fn click(sh: &mut Shared, st: &mut LabState, col: u16, row: u16) -> Vec<Effect> {
+    let l = LabLayout::new(sh.width, sh.height);
+    let hit = |r: Rect| row == r.y && col >= r.x && col < r.x + r.width;
+    let clicked = [
+        (l.cap_minus, A::CapacityLess),
+        (l.cap_plus, A::CapacityMore),
+        (l.stride_minus, A::StrideLess),
+        (l.stride_plus, A::StrideMore),
+        (l.step, A::Step),
+        (l.play, A::Play),
+        (l.reset, A::Reset),
+    ]
+    .into_iter()
+    .find(|(r, _)| hit(*r));
+    if let Some((_, a)) = clicked {
+        return action(sh, st, a);
+    }
+    if row == l.capacity {
+        st.focus = Focus::Capacity;
+    } else if row == l.stride {
+        st.focus = Focus::Stride;
     }
     Vec::new()
 }

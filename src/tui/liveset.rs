@@ -2,12 +2,22 @@
 //! the groupings — as a pure function, run inline by `update` or, for huge live sets, on a
 //! worker (the reply carries a generation id).
 
-use super::app::{GroupMode, LIVE_ROWS};
 use memtide_core::analysis::live::{entry, Group, LiveEntry};
 use memtide_core::index::Index;
 use memtide_core::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+
+/// How the live panel lists storages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupMode {
+    List,
+    ByBand,
+    ByFrame,
+}
+
+/// Rows kept for the live list (the panel scrolls within them); totals cover all.
+pub const LIVE_ROWS: usize = 1000;
 
 /// Above this many live storages the live set is computed on a worker.
 pub const HUGE_LIVE: usize = 100_000;

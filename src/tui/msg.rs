@@ -2,7 +2,7 @@
 //! carries the generation id of its request, so stale replies are dropped).
 
 use super::action::Action;
-use super::app::Device;
+use super::device::{Device, FollowLoad};
 use memtide_core::trace::AllocId;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub enum Msg {
     /// A followed file was (re)loaded.
     FollowLoaded {
         gen: u64,
-        result: Result<super::follow::FollowLoad, String>,
+        result: Result<FollowLoad, String>,
     },
     /// The followed file changed.
     Tail {

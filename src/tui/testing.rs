@@ -4,6 +4,7 @@
 
 use super::app::App;
 use super::effect::Effect;
+use super::explorer::{ExplorerState, FollowState};
 use super::msg::Msg;
 use super::runtime::workers;
 use super::theme::Theme;
@@ -72,9 +73,9 @@ impl Harness {
             Theme::default(),
             false,
         );
-        app.follow = Some(super::follow::FollowState::new(
-            crate::follow::WatchMode::Notify,
-        ));
+        if let Some(ex) = app.explorer_mut() {
+            ex.follow = Some(FollowState::new(crate::follow::WatchMode::Notify));
+        }
         Harness::with_app(app, width, height)
     }
 
@@ -147,6 +148,17 @@ impl Harness {
         }
     }
 
+    /// The explorer's state (tests of the explorer page).
+    ///
+    /// # Panics
+    /// When another page is shown: the test drives the wrong screen.
+    pub fn explorer(&self) -> &ExplorerState {
+        match self.app.explorer() {
+            Some(ex) => ex,
+            None => panic!("the explorer is not the page shown"),
+        }
+    }
+
     /// Presses a key macro (see [`keys`]).
     pub fn press(&mut self, macro_keys: &str) -> &mut Self {
         for k in keys(macro_keys) {
@@ -157,7 +169,7 @@ impl Harness {
 
     /// Renders the current state at the app's size; returns the screen as text lines.
     pub fn screen(&self) -> String {
-        let backend = TestBackend::new(self.app.width, self.app.height);
+        let backend = TestBackend::new(self.app.shared.width, self.app.shared.height);
         let Ok(mut term) = Terminal::new(backend);
         let _ = term.draw(|f| ui::draw(f, &self.app));
         buffer_text(term.backend().buffer())
@@ -165,7 +177,7 @@ impl Harness {
 
     /// Renders into a terminal (for insta snapshots of the backend).
     pub fn terminal(&self) -> Terminal<TestBackend> {
-        let backend = TestBackend::new(self.app.width, self.app.height);
+        let backend = TestBackend::new(self.app.shared.width, self.app.shared.height);
         let Ok(mut term) = Terminal::new(backend);
         let _ = term.draw(|f| ui::draw(f, &self.app));
         term

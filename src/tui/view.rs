@@ -1,7 +1,7 @@
 //! The timeline viewport: axis, visible range, cursor, and the cached peak-preserving columns
 //! (recomputed by `update` when the range, size or data change; `draw` only paints them).
 
-use super::app::Device;
+use super::device::Device;
 use memtide_core::analysis::columns::{event_columns, time_columns, Axis, Column};
 use memtide_core::trace::{AllocId, Seq, Ts};
 

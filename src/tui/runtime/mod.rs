@@ -6,9 +6,10 @@ pub mod tail;
 pub mod terminal;
 pub mod workers;
 
-use crate::tui::app::{App, Outcome};
+use crate::tui::app::App;
 use crate::tui::effect::Effect;
 use crate::tui::msg::Msg;
+use crate::tui::shared::Outcome;
 use crate::tui::{ui, update};
 use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -67,7 +68,7 @@ pub fn run(mut app: App) -> Result<Outcome> {
             break;
         }
         let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
-        if app.dirty && due {
+        if app.shared.dirty && due {
             app.take_dirty();
             let out = guard.terminal.backend_mut();
             let _ = ratatui::crossterm::queue!(out, BeginSynchronizedUpdate);
@@ -80,7 +81,7 @@ pub fn run(mut app: App) -> Result<Outcome> {
             last_draw = Some(Instant::now());
         }
         // Wait for a message, a tick, or the next frame if a redraw is pending.
-        let wait = if app.dirty {
+        let wait = if app.shared.dirty {
             FRAME.saturating_sub(last_draw.map_or(FRAME, |t| t.elapsed()))
         } else {
             TICK.saturating_sub(last_tick.elapsed())
@@ -89,7 +90,7 @@ pub fn run(mut app: App) -> Result<Outcome> {
             fx.extend(update::update(&mut app, m));
             // Coalesce what else is queued before drawing, within the budget.
             let start = Instant::now();
-            while start.elapsed() < DRAIN_BUDGET && !app.quit {
+            while start.elapsed() < DRAIN_BUDGET && !app.shared.quit {
                 match rx.try_recv().or_else(|_| tail_rx.try_recv()) {
                     Ok(m) => fx.extend(update::update(&mut app, m)),
                     Err(_) => break,
@@ -100,14 +101,14 @@ pub fn run(mut app: App) -> Result<Outcome> {
             last_tick = Instant::now();
             fx.extend(update::update(&mut app, Msg::Tick { now: last_tick }));
         }
-        if app.quit && fx.iter().all(|e| !matches!(e, Effect::Copy(_))) {
+        if app.shared.quit && fx.iter().all(|e| !matches!(e, Effect::Copy(_))) {
             break;
         }
     }
     stop.store(true, Ordering::Relaxed);
     drop(guard);
     let _ = input.join();
-    Ok(app.outcome)
+    Ok(app.shared.outcome)
 }
 
 /// Starts workers and performs terminal writes; true when the loop should end.
@@ -127,13 +128,23 @@ fn run_effects(
                 path,
                 opts,
                 progress,
-            } => workers::spawn_load(gen, path, opts, progress, tx.clone()),
+            } => workers::spawn_reader(
+                gen,
+                tx.clone(),
+                move || workers::load(&path, &opts, &progress),
+                |gen, result| Msg::Loaded { gen, result },
+            ),
             Effect::LoadFollow {
                 gen,
                 path,
                 opts,
                 progress,
-            } => workers::spawn_load_follow(gen, path, opts, progress, tx.clone()),
+            } => workers::spawn_reader(
+                gen,
+                tx.clone(),
+                move || workers::load_follow(&path, &opts, &progress),
+                |gen, result| Msg::FollowLoaded { gen, result },
+            ),
             Effect::Tail {
                 gen,
                 path,
@@ -165,7 +176,7 @@ fn run_effects(
             Effect::Quit => quit = true,
         }
     }
-    quit || app.quit
+    quit || app.shared.quit
 }
 
 /// The next message from the UI channel or the tail worker, waiting at most `wait`.

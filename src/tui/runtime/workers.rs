@@ -1,7 +1,7 @@
 //! Effect execution: loading (read + index + per-device facts) and search, as plain
 //! functions (tests run them inline) and on worker threads (the runtime); OSC 52 copy text.
 
-use crate::tui::app::Device;
+use crate::tui::device::{Device, FollowLoad};
 use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
@@ -37,9 +37,9 @@ pub fn load_follow(
     path: &Path,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<crate::tui::follow::FollowLoad, String> {
+) -> Result<FollowLoad, String> {
     let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(crate::tui::follow::FollowLoad {
+    Ok(FollowLoad {
         devices: index_devices(f.loaded.traces),
         appendable: f.decoder.is_some(),
         decoder: f.decoder.map(Box::new),
@@ -57,53 +57,34 @@ pub fn search(gen: u64, query: &str, device: &Device) -> Msg {
     }
 }
 
-/// Spawns a loader thread; a panic inside the reader becomes an error message, not a hang.
-pub fn spawn_load(
+/// Spawns a loader thread for generation `gen`: `read` runs there, `reply` wraps its
+/// result; a panic inside the reader becomes an error message, not a hang.
+pub fn spawn_reader<T: 'static>(
     gen: u64,
-    path: std::path::PathBuf,
-    opts: LoadOptions,
-    progress: Progress,
     tx: Sender<Msg>,
+    read: impl FnOnce() -> Result<T, String> + Send + 'static,
+    reply: fn(u64, Result<T, String>) -> Msg,
 ) {
-    spawn_reader(move || {
-        let r = std::panic::catch_unwind(|| load(&path, &opts, &progress))
-            .unwrap_or_else(|_| Err(PANICKED.into()));
-        let _ = tx.send(Msg::Loaded { gen, result: r });
-    });
-}
-
-/// Spawns a follow-mode loader thread (JSONL keeps its decoder; see [`load_follow`]).
-pub fn spawn_load_follow(
-    gen: u64,
-    path: std::path::PathBuf,
-    opts: LoadOptions,
-    progress: Progress,
-    tx: Sender<Msg>,
-) {
-    spawn_reader(move || {
-        let r = std::panic::catch_unwind(|| load_follow(&path, &opts, &progress))
-            .unwrap_or_else(|_| Err(PANICKED.into()));
-        let _ = tx.send(Msg::FollowLoaded { gen, result: r });
-    });
-}
-
-const PANICKED: &str = "internal error while reading the file";
-
-fn spawn_reader(f: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("memtide-load".into())
-        .spawn(f);
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+                .unwrap_or_else(|_| Err(PANICKED.into()));
+            let _ = tx.send(reply(gen, r));
+        });
     if spawned.is_err() {
         // Without a thread we cannot load; the UI shows nothing better than a hang, so say so.
         eprintln!("memtide: cannot start the loader thread");
     }
 }
 
+const PANICKED: &str = "internal error while reading the file";
+
 /// A live-set request: generation, position, grouping, device.
 pub type LiveRequest = (
     u64,
     memtide_core::trace::Seq,
-    crate::tui::app::GroupMode,
+    crate::tui::liveset::GroupMode,
     Arc<Device>,
 );
 

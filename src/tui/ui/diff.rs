@@ -4,9 +4,9 @@
 
 use super::put;
 use super::timeline::{eighths, paint_stack};
-use crate::tui::app::App;
 use crate::tui::diffview::{segment_at, signed_bytes, DiffLayout, DiffState, Side};
 use crate::tui::fmt;
+use crate::tui::shared::Shared;
 use crate::tui::theme::{Glyphs, Theme};
 use memtide_core::analysis::columns::Column;
 use memtide_core::trace::Band;
@@ -14,9 +14,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
+pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, st: &DiffState) {
     if let Some(e) = &st.error {
-        let th = &app.theme;
+        let th = &sh.theme;
         put(
             buf,
             2,
@@ -49,13 +49,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
         return;
     }
     if st.diff.is_none() {
-        draw_loading(buf, area, app, st);
+        draw_loading(buf, area, sh, st);
         return;
     }
     let l = DiffLayout::new(area.width, area.height);
-    draw_header(buf, &l, app, st);
-    let g = app.glyphs;
-    let th = &app.theme;
+    draw_header(buf, &l, sh, st);
+    let g = sh.glyphs;
+    let th = &sh.theme;
     for (name, yaxis, plot, axis, cols, peak) in [
         (
             "A",
@@ -74,8 +74,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
             st.peak_col_b,
         ),
     ] {
-        draw_yaxis(buf, yaxis, name, st.ymax, app);
-        draw_plot(buf, plot, cols, peak, st, app);
+        draw_yaxis(buf, yaxis, name, st.ymax, sh);
+        draw_plot(buf, plot, cols, peak, st, sh);
         // Axis row: step starts, the cursor.
         for x in 0..axis.width {
             let i = x as usize;
@@ -99,13 +99,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
         }
     }
     put(buf, 0, l.axis_b.y, "steps", l.yaxis_b.width, th.dim);
-    draw_bands(buf, l.bands, app, st);
-    draw_steps(buf, l.steps, app, st);
-    draw_status(buf, l.status, app);
+    draw_bands(buf, l.bands, sh, st);
+    draw_steps(buf, l.steps, sh, st);
+    draw_status(buf, l.status, sh);
 }
 
-fn draw_loading(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
-    let th = &app.theme;
+fn draw_loading(buf: &mut Buffer, area: Rect, sh: &Shared, st: &DiffState) {
+    let th = &sh.theme;
     let w = area.width.saturating_sub(4);
     let y = (area.height / 2).saturating_sub(3);
     put(
@@ -119,12 +119,12 @@ fn draw_loading(buf: &mut Buffer, area: Rect, app: &App, st: &DiffState) {
     for (i, (tag, side)) in [("A", &st.a), ("B", &st.b)].into_iter().enumerate() {
         let y = y + 2 + 2 * i as u16;
         put(buf, 2, y, &format!("{tag}  {}", side.name()), w, th.text);
-        put(buf, 2, y + 1, &progress_line(side, w, app), w, th.dim);
+        put(buf, 2, y + 1, &progress_line(side, w, sh), w, th.dim);
     }
     put(buf, 2, y + 6, "q: cancel and quit", w, th.dim);
 }
 
-fn progress_line(side: &Side, w: u16, app: &App) -> String {
+fn progress_line(side: &Side, w: u16, sh: &Shared) -> String {
     let Some(l) = &side.load else {
         return "   done".into();
     };
@@ -135,7 +135,7 @@ fn progress_line(side: &Side, w: u16, app: &App) -> String {
     };
     let bar_w = (w as usize).saturating_sub(34).min(40);
     let filled = (frac * bar_w as f64).round() as usize;
-    let (full, empty) = if app.glyphs == Glyphs::Ascii {
+    let (full, empty) = if sh.glyphs == Glyphs::Ascii {
         ('#', '.')
     } else {
         ('█', '░')
@@ -151,10 +151,10 @@ fn progress_line(side: &Side, w: u16, app: &App) -> String {
     )
 }
 
-fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
-    let th = &app.theme;
+fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
+    let th = &sh.theme;
     let r = l.header;
-    let sep = format!(" {} ", app.glyphs.sep());
+    let sep = format!(" {} ", sh.glyphs.sep());
     let Some(d) = &st.diff else { return };
     let x = put(buf, 0, r.y, " memtide diff", r.width, th.header_title);
     put(
@@ -250,9 +250,9 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, app: &App, st: &DiffState) {
     put(buf, 0, r.y + 2, &s, r.width, th.header_dim);
 }
 
-fn draw_yaxis(buf: &mut Buffer, r: Rect, name: &str, ymax: u64, app: &App) {
-    let th = &app.theme;
-    let (tick, line) = if app.glyphs == Glyphs::Ascii {
+fn draw_yaxis(buf: &mut Buffer, r: Rect, name: &str, ymax: u64, sh: &Shared) {
+    let th = &sh.theme;
+    let (tick, line) = if sh.glyphs == Glyphs::Ascii {
         ('+', '|')
     } else {
         ('┤', '│')
@@ -285,10 +285,10 @@ fn draw_plot(
     cols: &[Column],
     peak: Option<usize>,
     st: &DiffState,
-    app: &App,
+    sh: &Shared,
 ) {
-    let th = &app.theme;
-    let g = app.glyphs;
+    let th = &sh.theme;
+    let g = sh.glyphs;
     let rows = plot.height;
     if rows == 0 {
         return;
@@ -363,8 +363,8 @@ fn delta(d: i128, wide: bool) -> String {
     }
 }
 
-fn draw_bands(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
-    let th = &app.theme;
+fn draw_bands(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
+    let th = &sh.theme;
     let Some(d) = &st.diff else { return };
     if r.height == 0 {
         return;
@@ -421,8 +421,8 @@ fn draw_bands(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
     }
 }
 
-fn draw_steps(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
-    let th = &app.theme;
+fn draw_steps(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
+    let th = &sh.theme;
     let Some(d) = &st.diff else { return };
     if r.height == 0 {
         return;
@@ -467,7 +467,7 @@ fn draw_steps(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
                 .or(s.b.as_ref())
                 .map_or("-", |r| r.name.as_str());
         let mark = if most {
-            if app.glyphs == Glyphs::Ascii {
+            if sh.glyphs == Glyphs::Ascii {
                 "*"
             } else {
                 "◆"
@@ -498,9 +498,9 @@ fn draw_steps(buf: &mut Buffer, r: Rect, app: &App, st: &DiffState) {
     }
 }
 
-fn draw_status(buf: &mut Buffer, r: Rect, app: &App) {
-    let th = &app.theme;
-    if let Some(msg) = &app.status {
+fn draw_status(buf: &mut Buffer, r: Rect, sh: &Shared) {
+    let th = &sh.theme;
+    if let Some(msg) = &sh.status {
         put(
             buf,
             r.x + 1,

@@ -2,12 +2,13 @@
 //! leave; the process then exits non-zero.
 
 use super::put;
-use crate::tui::app::App;
+use crate::tui::explorer::ExplorerState;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App, msg: &str) {
-    let th = &app.theme;
+pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, ex: &ExplorerState, msg: &str) {
+    let th = &sh.theme;
     let x = area.x + 2;
     let w = area.width.saturating_sub(4);
     let mut y = area.y + 1;
@@ -15,7 +16,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, msg: &str) {
         buf,
         x,
         y,
-        &format!("memtide: cannot open {}", app.path.display()),
+        &format!("memtide: cannot open {}", ex.path.display()),
         w,
         th.error,
     );

@@ -2,25 +2,27 @@
 //! breakdown, event index, time and enclosing mark.
 
 use super::put;
-use crate::tui::app::{App, Device};
+use crate::tui::device::Device;
+use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
+use crate::tui::shared::Shared;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 
-pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
+pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: &Device) {
     let r = l.header;
-    let th = &app.theme;
+    let th = &sh.theme;
     let tr = &dev.trace;
-    let sep = format!(" {} ", app.glyphs.sep());
-    let file = app.path.file_name().map_or_else(
-        || app.path.display().to_string(),
+    let sep = format!(" {} ", sh.glyphs.sep());
+    let file = ex.path.file_name().map_or_else(
+        || ex.path.display().to_string(),
         |f| f.to_string_lossy().into(),
     );
     let mut x = put(buf, r.x, r.y, " memtide", r.width, th.header_title);
     let mut title = format!("{sep}{file}{sep}{}", tr.device);
-    if app.devices.len() > 1 {
-        title.push_str(&format!(" [{}/{}]", app.current + 1, app.devices.len()));
+    if ex.devices.len() > 1 {
+        title.push_str(&format!(" [{}/{}]", ex.current + 1, ex.devices.len()));
     }
     if let Some(d) = tr.distributed.as_ref().filter(|d| !d.label().is_empty()) {
         title.push_str(&format!("{sep}{}", d.label()));
@@ -60,7 +62,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
     let _ = x;
 
     // Cursor readout.
-    let at = app.view.cursor;
+    let at = ex.view.cursor;
     let y = r.y + 1;
     let mut x = put(
         buf,
@@ -70,7 +72,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         r.width,
         th.header_dim,
     );
-    let bands = app.live.bands;
+    let bands = ex.live.bands;
     x = put(
         buf,
         x,
@@ -94,7 +96,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
             y,
             &format!(
                 "{}{} {}",
-                app.glyphs.band_fill(b),
+                sh.glyphs.band_fill(b),
                 &b.name()[..3],
                 fmt::bytes_short(v)
             ),
@@ -107,7 +109,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App, dev: &Device) {
         x = put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
     }
     // The visible stretch, right-aligned when there is room.
-    let v = &app.view;
+    let v = &ex.view;
     let range = match v.axis {
         memtide_core::analysis::columns::Axis::Event => format!(
             "view #{}–#{} ",

@@ -1,25 +1,21 @@
-//! The help overlay, generated from the keymap's table (one source of truth).
+//! The help overlay, generated from the page's key table (one source of truth).
 
 use super::put;
-use crate::tui::app::App;
-use crate::tui::keymap::bindings;
+use crate::tui::keymap::Binding;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
-    let th = &app.theme;
-    // The lab and diff screens have their own tables.
-    let table = if app.lab.is_some() {
-        crate::tui::keymap::lab_bindings()
-    } else if app.diff.is_some() {
-        crate::tui::keymap::diff_bindings()
-    } else {
-        bindings()
-    };
+/// Draws the overlay listing `table` (the page's key table).
+pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, table: &[Binding]) {
+    let th = &sh.theme;
     let rows: Vec<(String, &str)> = table
         .iter()
-        .map(|b| (b.keys.join(" "), b.action.describe()))
+        .map(|b| {
+            let keys: Vec<&str> = b.keys.iter().map(|k| k.label).collect();
+            (keys.join(" "), b.help)
+        })
         .collect();
     let kw = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(4);
     let dw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(10);

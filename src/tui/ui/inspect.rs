@@ -1,13 +1,15 @@
 //! The inspector panel: paints the lines `update` built for the selected storage.
 
 use super::put;
-use crate::tui::app::{App, Tone};
+use crate::tui::details::Tone;
+use crate::tui::explorer::ExplorerState;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
-    let th = &app.theme;
-    let Some(ins) = &app.inspect else { return };
+pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
+    let Some(ins) = &ex.inspect else { return };
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     put(
         buf,

@@ -2,16 +2,18 @@
 //! frame, views, "retained by view"), or grouped by band / by top frame with totals.
 
 use super::put;
-use crate::tui::app::{App, GroupMode};
+use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
+use crate::tui::liveset::GroupMode;
+use crate::tui::shared::Shared;
 use crate::tui::theme::Theme;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
-    let th = &app.theme;
-    let lv = &app.live;
-    let Some(dev) = app.device() else {
+pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
+    let lv = &ex.live;
+    let Some(dev) = ex.device() else {
         return;
     };
     let mode = match lv.group {
@@ -25,14 +27,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
             " live at {}{busy}: {} storages {} {}   [{mode}; g: group]",
             fmt::at(&dev.trace, lv.at),
             fmt::thousands(lv.count as u64),
-            app.glyphs.sep(),
+            sh.glyphs.sep(),
             fmt::bytes(lv.total.0),
         )
     } else {
         format!(
             " live at {}{busy}: storages unavailable {} {}",
             fmt::at(&dev.trace, lv.at),
-            app.glyphs.sep(),
+            sh.glyphs.sep(),
             fmt::bytes(lv.total.0),
         )
     };
@@ -59,14 +61,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         let idx = lv.offset + i;
         let y = r.y + 1 + i as u16;
         let selected = idx == lv.selected;
-        let marker = if selected { app.glyphs.selected() } else { " " };
+        let marker = if selected { sh.glyphs.selected() } else { " " };
         if selected && idx < lv.len() {
             super::fill(buf, Rect::new(r.x, y, r.width, 1), sel_style);
         }
         match lv.group {
             GroupMode::List => {
                 let Some(e) = lv.rows.get(idx) else { break };
-                let matched = app.search.set.contains(&e.id);
+                let matched = ex.search.set.contains(&e.id);
                 let mut x = put(
                     buf,
                     r.x,

@@ -2,13 +2,15 @@
 //! `update`), and how to cancel.
 
 use super::put;
-use crate::tui::app::{App, LoadState};
+use crate::tui::device::LoadState;
+use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App, ls: &LoadState) {
-    let th = &app.theme;
+pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, ex: &ExplorerState, ls: &LoadState) {
+    let th = &sh.theme;
     let y = area.y + area.height / 2 - 2;
     let x = area.x + 2;
     let w = area.width.saturating_sub(4);
@@ -16,7 +18,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, ls: &LoadState) {
         buf,
         x,
         y,
-        &format!("loading {}", app.path.display()),
+        &format!("loading {}", ex.path.display()),
         w,
         th.header_title,
     );
@@ -27,7 +29,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, ls: &LoadState) {
     };
     let bar_w = w.saturating_sub(8) as usize;
     let filled = (frac * bar_w as f64).round() as usize;
-    let (full, empty) = if app.glyphs == crate::tui::theme::Glyphs::Ascii {
+    let (full, empty) = if sh.glyphs == crate::tui::theme::Glyphs::Ascii {
         ('#', '.')
     } else {
         ('█', '░')

@@ -14,8 +14,11 @@ pub mod search;
 pub mod status;
 pub mod timeline;
 
-use super::app::{App, Screen};
+use super::app::{App, Page};
+use super::explorer::{ExplorerState, Screen};
+use super::keymap;
 use super::layout::{Layout, MIN_H, MIN_W};
+use super::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -29,65 +32,79 @@ pub fn draw(frame: &mut Frame, app: &App) {
 
 /// Draws into a buffer (benches and tests can call this directly).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
-    let l = Layout::new(area.width, area.height, app.inspect.is_some());
+    let sh = &app.shared;
+    let inspecting = app.explorer().is_some_and(|e| e.inspect.is_some());
+    let l = Layout::new(area.width, area.height, inspecting);
     if l.too_small {
-        let msg = format!(
-            "terminal too small: {}x{} (need {MIN_W}x{MIN_H})",
-            area.width, area.height
-        );
-        for (i, chunk) in msg
-            .as_bytes()
-            .chunks(area.width.max(1) as usize)
-            .enumerate()
-        {
-            if i as u16 >= area.height {
-                break;
+        too_small(buf, area, sh);
+        return;
+    }
+    let keys = match &app.page {
+        Page::Explorer(ex) => {
+            explorer(buf, area, &l, sh, ex);
+            if !matches!(ex.screen, Screen::Ready) {
+                return; // no overlay over the loading and error screens
             }
-            put(
-                buf,
-                area.x,
-                area.y + i as u16,
-                &String::from_utf8_lossy(chunk),
-                area.width,
-                app.theme.error,
-            );
+            keymap::EXPLORER
         }
-        return;
-    }
-    if let Some(st) = &app.lab {
-        lab::draw(buf, area, app, st);
-        if app.help {
-            help::draw(buf, area, app);
+        Page::Diff(st) => {
+            diff::draw(buf, area, sh, st);
+            keymap::DIFF
         }
-        return;
-    }
-    if let Some(st) = &app.diff {
-        diff::draw(buf, area, app, st);
-        if app.help {
-            help::draw(buf, area, app);
+        Page::Lab(st) => {
+            lab::draw(buf, area, sh, st);
+            keymap::LAB
         }
-        return;
+    };
+    if sh.help {
+        help::draw(buf, area, sh, keys);
     }
-    match &app.screen {
-        Screen::Loading(ls) => loading::draw(buf, area, app, ls),
-        Screen::Error(e) => error::draw(buf, area, app, e),
+}
+
+/// The terminal is smaller than any screen needs: say so, wrapped.
+fn too_small(buf: &mut Buffer, area: Rect, sh: &Shared) {
+    let msg = format!(
+        "terminal too small: {}x{} (need {MIN_W}x{MIN_H})",
+        area.width, area.height
+    );
+    for (i, chunk) in msg
+        .as_bytes()
+        .chunks(area.width.max(1) as usize)
+        .enumerate()
+    {
+        if i as u16 >= area.height {
+            break;
+        }
+        put(
+            buf,
+            area.x,
+            area.y + i as u16,
+            &String::from_utf8_lossy(chunk),
+            area.width,
+            sh.theme.error,
+        );
+    }
+}
+
+/// The explorer page: loading, error, or the timeline with its panels.
+fn explorer(buf: &mut Buffer, area: Rect, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    match &ex.screen {
+        Screen::Loading(ls) => loading::draw(buf, area, sh, ex, ls),
+        Screen::Error(e) => error::draw(buf, area, sh, ex, e),
         Screen::Ready => {
-            let Some(dev) = app.device() else {
+            let Some(dev) = ex.device() else {
                 return;
             };
-            header::draw(buf, &l, app, dev);
-            timeline::draw(buf, &l, app);
-            minimap::draw(buf, &l, app);
+            header::draw(buf, l, sh, ex, dev);
+            timeline::draw(buf, l, sh, ex);
+            minimap::draw(buf, l, sh, ex);
             if l.live.height > 0 {
-                live::draw(buf, l.live, app);
+                live::draw(buf, l.live, sh, ex);
             }
             if l.inspect.height > 0 {
-                inspect::draw(buf, l.inspect, app);
+                inspect::draw(buf, l.inspect, sh, ex);
             }
-            status::draw(buf, l.status, app);
-            if app.help {
-                help::draw(buf, area, app);
-            }
+            status::draw(buf, l.status, sh, ex);
         }
     }
 }

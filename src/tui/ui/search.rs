@@ -1,14 +1,15 @@
 //! The search prompt in the status row: the query, a cursor, and the match count.
 
 use super::put;
-use crate::tui::app::App;
+use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
-    let th = &app.theme;
-    let s = &app.search;
+pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
+    let s = &ex.search;
     let x = put(
         buf,
         r.x,

@@ -1,7 +1,8 @@
 //! The status row: key hints, the last message, or the search prompt.
 
 use super::put;
-use crate::tui::app::App;
+use crate::tui::explorer::ExplorerState;
+use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -15,16 +16,16 @@ const HINTS: [(&str, &str); 7] = [
     ("q", "quit"),
 ];
 
-pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
-    let th = &app.theme;
-    if app.searching {
-        super::search::draw(buf, r, app);
+pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
+    if ex.searching {
+        super::search::draw(buf, r, sh, ex);
         return;
     }
     // Follow mode keeps its state at the right end; the rest of the row as usual.
     let mut r = r;
-    if let Some(f) = &app.follow {
-        let text = crate::tui::follow::status_text(f);
+    if let Some(f) = &ex.follow {
+        let text = f.status_text();
         let w = (text.chars().count() as u16).min(r.width / 2);
         let x = r.right().saturating_sub(w);
         let style = if f.flashing_at_last_tick() {
@@ -36,7 +37,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
         r.width = r.width.saturating_sub(w);
     }
     let mut x = r.x;
-    if let Some(msg) = &app.status {
+    if let Some(msg) = &sh.status {
         put(
             buf,
             x + 1,
@@ -61,7 +62,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, app: &App) {
             th.status_bar,
         );
     }
-    let s = &app.search;
+    let s = &ex.search;
     if !s.query.is_empty() && x < r.right() {
         let cur = s.current.map_or(String::new(), |c| format!("{}/", c + 1));
         let info = format!(" /{} {}{} (n/N)", s.query, cur, s.matches.len());

@@ -3,9 +3,10 @@
 //! y-axis in binary units, and the axis row (marks, OOM, cursor, lifetime, matches).
 
 use super::put;
-use crate::tui::app::App;
+use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
+use crate::tui::shared::Shared;
 use crate::tui::theme::{Glyphs, Theme};
 use crate::tui::view::{F_LIFETIME, F_MARK, F_MATCH, F_OOM, F_PEAK};
 use memtide_core::analysis::columns::Axis;
@@ -19,14 +20,14 @@ pub(crate) fn eighths(bytes: u64, ymax: u64, rows: u16) -> u32 {
     ((bytes as u128 * full + ymax as u128 / 2) / ymax.max(1) as u128).min(full) as u32
 }
 
-pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
-    let th = &app.theme;
-    let g = app.glyphs;
-    let v = &app.view;
+pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
+    let g = sh.glyphs;
+    let v = &ex.view;
     let plot = l.plot;
     let rows = plot.height;
     let ymax = v.ymax.max(1);
-    draw_yaxis(buf, l, app);
+    draw_yaxis(buf, l, sh, ex);
     let ceiling_row = v.ceiling.map(|c| {
         let e = eighths(c, ymax, rows);
         (e.saturating_sub(1) / 8) as u16
@@ -40,7 +41,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, app: &App) {
         let mut prev = 0u32;
         if !col.empty {
             for b in Band::ALL {
-                if !app.bands_shown[b.idx()] {
+                if !ex.bands_shown[b.idx()] {
                     continue;
                 }
                 let val = col.bands.get(b);
@@ -179,18 +180,18 @@ pub(crate) fn paint_stack(
     }
 }
 
-fn draw_yaxis(buf: &mut Buffer, l: &Layout, app: &App) {
-    let th = &app.theme;
+fn draw_yaxis(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    let th = &sh.theme;
     let r = l.yaxis;
     let w = r.width;
     let rows = r.height;
-    let ymax = app.view.ymax.max(1);
-    let tick = if app.glyphs == Glyphs::Ascii {
+    let ymax = ex.view.ymax.max(1);
+    let tick = if sh.glyphs == Glyphs::Ascii {
         '+'
     } else {
         '┤'
     };
-    let line = if app.glyphs == Glyphs::Ascii {
+    let line = if sh.glyphs == Glyphs::Ascii {
         '|'
     } else {
         '│'
@@ -217,7 +218,7 @@ fn draw_yaxis(buf: &mut Buffer, l: &Layout, app: &App) {
             }
         }
     }
-    let axis_name = match app.view.axis {
+    let axis_name = match ex.view.axis {
         Axis::Event => "events",
         Axis::Time => "time",
     };

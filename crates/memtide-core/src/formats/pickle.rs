@@ -416,7 +416,7 @@ impl<R: Read> Src<R> {
                     Ok(k) => break k,
                     Err(e)
                         if e.kind() == std::io::ErrorKind::Interrupted
-                            && e.to_string() != "cancelled" => {}
+                            && !super::source::is_cancel(&e) => {}
                     Err(e) => return Err(io_or_cancel(e)),
                 }
             };

@@ -45,7 +45,7 @@ struct Counting<R> {
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.progress.is_cancelled() {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+            return Err(cancelled_io());
         }
         let n = self.inner.read(buf)?;
         self.progress.done.fetch_add(n as u64, Ordering::Relaxed);
@@ -96,9 +96,27 @@ pub fn not_regular(e: io::Error) -> FormatError {
     }
 }
 
+/// The payload of the `io::Error` a cancelled read returns: typed, so that a cancellation
+/// is told apart from other interruptions by its type (not by its message) after it crossed
+/// `Read` layers (gzip, serde) that pass the error through.
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled")]
+pub struct CancelledRead;
+
+/// The error a read returns once loading was cancelled. Not `Interrupted`: `read_to_end`
+/// retries those, and a cancelled load would spin instead of ending.
+pub fn cancelled_io() -> io::Error {
+    io::Error::other(CancelledRead)
+}
+
+/// Whether `e` is the cancellation marker of [`cancelled_io`].
+pub fn is_cancel(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<CancelledRead>())
+}
+
 /// Maps the cancellation marker back to [`FormatError::Cancelled`].
 pub fn io_or_cancel(e: io::Error) -> FormatError {
-    if e.kind() == io::ErrorKind::Interrupted && e.to_string() == "cancelled" {
+    if is_cancel(&e) {
         FormatError::Cancelled
     } else {
         FormatError::Io(e)
@@ -184,7 +202,7 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted && e.to_string() != "cancelled" => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && !is_cancel(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -234,4 +252,52 @@ pub fn from_reader<R: Read + Send + 'static>(
         file_size,
         skipped,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod cancel_tests {
+    use super::*;
+    use std::io::{Cursor, Write};
+
+    /// 256 KiB that compress poorly, so the stream is still being read after `head`.
+    fn noise() -> Vec<u8> {
+        let mut x: u32 = 1;
+        (0..256 * 1024)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (x >> 16) as u8
+            })
+            .collect()
+    }
+
+    fn cancelled_after_head(bytes: Vec<u8>) -> Result<Vec<u8>, FormatError> {
+        let progress = Progress::new();
+        let len = bytes.len() as u64;
+        let raw = BufReader::with_capacity(
+            1024,
+            Counting {
+                inner: Cursor::new(bytes),
+                progress: progress.clone(),
+            },
+        );
+        let input = from_reader(raw, len)?;
+        progress.cancel();
+        input.read_all()
+    }
+
+    #[test]
+    fn a_cancelled_read_is_the_typed_cancel_plain_and_through_gzip() {
+        let plain = noise();
+        let r = cancelled_after_head(plain.clone());
+        assert!(matches!(r, Err(FormatError::Cancelled)), "{r:?}");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        let r = cancelled_after_head(gz.finish().unwrap());
+        assert!(matches!(r, Err(FormatError::Cancelled)), "{r:?}");
+        // Another interruption is not a cancel.
+        let other = io::Error::new(io::ErrorKind::Interrupted, "cancelled");
+        assert!(!is_cancel(&other));
+        assert!(is_cancel(&cancelled_io()));
+    }
 }

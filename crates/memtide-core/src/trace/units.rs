@@ -76,24 +76,34 @@ impl std::iter::Sum for Bytes {
     }
 }
 
-/// Binary-unit rendering with three significant digits, e.g. `152.6 MiB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
+/// The binary prefixes, by power of 1024.
+pub const BINARY_PREFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+
+/// `n` bytes in the largest binary unit it reaches: the value in that unit and the unit's
+/// power of 1024 (an index into [`BINARY_PREFIXES`]). Every byte formatter scales with this.
+pub fn binary_scale(n: u64) -> (f64, usize) {
     let mut v = n as f64;
     let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
+    while v >= 1024.0 && u < BINARY_PREFIXES.len() - 1 {
         v /= 1024.0;
         u += 1;
     }
+    (v, u)
+}
+
+/// Binary-unit rendering with three significant digits, e.g. `152.6 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let (v, u) = binary_scale(n);
+    let unit = BINARY_PREFIXES[u];
     if v >= 100.0 {
-        format!("{v:.1} {}", UNITS[u])
+        format!("{v:.1} {unit}B")
     } else if v >= 10.0 {
-        format!("{v:.2} {}", UNITS[u])
+        format!("{v:.2} {unit}B")
     } else {
-        format!("{v:.3} {}", UNITS[u])
+        format!("{v:.3} {unit}B")
     }
 }
 

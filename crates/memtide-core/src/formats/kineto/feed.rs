@@ -416,7 +416,7 @@ mod tests {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             if self.data.is_empty() {
                 self.progress.cancel();
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+                return Err(crate::formats::source::cancelled_io());
             }
             let k = buf.len().min(self.data.len()).min(7);
             buf[..k].copy_from_slice(&self.data[..k]);

@@ -1,0 +1,152 @@
+//! One loaded device: its trace, index and the facts every page needs (computed once, off
+//! the UI thread), what the loaders hand back, and which device of a file to show.
+
+use memtide_core::analysis::{global_peak, windows_of, Peak, Window};
+use memtide_core::formats::jsonl::JsonlDecoder;
+use memtide_core::formats::Progress;
+use memtide_core::index::Index;
+use memtide_core::trace::{Bytes, MarkKind, Seq, Trace};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One device's trace, indexed, with the facts every screen needs. Clone only happens when
+/// a followed file grows while a worker holds it.
+#[derive(Debug, Clone)]
+pub struct Device {
+    pub trace: Trace,
+    pub index: Index,
+    pub peak: Option<Peak>,
+    /// Step windows with their own peaks (for `{`/`}`).
+    pub steps: Vec<Window>,
+    /// Positions of step/phase marks (for `[`/`]`), sorted.
+    pub mark_at: Vec<Seq>,
+    /// Positions of OOM marks.
+    pub oom_at: Vec<Seq>,
+    /// Highest reserved bytes, if the source records reserved memory.
+    pub reserved_peak: Option<Bytes>,
+}
+
+impl Device {
+    pub fn new(trace: Trace, index: Index) -> Device {
+        let peak = global_peak(&trace, &index);
+        let mut d = Device {
+            trace,
+            index,
+            peak,
+            steps: Vec::new(),
+            mark_at: Vec::new(),
+            oom_at: Vec::new(),
+            reserved_peak: None,
+        };
+        d.refresh_marks();
+        d
+    }
+
+    /// Recomputes step windows, mark and OOM positions and the reserved peak (after appends).
+    pub fn refresh_marks(&mut self) {
+        let (trace, index) = (&self.trace, &self.index);
+        self.steps = windows_of(trace, index, MarkKind::Step);
+        let mut mark_at: Vec<Seq> = trace
+            .marks
+            .iter()
+            .filter(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
+            .map(|m| m.at)
+            .collect();
+        mark_at.dedup();
+        self.mark_at = mark_at;
+        self.oom_at = trace
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Oom)
+            .map(|m| m.at)
+            .collect();
+        self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn last(&self) -> Seq {
+        Seq(self.len().saturating_sub(1) as u64)
+    }
+}
+
+/// A load in progress, sampled on ticks.
+#[derive(Debug, Clone)]
+pub struct LoadState {
+    pub gen: u64,
+    pub progress: Progress,
+    pub done: u64,
+    pub total: u64,
+    pub started: Option<Instant>,
+    pub elapsed: Duration,
+}
+
+impl LoadState {
+    /// A load of generation `gen` that has not started reading yet.
+    pub fn new(gen: u64, progress: Progress) -> LoadState {
+        LoadState {
+            gen,
+            progress,
+            done: 0,
+            total: 0,
+            started: None,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Samples the progress counters at `now` (a timer tick).
+    pub fn sample(&mut self, now: Instant) {
+        self.done = self.progress.done();
+        self.total = self.progress.total();
+        let s = *self.started.get_or_insert(now);
+        self.elapsed = now.saturating_duration_since(s);
+    }
+}
+
+/// What the follow loader hands back: the devices, and for JSONL the decoder to continue.
+#[derive(Debug)]
+pub struct FollowLoad {
+    pub devices: Vec<Arc<Device>>,
+    pub decoder: Option<Box<JsonlDecoder>>,
+    /// Bytes of the file already read.
+    pub offset: u64,
+    /// JSONL grows by appends; other formats are reloaded whole on change.
+    pub appendable: bool,
+}
+
+/// The device's ordinal (`cuda:3` → 3).
+fn ordinal(d: &Device) -> Option<usize> {
+    d.trace.device.rsplit(':').next()?.parse::<usize>().ok()
+}
+
+/// Whether `want` (a name or an ordinal) names one of `devs`.
+pub fn has_device(devs: &[Arc<Device>], want: &str) -> bool {
+    devs.iter().any(|d| d.trace.device == want)
+        || want
+            .parse::<usize>()
+            .is_ok_and(|n| n < devs.len() || devs.iter().any(|d| ordinal(d) == Some(n)))
+}
+
+/// The device the user asked for (ordinal or name), else the first with events.
+pub fn pick_device(devs: &[Arc<Device>], want: Option<&str>) -> usize {
+    if let Some(w) = want {
+        if let Some(i) = devs.iter().position(|d| d.trace.device == w) {
+            return i;
+        }
+        if let Ok(n) = w.parse::<usize>() {
+            if let Some(i) = devs.iter().position(|d| ordinal(d) == Some(n)) {
+                return i;
+            }
+            if n < devs.len() {
+                return n;
+            }
+        }
+    }
+    devs.iter().position(|d| !d.is_empty()).unwrap_or(0)
+}

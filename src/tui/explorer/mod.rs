@@ -1,0 +1,9 @@
+//! The explorer page (`memtide FILE`): its state, its reducer, the reducer steps it shares
+//! with follow mode, and follow mode's side of the live tail. Drawing is in `tui::ui`.
+
+pub mod follow;
+pub mod nav;
+pub mod state;
+pub mod update;
+
+pub use state::{ExplorerState, FollowState, InspectState, LiveState, Screen, SearchState};

@@ -1,0 +1,260 @@
+//! The explorer page's state (`memtide FILE`): the loaded devices and the parts of the
+//! screen (viewport, live set, inspector, search, follow). Mutated only by its reducer.
+
+use crate::follow::WatchMode;
+use crate::tui::details::Line;
+use crate::tui::device::{Device, LoadState};
+use crate::tui::keymap::Mode;
+use crate::tui::layout::Layout;
+use crate::tui::liveset::GroupMode;
+use crate::tui::view::Viewport;
+use memtide_core::analysis::live::{Group, LiveEntry};
+use memtide_core::formats::jsonl::JsonlDecoder;
+use memtide_core::formats::LoadOptions;
+use memtide_core::trace::{AllocId, Band, BandTotals, Bytes, Seq};
+use rustc_hash::FxHashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What fills the screen.
+#[derive(Debug)]
+pub enum Screen {
+    Loading(LoadState),
+    Error(String),
+    Ready,
+}
+
+/// The live set at the cursor, computed in `update`.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    pub at: Seq,
+    /// Number of live storages and their total.
+    pub count: usize,
+    pub total: Bytes,
+    /// Bytes per band at the cursor (the header's breakdown).
+    pub bands: BandTotals,
+    pub rows: Vec<LiveEntry>,
+    pub groups: Vec<Group>,
+    pub group: GroupMode,
+    pub selected: usize,
+    pub offset: usize,
+    /// A worker is computing the live set at `at` (huge sets); rows are from before.
+    pub pending: bool,
+    pub gen: u64,
+}
+
+impl Default for LiveState {
+    fn default() -> Self {
+        LiveState {
+            at: Seq(0),
+            count: 0,
+            total: Bytes(0),
+            bands: BandTotals::default(),
+            rows: Vec::new(),
+            groups: Vec::new(),
+            group: GroupMode::List,
+            selected: 0,
+            offset: 0,
+            pending: false,
+            gen: 0,
+        }
+    }
+}
+
+impl LiveState {
+    pub fn selected_entry(&self) -> Option<&LiveEntry> {
+        if self.group == GroupMode::List {
+            self.rows.get(self.selected)
+        } else {
+            None
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self.group {
+            GroupMode::List => self.rows.len(),
+            _ => self.groups.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The inspector of one storage.
+#[derive(Debug, Clone)]
+pub struct InspectState {
+    pub id: AllocId,
+    pub lines: Vec<Line>,
+    pub scroll: usize,
+}
+
+/// Search prompt and results.
+#[derive(Debug, Clone, Default)]
+pub struct SearchState {
+    pub query: String,
+    pub gen: u64,
+    pub pending: bool,
+    /// Matching storages, biggest first.
+    pub matches: Vec<AllocId>,
+    pub set: FxHashSet<AllocId>,
+    pub strings: usize,
+    /// Index into `matches` of the one last jumped to.
+    pub current: Option<usize>,
+}
+
+/// Follow-mode state (`memtide -f FILE`; the reducer side is `explorer::follow`).
+#[derive(Debug)]
+pub struct FollowState {
+    pub mode: WatchMode,
+    /// Keeping the newest events in sight (moving the cursor pauses; `F` resumes).
+    pub on: bool,
+    pub decoder: Option<Box<JsonlDecoder>>,
+    pub appendable: bool,
+    pub tail_gen: u64,
+    /// A background reload in flight (its load generation).
+    pub reload_gen: Option<u64>,
+    /// Source index the cursor had before a reload.
+    pub restore: Option<u64>,
+    pub last_write: Option<Instant>,
+    /// Events per second over the recent appends.
+    pub rate: f64,
+    pub(super) rate_since: Option<Instant>,
+    pub(super) rate_events: u64,
+    pub appended: u64,
+    pub new_peak_until: Option<Instant>,
+    pub(super) pending_flush: bool,
+    /// Why following stopped (a bad appended line), if it did.
+    pub error: Option<String>,
+    pub missing: bool,
+    /// Clock reading of the last tick (draw is pure: it reads time from here).
+    pub now: Option<Instant>,
+}
+
+impl FollowState {
+    pub fn new(mode: WatchMode) -> FollowState {
+        FollowState {
+            mode,
+            on: true,
+            decoder: None,
+            appendable: false,
+            tail_gen: 0,
+            reload_gen: None,
+            restore: None,
+            last_write: None,
+            rate: 0.0,
+            rate_since: None,
+            rate_events: 0,
+            appended: 0,
+            new_peak_until: None,
+            pending_flush: false,
+            error: None,
+            missing: false,
+            now: None,
+        }
+    }
+
+    /// Whether the new-peak notice was lit at the last tick (for drawing).
+    pub fn flashing_at_last_tick(&self) -> bool {
+        match self.now {
+            Some(now) => self.flashing(now),
+            None => self.new_peak_until.is_some(),
+        }
+    }
+
+    /// Whether the new-peak notice is lit at `now`.
+    pub fn flashing(&self, now: Instant) -> bool {
+        self.new_peak_until.is_some_and(|t| now < t)
+    }
+
+    /// The status-row text of follow mode (right-aligned by the caller).
+    pub fn status_text(&self) -> String {
+        let state = if self.error.is_some() {
+            "✖ follow stopped".to_string()
+        } else if self.reload_gen.is_some() {
+            "↻ reloading".to_string()
+        } else if self.on {
+            "● FOLLOW".to_string()
+        } else {
+            "‖ paused (F)".to_string()
+        };
+        let rate = if self.rate > 0.0 {
+            format!(" · {:.0} ev/s", self.rate)
+        } else {
+            String::new()
+        };
+        let ago = match (self.last_write, self.now) {
+            (Some(w), Some(n)) => {
+                format!(" · write {}s ago", n.saturating_duration_since(w).as_secs())
+            }
+            _ => " · no writes yet".to_string(),
+        };
+        format!("{state}{rate}{ago} ")
+    }
+}
+
+/// The whole explorer page.
+#[derive(Debug)]
+pub struct ExplorerState {
+    pub path: PathBuf,
+    pub opts: LoadOptions,
+    pub device_want: Option<String>,
+    pub screen: Screen,
+    pub devices: Vec<Arc<Device>>,
+    pub current: usize,
+    pub view: Viewport,
+    pub live: LiveState,
+    pub inspect: Option<InspectState>,
+    pub search: SearchState,
+    pub searching: bool,
+    /// Which bands the timeline draws.
+    pub bands_shown: [bool; Band::COUNT],
+    pub bands_cycle: usize,
+    /// Live tail (`-f`): None when not following a file.
+    pub follow: Option<FollowState>,
+}
+
+impl ExplorerState {
+    pub fn new(path: PathBuf, opts: LoadOptions) -> ExplorerState {
+        ExplorerState {
+            path,
+            opts,
+            device_want: None,
+            screen: Screen::Error("nothing loaded yet".into()),
+            devices: Vec::new(),
+            current: 0,
+            view: Viewport::default(),
+            live: LiveState::default(),
+            inspect: None,
+            search: SearchState::default(),
+            searching: false,
+            bands_shown: [true; Band::COUNT],
+            bands_cycle: 0,
+            follow: None,
+        }
+    }
+
+    /// The device shown, once loaded.
+    pub fn device(&self) -> Option<&Arc<Device>> {
+        match self.screen {
+            Screen::Ready => self.devices.get(self.current),
+            _ => None,
+        }
+    }
+
+    /// Which keys are live (the help overlay is the app's, above this).
+    pub fn mode(&self) -> Mode {
+        if self.searching {
+            Mode::Search
+        } else if self.inspect.is_some() {
+            Mode::Inspect
+        } else {
+            Mode::Normal
+        }
+    }
+
+    /// The screen geometry at `width` × `height`.
+    pub fn layout(&self, width: u16, height: u16) -> Layout {
+        Layout::new(width, height, self.inspect.is_some())
+    }
+}

@@ -1,0 +1,692 @@
+//! The explorer's reducer: its messages (loads, worker replies, ticks, follow) and its
+//! actions, each kind in a named step. Called by `tui::update`, the only mutator; no I/O.
+
+use super::follow;
+use super::nav::{self, fix_scroll, jump, refresh_live, refresh_view};
+use super::state::{ExplorerState, InspectState, Screen};
+use crate::tui::action::ExplorerAction as A;
+use crate::tui::details;
+use crate::tui::device::{has_device, pick_device, Device, LoadState};
+use crate::tui::effect::Effect;
+use crate::tui::fmt;
+use crate::tui::liveset::GroupMode;
+use crate::tui::msg::Msg;
+use crate::tui::picture;
+use crate::tui::shared::Shared;
+use memtide_core::analysis::columns::Axis;
+use memtide_core::formats::Progress;
+use memtide_core::trace::{AllocId, Band, Seq, Trace};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The first effects: load the file.
+pub fn start(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
+    let gen = sh.gen();
+    let progress = Progress::new();
+    ex.screen = Screen::Loading(LoadState::new(gen, progress.clone()));
+    if ex.follow.is_some() {
+        return vec![follow::load_effect(ex, gen, progress)];
+    }
+    vec![Effect::Load {
+        gen,
+        path: ex.path.clone(),
+        opts: ex.opts.clone(),
+        progress,
+    }]
+}
+
+/// Applies one message that is not input; `None`: nothing changed (no redraw).
+pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<Effect>> {
+    Some(match msg {
+        Msg::LiveDone { gen, result } => {
+            if gen == ex.live.gen && result.at == ex.live.at {
+                if let Some(dev) = ex.device().cloned() {
+                    nav::apply_live(sh, ex, &dev, result);
+                }
+            }
+            Vec::new()
+        }
+        Msg::Resize { .. } => {
+            refresh_view(sh, ex);
+            fix_scroll(sh, ex);
+            Vec::new()
+        }
+        Msg::Tick { now } => return tick(sh, ex, now),
+        Msg::FollowLoaded { gen, result } => follow::loaded(sh, ex, gen, result),
+        Msg::Tail { gen, event, now } => follow::tail(sh, ex, gen, event, now),
+        Msg::Loaded { gen, result } => loaded(sh, ex, gen, result),
+        Msg::Wrote { path, result } => {
+            sh.status = Some(match result {
+                Ok(()) => format!("wrote {}", path.display()),
+                Err(e) => format!("export failed: {e}"),
+            });
+            Vec::new()
+        }
+        Msg::SearchDone {
+            gen,
+            matches,
+            strings,
+        } => search_done(sh, ex, gen, matches, strings),
+        // Input arrives as actions (`tui::update` maps it through the key table).
+        Msg::Key(_) | Msg::Mouse(_) | Msg::Action(_) => return None,
+    })
+}
+
+/// Timer: samples the load's progress, or drives follow mode.
+fn tick(sh: &mut Shared, ex: &mut ExplorerState, now: Instant) -> Option<Vec<Effect>> {
+    if let Screen::Loading(l) = &mut ex.screen {
+        l.sample(now);
+        return Some(Vec::new());
+    }
+    let (changed, fx) = follow::tick(sh, ex, now);
+    changed.then_some(fx)
+}
+
+/// The file was read: pick the device, say what changes the figures' meaning, show it.
+fn loaded(
+    sh: &mut Shared,
+    ex: &mut ExplorerState,
+    gen: u64,
+    result: Result<Vec<Arc<Device>>, String>,
+) -> Vec<Effect> {
+    if !matches!(&ex.screen, Screen::Loading(l) if l.gen == gen) {
+        return Vec::new(); // stale
+    }
+    let devs = match result {
+        Ok(devs) if !devs.is_empty() => devs,
+        Ok(_) => return nav::fail(sh, ex, "the file holds no device traces".into()),
+        Err(e) => return nav::fail(sh, ex, e),
+    };
+    ex.current = pick_device(&devs, ex.device_want.as_deref());
+    let note = ex
+        .device_want
+        .as_deref()
+        .filter(|w| !has_device(&devs, w))
+        .map(|w| {
+            let names: Vec<&str> = devs.iter().map(|d| d.trace.device.as_str()).collect();
+            format!(
+                "no device {w:?} in this file (it has {}); showing {}",
+                names.join(", "),
+                devs[ex.current].trace.device
+            )
+        });
+    let caveat = devs.get(ex.current).and_then(|d| opening_caveat(&d.trace));
+    ex.devices = devs;
+    ex.screen = Screen::Ready;
+    let fx = nav::init_device(sh, ex);
+    if note.is_some() {
+        sh.status = note;
+    } else if let Some(c) = caveat {
+        sh.status = Some(format!("{c} (see `memtide summary` for details)"));
+    }
+    fx
+}
+
+/// A warning that changes what the figures mean, said on opening.
+fn opening_caveat(trace: &Trace) -> Option<&'static str> {
+    let notes = trace.meta.iter().filter(|(k, _)| k == "note");
+    trace
+        .warnings
+        .iter()
+        .chain(notes.map(|(_, v)| v))
+        .find_map(|w| {
+            if w.starts_with("history was cut") {
+                Some("history was cut (trace_alloc_overflowed): the peak shown is a lower bound")
+            } else if w.starts_with("the snapshot has no trace history") {
+                Some("no trace history: one instant, the dump (event #0)")
+            } else {
+                None
+            }
+        })
+}
+
+const SEARCH_WAIT: &str = "searching…";
+
+fn search_done(
+    sh: &mut Shared,
+    ex: &mut ExplorerState,
+    gen: u64,
+    matches: Vec<AllocId>,
+    strings: usize,
+) -> Vec<Effect> {
+    if gen != ex.search.gen {
+        return Vec::new(); // a stale reply for an older query
+    }
+    ex.search.pending = false;
+    ex.search.set = matches.iter().copied().collect();
+    ex.search.matches = matches;
+    ex.search.strings = strings;
+    ex.search.current = None;
+    let jump = sh.status.as_deref() == Some(SEARCH_WAIT);
+    refresh_view(sh, ex);
+    if jump {
+        sh.status = None;
+        return goto_match(sh, ex, 0);
+    }
+    Vec::new()
+}
+
+/// Whether `a` moves the cursor by hand (which pauses following; End keeps it: it is the
+/// newest event).
+fn moves_cursor(a: A) -> bool {
+    matches!(
+        a,
+        A::CursorLeft
+            | A::CursorRight
+            | A::PageLeft
+            | A::PageRight
+            | A::Home
+            | A::JumpPeak
+            | A::PrevMark
+            | A::NextMark
+            | A::PrevStepPeak
+            | A::NextStepPeak
+            | A::JumpAlloc
+            | A::JumpFree
+            | A::NextMatch
+            | A::PrevMatch
+            | A::SearchSubmit
+            | A::ClickAt { .. }
+    )
+}
+
+/// Applies one of the explorer's actions (`Quit` and the help overlay are `tui::update`'s).
+pub fn action(sh: &mut Shared, ex: &mut ExplorerState, a: A) -> Vec<Effect> {
+    match &ex.screen {
+        Screen::Loading(_) => return Vec::new(),
+        // The error screen: Esc/Enter leave like q.
+        Screen::Error(_) if matches!(a, A::Back | A::Inspect) => {
+            sh.quit = true;
+            return vec![Effect::Quit];
+        }
+        Screen::Error(_) => return Vec::new(),
+        Screen::Ready => {}
+    }
+    let Some(dev) = ex.device().cloned() else {
+        return Vec::new();
+    };
+    if a == A::ToggleFollow {
+        return follow::toggle(sh, ex);
+    }
+    if moves_cursor(a) {
+        follow::pause_on_move(ex);
+    }
+    sh.status = None;
+    match a {
+        A::CursorLeft
+        | A::CursorRight
+        | A::PageLeft
+        | A::PageRight
+        | A::ZoomIn
+        | A::ZoomOut
+        | A::Home
+        | A::End
+        | A::ClickAt { .. } => navigate(sh, ex, &dev, a),
+        A::JumpPeak | A::PrevMark | A::NextMark | A::PrevStepPeak | A::NextStepPeak => {
+            landmark(sh, ex, &dev, a)
+        }
+        A::SelectUp | A::SelectDown | A::Inspect | A::Back | A::JumpAlloc | A::JumpFree => {
+            live_and_inspector(sh, ex, &dev, a)
+        }
+        A::ToggleGroup => {
+            ex.live.group = match ex.live.group {
+                GroupMode::List => GroupMode::ByBand,
+                GroupMode::ByBand => GroupMode::ByFrame,
+                GroupMode::ByFrame => GroupMode::List,
+            };
+            ex.live.selected = 0;
+            ex.live.offset = 0;
+            ex.live.at = Seq(u64::MAX);
+            refresh_live(sh, ex)
+        }
+        A::SearchStart
+        | A::SearchChar(_)
+        | A::SearchBackspace
+        | A::SearchSubmit
+        | A::SearchCancel
+        | A::NextMatch
+        | A::PrevMatch => search(sh, ex, &dev, a),
+        A::ToggleBands | A::ToggleAxis | A::NextDevice | A::Help => display(sh, ex, &dev, a),
+        A::Copy => {
+            let text = copy_text(ex, &dev);
+            sh.status = Some("copied to the clipboard (OSC 52)".into());
+            vec![Effect::Copy(text)]
+        }
+        A::Export => export_view(sh, ex, &dev),
+        A::ToggleFollow => Vec::new(), // handled above: it must not pause itself
+    }
+}
+
+/// Cursor moves, paging, zoom, clicks on the plot, the minimap and the live list.
+fn navigate(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+    let width = ex.view.columns.len().max(1);
+    match a {
+        A::CursorLeft => nav::move_cols(sh, ex, -1),
+        A::CursorRight => nav::move_cols(sh, ex, 1),
+        A::PageLeft | A::PageRight => {
+            let d = if a == A::PageLeft { -1 } else { 1 };
+            let col = ex.view.cursor_col.unwrap_or(0);
+            ex.view.pan(dev, d * width as i64, width);
+            refresh_view(sh, ex);
+            if let Some(c) = ex.view.columns.get(col).filter(|c| !c.empty) {
+                ex.view.cursor = c.at;
+                ex.view.cursor_col = Some(col);
+            }
+            refresh_live(sh, ex)
+        }
+        A::ZoomIn | A::ZoomOut => {
+            let f = if a == A::ZoomIn { 0.5 } else { 2.0 };
+            ex.view.zoom(dev, f);
+            refresh_view(sh, ex);
+            refresh_live(sh, ex)
+        }
+        A::Home => jump(sh, ex, Seq(0)),
+        A::End => jump(sh, ex, dev.last()),
+        A::ClickAt { col, row } => click(sh, ex, col, row),
+        _ => Vec::new(),
+    }
+}
+
+/// Jumps to the global peak, the previous/next mark, the previous/next step's own peak.
+fn landmark(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+    let c = ex.view.cursor;
+    match a {
+        A::JumpPeak => match dev.peak {
+            Some(p) if p.at_start => {
+                let fx = jump(sh, ex, p.at);
+                sh.status = Some(
+                    "the peak is the initial state, at start (before event #0): memory live before the trace began"
+                        .into(),
+                );
+                fx
+            }
+            Some(p) => jump(sh, ex, p.at),
+            None => say(sh, "no peak: the trace is empty"),
+        },
+        A::PrevMark | A::NextMark => {
+            let m = if a == A::NextMark {
+                dev.mark_at.iter().find(|&&m| m > c)
+            } else {
+                dev.mark_at.iter().rev().find(|&&m| m < c)
+            };
+            match m {
+                Some(&m) => jump(sh, ex, m),
+                None => say(sh, "no further mark"),
+            }
+        }
+        A::PrevStepPeak | A::NextStepPeak => {
+            let peaks = dev.steps.iter().filter_map(|w| w.peak.map(|p| (p.at, w)));
+            let found = if a == A::NextStepPeak {
+                peaks.filter(|(p, _)| *p > c).min_by_key(|(p, _)| *p)
+            } else {
+                peaks.filter(|(p, _)| *p < c).max_by_key(|(p, _)| *p)
+            };
+            match found {
+                Some((p, w)) => {
+                    let name = w.name.clone();
+                    let fx = jump(sh, ex, p);
+                    sh.status = Some(format!("peak of {name}"));
+                    fx
+                }
+                None if dev.steps.is_empty() => say(sh, "no step marks in this trace"),
+                None => say(sh, "no further step"),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Sets the status line; no effects.
+fn say(sh: &mut Shared, text: &str) -> Vec<Effect> {
+    sh.status = Some(text.into());
+    Vec::new()
+}
+
+/// The live list's selection, the inspector (open, scroll, close, jump to its ends).
+fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+    match a {
+        A::SelectUp | A::SelectDown => {
+            let up = a == A::SelectUp;
+            if let Some(i) = &mut ex.inspect {
+                i.scroll = if up {
+                    i.scroll.saturating_sub(1)
+                } else {
+                    (i.scroll + 1).min(i.lines.len().saturating_sub(1))
+                };
+            } else {
+                let l = &mut ex.live;
+                l.selected = if up {
+                    l.selected.saturating_sub(1)
+                } else {
+                    (l.selected + 1).min(l.len().saturating_sub(1))
+                };
+                fix_scroll(sh, ex);
+            }
+            Vec::new()
+        }
+        A::Inspect => match ex.live.selected_entry().map(|e| e.id) {
+            Some(id) => {
+                open_inspect(sh, ex, dev, id);
+                Vec::new()
+            }
+            None if ex.live.group != GroupMode::List => {
+                say(sh, "press g to return to the list, then Enter")
+            }
+            None if !dev.trace.identities_known() => {
+                let why = memtide_core::trace::NO_IDENTITIES;
+                say(sh, &format!("nothing to inspect: {why}"))
+            }
+            None => say(sh, "nothing live at the cursor"),
+        },
+        A::Back => {
+            if ex.inspect.take().is_some() {
+                refresh_view(sh, ex);
+                fix_scroll(sh, ex);
+            } else if !ex.search.query.is_empty() {
+                ex.search = Default::default();
+                refresh_view(sh, ex);
+            }
+            Vec::new()
+        }
+        A::JumpAlloc | A::JumpFree => {
+            let Some(id) = ex.inspect.as_ref().map(|i| i.id) else {
+                return say(sh, "open the inspector (Enter) first");
+            };
+            let tr = &dev.trace;
+            if a == A::JumpAlloc {
+                let from_start = tr.is_from_start(id);
+                let fx = jump(sh, ex, tr.start(id));
+                if from_start {
+                    sh.status = Some("allocated before the trace began".into());
+                }
+                fx
+            } else {
+                match tr.end(id) {
+                    Some(e) => jump(sh, ex, e),
+                    None => say(sh, "never freed within the trace"),
+                }
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The search prompt and jumping between its matches.
+fn search(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -> Vec<Effect> {
+    match a {
+        A::SearchStart => {
+            ex.searching = true;
+            ex.search = Default::default();
+            refresh_view(sh, ex);
+            Vec::new()
+        }
+        A::SearchChar(c) => {
+            ex.search.query.push(c);
+            search_effect(sh, ex, dev)
+        }
+        A::SearchBackspace => {
+            ex.search.query.pop();
+            search_effect(sh, ex, dev)
+        }
+        A::SearchSubmit => {
+            ex.searching = false;
+            if ex.search.pending {
+                say(sh, SEARCH_WAIT)
+            } else {
+                goto_match(sh, ex, 0)
+            }
+        }
+        A::SearchCancel => {
+            ex.searching = false;
+            ex.search = Default::default();
+            refresh_view(sh, ex);
+            Vec::new()
+        }
+        A::NextMatch | A::PrevMatch => {
+            let n = ex.search.matches.len();
+            if n == 0 {
+                return say(sh, "no matches (/ to search)");
+            }
+            let i = match (ex.search.current, a == A::NextMatch) {
+                (None, _) => 0,
+                (Some(i), true) => (i + 1) % n,
+                (Some(i), false) => (i + n - 1) % n,
+            };
+            goto_match(sh, ex, i)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What is drawn: bands, axis, device, the help overlay.
+fn display(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+    match a {
+        A::ToggleBands => {
+            ex.bands_cycle = (ex.bands_cycle + 1) % (Band::COUNT + 1);
+            ex.bands_shown = [ex.bands_cycle == 0; Band::COUNT];
+            if ex.bands_cycle > 0 {
+                ex.bands_shown[ex.bands_cycle - 1] = true;
+                let b = Band::from_idx(ex.bands_cycle - 1);
+                say(sh, &format!("showing only {} (b: next)", b.name()))
+            } else {
+                say(sh, "showing all bands")
+            }
+        }
+        A::ToggleAxis => {
+            if dev.trace.clock.has_time() {
+                ex.view.toggle_axis(dev);
+                refresh_view(sh, ex);
+                jump(sh, ex, ex.view.cursor)
+            } else {
+                say(sh, "time axis unavailable: the trace has no clock")
+            }
+        }
+        A::NextDevice => {
+            if ex.devices.len() > 1 {
+                ex.current = (ex.current + 1) % ex.devices.len();
+                let fx = nav::init_device(sh, ex);
+                let name = &ex.devices[ex.current].trace.device;
+                sh.status = Some(format!("device {name}"));
+                fx
+            } else {
+                say(sh, "only one device in this file")
+            }
+        }
+        A::Help => {
+            sh.help = true;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn search_effect(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>) -> Vec<Effect> {
+    let gen = sh.gen();
+    ex.search.gen = gen;
+    ex.search.current = None;
+    if ex.search.query.is_empty() {
+        ex.search.pending = false;
+        ex.search.matches.clear();
+        ex.search.set.clear();
+        refresh_view(sh, ex);
+        return Vec::new();
+    }
+    ex.search.pending = true;
+    vec![Effect::Search {
+        gen,
+        query: ex.search.query.clone(),
+        device: dev.clone(),
+    }]
+}
+
+/// Jumps to match `i`: the instant inside its lifetime where the total is highest.
+fn goto_match(sh: &mut Shared, ex: &mut ExplorerState, i: usize) -> Vec<Effect> {
+    let Some(dev) = ex.device().cloned() else {
+        return Vec::new();
+    };
+    let Some(&id) = ex.search.matches.get(i) else {
+        return say(sh, &format!("no match for {:?}", ex.search.query));
+    };
+    ex.search.current = Some(i);
+    let tr = &dev.trace;
+    let lo = tr.start(id);
+    let hi = tr
+        .end(id)
+        .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)).max(lo));
+    let at = dev.index.argmax(lo, hi).map_or(lo, |(s, _)| s);
+    let fx = jump(sh, ex, at);
+    if let Some(p) = ex.live.rows.iter().position(|e| e.id == id) {
+        ex.live.selected = p;
+        fix_scroll(sh, ex);
+    }
+    sh.status = Some(format!(
+        "match {}/{}: {} {}",
+        i + 1,
+        ex.search.matches.len(),
+        fmt::bytes(tr.size(id).0),
+        name_or_frame(tr, id)
+    ));
+    fx
+}
+
+fn name_or_frame(tr: &Trace, id: AllocId) -> String {
+    let n = tr.name(id);
+    if n.is_empty() {
+        tr.top_frame(id).to_string()
+    } else {
+        n.to_string()
+    }
+}
+
+fn open_inspect(sh: &Shared, ex: &mut ExplorerState, dev: &Device, id: AllocId) {
+    ex.inspect = Some(InspectState {
+        id,
+        lines: details::lines(&dev.trace, id, ex.view.cursor),
+        scroll: 0,
+    });
+    refresh_view(sh, ex);
+    fix_scroll(sh, ex);
+}
+
+fn click(sh: &mut Shared, ex: &mut ExplorerState, col: u16, row: u16) -> Vec<Effect> {
+    let l = ex.layout(sh.width, sh.height);
+    let inside = |r: ratatui::layout::Rect| {
+        col >= r.x && col < r.x + r.width && row >= r.y && row < r.y + r.height
+    };
+    if inside(l.plot) || inside(l.axis) {
+        let i = (col - l.plot.x) as usize;
+        if let Some(c) = ex.view.columns.get(i).filter(|c| !c.empty) {
+            ex.view.cursor = c.at;
+            ex.view.cursor_col = Some(i);
+            return refresh_live(sh, ex);
+        }
+    } else if inside(l.minimap) {
+        let i = (col - l.minimap.x) as usize;
+        if let Some(at) = ex.view.minimap.get(i).map(|c| c.at) {
+            return jump(sh, ex, at);
+        }
+    } else if inside(l.live) && row > l.live.y {
+        let i = ex.live.offset + (row - l.live.y - 1) as usize;
+        if i < ex.live.len() {
+            ex.live.selected = i;
+        }
+    }
+    Vec::new()
+}
+
+/// `e`: the visible event range drawn as SVG, to be written next to the trace file as
+/// `NAME.view-LO-HI.svg` (the runtime writes it and says where).
+fn export_view(sh: &mut Shared, ex: &ExplorerState, dev: &Device) -> Vec<Effect> {
+    let n = dev.index.len() as u64;
+    if n == 0 {
+        return say(sh, "nothing to export: the trace has no events");
+    }
+    let (lo, hi) = match ex.view.axis {
+        Axis::Event => (ex.view.lo.min(n - 1), ex.view.hi.min(n - 1)),
+        Axis::Time => {
+            let (a, b) = (ex.view.columns.first(), ex.view.columns.last());
+            (
+                a.map_or(0, |c| c.lo.0.min(n - 1)),
+                b.map_or(n - 1, |c| c.hi.0.min(n - 1)),
+            )
+        }
+    };
+    let name = ex
+        .path
+        .file_name()
+        .map_or_else(|| "trace".to_string(), |f| f.to_string_lossy().into_owned());
+    let whole = lo == 0 && hi == n - 1;
+    let picture = picture::Picture {
+        trace: &dev.trace,
+        index: &dev.index,
+        theme: &sh.theme,
+        name: &name,
+        lo: Seq(lo),
+        hi: Seq(hi),
+        range_label: if whole {
+            String::new()
+        } else {
+            format!(
+                "events #{}–#{}",
+                dev.trace.event_number(Seq(lo)),
+                dev.trace.event_number(Seq(hi))
+            )
+        },
+        width: 1200,
+        height: 480,
+    };
+    match picture::svg(&picture) {
+        Ok(svg) => {
+            let file = format!("{name}.view-{lo}-{hi}.svg");
+            let path = ex.path.with_file_name(file);
+            sh.status = Some(format!("writing {}…", path.display()));
+            vec![Effect::WriteFile {
+                path,
+                bytes: svg.into_bytes(),
+                input: ex.path.clone(),
+            }]
+        }
+        Err(e) => say(sh, &format!("export failed: {e}")),
+    }
+}
+
+/// A plain-text summary of the selection for the clipboard.
+fn copy_text(ex: &ExplorerState, dev: &Device) -> String {
+    let tr = &dev.trace;
+    let at = ex.view.cursor;
+    let id = ex
+        .inspect
+        .as_ref()
+        .map(|i| i.id)
+        .or_else(|| ex.live.selected_entry().map(|e| e.id));
+    let storages = if tr.identities_known() {
+        format!("in {} storages", ex.live.count)
+    } else {
+        "(storages unavailable: the file records no addresses)".to_string()
+    };
+    let mut s = format!(
+        "memtide {} {} at {}: {} live {storages}\n",
+        tr.source,
+        tr.device,
+        fmt::at(tr, at),
+        fmt::bytes(ex.live.total.0),
+    );
+    if let Some(id) = id {
+        s.push_str(&format!(
+            "{} {} {} — {}\n",
+            fmt::bytes(tr.size(id).0),
+            tr.band(id).name(),
+            name_or_frame(tr, id),
+            details::why_live(tr, id, at)
+        ));
+        for f in tr.stack(id) {
+            s.push_str(&format!("  {f}\n"));
+        }
+    }
+    s
+}
+
+/// Whether the time axis is active.
+pub fn time_axis(ex: &ExplorerState) -> bool {
+    ex.view.axis == Axis::Time
+}
