@@ -120,33 +120,21 @@ pub struct FollowLoad {
     pub appendable: bool,
 }
 
-/// The device's ordinal (`cuda:3` → 3).
-fn ordinal(d: &Device) -> Option<usize> {
-    d.trace.device.rsplit(':').next()?.parse::<usize>().ok()
-}
-
 /// Whether `want` (a name or an ordinal) names one of `devs`.
 pub fn has_device(devs: &[Arc<Device>], want: &str) -> bool {
-    devs.iter().any(|d| d.trace.device == want)
-        || want
-            .parse::<usize>()
-            .is_ok_and(|n| n < devs.len() || devs.iter().any(|d| ordinal(d) == Some(n)))
+    memtide_core::load::pick_device(names(devs), Some(want)).is_ok()
 }
 
-/// The device the user asked for (ordinal or name), else the first with events.
+/// The device the user asked for (name or ordinal: the core's rule), else the first with
+/// events.
 pub fn pick_device(devs: &[Arc<Device>], want: Option<&str>) -> usize {
-    if let Some(w) = want {
-        if let Some(i) = devs.iter().position(|d| d.trace.device == w) {
-            return i;
-        }
-        if let Ok(n) = w.parse::<usize>() {
-            if let Some(i) = devs.iter().position(|d| ordinal(d) == Some(n)) {
-                return i;
-            }
-            if n < devs.len() {
-                return n;
-            }
-        }
-    }
-    devs.iter().position(|d| !d.is_empty()).unwrap_or(0)
+    memtide_core::load::pick_device(names(devs), want)
+        .or_else(|_| memtide_core::load::pick_device(names(devs), None))
+        .unwrap_or(0)
+}
+
+/// Each device's name and whether it has events, as the core's device rule takes them.
+fn names(devs: &[Arc<Device>]) -> impl Iterator<Item = (&str, bool)> {
+    devs.iter()
+        .map(|d| (d.trace.device.as_str(), !d.is_empty()))
 }
