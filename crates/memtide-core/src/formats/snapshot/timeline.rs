@@ -288,7 +288,7 @@ fn build_one(
         r.entry(i, row);
     }
     let dump = r.open_dump_blocks(segs);
-    r.check_reserve(segs);
+    r.check_reserve(segs, dump.final_reserved);
     if let Some(d) = ann_device {
         add_annotations(&mut r.t, &raw.annotations, d);
     }
@@ -463,20 +463,26 @@ impl<'r> Replay<'r> {
         }
     }
 
+    /// Opens the block of row `r` (its stack, name and kept fields) now, or live from the
+    /// start when `from_start`.
+    fn open_row(&mut self, r: u32, row: &Row, from_start: bool) -> AllocId {
+        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
+        let name = self.loc.str(self.raw, &mut self.t, row.name);
+        let (size, cat, kind) = (Bytes(row.size), Category::Unknown, StorageKind::Block);
+        let id = if from_start {
+            self.t
+                .open_from_start(size, cat, kind, name, stack, row.addr)
+        } else {
+            self.t.open(size, cat, kind, name, stack, row.addr)
+        };
+        self.keep_extra(r, id);
+        id
+    }
+
     /// `alloc`: a block opens at its address.
     fn alloc(&mut self, ts: Ts, r: u32, row: &Row) {
         self.t.push_event(ts, EventKind::Alloc);
-        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
-        let name = self.loc.str(self.raw, &mut self.t, row.name);
-        let id = self.t.open(
-            Bytes(row.size),
-            Category::Unknown,
-            StorageKind::Block,
-            name,
-            stack,
-            row.addr,
-        );
-        self.keep_extra(r, id);
+        let id = self.open_row(r, row, false);
         // MemoryViz keeps an element whose address is re-allocated without a free.
         if self.live.insert(row.addr, id).is_some() {
             self.n.overwritten += 1;
@@ -502,17 +508,7 @@ impl<'r> Replay<'r> {
             self.t.close(id);
             return;
         }
-        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
-        let name = self.loc.str(self.raw, &mut self.t, row.name);
-        let id = self.t.open_from_start(
-            Bytes(row.size),
-            Category::Unknown,
-            StorageKind::Block,
-            name,
-            stack,
-            row.addr,
-        );
-        self.keep_extra(r, id);
+        let id = self.open_row(r, row, true);
         self.t.close(id);
         self.t.unmatched_frees += 1;
     }
@@ -626,10 +622,7 @@ impl<'r> Replay<'r> {
     }
 
     /// The replayed reserve must end where the final segments say.
-    fn check_reserve(&mut self, segs: &[&Segment]) {
-        let final_reserved: u64 = segs
-            .iter()
-            .fold(0u64, |acc, s| acc.saturating_add(s.total_size));
+    fn check_reserve(&mut self, segs: &[&Segment], final_reserved: u64) {
         let end_reserved = self.mapped.total();
         let t = &mut self.t;
         if !segs.is_empty() && end_reserved != final_reserved {
