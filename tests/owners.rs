@@ -278,3 +278,26 @@ fn frame_patterns_in_the_rules_toml_and_bad_ones() {
     assert!(err.contains("[[frames]] entry 1"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// tools/gen_snapshots.py `fields`: an alloc in generated Inductor code with FX fields
+/// (`fx_original_trace` = /workspace/model.py line 9), `compile_context` "Torch-Compiled
+/// Region: 0/1" and `forward_frames` = /workspace/model.py line 9, in forward.
+#[test]
+fn compiled_code_shows_the_model_line_region_and_forward_line() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/snapshot/fields.json");
+    let mut l = load(&path, &LoadOptions::default(), &Progress::new()).expect("loads");
+    let trace = l.traces.remove(0);
+    let index = Index::build(&trace);
+    let s = Summary::build(&trace, &index);
+    let p = s.peak.as_ref().expect("peak");
+    let row = p
+        .live
+        .iter()
+        .find(|e| e.bytes.0 == 4 << 20)
+        .expect("the 4 MiB alloc");
+    assert_eq!(row.user_frame, "model.py:9 forward");
+    assert_eq!(row.compiled, "Torch-Compiled Region: 0/1 · addmm");
+    assert_eq!(row.forward_frame, "model.py:9 forward");
+    assert!(!row.user_frame.contains("torchinductor"));
+}

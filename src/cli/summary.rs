@@ -372,6 +372,12 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
             if e.retained_by_view {
                 flags.push_str("  retained by view");
             }
+            if !e.compiled.is_empty() {
+                let _ = write!(flags, "  [compiled: {}]", e.compiled);
+            }
+            if !e.forward_frame.is_empty() {
+                let _ = write!(flags, "  (forward: {})", e.forward_frame);
+            }
             let cat = if e.inferred {
                 format!("{}?", e.category)
             } else {

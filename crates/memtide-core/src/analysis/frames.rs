@@ -86,8 +86,13 @@ fn digits(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-/// Splits a frame text in any of the shapes the readers produce.
+/// Splits a frame text in any of the shapes the readers produce (an FX suffix
+/// ` [fx …]`, see [`fx_location`], is not part of the name).
 pub fn parse_frame(f: &str) -> Frame<'_> {
+    let f = match f.find(" [fx") {
+        Some(i) if f.ends_with(']') => &f[..i],
+        _ => f,
+    };
     let bare = Frame {
         file: "",
         line: None,
@@ -139,6 +144,28 @@ pub fn parse_frame(f: &str) -> Frame<'_> {
     bare
 }
 
+/// The model source line of a frame of Inductor/FX-generated code (a snapshot taken with
+/// `augment_with_fx_traces=True`; the reader appends ` [fx op=… node=… from: File "…", line
+/// N, in f: code]` to the frame's name): `(file, line, function, node name)`.
+pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
+    let i = text.find(" [fx")?;
+    let fx = &text[i..];
+    let node = fx
+        .split_once(" node=")
+        .map_or("", |(_, r)| r.split([' ', ']']).next().unwrap_or(""));
+    let (file, line, func) = traceback_line(fx.split_once("from: ")?.1)?;
+    Some((file, line, func, node))
+}
+
+/// `File "path", line 12, in forward` (a Python traceback line; what follows is ignored).
+pub fn traceback_line(s: &str) -> Option<(&str, u64, &str)> {
+    let r = s.trim_start().strip_prefix("File \"")?;
+    let (file, r) = r.split_once("\", line ")?;
+    let (line, r) = r.split_once(", in ")?;
+    let func = r.split([':', ' ', ']', '\n']).next().unwrap_or("");
+    Some((file, digits(line)?, func))
+}
+
 /// Whether `file` belongs to PyTorch, an installed package, the standard library or a
 /// pseudo-file, by the built-in rules alone.
 fn builtin_internal(file: &str) -> bool {
@@ -156,7 +183,7 @@ fn builtin_internal(file: &str) -> bool {
         || f.contains("/lib64/python")
         || f.starts_with("torch/")
         || f.contains("/torch/")
-        || f.contains("/torchinductor_")
+        || f.contains("/torchinductor")
         || f.contains("/triton/")
         || !(f.ends_with(".py") || f.ends_with(".ipynb"))
 }
@@ -221,6 +248,8 @@ pub struct StackFrames {
     pub innermost: String,
     /// The module path the stack shows (`layers.3.mlp`, from `nn.Module: …` spans), or empty.
     pub module: String,
+    /// The FX node of compiled code the user frame was read from (`addmm`), or empty.
+    pub fx_node: String,
 }
 
 impl FrameView {
@@ -230,7 +259,14 @@ impl FrameView {
         for sid in 0..trace.strings.stack_count() {
             for &f in trace.strings.stack(StackId(sid as u32)) {
                 let text = trace.strings.str(f);
-                let fr = parse_frame(&text);
+                let fr = match fx_location(&text) {
+                    Some((file, line, name, _)) => Frame {
+                        file,
+                        line: Some(line),
+                        name,
+                    },
+                    None => parse_frame(&text),
+                };
                 if rules.is_internal(&fr) {
                     continue;
                 }
@@ -274,6 +310,21 @@ impl FrameView {
             let fr = parse_frame(&text);
             if out.innermost.is_empty() && !fr.name.is_empty() && !text.starts_with("??") {
                 out.innermost = fr.name.to_string();
+            }
+            if out.user.is_empty() {
+                if let Some((file, line, name, node)) = fx_location(&text) {
+                    // Generated code: the model's line it was compiled from.
+                    let src = Frame {
+                        file,
+                        line: Some(line),
+                        name,
+                    };
+                    if !self.rules.is_internal(&src) {
+                        out.user = self.show(&src);
+                        out.user_full = format!("{file}:{line}:{name}");
+                        out.fx_node = node.to_string();
+                    }
+                }
             }
             if out.user.is_empty() && !self.rules.is_internal(&fr) {
                 out.user = self.show(&fr);
@@ -405,6 +456,26 @@ mod tests {
         assert_eq!(s.innermost, "aten::empty");
         assert_eq!(s.module, "Block_3.Linear_0");
         assert_eq!(s.user, "x.py:3 f");
+        let fx = "/tmp/torchinductor_u/xy/cxy.py:12:call [fx op=call_function node=addmm target=aten.addmm.default from: File \"/home/me/proj/model.py\", line 9, in forward: y = self.fc(x)]";
+        assert_eq!(
+            fx_location(fx),
+            Some(("/home/me/proj/model.py", 9, "forward", "addmm"))
+        );
+        assert_eq!(parse_frame(fx).name, "call");
+        let s = v.of_frames([
+            Cow::Borrowed(fx),
+            Cow::Borrowed("/home/me/proj/train.py:40:main"),
+        ]);
+        assert_eq!(
+            (s.user.as_str(), s.fx_node.as_str()),
+            ("model.py:9 forward", "addmm")
+        );
+        assert_eq!(s.innermost, "call");
+        assert_eq!(
+            traceback_line("File \"/w/model.py\", line 9, in forward"),
+            Some(("/w/model.py", 9, "forward"))
+        );
+        assert_eq!(traceback_line("line 9"), None);
         assert_eq!(common_dir("/a/b/c/", "/a/b/d/"), "/a/b/");
         assert_eq!(common_dir("/a/bc/", "/a/bd/"), "/a/");
         assert_eq!(common_dir("", "/a/"), "");

@@ -25,6 +25,12 @@ pub struct LiveEntry {
     pub user_frame_full: String,
     /// The innermost frame's function or op (`relu`, `aten::addmm`), or empty.
     pub innermost: String,
+    /// torch.compile: the compiled region (`compile_context`, e.g. `Torch-Compiled Region:
+    /// 0/1`) and the FX node the user frame was read from (`addmm`), or empty.
+    pub compiled: String,
+    /// A backward allocation's forward line (the user frame of its `forward_frames`), or
+    /// empty.
+    pub forward_frame: String,
     /// Views of the storage ever made (DESIGN §7 `views`).
     pub views: usize,
     /// Views still holding the storage at this instant.
@@ -86,6 +92,8 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         user_frame: sf.user,
         user_frame_full: sf.user_full,
         innermost: sf.innermost,
+        compiled: compiled(trace, id, &sf.fx_node),
+        forward_frame: forward_frame(trace, id, view),
         views: trace.view_count(id),
         live_views: trace.live_views_at(id, at),
         retained_by_view: trace.retained_by_view(id, at),
@@ -138,4 +146,54 @@ fn group(entries: &[LiveEntry], key: impl Fn(&LiveEntry) -> String) -> Vec<Group
         .collect();
     v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.key.cmp(&b.key)));
     v
+}
+
+/// The storage's kept source fields (`compile_context`, `forward_frames`, …) as JSON.
+fn extra(trace: &Trace, id: AllocId) -> Option<serde_json::Value> {
+    let sid = trace.extra.get(&id)?;
+    serde_json::from_str(&trace.strings.str(*sid)).ok()
+}
+
+/// `Torch-Compiled Region: 0/1 · addmm`, from `compile_context` (its placeholders `N/A`
+/// and empty say nothing) and the FX node.
+fn compiled(trace: &Trace, id: AllocId, fx_node: &str) -> String {
+    let region = extra(trace, id).and_then(|x| {
+        x.get("compile_context")
+            .and_then(|c| c.as_str().map(str::to_string))
+            .filter(|c| !c.is_empty() && c != "N/A")
+    });
+    match (region, fx_node.is_empty()) {
+        (Some(r), true) => r,
+        (Some(r), false) => format!("{r} · {fx_node}"),
+        (None, false) => fx_node.to_string(),
+        (None, true) => String::new(),
+    }
+}
+
+/// The user frame of `forward_frames` (traceback lines `File "…", line N, in f`, innermost
+/// last as Python prints them, or frame texts).
+fn forward_frame(trace: &Trace, id: AllocId, view: &FrameView) -> String {
+    use super::frames::{parse_frame, traceback_line, Frame};
+    let Some(x) = extra(trace, id) else {
+        return String::new();
+    };
+    let Some(list) = x.get("forward_frames").and_then(|v| v.as_array()) else {
+        return String::new();
+    };
+    let texts: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
+    // A traceback lists the outermost call first: read it innermost first.
+    for t in texts.iter().rev() {
+        let fr = match traceback_line(t) {
+            Some((file, line, name)) => Frame {
+                file,
+                line: Some(line),
+                name,
+            },
+            None => parse_frame(t),
+        };
+        if !view.rules.is_internal(&fr) {
+            return view.show(&fr);
+        }
+    }
+    String::new()
 }

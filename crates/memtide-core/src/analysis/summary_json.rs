@@ -141,6 +141,10 @@ pub struct LiveJson<'a> {
     pub innermost: &'a str,
     /// What to call the row: `name`, else the module path, else the op/function.
     pub label: &'a str,
+    /// torch.compile: the compiled region (`compile_context`) and FX node; "" when none.
+    pub compiled: &'a str,
+    /// A backward allocation's forward line (from `forward_frames`); "" when none.
+    pub forward_frame: &'a str,
 }
 
 /// The measurement window of the peak (`{"spec":"all","label":"whole run"}` for the run).
@@ -344,6 +348,8 @@ impl<'a> LiveJson<'a> {
             user_frame: &e.user_frame,
             innermost: &e.innermost,
             label: &e.label,
+            compiled: &e.compiled,
+            forward_frame: &e.forward_frame,
         }
     }
 }
