@@ -206,7 +206,7 @@ fn summary_text_shows_user_frames_tree_breakdown_and_relative_time() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("persistent       23.54 KiB = params 5.859 KiB + grads 5.859 KiB + optimizer 11.73 KiB + buffers 100 B → 16.0 B/param × 1,500 params (fp32 Adam: 16; recorded)"),
+        text.contains("persistent       23.54 KiB = params 5.859 KiB + grads 5.859 KiB + optimizer 11.73 KiB + buffers 100 B → 16.0 B/param × 1,500 params (fp32 Adam: 16) · recorded"),
         "{text}"
     );
     assert!(

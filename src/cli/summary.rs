@@ -198,7 +198,7 @@ fn persistent(o: &mut String, s: &Summary) {
     if let (Some(bpp), Some(n)) = (p.bytes_per_param, p.param_count) {
         let _ = write!(line, " → {bpp:.1} B/param × {} params", grouped(n));
     }
-    let _ = write!(line, " ({}; {})", p.model, p.source);
+    let _ = write!(line, " ({}) · {}", p.model, p.source);
     let _ = writeln!(o, "{line}");
 }
 
@@ -243,6 +243,14 @@ stack tree at the peak ({} in {} storages; outermost frame first):",
                 "  ".repeat(depth)
             );
         }
+    }
+    if p.tree.self_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>6}  (no stack)",
+            human_bytes(p.tree.self_bytes),
+            p.tree.self_count
+        );
     }
     walk(o, &p.tree, 0);
 }

@@ -99,7 +99,7 @@ fn near(x: f64, want: f64) -> bool {
 /// Which usual training set-up `params`/`grads`/`optimizer` bytes fit.
 fn fit(params: u64, grads: u64, opt: u64, count: Option<u64>) -> String {
     if params == 0 {
-        return "no parameters recorded: no model fits".into();
+        return "no parameters found: no model fits".into();
     }
     let g = grads as f64 / params as f64;
     let o = opt as f64 / params as f64;
@@ -142,6 +142,6 @@ mod tests {
         assert!(fit(40, 40, 80, None).starts_with("Adam-like"));
         assert!(fit(40, 40, 130, Some(10)).starts_with("fits no usual model"));
         assert!(fit(40, 40, 80, Some(3)).starts_with("fits no usual model"));
-        assert!(fit(0, 0, 80, None).starts_with("no parameters"));
+        assert!(fit(0, 0, 80, None).starts_with("no parameters found"));
     }
 }
