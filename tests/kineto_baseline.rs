@@ -165,6 +165,26 @@ fn categories_sidecar_reproduces_pytorch_breakdown_at_peak() {
     assert_eq!(activation, 261_735_432);
 }
 
+/// The persistent breakdown at the peak, from the sidecar's categories, equals PyTorch's own
+/// PARAMETER / GRADIENT / OPTIMIZER_STATE at its peak (refs.json).
+#[test]
+fn persistent_breakdown_at_peak_equals_pytorch_categories() {
+    let r = refs();
+    let b = &r["memory_timeline_summary"]["peak_breakdown"];
+    let (trace, index) = open(true);
+    let s = Summary::build(&trace, &index);
+    let p = s.peak.as_ref().expect("peak");
+    let x = p.persistent.as_ref().expect("persistent at the peak");
+    assert_eq!(x.params, Some(u(&b["PARAMETER"])));
+    assert_eq!(x.grads, Some(u(&b["GRADIENT"])));
+    assert_eq!(x.optimizer, Some(u(&b["OPTIMIZER_STATE"])));
+    assert_eq!(x.total, p.bands[Band::Persistent.idx()]);
+    assert_eq!(x.source, "recorded");
+    // The trace records no parameter count: bytes per parameter is unknown, not guessed.
+    assert_eq!(x.param_count, None);
+    assert_eq!(x.bytes_per_param, None);
+}
+
 /// Stronger than the peak: after every µs of the run, our per-category totals equal PyTorch's
 /// coalesced timeline row for that µs.
 #[test]

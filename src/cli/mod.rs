@@ -239,6 +239,18 @@ pub struct SummaryArgs {
     /// explanation (memory outside the allocator = capacity − reserved − driver free).
     #[arg(long, value_name = "SIZE")]
     pub capacity: Option<String>,
+    /// Frames to show: user (the innermost frame of user code, `file.py:123 function`, with
+    /// the innermost op beside it) or all (the top frame as the file gives it; the tree then
+    /// has every frame). Library patterns: `[[frames]] internal = "my_lib/"` in --rules.
+    #[arg(long, value_name = "MODE", default_value = "user", value_parser = ["user", "all"])]
+    pub frames: String,
+    /// Print the top of the stack tree at the peak (who owns the bytes, by stack).
+    #[arg(long)]
+    pub tree: bool,
+    /// Print times as the file's absolute values (epoch µs) instead of relative to the
+    /// trace's first event.
+    #[arg(long)]
+    pub absolute_time: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

@@ -4,7 +4,8 @@ use super::frames::short_frame;
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
-use memtide_core::analysis::summary::{Summary, WindowReport};
+use memtide_core::analysis::summary::{Summary, SummaryOptions, WindowReport};
+use memtide_core::analysis::tree::{TreeFrames, TreeNode};
 use memtide_core::trace::units::grouped;
 use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
@@ -16,6 +17,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
+    let frame_rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
     let (_, traces) = index_all(loaded);
     let t_index = t0.elapsed() - t_load;
     if a.timings {
@@ -46,8 +48,16 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
             _ => None,
         };
+        let opts = SummaryOptions {
+            frame_rules: frame_rules.clone(),
+            tree_frames: if a.frames == "all" {
+                TreeFrames::All
+            } else {
+                TreeFrames::User
+            },
+        };
         summaries.push(
-            Summary::build_in(&t.trace, &t.index, resolved.as_ref()).explained(
+            Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
                 &t.trace,
                 &t.index,
                 t.allocator.as_ref(),
@@ -94,11 +104,16 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         } else {
             summaries.iter().filter(|s| s.events > 0).collect()
         };
+        let view = TextView {
+            all_frames: a.frames == "all",
+            tree: a.tree,
+            absolute_time: a.absolute_time,
+        };
         for (i, s) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");
             }
-            crate::outln!("{}", render_text(s).trim_end_matches('\n'));
+            crate::outln!("{}", render_text_with(s, &view).trim_end_matches('\n'));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -108,39 +123,50 @@ fn bytes_both(n: u64) -> String {
     format!("{} ({} B)", human_bytes(n), grouped(n))
 }
 
+/// How the text report shows frames, the tree and times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextView {
+    /// Show the top frame as the file gives it instead of the user frame.
+    pub all_frames: bool,
+    /// Print the stack tree at the peak.
+    pub tree: bool,
+    /// Times as the file's values instead of relative to the first event.
+    pub absolute_time: bool,
+}
+
 /// The human report (binary units, with exact bytes beside them), section by section.
 pub fn render_text(s: &Summary) -> String {
+    render_text_with(s, &TextView::default())
+}
+
+/// [`render_text`] shown through `v`.
+pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     let mut o = String::new();
-    for section in [
-        header,
-        peak,
-        figures,
-        device_log,
-        live_set,
-        windows,
-        steps,
-        ooms,
-        notes_and_warnings,
-    ] {
-        section(&mut o, s);
+    header(&mut o, s);
+    peak(&mut o, s, v);
+    persistent(&mut o, s);
+    figures(&mut o, s);
+    device_log(&mut o, s);
+    live_set(&mut o, s, v);
+    if v.tree {
+        tree(&mut o, s);
     }
+    windows(&mut o, s);
+    steps(&mut o, s, v);
+    ooms(&mut o, s, v);
+    notes_and_warnings(&mut o, s);
     o
 }
 
 /// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
 /// the advice.
-fn ooms(o: &mut String, s: &Summary) {
+fn ooms(o: &mut String, s: &Summary, v: &TextView) {
     use memtide_core::allocator::explain::shown;
     for x in &s.ooms {
         let _ = writeln!(o);
         let t = x
             .time_us
-            .map(|t| {
-                format!(
-                    " · t={} us",
-                    memtide_core::analysis::summary_json::Micros(Some(t))
-                )
-            })
+            .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
         let _ = writeln!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
         let rows: [(&str, String); 12] = [
@@ -178,6 +204,108 @@ fn ooms(o: &mut String, s: &Summary) {
     }
 }
 
+/// A time relative to the trace's first event (`+12.345 ms`), or the file's value.
+fn time_text(s: &Summary, t: f64, v: &TextView) -> String {
+    match s.start_time_us {
+        Some(t0) if !v.absolute_time => {
+            let d = t - t0;
+            if d.abs() >= 1e6 {
+                format!("t=+{:.3} s", d / 1e6)
+            } else {
+                format!("t=+{:.3} ms", d / 1e3)
+            }
+        }
+        _ => format!(
+            "t={} us",
+            memtide_core::analysis::summary_json::Micros(Some(t))
+        ),
+    }
+}
+
+/// `persistent 160 MiB = params 40 MiB + grads 40 MiB + optimizer 80 MiB → 16.0 B/param (fp32 Adam: 16)`.
+fn persistent(o: &mut String, s: &Summary) {
+    let Some(p) = s.peak.as_ref().and_then(|p| p.persistent.as_ref()) else {
+        return;
+    };
+    if s.live_unavailable.is_some() {
+        return;
+    }
+    let mut line = format!("persistent       {}", human_bytes(p.total));
+    if let (Some(pa), Some(g), Some(op), Some(b)) = (p.params, p.grads, p.optimizer, p.buffers) {
+        let _ = write!(
+            line,
+            " = params {} + grads {} + optimizer {}",
+            human_bytes(pa),
+            human_bytes(g),
+            human_bytes(op)
+        );
+        if b > 0 {
+            let _ = write!(line, " + buffers {}", human_bytes(b));
+        }
+        if p.other > 0 {
+            let _ = write!(line, " + other {}", human_bytes(p.other));
+        }
+    }
+    if let (Some(bpp), Some(n)) = (p.bytes_per_param, p.param_count) {
+        let _ = write!(line, " → {bpp:.1} B/param × {} params", grouped(n));
+    }
+    let _ = write!(line, " ({}) · {}", p.model, p.source);
+    let _ = writeln!(o, "{line}");
+}
+
+/// The top of the stack tree at the peak.
+fn tree(o: &mut String, s: &Summary) {
+    let Some(p) = &s.peak else {
+        return;
+    };
+    if let Some(why) = s.live_unavailable {
+        let _ = writeln!(
+            o,
+            "
+stack tree at the peak: {why}"
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "
+stack tree at the peak ({} in {} storages; outermost frame first):",
+        human_bytes(p.tree.bytes),
+        grouped(p.tree.count as u64)
+    );
+    fn walk(o: &mut String, n: &TreeNode, depth: usize) {
+        for c in &n.children {
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>6}  {}{}",
+                human_bytes(c.bytes),
+                c.count,
+                "  ".repeat(depth),
+                c.frame
+            );
+            walk(o, c, depth + 1);
+        }
+        if n.omitted_bytes > 0 {
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>6}  {}… (more, not shown)",
+                human_bytes(n.omitted_bytes),
+                n.omitted_count,
+                "  ".repeat(depth)
+            );
+        }
+    }
+    if p.tree.self_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>6}  (no stack)",
+            human_bytes(p.tree.self_bytes),
+            p.tree.self_count
+        );
+    }
+    walk(o, &p.tree, 0);
+}
+
 /// Source, format, device, rank, event count.
 fn header(o: &mut String, s: &Summary) {
     let _ = writeln!(
@@ -193,7 +321,7 @@ fn header(o: &mut String, s: &Summary) {
 }
 
 /// The peak, where it is, and its bands.
-fn peak(o: &mut String, s: &Summary) {
+fn peak(o: &mut String, s: &Summary, v: &TextView) {
     match &s.peak {
         None => {
             let _ = writeln!(o, "peak             unavailable (no events)");
@@ -208,11 +336,7 @@ fn peak(o: &mut String, s: &Summary) {
                 let _ = write!(at, " (#{} in the file)", p.source_index);
             }
             if let Some(t) = p.time_us {
-                let _ = write!(
-                    at,
-                    " · t={} us",
-                    memtide_core::analysis::summary_json::Micros(Some(t))
-                );
+                let _ = write!(at, " · {}", time_text(s, t, v));
             }
             if let Some(m) = &p.mark {
                 let _ = write!(at, " · {m}");
@@ -341,7 +465,7 @@ fn device_log(o: &mut String, s: &Summary) {
 }
 
 /// The biggest storages live at the peak (or why the live set is unknown).
-fn live_set(o: &mut String, s: &Summary) {
+fn live_set(o: &mut String, s: &Summary, v: &TextView) {
     if let (Some(_), Some(why)) = (&s.peak, s.live_unavailable) {
         let _ = writeln!(o, "\nlive at the peak: {why}");
     } else if let Some(p) = &s.peak {
@@ -364,17 +488,29 @@ fn live_set(o: &mut String, s: &Summary) {
             if e.retained_by_view {
                 flags.push_str("  retained by view");
             }
+            if !e.compiled.is_empty() {
+                let _ = write!(flags, "  [compiled: {}]", e.compiled);
+            }
+            if !e.forward_frame.is_empty() {
+                let _ = write!(flags, "  (forward: {})", e.forward_frame);
+            }
             let cat = if e.inferred {
                 format!("{}?", e.category)
             } else {
                 e.category.to_string()
             };
-            let frame = short_frame(&e.frame);
-            // Snapshots and profiler traces name nothing: the frame says where it came from.
-            let what = if e.name.is_empty() {
-                frame.to_string()
+            let frame = if v.all_frames || e.user_frame.is_empty() {
+                short_frame(&e.frame).to_string()
+            } else if e.innermost.is_empty() || e.user_frame.ends_with(e.innermost.as_str()) {
+                e.user_frame.clone()
             } else {
-                format!("{:<28} {frame}", e.name)
+                format!("{}  ← {}", e.user_frame, e.innermost)
+            };
+            // Snapshots and profiler traces name nothing: the label is the module or the op.
+            let what = if e.label.is_empty() {
+                frame
+            } else {
+                format!("{:<28} {frame}", e.label)
             };
             let _ = writeln!(
                 o,
@@ -400,7 +536,7 @@ fn windows(o: &mut String, s: &Summary) {
 }
 
 /// The per-step table and the baseline trend.
-fn steps(o: &mut String, s: &Summary) {
+fn steps(o: &mut String, s: &Summary, v: &TextView) {
     let t = &s.trend;
     if !t.steps.is_empty() {
         let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
@@ -439,7 +575,11 @@ fn steps(o: &mut String, s: &Summary) {
                     human_bytes(sv.bytes.0),
                     sv.count,
                     if sv.name.is_empty() { "-" } else { &sv.name },
-                    sv.frame,
+                    if v.all_frames || sv.user_frame.is_empty() {
+                        &sv.frame
+                    } else {
+                        &sv.user_frame
+                    },
                     sv.steps.join(", ")
                 );
             }

@@ -3,6 +3,7 @@
 //! ([`crate::device_merge`]), check the byte sums. The one entry point the
 //! binary, the tests and the benchmarks use.
 
+use crate::analysis::frames::FrameRules;
 use crate::analysis::infer::{infer, Rules};
 use crate::device_merge;
 use crate::formats::{self, device_log, jsonl, source, Format, FormatError, Progress};
@@ -54,6 +55,20 @@ pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
             FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
         })?;
     Rules::parse(&text)
+        .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
+}
+
+/// The user's frame patterns (`[[frames]]` tables of the `--rules FILE`), or none.
+pub fn frame_rules(opts: &LoadOptions) -> Result<FrameRules, FormatError> {
+    let Some(path) = &opts.rules else {
+        return Ok(FrameRules::default());
+    };
+    let text = source::open_regular(path)
+        .and_then(std::io::read_to_string)
+        .map_err(|e| {
+            FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
+        })?;
+    FrameRules::parse(&text)
         .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
 }
 

@@ -1,5 +1,6 @@
 //! The live set at an instant, as rows for the inspector and the summary, and its groupings.
 
+use super::frames::FrameView;
 use crate::index::Index;
 use crate::trace::{AllocId, Band, Bytes, Seq, Trace, FLAG_INFERRED};
 use std::collections::BTreeMap;
@@ -11,8 +12,25 @@ pub struct LiveEntry {
     pub bytes: Bytes,
     pub band: Band,
     pub category: &'static str,
+    /// The source's name for the storage (`user_metadata`, JSONL `name`), or empty.
     pub name: String,
+    /// What to call the row: `name`, else the module path the stack shows, else the op or
+    /// innermost function (empty only when the source knows nothing).
+    pub label: String,
+    /// The top frame as the source gave it (see `Trace::top_frame`).
     pub frame: String,
+    /// The user frame, `file.py:123 function` (see [`super::frames`]), or empty.
+    pub user_frame: String,
+    /// The user frame's full text (full path), for an inspector, or empty.
+    pub user_frame_full: String,
+    /// The innermost frame's function or op (`relu`, `aten::addmm`), or empty.
+    pub innermost: String,
+    /// torch.compile: the compiled region (`compile_context`, e.g. `Torch-Compiled Region:
+    /// 0/1`) and the FX node the user frame was read from (`addmm`), or empty.
+    pub compiled: String,
+    /// A backward allocation's forward line (the user frame of its `forward_frames`), or
+    /// empty.
+    pub forward_frame: String,
     /// Views of the storage ever made (DESIGN §7 `views`).
     pub views: usize,
     /// Views still holding the storage at this instant.
@@ -22,25 +40,60 @@ pub struct LiveEntry {
     pub inferred: bool,
 }
 
-/// The live set at `at`, biggest first; `limit` rows at most (None: all).
+/// The live set at `at`, biggest first; `limit` rows at most (None: all); frames under the
+/// built-in rules.
 pub fn live_entries(trace: &Trace, index: &Index, at: Seq, limit: Option<usize>) -> Vec<LiveEntry> {
+    let view = FrameView::new(trace, &Default::default());
+    live_entries_in(trace, index, at, limit, &view)
+}
+
+/// [`live_entries`] with frames read through `view`.
+pub fn live_entries_in(
+    trace: &Trace,
+    index: &Index,
+    at: Seq,
+    limit: Option<usize>,
+    view: &FrameView,
+) -> Vec<LiveEntry> {
     let ids = index.live_at(trace, at);
     ids.into_iter()
         .take(limit.unwrap_or(usize::MAX))
-        .map(|id| entry(trace, id, at))
+        .map(|id| entry_in(trace, id, at, view))
         .collect()
 }
 
-/// One row for storage `id` as seen at `at`.
+/// One row for storage `id` as seen at `at`, frames under the built-in rules and without a
+/// project root (user files keep their full path; [`entry_in`] with a [`FrameView::new`]
+/// strips it).
 pub fn entry(trace: &Trace, id: AllocId, at: Seq) -> LiveEntry {
+    entry_in(trace, id, at, &FrameView::default())
+}
+
+/// One row for storage `id` as seen at `at`, frames read through `view`.
+pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEntry {
     let cat = trace.category(id);
+    let name = trace.name(id).to_string();
+    let sf = view.of_frames(trace.stack(id));
+    let label = if !name.is_empty() {
+        name.clone()
+    } else if !sf.module.is_empty() {
+        sf.module.clone()
+    } else {
+        sf.innermost.clone()
+    };
     LiveEntry {
         id,
         bytes: trace.size(id),
         band: cat.band(),
         category: cat.name(),
-        name: trace.name(id).to_string(),
+        name,
+        label,
         frame: trace.top_frame(id).to_string(),
+        user_frame: sf.user,
+        user_frame_full: sf.user_full,
+        innermost: sf.innermost,
+        compiled: compiled(trace, id, &sf.fx_node),
+        forward_frame: forward_frame(trace, id, view),
         views: trace.view_count(id),
         live_views: trace.live_views_at(id, at),
         retained_by_view: trace.retained_by_view(id, at),
@@ -93,4 +146,54 @@ fn group(entries: &[LiveEntry], key: impl Fn(&LiveEntry) -> String) -> Vec<Group
         .collect();
     v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.key.cmp(&b.key)));
     v
+}
+
+/// The storage's kept source fields (`compile_context`, `forward_frames`, …) as JSON.
+fn extra(trace: &Trace, id: AllocId) -> Option<serde_json::Value> {
+    let sid = trace.extra.get(&id)?;
+    serde_json::from_str(&trace.strings.str(*sid)).ok()
+}
+
+/// `Torch-Compiled Region: 0/1 · addmm`, from `compile_context` (its placeholders `N/A`
+/// and empty say nothing) and the FX node.
+fn compiled(trace: &Trace, id: AllocId, fx_node: &str) -> String {
+    let region = extra(trace, id).and_then(|x| {
+        x.get("compile_context")
+            .and_then(|c| c.as_str().map(str::to_string))
+            .filter(|c| !c.is_empty() && c != "N/A")
+    });
+    match (region, fx_node.is_empty()) {
+        (Some(r), true) => r,
+        (Some(r), false) => format!("{r} · {fx_node}"),
+        (None, false) => fx_node.to_string(),
+        (None, true) => String::new(),
+    }
+}
+
+/// The user frame of `forward_frames` (traceback lines `File "…", line N, in f`, innermost
+/// last as Python prints them, or frame texts).
+fn forward_frame(trace: &Trace, id: AllocId, view: &FrameView) -> String {
+    use super::frames::{parse_frame, traceback_line, Frame};
+    let Some(x) = extra(trace, id) else {
+        return String::new();
+    };
+    let Some(list) = x.get("forward_frames").and_then(|v| v.as_array()) else {
+        return String::new();
+    };
+    let texts: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
+    // A traceback lists the outermost call first: read it innermost first.
+    for t in texts.iter().rev() {
+        let fr = match traceback_line(t) {
+            Some((file, line, name)) => Frame {
+                file,
+                line: Some(line),
+                name,
+            },
+            None => parse_frame(t),
+        };
+        if !view.rules.is_internal(&fr) {
+            return view.show(&fr);
+        }
+    }
+    String::new()
 }

@@ -3,12 +3,15 @@
 
 pub mod columns;
 pub mod diff;
+pub mod frames;
 pub mod infer;
 pub mod live;
 pub mod oom;
 pub mod peak;
+pub mod persistent;
 pub mod summary;
 pub mod summary_json;
+pub mod tree;
 pub mod trend;
 pub mod window_spec;
 pub mod windows;

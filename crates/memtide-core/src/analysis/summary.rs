@@ -1,8 +1,11 @@
 //! The headless report of one trace (`summary`); its JSON form is [`super::summary_json`].
 
-use super::live::{entry, LiveEntry};
+use super::frames::{FrameRules, FrameView};
+use super::live::{entry_in, LiveEntry};
 use super::peak::{final_bytes, window_peak};
+use super::persistent::{persistent, Persistent};
 use super::summary_json::SummaryJson;
+use super::tree::{stack_tree, TreeFrames, TreeNode};
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
 use super::windows::{all_windows, Window};
@@ -12,6 +15,19 @@ use serde_json::Value;
 
 /// How many live storages the summary lists.
 pub const TOP_N: usize = 20;
+/// Levels of `peak.tree` below its root.
+pub const TREE_DEPTH: usize = 6;
+/// Children kept per node of `peak.tree` (the biggest; the rest counted as omitted).
+pub const TREE_WIDTH: usize = 5;
+
+/// How the summary reads frames.
+#[derive(Clone, Debug, Default)]
+pub struct SummaryOptions {
+    /// User patterns (`[[frames]]` in the rules TOML).
+    pub frame_rules: FrameRules,
+    /// The tree's levels: user frames (default) or every frame.
+    pub tree_frames: TreeFrames,
+}
 
 /// Everything `summary` reports about one device's trace.
 #[derive(Clone, Debug)]
@@ -47,6 +63,8 @@ pub struct Summary {
     pub windows: Vec<WindowReport>,
     pub bands_source: &'static str,
     pub time_available: bool,
+    /// The time of the trace's first event (µs, the file's clock), None without a clock.
+    pub start_time_us: Option<f64>,
     /// The measurement window the peak belongs to (None: the whole run).
     pub window: Option<WindowInfo>,
     pub trend: Trend,
@@ -88,6 +106,10 @@ pub struct PeakReport {
     pub bands: [u64; Band::COUNT],
     pub live_count: usize,
     pub live: Vec<LiveEntry>,
+    /// The live set as a stack tree, bounded to [`TREE_DEPTH`] × [`TREE_WIDTH`].
+    pub tree: TreeNode,
+    /// The persistent band split by category (None: nothing persistent is live).
+    pub persistent: Option<Persistent>,
 }
 
 /// The peak of one window.
@@ -114,6 +136,17 @@ impl Summary {
 
     /// Builds the report with the peak measured inside `window` (None: the whole run).
     pub fn build_in(trace: &Trace, index: &Index, window: Option<&Resolved>) -> Summary {
+        Summary::build_with(trace, index, window, &SummaryOptions::default())
+    }
+
+    /// [`Summary::build_in`] with frames read under `opts`.
+    pub fn build_with(
+        trace: &Trace,
+        index: &Index,
+        window: Option<&Resolved>,
+        opts: &SummaryOptions,
+    ) -> Summary {
+        let view = FrameView::new(trace, &opts.frame_rules);
         let (lo, hi) = match window {
             Some(w) => (w.lo, w.hi),
             None => (
@@ -149,8 +182,11 @@ impl Summary {
                     live: live_all
                         .iter()
                         .take(TOP_N)
-                        .map(|&id| entry(trace, id, p.at))
+                        .map(|&id| entry_in(trace, id, p.at, &view))
                         .collect(),
+                    tree: stack_tree(trace, &live_all, &view, opts.tree_frames)
+                        .bounded(TREE_DEPTH, TREE_WIDTH),
+                    persistent: persistent(trace, &live_all),
                 }
             });
         let windows = all_windows(trace, index)
@@ -212,6 +248,7 @@ impl Summary {
             windows,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
+            start_time_us: trace.time_us(crate::trace::Seq(0)),
             window: window.map(|w| WindowInfo {
                 spec: w.spec.clone(),
                 label: w.label.clone(),
@@ -220,7 +257,15 @@ impl Summary {
                 first_source_index: trace.src_index(w.lo),
                 last_source_index: trace.src_index(w.hi),
             }),
-            trend: trend(trace, index),
+            trend: {
+                let mut t = trend(trace, index);
+                for sv in &mut t.survivors {
+                    if let Some(&id) = sv.ids.first() {
+                        sv.user_frame = view.of_frames(trace.stack(id)).user;
+                    }
+                }
+                t
+            },
             device_log: trace.device_log.clone(),
             device_log_peak_covered: trace.device_log.as_ref().zip(peak_at).map(
                 |(d, (at_start, at))| {

@@ -3,7 +3,9 @@
 //! cannot be known is `null`, never 0.
 
 use super::live::LiveEntry;
+use super::persistent::Persistent;
 use super::summary::{Summary, WindowReport};
+use super::tree::TreeNode;
 use super::trend::Trend;
 use crate::trace::{Band, DeviceLogInfo};
 use serde::ser::{SerializeMap, Serializer};
@@ -77,6 +79,68 @@ pub struct PeakJson<'a> {
     pub live_count: Option<usize>,
     pub live: Option<Vec<LiveJson<'a>>>,
     pub live_unavailable: Option<&'a str>,
+    /// The live set as a stack tree of user frames (bounded: `TREE_DEPTH` levels,
+    /// `TREE_WIDTH` children per node); null when the live set is unavailable.
+    pub tree: Option<TreeJson<'a>>,
+    /// The persistent band split by category; null when nothing persistent is live or the
+    /// live set is unavailable.
+    pub persistent: Option<PersistentJson<'a>>,
+}
+
+/// One node of `peak.tree`: `bytes = self_bytes + Σ children.bytes + omitted_bytes`.
+#[derive(Serialize)]
+pub struct TreeJson<'a> {
+    pub frame: &'a str,
+    pub bytes: u64,
+    pub count: usize,
+    pub self_bytes: u64,
+    pub omitted_bytes: u64,
+    pub children: Vec<TreeJson<'a>>,
+}
+
+impl<'a> TreeJson<'a> {
+    fn new(n: &'a TreeNode) -> TreeJson<'a> {
+        TreeJson {
+            frame: &n.frame,
+            bytes: n.bytes,
+            count: n.count,
+            self_bytes: n.self_bytes,
+            omitted_bytes: n.omitted_bytes,
+            children: n.children.iter().map(TreeJson::new).collect(),
+        }
+    }
+}
+
+/// `peak.persistent`: null figures where the source does not split them.
+#[derive(Serialize)]
+pub struct PersistentJson<'a> {
+    pub total: u64,
+    pub params: Option<u64>,
+    pub grads: Option<u64>,
+    pub optimizer: Option<u64>,
+    pub buffers: Option<u64>,
+    pub other: u64,
+    pub param_count: Option<u64>,
+    pub bytes_per_param: Option<f64>,
+    pub source: &'a str,
+    pub model: &'a str,
+}
+
+impl<'a> PersistentJson<'a> {
+    fn new(p: &'a Persistent) -> PersistentJson<'a> {
+        PersistentJson {
+            total: p.total,
+            params: p.params,
+            grads: p.grads,
+            optimizer: p.optimizer,
+            buffers: p.buffers,
+            other: p.other,
+            param_count: p.param_count,
+            bytes_per_param: p.bytes_per_param,
+            source: p.source,
+            model: &p.model,
+        }
+    }
 }
 
 /// One live storage at the peak.
@@ -90,6 +154,16 @@ pub struct LiveJson<'a> {
     pub views: usize,
     pub retained_by_view: bool,
     pub inferred: bool,
+    /// The innermost frame that is user code, `file.py:123 function`; "" when none.
+    pub user_frame: &'a str,
+    /// The innermost frame's function or op (`relu`, `aten::addmm`); "" when none.
+    pub innermost: &'a str,
+    /// What to call the row: `name`, else the module path, else the op/function.
+    pub label: &'a str,
+    /// torch.compile: the compiled region (`compile_context`) and FX node; "" when none.
+    pub compiled: &'a str,
+    /// A backward allocation's forward line (from `forward_frames`); "" when none.
+    pub forward_frame: &'a str,
 }
 
 /// The measurement window of the peak (`{"spec":"all","label":"whole run"}` for the run).
@@ -157,6 +231,8 @@ pub struct SurvivorJson<'a> {
     pub bytes: u64,
     pub count: usize,
     pub steps: &'a [String],
+    /// The user frame of the group's first allocation; "" when none.
+    pub user_frame: &'a str,
 }
 
 /// A time in µs: an integer when whole (snapshot µs), else the exact decimal (Kineto); null
@@ -222,6 +298,12 @@ impl<'a> SummaryJson<'a> {
                     .is_none()
                     .then(|| p.live.iter().map(LiveJson::new).collect()),
                 live_unavailable: s.live_unavailable,
+                tree: s.live_unavailable.is_none().then(|| TreeJson::new(&p.tree)),
+                persistent: p
+                    .persistent
+                    .as_ref()
+                    .filter(|_| s.live_unavailable.is_none())
+                    .map(PersistentJson::new),
             }),
             window: match &s.window {
                 None => WindowJson {
@@ -288,6 +370,11 @@ impl<'a> LiveJson<'a> {
             views: e.views,
             retained_by_view: e.retained_by_view,
             inferred: e.inferred,
+            user_frame: &e.user_frame,
+            innermost: &e.innermost,
+            label: &e.label,
+            compiled: &e.compiled,
+            forward_frame: &e.forward_frame,
         }
     }
 }
@@ -343,6 +430,7 @@ impl<'a> TrendJson<'a> {
                     bytes: s.bytes.0,
                     count: s.count,
                     steps: &s.steps,
+                    user_frame: &s.user_frame,
                 })
                 .collect(),
         }

@@ -25,6 +25,8 @@ pub struct StepRow {
 pub struct Survivor {
     pub name: String,
     pub frame: String,
+    /// The user frame of its first allocation (`file.py:12 fn`; filled by the summary), or empty.
+    pub user_frame: String,
     pub bytes: Bytes,
     pub count: usize,
     /// Steps (names) in which they were allocated.
@@ -157,6 +159,7 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
         let g = groups.entry(key.clone()).or_insert_with(|| Survivor {
             name: key.0.clone(),
             frame: key.1.clone(),
+            user_frame: String::new(),
             bytes: Bytes(0),
             count: 0,
             steps: Vec::new(),

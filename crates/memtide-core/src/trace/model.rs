@@ -715,6 +715,15 @@ impl Trace {
         )
     }
 
+    /// The id of the storage's stack (`StackId(0)`, the empty stack, when it has none).
+    pub fn stack_id(&self, id: AllocId) -> StackId {
+        self.storages
+            .stack
+            .get(id.idx())
+            .copied()
+            .unwrap_or_default()
+    }
+
     pub fn stack(&self, id: AllocId) -> Vec<Cow<'_, str>> {
         let sid = self
             .storages

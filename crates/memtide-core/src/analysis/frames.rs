@@ -1,0 +1,488 @@
+//! Readable frames: which frame of a stack is the user's own code, and how to print it short.
+//!
+//! Every input format hands frames over as text (see [`parse_frame`]): snapshot frames
+//! `file:line:name`, JSONL stacks `file:line name`, Kineto's enclosing span names
+//! `path/file.py(123): name`, and op or module names without a file (`aten::addmm`,
+//! `nn.Module: Linear_0`). A frame is *internal* when it is PyTorch, an installed package
+//! (site-packages, dist-packages), the standard library (`/lib/python3.X/`), `<frozen …>` or
+//! another `<…>` pseudo-file, a built-in or op name, an unsymbolised `??` frame, a non-Python
+//! file, or matches a user pattern (`[[frames]] internal = "my_lib/"` in the rules TOML);
+//! `[[frames]] user = "…"` makes a match user code whatever else it is.
+//! The *user frame* of a stack is its innermost frame that is not internal.
+
+use crate::trace::{StackId, Trace};
+use serde::Deserialize;
+use std::borrow::Cow;
+
+/// A bad `[[frames]]` table in the rules TOML.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameRulesError {
+    #[error("rules TOML: {0}")]
+    Toml(String),
+    #[error("[[frames]] entry {0}: needs a non-empty `internal` or `user` pattern")]
+    Empty(usize),
+}
+
+/// User patterns for telling user code from library code (substrings of the frame's file,
+/// or of its name when it has no file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameRules {
+    /// Frames matching one of these are internal (never the user frame).
+    pub internal: Vec<String>,
+    /// Frames matching one of these are user code, even under site-packages.
+    pub user: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct FramesFile {
+    #[serde(default)]
+    frames: Vec<RawFrames>,
+}
+
+#[derive(Deserialize)]
+struct RawFrames {
+    #[serde(default)]
+    internal: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+}
+
+impl FrameRules {
+    /// The `[[frames]]` tables of a rules TOML (other tables are ignored).
+    pub fn parse(text: &str) -> Result<FrameRules, FrameRulesError> {
+        let f: FramesFile =
+            toml::from_str(text).map_err(|e| FrameRulesError::Toml(e.to_string()))?;
+        let mut r = FrameRules::default();
+        for (i, t) in f.frames.into_iter().enumerate() {
+            let mut any = false;
+            if let Some(p) = t.internal.filter(|p| !p.is_empty()) {
+                r.internal.push(p);
+                any = true;
+            }
+            if let Some(p) = t.user.filter(|p| !p.is_empty()) {
+                r.user.push(p);
+                any = true;
+            }
+            if !any {
+                return Err(FrameRulesError::Empty(i + 1));
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// A frame split into its parts; `file` is empty for op, module and built-in names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub file: &'a str,
+    pub line: Option<u64>,
+    pub name: &'a str,
+}
+
+fn digits(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Splits a frame text in any of the shapes the readers produce (an FX suffix
+/// ` [fx …]`, see [`fx_location`], is not part of the name).
+pub fn parse_frame(f: &str) -> Frame<'_> {
+    let f = match f.find(" [fx") {
+        Some(i) if f.ends_with(']') => &f[..i],
+        _ => f,
+    };
+    let bare = Frame {
+        file: "",
+        line: None,
+        name: f,
+    };
+    if f.starts_with("aten::")
+        || f.starts_with("autograd::")
+        || f.starts_with("nn.Module: ")
+        || f.starts_with("<built-in")
+    {
+        return bare;
+    }
+    // Kineto: `path/file.py(123): name`.
+    if let Some(p) = f.find("): ") {
+        let head = &f[..p];
+        if let Some(o) = head.rfind('(') {
+            if let (true, Some(line)) = (o > 0, digits(&head[o + 1..])) {
+                return Frame {
+                    file: &head[..o],
+                    line: Some(line),
+                    name: &f[p + 3..],
+                };
+            }
+        }
+    }
+    // Snapshot: `file:line:name`.
+    let mut it = f.rsplitn(3, ':');
+    if let (Some(name), Some(line), Some(file)) = (it.next(), it.next(), it.next()) {
+        if let Some(line) = digits(line) {
+            return Frame {
+                file,
+                line: Some(line),
+                name,
+            };
+        }
+    }
+    // JSONL: `file:line name`.
+    if let Some((head, name)) = f.split_once(' ') {
+        if let Some((file, line)) = head.rsplit_once(':') {
+            if let Some(line) = digits(line) {
+                return Frame {
+                    file,
+                    line: Some(line),
+                    name,
+                };
+            }
+        }
+    }
+    bare
+}
+
+/// The model source line of a frame of Inductor/FX-generated code (a snapshot taken with
+/// `augment_with_fx_traces=True`; the reader appends ` [fx op=… node=… from: File "…", line
+/// N, in f: code]` to the frame's name): `(file, line, function, node name)`.
+pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
+    let i = text.find(" [fx")?;
+    let fx = &text[i..];
+    let node = fx
+        .split_once(" node=")
+        .map_or("", |(_, r)| r.split([' ', ']']).next().unwrap_or(""));
+    let (file, line, func) = traceback_line(fx.split_once("from: ")?.1)?;
+    Some((file, line, func, node))
+}
+
+/// `File "path", line 12, in forward` (a Python traceback line; what follows is ignored).
+pub fn traceback_line(s: &str) -> Option<(&str, u64, &str)> {
+    let r = s.trim_start().strip_prefix("File \"")?;
+    let (file, r) = r.split_once("\", line ")?;
+    let (line, r) = r.split_once(", in ")?;
+    let func = r.split([':', ' ', ']', '\n']).next().unwrap_or("");
+    Some((file, digits(line)?, func))
+}
+
+/// Whether `file` belongs to PyTorch, an installed package, the standard library or a
+/// pseudo-file, by the built-in rules alone.
+fn builtin_internal(file: &str) -> bool {
+    if file.is_empty() || file.starts_with("??") {
+        return true;
+    }
+    if file.starts_with("<ipython-input") {
+        return false;
+    }
+    let f = file.replace('\\', "/");
+    f.starts_with('<')
+        || f.contains("site-packages/")
+        || f.contains("dist-packages/")
+        || f.contains("/lib/python")
+        || f.contains("/lib64/python")
+        || f.starts_with("torch/")
+        || f.contains("/torch/")
+        || f.contains("/torchinductor")
+        || f.contains("/triton/")
+        || !(f.ends_with(".py") || f.ends_with(".ipynb"))
+}
+
+impl FrameRules {
+    /// Whether the frame is library code, not the user's.
+    pub fn is_internal(&self, fr: &Frame<'_>) -> bool {
+        let key = if fr.file.is_empty() { fr.name } else { fr.file };
+        if self.user.iter().any(|p| key.contains(p.as_str())) {
+            return false;
+        }
+        self.internal.iter().any(|p| key.contains(p.as_str())) || builtin_internal(fr.file)
+    }
+}
+
+/// A library file without its install prefix: `torch/nn/functional.py` for
+/// `/usr/lib/python3.11/site-packages/torch/nn/functional.py`, `python3.11/json/decoder.py`
+/// for the standard library.
+pub fn short_library_path(file: &str) -> &str {
+    for marker in [
+        "site-packages/",
+        "dist-packages/",
+        "site-packages\\",
+        "dist-packages\\",
+    ] {
+        if let Some(i) = file.rfind(marker) {
+            return &file[i + marker.len()..];
+        }
+    }
+    for marker in ["/torch/", "\\torch\\"] {
+        if let Some(i) = file.rfind(marker) {
+            return &file[i + 1..];
+        }
+    }
+    if let Some(i) = file.find("/lib/python") {
+        return &file[i + 5..];
+    }
+    file
+}
+
+fn is_sep(c: char) -> bool {
+    c == '/' || c == '\\'
+}
+
+/// How to print the frames of one trace: its rules and the common project root of its user
+/// frames (the longest directory prefix all their files share).
+#[derive(Clone, Debug, Default)]
+pub struct FrameView {
+    pub rules: FrameRules,
+    /// Stripped from user files when printed (ends with `/`, or empty).
+    pub root: String,
+}
+
+/// A stack's readable frames.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackFrames {
+    /// The user frame as `file.py:123 function` (file shortened), or empty.
+    pub user: String,
+    /// The user frame's text as the source gave it (full path), or empty.
+    pub user_full: String,
+    /// The innermost frame's function or op (`relu`, `aten::addmm`), or empty.
+    pub innermost: String,
+    /// The module path the stack shows (`layers.3.mlp`, from `nn.Module: …` spans), or empty.
+    pub module: String,
+    /// The FX node of compiled code the user frame was read from (`addmm`), or empty.
+    pub fx_node: String,
+}
+
+impl FrameView {
+    /// The view of `trace`'s frames under `rules` (one pass over its distinct stacks).
+    pub fn new(trace: &Trace, rules: &FrameRules) -> FrameView {
+        let mut root: Option<String> = None;
+        for sid in 0..trace.strings.stack_count() {
+            for &f in trace.strings.stack(StackId(sid as u32)) {
+                let text = trace.strings.str(f);
+                let fr = match fx_location(&text) {
+                    Some((file, line, name, _)) => Frame {
+                        file,
+                        line: Some(line),
+                        name,
+                    },
+                    None => parse_frame(&text),
+                };
+                if rules.is_internal(&fr) {
+                    continue;
+                }
+                let dir = match fr.file.rfind(is_sep) {
+                    Some(i) => &fr.file[..=i],
+                    None => "",
+                };
+                root = Some(match root {
+                    None => dir.to_string(),
+                    Some(r) => common_dir(&r, dir).to_string(),
+                });
+            }
+        }
+        FrameView {
+            rules: rules.clone(),
+            root: root.unwrap_or_default(),
+        }
+    }
+
+    /// `file.py:123 function`, the file shortened (user files lose the project root).
+    pub fn show(&self, fr: &Frame<'_>) -> String {
+        if fr.file.is_empty() {
+            return fr.name.to_string();
+        }
+        let file = if self.rules.is_internal(fr) {
+            short_library_path(fr.file)
+        } else {
+            fr.file.strip_prefix(self.root.as_str()).unwrap_or(fr.file)
+        };
+        match fr.line {
+            Some(l) => format!("{file}:{l} {}", fr.name),
+            None => format!("{file} {}", fr.name),
+        }
+    }
+
+    /// The readable frames of a stack (frames innermost first).
+    pub fn of_frames<'a>(&self, frames: impl IntoIterator<Item = Cow<'a, str>>) -> StackFrames {
+        let mut out = StackFrames::default();
+        let mut modules: Vec<String> = Vec::new();
+        for text in frames {
+            let fr = parse_frame(&text);
+            if out.innermost.is_empty() && !fr.name.is_empty() && !text.starts_with("??") {
+                out.innermost = fr.name.to_string();
+            }
+            if out.user.is_empty() {
+                if let Some((file, line, name, node)) = fx_location(&text) {
+                    // Generated code: the model's line it was compiled from.
+                    let src = Frame {
+                        file,
+                        line: Some(line),
+                        name,
+                    };
+                    if !self.rules.is_internal(&src) {
+                        out.user = self.show(&src);
+                        out.user_full = format!("{file}:{line}:{name}");
+                        out.fx_node = node.to_string();
+                    }
+                }
+            }
+            if out.user.is_empty() && !self.rules.is_internal(&fr) {
+                out.user = self.show(&fr);
+                out.user_full = text.to_string();
+            }
+            if let Some(m) = fr.name.strip_prefix("nn.Module: ") {
+                modules.push(m.to_string());
+            }
+        }
+        modules.reverse();
+        out.module = modules.join(".");
+        out
+    }
+
+    /// The readable frames of stack `sid` of `trace`.
+    pub fn of_stack(&self, trace: &Trace, sid: StackId) -> StackFrames {
+        self.of_frames(trace.stack_frames(sid))
+    }
+}
+
+/// The longest common directory prefix of two directory paths (each empty or ending in `/`).
+fn common_dir<'a>(a: &'a str, b: &str) -> &'a str {
+    let mut end = 0;
+    for ((i, ca), cb) in a.char_indices().zip(b.chars()) {
+        if ca != cb {
+            break;
+        }
+        if is_sep(ca) {
+            end = i + 1;
+        }
+    }
+    &a[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_shape() {
+        let f = parse_frame("/usr/lib/python3.11/site-packages/torch/nn/functional.py:1777:relu");
+        assert_eq!(
+            f.file,
+            "/usr/lib/python3.11/site-packages/torch/nn/functional.py"
+        );
+        assert_eq!(f.line, Some(1777));
+        assert_eq!(f.name, "relu");
+        let k = parse_frame("models/net.py(42): forward");
+        assert_eq!(
+            (k.file, k.line, k.name),
+            ("models/net.py", Some(42), "forward")
+        );
+        let j = parse_frame("train.py:12 build");
+        assert_eq!((j.file, j.line, j.name), ("train.py", Some(12), "build"));
+        let o = parse_frame("aten::addmm");
+        assert_eq!((o.file, o.line, o.name), ("", None, "aten::addmm"));
+        let m = parse_frame("nn.Module: Linear_0");
+        assert_eq!(m.file, "");
+        let c = parse_frame("C:\\x\\train.py:3:main");
+        assert_eq!(
+            (c.file, c.line, c.name),
+            ("C:\\x\\train.py", Some(3), "main")
+        );
+    }
+
+    #[test]
+    fn internal_rules() {
+        let r = FrameRules::default();
+        let int = |s: &str| r.is_internal(&parse_frame(s));
+        assert!(int(
+            "/usr/lib/python3.11/site-packages/torch/nn/functional.py:1:relu"
+        ));
+        assert!(int("/usr/lib/python3/dist-packages/numpy/core.py:1:f"));
+        assert!(int("/usr/lib/python3.11/contextlib.py:81:inner"));
+        assert!(int("<frozen runpy>:198:_run_module_as_main"));
+        assert!(int(
+            "/home/me/pytorch/torch/autograd/__init__.py:1:backward"
+        ));
+        assert!(int("??:0:c10::alloc"));
+        assert!(int("aten::empty_strided"));
+        assert!(int("/pytorch/c10/cuda/CUDACachingAllocator.cpp:100:malloc"));
+        assert!(!int("/home/me/proj/train.py:12:main"));
+        assert!(!int("<ipython-input-3-abc>:2:<module>"));
+        let mine = FrameRules::parse(
+            "[[frames]]\ninternal = \"proj/utils/\"\n[[frames]]\nuser = \"site-packages/mypkg/\"\n",
+        )
+        .expect("parses");
+        assert!(mine.is_internal(&parse_frame("/home/me/proj/utils/x.py:1:f")));
+        assert!(!mine.is_internal(&parse_frame("/venv/site-packages/mypkg/m.py:1:f")));
+        assert!(matches!(
+            FrameRules::parse("[[frames]]\ninternal = \"\"\n"),
+            Err(FrameRulesError::Empty(1))
+        ));
+        assert!(matches!(
+            FrameRules::parse("[[frames]\n"),
+            Err(FrameRulesError::Toml(_))
+        ));
+        // Category rules in the same file are not this parser's business.
+        assert_eq!(
+            FrameRules::parse("[[rule]]\nmatch = \"x\"\nband = \"persistent\"\n"),
+            Ok(FrameRules::default())
+        );
+    }
+
+    #[test]
+    fn user_frame_innermost_and_root() {
+        let v = FrameView {
+            rules: FrameRules::default(),
+            root: "/home/me/proj/".into(),
+        };
+        let stack = [
+            "/usr/lib/python3.11/site-packages/torch/nn/functional.py:1777:relu",
+            "/home/me/proj/models/mlp.py:30:forward",
+            "/home/me/proj/train.py:12:main",
+        ];
+        let s = v.of_frames(stack.iter().map(|s| Cow::Borrowed(*s)));
+        assert_eq!(s.user, "models/mlp.py:30 forward");
+        assert_eq!(s.user_full, "/home/me/proj/models/mlp.py:30:forward");
+        assert_eq!(s.innermost, "relu");
+        let lib = parse_frame(stack[0]);
+        assert_eq!(v.show(&lib), "torch/nn/functional.py:1777 relu");
+        let k = [
+            "aten::empty",
+            "nn.Module: Linear_0",
+            "nn.Module: Block_3",
+            "x.py(3): f",
+        ];
+        let s = v.of_frames(k.iter().map(|s| Cow::Borrowed(*s)));
+        assert_eq!(s.innermost, "aten::empty");
+        assert_eq!(s.module, "Block_3.Linear_0");
+        assert_eq!(s.user, "x.py:3 f");
+        let fx = "/tmp/torchinductor_u/xy/cxy.py:12:call [fx op=call_function node=addmm target=aten.addmm.default from: File \"/home/me/proj/model.py\", line 9, in forward: y = self.fc(x)]";
+        assert_eq!(
+            fx_location(fx),
+            Some(("/home/me/proj/model.py", 9, "forward", "addmm"))
+        );
+        assert_eq!(parse_frame(fx).name, "call");
+        let s = v.of_frames([
+            Cow::Borrowed(fx),
+            Cow::Borrowed("/home/me/proj/train.py:40:main"),
+        ]);
+        assert_eq!(
+            (s.user.as_str(), s.fx_node.as_str()),
+            ("model.py:9 forward", "addmm")
+        );
+        assert_eq!(s.innermost, "call");
+        assert_eq!(
+            traceback_line("File \"/w/model.py\", line 9, in forward"),
+            Some(("/w/model.py", 9, "forward"))
+        );
+        assert_eq!(traceback_line("line 9"), None);
+        assert_eq!(common_dir("/a/b/c/", "/a/b/d/"), "/a/b/");
+        assert_eq!(common_dir("/a/bc/", "/a/bd/"), "/a/");
+        assert_eq!(common_dir("", "/a/"), "");
+        assert_eq!(common_dir("D:\\p\\a\\", "D:\\p\\b\\"), "D:\\p\\");
+        assert_eq!(
+            short_library_path("C:\\Py\\Lib\\site-packages\\torch\\nn\\functional.py"),
+            "torch\\nn\\functional.py"
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! The persistent band at an instant split into parameters, gradients, optimizer state and
+//! buffers, with bytes per parameter when the parameter count is known, and which usual
+//! model (fp32/bf16 weights, Adam/SGD state) the figures fit, if any.
+
+use crate::trace::{AllocId, Category, Trace, FLAG_INFERRED};
+
+/// The persistent breakdown at one instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Persistent {
+    /// Every persistent byte (params + grads + optimizer + buffers + other).
+    pub total: u64,
+    /// None when the source splits nothing (every persistent byte is `other`).
+    pub params: Option<u64>,
+    pub grads: Option<u64>,
+    pub optimizer: Option<u64>,
+    pub buffers: Option<u64>,
+    /// Persistent bytes of no finer category (inferred "persistent").
+    pub other: u64,
+    /// Parameters (elements), from the source's header (`param_count`); None when unknown.
+    pub param_count: Option<u64>,
+    /// `total / param_count`.
+    pub bytes_per_param: Option<f64>,
+    /// `recorded` (all categories from the source) or `inferred` (some guessed).
+    pub source: &'static str,
+    /// The usual model the figures fit (`fp32 Adam: 16`), or why none fits.
+    pub model: String,
+}
+
+/// The breakdown of the storages `ids` (live at one instant); None when none is persistent.
+pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
+    let (mut p, mut g, mut o, mut b, mut other) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut any = false;
+    let mut inferred = false;
+    for &id in ids {
+        let cat = trace.category(id);
+        if cat.band() != crate::trace::Band::Persistent {
+            continue;
+        }
+        any = true;
+        inferred |= trace.flags(id) & FLAG_INFERRED != 0;
+        let n = trace.size(id).0;
+        match cat {
+            Category::Param => p += n,
+            Category::Grad => g += n,
+            Category::Optimizer => o += n,
+            Category::Buffer => b += n,
+            _ => other += n,
+        }
+    }
+    if !any {
+        return None;
+    }
+    let split = p + g + o + b > 0;
+    let total = p + g + o + b + other;
+    let param_count = param_count(trace);
+    let bytes_per_param = param_count
+        .filter(|&n| n > 0)
+        .map(|n| (p + g + o) as f64 / n as f64);
+    Some(Persistent {
+        total,
+        params: split.then_some(p),
+        grads: split.then_some(g),
+        optimizer: split.then_some(o),
+        buffers: split.then_some(b),
+        other,
+        param_count,
+        bytes_per_param: bytes_per_param.filter(|_| split),
+        source: if inferred { "inferred" } else { "recorded" },
+        model: if split {
+            fit(p, g, o, param_count)
+        } else {
+            "not split: the source records no parameter/gradient/optimizer categories".into()
+        },
+    })
+}
+
+/// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
+fn param_count(trace: &Trace) -> Option<u64> {
+    for (k, v) in &trace.meta {
+        if k == "param_count" {
+            if let Ok(n) = v.trim().parse::<u64>() {
+                return Some(n);
+            }
+        }
+        if k == "meta" {
+            let parsed: Option<serde_json::Value> = serde_json::from_str(v).ok();
+            if let Some(n) = parsed.and_then(|m| m.get("param_count").and_then(|x| x.as_u64())) {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+fn near(x: f64, want: f64) -> bool {
+    (x - want).abs() <= 0.02 * want.max(1.0)
+}
+
+/// Which usual training set-up `params`/`grads`/`optimizer` bytes fit.
+fn fit(params: u64, grads: u64, opt: u64, count: Option<u64>) -> String {
+    if params == 0 {
+        return "no parameters found: no model fits".into();
+    }
+    let g = grads as f64 / params as f64;
+    let o = opt as f64 / params as f64;
+    let state = if opt == 0 {
+        Some("no optimizer state")
+    } else if near(o, 2.0) {
+        Some("Adam")
+    } else if near(o, 1.0) {
+        Some("SGD with momentum")
+    } else {
+        None
+    };
+    let grads_ok = grads == 0 || near(g, 1.0);
+    let dtype = count.filter(|&n| n > 0).map(|n| params as f64 / n as f64);
+    match (state, grads_ok, dtype) {
+        (Some(s), true, Some(d)) if near(d, 4.0) || near(d, 2.0) => {
+            let name = if near(d, 4.0) { "fp32" } else { "bf16/fp16" };
+            let expect = d * (1.0 + if grads == 0 { 0.0 } else { 1.0 } + o.round());
+            format!("{name} {s}: {expect:.0}")
+        }
+        (Some(s), true, None) => format!(
+            "{s}-like (optimizer = {o:.2}× params, grads = {g:.2}× params); parameter count unknown"
+        ),
+        _ => format!(
+            "fits no usual model (grads = {g:.2}× params, optimizer = {o:.2}× params{})",
+            dtype.map_or(String::new(), |d| format!(", {d:.2} B per weight"))
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits() {
+        assert_eq!(fit(40, 40, 80, Some(10)), "fp32 Adam: 16");
+        assert_eq!(fit(20, 20, 40, Some(10)), "bf16/fp16 Adam: 8");
+        assert_eq!(fit(40, 40, 40, Some(10)), "fp32 SGD with momentum: 12");
+        assert!(fit(40, 40, 80, None).starts_with("Adam-like"));
+        assert!(fit(40, 40, 130, Some(10)).starts_with("fits no usual model"));
+        assert!(fit(40, 40, 80, Some(3)).starts_with("fits no usual model"));
+        assert!(fit(0, 0, 80, None).starts_with("no parameters found"));
+    }
+}

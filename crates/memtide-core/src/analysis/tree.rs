@@ -1,0 +1,195 @@
+//! The live set at an instant as a tree of stacks (root = outermost frame), bytes per node.
+//!
+//! A storage's path is its stack read outermost first: every frame ([`TreeFrames::All`]) or
+//! only its user frames ([`TreeFrames::User`], see [`super::frames`]), the innermost frame
+//! (op or function) closing a path that has no user frame. A storage is counted in every node
+//! of its path and as an *own* allocation of its last node (the root's when the path is
+//! empty), so every node's bytes are its own bytes plus its children's.
+
+use super::frames::{parse_frame, FrameView};
+use crate::trace::{AllocId, StackId, Trace};
+use rustc_hash::FxHashMap;
+
+/// Which frames make the tree's levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TreeFrames {
+    /// User frames only (library frames collapsed away).
+    #[default]
+    User,
+    /// Every frame of the stack.
+    All,
+}
+
+/// One node: a frame, with the bytes and storages live under it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TreeNode {
+    /// The frame as printed (`train.py:12 main`); `(all)` for the root.
+    pub frame: String,
+    /// Bytes live under this node (own + children's, + omitted when bounded).
+    pub bytes: u64,
+    pub count: usize,
+    /// Bytes of storages whose path ends here.
+    pub self_bytes: u64,
+    pub self_count: usize,
+    /// Biggest first (ties by frame text).
+    pub children: Vec<TreeNode>,
+    /// Bytes of children left out by [`TreeNode::bounded`] (0 in a full tree).
+    pub omitted_bytes: u64,
+    pub omitted_count: usize,
+}
+
+/// The tree of the storages `ids` (live at one instant).
+pub fn stack_tree(trace: &Trace, ids: &[AllocId], view: &FrameView, mode: TreeFrames) -> TreeNode {
+    // Storages share few stacks: group by stack first, then walk each stack once.
+    let mut by_stack: FxHashMap<StackId, (u64, usize)> = FxHashMap::default();
+    for &id in ids {
+        let e = by_stack.entry(trace.stack_id(id)).or_insert((0, 0));
+        e.0 += trace.size(id).0;
+        e.1 += 1;
+    }
+    let mut stacks: Vec<(StackId, (u64, usize))> = by_stack.into_iter().collect();
+    stacks.sort_by_key(|(s, _)| s.0);
+    let mut root = TreeNode {
+        frame: "(all)".into(),
+        ..TreeNode::default()
+    };
+    for (sid, (bytes, count)) in stacks {
+        let path = path_of(trace, sid, view, mode);
+        insert(&mut root, &path, bytes, count);
+    }
+    sort(&mut root);
+    root
+}
+
+/// A stack's levels, outermost first.
+fn path_of(trace: &Trace, sid: StackId, view: &FrameView, mode: TreeFrames) -> Vec<String> {
+    let frames = trace.stack_frames(sid);
+    let mut path: Vec<String> = Vec::new();
+    for text in frames.iter().rev() {
+        if text.starts_with("??") {
+            continue;
+        }
+        let fr = parse_frame(text);
+        if mode == TreeFrames::All || !view.rules.is_internal(&fr) {
+            path.push(view.show(&fr));
+        }
+    }
+    if mode == TreeFrames::User {
+        // The innermost op or function says what the user frame called.
+        let inner = view.of_frames(frames.iter().cloned()).innermost;
+        if !inner.is_empty() && path.last().is_none_or(|l| !l.ends_with(inner.as_str())) {
+            path.push(inner);
+        }
+    }
+    path
+}
+
+fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {
+    node.bytes += bytes;
+    node.count += count;
+    let Some((first, rest)) = path.split_first() else {
+        node.self_bytes += bytes;
+        node.self_count += count;
+        return;
+    };
+    let i = match node.children.iter().position(|c| &c.frame == first) {
+        Some(i) => i,
+        None => {
+            node.children.push(TreeNode {
+                frame: first.clone(),
+                ..TreeNode::default()
+            });
+            node.children.len() - 1
+        }
+    };
+    insert(&mut node.children[i], rest, bytes, count);
+}
+
+fn sort(node: &mut TreeNode) {
+    node.children
+        .sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frame.cmp(&b.frame)));
+    for c in &mut node.children {
+        sort(c);
+    }
+}
+
+impl TreeNode {
+    /// The top of the tree: `depth` levels below this node at most, the `width` biggest
+    /// children of each node; what is left out is counted in `omitted_bytes`/`omitted_count`,
+    /// so `bytes = self_bytes + Σ children.bytes + omitted_bytes` still holds at every node.
+    pub fn bounded(&self, depth: usize, width: usize) -> TreeNode {
+        let keep = if depth == 0 { 0 } else { width };
+        let children: Vec<TreeNode> = self
+            .children
+            .iter()
+            .take(keep)
+            .map(|c| c.bounded(depth.saturating_sub(1), width))
+            .collect();
+        let left = &self.children[children.len().min(self.children.len())..];
+        TreeNode {
+            frame: self.frame.clone(),
+            bytes: self.bytes,
+            count: self.count,
+            self_bytes: self.self_bytes,
+            self_count: self.self_count,
+            children,
+            omitted_bytes: self.omitted_bytes + left.iter().map(|c| c.bytes).sum::<u64>(),
+            omitted_count: self.omitted_count + left.iter().map(|c| c.count).sum::<usize>(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Category, EventKind, StorageKind, Ts};
+
+    fn build(stacks: &[(&[&str], u64)]) -> (Trace, Vec<AllocId>) {
+        let mut t = Trace::new("cuda:0", "t", "test");
+        let mut ids = Vec::new();
+        for (i, (frames, size)) in stacks.iter().enumerate() {
+            let ids_f: Vec<_> = frames.iter().map(|f| t.strings.intern(f)).collect();
+            let sid = t.strings.intern_stack(&ids_f);
+            t.push_event(Ts(i as i64), EventKind::Alloc);
+            let name = t.strings.intern("");
+            let id = t.open(
+                crate::trace::Bytes(*size),
+                Category::Activation,
+                StorageKind::Block,
+                name,
+                sid,
+                i as u64,
+            );
+            ids.push(id);
+        }
+        (t, ids)
+    }
+
+    #[test]
+    fn user_tree_sums_and_collapses() {
+        let relu = "/venv/lib/python3.11/site-packages/torch/nn/functional.py:1777:relu";
+        let (t, ids) = build(&[
+            (&[relu, "/p/m.py:3:forward", "/p/train.py:9:main"], 100),
+            (&["/p/m.py:4:forward", "/p/train.py:9:main"], 50),
+            (&[], 7),
+        ]);
+        let view = FrameView::new(&t, &Default::default());
+        assert_eq!(view.root, "/p/");
+        let tree = stack_tree(&t, &ids, &view, TreeFrames::User);
+        assert_eq!((tree.bytes, tree.count, tree.self_bytes), (157, 3, 7));
+        let main = &tree.children[0];
+        assert_eq!((main.frame.as_str(), main.bytes), ("train.py:9 main", 150));
+        assert_eq!(main.children[0].frame, "m.py:3 forward");
+        assert_eq!(main.children[0].children[0].frame, "relu");
+        assert_eq!(main.children[1].bytes, 50);
+        let all = stack_tree(&t, &ids, &view, TreeFrames::All);
+        let leaf = &all.children[0].children[0].children[0];
+        assert_eq!(leaf.frame, "torch/nn/functional.py:1777 relu");
+        let b = tree.bounded(1, 1);
+        assert_eq!(b.children.len(), 1);
+        assert!(b.children[0].children.is_empty());
+        assert_eq!(b.children[0].omitted_bytes, 150);
+        let b0 = tree.bounded(0, 5);
+        assert_eq!((b0.omitted_bytes, b0.omitted_count), (150, 2));
+    }
+}
