@@ -5,6 +5,8 @@
 //! independent Python replay of `scripts/conformance --replay`), pass; a wrong expected figure,
 //! a missing key and a wrong verdict fail with exit 1; a command memtide lacks is skipped.
 
+#![allow(clippy::unwrap_used)]
+
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -252,3 +252,37 @@ fn integer_beyond_64_bits_is_named() {
     assert!(err.contains("integer too large for 64 bits"), "{err}");
     assert!(err.contains("byte offset"), "{err}");
 }
+
+/// A kept field that holds the list that holds it (the pickle's memo allows it): a bare
+/// segment list of 40 segments whose `segment_pool_id` is `(0, the list)`. Copying the
+/// value at every reference would need 40^8 steps; the kept value is bounded instead, and the
+/// file reads at once.
+#[test]
+fn self_referential_kept_value_is_bounded() {
+    let mut p = P::new();
+    p.op(b']').put(0).op(b'(');
+    for i in 0..40 {
+        p.op(b'}').op(b'(');
+        p.s("address").i((i + 1) << 22);
+        p.s("total_size").i(2 << 20).s("allocated_size").i(0);
+        p.s("active_size").i(0).s("stream").i(0);
+        p.s("segment_type").s("large").s("blocks").op(b']');
+        p.s("segment_pool_id").i(0).get(0).op(0x86);
+        p.op(b'u');
+    }
+    p.op(b'e').op(b'.');
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write(&dir, "selfref.pickle", &p.0);
+    let out = memtide()
+        .arg("summary")
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

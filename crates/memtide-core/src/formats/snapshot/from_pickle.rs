@@ -462,14 +462,33 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
     Ok(conv.raw)
 }
 
+/// At most this many values are converted from one kept field: the pickle's memo lets a small
+/// file share one container everywhere (even inside itself), and a walk that copies it at every
+/// reference grows exponentially with the nesting (a 5.7 KB mutant of a real snapshot took
+/// 6 s: a `segment_pool_id` holding the segment list that holds it). Real kept fields (a pool
+/// id, a stream, a compile context, user metadata, forward frames) are far smaller.
+const KEPT_VALUE_NODES: usize = 4096;
+
 /// A pickled value as JSON (for kept fields); containers deeper than 8 levels and
-/// converted objects become `null`.
+/// converted objects become `null`, and a value of more than [`KEPT_VALUE_NODES`] items is
+/// replaced by a string saying so.
 fn val_json(a: &Arena, v: Val, depth: u32) -> serde_json::Value {
+    let mut budget = KEPT_VALUE_NODES;
+    json_within(a, v, depth, &mut budget).unwrap_or_else(|| {
+        serde_json::Value::String(format!(
+            "<a value of over {KEPT_VALUE_NODES} items, not kept>"
+        ))
+    })
+}
+
+/// [`val_json`] within `budget` items; `None` when it runs out.
+fn json_within(a: &Arena, v: Val, depth: u32, budget: &mut usize) -> Option<serde_json::Value> {
     use serde_json::Value as J;
+    *budget = budget.checked_sub(1)?;
     if depth > 8 {
-        return J::Null;
+        return Some(J::Null);
     }
-    match v {
+    Some(match v {
         Val::None | Val::Done(..) | Val::Big { .. } => J::Null,
         Val::Bool(b) => J::Bool(b),
         Val::Int(i) => i.into(),
@@ -480,27 +499,27 @@ fn val_json(a: &Arena, v: Val, depth: u32) -> serde_json::Value {
         Val::List(l) => J::Array(
             a.list(l)
                 .iter()
-                .map(|&x| val_json(a, x, depth + 1))
-                .collect(),
+                .map(|&x| json_within(a, x, depth + 1, budget))
+                .collect::<Option<_>>()?,
         ),
         Val::Tuple(t) => J::Array(
             a.tuple(t)
                 .iter()
-                .map(|&x| val_json(a, x, depth + 1))
-                .collect(),
+                .map(|&x| json_within(a, x, depth + 1, budget))
+                .collect::<Option<_>>()?,
         ),
         Val::Dict(d) => {
             let mut m = serde_json::Map::new();
             for &(k, x) in a.dict(d) {
                 let key = match k {
                     Val::Str(s) => a.str(s).to_string(),
-                    other => val_json(a, other, depth + 1).to_string(),
+                    other => json_within(a, other, depth + 1, budget)?.to_string(),
                 };
-                m.insert(key, val_json(a, x, depth + 1));
+                m.insert(key, json_within(a, x, depth + 1, budget)?);
             }
             J::Object(m)
         }
-    }
+    })
 }
 
 /// `(0, 0)` (or absent) is the default pool.
