@@ -5,7 +5,7 @@
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
 use anyhow::{Context, Result};
-use memtide_core::analysis::live::entry;
+use memtide_core::analysis::live::entry_in;
 use memtide_core::trace::{human_bytes, parse_size, Trace};
 use std::path::Path;
 use std::process::ExitCode;
@@ -47,23 +47,22 @@ pub fn biggest_live(
     if !trace.identities_known() {
         return "unavailable (the file records no addresses)".into();
     }
+    let view = memtide_core::analysis::frames::FrameView::new(trace, &Default::default());
     let top: Vec<String> = peak
         .live(trace, index)
         .into_iter()
         .take(3)
-        .map(|id| entry(trace, id, peak.at))
+        .map(|id| entry_in(trace, id, peak.at, &view))
         .map(|e| {
-            let name = if e.name.is_empty() {
-                e.frame.clone()
-            } else {
-                e.name.clone()
+            // The row's label (name, module path or op) and its user frame.
+            let frame = super::frames::shown_frame(&e, false);
+            let what = match (e.label.is_empty(), frame.is_empty()) {
+                (false, false) => format!("{} ({frame})", e.label),
+                (false, true) => e.label.clone(),
+                (true, false) => frame,
+                (true, true) => "unnamed".to_string(),
             };
-            let name = if name.is_empty() {
-                "unnamed".to_string()
-            } else {
-                name
-            };
-            format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
+            format!("{} {} {what}", human_bytes(e.bytes.0), e.band.name())
         })
         .collect();
     top.join(", ")

@@ -1,10 +1,12 @@
-//! `memtide diff A B`: two runs compared — peaks, band deltas at each one's peak, and the
-//! per-step table aligned by step marks, the steps that differ most first.
+//! `memtide diff A B`: two runs compared — peaks, band deltas at each one's peak, the
+//! per-step table aligned by step marks (the steps that differ most first), and the
+//! allocations that grew with their user frames; as text, JSON or Markdown.
 
 use super::load::{index_all, load, pick_device};
 use super::DiffArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{diff, Diff};
+use memtide_core::analysis::grown::{grown, Grown};
 use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -22,7 +24,7 @@ fn signed(d: i128) -> String {
 }
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
-    if !a.json && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if !a.json && !a.markdown && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
     let la = load(&a.a, &a.input)?;
@@ -35,12 +37,68 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         bail!("nothing to compare");
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
+    let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
+    let g = match (&d.peak_a, &d.peak_b) {
+        (Some(p), Some(q)) => grown((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules),
+        _ => None,
+    };
     if a.json {
-        crate::out_json!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
+        crate::out_json!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_deref()))?
+        );
+    } else if a.markdown {
+        let opts = memtide_core::analysis::summary::SummaryOptions {
+            frame_rules: rules,
+            ..Default::default()
+        };
+        let sum = |t: &super::load::Indexed| {
+            memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts)
+        };
+        let (sa, sb) = (sum(x), sum(y));
+        let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+        let md = super::markdown::diff::render(&super::markdown::diff::DiffReport {
+            a_name: &na,
+            b_name: &nb,
+            a: &sa,
+            b: &sb,
+            diff: &d,
+            grown: g.as_deref(),
+        });
+        crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
-        crate::outln!("{}", render(&d, a, x, y).trim_end_matches('\n'));
+        crate::outln!(
+            "{}",
+            render(&d, a, x, y, g.as_deref()).trim_end_matches('\n')
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many grown owners the text and JSON list.
+const GROWN_SHOWN: usize = 20;
+
+fn grown_json(g: Option<&[Grown]>) -> serde_json::Value {
+    match g {
+        None => serde_json::Value::Null,
+        Some(g) => g
+            .iter()
+            .take(GROWN_SHOWN)
+            .map(|x| {
+                json!({
+                    "category": x.category,
+                    "label": x.label,
+                    "frame": x.frame,
+                    "a_bytes": x.a_bytes,
+                    "a_count": x.a_count,
+                    "b_bytes": x.b_bytes,
+                    "b_count": x.b_count,
+                    "delta": x.delta() as i64,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    }
 }
 
 fn peak_json(
@@ -70,6 +128,7 @@ fn to_json(
     a: &DiffArgs,
     x: &super::load::Indexed,
     y: &super::load::Indexed,
+    g: Option<&[Grown]>,
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
@@ -98,10 +157,17 @@ fn to_json(
         "aligned_by": d.aligned_by,
         "steps": steps,
         "most_different_steps": d.most_different,
+        "grown": grown_json(g),
     })
 }
 
-fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Indexed) -> String {
+fn render(
+    d: &Diff,
+    a: &DiffArgs,
+    x: &super::load::Indexed,
+    y: &super::load::Indexed,
+    g: Option<&[Grown]>,
+) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "memtide diff (B − A; binary units)");
     let _ = writeln!(o, "A  {} · {}", a.a.display(), x.trace.device);
@@ -163,6 +229,41 @@ fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Ind
             "most different: {name} ({})",
             s.delta().map_or("-".into(), signed)
         );
+    }
+    match g {
+        None => {
+            let _ = writeln!(
+                o,
+                "\ngrew: unavailable (a file records no allocation identities)"
+            );
+        }
+        Some([]) => {
+            let _ = writeln!(o, "\ngrew: nothing holds more at B's peak than at A's");
+        }
+        Some(g) => {
+            let _ = writeln!(
+                o,
+                "\ngrew at the peaks (by owner; B − A, A, B; {} of {}):",
+                g.len().min(GROWN_SHOWN),
+                g.len()
+            );
+            for x in g.iter().take(GROWN_SHOWN) {
+                let what = if x.label.is_empty() {
+                    super::frames::short_frame(&x.frame).to_string()
+                } else {
+                    format!("{:<28} {}", x.label, super::frames::short_frame(&x.frame))
+                };
+                let _ = writeln!(
+                    o,
+                    "  {:>11} {:>11} {:>11}  {:<16} {}",
+                    signed(x.delta()),
+                    human_bytes(x.a_bytes),
+                    human_bytes(x.b_bytes),
+                    x.category,
+                    what.trim_end()
+                );
+            }
+        }
     }
     o
 }

@@ -118,8 +118,11 @@ pub struct DiffArgs {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print a Markdown report (GitHub tables) for a pull request or `$GITHUB_STEP_SUMMARY`.
+    #[arg(long)]
+    pub markdown: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
