@@ -221,7 +221,7 @@ fn grown(o: &mut String, r: &DiffReport) {
             x.a_count,
             human_bytes(x.b_bytes),
             x.b_count,
-            x.category,
+            cell(x.category),
             dash(cell(&x.label)),
             dash(cell(short_frame(&x.frame)))
         );

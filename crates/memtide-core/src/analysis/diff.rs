@@ -4,7 +4,7 @@
 use super::peak::{global_peak, Peak};
 use super::trend::{trend, StepRow};
 use crate::index::Index;
-use crate::trace::{Band, Bytes, Trace};
+use crate::trace::{Band, Bytes, Seq, Trace};
 
 /// One aligned step of two runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,4 +91,70 @@ pub fn diff(ta: &Trace, ia: &Index, tb: &Trace, ib: &Index) -> Diff {
         most_different: most,
         aligned_by,
     }
+}
+
+/// One aligned span of a two-run picture: the same step of both runs side by side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub name: String,
+    /// The span's share of the width, `[x0, x1)` in 0..=1.
+    pub x0: f64,
+    pub x1: f64,
+    /// Each run's event range drawn in the span (inclusive; None: the run lacks this step).
+    pub a: Option<(Seq, Seq)>,
+    pub b: Option<(Seq, Seq)>,
+}
+
+/// How two runs of `len_a` and `len_b` events line up on one horizontal axis, as the diff
+/// screen draws them: by step (each aligned step gets the same share of the width in both,
+/// what precedes the first step a narrow span sized by its share of the events, at most one
+/// step's share), or over the whole width by event index when a run has no steps.
+pub fn align(d: &Diff, len_a: usize, len_b: usize) -> Vec<Span> {
+    let whole = |n: usize| (n > 0).then(|| (Seq(0), Seq(n as u64 - 1)));
+    let by_steps = d.steps.iter().any(|s| s.a.is_some()) && d.steps.iter().any(|s| s.b.is_some());
+    if !by_steps {
+        return vec![Span {
+            name: "whole run".into(),
+            x0: 0.0,
+            x1: 1.0,
+            a: whole(len_a),
+            b: whole(len_b),
+        }];
+    }
+    let first =
+        |pick: fn(&StepPair) -> Option<Seq>| d.steps.iter().find_map(pick).map_or(0, |s| s.0);
+    let pre_a = first(|s| s.a.as_ref().map(|r| r.lo));
+    let pre_b = first(|s| s.b.as_ref().map(|r| r.lo));
+    let n = d.steps.len();
+    let mut out = Vec::with_capacity(n + 1);
+    let mut x = 0.0;
+    if pre_a > 0 || pre_b > 0 {
+        let frac = (pre_a as f64 / len_a.max(1) as f64)
+            .max(pre_b as f64 / len_b.max(1) as f64)
+            .min(1.0 / (n + 1) as f64);
+        let range = |pre: u64| (pre > 0).then(|| (Seq(0), Seq(pre - 1)));
+        out.push(Span {
+            name: "before steps".into(),
+            x0: 0.0,
+            x1: frac,
+            a: range(pre_a),
+            b: range(pre_b),
+        });
+        x = frac;
+    }
+    let rest = 1.0 - x;
+    for (k, s) in d.steps.iter().enumerate() {
+        let name =
+            s.a.as_ref()
+                .or(s.b.as_ref())
+                .map_or_else(|| format!("step #{k}"), |r| r.name.clone());
+        out.push(Span {
+            name,
+            x0: x + rest * k as f64 / n as f64,
+            x1: x + rest * (k + 1) as f64 / n as f64,
+            a: s.a.as_ref().map(|r| (r.lo, r.hi)),
+            b: s.b.as_ref().map(|r| (r.lo, r.hi)),
+        });
+    }
+    out
 }
