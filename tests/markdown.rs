@@ -359,16 +359,68 @@ fn diff_markdown_is_tables_with_both_peaks_steps_and_what_grew() {
         .expect("persistent table");
     let params = split.iter().find(|r| r[0] == "parameters").expect("row");
     assert_eq!(params[1..], ["1.000 GiB", "1.000 GiB", "0 B"]);
-    let grew = t
-        .iter()
-        .find(|t| t[0].first().is_some_and(|h| h == "B − A") && t[0].len() == 6)
-        .expect("grown table");
+    let grew = table_after(&md, "**Allocations that grew**");
     assert_eq!(grew.len(), 2, "one owner grew: {grew:?}");
     assert_eq!(grew[1][0], "+1.000 GiB");
     assert_eq!(grew[1][1], "512.0 MiB (1)");
     assert_eq!(grew[1][2], "1.500 GiB (3)");
     assert_eq!(grew[1][3], "activation");
     assert!(grew[1][5].starts_with("model.py:"), "{:?}", grew[1]);
+    assert!(md.contains("No allocation owner holds less at B's peak than at A's."));
+}
+
+/// The first table after `heading` in `md`.
+fn table_after(md: &str, heading: &str) -> Vec<Vec<String>> {
+    let at = md
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading}: {md}"));
+    tables(&md[at..]).into_iter().next().expect("a table")
+}
+
+#[test]
+fn diff_of_checkpointing_lists_what_grew_and_what_shrank() {
+    // sample-traces/README.md by hand: checkpointing replaces the four 512 MiB saved
+    // activations by four 128 MiB checkpoints plus one 512 MiB recomputation at the peak.
+    let (a, b) = (
+        sample("train-3steps.jsonl"),
+        sample("train-checkpointed.jsonl"),
+    );
+    let md = run_ok(&["diff", "--markdown"], &[&a, &b]);
+    let grew = table_after(&md, "**Allocations that grew**");
+    let shrank = table_after(&md, "**Allocations that shrank**");
+    let d: Vec<&str> = grew[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        d,
+        [
+            "+512.0 MiB",
+            "+128.0 MiB",
+            "+128.0 MiB",
+            "+128.0 MiB",
+            "+128.0 MiB"
+        ]
+    );
+    assert!(grew[1][4].starts_with("recomputed"), "{:?}", grew[1]);
+    let d: Vec<&str> = shrank[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(d, ["−512.0 MiB"; 4]);
+    for (r, layer) in shrank[1..].iter().zip(0..) {
+        assert_eq!(r[4], format!("act layers.{layer}.mlp"));
+        assert_eq!(r[2], "0 B (0)");
+    }
+    // Every live byte of a JSONL peak belongs to an owner: the changes sum to the peak delta
+    // that each file's own `summary --json` gives.
+    let v: serde_json::Value =
+        serde_json::from_str(&run_ok(&["diff", "--json"], &[&a, &b])).expect("json");
+    let sum = |k: &str| -> i64 {
+        v[k].as_array()
+            .expect("list")
+            .iter()
+            .map(|x| x["delta"].as_i64().expect("delta"))
+            .sum()
+    };
+    assert_eq!(
+        sum("grown") + sum("shrunk"),
+        json_peak(&b) as i64 - json_peak(&a) as i64
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::load::{index_all, load, pick_device};
 use super::DiffArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{diff, Diff};
-use memtide_core::analysis::grown::{grown, Grown};
+use memtide_core::analysis::grown::{owner_changes, Grown, OwnerChanges};
 use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -39,13 +39,15 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
     let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
     let g = match (&d.peak_a, &d.peak_b) {
-        (Some(p), Some(q)) => grown((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules),
+        (Some(p), Some(q)) => {
+            owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)
+        }
         _ => None,
     };
     if a.json {
         crate::out_json!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_deref()))?
+            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_ref()))?
         );
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {
@@ -63,14 +65,11 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
             a: &sa,
             b: &sb,
             diff: &d,
-            grown: g.as_deref(),
+            changes: g.as_ref(),
         });
         crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
-        crate::outln!(
-            "{}",
-            render(&d, a, x, y, g.as_deref()).trim_end_matches('\n')
-        );
+        crate::outln!("{}", render(&d, a, x, y, g.as_ref()).trim_end_matches('\n'));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -78,7 +77,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
 /// How many grown owners the text and JSON list.
 const GROWN_SHOWN: usize = 20;
 
-fn grown_json(g: Option<&[Grown]>) -> serde_json::Value {
+fn owners_json(g: Option<&[Grown]>) -> serde_json::Value {
     match g {
         None => serde_json::Value::Null,
         Some(g) => g
@@ -128,7 +127,7 @@ fn to_json(
     a: &DiffArgs,
     x: &super::load::Indexed,
     y: &super::load::Indexed,
-    g: Option<&[Grown]>,
+    g: Option<&OwnerChanges>,
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
@@ -157,7 +156,8 @@ fn to_json(
         "aligned_by": d.aligned_by,
         "steps": steps,
         "most_different_steps": d.most_different,
-        "grown": grown_json(g),
+        "grown": owners_json(g.map(|c| c.grew.as_slice())),
+        "shrunk": owners_json(g.map(|c| c.shrank.as_slice())),
     })
 }
 
@@ -166,7 +166,7 @@ fn render(
     a: &DiffArgs,
     x: &super::load::Indexed,
     y: &super::load::Indexed,
-    g: Option<&[Grown]>,
+    g: Option<&OwnerChanges>,
 ) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "memtide diff (B − A; binary units)");
@@ -237,33 +237,41 @@ fn render(
                 "\ngrew: unavailable (a file records no allocation identities)"
             );
         }
-        Some([]) => {
-            let _ = writeln!(o, "\ngrew: nothing holds more at B's peak than at A's");
-        }
-        Some(g) => {
-            let _ = writeln!(
-                o,
-                "\ngrew at the peaks (by owner; B − A, A, B; {} of {}):",
-                g.len().min(GROWN_SHOWN),
-                g.len()
-            );
-            for x in g.iter().take(GROWN_SHOWN) {
-                let what = if x.label.is_empty() {
-                    super::frames::short_frame(&x.frame).to_string()
-                } else {
-                    format!("{:<28} {}", x.label, super::frames::short_frame(&x.frame))
-                };
-                let _ = writeln!(
-                    o,
-                    "  {:>11} {:>11} {:>11}  {:<16} {}",
-                    signed(x.delta()),
-                    human_bytes(x.a_bytes),
-                    human_bytes(x.b_bytes),
-                    x.category,
-                    what.trim_end()
-                );
-            }
+        Some(c) => {
+            owners_text(&mut o, "grew", &c.grew);
+            owners_text(&mut o, "shrank", &c.shrank);
         }
     }
     o
+}
+
+/// `grew at the peaks (…):` and its rows, or a line saying nothing did.
+fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
+    if rows.is_empty() {
+        let _ = writeln!(o, "\n{what}: nothing (by owner, at the peaks)");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{what} at the peaks (by owner; B − A, A, B; {} of {}):",
+        rows.len().min(GROWN_SHOWN),
+        rows.len()
+    );
+    for x in rows.iter().take(GROWN_SHOWN) {
+        let frame = super::frames::short_frame(&x.frame);
+        let what = if x.label.is_empty() {
+            frame.to_string()
+        } else {
+            format!("{:<28} {frame}", x.label)
+        };
+        let _ = writeln!(
+            o,
+            "  {:>11} {:>11} {:>11}  {:<16} {}",
+            signed(x.delta()),
+            human_bytes(x.a_bytes),
+            human_bytes(x.b_bytes),
+            x.category,
+            what.trim_end()
+        );
+    }
 }

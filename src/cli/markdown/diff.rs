@@ -5,7 +5,7 @@
 use super::{cell, size};
 use crate::cli::frames::short_frame;
 use memtide_core::analysis::diff::Diff;
-use memtide_core::analysis::grown::Grown;
+use memtide_core::analysis::grown::{Grown, OwnerChanges};
 use memtide_core::analysis::persistent::Persistent;
 use memtide_core::analysis::summary::Summary;
 use memtide_core::trace::units::grouped;
@@ -21,7 +21,7 @@ pub struct DiffReport<'a> {
     pub b: &'a Summary,
     pub diff: &'a Diff,
     /// None: a file records no allocation identities (its live set is unknown).
-    pub grown: Option<&'a [Grown]>,
+    pub changes: Option<&'a OwnerChanges>,
 }
 
 /// How many grown owners the report lists.
@@ -97,7 +97,18 @@ pub fn render(r: &DiffReport) -> String {
     }
     persistent(&mut o, r);
     steps(&mut o, r.diff);
-    grown(&mut o, r);
+    match r.changes {
+        None => {
+            let _ = writeln!(
+                o,
+                "Allocations that grew: unavailable (a file records no allocation identities, so its live set is unknown).\n"
+            );
+        }
+        Some(c) => {
+            owners(&mut o, "grew", "more", &c.grew);
+            owners(&mut o, "shrank", "less", &c.shrank);
+        }
+    }
     o
 }
 
@@ -190,24 +201,17 @@ fn steps(o: &mut String, d: &Diff) {
     let _ = writeln!(o);
 }
 
-fn grown(o: &mut String, r: &DiffReport) {
-    let Some(g) = r.grown else {
-        let _ = writeln!(
-            o,
-            "Allocations that grew: unavailable (a file records no allocation identities, so its live set is unknown).\n"
-        );
-        return;
-    };
+fn owners(o: &mut String, what: &str, more: &str, g: &[Grown]) {
     if g.is_empty() {
         let _ = writeln!(
             o,
-            "No allocation owner holds more at B's peak than at A's.\n"
+            "No allocation owner holds {more} at B's peak than at A's.\n"
         );
         return;
     }
     let _ = writeln!(
         o,
-        "**Allocations that grew** (live at each one's peak, by owner; {} of {})\n\n| B − A | A | B | category | name | frame |\n|---:|---:|---:|---|---|---|",
+        "**Allocations that {what}** (live at each one's peak, by owner; {} of {})\n\n| B − A | A | B | category | name | frame |\n|---:|---:|---:|---|---|---|",
         g.len().min(GROWN_ROWS),
         g.len()
     );

@@ -1,6 +1,6 @@
-//! What grew between two runs: the live sets at each one's peak grouped by what owns them
-//! (category, row label, user frame), and the groups that hold more bytes in B than in A,
-//! biggest growth first.
+//! What grew (and shrank) between two runs: the live sets at each one's peak grouped by what
+//! owns them (category, row label, user frame), the groups that hold more bytes in B than in
+//! A, biggest growth first, and those that hold less, biggest drop first.
 
 use super::frames::{FrameRules, FrameView};
 use super::live::entry_in;
@@ -54,38 +54,54 @@ fn groups(
     out
 }
 
-/// The owners holding more bytes at B's peak than at A's, biggest growth first (ties by
-/// label and frame); None when either file records no allocation identities (its live set
-/// is unknown).
-pub fn grown(
+/// The owners whose bytes differ between the two peaks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnerChanges {
+    /// More bytes at B's peak than at A's, biggest growth first (ties by label and frame).
+    pub grew: Vec<Grown>,
+    /// Fewer bytes at B's peak than at A's, biggest drop first.
+    pub shrank: Vec<Grown>,
+}
+
+/// The owners whose bytes changed between A's peak and B's; None when either file records
+/// no allocation identities (its live set is unknown).
+pub fn owner_changes(
     (ta, ia, pa): (&Trace, &Index, &Peak),
     (tb, ib, pb): (&Trace, &Index, &Peak),
     rules: &FrameRules,
-) -> Option<Vec<Grown>> {
+) -> Option<OwnerChanges> {
     if !ta.identities_known() || !tb.identities_known() {
         return None;
     }
     let mut ga = groups(ta, ia, pa, rules);
     let gb = groups(tb, ib, pb, rules);
-    let mut out: Vec<Grown> = Vec::new();
-    for (k, (bb, bc)) in gb {
-        let (ab, ac) = ga.remove(&k).unwrap_or_default();
-        if bb > ab {
-            out.push(Grown {
-                category: k.0,
-                label: k.1,
-                frame: k.2,
-                a_bytes: ab,
-                a_count: ac,
-                b_bytes: bb,
-                b_count: bc,
-            });
+    let row = |k: Key, (ab, ac): (u64, usize), (bb, bc): (u64, usize)| Grown {
+        category: k.0,
+        label: k.1,
+        frame: k.2,
+        a_bytes: ab,
+        a_count: ac,
+        b_bytes: bb,
+        b_count: bc,
+    };
+    let mut out = OwnerChanges::default();
+    for (k, b) in gb {
+        let a = ga.remove(&k).unwrap_or_default();
+        if b.0 > a.0 {
+            out.grew.push(row(k, a, b));
+        } else if b.0 < a.0 {
+            out.shrank.push(row(k, a, b));
         }
     }
-    out.sort_by(|x, y| {
-        y.delta()
-            .cmp(&x.delta())
-            .then_with(|| (&x.label, &x.frame).cmp(&(&y.label, &y.frame)))
-    });
+    for (k, a) in ga {
+        if a.0 > 0 {
+            out.shrank.push(row(k, a, (0, 0)));
+        }
+    }
+    let tie = |x: &Grown, y: &Grown| (&x.label, &x.frame).cmp(&(&y.label, &y.frame));
+    out.grew
+        .sort_by(|x, y| y.delta().cmp(&x.delta()).then_with(|| tie(x, y)));
+    out.shrank
+        .sort_by(|x, y| x.delta().cmp(&y.delta()).then_with(|| tie(x, y)));
     Some(out)
 }
