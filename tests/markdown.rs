@@ -472,3 +472,28 @@ fn report_snapshots_of_an_oom_fixture_and_a_diff() {
     );
     insta::assert_snapshot!("markdown_diff_3steps_leak", md.replace(&root, "<repo>"));
 }
+
+#[test]
+fn check_report_of_an_oom_explains_the_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("r.md");
+    let o = memtide()
+        .args(["check", "--max-peak", "100GiB", "--capacity", "8GiB"])
+        .arg("--report")
+        .arg(&report)
+        .arg(fixture("oom/oom_fragmented.pickle"))
+        .output()
+        .expect("runs");
+    // An OOM fails the gate whatever the limit (exit 1), and the report says why.
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = std::fs::read_to_string(&report).expect("report written");
+    assert!(md.contains("FAIL: out of memory at event #29"), "{md}");
+    assert!(md.contains("verdict **fragmentation**"), "{md}");
+    let t = figure_table(&md, "verdict");
+    assert_eq!(t["largest free block"], "512.0 MiB");
+}

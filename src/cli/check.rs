@@ -122,8 +122,13 @@ fn write_report(
         ),
         None => None,
     };
-    let s = memtide_core::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref())
-        .explained(&t.trace, &t.index, t.allocator.as_ref());
+    let opts = memtide_core::analysis::summary::SummaryOptions {
+        frame_rules: memtide_core::load::frame_rules(&super::load::load_options(&a.input))?,
+        ..Default::default()
+    };
+    let s =
+        memtide_core::analysis::Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
+            .explained(&t.trace, &t.index, t.allocator.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
