@@ -98,3 +98,41 @@ fn a_bad_param_count_is_refused_at_the_header() {
         assert!(err.contains("line 1"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn diff_shows_the_persistent_split_and_bytes_per_param_of_both() {
+    let f = fixture();
+    let o = Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .args(["diff", "--json"])
+        .arg(&f)
+        .arg(&f)
+        .output()
+        .expect("runs");
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    for k in ["a", "b"] {
+        let p = &v[k]["persistent"];
+        assert_eq!(p["param_count"], PARAMS, "{p}");
+        assert_eq!(p["optimizer"], 8 * PARAMS + STEP_BYTES);
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .arg("diff")
+        .arg(&f)
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("per param"))
+        .expect("a per-param row");
+    assert_eq!(line.matches("16.0 B/param").count(), 2, "{line}");
+    let md = Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .args(["diff", "--markdown"])
+        .arg(&f)
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| B/param | 16.0 | 16.0 | - |"), "{md}");
+}

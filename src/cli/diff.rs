@@ -7,6 +7,8 @@ use super::DiffArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{diff, Diff};
 use memtide_core::analysis::grown::{owner_changes, Grown, OwnerChanges};
+use memtide_core::analysis::persistent::{persistent, Persistent};
+use memtide_core::analysis::summary_json::PersistentJson;
 use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -44,10 +46,14 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
+    let per = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| {
+        p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
+    };
+    let split = (per(x, d.peak_a), per(y, d.peak_b));
     if a.json {
         crate::out_json!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_ref()))?
+            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
         );
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {
@@ -69,7 +75,10 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         });
         crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
-        crate::outln!("{}", render(&d, a, x, y, g.as_ref()).trim_end_matches('\n'));
+        crate::outln!(
+            "{}",
+            render(&d, a, x, y, g.as_ref(), &split).trim_end_matches('\n')
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -128,6 +137,7 @@ fn to_json(
     x: &super::load::Indexed,
     y: &super::load::Indexed,
     g: Option<&OwnerChanges>,
+    split: &(Option<Persistent>, Option<Persistent>),
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
@@ -146,8 +156,8 @@ fn to_json(
         })
         .collect();
     json!({
-        "a": {"source": a.a.display().to_string(), "device": x.trace.device, "peak": peak_json(x, d.peak_a)},
-        "b": {"source": a.b.display().to_string(), "device": y.trace.device, "peak": peak_json(y, d.peak_b)},
+        "a": {"source": a.a.display().to_string(), "device": x.trace.device, "peak": peak_json(x, d.peak_a), "persistent": split.0.as_ref().map(PersistentJson::new)},
+        "b": {"source": a.b.display().to_string(), "device": y.trace.device, "peak": peak_json(y, d.peak_b), "persistent": split.1.as_ref().map(PersistentJson::new)},
         "peak_delta": match (d.peak_a, d.peak_b) {
             (Some(p), Some(q)) => json!(q.bytes.0 as i64 - p.bytes.0 as i64),
             _ => serde_json::Value::Null,
@@ -167,6 +177,7 @@ fn render(
     x: &super::load::Indexed,
     y: &super::load::Indexed,
     g: Option<&OwnerChanges>,
+    split: &(Option<Persistent>, Option<Persistent>),
 ) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "memtide diff (B − A; binary units)");
@@ -207,6 +218,7 @@ fn render(
             );
         }
     }
+    persistent_text(&mut o, split);
     let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
     for s in &d.steps {
         let name =
@@ -274,4 +286,40 @@ fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
             what.trim_end()
         );
     }
+}
+
+/// The persistent split at each one's peak (when either has persistent bytes).
+fn persistent_text(o: &mut String, (pa, pb): &(Option<Persistent>, Option<Persistent>)) {
+    if pa.is_none() && pb.is_none() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\npersistent at each one's peak:   A            B        B − A"
+    );
+    type Get = fn(&Persistent) -> Option<u64>;
+    let rows: [(&str, Get); 6] = [
+        ("params", |p| p.params),
+        ("grads", |p| p.grads),
+        ("optimizer", |p| p.optimizer),
+        ("buffers", |p| p.buffers),
+        ("other", |p| Some(p.other)),
+        ("total", |p| Some(p.total)),
+    ];
+    for (name, get) in rows {
+        let x = pa.as_ref().and_then(get);
+        let y = pb.as_ref().and_then(get);
+        let shown = |v: Option<u64>| v.map_or("unavailable".into(), human_bytes);
+        let dd = match (x, y) {
+            (Some(x), Some(y)) => signed(y as i128 - x as i128),
+            _ => "-".into(),
+        };
+        let _ = writeln!(o, "  {name:<12} {:>14} {:>12} {dd:>12}", shown(x), shown(y));
+    }
+    let bpp = |p: &Option<Persistent>| {
+        p.as_ref()
+            .and_then(|p| p.bytes_per_param)
+            .map_or("unavailable".into(), |b| format!("{b:.1} B/param"))
+    };
+    let _ = writeln!(o, "  {:<12} {:>14} {:>12}", "per param", bpp(pa), bpp(pb));
 }
