@@ -262,7 +262,11 @@ fn two_runs_on_one_scale_with_both_peaks_exact() {
                 .find(|n| n.attribute("class") == Some(&format!("legend-{k}")))
                 .and_then(|n| n.text())
                 .expect("legend");
-            assert!(legend.contains(&f.display().to_string()), "{legend}");
+            let file = f.file_name().expect("name").to_string_lossy().into_owned();
+            assert!(
+                legend.starts_with(&format!("{} {file} · ", k.to_uppercase())),
+                "{legend}"
+            );
         }
         // Every sample has three step marks: the spans begin at steps 0, 1 and 2 (after the
         // setup before them), so three boundary lines; the lines stay inside the chart.
@@ -271,6 +275,18 @@ fn two_runs_on_one_scale_with_both_peaks_exact() {
                 .filter(|n| n.attribute("class") == Some("step"))
                 .count(),
             3,
+            "{a} {b}"
+        );
+        // The OOM sample's one OOM is marked in its run's colour; the JSONL samples have none.
+        let ooms = |class: &str| {
+            doc.descendants()
+                .filter(|n| n.attribute("class") == Some(class))
+                .count()
+        };
+        let want = |name: &str| usize::from(name == "cuda-oom.pickle");
+        assert_eq!(
+            (ooms("oom-a"), ooms("oom-b")),
+            (want(a), want(b)),
             "{a} {b}"
         );
         for k in ["a", "b"] {

@@ -73,7 +73,7 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         bail!("--window draws one file; `plot A B` draws both whole runs");
     }
     if a.height < 200 {
-        bail!("--height must be at least 200 pixels for two runs (their labels take 130)");
+        bail!("--height must be at least 200 pixels for two runs (labels and legend take 142)");
     }
     let side = |f: &std::path::Path| -> Result<super::load::Indexed> {
         let loaded = load(f, &a.input)?;

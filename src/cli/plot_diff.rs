@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 const LEFT: f64 = 86.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 66.0;
-const BOTTOM: f64 = 64.0;
+const BOTTOM: f64 = 76.0;
 /// Run A's and run B's colours.
 const COLOURS: [&str; 2] = ["#1f5fbf", "#d0341f"];
 
@@ -135,7 +135,7 @@ pub fn svg(p: &DiffPicture) -> Result<String> {
             })
             .collect();
         total_line(&mut s, &drawn, k, &y);
-        ooms(&mut s, run, &drawn, k, TOP + ch);
+        ooms(&mut s, run, &drawn, k, TOP + ch, LEFT + cw);
         marker(&mut s, run, &peak, &drawn, k, &y, LEFT + cw * 0.6);
     }
     let _ = writeln!(s, "</g>");
@@ -204,17 +204,24 @@ fn marker(
 }
 
 /// OOM marks of a run under the chart, in its colour.
-fn ooms(s: &mut String, run: &Run, drawn: &[Drawn], k: usize, y0: f64) {
+fn ooms(s: &mut String, run: &Run, drawn: &[Drawn], k: usize, y0: f64, right_edge: f64) {
     for m in run.trace.marks.iter().filter(|m| m.kind == MarkKind::Oom) {
         let Some((x0, colw)) = column_of(drawn, m.at) else {
             continue;
         };
+        let cx = x0 + colw / 2.0;
+        // Near the right edge the mark ends at its column instead of centring on it.
+        let anchor = if cx > right_edge - 30.0 {
+            "end"
+        } else {
+            "middle"
+        };
         let _ = writeln!(
             s,
-            r#"<text class="oom-{}" x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold" fill="{}">✖ OOM</text>"#,
+            r#"<text class="oom-{}" x="{:.1}" y="{:.1}" text-anchor="{anchor}" font-weight="bold" fill="{}">✖ OOM</text>"#,
             ["a", "b"][k],
-            x0 + colw / 2.0,
-            y0 + 12.0 + 12.0 * k as f64,
+            cx,
+            y0 + 30.0 + 12.0 * k as f64,
             COLOURS[k]
         );
     }
@@ -236,7 +243,7 @@ fn step_lines(s: &mut String, spans: &[Span], px: &dyn Fn(f64) -> f64, ch: f64) 
                 s,
                 r##"<text class="span" x="{:.1}" y="{:.1}" text-anchor="middle" fill="#555555">{}</text>"##,
                 (x0 + x1) / 2.0,
-                TOP + ch + 36.0,
+                TOP + ch + 16.0,
                 xml(&sp.name)
             );
         }
@@ -244,28 +251,30 @@ fn step_lines(s: &mut String, spans: &[Span], px: &dyn Fn(f64) -> f64, ch: f64) 
     }
 }
 
+/// One row per run: its colour, the file's name, device and peak.
 fn legend(s: &mut String, p: &DiffPicture, pa: Peak, pb: Peak, h: f64) {
-    let yy = h - 10.0;
-    let mut xx = LEFT;
     for (k, (run, peak)) in [(&p.a, pa), (&p.b, pb)].into_iter().enumerate() {
+        let yy = h - 20.0 + 14.0 * k as f64;
+        let name = std::path::Path::new(run.name).file_name().map_or_else(
+            || run.name.to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let text = format!(
-            "{} {} · {} · peak {}",
+            "{} {name} · {} · peak {}",
             ["A", "B"][k],
-            run.name,
             run.trace.device,
             human_bytes(peak.bytes.0)
         );
         let _ = writeln!(
             s,
-            r#"<line x1="{xx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2.5"/><text class="legend-{}" x="{:.1}" y="{yy:.1}">{}</text>"#,
+            r#"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2.5"/><text class="legend-{}" x="{:.1}" y="{yy:.1}">{}</text>"#,
             yy - 4.0,
-            xx + 18.0,
+            LEFT + 18.0,
             yy - 4.0,
             ["a", "b"][k],
-            xx + 24.0,
+            LEFT + 24.0,
             xml(&text),
             c = COLOURS[k]
         );
-        xx += (f64::from(p.width) - LEFT - RIGHT) / 2.0;
     }
 }
