@@ -497,3 +497,30 @@ fn check_report_of_an_oom_explains_the_failure() {
     let t = figure_table(&md, "verdict");
     assert_eq!(t["largest free block"], "512.0 MiB");
 }
+
+#[test]
+fn hostile_names_stay_in_their_cell_in_the_diff_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b|<b>.jsonl");
+    let line = |size: u64| {
+        format!("{{\"memtide\":1,\"device\":\"cuda:0\"}}\n{{\"t\":1,\"op\":\"mark\",\"name\":\"st|ep\\u001b]0;x\\u0007\",\"kind\":\"step\"}}\n{{\"t\":2,\"op\":\"alloc\",\"id\":1,\"size\":{size},\"cat\":\"activation\",\"name\":\"a|b<img src=x>\\n| injected | row |\",\"stack\":[\"evil|<script>.py:1 f\"]}}\n")
+    };
+    std::fs::write(&a, line(4096)).expect("write");
+    std::fs::write(&b, line(8192)).expect("write");
+    let md = run_ok(&["diff", "--markdown"], &[&a, &b]);
+    assert!(
+        !md.contains("<img") && !md.contains("<script") && !md.contains("<b>"),
+        "{md}"
+    );
+    assert!(!md.chars().any(|c| c.is_control() && c != '\n'), "{md}");
+    let grew = table_after(&md, "**Allocations that grew**");
+    assert_eq!(grew.len(), 2, "one header and one row: {grew:?}");
+    assert!(grew[1][4].starts_with("a|b<img src=x>"), "{:?}", grew[1]);
+    assert!(grew[1][5].contains("evil|<script>.py:1"), "{:?}", grew[1]);
+    for t in tables(&md) {
+        for r in &t {
+            assert_eq!(r.len(), t[0].len(), "ragged row {r:?}");
+        }
+    }
+}
