@@ -373,3 +373,39 @@ fn two_run_snapshot_png_and_refusals() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!Path::new("/tmp/never.svg").exists());
 }
+
+#[test]
+fn two_runs_with_faint_bands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (
+        sample("train-3steps.jsonl"),
+        sample("train-checkpointed.jsonl"),
+    );
+    let count = |extra: &[&str]| {
+        let out = dir.path().join("b.svg");
+        plot_two(&a, &b, &out, extra);
+        let text = std::fs::read_to_string(&out).expect("svg");
+        let doc = roxmltree::Document::parse(&text).expect("xml");
+        let bands = |k: &str| -> Vec<String> {
+            doc.descendants()
+                .filter(|n| n.attribute("class") == Some(&format!("band-{k}")))
+                .map(|n| n.attribute("data-band").expect("band").to_string())
+                .collect()
+        };
+        (bands("a"), bands("b"))
+    };
+    // Both samples hold persistent, activation, workspace and external bytes (and no unknown).
+    let want = ["persistent", "activation", "workspace", "external"];
+    let (ba, bb) = count(&["--bands"]);
+    assert_eq!(ba, want);
+    assert_eq!(bb, want);
+    assert_eq!(count(&[]), (vec![], vec![]));
+    // --bands needs a second run.
+    let o = memtide()
+        .arg("plot")
+        .arg(&a)
+        .args(["-o", "/tmp/never.svg", "--bands"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+}

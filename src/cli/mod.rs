@@ -91,6 +91,9 @@ pub struct PlotArgs {
     /// Colours: light (default for pictures), default, mono, or a theme TOML.
     #[arg(long)]
     pub theme: Option<String>,
+    /// With two runs: also draw each run's stacked bands, faint, under its total line.
+    #[arg(long, requires = "file_b")]
+    pub bands: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

@@ -88,6 +88,11 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         Ok(t)
     };
     let (x, y) = (side(&a.file)?, side(b)?);
+    let theme = if a.bands {
+        Some(Theme::resolve(a.theme.as_deref().or(Some("light")), false)?)
+    } else {
+        None
+    };
     let d = memtide_core::analysis::diff::diff(&x.trace, &x.index, &y.trace, &y.index);
     let (na, nb) = (a.file.display().to_string(), b.display().to_string());
     let svg = super::plot_diff::svg(&super::plot_diff::DiffPicture {
@@ -104,6 +109,7 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         diff: &d,
         width: a.width,
         height: a.height,
+        bands: theme.as_ref(),
     })?;
     write(a, svg, &[a.file.as_path(), b])
 }

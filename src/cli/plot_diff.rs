@@ -3,13 +3,14 @@
 //! columns, both peaks marked with their exact bytes, step boundaries, OOMs, and a legend
 //! naming the files.
 
-use crate::tui::picture::{nice_top, xml};
+use crate::tui::picture::{css, nice_top, xml};
+use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{align, Diff, Span};
 use memtide_core::analysis::{event_columns, Column, Peak};
 use memtide_core::index::Index;
 use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, MarkKind, Seq, Trace};
+use memtide_core::trace::{human_bytes, Band, MarkKind, Seq, Trace};
 use std::fmt::Write as _;
 
 const LEFT: f64 = 86.0;
@@ -34,6 +35,8 @@ pub struct DiffPicture<'a> {
     pub diff: &'a Diff,
     pub width: u32,
     pub height: u32,
+    /// Also draw each run's stacked bands, faint, in these colours.
+    pub bands: Option<&'a Theme>,
 }
 
 /// A run's columns in one span, with their left edge and width in pixels.
@@ -134,6 +137,9 @@ pub fn svg(p: &DiffPicture) -> Result<String> {
                 columns(run, range, px(sp.x0), px(sp.x1))
             })
             .collect();
+        if let Some(theme) = p.bands {
+            faint_bands(&mut s, &drawn, k, theme, &y);
+        }
         total_line(&mut s, &drawn, k, &y);
         ooms(&mut s, run, &drawn, k, TOP + ch, LEFT + cw);
         marker(&mut s, run, &peak, &drawn, k, &y, LEFT + cw * 0.6);
@@ -142,6 +148,44 @@ pub fn svg(p: &DiffPicture) -> Result<String> {
     legend(&mut s, p, pa, pb, h);
     let _ = writeln!(s, "</svg>");
     Ok(s)
+}
+
+/// A run's stacked bands, faint (one path per band), under the lines.
+fn faint_bands(s: &mut String, drawn: &[Drawn], k: usize, theme: &Theme, y: &dyn Fn(u64) -> f64) {
+    for b in Band::ALL {
+        let mut d = String::new();
+        for dr in drawn {
+            for (c, col) in dr.cols.iter().enumerate() {
+                let v = col.bands.get(b);
+                if col.empty || v == 0 {
+                    continue;
+                }
+                let below: u64 = Band::ALL
+                    .iter()
+                    .take_while(|o| **o != b)
+                    .map(|o| col.bands.get(*o))
+                    .sum();
+                let _ = write!(
+                    d,
+                    "M{:.2} {:.2}h{:.2}V{:.2}h{:.2}Z",
+                    dr.x0 + c as f64 * dr.colw,
+                    y(below),
+                    dr.colw,
+                    y(below + v),
+                    -dr.colw
+                );
+            }
+        }
+        if !d.is_empty() {
+            let _ = writeln!(
+                s,
+                r#"<path class="band-{}" data-band="{}" fill="{}" fill-opacity="0.16" d="{d}"/>"#,
+                ["a", "b"][k],
+                b.name(),
+                css(theme.bands[b.idx()].fg, "#888888")
+            );
+        }
+    }
 }
 
 /// Each run's total as a step line, one polyline per span.
