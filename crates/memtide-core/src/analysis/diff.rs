@@ -158,3 +158,78 @@ pub fn align(d: &Diff, len_a: usize, len_b: usize) -> Vec<Span> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, lo: u64, hi: u64) -> StepRow {
+        StepRow {
+            name: name.into(),
+            lo: Seq(lo),
+            hi: Seq(hi),
+            baseline: Bytes(0),
+            peak: Bytes(0),
+            peak_at: Seq(lo),
+        }
+    }
+
+    fn with_steps(a: Vec<Option<StepRow>>, b: Vec<Option<StepRow>>) -> Diff {
+        let n = a.len().max(b.len());
+        Diff {
+            peak_a: None,
+            peak_b: None,
+            band_delta: [0; Band::COUNT],
+            steps: (0..n)
+                .map(|k| StepPair {
+                    ordinal: k,
+                    a: a.get(k).cloned().flatten(),
+                    b: b.get(k).cloned().flatten(),
+                })
+                .collect(),
+            most_different: Vec::new(),
+            aligned_by: "step marks",
+        }
+    }
+
+    #[test]
+    fn steps_get_equal_shares_after_a_bounded_setup_span() {
+        // A: 10 setup events of 100, steps at 10..40, 40..70, 70..99; B: 100 setup events of
+        // 200 and only two steps. The setup span is the larger share (100/200 = 0.5), capped
+        // at one step's share (1/4 with three steps).
+        let d = with_steps(
+            vec![
+                Some(row("step 0", 10, 40)),
+                Some(row("step 1", 40, 70)),
+                Some(row("step 2", 70, 99)),
+            ],
+            vec![Some(row("step 0", 100, 150)), Some(row("step 1", 150, 199))],
+        );
+        let s = align(&d, 100, 200);
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[0].name, "before steps");
+        assert_eq!((s[0].x0, s[0].x1), (0.0, 0.25));
+        assert_eq!(s[0].a, Some((Seq(0), Seq(9))));
+        assert_eq!(s[0].b, Some((Seq(0), Seq(99))));
+        for w in s.windows(2) {
+            assert_eq!(w[0].x1, w[1].x0, "contiguous");
+        }
+        assert!((s[3].x1 - 1.0).abs() < 1e-12);
+        for sp in &s[1..] {
+            assert!((sp.x1 - sp.x0 - 0.25).abs() < 1e-12, "{sp:?}");
+        }
+        assert_eq!(s[3].name, "step 2");
+        assert_eq!(s[3].b, None, "B has no third step");
+        assert_eq!(s[2].b, Some((Seq(150), Seq(199))));
+    }
+
+    #[test]
+    fn without_steps_on_both_sides_the_whole_runs_span_the_width() {
+        let d = with_steps(vec![Some(row("step 0", 0, 9))], vec![None]);
+        let s = align(&d, 10, 30);
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].x0, s[0].x1), (0.0, 1.0));
+        assert_eq!(s[0].a, Some((Seq(0), Seq(9))));
+        assert_eq!(s[0].b, Some((Seq(0), Seq(29))));
+    }
+}
