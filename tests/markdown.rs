@@ -524,3 +524,19 @@ fn hostile_names_stay_in_their_cell_in_the_diff_report() {
         }
     }
 }
+
+#[test]
+fn check_growth_names_where_the_survivors_were_allocated() {
+    // examples/gen_samples.rs: the leaked layer-0 activations are made at model.py:44 forward.
+    let o = memtide()
+        .args(["check", "--max-growth", "1%"])
+        .arg(sample("train-leak.jsonl"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    assert!(
+        text.contains("3 × act layers.0.mlp (1.500 GiB, model.py:44 forward"),
+        "{text}"
+    );
+}

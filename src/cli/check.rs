@@ -184,11 +184,28 @@ fn verdict(
             );
         };
         if growth > g {
+            let view =
+                memtide_core::analysis::frames::FrameView::new(&t.trace, &Default::default());
             let who: Vec<String> = tr
                 .survivors
                 .iter()
                 .take(3)
-                .map(|s| format!("{} × {} ({})", s.count, s.name, human_bytes(s.bytes.0)))
+                .map(|s| {
+                    // Where the group was allocated: the user frame of its first allocation.
+                    let frame = s
+                        .ids
+                        .first()
+                        .map(|&id| view.of_frames(t.trace.stack(id)).user)
+                        .filter(|f| !f.is_empty())
+                        .map(|f| format!(", {f}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} × {} ({}{frame})",
+                        s.count,
+                        s.name,
+                        human_bytes(s.bytes.0)
+                    )
+                })
                 .collect();
             lines.push(format!(
                 "FAIL: step baseline grew by {} ({:+.2}%) after warm-up, over --max-growth {:.2}%{}",
