@@ -601,3 +601,29 @@ fn markdown_report_names_the_log() {
         "{text}"
     );
 }
+
+/// `summary --markdown` has the device-log section: the file, 37 samples every 100 ms, the
+/// shift of the +02:00 zone, full coverage and the peak inside the log (from the event list).
+#[test]
+fn markdown_report_has_the_device_log_section() {
+    let f = files();
+    let log = write(&f.dir, "gpu.csv", &nvidia_smi_log());
+    let snap = f.snapshot.display().to_string();
+    let out = memtide()
+        .args(["summary", "--markdown", &snap, "--device-log", &log])
+        .args(["--device-log-tz", "+02:00"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let md = String::from_utf8(out.stdout).expect("utf-8");
+    let at = md.find("**Device log**").expect("a device-log section");
+    let section = &md[at..md[at..].find("\n\n**").map_or(md.len(), |e| at + e)];
+    assert!(section.contains("| samples | 37 every 100"), "{section}");
+    assert!(
+        section.contains("| coverage | 100.0 % of the trace (14 of 14 events) |"),
+        "{section}"
+    );
+    assert!(section.contains("| the peak | inside the log"), "{section}");
+    assert!(section.contains("· shift -7200.000 s |"), "{section}");
+    assert!(section.contains("gpu.csv (nvidia-smi)"), "{section}");
+}

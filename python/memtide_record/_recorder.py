@@ -153,6 +153,9 @@ class Recorder:
                 "min_bytes": self.min_bytes, "categories": "decided when the alloc line is written"}
         if self._cuda:
             header["capacity"] = torch.cuda.get_device_properties(self.device).total_memory
+        n = self._param_count()
+        if n is not None:
+            header["param_count"] = n
         header["meta"] = meta
         self._writer = Writer(self.path, header)
         with self._lock:
@@ -228,6 +231,22 @@ class Recorder:
                     base = names.get(id(p))
                     self._see(v, cat="optimizer", name=f"{base}.{k}" if base else k)
         self._handles.append(opt.register_step_post_hook(self._after_optimizer_step))
+
+    def _param_count(self):
+        """Elements of the parameters the recorder knows at start (the models' and the
+        optimizers' parameters, each tensor once); None when it knows none (unknown, not 0).
+        Models added later with :meth:`watch` are not counted: the header is the first line."""
+        seen = {}
+        for m in self.models:
+            for p in m.parameters():
+                seen[id(p)] = p
+        for o in self.optimizers:
+            for group in o.param_groups:
+                for p in group["params"]:
+                    seen[id(p)] = p
+        if not seen:
+            return None
+        return sum(p.numel() for p in seen.values())
 
     def _param_names(self):
         return {id(p): n for m in self.models for n, p in m.named_parameters()}

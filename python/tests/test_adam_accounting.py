@@ -83,3 +83,33 @@ def test_state_made_before_recording_is_noted_at_start(tmp_path, summary):
     first = [e["op"] for e in r.events[:6]]
     assert first == ["alloc"] * 6
     summary(path)
+
+
+def test_header_param_count_gives_16_bytes_per_param(tmp_path, summary):
+    """The header carries the model's parameter count (sum of numel), and memtide's
+    persistent breakdown divides by it: fp32 Adam = 16 B/param plus 4 B per `step` tensor."""
+    path = tmp_path / "adam.jsonl"
+    model, opt = train(path)
+    n, step_bytes = expected(model, opt)
+    r = Replay(path)
+    assert r.header["param_count"] == n
+    s = summary(path)
+    p = s["peak"]["persistent"]
+    assert p["param_count"] == n
+    assert p["source"] == "recorded"
+    assert (p["params"], p["grads"], p["optimizer"]) == (4 * n, 4 * n, 8 * n + step_bytes)
+    assert abs(p["bytes_per_param"] - (16 * n + step_bytes) / n) < 1e-9
+    assert f"{p['bytes_per_param']:.1f}" == "16.0"
+    assert p["model"] == "fp32 Adam: 16"
+
+
+def test_no_model_no_param_count(tmp_path, summary):
+    """Without a model or optimizer the count is unknown: the key is absent, never 0."""
+    path = tmp_path / "bare.jsonl"
+    with mr.record(path):
+        torch.randn(64, 64)
+        mr.mark("done")
+    assert "param_count" not in Replay(path).header
+    s = summary(path)
+    p = s["peak"]["persistent"]
+    assert p is None or p["param_count"] is None

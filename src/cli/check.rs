@@ -5,7 +5,7 @@
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
 use anyhow::{Context, Result};
-use memtide_core::analysis::live::entry;
+use memtide_core::analysis::live::entry_in;
 use memtide_core::trace::{human_bytes, parse_size, Trace};
 use std::path::Path;
 use std::process::ExitCode;
@@ -47,23 +47,22 @@ pub fn biggest_live(
     if !trace.identities_known() {
         return "unavailable (the file records no addresses)".into();
     }
+    let view = memtide_core::analysis::frames::FrameView::new(trace, &Default::default());
     let top: Vec<String> = peak
         .live(trace, index)
         .into_iter()
         .take(3)
-        .map(|id| entry(trace, id, peak.at))
+        .map(|id| entry_in(trace, id, peak.at, &view))
         .map(|e| {
-            let name = if e.name.is_empty() {
-                e.frame.clone()
-            } else {
-                e.name.clone()
+            // The row's label (name, module path or op) and its user frame.
+            let frame = super::frames::shown_frame(&e, false);
+            let what = match (e.label.is_empty(), frame.is_empty()) {
+                (false, false) => format!("{} ({frame})", e.label),
+                (false, true) => e.label.clone(),
+                (true, false) => frame,
+                (true, true) => "unnamed".to_string(),
             };
-            let name = if name.is_empty() {
-                "unnamed".to_string()
-            } else {
-                name
-            };
-            format!("{} {} {}", human_bytes(e.bytes.0), e.band.name(), name)
+            format!("{} {} {what}", human_bytes(e.bytes.0), e.band.name())
         })
         .collect();
     top.join(", ")
@@ -123,8 +122,13 @@ fn write_report(
         ),
         None => None,
     };
-    let s = memtide_core::analysis::Summary::build_in(&t.trace, &t.index, resolved.as_ref())
-        .explained(&t.trace, &t.index, t.allocator.as_ref());
+    let opts = memtide_core::analysis::summary::SummaryOptions {
+        frame_rules: memtide_core::load::frame_rules(&super::load::load_options(&a.input))?,
+        ..Default::default()
+    };
+    let s =
+        memtide_core::analysis::Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
+            .explained(&t.trace, &t.index, t.allocator.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
@@ -180,11 +184,28 @@ fn verdict(
             );
         };
         if growth > g {
+            let view =
+                memtide_core::analysis::frames::FrameView::new(&t.trace, &Default::default());
             let who: Vec<String> = tr
                 .survivors
                 .iter()
                 .take(3)
-                .map(|s| format!("{} × {} ({})", s.count, s.name, human_bytes(s.bytes.0)))
+                .map(|s| {
+                    // Where the group was allocated: the user frame of its first allocation.
+                    let frame = s
+                        .ids
+                        .first()
+                        .map(|&id| view.of_frames(t.trace.stack(id)).user)
+                        .filter(|f| !f.is_empty())
+                        .map(|f| format!(", {f}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} × {} ({}{frame})",
+                        s.count,
+                        s.name,
+                        human_bytes(s.bytes.0)
+                    )
+                })
                 .collect();
             lines.push(format!(
                 "FAIL: step baseline grew by {} ({:+.2}%) after warm-up, over --max-growth {:.2}%{}",

@@ -1,10 +1,14 @@
-//! `memtide diff A B`: two runs compared — peaks, band deltas at each one's peak, and the
-//! per-step table aligned by step marks, the steps that differ most first.
+//! `memtide diff A B`: two runs compared — peaks, band deltas at each one's peak, the
+//! per-step table aligned by step marks (the steps that differ most first), and the
+//! allocations that grew with their user frames; as text, JSON or Markdown.
 
 use super::load::{index_all, load, pick_device};
 use super::DiffArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{diff, Diff};
+use memtide_core::analysis::grown::{owner_changes, Grown, OwnerChanges};
+use memtide_core::analysis::persistent::{persistent, Persistent};
+use memtide_core::analysis::summary_json::PersistentJson;
 use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -22,7 +26,7 @@ fn signed(d: i128) -> String {
 }
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
-    if !a.json && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if !a.json && !a.markdown && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
     let la = load(&a.a, &a.input)?;
@@ -35,12 +39,74 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         bail!("nothing to compare");
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
+    let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
+    let g = match (&d.peak_a, &d.peak_b) {
+        (Some(p), Some(q)) => {
+            owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)
+        }
+        _ => None,
+    };
+    let per = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| {
+        p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
+    };
+    let split = (per(x, d.peak_a), per(y, d.peak_b));
     if a.json {
-        crate::out_json!("{}", serde_json::to_string_pretty(&to_json(&d, a, x, y))?);
+        crate::out_json!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
+        );
+    } else if a.markdown {
+        let opts = memtide_core::analysis::summary::SummaryOptions {
+            frame_rules: rules,
+            ..Default::default()
+        };
+        let sum = |t: &super::load::Indexed| {
+            memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts)
+        };
+        let (sa, sb) = (sum(x), sum(y));
+        let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+        let md = super::markdown::diff::render(&super::markdown::diff::DiffReport {
+            a_name: &na,
+            b_name: &nb,
+            a: &sa,
+            b: &sb,
+            diff: &d,
+            changes: g.as_ref(),
+        });
+        crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
-        crate::outln!("{}", render(&d, a, x, y).trim_end_matches('\n'));
+        crate::outln!(
+            "{}",
+            render(&d, a, x, y, g.as_ref(), &split).trim_end_matches('\n')
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many grown owners the text and JSON list.
+const GROWN_SHOWN: usize = 20;
+
+fn owners_json(g: Option<&[Grown]>) -> serde_json::Value {
+    match g {
+        None => serde_json::Value::Null,
+        Some(g) => g
+            .iter()
+            .take(GROWN_SHOWN)
+            .map(|x| {
+                json!({
+                    "category": x.category,
+                    "label": x.label,
+                    "frame": x.frame,
+                    "a_bytes": x.a_bytes,
+                    "a_count": x.a_count,
+                    "b_bytes": x.b_bytes,
+                    "b_count": x.b_count,
+                    "delta": x.delta() as i64,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    }
 }
 
 fn peak_json(
@@ -70,6 +136,8 @@ fn to_json(
     a: &DiffArgs,
     x: &super::load::Indexed,
     y: &super::load::Indexed,
+    g: Option<&OwnerChanges>,
+    split: &(Option<Persistent>, Option<Persistent>),
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
@@ -88,8 +156,8 @@ fn to_json(
         })
         .collect();
     json!({
-        "a": {"source": a.a.display().to_string(), "device": x.trace.device, "peak": peak_json(x, d.peak_a)},
-        "b": {"source": a.b.display().to_string(), "device": y.trace.device, "peak": peak_json(y, d.peak_b)},
+        "a": {"source": a.a.display().to_string(), "device": x.trace.device, "peak": peak_json(x, d.peak_a), "persistent": split.0.as_ref().map(PersistentJson::new)},
+        "b": {"source": a.b.display().to_string(), "device": y.trace.device, "peak": peak_json(y, d.peak_b), "persistent": split.1.as_ref().map(PersistentJson::new)},
         "peak_delta": match (d.peak_a, d.peak_b) {
             (Some(p), Some(q)) => json!(q.bytes.0 as i64 - p.bytes.0 as i64),
             _ => serde_json::Value::Null,
@@ -98,10 +166,19 @@ fn to_json(
         "aligned_by": d.aligned_by,
         "steps": steps,
         "most_different_steps": d.most_different,
+        "grown": owners_json(g.map(|c| c.grew.as_slice())),
+        "shrunk": owners_json(g.map(|c| c.shrank.as_slice())),
     })
 }
 
-fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Indexed) -> String {
+fn render(
+    d: &Diff,
+    a: &DiffArgs,
+    x: &super::load::Indexed,
+    y: &super::load::Indexed,
+    g: Option<&OwnerChanges>,
+    split: &(Option<Persistent>, Option<Persistent>),
+) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "memtide diff (B − A; binary units)");
     let _ = writeln!(o, "A  {} · {}", a.a.display(), x.trace.device);
@@ -141,6 +218,7 @@ fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Ind
             );
         }
     }
+    persistent_text(&mut o, split);
     let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
     for s in &d.steps {
         let name =
@@ -164,5 +242,84 @@ fn render(d: &Diff, a: &DiffArgs, x: &super::load::Indexed, y: &super::load::Ind
             s.delta().map_or("-".into(), signed)
         );
     }
+    match g {
+        None => {
+            let _ = writeln!(
+                o,
+                "\ngrew: unavailable (a file records no allocation identities)"
+            );
+        }
+        Some(c) => {
+            owners_text(&mut o, "grew", &c.grew);
+            owners_text(&mut o, "shrank", &c.shrank);
+        }
+    }
     o
+}
+
+/// `grew at the peaks (…):` and its rows, or a line saying nothing did.
+fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
+    if rows.is_empty() {
+        let _ = writeln!(o, "\n{what}: nothing (by owner, at the peaks)");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{what} at the peaks (by owner; B − A, A, B; {} of {}):",
+        rows.len().min(GROWN_SHOWN),
+        rows.len()
+    );
+    for x in rows.iter().take(GROWN_SHOWN) {
+        let frame = super::frames::short_frame(&x.frame);
+        let what = if x.label.is_empty() {
+            frame.to_string()
+        } else {
+            format!("{:<28} {frame}", x.label)
+        };
+        let _ = writeln!(
+            o,
+            "  {:>11} {:>11} {:>11}  {:<16} {}",
+            signed(x.delta()),
+            human_bytes(x.a_bytes),
+            human_bytes(x.b_bytes),
+            x.category,
+            what.trim_end()
+        );
+    }
+}
+
+/// The persistent split at each one's peak (when either has persistent bytes).
+fn persistent_text(o: &mut String, (pa, pb): &(Option<Persistent>, Option<Persistent>)) {
+    if pa.is_none() && pb.is_none() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\npersistent at each one's peak:   A            B        B − A"
+    );
+    type Get = fn(&Persistent) -> Option<u64>;
+    let rows: [(&str, Get); 6] = [
+        ("params", |p| p.params),
+        ("grads", |p| p.grads),
+        ("optimizer", |p| p.optimizer),
+        ("buffers", |p| p.buffers),
+        ("other", |p| Some(p.other)),
+        ("total", |p| Some(p.total)),
+    ];
+    for (name, get) in rows {
+        let x = pa.as_ref().and_then(get);
+        let y = pb.as_ref().and_then(get);
+        let shown = |v: Option<u64>| v.map_or("unavailable".into(), human_bytes);
+        let dd = match (x, y) {
+            (Some(x), Some(y)) => signed(y as i128 - x as i128),
+            _ => "-".into(),
+        };
+        let _ = writeln!(o, "  {name:<12} {:>14} {:>12} {dd:>12}", shown(x), shown(y));
+    }
+    let bpp = |p: &Option<Persistent>| {
+        p.as_ref()
+            .and_then(|p| p.bytes_per_param)
+            .map_or("unavailable".into(), |b| format!("{b:.1} B/param"))
+    };
+    let _ = writeln!(o, "  {:<12} {:>14} {:>12}", "per param", bpp(pa), bpp(pb));
 }

@@ -9,6 +9,7 @@ pub mod lab;
 pub mod load;
 pub mod markdown;
 pub mod plot;
+pub mod plot_diff;
 pub mod replay;
 pub mod shell;
 pub mod summary;
@@ -62,7 +63,8 @@ pub enum Command {
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff): `memtide man > memtide.1`.
     Man,
-    /// Draw the timeline as a picture: `memtide plot FILE -o peak.svg` (or .png).
+    /// Draw the timeline as a picture: `memtide plot FILE -o peak.svg` (or .png); `plot A B`
+    /// draws two runs aligned by step.
     Plot(PlotArgs),
 }
 
@@ -71,6 +73,9 @@ pub struct PlotArgs {
     /// Trace file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// A second run: draw both on one scale, aligned by step as `diff` aligns them.
+    #[arg(value_name = "B")]
+    pub file_b: Option<PathBuf>,
     /// The picture to write: .svg, or .png (rendered from the SVG).
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: PathBuf,
@@ -86,6 +91,9 @@ pub struct PlotArgs {
     /// Colours: light (default for pictures), default, mono, or a theme TOML.
     #[arg(long)]
     pub theme: Option<String>,
+    /// With two runs: also draw each run's stacked bands, faint, under its total line.
+    #[arg(long, requires = "file_b")]
+    pub bands: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -118,8 +126,11 @@ pub struct DiffArgs {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print a Markdown report (GitHub tables) for a pull request or `$GITHUB_STEP_SUMMARY`.
+    #[arg(long)]
+    pub markdown: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

@@ -1,6 +1,5 @@
 //! `memtide summary`: the readable report and the stable JSON.
 
-use super::frames::short_frame;
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
@@ -499,13 +498,7 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
             } else {
                 e.category.to_string()
             };
-            let frame = if v.all_frames || e.user_frame.is_empty() {
-                short_frame(&e.frame).to_string()
-            } else if e.innermost.is_empty() || e.user_frame.ends_with(e.innermost.as_str()) {
-                e.user_frame.clone()
-            } else {
-                format!("{}  ← {}", e.user_frame, e.innermost)
-            };
+            let frame = super::frames::shown_frame(e, v.all_frames);
             // Snapshots and profiler traces name nothing: the label is the module or the op.
             let what = if e.label.is_empty() {
                 frame

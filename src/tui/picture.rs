@@ -19,7 +19,7 @@ const TOP: f64 = 54.0;
 const BOTTOM: f64 = 58.0;
 
 /// A ratatui colour as CSS (named colours as the xterm palette shows them).
-fn css(c: Option<Color>, fallback: &str) -> String {
+pub(crate) fn css(c: Option<Color>, fallback: &str) -> String {
     let named = |i: u8| -> &'static str {
         [
             "#000000", "#cd0000", "#00cd00", "#cdcd00", "#0000ee", "#cd00cd", "#00cdcd", "#e5e5e5",
@@ -64,7 +64,7 @@ fn css(c: Option<Color>, fallback: &str) -> String {
 }
 
 /// Text from the trace made safe for XML (and free of control characters).
-fn xml(s: &str) -> String {
+pub(crate) fn xml(s: &str) -> String {
     let s = crate::safe_text::terminal_safe(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -82,7 +82,7 @@ fn xml(s: &str) -> String {
 }
 
 /// A round top for the y axis: the next of 1, 2, 2.5, 5 × a power of 1024-based units.
-fn nice_top(max: u64) -> u64 {
+pub(crate) fn nice_top(max: u64) -> u64 {
     let max = max.max(1);
     let mut unit: u64 = 1;
     while unit <= max / 1024 {

@@ -4,6 +4,7 @@
 pub mod columns;
 pub mod diff;
 pub mod frames;
+pub mod grown;
 pub mod infer;
 pub mod live;
 pub mod oom;

@@ -127,7 +127,7 @@ pub struct PersistentJson<'a> {
 }
 
 impl<'a> PersistentJson<'a> {
-    fn new(p: &'a Persistent) -> PersistentJson<'a> {
+    pub fn new(p: &'a Persistent) -> PersistentJson<'a> {
         PersistentJson {
             total: p.total,
             params: p.params,

@@ -352,6 +352,16 @@ impl JsonlDecoder {
             trace.meta.push(("source".into(), s.into_owned()));
         }
         for (k, v) in l.extra {
+            // The parameter count divides the persistent bytes (bytes per parameter): a
+            // count that is not a whole number of parameters is refused, not ignored.
+            if k == "param_count" {
+                let text = v.get().trim();
+                if text != "null" && text.parse::<u64>().is_err() {
+                    return Err(format!(
+                        "param_count must be a whole number of parameters (or null), got {text}"
+                    ));
+                }
+            }
             trace.meta.push((k.into_owned(), v.get().to_string()));
         }
         Ok(())

@@ -2,11 +2,15 @@
 //! for a pull-request comment or a CI job summary (`$GITHUB_STEP_SUMMARY`). Text from the
 //! trace is escaped for Markdown and HTML, and control characters never pass.
 
+pub mod diff;
+mod oom;
+mod owners;
+
 use super::frames::short_frame;
 use crate::safe_text::terminal_safe;
 use memtide_core::analysis::summary::{Summary, WindowReport};
 use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, Band};
+use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
 
 /// Trace text made safe inside a Markdown table cell or line: control characters escaped,
@@ -44,10 +48,31 @@ fn peak_place(s: &Summary) -> String {
     } else {
         format!("at event #{}", p.index)
     };
+    if let Some(t) = p.time_us.filter(|_| !p.at_start) {
+        let _ = write!(at, " ({})", time_text(s, t));
+    }
     if let Some(m) = &p.mark {
         let _ = write!(at, " in {}", cell(m));
     }
     at
+}
+
+/// A time relative to the trace's first event (`t=+12.345 ms`), or the file's value.
+fn time_text(s: &Summary, t: f64) -> String {
+    match s.start_time_us {
+        Some(t0) => {
+            let d = t - t0;
+            if d.abs() >= 1e6 {
+                format!("t=+{:.3} s", d / 1e6)
+            } else {
+                format!("t=+{:.3} ms", d / 1e3)
+            }
+        }
+        None => format!(
+            "t={} us",
+            memtide_core::analysis::summary_json::Micros(Some(t))
+        ),
+    }
 }
 
 /// The report of one device's summary.
@@ -107,9 +132,12 @@ pub fn render(s: &Summary) -> String {
     }
     let _ = writeln!(o);
     bands(&mut o, s);
-    live(&mut o, s);
+    owners::persistent(&mut o, s);
+    device_log(&mut o, s);
+    owners::live(&mut o, s);
     steps(&mut o, s);
     windows(&mut o, &s.windows);
+    oom::ooms(&mut o, s);
     if !s.notes.is_empty() {
         let _ = writeln!(o, "**Notes**\n");
         for n in &s.notes {
@@ -151,38 +179,48 @@ fn bands(o: &mut String, s: &Summary) {
     let _ = writeln!(o);
 }
 
-fn live(o: &mut String, s: &Summary) {
-    let Some(p) = &s.peak else { return };
-    if let Some(why) = s.live_unavailable {
-        let _ = writeln!(o, "Live at the peak: {}.\n", cell(why));
+/// How `--device-log` was read and aligned: source, device, samples, shift, coverage.
+fn device_log(o: &mut String, s: &Summary) {
+    let Some(d) = &s.device_log else {
         return;
-    }
-    if p.live.is_empty() {
-        return;
-    }
+    };
+    let _ = writeln!(o, "**Device log**\n\n| figure | value |\n|---|---|");
+    let _ = writeln!(o, "| file | {} ({}) |", cell(&d.path), d.format);
     let _ = writeln!(
         o,
-        "**Top {} live at the peak** (of {})\n\n| size | band | category | name | frame |\n|---:|---|---|---|---|",
-        p.live.len(),
-        grouped(p.live_count as u64)
+        "| device | {} |",
+        d.device
+            .map_or("no matching device".to_string(), |i| format!("device {i}"))
     );
-    for e in &p.live {
-        let mut cat = e.category.to_string();
-        if e.inferred {
-            cat.push('?');
-        }
-        let mut name = cell(&e.name);
-        if e.retained_by_view {
-            name.push_str(" (retained by view)");
-        }
+    let every = d.sample_interval_us.map_or(String::new(), |i| {
+        format!(" every {}", external::interval(i))
+    });
+    let _ = writeln!(o, "| samples | {}{every} |", grouped(d.samples));
+    let _ = writeln!(
+        o,
+        "| aligned | {} · shift {} |",
+        cell(&d.time_basis),
+        external::secs(d.shift_us)
+    );
+    let _ = writeln!(
+        o,
+        "| coverage | {:.1} % of the trace ({} of {} events) |",
+        d.coverage * 100.0,
+        grouped(d.covered_events),
+        grouped(d.events)
+    );
+    let peak = match s.device_log_peak_covered {
+        Some(true) => "inside the log (its external bytes are the log's)",
+        Some(false) => "outside the log (external there unavailable, counted as 0)",
+        None => "unavailable",
+    };
+    let _ = writeln!(o, "| the peak | {peak} |");
+    if d.used_below_reserved > 0 {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |",
-            human_bytes(e.bytes.0),
-            e.band.name(),
-            cell(&cat),
-            name,
-            cell(short_frame(&e.frame))
+            "| used < reserved | at {} events (by up to {}) |",
+            grouped(d.used_below_reserved),
+            human_bytes(d.max_shortfall)
         );
     }
     let _ = writeln!(o);
@@ -237,7 +275,11 @@ fn steps(o: &mut String, s: &Summary) {
                 },
                 sv.count,
                 human_bytes(sv.bytes.0),
-                cell(&sv.frame)
+                cell(if sv.user_frame.is_empty() {
+                    short_frame(&sv.frame)
+                } else {
+                    &sv.user_frame
+                })
             );
         }
         let _ = writeln!(o);

@@ -1,0 +1,58 @@
+//! The Markdown report's OOM section: each out-of-memory event with its figures
+//! ("unavailable" where the source lacks them), the verdict and the advice; then the
+//! allocator's state at the end, when the file records it.
+
+use super::{cell, time_text};
+use memtide_core::allocator::explain::shown;
+use memtide_core::analysis::summary::Summary;
+use memtide_core::trace::human_bytes;
+use std::fmt::Write as _;
+
+pub fn ooms(o: &mut String, s: &Summary) {
+    for x in &s.ooms {
+        let t = x
+            .time_us
+            .map(|t| format!(" · {}", time_text(s, t)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "**Out of memory** at event #{}{t} · {}: verdict **{}**\n",
+            x.index,
+            cell(&x.device),
+            x.verdict.name()
+        );
+        let _ = writeln!(o, "| figure | value |\n|---|---|");
+        let rows: [(&str, String); 12] = [
+            ("requested", shown(x.requested_bytes)),
+            ("rounded", shown(x.rounded_bytes)),
+            (
+                "pool",
+                x.pool.clone().unwrap_or_else(|| "unavailable".into()),
+            ),
+            ("driver free", shown(x.device_free)),
+            ("allocated", shown(x.allocated)),
+            ("reserved", shown(x.reserved)),
+            ("free in reserve", shown(x.free_in_reserve)),
+            ("largest free block", shown(x.largest_free_block)),
+            ("capacity", shown(x.capacity)),
+            ("outside the allocator", shown(x.outside_allocator)),
+            ("verdict", x.verdict.name().to_string()),
+            ("advice", x.advice.clone()),
+        ];
+        for (k, v) in rows {
+            let _ = writeln!(o, "| {k} | {} |", cell(&v));
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(e) = &s.allocator_at_end {
+        let _ = writeln!(
+            o,
+            "Allocator at the end: {} segments · reserved {} · allocated {} · free in reserve {} · largest free block {}.\n",
+            e.segments,
+            human_bytes(e.reserved),
+            human_bytes(e.allocated),
+            human_bytes(e.free_in_reserve),
+            human_bytes(e.largest_free_block)
+        );
+    }
+}
