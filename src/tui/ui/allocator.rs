@@ -135,22 +135,25 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         let free = reserved.zip(allocated).map(|(r, a)| r.saturating_sub(a));
         let shown = memtide_core::allocator::explain::shown;
         let lines = [
-            "  this file records no segments: the block map (segments, blocks, pools, streams, largest free block) is unavailable — only PyTorch memory snapshots record it".to_string(),
+            "this file records no segments: the block map (segments, blocks, pools, streams, largest free block) is unavailable — only PyTorch memory snapshots record it".to_string(),
             format!(
-                "  known at the cursor: allocated {} {sep} reserved {} {sep} free in reserve {} {sep} capacity {}",
+                "known at the cursor: allocated {} {sep} reserved {} {sep} free in reserve {} {sep} capacity {}",
                 shown(allocated),
                 shown(reserved),
                 shown(free),
                 shown(tr.capacity.map(|c| c.0)),
             ),
-            "  fragmentation: unavailable (it needs the free blocks)".to_string(),
+            "fragmentation: unavailable (it needs the free blocks)".to_string(),
         ];
-        for (i, l) in lines.iter().enumerate() {
+        let wrapped = lines
+            .iter()
+            .flat_map(|l| super::oom::wrap(l, (r.width as usize).saturating_sub(4).max(10)));
+        for (i, l) in wrapped.enumerate() {
             let y = r.y + 1 + i as u16;
             if y >= r.bottom() {
                 break;
             }
-            put(buf, r.x, y, l, r.width, th.text);
+            put(buf, r.x + 2, y, &l, r.width.saturating_sub(2), th.text);
         }
         return;
     }
@@ -300,9 +303,9 @@ fn segment_row(
 ) {
     let th = &sh.theme;
     let open = if view.expanded == Some(seg.address) {
-        "▾"
+        "-"
     } else {
-        "▸"
+        "+"
     };
     let pool = if seg.key.pool_id.is_default() {
         "default"
