@@ -163,6 +163,9 @@ pub fn breakdown(p: &Persistent) -> Option<String> {
     }
     if let Some(bpp) = p.bytes_per_param {
         s.push_str(&format!(" · {bpp:.1} B/param"));
+        if !p.model.is_empty() {
+            s.push_str(&format!(" ({})", p.model));
+        }
     }
     if p.source == "inferred" {
         s.push_str(" · inferred");
