@@ -291,3 +291,19 @@ fn oom_panel_120x40() {
     h.press("o");
     insta::assert_snapshot!(h.terminal().backend());
 }
+
+#[test]
+fn help_in_the_allocator_view_lists_its_keys_then_the_explorers() {
+    let mut h = open("oom_fragmented.pickle", None, 120, 50);
+    h.press("os?");
+    let s = h.screen();
+    assert!(
+        s.contains("allocator: sort by size / free bytes / address"),
+        "{s}"
+    );
+    assert!(s.contains("jump to the global peak"), "{s}");
+    // Any key closes the overlay; the view stays open.
+    h.press("j");
+    assert!(!h.screen().contains("any key closes"));
+    assert!(h.explorer().alloc.is_some());
+}

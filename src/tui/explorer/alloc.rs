@@ -8,6 +8,7 @@ use crate::tui::device::Device;
 use memtide_core::allocator::{BlockState, SegmentView, Totals};
 use memtide_core::trace::{AllocId, Seq};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// How the segment rows are ordered (`S` cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +52,8 @@ pub enum AllocRow {
 pub struct AllocView {
     /// The instant shown (the cursor when it was computed).
     pub at: Seq,
+    /// Which loaded device it was computed from (a reload or `d` brings a new one).
+    device: usize,
     /// Whether the source has a block model (snapshots); false: segments are unknown.
     pub model: bool,
     pub sort: AllocSort,
@@ -73,6 +76,7 @@ impl AllocView {
     pub fn new(model: bool) -> AllocView {
         AllocView {
             at: Seq(u64::MAX),
+            device: 0,
             model,
             sort: AllocSort::Size,
             segments: Vec::new(),
@@ -200,14 +204,16 @@ impl AllocView {
     }
 }
 
-/// Recomputes the view at the cursor when it moved (the selected segment stays selected
-/// while it exists).
-pub fn refresh(view: &mut AllocView, dev: &Device, at: Seq) {
-    if view.at == at {
+/// Recomputes the view at the cursor when it moved or the device changed (the selected
+/// segment stays selected while it exists).
+pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) {
+    let id = Arc::as_ptr(dev) as usize;
+    if view.at == at && view.device == id {
         return;
     }
     let keep = view.selected_segment().map(|s| s.address);
     view.at = at;
+    view.device = id;
     let Some(model) = dev.allocator.as_ref() else {
         view.model = false;
         view.segments.clear();

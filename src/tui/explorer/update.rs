@@ -674,7 +674,7 @@ fn oom_jump(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<
 
 /// The allocator view: open / close, move the selection, sort, expand a segment, inspect a
 /// block's allocation (and move the cursor to its alloc).
-fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -> Vec<Effect> {
     use super::alloc::{refresh, AllocView};
     use memtide_core::allocator::BlockState;
     if a == A::ToggleAllocator {

@@ -49,6 +49,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
             if !matches!(ex.screen, Screen::Ready) {
                 return; // no overlay over the loading and error screens
             }
+            if sh.help && ex.alloc.is_some() && ex.inspect.is_none() {
+                help::draw_tables(buf, area, sh, &[keymap::ALLOCATOR, keymap::EXPLORER]);
+                return;
+            }
             keymap::EXPLORER
         }
         Page::Diff(st) => {
