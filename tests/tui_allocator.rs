@@ -307,3 +307,18 @@ fn help_in_the_allocator_view_lists_its_keys_then_the_explorers() {
     assert!(!h.screen().contains("any key closes"));
     assert!(h.explorer().alloc.is_some());
 }
+
+#[test]
+fn small_terminals_draw_the_panel_and_the_view_without_panicking() {
+    for (w, hgt) in [(40, 10), (41, 12), (60, 16)] {
+        let mut h = open("oom_fragmented.pickle", None, w, hgt);
+        h.press("o");
+        assert!(h.screen().contains("out of memory"), "{w}x{hgt}");
+        h.press("s<Enter>jj<Enter>");
+        let _ = h.screen();
+        h.press("<Esc>?");
+        let _ = h.screen();
+        h.press("q");
+        assert!(h.app.shared.quit);
+    }
+}
