@@ -240,3 +240,16 @@ fn a_trace_of_zero_bytes_draws_an_empty_plot() {
     assert_eq!(s.matches("0B┤").count(), 1, "{s}");
     assert!(plot.iter().all(|l| !l.contains('█')), "{s}");
 }
+
+#[test]
+fn a_search_jump_names_the_storage_by_its_user_frame() {
+    // train3.jsonl (gen_train3.py): "probe" matches the view attn_probe of layer2.attn,
+    // allocated at model.py:31 attention.
+    let mut h = Harness::open(&root().join("tests/fixtures/tui/train3.jsonl"), 120, 30);
+    h.press("<Home>/probe<Enter>");
+    let status = h.screen().lines().last().unwrap().to_string();
+    assert!(
+        status.contains("match 1/1: 64.00 MiB layer2.attn  model.py:31 attention"),
+        "{status}"
+    );
+}

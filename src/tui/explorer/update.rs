@@ -632,17 +632,21 @@ fn goto_match(sh: &mut Shared, ex: &mut ExplorerState, i: usize) -> Vec<Effect> 
         i + 1,
         ex.search.matches.len(),
         fmt::bytes(tr.size(id).0),
-        name_or_frame(tr, id)
+        name_or_frame(&dev, id)
     ));
     fx
 }
 
-fn name_or_frame(tr: &Trace, id: AllocId) -> String {
-    let n = tr.name(id);
-    if n.is_empty() {
-        tr.top_frame(id).to_string()
-    } else {
-        n.to_string()
+/// What to call storage `id` in a message: its label (name, module path or op) and its user
+/// frame (`model.py:31 attention`), else the top frame as the file gives it.
+fn name_or_frame(dev: &Device, id: AllocId) -> String {
+    let tr = &dev.trace;
+    let e = memtide_core::analysis::live::entry_in(tr, id, tr.start(id), &dev.frames);
+    match (e.label.is_empty(), e.user_frame.is_empty()) {
+        (false, false) if e.user_frame != e.label => format!("{}  {}", e.label, e.user_frame),
+        (false, _) => e.label,
+        (true, false) => e.user_frame,
+        (true, true) => e.frame,
     }
 }
 
@@ -871,7 +875,7 @@ fn copy_text(ex: &ExplorerState, dev: &Device) -> String {
             "{} {} {} — {}\n",
             fmt::bytes(tr.size(id).0),
             tr.band(id).name(),
-            name_or_frame(tr, id),
+            name_or_frame(dev, id),
             details::why_live(tr, id, at)
         ));
         for f in tr.stack(id) {
