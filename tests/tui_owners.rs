@@ -137,6 +137,11 @@ fn slash_filters_the_tree_and_esc_clears_it() {
     h.press("<Esc>");
     assert_eq!(h.explorer().live.tree_rows.len(), all);
     assert!(h.explorer().search.query.is_empty());
+    h.press("/zzqq<Enter>");
+    assert!(h.explorer().live.tree_rows.is_empty());
+    assert!(h.screen().contains("no frame matches \"zzqq\""));
+    h.press("<Esc>");
+    assert_eq!(h.explorer().live.tree_rows.len(), all);
 }
 
 #[test]

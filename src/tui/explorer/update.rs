@@ -431,9 +431,10 @@ fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: 
                 open_inspect(sh, ex, dev, id);
                 Vec::new()
             }
-            None if ex.live.group != GroupMode::List => {
-                say(sh, "press g to return to the list, then Enter")
-            }
+            None if ex.live.group != GroupMode::List => say(
+                sh,
+                "g cycles list → by band → by frame → tree: back to the list, then Enter",
+            ),
             None if !dev.trace.identities_known() => {
                 let why = memtide_core::trace::NO_IDENTITIES;
                 say(sh, &format!("nothing to inspect: {why}"))

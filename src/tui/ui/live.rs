@@ -201,6 +201,24 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
             }
         }
     }
+    if lv.group == GroupMode::Tree && lv.tree_rows.is_empty() && lv.count > 0 && rows > 0 {
+        let why = if ex.search.query.is_empty() {
+            "no stack tree: the storages record no frames".to_string()
+        } else {
+            format!(
+                "no frame matches {:?} (Esc clears the filter)",
+                ex.search.query
+            )
+        };
+        put(
+            buf,
+            r.x + 2,
+            r.y + 1,
+            &why,
+            r.width.saturating_sub(2),
+            th.dim,
+        );
+    }
     if lv.count == 0 && rows > 0 {
         put(
             buf,
