@@ -314,6 +314,21 @@ fn small_terminals_draw_the_panel_and_the_view_without_panicking() {
         let mut h = open("oom_fragmented.pickle", None, w, hgt);
         h.press("o");
         assert!(h.screen().contains("out of memory"), "{w}x{hgt}");
+        // The OOM panel sits above the live list, inside the screen, overlapping nothing.
+        let l = h.explorer().layout(w, hgt);
+        assert!(l.panel.height > 0, "{w}x{hgt}");
+        let rects = [
+            l.header, l.plot, l.axis, l.minimap, l.panel, l.live, l.status,
+        ];
+        for (i, a) in rects.iter().enumerate() {
+            assert!(a.right() <= w && a.bottom() <= hgt, "{w}x{hgt} {a:?}");
+            for b in &rects[i + 1..] {
+                assert!(
+                    a.area() == 0 || b.area() == 0 || !a.intersects(*b),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
         h.press("s<Enter>jj<Enter>");
         let _ = h.screen();
         h.press("<Esc>?");
