@@ -55,9 +55,10 @@ pub struct LiveResult {
     pub tree: Option<TreeNode>,
 }
 
-/// Computes the live panel's content at `at`, frames under the built-in rules.
+/// Computes the live panel's content at `at`, frames under the built-in rules without a
+/// project root (the explorer uses [`compute_in`] with its device's view).
 pub fn compute(tr: &Trace, ix: &Index, at: Seq, group: GroupMode) -> LiveResult {
-    compute_in(tr, ix, &FrameView::new(tr, &Default::default()), at, group)
+    compute_in(tr, ix, &FrameView::default(), at, group)
 }
 
 /// Computes the live panel's content at `at`, frames read through `view`.
