@@ -60,3 +60,12 @@ fn without_a_terminal_diff_prints_text_and_two_files_need_a_terminal() {
         .success()
         .stdout(contains("totals: 12 hits, 4 misses"));
 }
+
+#[test]
+fn a_bad_capacity_is_an_error_before_the_screen_opens() {
+    cargo_bin_cmd!("memtide")
+        .args(["--capacity", "lots", FIXTURE])
+        .assert()
+        .code(2)
+        .stderr(contains("--capacity"));
+}

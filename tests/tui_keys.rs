@@ -32,9 +32,10 @@ fn p_then_enter_shows_the_peaks_biggest_storage_and_its_stack() {
     assert!(h.screen().contains("cursor #0 "));
     h.press("p");
     let s = h.screen();
-    // Header: the cursor's total, 288 MiB by hand (see gen_train3.py), with the breakdown.
+    // Header: the cursor's total, 288 MiB by hand (see gen_train3.py), with the breakdown;
+    // the time is relative to the first event (t=1 µs in the file: 304 − 1).
     assert!(
-        s.contains("cursor #30 t=304.000 µs  288.0 MiB = █per 128Mi + █act 160Mi"),
+        s.contains("cursor #30 t=+303.000 µs  288.0 MiB = █per 128Mi + █act 160Mi"),
         "{s}"
     );
     // The live panel flags the storage a view keeps alive.
@@ -73,8 +74,11 @@ fn design_example_view_retains_only_between_t12_and_t30() {
         assert!(s.contains(&format!("cursor #{steps} ")), "{s}");
         assert_eq!(s.contains("retained by view"), retained, "#{steps}: {s}");
     }
-    // The peak is external 64 MiB + fc.weight 4 MiB = 68 MiB, first reached at #4.
+    // The peak is external 64 MiB + fc.weight 4 MiB = 68 MiB, first reached at #4 (t=10 in
+    // the file, whose first event is at t=5: +5 µs; `T` shows the file's value).
     h.press("p");
+    assert!(h.screen().contains("cursor #4 t=+5.000 µs  68.00 MiB"));
+    h.press("T");
     assert!(h.screen().contains("cursor #4 t=10.000 µs  68.00 MiB"));
 }
 

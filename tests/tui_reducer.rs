@@ -204,6 +204,34 @@ fn grouping_by_band_sums_to_the_total() {
     assert_eq!(h.explorer().live.group, GroupMode::ByFrame);
     let sum: u64 = h.explorer().live.groups.iter().map(|g| g.bytes.0).sum();
     assert_eq!(sum, 288 * MIB);
+    // By user frame: the two Adam moments are made under torch/optim/adam.py, from the
+    // user's train.py:46 (gen_train3.py): one group of 2 × 32 MiB, not torch's frame.
+    let adam = h
+        .explorer()
+        .live
+        .groups
+        .iter()
+        .find(|g| g.key == "train.py:46 train_step")
+        .expect("a user-frame group");
+    assert_eq!((adam.bytes, adam.count), (Bytes(64 * MIB), 2));
+    assert!(h
+        .explorer()
+        .live
+        .groups
+        .iter()
+        .all(|g| !g.key.contains("torch/")));
+    h.press("g");
+    assert_eq!(h.explorer().live.group, GroupMode::Tree);
+    // The tree's top level holds every live byte (288 MiB by hand).
+    let top: u64 = h
+        .explorer()
+        .live
+        .tree_rows
+        .iter()
+        .filter(|r| r.depth == 0)
+        .map(|r| r.bytes)
+        .sum();
+    assert_eq!(top, 288 * MIB);
     h.press("g");
     assert_eq!(h.explorer().live.group, GroupMode::List);
 }
@@ -467,9 +495,32 @@ fn random_trace(seed: u64, n: usize) -> Trace {
     t
 }
 
+/// Brute-force grouping of live rows by `key`, biggest first (ties by key).
+fn group_by(
+    all: &[memtide_core::analysis::live::LiveEntry],
+    key: impl Fn(&memtide_core::analysis::live::LiveEntry) -> String,
+) -> Vec<memtide_core::analysis::live::Group> {
+    let mut m: std::collections::BTreeMap<String, (u64, usize)> = Default::default();
+    for e in all {
+        let g = m.entry(key(e)).or_default();
+        g.0 += e.bytes.0;
+        g.1 += 1;
+    }
+    let mut v: Vec<_> = m
+        .into_iter()
+        .map(|(key, (b, count))| memtide_core::analysis::live::Group {
+            key,
+            bytes: Bytes(b),
+            count,
+        })
+        .collect();
+    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.key.cmp(&b.key)));
+    v
+}
+
 #[test]
 fn live_rows_and_groups_match_the_core_oracles() {
-    use memtide_core::analysis::live::{group_by_band, group_by_frame, live_entries};
+    use memtide_core::analysis::live::{group_by_band, live_entries};
     for seed in [7u64, 99, 12345] {
         let trace = random_trace(seed, 6000);
         let index = Index::build(&trace);
@@ -511,12 +562,23 @@ fn live_rows_and_groups_match_the_core_oracles() {
             update(
                 &mut app,
                 Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
-            ); // by frame
+            ); // by frame: the user frame, else the innermost op, else the name
+            let by_user = group_by(&all, |e| {
+                [&e.user_frame, &e.innermost, &e.name, &e.frame]
+                    .into_iter()
+                    .find(|s| !s.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| "(no frame)".into())
+            });
             assert_eq!(
                 app.explorer().expect("explorer").live.groups,
-                group_by_frame(&all),
+                by_user,
                 "seed {seed} at {at}"
             );
+            update(
+                &mut app,
+                Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
+            ); // tree
             update(
                 &mut app,
                 Msg::Action(Action::Explorer(ExplorerAction::ToggleGroup)),
@@ -590,7 +652,7 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
         &mut app,
         Msg::LiveDone {
             gen: g1,
-            result: r1,
+            result: Box::new(r1),
         },
     );
     assert!(app.explorer().expect("explorer").live.pending);
@@ -599,7 +661,7 @@ fn huge_live_sets_are_computed_on_a_worker_and_stale_replies_dropped() {
         &mut app,
         Msg::LiveDone {
             gen: g2,
-            result: r2,
+            result: Box::new(r2),
         },
     );
     assert!(!app.explorer().expect("explorer").live.pending);

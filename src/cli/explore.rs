@@ -19,6 +19,12 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
     };
     let theme = tui::theme(args.theme.as_deref())?;
+    let capacity = args
+        .capacity
+        .as_deref()
+        .map(memtide_core::trace::parse_size)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--capacity: {e}"))?;
     let mut app = App::new(
         path.clone(),
         super::load::load_options(&args.input),
@@ -27,6 +33,8 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     );
     if let Some(ex) = app.explorer_mut() {
         ex.device_want = args.input.device.clone();
+        ex.capacity = capacity;
+        ex.absolute_time = args.absolute_time;
         if args.follow.follow || args.follow.poll.is_some() {
             ex.follow = Some(FollowState::new(args.follow.mode()));
         }

@@ -224,6 +224,14 @@ pub struct ExploreArgs {
     /// Draw with ASCII only (for terminals without block glyphs).
     #[arg(long)]
     pub ascii: bool,
+    /// The device's memory (e.g. 80GiB) when the file does not record it: the OOM panel's
+    /// explanation needs it (memory outside the allocator = capacity − reserved − driver free).
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
+    /// Show times as the file's absolute values instead of relative to the trace's first
+    /// event (`T` toggles in the explorer).
+    #[arg(long)]
+    pub absolute_time: bool,
     #[command(flatten)]
     pub follow: FollowArgs,
 }

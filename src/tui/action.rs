@@ -49,6 +49,22 @@ pub enum ExplorerAction {
     NextDevice,
     /// Follow the growing file (keep the newest events in sight) / pause.
     ToggleFollow,
+    /// Cursor to the next / previous out-of-memory event.
+    NextOom,
+    PrevOom,
+    /// Pin the OOM panel open (it opens by itself when the cursor is on an OOM) / unpin.
+    ToggleOomPanel,
+    /// Open / close the allocator view (segments and blocks at the cursor).
+    ToggleAllocator,
+    /// Allocator view: select the previous / next segment or block row.
+    AllocUp,
+    AllocDown,
+    /// Allocator view: expand / collapse a segment, or inspect a block's allocation.
+    AllocEnter,
+    /// Allocator view: sort segments by size / free bytes / address.
+    AllocSort,
+    /// Times relative to the trace's first event / as the file's values.
+    ToggleAbsoluteTime,
     /// Typed into the search prompt.
     SearchChar(char),
     SearchBackspace,

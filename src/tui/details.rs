@@ -2,7 +2,9 @@
 //! stack, lifetime with both ends, every view with its stack, and why it is still live.
 
 use super::fmt;
-use memtide_core::trace::{AllocId, Seq, Trace, FLAG_INFERRED};
+use memtide_core::analysis::frames::FrameView;
+use memtide_core::analysis::live::entry_in;
+use memtide_core::trace::{AllocId, Seq, StorageKind, Trace, FLAG_INFERRED};
 
 /// Tone of a piece of inspector text; the theme picks the style at draw time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,16 +60,53 @@ pub fn why_live(trace: &Trace, id: AllocId, at: Seq) -> String {
     }
 }
 
-/// The inspector lines for `id` seen from the cursor `at`.
+/// The inspector lines for `id` seen from the cursor `at` (built-in frame rules, relative
+/// times).
 pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
+    lines_in(
+        trace,
+        id,
+        at,
+        &FrameView::new(trace, &Default::default()),
+        false,
+        false,
+    )
+}
+
+/// How the inspector names where a storage lives: a block's address in hex (`addresses`: the
+/// source's ids are block addresses, as in snapshots), else the source's id.
+fn source_id(trace: &Trace, id: AllocId, addresses: bool) -> String {
+    let src = trace.storages.src_id.get(id.idx()).copied().unwrap_or(0);
+    if addresses && trace.storage_kind(id) == StorageKind::Block {
+        format!("address {}", fmt::addr(src))
+    } else {
+        format!("source id {src}")
+    }
+}
+
+/// The inspector lines for `id` seen from the cursor `at`, frames read through `view`, times
+/// relative to the first event or absolute; `addresses`: the source's ids are addresses.
+pub fn lines_in(
+    trace: &Trace,
+    id: AllocId,
+    at: Seq,
+    view: &FrameView,
+    absolute: bool,
+    addresses: bool,
+) -> Vec<Line> {
+    let at_text = |s: Seq| fmt::at_mode(trace, s, absolute);
     let mut out: Vec<Line> = Vec::new();
     let cat = trace.category(id);
     let band = cat.band();
-    let name = trace.name(id);
+    let e = entry_in(trace, id, at, view);
     let inferred = trace.flags(id) & FLAG_INFERRED != 0;
     out.push(vec![
         t(
-            if name.is_empty() { "(unnamed)" } else { name },
+            if e.label.is_empty() {
+                "(unnamed)"
+            } else {
+                e.label.as_str()
+            },
             Tone::Title,
         ),
         t("  ", Tone::Text),
@@ -76,11 +115,11 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
         t(band.name(), Tone::Band(band)),
         t(
             format!(
-                " ({}, {})  storage {} · source id {}",
+                " ({}, {})  storage {} · {}",
                 cat.name(),
                 if inferred { "inferred" } else { "recorded" },
                 id.0,
-                trace.storages.src_id.get(id.idx()).copied().unwrap_or(0)
+                source_id(trace, id, addresses)
             ),
             Tone::Dim,
         ),
@@ -88,10 +127,10 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     let start = if trace.is_from_start(id) {
         "before the trace".to_string()
     } else {
-        fmt::at(trace, trace.start(id))
+        at_text(trace.start(id))
     };
     let end = match trace.end(id) {
-        Some(e) => fmt::at(trace, e),
+        Some(e) => at_text(e),
         None => "never freed".to_string(),
     };
     let mut life = format!("lifetime [{start}, {end})");
@@ -111,9 +150,46 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
         Tone::Text
     };
     out.push(vec![
-        t(format!("at cursor {}: ", fmt::at(trace, at)), Tone::Dim),
+        t(format!("at cursor {}: ", at_text(at)), Tone::Dim),
         t(why, tone),
     ]);
+    // Where in the user's code: the user frame with its full path, the op, torch.compile.
+    if !e.user_frame_full.is_empty() {
+        let mut l = vec![
+            t("user frame ", Tone::Dim),
+            t(e.user_frame_full.clone(), Tone::Text),
+        ];
+        if !e.innermost.is_empty() && !e.user_frame.ends_with(&format!(" {}", e.innermost)) {
+            l.push(t(format!("  ← {}", e.innermost), Tone::Dim));
+        }
+        out.push(l);
+    } else if !e.innermost.is_empty() {
+        out.push(vec![
+            t("op ", Tone::Dim),
+            t(
+                format!("{} (no user frame in the stack)", e.innermost),
+                Tone::Text,
+            ),
+        ]);
+    }
+    if !e.compiled.is_empty() {
+        out.push(vec![
+            t("compiled region ", Tone::Dim),
+            t(e.compiled.clone(), Tone::Text),
+        ]);
+    }
+    if !e.forward_frame.is_empty() {
+        out.push(vec![
+            t("forward frame ", Tone::Dim),
+            t(
+                format!(
+                    "{} (the forward line this backward allocation belongs to)",
+                    e.forward_frame
+                ),
+                Tone::Text,
+            ),
+        ]);
+    }
     // Fields the source recorded for it (snapshot pool, stream, compile context, ...).
     if let Some(&x) = trace.extra.get(&id) {
         out.push(vec![
@@ -134,7 +210,7 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     for v in views {
         let vn = trace.strings.text(v.name);
         let rel = match v.released {
-            Some(r) => format!("released {}", fmt::at(trace, r)),
+            Some(r) => format!("released {}", at_text(r)),
             None => "never released".into(),
         };
         let live = v.created <= at && v.released.is_none_or(|r| at < r);
@@ -147,7 +223,7 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
                 format!(
                     "  tensor {} · created {} · {rel}{}",
                     v.tensor,
-                    fmt::at(trace, v.created),
+                    at_text(v.created),
                     if live {
                         " · holds it at the cursor"
                     } else {

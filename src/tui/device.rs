@@ -1,6 +1,8 @@
 //! One loaded device: its trace, index and the facts every page needs (computed once, off
 //! the UI thread), what the loaders hand back, and which device of a file to show.
 
+use memtide_core::allocator::{History, Model, OomExplanation};
+use memtide_core::analysis::frames::{FrameRules, FrameView};
 use memtide_core::analysis::{global_peak, windows_of, Peak, Window};
 use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::Progress;
@@ -24,11 +26,30 @@ pub struct Device {
     pub oom_at: Vec<Seq>,
     /// Highest reserved bytes, if the source records reserved memory.
     pub reserved_peak: Option<Bytes>,
+    /// Snapshots: the allocator's segments and blocks over time (None: the source records
+    /// no segments).
+    pub allocator: Option<Arc<Model>>,
+    /// How this trace's frames are printed (user frame, project root stripped).
+    pub frames: FrameView,
+    /// Every OOM explained, in event order (`oom_at[k]` is `ooms[k]`'s event).
+    pub ooms: Vec<OomExplanation>,
 }
 
 impl Device {
     pub fn new(trace: Trace, index: Index) -> Device {
+        Device::with_model(trace, index, None, &FrameRules::default())
+    }
+
+    /// A device with its allocator history (snapshots) replayed into a model, frames read
+    /// under `rules`.
+    pub fn with_model(
+        trace: Trace,
+        index: Index,
+        history: Option<History>,
+        rules: &FrameRules,
+    ) -> Device {
         let peak = global_peak(&trace, &index);
+        let frames = FrameView::new(&trace, rules);
         let mut d = Device {
             trace,
             index,
@@ -37,9 +58,37 @@ impl Device {
             mark_at: Vec::new(),
             oom_at: Vec::new(),
             reserved_peak: None,
+            allocator: history.map(|h| Arc::new(Model::build(h))),
+            frames,
+            ooms: Vec::new(),
         };
         d.refresh_marks();
         d
+    }
+
+    /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's) and
+    /// explains the OOMs again with it.
+    pub fn set_capacity(&mut self, capacity: Bytes) {
+        self.trace.capacity = Some(capacity);
+        self.refresh_ooms();
+    }
+
+    /// Explains every OOM (the core's explanation, as `summary` prints it).
+    pub fn refresh_ooms(&mut self) {
+        if self.oom_at.is_empty() {
+            self.ooms.clear();
+            return;
+        }
+        let trend = memtide_core::analysis::trend::trend(&self.trace, &self.index);
+        let history = self.allocator.as_ref().map(|m| m.history());
+        self.ooms =
+            memtide_core::analysis::oom::explain_ooms(&self.trace, &self.index, history, &trend);
+    }
+
+    /// The explanation of the OOM at `at`, if an OOM is there.
+    pub fn oom_explained(&self, at: Seq) -> Option<&OomExplanation> {
+        let k = self.oom_at.iter().position(|&m| m == at)?;
+        self.ooms.get(k)
     }
 
     /// Recomputes step windows, mark and OOM positions and the reserved peak (after appends).
@@ -61,6 +110,9 @@ impl Device {
             .map(|m| m.at)
             .collect();
         self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
+        if self.ooms.len() != self.oom_at.len() {
+            self.refresh_ooms();
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -39,29 +39,65 @@ pub fn time_ns(ns: i64) -> String {
     }
 }
 
-/// `#N` (the event number, DESIGN §7 `index`) and, when the clock has time, ` t=…`.
+/// `#N` (the event number, DESIGN §7 `index`) and, when the clock has time, ` t=+…` relative
+/// to the trace's first event.
 pub fn at(trace: &Trace, s: Seq) -> String {
+    at_mode(trace, s, false)
+}
+
+/// [`at`] with the time relative to the first event, or as the file's value (`absolute`).
+pub fn at_mode(trace: &Trace, s: Seq, absolute: bool) -> String {
     let idx = trace.event_number(s);
     if trace.clock.has_time() && !trace.is_empty() {
-        format!("#{idx} t={}", time_ns(trace.ts(s).0))
+        format!("#{idx} t={}", time_of(trace, s, absolute))
     } else {
         format!("#{idx}")
+    }
+}
+
+/// The time of position `s`: `+12.345 ms` after the trace's first event, or the file's
+/// value (`absolute`).
+pub fn time_of(trace: &Trace, s: Seq, absolute: bool) -> String {
+    time_at_ns(trace, trace.ts(s).0, absolute)
+}
+
+/// A timestamp (ns, the file's clock) relative to the first event (`+1.500 s`) or as is.
+pub fn time_at_ns(trace: &Trace, ns: i64, absolute: bool) -> String {
+    if absolute {
+        return time_ns(ns);
+    }
+    let t0 = trace.timestamps().first().copied().unwrap_or(0);
+    let d = ns.saturating_sub(t0);
+    if d < 0 {
+        time_ns(d)
+    } else {
+        format!("+{}", time_ns(d))
     }
 }
 
 /// [`at`] with the event's position in the file beside it when the two differ (Kineto:
 /// `#N (file #S) t=…`), so the cursor can be found in the file.
 pub fn at_src(trace: &Trace, s: Seq) -> String {
+    at_src_mode(trace, s, false)
+}
+
+/// [`at_src`] with relative or absolute time (see [`at_mode`]).
+pub fn at_src_mode(trace: &Trace, s: Seq, absolute: bool) -> String {
     if !trace.numbers_differ_from_source() || trace.is_empty() {
-        return at(trace, s);
+        return at_mode(trace, s, absolute);
     }
     let idx = trace.event_number(s);
     let src = trace.src_index(s);
     if trace.clock.has_time() {
-        format!("#{idx} (file #{src}) t={}", time_ns(trace.ts(s).0))
+        format!("#{idx} (file #{src}) t={}", time_of(trace, s, absolute))
     } else {
         format!("#{idx} (file #{src})")
     }
+}
+
+/// An address as users know it: `0x7f3c6de00000`.
+pub fn addr(a: u64) -> String {
+    format!("{a:#x}")
 }
 
 /// Thousands separators: `2,341`.
@@ -96,5 +132,6 @@ mod tests {
         assert_eq!(time_ns(12_000), "12.000 µs");
         assert_eq!(time_ns(1_500_000_000), "1.500 s");
         assert_eq!(trunc("abcdef", 4), "abc…");
+        assert_eq!(addr(139_897_518_161_920), "0x7f3c6de00000");
     }
 }

@@ -19,6 +19,8 @@ pub enum Mode {
     Lab,
     /// The diff screen.
     Diff,
+    /// The explorer's allocator view (its table first, then the explorer's).
+    Allocator,
 }
 
 /// An input a table row matches.
@@ -143,6 +145,22 @@ pub const EXPLORER: &[Binding] = &[
     row(&[c("{")], e(E::PrevStepPeak), "previous step's own peak"),
     row(&[c("}")], e(E::NextStepPeak), "next step's own peak"),
     row(
+        &[c("o")],
+        e(E::NextOom),
+        "next out-of-memory event (OOM panel)",
+    ),
+    row(&[c("O")], e(E::PrevOom), "previous out-of-memory event"),
+    row(
+        &[c("x")],
+        e(E::ToggleOomPanel),
+        "pin / unpin the OOM panel (opens on an OOM)",
+    ),
+    row(
+        &[c("s")],
+        e(E::ToggleAllocator),
+        "allocator view: segments, blocks at cursor",
+    ),
+    row(
         &[c("k"), UP],
         e(E::SelectUp),
         "select previous live row (scroll inspector)",
@@ -155,7 +173,7 @@ pub const EXPLORER: &[Binding] = &[
     row(
         &[k("Enter", KeyCode::Enter)],
         e(E::Inspect),
-        "inspect the selected storage",
+        "inspect storage (tree: expand / collapse)",
     ),
     row(&[c("a")], e(E::JumpAlloc), "inspector: jump to its alloc"),
     row(&[c("f")], e(E::JumpFree), "inspector: jump to its free"),
@@ -167,17 +185,22 @@ pub const EXPLORER: &[Binding] = &[
     row(
         &[c("g")],
         e(E::ToggleGroup),
-        "live set: list / by band / by frame",
+        "live set: list / by band / by frame / tree",
     ),
     row(
         &[c("/")],
         e(E::SearchStart),
-        "fuzzy search names and frames",
+        "fuzzy search names and frames (tree: filter)",
     ),
     row(&[c("n")], e(E::NextMatch), "next match (by size)"),
     row(&[c("N")], e(E::PrevMatch), "previous match"),
     row(&[c("b")], e(E::ToggleBands), "cycle shown bands"),
     row(&[c("t")], e(E::ToggleAxis), "event axis / time axis"),
+    row(
+        &[c("T")],
+        e(E::ToggleAbsoluteTime),
+        "times relative to the trace start / absolute",
+    ),
     row(&[c("d")], e(E::NextDevice), "next device"),
     row(
         &[c("F")],
@@ -196,6 +219,36 @@ pub const EXPLORER: &[Binding] = &[
         &[CLICK],
         e(E::ClickAt { col: 0, row: 0 }),
         "place the cursor",
+    ),
+];
+
+/// The allocator view's key table (`s` in the explorer); the explorer's keys work under it
+/// (cursor moves, `o`/`O`, `p`: the view follows the cursor).
+pub const ALLOCATOR: &[Binding] = &[
+    row(
+        &[c("k"), UP],
+        e(E::AllocUp),
+        "allocator: previous segment / block",
+    ),
+    row(
+        &[c("j"), DOWN],
+        e(E::AllocDown),
+        "allocator: next segment / block",
+    ),
+    row(
+        &[k("Enter", KeyCode::Enter)],
+        e(E::AllocEnter),
+        "allocator: blocks of the segment / a block's stack and lifetime (cursor to its alloc)",
+    ),
+    row(
+        &[c("S")],
+        e(E::AllocSort),
+        "allocator: sort by size / free bytes / address",
+    ),
+    row(
+        &[c("s"), k("Esc", KeyCode::Esc)],
+        e(E::ToggleAllocator),
+        "close the allocator view",
     ),
 ];
 
@@ -283,6 +336,7 @@ pub fn table(mode: Mode) -> &'static [Binding] {
         Mode::Normal | Mode::Inspect => EXPLORER,
         Mode::Lab => LAB,
         Mode::Diff => DIFF,
+        Mode::Allocator => ALLOCATOR,
         Mode::Search | Mode::Help => &[],
     }
 }
@@ -318,6 +372,8 @@ pub fn map_key(mode: Mode, key: KeyEvent) -> Option<Action> {
             // Any other key closes the overlay.
             _ => Some(Action::CloseHelp),
         },
+        Mode::Allocator => lookup(ALLOCATOR, Input::Key(key.code))
+            .or_else(|| lookup(EXPLORER, Input::Key(key.code))),
         _ => lookup(table(mode), Input::Key(key.code)),
     }
 }
@@ -326,7 +382,7 @@ pub fn map_key(mode: Mode, key: KeyEvent) -> Option<Action> {
 /// wheel and click rows.
 pub fn map_mouse(mode: Mode, m: MouseEvent) -> Option<Action> {
     let table = match mode {
-        Mode::Search => EXPLORER,
+        Mode::Search | Mode::Allocator => EXPLORER,
         _ => table(mode),
     };
     match m.kind {
@@ -355,6 +411,8 @@ pub fn markdown() -> String {
     );
     markdown_table(&mut s, EXPLORER);
     s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");
+    s.push_str("\n## Allocator view (`s`)\n\nThe explorer's keys keep working (cursor moves, `o`/`O`, `p`): the view follows the cursor.\n\n");
+    markdown_table(&mut s, ALLOCATOR);
     for (title, table) in [
         ("Cache lab (`memtide lab`)", LAB),
         ("Diff (`memtide diff A B`, `memtide A B`)", DIFF),
@@ -379,6 +437,7 @@ mod tests {
         // A key listed twice in one table would map to the first row only.
         for (mode, table) in [
             (Mode::Normal, EXPLORER),
+            (Mode::Allocator, ALLOCATOR),
             (Mode::Lab, LAB),
             (Mode::Diff, DIFF),
         ] {

@@ -28,6 +28,9 @@ pub struct Layout {
     pub minimap: Rect,
     pub live: Rect,
     pub inspect: Rect,
+    /// The explorer's panel above the live list (OOM panel, allocator view); empty unless
+    /// `ExplorerState::layout` carves it.
+    pub panel: Rect,
     pub status: Rect,
 }
 

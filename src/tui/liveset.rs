@@ -2,7 +2,10 @@
 //! the groupings — as a pure function, run inline by `update` or, for huge live sets, on a
 //! worker (the reply carries a generation id).
 
-use memtide_core::analysis::live::{entry, Group, LiveEntry};
+use memtide_core::analysis::frames::FrameView;
+use memtide_core::analysis::live::{entry_in, Group, LiveEntry};
+use memtide_core::analysis::persistent::{persistent, Persistent};
+use memtide_core::analysis::tree::{stack_tree, TreeFrames, TreeNode};
 use memtide_core::index::Index;
 use memtide_core::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
@@ -13,7 +16,22 @@ use std::collections::BTreeMap;
 pub enum GroupMode {
     List,
     ByBand,
+    /// By user frame (`file.py:123 function`; the innermost op when the stack has none).
     ByFrame,
+    /// The stack tree (root = outermost frame), user frames only.
+    Tree,
+}
+
+impl GroupMode {
+    /// The next grouping (`g`): list → by band → by frame → tree → list.
+    pub fn next(self) -> GroupMode {
+        match self {
+            GroupMode::List => GroupMode::ByBand,
+            GroupMode::ByBand => GroupMode::ByFrame,
+            GroupMode::ByFrame => GroupMode::Tree,
+            GroupMode::Tree => GroupMode::List,
+        }
+    }
 }
 
 /// Rows kept for the live list (the panel scrolls within them); totals cover all.
@@ -31,10 +49,26 @@ pub struct LiveResult {
     /// The biggest `LIVE_ROWS` storages, biggest first (ties: earlier alloc, then id).
     pub rows: Vec<LiveEntry>,
     pub groups: Vec<Group>,
+    /// The persistent breakdown at `at` (None: nothing persistent, or no identities).
+    pub persistent: Option<Persistent>,
+    /// The stack tree (tree grouping only).
+    pub tree: Option<TreeNode>,
 }
 
-/// Computes the live panel's content at `at`.
+/// Computes the live panel's content at `at`, frames under the built-in rules without a
+/// project root (the explorer uses [`compute_in`] with its device's view).
 pub fn compute(tr: &Trace, ix: &Index, at: Seq, group: GroupMode) -> LiveResult {
+    compute_in(tr, ix, &FrameView::default(), at, group)
+}
+
+/// Computes the live panel's content at `at`, frames read through `view`.
+pub fn compute_in(
+    tr: &Trace,
+    ix: &Index,
+    view: &FrameView,
+    at: Seq,
+    group: GroupMode,
+) -> LiveResult {
     let mut ids = ix.live_at_unsorted(tr, at);
     let count = ids.len();
     // Without identities no storage carries the bytes: the index's total does.
@@ -44,8 +78,15 @@ pub fn compute(tr: &Trace, ix: &Index, at: Seq, group: GroupMode) -> LiveResult 
         ix.total(at)
     };
     let groups = match group {
-        GroupMode::List => Vec::new(),
-        g => groups(tr, &ids, g == GroupMode::ByBand),
+        GroupMode::List | GroupMode::Tree => Vec::new(),
+        g => groups(tr, view, &ids, g == GroupMode::ByBand),
+    };
+    let tree = (group == GroupMode::Tree && tr.identities_known())
+        .then(|| stack_tree(tr, &ids, view, TreeFrames::User));
+    let persistent = if tr.identities_known() {
+        persistent(tr, &ids)
+    } else {
+        None
     };
     // Only the rows shown need ordering: select the top LIVE_ROWS in O(n), sort those.
     let cmp = |a: &AllocId, b: &AllocId| {
@@ -63,15 +104,17 @@ pub fn compute(tr: &Trace, ix: &Index, at: Seq, group: GroupMode) -> LiveResult 
         at,
         count,
         total,
-        rows: ids.iter().map(|&id| entry(tr, id, at)).collect(),
+        rows: ids.iter().map(|&id| entry_in(tr, id, at, view)).collect(),
         groups,
+        persistent,
+        tree,
     }
 }
 
-/// Live storages grouped by band or by top frame (the keys of
-/// `analysis::live::{group_by_band, group_by_frame}`), aggregated on interned ids first so
-/// huge live sets cost no per-storage strings.
-fn groups(tr: &Trace, ids: &[AllocId], by_band: bool) -> Vec<Group> {
+/// Live storages grouped by band or by user frame (`file.py:123 function`, else the
+/// innermost op, else the name), aggregated on interned ids first so huge live sets cost no
+/// per-storage strings.
+fn groups(tr: &Trace, view: &FrameView, ids: &[AllocId], by_band: bool) -> Vec<Group> {
     let mut m: FxHashMap<(u32, u32), (u64, usize)> = FxHashMap::default();
     for &id in ids {
         let key = if by_band {
@@ -92,12 +135,21 @@ fn groups(tr: &Trace, ids: &[AllocId], by_band: bool) -> Vec<Group> {
         let key = if by_band {
             Band::from_idx(a as usize).name().to_string()
         } else {
-            let frame = top_frame_of(tr, StackId(a));
+            let sf = view.of_stack(tr, StackId(a));
             let name = tr.strings.str(StrId(b));
-            match (frame.is_empty(), name.is_empty()) {
-                (false, _) => frame.to_string(),
-                (true, false) => name.to_string(),
-                (true, true) => "(no frame)".to_string(),
+            if !sf.user.is_empty() {
+                sf.user
+            } else if !sf.innermost.is_empty() {
+                sf.innermost
+            } else if !name.is_empty() {
+                name.to_string()
+            } else {
+                let frame = top_frame_of(tr, StackId(a));
+                if frame.is_empty() {
+                    "(no frame)".to_string()
+                } else {
+                    frame.to_string()
+                }
             }
         };
         let g = named.entry(key).or_insert((0, 0));

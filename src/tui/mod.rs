@@ -25,6 +25,7 @@ pub mod runtime;
 pub mod shared;
 pub mod testing;
 pub mod theme;
+pub mod tree;
 pub mod ui;
 pub mod update;
 pub mod view;

@@ -40,7 +40,7 @@ pub enum Msg {
     },
     LiveDone {
         gen: u64,
-        result: super::liveset::LiveResult,
+        result: Box<super::liveset::LiveResult>,
     },
     /// A `WriteFile` effect finished: the path written, or why not.
     Wrote {

@@ -37,6 +37,9 @@ pub struct Viewport {
     pub ymax: u64,
     /// Capacity drawn as a ceiling when it fits the scale.
     pub ceiling: Option<u64>,
+    /// Nothing in the trace rises above 0 B (no peak, no reserve, no capacity): the plot is
+    /// drawn empty, with no scale to label.
+    pub flat: bool,
 }
 
 impl Default for Viewport {
@@ -56,6 +59,7 @@ impl Default for Viewport {
             mini_hi: 0,
             ymax: 1,
             ceiling: None,
+            flat: false,
         }
     }
 }
@@ -75,7 +79,9 @@ impl Viewport {
         };
         v.reset_range(dev);
         let top = dev.peak.map_or(0, |p| p.bytes.0);
-        let top = top.max(dev.reserved_peak.map_or(0, |b| b.0)).max(1);
+        let top = top.max(dev.reserved_peak.map_or(0, |b| b.0));
+        v.flat = top == 0 && dev.trace.capacity.is_none_or(|c| c.0 == 0);
+        let top = top.max(1);
         // The capacity is drawn only when it does not squash the data into a sliver.
         v.ceiling = dev
             .trace
@@ -134,7 +140,8 @@ impl Viewport {
         for &m in &dev.oom_at {
             self.flag_range(m, m, F_OOM);
         }
-        if let Some(p) = dev.peak {
+        // A peak of 0 B marks nothing (every column would show the same empty instant).
+        if let Some(p) = dev.peak.filter(|p| p.bytes.0 > 0) {
             self.flag_range(p.at, p.at, F_PEAK);
         }
         for &id in hl.match_list.iter().take(100_000) {

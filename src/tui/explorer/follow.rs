@@ -57,8 +57,10 @@ pub fn loaded(
         }
     };
     let offset = load.offset;
-    ex.current = pick_device(&load.devices, ex.device_want.as_deref());
-    ex.devices = load.devices;
+    let mut devices = load.devices;
+    nav::apply_capacity(ex.capacity, &mut devices);
+    ex.current = pick_device(&devices, ex.device_want.as_deref());
+    ex.devices = devices;
     ex.screen = Screen::Ready;
     let (restore, on) = match ex.follow.as_mut() {
         Some(f) => {

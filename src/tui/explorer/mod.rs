@@ -1,6 +1,7 @@
 //! The explorer page (`memtide FILE`): its state, its reducer, the reducer steps it shares
 //! with follow mode, and follow mode's side of the live tail. Drawing is in `tui::ui`.
 
+pub mod alloc;
 pub mod follow;
 pub mod nav;
 pub mod state;

@@ -18,6 +18,19 @@ pub fn fail(sh: &mut Shared, ex: &mut ExplorerState, e: String) -> Vec<Effect> {
     Vec::new()
 }
 
+/// Sets `--capacity` on every device (the user's figure wins over the file's) and explains
+/// their OOMs again with it; a fresh load holds the only reference, so nothing is copied.
+pub fn apply_capacity(
+    capacity: Option<memtide_core::trace::Bytes>,
+    devs: &mut [std::sync::Arc<Device>],
+) {
+    if let Some(c) = capacity {
+        for d in devs {
+            std::sync::Arc::make_mut(d).set_capacity(c);
+        }
+    }
+}
+
 /// Resets the view for the current device: whole trace, cursor at the global peak.
 pub fn init_device(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
     let Some(dev) = ex.devices.get(ex.current).cloned() else {
@@ -68,10 +81,14 @@ pub fn refresh_live(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
                 device: dev.clone(),
             });
         } else {
-            let r = liveset::compute(&dev.trace, &dev.index, at, ex.live.group);
+            let r = liveset::compute_in(&dev.trace, &dev.index, &dev.frames, at, ex.live.group);
             apply_live(sh, ex, &dev, r);
         }
     }
+    if let Some(a) = ex.alloc.as_mut() {
+        super::alloc::refresh(a, &dev, at);
+    }
+    fix_alloc_scroll(sh, ex);
     ex.live.selected = ex.live.selected.min(ex.live.len().saturating_sub(1));
     fix_scroll(sh, ex);
     fx
@@ -85,6 +102,9 @@ pub fn apply_live(sh: &Shared, ex: &mut ExplorerState, dev: &Device, r: LiveResu
     ex.live.total = r.total;
     ex.live.rows = r.rows;
     ex.live.groups = r.groups;
+    ex.live.persistent = r.persistent;
+    ex.live.tree = r.tree;
+    flatten_tree(ex);
     ex.live.selected = prev
         .and_then(|p| ex.live.rows.iter().position(|e| e.id == p))
         .unwrap_or(0);
@@ -92,12 +112,39 @@ pub fn apply_live(sh: &Shared, ex: &mut ExplorerState, dev: &Device, r: LiveResu
         let (id, scroll) = (i.id, i.scroll);
         ex.inspect = Some(InspectState {
             id,
-            lines: details::lines(&dev.trace, id, ex.live.at),
+            lines: details::lines_in(
+                &dev.trace,
+                id,
+                ex.live.at,
+                &dev.frames,
+                ex.absolute_time,
+                dev.allocator.is_some(),
+            ),
             scroll,
         });
     }
     ex.live.selected = ex.live.selected.min(ex.live.len().saturating_sub(1));
     fix_scroll(sh, ex);
+}
+
+/// Recomputes the tree's visible rows (expanded nodes; the search query filters them).
+pub fn flatten_tree(ex: &mut ExplorerState) {
+    let rows = match &ex.live.tree {
+        Some(t) => crate::tui::tree::flatten(t, &ex.live.expanded, &ex.search.query),
+        None => Vec::new(),
+    };
+    ex.live.tree_rows = rows;
+    ex.live.selected = ex.live.selected.min(ex.live.len().saturating_sub(1));
+}
+
+/// Keeps the allocator view's selection inside its panel (title, totals and pool rows and
+/// the column header above the segment rows).
+pub fn fix_alloc_scroll(sh: &Shared, ex: &mut ExplorerState) {
+    let panel = ex.layout(sh.width, sh.height).panel;
+    if let Some(a) = ex.alloc.as_mut() {
+        let rows = crate::tui::ui::allocator::segment_rows(a, panel.height);
+        a.fix_scroll(rows);
+    }
 }
 
 /// Keeps the selected live row inside the panel.

@@ -1,14 +1,18 @@
 //! The explorer page's state (`memtide FILE`): the loaded devices and the parts of the
 //! screen (viewport, live set, inspector, search, follow). Mutated only by its reducer.
 
+use super::alloc::AllocView;
 use crate::follow::WatchMode;
 use crate::tui::details::Line;
 use crate::tui::device::{Device, LoadState};
 use crate::tui::keymap::Mode;
 use crate::tui::layout::Layout;
 use crate::tui::liveset::GroupMode;
+use crate::tui::tree::TreeRow;
 use crate::tui::view::Viewport;
 use memtide_core::analysis::live::{Group, LiveEntry};
+use memtide_core::analysis::persistent::Persistent;
+use memtide_core::analysis::tree::TreeNode;
 use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::LoadOptions;
 use memtide_core::trace::{AllocId, Band, BandTotals, Bytes, Seq};
@@ -42,6 +46,14 @@ pub struct LiveState {
     /// A worker is computing the live set at `at` (huge sets); rows are from before.
     pub pending: bool,
     pub gen: u64,
+    /// The persistent band split into params / grads / optimizer / buffers (header).
+    pub persistent: Option<Persistent>,
+    /// The stack tree of the live set (tree grouping).
+    pub tree: Option<TreeNode>,
+    /// The tree's visible rows (expanded nodes, filtered by the search query).
+    pub tree_rows: Vec<TreeRow>,
+    /// Paths of the expanded tree nodes (see `tui::tree`).
+    pub expanded: FxHashSet<String>,
 }
 
 impl Default for LiveState {
@@ -58,6 +70,10 @@ impl Default for LiveState {
             offset: 0,
             pending: false,
             gen: 0,
+            persistent: None,
+            tree: None,
+            tree_rows: Vec::new(),
+            expanded: FxHashSet::default(),
         }
     }
 }
@@ -73,6 +89,7 @@ impl LiveState {
     pub fn len(&self) -> usize {
         match self.group {
             GroupMode::List => self.rows.len(),
+            GroupMode::Tree => self.tree_rows.len(),
             _ => self.groups.len(),
         }
     }
@@ -212,6 +229,16 @@ pub struct ExplorerState {
     pub bands_cycle: usize,
     /// Live tail (`-f`): None when not following a file.
     pub follow: Option<FollowState>,
+    /// `--capacity SIZE`: the device's memory when the file does not record it (the OOM
+    /// explanation needs it); set on every device once loaded.
+    pub capacity: Option<Bytes>,
+    /// Times as the file's values (`T`) instead of relative to the trace's first event.
+    pub absolute_time: bool,
+    /// The OOM panel is pinned open (`x`): it shows the last OOM at or before the cursor;
+    /// unpinned, it opens when the cursor is on an OOM.
+    pub oom_pinned: bool,
+    /// The allocator view (`s`), when open.
+    pub alloc: Option<AllocView>,
 }
 
 impl ExplorerState {
@@ -231,6 +258,10 @@ impl ExplorerState {
             bands_shown: [true; Band::COUNT],
             bands_cycle: 0,
             follow: None,
+            capacity: None,
+            absolute_time: false,
+            oom_pinned: false,
+            alloc: None,
         }
     }
 
@@ -248,13 +279,50 @@ impl ExplorerState {
             Mode::Search
         } else if self.inspect.is_some() {
             Mode::Inspect
+        } else if self.alloc.is_some() {
+            Mode::Allocator
         } else {
             Mode::Normal
         }
     }
 
-    /// The screen geometry at `width` × `height`.
+    /// Which OOM the panel shows (its index in the device's `oom_at`): the one at the
+    /// cursor, else when pinned the last one at or before the cursor (the first when none).
+    pub fn panel_oom(&self) -> Option<usize> {
+        let dev = self.device()?;
+        let at = self.view.cursor;
+        if let Some(k) = dev.oom_at.iter().position(|&m| m == at) {
+            return Some(k);
+        }
+        if !self.oom_pinned || dev.oom_at.is_empty() {
+            return None;
+        }
+        Some(dev.oom_at.iter().rposition(|&m| m <= at).unwrap_or(0))
+    }
+
+    /// The screen geometry at `width` × `height`: the allocator view takes the panel below
+    /// the timeline; the OOM panel takes its top rows above the live list.
     pub fn layout(&self, width: u16, height: u16) -> Layout {
-        Layout::new(width, height, self.inspect.is_some())
+        let inspecting = self.inspect.is_some();
+        let mut l = Layout::new(width, height, inspecting);
+        if l.too_small || inspecting {
+            return l;
+        }
+        if self.alloc.is_some() {
+            l.panel = l.live;
+            l.live.height = 0;
+        } else if let Some(k) = self.panel_oom() {
+            let need = self
+                .device()
+                .and_then(|d| d.ooms.get(k))
+                .map_or(3, |x| crate::tui::ui::oom::height(x, width));
+            let body = l.live.height;
+            // Keep a few live rows below when the body has room for them.
+            let h = if body >= 12 { need.min(body - 4) } else { body };
+            l.panel = ratatui::layout::Rect::new(l.live.x, l.live.y, l.live.width, h);
+            l.live.y += h;
+            l.live.height -= h;
+        }
+        l
     }
 }

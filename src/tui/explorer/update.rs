@@ -41,7 +41,7 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
         Msg::LiveDone { gen, result } => {
             if gen == ex.live.gen && result.at == ex.live.at {
                 if let Some(dev) = ex.device().cloned() {
-                    nav::apply_live(sh, ex, &dev, result);
+                    nav::apply_live(sh, ex, &dev, *result);
                 }
             }
             Vec::new()
@@ -92,11 +92,12 @@ fn loaded(
     if !matches!(&ex.screen, Screen::Loading(l) if l.gen == gen) {
         return Vec::new(); // stale
     }
-    let devs = match result {
+    let mut devs = match result {
         Ok(devs) if !devs.is_empty() => devs,
         Ok(_) => return nav::fail(sh, ex, "the file holds no device traces".into()),
         Err(e) => return nav::fail(sh, ex, e),
     };
+    nav::apply_capacity(ex.capacity, &mut devs);
     ex.current = pick_device(&devs, ex.device_want.as_deref());
     let note = ex
         .device_want
@@ -186,6 +187,9 @@ fn moves_cursor(a: A) -> bool {
             | A::NextMatch
             | A::PrevMatch
             | A::SearchSubmit
+            | A::NextOom
+            | A::PrevOom
+            | A::AllocEnter
             | A::ClickAt { .. }
     )
 }
@@ -229,15 +233,58 @@ pub fn action(sh: &mut Shared, ex: &mut ExplorerState, a: A) -> Vec<Effect> {
             live_and_inspector(sh, ex, &dev, a)
         }
         A::ToggleGroup => {
-            ex.live.group = match ex.live.group {
-                GroupMode::List => GroupMode::ByBand,
-                GroupMode::ByBand => GroupMode::ByFrame,
-                GroupMode::ByFrame => GroupMode::List,
-            };
+            ex.live.group = ex.live.group.next();
             ex.live.selected = 0;
             ex.live.offset = 0;
             ex.live.at = Seq(u64::MAX);
-            refresh_live(sh, ex)
+            let fx = refresh_live(sh, ex);
+            if ex.live.group == GroupMode::Tree && !dev.trace.identities_known() {
+                sh.status = Some(format!(
+                    "no stack tree: {}",
+                    memtide_core::trace::NO_IDENTITIES
+                ));
+            }
+            fx
+        }
+        A::NextOom | A::PrevOom => oom_jump(sh, ex, &dev, a),
+        A::ToggleOomPanel => {
+            if dev.oom_at.is_empty() {
+                return say(sh, "no out-of-memory event in this trace");
+            }
+            ex.oom_pinned = !ex.oom_pinned;
+            fix_scroll(sh, ex);
+            say(
+                sh,
+                if ex.oom_pinned {
+                    "OOM panel pinned (x: unpin)"
+                } else {
+                    "OOM panel unpinned: it opens when the cursor is on an OOM"
+                },
+            )
+        }
+        A::ToggleAllocator | A::AllocUp | A::AllocDown | A::AllocEnter | A::AllocSort => {
+            allocator(sh, ex, &dev, a)
+        }
+        A::ToggleAbsoluteTime => {
+            if !dev.trace.clock.has_time() {
+                return say(sh, "no times: the trace has no clock");
+            }
+            ex.absolute_time = !ex.absolute_time;
+            if let Some(id) = ex.inspect.as_ref().map(|i| i.id) {
+                let scroll = ex.inspect.as_ref().map_or(0, |i| i.scroll);
+                open_inspect(sh, ex, &dev, id);
+                if let Some(i) = ex.inspect.as_mut() {
+                    i.scroll = scroll;
+                }
+            }
+            say(
+                sh,
+                if ex.absolute_time {
+                    "times as the file records them (T: relative)"
+                } else {
+                    "times relative to the trace's first event (T: absolute)"
+                },
+            )
         }
         A::SearchStart
         | A::SearchChar(_)
@@ -364,14 +411,30 @@ fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: 
             }
             Vec::new()
         }
+        A::Inspect if ex.live.group == GroupMode::Tree => {
+            let Some(row) = ex.live.tree_rows.get(ex.live.selected) else {
+                return say(sh, "nothing live at the cursor");
+            };
+            if row.children == 0 {
+                return say(sh, "a leaf: no frames below it (g: back to the list)");
+            }
+            let path = row.path.clone();
+            if !ex.live.expanded.remove(&path) {
+                ex.live.expanded.insert(path);
+            }
+            nav::flatten_tree(ex);
+            fix_scroll(sh, ex);
+            Vec::new()
+        }
         A::Inspect => match ex.live.selected_entry().map(|e| e.id) {
             Some(id) => {
                 open_inspect(sh, ex, dev, id);
                 Vec::new()
             }
-            None if ex.live.group != GroupMode::List => {
-                say(sh, "press g to return to the list, then Enter")
-            }
+            None if ex.live.group != GroupMode::List => say(
+                sh,
+                "g cycles list → by band → by frame → tree: back to the list, then Enter",
+            ),
             None if !dev.trace.identities_known() => {
                 let why = memtide_core::trace::NO_IDENTITIES;
                 say(sh, &format!("nothing to inspect: {why}"))
@@ -382,8 +445,12 @@ fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: 
             if ex.inspect.take().is_some() {
                 refresh_view(sh, ex);
                 fix_scroll(sh, ex);
+                nav::fix_alloc_scroll(sh, ex);
+            } else if ex.alloc.take().is_some() {
+                fix_scroll(sh, ex);
             } else if !ex.search.query.is_empty() {
                 ex.search = Default::default();
+                nav::flatten_tree(ex);
                 refresh_view(sh, ex);
             }
             Vec::new()
@@ -420,6 +487,27 @@ fn search(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -> V
             refresh_view(sh, ex);
             Vec::new()
         }
+        A::SearchChar(_) | A::SearchBackspace if ex.live.group == GroupMode::Tree => {
+            match a {
+                A::SearchChar(c) => ex.search.query.push(c),
+                _ => {
+                    ex.search.query.pop();
+                }
+            }
+            ex.live.selected = 0;
+            ex.live.offset = 0;
+            nav::flatten_tree(ex);
+            Vec::new()
+        }
+        A::SearchSubmit if ex.live.group == GroupMode::Tree => {
+            ex.searching = false;
+            let n = ex.live.tree_rows.iter().filter(|r| r.matched).count();
+            let q = ex.search.query.clone();
+            say(
+                sh,
+                &format!("tree filtered by {q:?}: {n} matching frames (Esc clears)"),
+            )
+        }
         A::SearchChar(c) => {
             ex.search.query.push(c);
             search_effect(sh, ex, dev)
@@ -439,6 +527,7 @@ fn search(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -> V
         A::SearchCancel => {
             ex.searching = false;
             ex.search = Default::default();
+            nav::flatten_tree(ex);
             refresh_view(sh, ex);
             Vec::new()
         }
@@ -544,24 +633,135 @@ fn goto_match(sh: &mut Shared, ex: &mut ExplorerState, i: usize) -> Vec<Effect> 
         i + 1,
         ex.search.matches.len(),
         fmt::bytes(tr.size(id).0),
-        name_or_frame(tr, id)
+        name_or_frame(&dev, id)
     ));
     fx
 }
 
-fn name_or_frame(tr: &Trace, id: AllocId) -> String {
-    let n = tr.name(id);
-    if n.is_empty() {
-        tr.top_frame(id).to_string()
+/// What to call storage `id` in a message: its label (name, module path or op) and its user
+/// frame (`model.py:31 attention`), else the top frame as the file gives it.
+fn name_or_frame(dev: &Device, id: AllocId) -> String {
+    let tr = &dev.trace;
+    let e = memtide_core::analysis::live::entry_in(tr, id, tr.start(id), &dev.frames);
+    match (e.label.is_empty(), e.user_frame.is_empty()) {
+        (false, false) if e.user_frame != e.label => format!("{}  {}", e.label, e.user_frame),
+        (false, _) => e.label,
+        (true, false) => e.user_frame,
+        (true, true) => e.frame,
+    }
+}
+
+/// `o` / `O`: the cursor to the next / previous OOM; the panel opens there.
+fn oom_jump(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<Effect> {
+    let c = ex.view.cursor;
+    let found = if a == A::NextOom {
+        dev.oom_at.iter().position(|&m| m > c)
     } else {
-        n.to_string()
+        dev.oom_at.iter().rposition(|&m| m < c)
+    };
+    let Some(k) = found else {
+        return if dev.oom_at.is_empty() {
+            say(sh, "no out-of-memory event in this trace")
+        } else {
+            say(sh, "no further OOM")
+        };
+    };
+    let fx = jump(sh, ex, dev.oom_at[k]);
+    fix_scroll(sh, ex);
+    let verdict = dev.ooms.get(k).map_or("unknown", |x| x.verdict.name());
+    sh.status = Some(format!(
+        "OOM {}/{}: verdict {verdict}",
+        k + 1,
+        dev.oom_at.len()
+    ));
+    fx
+}
+
+/// The allocator view: open / close, move the selection, sort, expand a segment, inspect a
+/// block's allocation (and move the cursor to its alloc).
+fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -> Vec<Effect> {
+    use super::alloc::{refresh, AllocView};
+    use memtide_core::allocator::BlockState;
+    if a == A::ToggleAllocator {
+        if ex.alloc.take().is_some() {
+            fix_scroll(sh, ex);
+            return Vec::new();
+        }
+        if ex.inspect.take().is_some() {
+            refresh_view(sh, ex);
+        }
+        let mut v = AllocView::new(dev.allocator.is_some());
+        refresh(&mut v, dev, ex.view.cursor);
+        ex.alloc = Some(v);
+        nav::fix_alloc_scroll(sh, ex);
+        if dev.allocator.is_none() {
+            return say(sh, "this file records no segments: only totals are known");
+        }
+        return Vec::new();
+    }
+    let Some(v) = ex.alloc.as_mut() else {
+        return Vec::new();
+    };
+    match a {
+        A::AllocUp | A::AllocDown => {
+            v.select(if a == A::AllocUp { -1 } else { 1 });
+            nav::fix_alloc_scroll(sh, ex);
+            Vec::new()
+        }
+        A::AllocSort => {
+            v.cycle_sort();
+            let name = v.sort.name();
+            nav::fix_alloc_scroll(sh, ex);
+            say(sh, &format!("segments sorted by {name} (S: next order)"))
+        }
+        A::AllocEnter => match v.selected_block() {
+            None if v.rows.is_empty() => say(sh, "no segment at the cursor"),
+            None => {
+                v.toggle_expand(dev);
+                nav::fix_alloc_scroll(sh, ex);
+                Vec::new()
+            }
+            Some((addr, BlockState::Free)) => say(
+                sh,
+                &format!(
+                    "{}: a free block, cached in the reserve (no allocation)",
+                    fmt::addr(addr)
+                ),
+            ),
+            Some((addr, _)) => match v.owners.get(&addr).copied() {
+                Some(id) => {
+                    let fx = jump(sh, ex, dev.trace.start(id));
+                    open_inspect(sh, ex, dev, id);
+                    sh.status = Some(format!(
+                        "block {}: cursor at its alloc (Esc: back to the allocator view)",
+                        fmt::addr(addr)
+                    ));
+                    fx
+                }
+                None => say(
+                    sh,
+                    &format!(
+                        "{}: no allocation of the timeline holds this block at the cursor",
+                        fmt::addr(addr)
+                    ),
+                ),
+            },
+        },
+        _ => Vec::new(),
     }
 }
 
 fn open_inspect(sh: &Shared, ex: &mut ExplorerState, dev: &Device, id: AllocId) {
     ex.inspect = Some(InspectState {
         id,
-        lines: details::lines(&dev.trace, id, ex.view.cursor),
+        lines: details::lines_in(
+            &dev.trace,
+            id,
+            ex.view.cursor,
+            &dev.frames,
+            ex.absolute_time,
+            dev.allocator.is_some(),
+        ),
         scroll: 0,
     });
     refresh_view(sh, ex);
@@ -676,7 +876,7 @@ fn copy_text(ex: &ExplorerState, dev: &Device) -> String {
             "{} {} {} — {}\n",
             fmt::bytes(tr.size(id).0),
             tr.band(id).name(),
-            name_or_frame(tr, id),
+            name_or_frame(dev, id),
             details::why_live(tr, id, at)
         ));
         for f in tr.stack(id) {

@@ -6,6 +6,8 @@ use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
+use memtide_core::allocator::History;
+use memtide_core::analysis::frames::FrameRules;
 use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
 use std::path::Path;
@@ -17,17 +19,27 @@ pub fn load(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Vec<Arc<Device>>, String> {
+    let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
     let loaded = memtide_core::load::load(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(index_devices(loaded.traces))
+    Ok(index_devices(loaded.traces, loaded.allocators, &rules))
 }
 
-/// Indexes each trace into a device.
-fn index_devices(traces: Vec<memtide_core::trace::Trace>) -> Vec<Arc<Device>> {
+/// Indexes each trace into a device, with its allocator history (snapshots) when the file
+/// has one for that device.
+fn index_devices(
+    traces: Vec<memtide_core::trace::Trace>,
+    mut allocators: Vec<History>,
+    rules: &FrameRules,
+) -> Vec<Arc<Device>> {
     traces
         .into_iter()
         .map(|trace| {
             let index = Index::build(&trace);
-            Arc::new(Device::new(trace, index))
+            let history = allocators
+                .iter()
+                .position(|h| h.device == trace.device)
+                .map(|i| allocators.swap_remove(i));
+            Arc::new(Device::with_model(trace, index, history, rules))
         })
         .collect()
 }
@@ -38,9 +50,10 @@ pub fn load_follow(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<FollowLoad, String> {
+    let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
     let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(FollowLoad {
-        devices: index_devices(f.loaded.traces),
+        devices: index_devices(f.loaded.traces, f.loaded.allocators, &rules),
         appendable: f.decoder.is_some(),
         decoder: f.decoder.map(Box::new),
         offset: f.offset,
@@ -93,7 +106,13 @@ pub fn live(req: &LiveRequest) -> Msg {
     let (gen, at, group, dev) = req;
     Msg::LiveDone {
         gen: *gen,
-        result: crate::tui::liveset::compute(&dev.trace, &dev.index, *at, *group),
+        result: Box::new(crate::tui::liveset::compute_in(
+            &dev.trace,
+            &dev.index,
+            &dev.frames,
+            *at,
+            *group,
+        )),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
+use memtide_core::analysis::persistent::Persistent;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 
@@ -68,7 +69,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
         buf,
         r.x,
         y,
-        &format!(" cursor {}  ", fmt::at_src(tr, at)),
+        &format!(" cursor {}  ", fmt::at_src_mode(tr, at, ex.absolute_time)),
         r.width,
         th.header_dim,
     );
@@ -108,6 +109,18 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
         let s = format!("{sep}{}", tr.mark_name(m));
         x = put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
     }
+    if let Some(p) = ex.live.persistent.as_ref() {
+        if let Some(text) = breakdown(p) {
+            x = put(
+                buf,
+                x,
+                y,
+                &format!(" ({text})"),
+                r.right().saturating_sub(x),
+                th.band(Band::Persistent),
+            );
+        }
+    }
     // The visible stretch, right-aligned when there is room.
     let v = &ex.view;
     let range = match v.axis {
@@ -117,11 +130,45 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
             tr.event_number(v.last_seq())
         ),
         memtide_core::analysis::columns::Axis::Time => {
-            format!("view {}–{} ", fmt::time_ns(v.t0), fmt::time_ns(v.t1))
+            format!(
+                "view {}–{} ",
+                fmt::time_at_ns(tr, v.t0, ex.absolute_time),
+                fmt::time_at_ns(tr, v.t1, ex.absolute_time)
+            )
         }
     };
     let w = range.chars().count() as u16;
     if x + w + 2 <= r.right() {
         put(buf, r.right() - w, y, &range, w, th.header_dim);
     }
+}
+
+/// The persistent band's split, short: `params 1.0Gi + grads 1.0Gi + optim 2.0Gi · 16.0
+/// B/param`; None when the source splits nothing.
+pub fn breakdown(p: &Persistent) -> Option<String> {
+    let (Some(pa), Some(g), Some(o), Some(b)) = (p.params, p.grads, p.optimizer, p.buffers) else {
+        return None;
+    };
+    let mut s = format!(
+        "params {} + grads {} + optim {}",
+        fmt::bytes_short(pa),
+        fmt::bytes_short(g),
+        fmt::bytes_short(o)
+    );
+    if b > 0 {
+        s.push_str(&format!(" + buffers {}", fmt::bytes_short(b)));
+    }
+    if p.other > 0 {
+        s.push_str(&format!(" + other {}", fmt::bytes_short(p.other)));
+    }
+    if let Some(bpp) = p.bytes_per_param {
+        s.push_str(&format!(" · {bpp:.1} B/param"));
+        if !p.model.is_empty() {
+            s.push_str(&format!(" ({})", p.model));
+        }
+    }
+    if p.source == "inferred" {
+        s.push_str(" · inferred");
+    }
+    Some(s)
 }

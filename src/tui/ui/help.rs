@@ -9,9 +9,16 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 /// Draws the overlay listing `table` (the page's key table).
 pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, table: &[Binding]) {
+    draw_tables(buf, area, sh, &[table]);
+}
+
+/// Draws the overlay listing several tables one after the other (the allocator view's keys,
+/// then the explorer's that still work under it).
+pub fn draw_tables(buf: &mut Buffer, area: Rect, sh: &Shared, tables: &[&[Binding]]) {
     let th = &sh.theme;
-    let rows: Vec<(String, &str)> = table
+    let rows: Vec<(String, &str)> = tables
         .iter()
+        .flat_map(|t| t.iter())
         .map(|b| {
             let keys: Vec<&str> = b.keys.iter().map(|k| k.label).collect();
             (keys.join(" "), b.help)

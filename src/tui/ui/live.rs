@@ -19,13 +19,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     let mode = match lv.group {
         GroupMode::List => "biggest first",
         GroupMode::ByBand => "by band",
-        GroupMode::ByFrame => "by top frame",
+        GroupMode::ByFrame => "by user frame",
+        GroupMode::Tree => "stack tree, user frames; Enter: open/close, /: filter",
     };
     let busy = if lv.pending { " (updating…)" } else { "" };
     let title = if dev.trace.identities_known() {
         format!(
             " live at {}{busy}: {} storages {} {}   [{mode}; g: group]",
-            fmt::at(&dev.trace, lv.at),
+            fmt::at_mode(&dev.trace, lv.at, ex.absolute_time),
             fmt::thousands(lv.count as u64),
             sh.glyphs.sep(),
             fmt::bytes(lv.total.0),
@@ -33,7 +34,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     } else {
         format!(
             " live at {}{busy}: storages unavailable {} {}",
-            fmt::at(&dev.trace, lv.at),
+            fmt::at_mode(&dev.trace, lv.at, ex.absolute_time),
             sh.glyphs.sep(),
             fmt::bytes(lv.total.0),
         )
@@ -103,10 +104,10 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                 let rest = w.saturating_sub((x - r.x) as usize + tail_w + 1);
                 let name_w = (rest * 2 / 5).max(8).min(rest);
                 let frame_w = rest.saturating_sub(name_w + 2);
-                let name = if e.name.is_empty() {
+                let name = if e.label.is_empty() {
                     "(unnamed)"
                 } else {
-                    e.name.as_str()
+                    e.label.as_str()
                 };
                 let name_st = if matched { th.live_match } else { th.text };
                 x = put(
@@ -122,7 +123,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                     buf,
                     x,
                     y,
-                    &fmt::trunc(&e.frame, frame_w),
+                    &fmt::trunc(&row_frame(e), frame_w),
                     r.right() - x,
                     th.dim,
                 );
@@ -132,6 +133,46 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                     if !flag.is_empty() {
                         put(buf, vx, y, flag, r.right() - vx, th.live_retained);
                     }
+                }
+            }
+            GroupMode::Tree => {
+                let Some(t) = lv.tree_rows.get(idx) else {
+                    break;
+                };
+                let x = put(
+                    buf,
+                    r.x,
+                    y,
+                    &format!("{marker} {:>10} ", fmt::bytes(t.bytes)),
+                    r.width,
+                    th.text,
+                );
+                let x = put(
+                    buf,
+                    x,
+                    y,
+                    &format!("{:>7} ", format!("×{}", t.count)),
+                    r.right() - x,
+                    th.dim,
+                );
+                let sign = match (t.children, t.expanded) {
+                    (0, _) => "  ",
+                    (_, true) => "▾ ",
+                    (_, false) => "▸ ",
+                };
+                let indent = "  ".repeat(t.depth.min(20));
+                let x = put(buf, x, y, &format!("{indent}{sign}"), r.right() - x, th.dim);
+                let st = if t.matched { th.live_match } else { th.text };
+                let x = put(buf, x, y, &t.frame, r.right() - x, st);
+                if t.self_bytes > 0 && t.children > 0 && x < r.right() {
+                    put(
+                        buf,
+                        x,
+                        y,
+                        &format!("  (own {})", fmt::bytes(t.self_bytes)),
+                        r.right() - x,
+                        th.dim,
+                    );
                 }
             }
             GroupMode::ByBand | GroupMode::ByFrame => {
@@ -160,6 +201,24 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
             }
         }
     }
+    if lv.group == GroupMode::Tree && lv.tree_rows.is_empty() && lv.count > 0 && rows > 0 {
+        let why = if ex.search.query.is_empty() {
+            "no stack tree: the storages record no frames".to_string()
+        } else {
+            format!(
+                "no frame matches {:?} (Esc clears the filter)",
+                ex.search.query
+            )
+        };
+        put(
+            buf,
+            r.x + 2,
+            r.y + 1,
+            &why,
+            r.width.saturating_sub(2),
+            th.dim,
+        );
+    }
     if lv.count == 0 && rows > 0 {
         put(
             buf,
@@ -169,5 +228,21 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
             r.width.saturating_sub(2),
             th.dim,
         );
+    }
+}
+
+/// A live row's frame column: the user frame (`file.py:123 function`) with the innermost op
+/// beside it, else the top frame as the source gave it.
+fn row_frame(e: &memtide_core::analysis::live::LiveEntry) -> String {
+    if e.user_frame.is_empty() {
+        return e.frame.clone();
+    }
+    let same = e.innermost.is_empty()
+        || e.user_frame.ends_with(&format!(" {}", e.innermost))
+        || e.label == e.innermost;
+    if same {
+        e.user_frame.clone()
+    } else {
+        format!("{}  ← {}", e.user_frame, e.innermost)
     }
 }

@@ -1,6 +1,7 @@
 //! Drawing: `draw(frame, &App)` is pure and cheap — it paints state that `update` already
 //! computed (cached columns, live rows, inspector lines); O(width × height).
 
+pub mod allocator;
 pub mod diff;
 pub mod error;
 pub mod header;
@@ -10,6 +11,7 @@ pub mod lab;
 pub mod live;
 pub mod loading;
 pub mod minimap;
+pub mod oom;
 pub mod search;
 pub mod status;
 pub mod timeline;
@@ -33,8 +35,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
 /// Draws into a buffer (benches and tests can call this directly).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
     let sh = &app.shared;
-    let inspecting = app.explorer().is_some_and(|e| e.inspect.is_some());
-    let l = Layout::new(area.width, area.height, inspecting);
+    let l = match app.explorer() {
+        Some(ex) => ex.layout(area.width, area.height),
+        None => Layout::new(area.width, area.height, false),
+    };
     if l.too_small {
         too_small(buf, area, sh);
         return;
@@ -44,6 +48,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
             explorer(buf, area, &l, sh, ex);
             if !matches!(ex.screen, Screen::Ready) {
                 return; // no overlay over the loading and error screens
+            }
+            if sh.help && ex.alloc.is_some() && ex.inspect.is_none() {
+                help::draw_tables(buf, area, sh, &[keymap::ALLOCATOR, keymap::EXPLORER]);
+                return;
             }
             keymap::EXPLORER
         }
@@ -98,6 +106,13 @@ fn explorer(buf: &mut Buffer, area: Rect, l: &Layout, sh: &Shared, ex: &Explorer
             header::draw(buf, l, sh, ex, dev);
             timeline::draw(buf, l, sh, ex);
             minimap::draw(buf, l, sh, ex);
+            if l.panel.height > 0 {
+                if ex.alloc.is_some() {
+                    allocator::draw(buf, l.panel, sh, ex);
+                } else {
+                    oom::draw(buf, l.panel, sh, ex);
+                }
+            }
             if l.live.height > 0 {
                 live::draw(buf, l.live, sh, ex);
             }

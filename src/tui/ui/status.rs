@@ -48,7 +48,18 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         );
         return;
     }
-    for (k, what) in HINTS {
+    // What this file offers besides the usual: its OOMs, its allocator segments.
+    let mut hints: Vec<(&str, &str)> = HINTS[..HINTS.len() - 1].to_vec();
+    if let Some(dev) = ex.device() {
+        if !dev.oom_at.is_empty() {
+            hints.push(("o", "OOM"));
+        }
+        if dev.allocator.is_some() {
+            hints.push(("s", "segments"));
+        }
+    }
+    hints.extend_from_slice(&HINTS[HINTS.len() - 1..]);
+    for (k, what) in hints {
         if x >= r.right() {
             break;
         }

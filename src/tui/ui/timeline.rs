@@ -107,6 +107,69 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         let (ch, st) = axis_glyph(f, v.cursor_col == Some(i), g, th);
         buf[(x, l.axis.y)].set_char(ch).set_style(st);
     }
+    draw_ticks(buf, l, sh, ex);
+}
+
+/// Columns between tick labels on the axis row.
+const TICK_EVERY: usize = 16;
+
+/// Tick labels on the axis row: the event number (event axis) or the time (time axis,
+/// relative to the first event unless absolute) where the column starts, every
+/// `TICK_EVERY` columns, written only over plain axis cells (marks, OOMs, the cursor,
+/// lifetimes and matches stay visible).
+fn draw_ticks(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    let Some(dev) = ex.device() else {
+        return;
+    };
+    let v = &ex.view;
+    let tr = &dev.trace;
+    let width = v.columns.len().min(l.plot.width as usize);
+    if width < TICK_EVERY * 2 {
+        return;
+    }
+    let label_at = |i: usize| match v.axis {
+        Axis::Event => v
+            .columns
+            .get(i)
+            .filter(|c| !c.empty && c.lo <= c.hi)
+            .map(|c| format!("#{}", tr.event_number(c.lo))),
+        Axis::Time => {
+            let span = (v.t1 - v.t0) as i128;
+            let t = v.t0 + (span * i as i128 / width as i128) as i64;
+            Some(fmt::time_at_ns(tr, t, ex.absolute_time).replace(' ', ""))
+        }
+    };
+    let free = |c: usize| {
+        c < width && v.flags.get(c).copied().unwrap_or(0) == 0 && v.cursor_col != Some(c)
+    };
+    // Each tick goes at the first place near its slot where it hides nothing.
+    let mut i = TICK_EVERY;
+    while i + 4 < width {
+        let mut next = i + TICK_EVERY;
+        for j in i..(i + TICK_EVERY / 2).min(width) {
+            let Some(text) = label_at(j) else {
+                continue;
+            };
+            let n = text.chars().count();
+            if (j.saturating_sub(1)..j + n + 1).all(free) {
+                put(
+                    buf,
+                    l.axis.x + j as u16,
+                    l.axis.y,
+                    &text,
+                    n as u16,
+                    th_axis(sh),
+                );
+                next = next.max(j + n + 2);
+                break;
+            }
+        }
+        i = next;
+    }
+}
+
+fn th_axis(sh: &Shared) -> Style {
+    sh.theme.axis
 }
 
 fn axis_glyph(f: u8, cursor: bool, g: Glyphs, th: &Theme) -> (char, Style) {
@@ -200,7 +263,10 @@ fn draw_yaxis(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         let y = r.y + i;
         let from_bottom = rows - 1 - i;
         // Labels at the top, the middle and the bottom; each names the value at its row top.
-        let label = if i == 0 || from_bottom == 0 || (rows >= 6 && i == rows / 2) {
+        // A flat trace (nothing above 0 B) has no scale: only its bottom is labelled.
+        let label = if ex.view.flat && from_bottom != 0 {
+            None
+        } else if i == 0 || from_bottom == 0 || (rows >= 6 && i == rows / 2) {
             let val = (ymax as u128 * (from_bottom as u128 + 1) / rows as u128) as u64;
             let val = if from_bottom == 0 { 0 } else { val };
             Some(fmt::bytes_short(val))
