@@ -496,7 +496,6 @@ mod tests {
             "roundup_power2_divisions:[256:3]",
             "roundup_power2_divisions:[256:1",
             "expandable_segments",
-            "expandable_segments:True,",
             "backend:cudaMallocAsync",
         ] {
             assert!(AllocConf::parse(bad).is_err(), "{bad} must be refused");
