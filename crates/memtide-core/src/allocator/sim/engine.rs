@@ -1027,7 +1027,12 @@ impl Engine {
         Ok(())
     }
 
-    /// The size and requested bytes of block `i` (for tests).
+    /// The address of block `i` (for tests).
+    pub fn block_addr(&self, i: u32) -> u64 {
+        self.b(i).addr
+    }
+
+    /// The size of block `i` (for tests).
     pub fn block_size(&self, i: u32) -> u64 {
         self.b(i).size
     }
