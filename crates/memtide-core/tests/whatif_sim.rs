@@ -43,8 +43,12 @@ fn steps(streams: u64) -> impl Strategy<Value = Vec<Step>> {
 }
 
 fn conf() -> impl Strategy<Value = AllocConf> {
-    (any::<bool>(), prop::option::of(20u64..400), prop::option::of(0u32..4)).prop_map(
-        |(x, split, div)| {
+    (
+        any::<bool>(),
+        prop::option::of(20u64..400),
+        prop::option::of(0u32..4),
+    )
+        .prop_map(|(x, split, div)| {
             let mut c = AllocConf::default();
             c.expandable_segments = x;
             if let Some(mb) = split {
@@ -54,8 +58,7 @@ fn conf() -> impl Strategy<Value = AllocConf> {
                 c.roundup_power2_divisions = [1 << d; 16];
             }
             c
-        },
-    )
+        })
 }
 
 proptest! {
@@ -181,7 +184,11 @@ impl Oracle {
             self.next = 0x7f00_0000_0000;
             self.started = true;
         }
-        let size = if orig < 512 { 512 } else { orig.div_ceil(512) * 512 };
+        let size = if orig < 512 {
+            512
+        } else {
+            orig.div_ceil(512) * 512
+        };
         let small = size <= MIB;
         // Best fit: smallest free block of the pool, then lowest address.
         let mut best: Option<(u64, u64, usize, usize)> = None;

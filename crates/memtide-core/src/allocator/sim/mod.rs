@@ -31,11 +31,13 @@
 pub mod config;
 pub mod engine;
 pub mod input;
+pub mod report;
 pub mod run;
 pub mod validate;
 
 pub use config::{AllocConf, ConfError};
 pub use engine::{Engine, SegEvent, SegKind};
 pub use input::{SimInput, SimOp};
+pub use report::{input_for, recorded_conf, whatif, Recorded, WhatIf};
 pub use run::{run, RunOptions, RunResult};
 pub use validate::{recorded_peak, recorded_reserved, validate, Validation};
