@@ -9,6 +9,8 @@
 //! `tools/gen_snapshots.py`, a toy that places blocks by its own rules (many small
 //! segments), not PyTorch's: they are not allocator-faithful and are not used to validate.
 
+#![allow(clippy::unwrap_used)]
+
 use assert_cmd::Command;
 use memtide_core::allocator::sim::{recorded_conf, validate, AllocConf};
 use memtide_core::formats::{LoadOptions, Progress};

@@ -9,6 +9,8 @@
 //! the rules of `CUDACachingAllocator.cpp` (`round_size`, `get_allocation_size`,
 //! `get_free_block`, `should_split`, `free_block`).
 
+#![allow(clippy::unwrap_used)]
+
 use memtide_core::allocator::sim::{AllocConf, Engine};
 use proptest::prelude::*;
 
@@ -49,8 +51,10 @@ fn conf() -> impl Strategy<Value = AllocConf> {
         prop::option::of(0u32..4),
     )
         .prop_map(|(x, split, div)| {
-            let mut c = AllocConf::default();
-            c.expandable_segments = x;
+            let mut c = AllocConf {
+                expandable_segments: x,
+                ..AllocConf::default()
+            };
             if let Some(mb) = split {
                 c.max_split_size = mb * MIB;
             }
@@ -147,12 +151,15 @@ proptest! {
     }
 }
 
+/// A segment: (base, small pool, blocks as (size, allocated id)).
+type OracleSeg = (u64, bool, Vec<(u64, Option<usize>)>);
+
 /// Segments as vectors of (size, allocated id) blocks; addresses are the model's layout
 /// (segments one after another from the same base, each rounded up to 2 MiB).
 #[derive(Default)]
 struct Oracle {
     /// (base, small, blocks).
-    segs: Vec<(u64, bool, Vec<(u64, Option<usize>)>)>,
+    segs: Vec<OracleSeg>,
     next: u64,
     started: bool,
     /// id → (segment base, size) of live allocations.

@@ -458,6 +458,7 @@ pub fn roundup_power2_next_division(size: u64, divisions: u64) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
