@@ -65,6 +65,9 @@ pub struct RunResult {
     /// Segment events in order: (source event, event).
     #[serde(skip)]
     pub segment_events: Vec<(u64, SegEvent)>,
+    /// How many of `segment_events` the prologue made (blocks live before the history).
+    #[serde(skip)]
+    pub prologue_segment_events: usize,
 }
 
 /// What every run simplifies, in words.
@@ -135,6 +138,7 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         simplifications: simplifications(input, opts, conf),
         timeline: Vec::new(),
         segment_events: Vec::new(),
+        prologue_segment_events: 0,
     };
     let mut last_reserved = 0u64;
     let mut seen_events = 0usize;
@@ -142,6 +146,9 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         r.timeline.push((0, 0));
     }
     for (k, op) in input.ops.iter().enumerate() {
+        if k == input.prologue {
+            r.prologue_segment_events = r.segment_events.len();
+        }
         let at = input.at.get(k).copied().unwrap_or(0);
         let mut refused: Option<(Refusal, bool)> = None;
         match *op {

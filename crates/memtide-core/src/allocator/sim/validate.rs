@@ -152,11 +152,7 @@ pub fn validate(h: &History, conf: &AllocConf) -> Validation {
         })
         .collect();
     // The prologue's segments precede the history: compare what the history did.
-    let prologue_events = r
-        .segment_events
-        .iter()
-        .take_while(|(at, _)| input.prologue > 0 && *at == 0 && h.entries.is_empty())
-        .count();
+    let prologue_events = r.prologue_segment_events;
     let sim_seq: Vec<(SegKind, u64)> = r
         .segment_events
         .iter()
