@@ -35,7 +35,8 @@ fn size() -> impl Strategy<Value = u64> {
 fn steps(streams: u64) -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(
         prop_oneof![
-            6 => (size(), 0..streams).prop_map(|(s, st)| Step::Alloc(s, st)),
+            // Stream ids are pointers in real files: large values.
+            6 => (size(), 0..streams).prop_map(|(s, st)| Step::Alloc(s, st * 0x7f3a_0000_1230)),
             1 => any::<prop::sample::Index>().prop_map(|i| Step::FreeRequested(i.index(1 << 16))),
             5 => any::<prop::sample::Index>().prop_map(|i| Step::Free(i.index(1 << 16))),
             1 => Just(Step::Release),

@@ -13,7 +13,7 @@ use crate::allocator::rounding::{
     allocation_size, LARGE_BUFFER, MIN_BLOCK_SIZE, SMALL_BUFFER, SMALL_SIZE,
 };
 use rustc_hash::FxHashMap;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// No block.
 pub const NIL: u32 = u32::MAX;
@@ -49,12 +49,84 @@ impl Block {
     }
 }
 
+/// Free mapped blocks ordered by (stream, size, address), as `BlockComparatorSize` orders
+/// them: each key packs the stream's dense index (16 bits), the size (48 bits) and the
+/// address (64 bits) into one `u128`, so a lookup compares one integer.
+#[derive(Debug, Default)]
+struct FreeSet(BTreeMap<u128, u32>);
+
+fn pack(stream: u64, size: u64, addr: u64) -> u128 {
+    ((stream as u128) << 112) | ((size as u128) << 64) | addr as u128
+}
+
+fn unpack(k: u128, i: u32) -> (u64, u64, u64, u32) {
+    (
+        (k >> 112) as u64,
+        ((k >> 64) as u64) & SIZE_MASK,
+        k as u64,
+        i,
+    )
+}
+
+/// Sizes the packed key can hold (256 TiB); larger requests are refused outright.
+const SIZE_MASK: u64 = (1 << 48) - 1;
+
+impl FreeSet {
+    fn insert(&mut self, k: (u64, u64, u64, u32)) {
+        self.0.insert(pack(k.0, k.1, k.2), k.3);
+    }
+    fn remove(&mut self, k: &(u64, u64, u64, u32)) -> bool {
+        self.0.remove(&pack(k.0, k.1, k.2)).is_some()
+    }
+    /// Blocks at or above (stream, size), in order.
+    fn from(&self, stream: u64, size: u64) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
+        self.0
+            .range(pack(stream, size, 0)..)
+            .map(|(&k, &i)| unpack(k, i))
+    }
+    /// Blocks of `stream` with sizes in `[lo, hi)`, largest first.
+    fn between_rev(
+        &self,
+        stream: u64,
+        lo: u64,
+        hi: u64,
+    ) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
+        self.0
+            .range(pack(stream, lo, 0)..pack(stream, hi, 0))
+            .rev()
+            .map(|(&k, &i)| unpack(k, i))
+    }
+    /// The largest block of each stream.
+    fn largest_per_stream(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut from = 0u128;
+        while let Some((&k, _)) = self.0.range(from..).next() {
+            let stream = k >> 112;
+            let end = (stream + 1) << 112;
+            if let Some((&last, _)) = self.0.range(..end).next_back() {
+                out.push(((last >> 64) as u64) & SIZE_MASK);
+            }
+            from = end;
+            if stream >= (1 << 16) - 1 {
+                break;
+            }
+        }
+        out
+    }
+    fn iter(&self) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
+        self.0.iter().map(|(&k, &i)| unpack(k, i))
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// One `BlockPool`: the small or large set of the default pool or of a private pool.
 #[derive(Debug, Default)]
 struct Pool {
     small: bool,
     /// Free mapped blocks: (stream, size, addr, block).
-    blocks: BTreeSet<(u64, u64, u64, u32)>,
+    blocks: FreeSet,
     /// Unmapped ranges of expandable segments: (stream, addr, block).
     unmapped: BTreeSet<(u64, u64, u32)>,
     /// `get_free_blocks_call_count`.
@@ -134,6 +206,8 @@ pub struct Engine {
     /// Tags of allocations whose pending free `release_cached_blocks` completed early.
     pub completed_early: Vec<u32>,
     pending: Vec<u32>,
+    /// Streams seen; blocks and keys carry the index (at most 65,535).
+    streams: Vec<u64>,
 }
 
 /// `AllocParams`.
@@ -165,7 +239,20 @@ impl Engine {
             events: None,
             completed_early: Vec::new(),
             pending: Vec::new(),
+            streams: Vec::new(),
         }
+    }
+
+    /// The dense index of `stream` (None when 65,535 streams are already known).
+    fn stream_index(&mut self, stream: u64) -> Option<u64> {
+        if let Some(i) = self.streams.iter().position(|&s| s == stream) {
+            return Some(i as u64);
+        }
+        if self.streams.len() >= (1 << 16) - 1 {
+            return None;
+        }
+        self.streams.push(stream);
+        Some(self.streams.len() as u64 - 1)
     }
 
     pub fn conf(&self) -> &AllocConf {
@@ -184,6 +271,7 @@ impl Engine {
     }
 
     fn record(&mut self, kind: SegKind, addr: u64, size: u64, stream: u64) {
+        let stream = self.streams.get(stream as usize).copied().unwrap_or(stream);
         if let Some(ev) = &mut self.events {
             ev.push(SegEvent {
                 kind,
@@ -278,11 +366,26 @@ impl Engine {
     ) -> Result<u32, Refusal> {
         let size = self.conf.round_size(orig_size);
         let small = size <= SMALL_SIZE;
+        let refusal = Refusal {
+            requested: orig_size,
+            rounded: size,
+            alloc_size: allocation_size(size),
+            small,
+            stream,
+            pool,
+        };
+        // No device holds 256 TiB (the packed keys' limit).
+        let Some(sidx) = self
+            .stream_index(stream)
+            .filter(|_| refusal.alloc_size <= SIZE_MASK)
+        else {
+            return Err(refusal);
+        };
         let p = Params {
             size,
-            stream,
+            stream: sidx,
             pool: self.get_pool(pool, small),
-            alloc_size: allocation_size(size),
+            alloc_size: refusal.alloc_size,
         };
         let mut found = self.get_free_block(&p);
         if found.is_none() {
@@ -299,14 +402,7 @@ impl Engine {
             }
         }
         let Some(block) = found else {
-            return Err(Refusal {
-                requested: orig_size,
-                rounded: size,
-                alloc_size: p.alloc_size,
-                small,
-                stream,
-                pool,
-            });
+            return Err(refusal);
         };
         let split = self.should_split(block, size);
         Ok(self.alloc_found_block(block, &p, orig_size, split, tag))
@@ -321,49 +417,52 @@ impl Engine {
         if gc {
             pool.calls += 1;
         }
-        let mut it = pool.blocks.range((p.stream, p.size, 0, 0)..);
-        let mut cur = *it.next()?;
-        if cur.0 != p.stream {
-            return None;
-        }
-        let blocks = &self.blocks;
-        if blocks[cur.3 as usize].es != NIL {
-            if self.conf.expandable_segments {
-                // "for the purposes of "best fit" we consider its size to be the size it can
-                // expand to".
-                let expandable_size = |i: u32| {
-                    let b = &blocks[i as usize];
-                    b.size
-                        + if b.next != NIL && !blocks[b.next as usize].mapped {
-                            blocks[b.next as usize].size
-                        } else {
-                            0
-                        }
-                };
-                for n in it {
-                    if blocks[cur.3 as usize].es == NIL
-                        || n.0 != p.stream
-                        || expandable_size(n.3) >= expandable_size(cur.3)
-                    {
-                        break;
-                    }
-                    cur = *n;
-                }
-            } else {
-                // Expandable segments turned off: only non-expandable blocks.
-                let mut next = None;
-                for n in it {
-                    if n.0 != p.stream {
-                        return None;
-                    }
-                    if blocks[n.3 as usize].es == NIL {
-                        next = Some(*n);
-                        break;
-                    }
-                }
-                cur = next?;
+        let cur = {
+            let mut it = pool.blocks.from(p.stream, p.size);
+            let mut cur = it.next()?;
+            if cur.0 != p.stream {
+                return None;
             }
-        }
+            let blocks = &self.blocks;
+            if blocks[cur.3 as usize].es != NIL {
+                if self.conf.expandable_segments {
+                    // "for the purposes of "best fit" we consider its size to be the size it can
+                    // expand to".
+                    let expandable_size = |i: u32| {
+                        let b = &blocks[i as usize];
+                        b.size
+                            + if b.next != NIL && !blocks[b.next as usize].mapped {
+                                blocks[b.next as usize].size
+                            } else {
+                                0
+                            }
+                    };
+                    for n in it {
+                        if blocks[cur.3 as usize].es == NIL
+                            || n.0 != p.stream
+                            || expandable_size(n.3) >= expandable_size(cur.3)
+                        {
+                            break;
+                        }
+                        cur = n;
+                    }
+                } else {
+                    // Expandable segments turned off: only non-expandable blocks.
+                    let mut next = None;
+                    for n in it {
+                        if n.0 != p.stream {
+                            return None;
+                        }
+                        if blocks[n.3 as usize].es == NIL {
+                            next = Some(n);
+                            break;
+                        }
+                    }
+                    cur = next?;
+                }
+            }
+            cur
+        };
         let (bsize, max_split) = (cur.1, self.conf.max_split_size);
         // "Do not return an oversized block for a large request".
         if p.size < max_split && bsize >= max_split {
@@ -583,6 +682,7 @@ impl Engine {
         let va = self
             .capacity
             .map_or(DEFAULT_VA, |c| c.saturating_add(c / 8))
+            .min(1 << 47)
             .div_ceil(page)
             .max(1)
             * page;
@@ -705,13 +805,12 @@ impl Engine {
             let b = s.b(k.3);
             !b.is_split() && b.es == NIL
         };
-        if let Some(k) = pool
+        let first = pool
             .blocks
-            .range((p.stream, want, 0, 0)..)
+            .from(p.stream, want)
             .next()
-            .copied()
-            .filter(|k| k.0 == p.stream)
-        {
+            .filter(|k| k.0 == p.stream);
+        if let Some(k) = first {
             if releasable(&k, self) {
                 self.release_block(k.3);
                 return true;
@@ -722,10 +821,8 @@ impl Engine {
         // largest".
         let cands: Vec<(u64, u64, u64, u32)> = pool
             .blocks
-            .range((p.stream, 0, 0, 0)..(p.stream, want, 0, 0))
-            .rev()
+            .between_rev(p.stream, 0, want.min(SIZE_MASK))
             .take_while(|k| k.1 >= max_split)
-            .copied()
             .collect();
         let mut released = 0u64;
         for k in cands {
@@ -756,7 +853,7 @@ impl Engine {
     }
 
     fn release_blocks(&mut self, p: usize) {
-        let keys: Vec<(u64, u64, u64, u32)> = self.pools[p].blocks.iter().copied().collect();
+        let keys: Vec<(u64, u64, u64, u32)> = self.pools[p].blocks.iter().collect();
         let mut to_unmap = Vec::new();
         for k in keys {
             let b = *self.b(k.3);
@@ -866,7 +963,6 @@ impl Engine {
                     let b = s.b(k.3);
                     !b.is_split() && b.es == NIL
                 })
-                .copied()
                 .collect()
         };
         let mut cands = freeable(self);
@@ -896,10 +992,15 @@ impl Engine {
     /// its largest free block, and free bytes in the whole reserve.
     pub fn pool_facts(&self, r: &Refusal) -> (u64, u64, u64) {
         let (mut pool_free, mut largest, mut free) = (0u64, 0u64, 0u64);
+        let want = self
+            .streams
+            .iter()
+            .position(|&s| s == r.stream)
+            .map(|i| i as u64);
         for (&(pool, small), &pi) in &self.pool_of {
-            for &(stream, size, _, _) in &self.pools[pi as usize].blocks {
+            for (stream, size, _, _) in self.pools[pi as usize].blocks.iter() {
                 free += size;
-                if pool == r.pool && small == r.small && stream == r.stream {
+                if pool == r.pool && small == r.small && Some(stream) == want {
                     pool_free += size;
                     largest = largest.max(size);
                 }
@@ -913,19 +1014,8 @@ impl Engine {
         let mut largest = 0u64;
         for p in &self.pools {
             // Per stream, the set's last element of that stream is its largest block.
-            let mut from = 0u64;
-            while let Some(&(stream, _, _, _)) = p.blocks.range((from, 0, 0, 0)..).next() {
-                if let Some(&(_, size, _, _)) = p
-                    .blocks
-                    .range(..(stream.saturating_add(1), 0, 0, 0))
-                    .next_back()
-                {
-                    largest = largest.max(size);
-                }
-                if stream == u64::MAX {
-                    break;
-                }
-                from = stream + 1;
+            for size in p.blocks.largest_per_stream() {
+                largest = largest.max(size);
             }
         }
         let free = self.reserved - self.allocated - self.pending_bytes();
