@@ -13,6 +13,7 @@ pub mod plot_diff;
 pub mod replay;
 pub mod shell;
 pub mod summary;
+pub mod whatif;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -66,6 +67,28 @@ pub enum Command {
     /// Draw the timeline as a picture: `memtide plot FILE -o peak.svg` (or .png); `plot A B`
     /// draws two runs aligned by step.
     Plot(PlotArgs),
+    /// What if: replay the run through a model of PyTorch's caching allocator under other
+    /// settings: `memtide whatif FILE --alloc-conf expandable_segments:True --capacity 80GiB`.
+    Whatif(WhatifArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// Trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Allocator settings to compare, in PYTORCH_CUDA_ALLOC_CONF syntax
+    /// (`expandable_segments:True,max_split_size_mb:128`); repeat to compare several.
+    #[arg(long = "alloc-conf", value_name = "CONF")]
+    pub alloc_conf: Vec<String>,
+    /// Device capacity (`80GiB`): find where the run would run out of memory.
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -362,6 +385,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Completions(a)) => shell::completions(&a),
         Some(Command::Man) => shell::man(),
         Some(Command::Plot(a)) => plot::run(&a),
+        Some(Command::Whatif(a)) => whatif::run(&a),
         None => explore::explore(&cli.explore),
     };
     match result {

@@ -25,6 +25,7 @@ pub mod at_end;
 pub mod explain;
 pub mod replay;
 pub mod rounding;
+pub mod sim;
 pub mod state;
 
 pub use at_end::{allocator_at_end, AllocatorAtEnd};

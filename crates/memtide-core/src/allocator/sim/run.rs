@@ -1,0 +1,279 @@
+//! One simulated run: a [`SimInput`] replayed through the [`Engine`] under one
+//! [`AllocConf`], with the figures `memtide whatif` reports — reserved and allocated peaks,
+//! segments, fragmentation at the reserved peak, the reserved timeline, the first OOM with
+//! its explanation — and the list of what the model simplifies.
+
+use super::config::AllocConf;
+use super::engine::{Engine, Refusal, SegEvent};
+use super::input::{SimInput, SimOp};
+use crate::allocator::explain::{explain, OomExplanation, OomFacts, PoolFacts};
+use crate::allocator::rounding::PoolKind;
+use crate::allocator::state::{fragmentation, PoolKey};
+use serde::Serialize;
+
+/// How to run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Bytes the device can hold (None: unlimited, no OOM possible).
+    pub capacity: Option<u64>,
+    /// Keep the reserved timeline (change points).
+    pub timeline: bool,
+    /// Keep the segment events the model makes (for validation).
+    pub segment_events: bool,
+    /// Skip the recorded run's releases ([`SimOp::Release`]).
+    pub no_releases: bool,
+    /// Skip the recorded run's OOM requests (validation: the recorded run never got them).
+    pub no_recorded_ooms: bool,
+    /// Device name for the OOM explanation.
+    pub device: String,
+}
+
+/// The result of one run (the `runs[]` object of `whatif --json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// The settings as a `PYTORCH_CUDA_ALLOC_CONF` string (empty: PyTorch's defaults).
+    pub alloc_conf: String,
+    /// Where the settings came from ("recorded", "defaults", "--alloc-conf").
+    pub settings_source: String,
+    pub reserved_peak: u64,
+    /// Source event (`#N`) where the reserved peak is first reached.
+    pub reserved_peak_at: Option<u64>,
+    /// Peak of allocated bytes (block sizes after rounding and unsplit remainders).
+    pub allocated_peak: u64,
+    /// Segments when the reserved peak is reached (expandable: contiguous mapped ranges).
+    pub segments: u64,
+    pub segments_max: u64,
+    pub segments_at_end: u64,
+    /// 1 − largest free block / free bytes in the reserve, at the reserved peak (null when
+    /// nothing is free there).
+    pub fragmentation_at_peak: Option<f64>,
+    /// The first request the model could not serve (with `--capacity`); the run stops
+    /// there, as the program would.
+    pub oom: Option<OomExplanation>,
+    /// The file's own OOM requests: how many the model served and refused.
+    pub recorded_ooms_served: u64,
+    pub recorded_ooms_refused: u64,
+    /// Ops replayed.
+    pub ops: u64,
+    /// True when the source records no allocator (the figures estimate what a CUDA run with
+    /// these allocations would reserve).
+    pub estimate: bool,
+    pub simplifications: Vec<String>,
+    /// Reserved bytes after each op where they changed: (source event, bytes).
+    #[serde(skip)]
+    pub timeline: Vec<(u64, u64)>,
+    /// Segment events in order: (source event, event).
+    #[serde(skip)]
+    pub segment_events: Vec<(u64, SegEvent)>,
+    /// How many of `segment_events` the prologue made (blocks live before the history).
+    #[serde(skip)]
+    pub prologue_segment_events: usize,
+}
+
+/// What every run simplifies, in words.
+pub fn simplifications(input: &SimInput, opts: &RunOptions, conf: &AllocConf) -> Vec<String> {
+    let mut v = vec![
+        "addresses are the model's own (segments laid out in order): equal-sized free blocks are chosen in that order, which a real cudaMalloc's addresses may not follow".to_string(),
+        "memory outside the caching allocator (CUDA context, NCCL, other processes) is not modelled: with --capacity, leave room for it".to_string(),
+        "CUDA-graph private pools keep their blocks (never freed as a whole when a graph is destroyed); freeable-pool release is not modelled".to_string(),
+        "free_completed happens where the file recorded it (cross-stream event timing is not re-simulated); release_cached_blocks completes pending frees early".to_string(),
+        "the recorded run's segment releases (empty_cache, retries after a failed cudaMalloc) are replayed as release_cached_blocks at the same place".to_string(),
+    ];
+    if !opts.no_releases && !input.from_snapshot {
+        v.pop();
+    }
+    if opts.capacity.is_none() {
+        v.push("no capacity: the device is unlimited, so no OOM, no retry and no release_cached_blocks on failure".into());
+    }
+    if conf.garbage_collection_threshold > 0.0 && opts.capacity.is_none() {
+        v.push("garbage_collection_threshold has no effect without a capacity (PyTorch collects only under a memory fraction; the model takes --capacity as that limit)".into());
+    }
+    if conf.expandable_segments {
+        v.push("expandable segments: address space per segment is 1⅛ of the capacity (1 TiB when unknown); pages map all-or-nothing per request".into());
+    }
+    if !input.from_snapshot {
+        v.push(
+            "sizes are the trace's allocation sizes; PyTorch's rounding is applied to them".into(),
+        );
+    }
+    if input.prologue > 0 {
+        v.push(format!(
+            "{} blocks live before the history began are allocated first, in address order (their real order and the segments they came from are unknown)",
+            input.prologue
+        ));
+    }
+    v.extend(
+        input
+            .notes
+            .iter()
+            .filter(|n| !n.contains("live before"))
+            .cloned(),
+    );
+    v
+}
+
+/// Replays `input` under `conf`.
+pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
+    let mut e = Engine::new(conf.clone(), opts.capacity);
+    if opts.segment_events {
+        e.events = Some(Vec::new());
+    }
+    let mut handles: Vec<u32> = Vec::with_capacity(input.ops.len() / 2 + 1);
+    const GONE: u32 = u32::MAX;
+    let mut r = RunResult {
+        alloc_conf: conf.to_conf_string(),
+        settings_source: String::new(),
+        reserved_peak: 0,
+        reserved_peak_at: None,
+        allocated_peak: 0,
+        segments: 0,
+        segments_max: 0,
+        segments_at_end: 0,
+        fragmentation_at_peak: None,
+        oom: None,
+        recorded_ooms_served: 0,
+        recorded_ooms_refused: 0,
+        ops: 0,
+        estimate: !input.from_snapshot,
+        simplifications: simplifications(input, opts, conf),
+        timeline: Vec::new(),
+        segment_events: Vec::new(),
+        prologue_segment_events: 0,
+    };
+    let mut last_reserved = 0u64;
+    let mut seen_events = 0usize;
+    if opts.timeline {
+        r.timeline.push((0, 0));
+    }
+    for (k, op) in input.ops.iter().enumerate() {
+        if k == input.prologue {
+            r.prologue_segment_events = r.segment_events.len();
+        }
+        let at = input.at.get(k).copied().unwrap_or(0);
+        let mut refused: Option<(Refusal, bool)> = None;
+        match *op {
+            SimOp::Alloc { size, stream, pool } => {
+                let tag = handles.len() as u32;
+                match e.malloc(size, stream, pool, tag) {
+                    Ok(b) => handles.push(b),
+                    Err(x) => {
+                        handles.push(GONE);
+                        refused = Some((x, false));
+                    }
+                }
+            }
+            SimOp::FreeRequested { alloc } => {
+                if let Some(&b) = handles.get(alloc as usize) {
+                    if b != GONE {
+                        e.free_requested(b);
+                    }
+                }
+            }
+            SimOp::Free { alloc } => {
+                if let Some(h) = handles.get_mut(alloc as usize) {
+                    if *h != GONE {
+                        e.free(*h);
+                        *h = GONE;
+                    }
+                }
+            }
+            SimOp::Release => {
+                if !opts.no_releases {
+                    e.release_cached_blocks();
+                }
+            }
+            SimOp::RecordedOom { .. } if opts.no_recorded_ooms => {}
+            SimOp::RecordedOom { size, stream, pool } => {
+                match e.malloc(size, stream, pool, u32::MAX) {
+                    Ok(b) => {
+                        r.recorded_ooms_served += 1;
+                        note_peaks(&mut r, &e, at);
+                        e.free(b);
+                    }
+                    Err(x) => {
+                        r.recorded_ooms_refused += 1;
+                        refused = Some((x, true));
+                    }
+                }
+            }
+        }
+        for t in e.completed_early.drain(..) {
+            if let Some(h) = handles.get_mut(t as usize) {
+                *h = GONE;
+            }
+        }
+        r.ops += 1;
+        note_peaks(&mut r, &e, at);
+        if let Some(ev) = &e.events {
+            r.segment_events
+                .extend(ev[seen_events..].iter().map(|x| (at, *x)));
+            seen_events = ev.len();
+        }
+        if opts.timeline && e.reserved() != last_reserved {
+            r.timeline.push((at, e.reserved()));
+        }
+        last_reserved = e.reserved();
+        if let Some((x, _recorded)) = refused {
+            r.oom = Some(explain_refusal(&e, &x, at, opts, input));
+            break;
+        }
+    }
+    r.segments_at_end = e.segments();
+    r
+}
+
+fn note_peaks(r: &mut RunResult, e: &Engine, at: u64) {
+    let segs = e.segments();
+    r.segments_max = r.segments_max.max(segs);
+    r.allocated_peak = r.allocated_peak.max(e.allocated());
+    if e.reserved() > r.reserved_peak {
+        r.reserved_peak = e.reserved();
+        r.reserved_peak_at = Some(at);
+        r.segments = segs;
+        let (largest, free) = e.largest_free();
+        r.fragmentation_at_peak = fragmentation(largest, free);
+    }
+}
+
+fn explain_refusal(
+    e: &Engine,
+    x: &Refusal,
+    at: u64,
+    opts: &RunOptions,
+    input: &SimInput,
+) -> OomExplanation {
+    let (pool_free, largest, free) = e.pool_facts(x);
+    let facts = OomFacts {
+        index: at,
+        time_us: None,
+        device: opts.device.clone(),
+        requested: Some(x.rounded),
+        device_free: opts.capacity.map(|c| c.saturating_sub(e.reserved())),
+        allocated: Some(e.allocated()),
+        reserved: Some(e.reserved()),
+        capacity: opts.capacity,
+        pool: Some(PoolFacts {
+            key: PoolKey {
+                pool_id: input
+                    .pools
+                    .get(x.pool as usize)
+                    .copied()
+                    .unwrap_or_default(),
+                kind: if x.small {
+                    PoolKind::Small
+                } else {
+                    PoolKind::Large
+                },
+                stream: x.stream,
+            },
+            pool_free,
+            largest_free_block: largest,
+            free_in_reserve: free,
+        }),
+        biggest_live: Vec::new(),
+        rising_baseline: None,
+    };
+    let mut ex = explain(&facts);
+    ex.requested_bytes = Some(x.requested);
+    ex
+}
