@@ -103,7 +103,9 @@ pub fn discover(inputs: &[PathBuf]) -> std::io::Result<Discovered> {
                 if path.is_dir() {
                     d.skipped.push(Skipped {
                         path,
-                        reason: "a directory (only the files directly in the job's directory are read)".into(),
+                        reason:
+                            "a directory (only the files directly in the job's directory are read)"
+                                .into(),
                     });
                 } else {
                     names.push(path);
@@ -164,8 +166,10 @@ pub fn discover(inputs: &[PathBuf]) -> std::io::Result<Discovered> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into_owned())
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    )
 }
 
 #[cfg(test)]
@@ -175,7 +179,8 @@ mod tests {
 
     #[test]
     fn ranks_from_names() {
-        let named = |s: &str| rank_from_name(s).map(|r| (r.value(), matches!(r, NameRank::Named(_))));
+        let named =
+            |s: &str| rank_from_name(s).map(|r| (r.value(), matches!(r, NameRank::Named(_))));
         assert_eq!(named("rank3.pickle"), Some((3, true)));
         assert_eq!(named("rank-3.pickle"), Some((3, true)));
         assert_eq!(named("rank_12.json.gz"), Some((12, true)));
@@ -185,7 +190,10 @@ mod tests {
         assert_eq!(named("trace_3.pickle"), Some((3, false)));
         assert_eq!(named("trace-3.json"), Some((3, false)));
         assert_eq!(named("4.pickle"), Some((4, false)));
-        assert_eq!(named("host_1234.1700000000.pt.trace.json"), Some((1234, false)));
+        assert_eq!(
+            named("host_1234.1700000000.pt.trace.json"),
+            Some((1234, false))
+        );
         assert_eq!(named("worker0.pickle"), None);
         assert_eq!(named("memory.pickle"), None);
         assert_eq!(named("v2.3.pickle"), None);
@@ -196,12 +204,21 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("memtide-discover-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("sub")).unwrap();
-        for n in ["rank10.pickle", "rank2.pickle", "rank1.pickle", ".hidden", "notes.txt"] {
+        for n in [
+            "rank10.pickle",
+            "rank2.pickle",
+            "rank1.pickle",
+            ".hidden",
+            "notes.txt",
+        ] {
             std::fs::write(dir.join(n), b"x").unwrap();
         }
         let d = discover(std::slice::from_ref(&dir)).unwrap();
         let names: Vec<String> = d.files.iter().map(|f| file_name(&f.path)).collect();
-        assert_eq!(names, ["rank1.pickle", "rank2.pickle", "rank10.pickle", "notes.txt"]);
+        assert_eq!(
+            names,
+            ["rank1.pickle", "rank2.pickle", "rank10.pickle", "notes.txt"]
+        );
         assert_eq!(d.files[2].name_rank, Some(10));
         assert_eq!(d.files[3].name_rank, None);
         assert_eq!(d.skipped.len(), 1, "the subdirectory");

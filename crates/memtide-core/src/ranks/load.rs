@@ -27,6 +27,8 @@ pub struct RankOptions {
     pub window: Option<WindowSpec>,
     /// The `[[frames]]` patterns of `--rules` ([`crate::load::frame_rules`]).
     pub frame_rules: FrameRules,
+    /// `--frames all`: the stack tree has every frame (default: user frames).
+    pub all_frames: bool,
     /// Keep each rank's `summary --json` object in its row (the JSON report needs it; the
     /// overview does not).
     pub keep_summary: bool,
@@ -42,6 +44,7 @@ impl Default for RankOptions {
             capacity: None,
             window: None,
             frame_rules: FrameRules::default(),
+            all_frames: false,
             keep_summary: false,
             sparkline_points: 120,
         }
@@ -98,7 +101,9 @@ pub fn load_all(
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     load_one(file, opts, &p)
                 }))
-                .unwrap_or_else(|_| FileOutcome::Failed("internal error while reading the file".into()));
+                .unwrap_or_else(|_| {
+                    FileOutcome::Failed("internal error while reading the file".into())
+                });
                 on_event(RankEvent::Done(i, outcome));
             });
         }
@@ -110,7 +115,12 @@ pub fn load_one(file: &RankFile, opts: &RankOptions, progress: &Progress) -> Fil
     match read_row(file, opts, progress) {
         Ok(row) => FileOutcome::Row(Box::new(row)),
         Err(FormatError::Unrecognised(why)) => {
-            FileOutcome::Skipped(format!("not a trace nor a memtide summary: {why}"))
+            FileOutcome::Skipped(match why.rsplit_once("; it starts with ") {
+                Some((_, head)) => {
+                    format!("not a trace nor a memtide summary (it starts with {head})")
+                }
+                None => format!("not a trace nor a memtide summary: {why}"),
+            })
         }
         Err(e) => FileOutcome::Failed(e.to_string()),
     }
@@ -157,7 +167,7 @@ fn read_row(
     row.from_summary = from_summary;
     row.sparkline = timeline;
     if opts.keep_summary {
-        row.summary = serde_json::to_string(&summary).ok();
+        row.summary = Some(summary);
     }
     Ok(row)
 }
@@ -202,7 +212,11 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Ve
     let mut allocators = loaded.allocators;
     let sopts = SummaryOptions {
         frame_rules: opts.frame_rules.clone(),
-        tree_frames: TreeFrames::User,
+        tree_frames: if opts.all_frames {
+            TreeFrames::All
+        } else {
+            TreeFrames::User
+        },
     };
     let mut summaries: Vec<Summary> = Vec::with_capacity(loaded.traces.len());
     let mut timeline = Vec::new();

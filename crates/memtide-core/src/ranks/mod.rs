@@ -12,7 +12,9 @@ pub mod load;
 pub mod row;
 
 pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
-pub use load::{default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions};
+pub use load::{
+    default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
+};
 pub use row::{row_from_summary, sparkline, RankRow, RankSource};
 
 use std::path::PathBuf;
@@ -73,10 +75,7 @@ impl Ranks {
             ..Ranks::default()
         };
         for (i, o) in outcomes {
-            let path = files
-                .get(i)
-                .map(|f| f.path.clone())
-                .unwrap_or_default();
+            let path = files.get(i).map(|f| f.path.clone()).unwrap_or_default();
             match o {
                 FileOutcome::Row(row) => r.rows.push(*row),
                 FileOutcome::Skipped(reason) => r.skipped.push(Skipped { path, reason }),
@@ -212,13 +211,22 @@ mod tests {
 
     #[test]
     fn spread_of_odd_and_even_counts() {
-        let rows = [row(0, 0, Some(10)), row(1, 1, Some(30)), row(2, 2, Some(20))];
+        let rows = [
+            row(0, 0, Some(10)),
+            row(1, 1, Some(30)),
+            row(2, 2, Some(20)),
+        ];
         let s = Spread::of(&rows).unwrap();
         assert_eq!((s.max, s.min, s.median), (30, 10, 20));
         assert_eq!(s.max_minus_median, 10);
         assert_eq!(s.ratio, Some(3.0));
         assert_eq!((s.worst_rank, s.best_rank), (1, 0));
-        let rows = [row(0, 0, Some(10)), row(1, 1, Some(31)), row(2, 2, Some(20)), row(3, 3, None)];
+        let rows = [
+            row(0, 0, Some(10)),
+            row(1, 1, Some(31)),
+            row(2, 2, Some(20)),
+            row(3, 3, None),
+        ];
         let s = Spread::of(&rows).unwrap();
         assert_eq!(s.count, 3);
         let rows = [row(0, 0, Some(u64::MAX)), row(1, 1, Some(u64::MAX - 2))];
@@ -241,6 +249,9 @@ mod tests {
         let mut b = row(1, 1, Some(1));
         b.file = "b.pickle".into();
         let notes = duplicate_notes(&[a, b, row(2, 2, None)]);
-        assert_eq!(notes, vec!["rank 1 is claimed by 2 files: a.pickle, b.pickle"]);
+        assert_eq!(
+            notes,
+            vec!["rank 1 is claimed by 2 files: a.pickle, b.pickle"]
+        );
     }
 }

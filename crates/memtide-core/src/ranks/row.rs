@@ -63,8 +63,9 @@ pub struct RankRow {
     /// The total timeline downsampled (the maximum of each bucket); empty for a row read
     /// from a summary file, which carries no timeline.
     pub sparkline: Vec<u64>,
-    /// The rank's `summary --json` object, compact, when the caller asked to keep it.
-    pub summary: Option<String>,
+    /// The rank's `summary --json` object, when the caller asked to keep it (as a value:
+    /// text would not give its floats back bit for bit).
+    pub summary: Option<Value>,
 }
 
 impl RankRow {
@@ -168,7 +169,9 @@ mod tests {
 
     #[test]
     fn a_sparkline_keeps_the_peak() {
-        let t: Vec<u64> = (0..1000).map(|i| if i == 377 { 99 } else { i % 7 }).collect();
+        let t: Vec<u64> = (0..1000)
+            .map(|i| if i == 377 { 99 } else { i % 7 })
+            .collect();
         let s = sparkline(&t, 64);
         assert_eq!(s.len(), 64);
         assert_eq!(s.iter().max(), Some(&99));
@@ -196,7 +199,10 @@ mod tests {
         let r = row_from_summary(&v).unwrap();
         assert_eq!(r.peak, Some(100));
         assert_eq!(r.step_phase(), "step 2 · backward");
-        assert_eq!((r.persistent, r.activation, r.reserved_peak), (Some(40), Some(60), Some(128)));
+        assert_eq!(
+            (r.persistent, r.activation, r.reserved_peak),
+            (Some(40), Some(60), Some(128))
+        );
         assert_eq!((r.ooms, r.growth, r.world_size), (2, Some(0.5), Some(8)));
         assert_eq!(distributed_rank(&v), Some(3));
         assert!(row_from_summary(&serde_json::json!({"a": 1})).is_err());
