@@ -203,7 +203,8 @@ pub struct InputArgs {
 
 #[derive(Debug, Args, Default)]
 pub struct ExploreArgs {
-    /// Trace file to explore.
+    /// Trace file to explore (two files: their diff; a directory of rank files or more than
+    /// two files: the ranks overview of a distributed job).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]

@@ -10,6 +10,7 @@ pub mod lab;
 pub mod live;
 pub mod loading;
 pub mod minimap;
+pub mod ranks;
 pub mod search;
 pub mod status;
 pub mod timeline;
@@ -54,6 +55,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
         Page::Lab(st) => {
             lab::draw(buf, area, sh, st);
             keymap::LAB
+        }
+        Page::Ranks(st) => {
+            ranks::draw(buf, area, sh, st);
+            keymap::RANKS
         }
     };
     if sh.help {
