@@ -10,8 +10,12 @@ use anyhow::{bail, Result};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Opens the explorer on the given files (two files: the diff screen).
+/// Opens the explorer on the given files (two files: the diff screen; a directory or more
+/// than two files: the ranks overview).
 pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
+    if is_job(&args.files) {
+        return open_ranks(args);
+    }
     if let [a, b] = args.files.as_slice() {
         return open_diff(a, b, &args.input, args.theme.as_deref(), args.ascii);
     }
@@ -46,6 +50,43 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         app,
         "the explorer",
         "for a report use `memtide summary FILE`",
+    )?;
+    Ok(exit(outcome))
+}
+
+/// A directory alone, or more than two files: a distributed job.
+fn is_job(files: &[std::path::PathBuf]) -> bool {
+    files.len() > 2 || matches!(files, [one] if one.is_dir())
+}
+
+/// Opens the ranks overview on a job's files (`memtide DIR`, `memtide r0 r1 r2 …`).
+fn open_ranks(args: &ExploreArgs) -> Result<ExitCode> {
+    if args.follow.follow || args.follow.poll.is_some() {
+        bail!("--follow watches one file; the ranks overview reads a finished job");
+    }
+    let theme = tui::theme(args.theme.as_deref())?;
+    let opts = super::ranks::options(&args.input, None, None, false)?;
+    let discovered = memtide_core::ranks::discover(&args.files)?;
+    if discovered.files.is_empty() {
+        bail!(
+            "no files to read in {}",
+            args.files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let title = match args.files.as_slice() {
+        [one] => one.display().to_string(),
+        many => format!("{} files", many.len()),
+    };
+    let st = tui::ranks::RanksState::new(title, discovered, opts);
+    let app = App::new_ranks(st, theme, args.ascii);
+    let outcome = tui::run_in_terminal(
+        app,
+        "the ranks overview",
+        "for a table use `memtide summary DIR`",
     )?;
     Ok(exit(outcome))
 }

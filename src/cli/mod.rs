@@ -10,6 +10,7 @@ pub mod load;
 pub mod markdown;
 pub mod plot;
 pub mod plot_diff;
+pub mod ranks;
 pub mod replay;
 pub mod shell;
 pub mod summary;
@@ -236,7 +237,8 @@ pub struct InputArgs {
 
 #[derive(Debug, Args, Default)]
 pub struct ExploreArgs {
-    /// Trace file to explore.
+    /// Trace file to explore (two files: their diff; a directory of rank files or more than
+    /// two files: the ranks overview of a distributed job).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
@@ -261,9 +263,15 @@ pub struct ExploreArgs {
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// Trace file.
+    /// Trace file; or a directory of rank files (one per rank: the ranks table).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// More rank files: with FILE, one row per rank (a distributed job).
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
+    /// Ranks: read at most N files at once (default: every core, or MEMTIDE_JOBS).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
     /// Print the stable JSON schema instead of text.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -299,12 +307,23 @@ pub struct SummaryArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Trace file.
+    /// Trace file; or a directory of rank files (every rank is checked).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB).
-    #[arg(long, value_name = "SIZE", required_unless_present = "max_growth")]
+    /// More rank files: with FILE, a distributed job (every rank is checked).
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
+    /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB); for a
+    /// job, naming the ranks over it.
+    #[arg(long, value_name = "SIZE", required_unless_present_any = ["max_growth", "max_imbalance"])]
     pub max_peak: Option<String>,
+    /// A job (DIR or several files): fail when the highest rank peak exceeds the lowest by
+    /// more than this, e.g. 10% (max/min − 1).
+    #[arg(long, value_name = "PCT")]
+    pub max_imbalance: Option<String>,
+    /// Ranks: read at most N files at once (default: every core, or MEMTIDE_JOBS).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
     /// Fail when the step baseline (bytes live at each step start, after warm-up) grows by more
     /// than this, e.g. 1% (a leak or retained-graph gate).
     #[arg(long, value_name = "PCT")]
@@ -376,7 +395,11 @@ pub const EXIT_ERROR: u8 = 2;
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
+        Some(Command::Summary(a)) if ranks::is_job(&a.file, &a.more) => ranks::summary(&a),
         Some(Command::Summary(a)) => summary::run(&a),
+        Some(Command::Check(a)) if ranks::is_job(&a.file, &a.more) || a.max_imbalance.is_some() => {
+            ranks::check(&a)
+        }
         Some(Command::Check(a)) if a.follow.follow => follow::run_check(&a),
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Replay(a)) => replay::run(&a),

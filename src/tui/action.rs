@@ -12,6 +12,7 @@ pub enum Action {
     Explorer(ExplorerAction),
     Diff(DiffAction),
     Lab(LabAction),
+    Ranks(RanksAction),
 }
 
 /// The explorer's intents (`memtide FILE`).
@@ -118,6 +119,35 @@ pub enum LabAction {
     },
 }
 
+/// The ranks overview's intents (`memtide DIR`, `memtide r0 r1 r2 …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RanksAction {
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    /// Select the worst rank (the highest peak).
+    Worst,
+    /// Sort by rank / by peak.
+    Sort,
+    /// Mark / unmark the selected rank for the diff.
+    Mark,
+    /// Clear the marks.
+    Unmark,
+    /// Open the selected rank in the explorer (two marked: their diff).
+    Open,
+    /// Open the two marked ranks in the diff screen.
+    Diff,
+    Help,
+    /// A mouse click at a terminal cell (selects a row).
+    ClickAt {
+        col: u16,
+        row: u16,
+    },
+}
+
 impl Action {
     /// The same intent at another terminal cell (for a click row of a key table).
     pub fn at_cell(self, col: u16, row: u16) -> Action {
@@ -129,6 +159,9 @@ impl Action {
                 Action::Diff(DiffAction::ClickAt { col, row })
             }
             Action::Lab(LabAction::ClickAt { .. }) => Action::Lab(LabAction::ClickAt { col, row }),
+            Action::Ranks(RanksAction::ClickAt { .. }) => {
+                Action::Ranks(RanksAction::ClickAt { col, row })
+            }
             a => a,
         }
     }

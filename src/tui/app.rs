@@ -5,6 +5,7 @@ use super::diffview::DiffState;
 use super::explorer::ExplorerState;
 use super::keymap::Mode;
 use super::lab::LabState;
+use super::ranks::RanksState;
 use super::theme::Theme;
 use memtide_core::formats::LoadOptions;
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ pub enum Page {
     Diff(Box<DiffState>),
     /// `memtide lab`: the cache lab.
     Lab(Box<LabState>),
+    /// `memtide DIR`, `memtide r0 r1 r2 …`: one row per rank of a distributed job.
+    Ranks(Box<RanksState>),
 }
 
 /// The whole app state.
@@ -31,12 +34,15 @@ pub enum Page {
 pub struct App {
     pub shared: Shared,
     pub page: Page,
+    /// Pages to return to with Esc (the ranks overview under a rank's explorer or diff).
+    pub back: Vec<Page>,
 }
 
 impl App {
     /// An app showing the explorer on `path` (`update::start` asks for the load).
     pub fn new(path: PathBuf, opts: LoadOptions, theme: Theme, ascii: bool) -> App {
         App {
+            back: Vec::new(),
             shared: Shared::new(theme, ascii),
             page: Page::Explorer(Box::new(ExplorerState::new(path, opts))),
         }
@@ -45,6 +51,7 @@ impl App {
     /// An app showing the diff of `a` and `b` (`update::start` asks for both loads).
     pub fn new_diff(a: PathBuf, b: PathBuf, opts: LoadOptions, theme: Theme, ascii: bool) -> App {
         App {
+            back: Vec::new(),
             shared: Shared::new(theme, ascii),
             page: Page::Diff(Box::new(DiffState::new(a, b, opts))),
         }
@@ -53,8 +60,26 @@ impl App {
     /// An app showing the cache lab (no file, no load).
     pub fn new_lab(capacity: usize, stride: u64, theme: Theme, ascii: bool) -> App {
         App {
+            back: Vec::new(),
             shared: Shared::new(theme, ascii),
             page: Page::Lab(Box::new(LabState::new(capacity, stride))),
+        }
+    }
+
+    /// An app showing the ranks overview (`update::start` asks for the loads).
+    pub fn new_ranks(st: RanksState, theme: Theme, ascii: bool) -> App {
+        App {
+            back: Vec::new(),
+            shared: Shared::new(theme, ascii),
+            page: Page::Ranks(Box::new(st)),
+        }
+    }
+
+    /// The ranks overview's state, when it is the page shown.
+    pub fn ranks(&self) -> Option<&RanksState> {
+        match &self.page {
+            Page::Ranks(r) => Some(r),
+            _ => None,
         }
     }
 
@@ -102,6 +127,7 @@ impl App {
             Page::Explorer(e) => e.mode(),
             Page::Diff(_) => Mode::Diff,
             Page::Lab(_) => Mode::Lab,
+            Page::Ranks(r) => r.mode(),
         }
     }
 

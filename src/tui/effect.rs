@@ -45,6 +45,15 @@ pub enum Effect {
         appendable: bool,
         mode: crate::follow::WatchMode,
     },
+    /// Read a job's rank files on a pool of `jobs` threads (0: every core), each into its
+    /// compact row; reply `Msg::RankStarted` / `Msg::RankLoaded` per file as it goes.
+    LoadRanks {
+        gen: u64,
+        files: Vec<memtide_core::ranks::RankFile>,
+        opts: memtide_core::ranks::RankOptions,
+        jobs: usize,
+        progress: Vec<Progress>,
+    },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Write a file the user asked for (an exported picture) atomically, never over the

@@ -2,7 +2,9 @@
 //! shown, the input they match, the action, its help line). Matching, the `?` help overlay
 //! and `docs/keys.md` are all derived from these tables.
 
-use super::action::{Action, DiffAction as D, ExplorerAction as E, LabAction as L};
+use super::action::{
+    Action, DiffAction as D, ExplorerAction as E, LabAction as L, RanksAction as R,
+};
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
@@ -21,6 +23,8 @@ pub enum Mode {
     Diff,
     /// The explorer's allocator view (its table first, then the explorer's).
     Allocator,
+    /// The ranks overview.
+    Ranks,
 }
 
 /// An input a table row matches.
@@ -94,6 +98,10 @@ const fn d(a: D) -> Action {
 
 const fn l(a: L) -> Action {
     Action::Lab(a)
+}
+
+const fn r(a: R) -> Action {
+    Action::Ranks(a)
 }
 
 /// The explorer's key table (normal and inspector modes).
@@ -329,6 +337,46 @@ pub const DIFF: &[Binding] = &[
     ),
 ];
 
+/// The ranks overview's key table.
+pub const RANKS: &[Binding] = &[
+    row(&[c("k"), UP], r(R::Up), "previous rank"),
+    row(&[c("j"), DOWN], r(R::Down), "next rank"),
+    row(&[k("PgUp", KeyCode::PageUp)], r(R::PageUp), "page up"),
+    row(&[k("PgDn", KeyCode::PageDown)], r(R::PageDown), "page down"),
+    row(&[HOME, c("g")], r(R::Home), "first row"),
+    row(&[END, c("G")], r(R::End), "last row"),
+    row(
+        &[c("w")],
+        r(R::Worst),
+        "select the worst rank (highest peak)",
+    ),
+    row(&[c("s")], r(R::Sort), "sort by rank / by peak"),
+    row(
+        &[k("Space", KeyCode::Char(' '))],
+        r(R::Mark),
+        "mark / unmark the rank for a diff (two at most)",
+    ),
+    row(&[k("Esc", KeyCode::Esc)], r(R::Unmark), "clear the marks"),
+    row(
+        &[k("Enter", KeyCode::Enter)],
+        r(R::Open),
+        "open the rank in the explorer (two marked: their diff); Esc returns",
+    ),
+    row(
+        &[c("d")],
+        r(R::Diff),
+        "diff the two marked ranks; Esc returns",
+    ),
+    row(&[c("?")], r(R::Help), "this help"),
+    row(&[c("q"), CTRL_C], Action::Quit, "quit (cancels the loads)"),
+    row(&[CLICK], r(R::ClickAt { col: 0, row: 0 }), "select a rank"),
+];
+
+/// Whether `key` is the press of Esc (a page opened from the ranks overview returns to it).
+pub fn is_back(key: &KeyEvent) -> bool {
+    key.kind == KeyEventKind::Press && key.code == KeyCode::Esc
+}
+
 /// The key table of `mode` (the search prompt and the help overlay have none: they take
 /// text / close on any key).
 pub fn table(mode: Mode) -> &'static [Binding] {
@@ -337,6 +385,7 @@ pub fn table(mode: Mode) -> &'static [Binding] {
         Mode::Lab => LAB,
         Mode::Diff => DIFF,
         Mode::Allocator => ALLOCATOR,
+        Mode::Ranks => RANKS,
         Mode::Search | Mode::Help => &[],
     }
 }
@@ -416,6 +465,10 @@ pub fn markdown() -> String {
     for (title, table) in [
         ("Cache lab (`memtide lab`)", LAB),
         ("Diff (`memtide diff A B`, `memtide A B`)", DIFF),
+        (
+            "Ranks overview (`memtide DIR`, `memtide r0 r1 r2 …`; Esc in a rank's explorer or diff returns to it)",
+            RANKS,
+        ),
     ] {
         s.push_str(&format!("\n## {title}\n\n"));
         markdown_table(&mut s, table);
@@ -440,6 +493,7 @@ mod tests {
             (Mode::Allocator, ALLOCATOR),
             (Mode::Lab, LAB),
             (Mode::Diff, DIFF),
+            (Mode::Ranks, RANKS),
         ] {
             for b in table {
                 for k in b.keys {

@@ -21,6 +21,7 @@ pub mod layout;
 pub mod liveset;
 pub mod msg;
 pub mod picture;
+pub mod ranks;
 pub mod runtime;
 pub mod shared;
 pub mod testing;

@@ -47,6 +47,17 @@ pub enum Msg {
         path: std::path::PathBuf,
         result: Result<(), String>,
     },
+    /// The ranks overview's pool began reading file `file`.
+    RankStarted {
+        gen: u64,
+        file: usize,
+    },
+    /// The ranks overview's pool finished file `file`.
+    RankLoaded {
+        gen: u64,
+        file: usize,
+        outcome: memtide_core::ranks::FileOutcome,
+    },
     SearchDone {
         gen: u64,
         /// Matching storages, biggest first.

@@ -84,6 +84,17 @@ impl Harness {
         Harness::with_app(app, width, height)
     }
 
+    /// The ranks overview of `inputs` (a directory, or files), every file read inline.
+    pub fn open_ranks(inputs: &[std::path::PathBuf], width: u16, height: u16) -> Harness {
+        let d = memtide_core::ranks::discover(inputs).unwrap_or_default();
+        let title = match inputs {
+            [one] => one.display().to_string(),
+            many => format!("{} files", many.len()),
+        };
+        let st = super::ranks::RanksState::new(title, d, Default::default());
+        Harness::with_app(App::new_ranks(st, Theme::default(), false), width, height)
+    }
+
     /// Drives a prepared app (the lab or diff screen) at the given size; runs its first
     /// effects (the diff's loads) inline.
     pub fn with_app(app: App, width: u16, height: u16) -> Harness {
@@ -133,6 +144,19 @@ impl Harness {
                     group,
                     device,
                 } => workers::live(&(gen, at, group, device)),
+                Effect::LoadRanks {
+                    gen,
+                    files,
+                    opts,
+                    progress,
+                    ..
+                } => {
+                    // One thread, in file order: the same rows, reproducibly.
+                    for m in workers::load_ranks(gen, &files, &opts, 1, &progress) {
+                        fx.extend(update::update(&mut self.app, m));
+                    }
+                    continue;
+                }
                 Effect::Copy(t) => {
                     self.clipboard.push(t);
                     continue;

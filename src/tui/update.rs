@@ -9,7 +9,7 @@ use super::effect::Effect;
 use super::explorer::{self, Screen};
 use super::keymap;
 use super::msg::Msg;
-use super::{diffview, lab};
+use super::{diffview, lab, ranks};
 
 /// The first effects: load what the page shows.
 pub fn start(app: &mut App) -> Vec<Effect> {
@@ -18,6 +18,7 @@ pub fn start(app: &mut App) -> Vec<Effect> {
         Page::Explorer(ex) => explorer::update::start(sh, ex),
         Page::Diff(st) => diffview::start(sh, st),
         Page::Lab(_) => Vec::new(),
+        Page::Ranks(st) => ranks::start(sh, st),
     }
 }
 
@@ -27,6 +28,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Effect> {
     let was_dirty = app.shared.dirty;
     app.shared.dirty = true;
     let fx = match msg {
+        // Esc in a page opened from the ranks overview, with nothing of its own to close.
+        Msg::Key(k) if keymap::is_back(&k) && ranks::esc_goes_back(app) => Some(ranks::back(app)),
+        // The overview takes its rows while it waits under a rank's page.
+        msg @ (Msg::RankStarted { .. } | Msg::RankLoaded { .. }) => ranks::deliver(app, msg),
         Msg::Key(k) => keymap::map_key(app.mode(), k).map(|a| action(app, a)),
         Msg::Mouse(m) => keymap::map_mouse(app.page_mode(), m).map(|a| action(app, a)),
         Msg::Action(a) => Some(action(app, a)),
@@ -51,6 +56,7 @@ fn page_update(app: &mut App, msg: Msg) -> Option<Vec<Effect>> {
         Page::Explorer(ex) => explorer::update::update(sh, ex, msg),
         Page::Diff(st) => diffview::update(sh, st, msg),
         Page::Lab(st) => lab::update(sh, st, msg),
+        Page::Ranks(st) => ranks::update(sh, st, msg),
     }
 }
 
@@ -59,12 +65,16 @@ fn page_update(app: &mut App, msg: Msg) -> Option<Vec<Effect>> {
 fn action(app: &mut App, a: Action) -> Vec<Effect> {
     if a == Action::Quit {
         cancel_loads(&app.page);
+        app.back.iter().for_each(cancel_loads);
         app.shared.quit = true;
         return vec![Effect::Quit];
     }
     if app.shared.help {
         app.shared.help = false;
         return Vec::new();
+    }
+    if let (Page::Ranks(_), Action::Ranks(a)) = (&app.page, a) {
+        return ranks::action(app, a);
     }
     let sh = &mut app.shared;
     match (&mut app.page, a) {
@@ -85,6 +95,7 @@ fn cancel_loads(page: &Page) {
         }
         Page::Diff(st) => st.cancel_loads(),
         Page::Lab(_) => {}
+        Page::Ranks(st) => st.cancel_loads(),
     }
 }
 

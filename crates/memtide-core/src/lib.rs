@@ -38,6 +38,7 @@ pub mod formats;
 pub mod index;
 pub mod lab;
 pub mod load;
+pub mod ranks;
 #[cfg(feature = "synth")]
 pub mod synth;
 pub mod trace;

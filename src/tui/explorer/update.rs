@@ -69,6 +69,8 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
         } => search_done(sh, ex, gen, matches, strings),
         // Input arrives as actions (`tui::update` maps it through the key table).
         Msg::Key(_) | Msg::Mouse(_) | Msg::Action(_) => return None,
+        // The ranks overview's (routed to it by `tui::update`).
+        Msg::RankStarted { .. } | Msg::RankLoaded { .. } => return None,
     })
 }
 

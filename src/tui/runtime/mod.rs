@@ -163,6 +163,13 @@ fn run_effects(
             } => {
                 let _ = live.send((gen, at, group, device));
             }
+            Effect::LoadRanks {
+                gen,
+                files,
+                opts,
+                jobs,
+                progress,
+            } => workers::spawn_ranks(gen, files, opts, jobs, progress, tx.clone()),
             Effect::Copy(text) => {
                 let mut out = std::io::stdout();
                 let _ = out.write_all(workers::osc52(&text).as_bytes());

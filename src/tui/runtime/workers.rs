@@ -91,6 +91,68 @@ pub fn spawn_reader<T: 'static>(
     }
 }
 
+/// Reads a job's rank files on `jobs` threads (0: every core) and returns the messages in
+/// the order they happened (tests and the inline harness).
+pub fn load_ranks(
+    gen: u64,
+    files: &[memtide_core::ranks::RankFile],
+    opts: &memtide_core::ranks::RankOptions,
+    jobs: usize,
+    progress: &[Progress],
+) -> Vec<Msg> {
+    let out = std::sync::Mutex::new(Vec::new());
+    run_ranks(gen, files, opts, jobs, progress, &|m| {
+        if let Ok(mut v) = out.lock() {
+            v.push(m);
+        }
+    });
+    out.into_inner().unwrap_or_default()
+}
+
+/// Starts the ranks pool on a coordinating thread; each file's start and end come back as
+/// messages while the UI keeps running.
+pub fn spawn_ranks(
+    gen: u64,
+    files: Vec<memtide_core::ranks::RankFile>,
+    opts: memtide_core::ranks::RankOptions,
+    jobs: usize,
+    progress: Vec<Progress>,
+    tx: Sender<Msg>,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("memtide-ranks".into())
+        .spawn(move || {
+            run_ranks(gen, &files, &opts, jobs, &progress, &|m| {
+                let _ = tx.send(m);
+            })
+        });
+    if spawned.is_err() {
+        eprintln!("memtide: cannot start the loader threads");
+    }
+}
+
+fn run_ranks(
+    gen: u64,
+    files: &[memtide_core::ranks::RankFile],
+    opts: &memtide_core::ranks::RankOptions,
+    jobs: usize,
+    progress: &[Progress],
+    send: &(dyn Fn(Msg) + Sync),
+) {
+    use memtide_core::ranks::RankEvent;
+    let jobs = if jobs == 0 {
+        memtide_core::ranks::default_jobs()
+    } else {
+        jobs
+    };
+    memtide_core::ranks::load_all(files, opts, jobs, progress, &|ev| {
+        send(match ev {
+            RankEvent::Started(file) => Msg::RankStarted { gen, file },
+            RankEvent::Done(file, outcome) => Msg::RankLoaded { gen, file, outcome },
+        })
+    });
+}
+
 const PANICKED: &str = "internal error while reading the file";
 
 /// A live-set request: generation, position, grouping, device.

@@ -12,6 +12,7 @@ pub mod live;
 pub mod loading;
 pub mod minimap;
 pub mod oom;
+pub mod ranks;
 pub mod search;
 pub mod status;
 pub mod timeline;
@@ -62,6 +63,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
         Page::Lab(st) => {
             lab::draw(buf, area, sh, st);
             keymap::LAB
+        }
+        Page::Ranks(st) => {
+            ranks::draw(buf, area, sh, st);
+            keymap::RANKS
         }
     };
     if sh.help {

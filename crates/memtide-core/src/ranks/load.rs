@@ -1,0 +1,280 @@
+//! Reading the job's files in parallel (a bounded pool of threads, each holding one trace at
+//! a time): each file becomes a [`RankRow`] (its `summary --json` figures and a sparkline),
+//! is skipped (not a trace), or failed (with the reader's error). The trace is dropped as
+//! soon as its row is made.
+
+use super::discover::RankFile;
+use super::row::{distributed_rank, row_from_summary, sparkline, RankRow, RankSource};
+use crate::analysis::frames::FrameRules;
+use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::tree::TreeFrames;
+use crate::analysis::window_spec::WindowSpec;
+use crate::formats::{source, FormatError, LoadOptions, Loaded, Progress};
+use crate::index::Index;
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How the files are read and summarised (as `summary FILE --json` would with the same
+/// flags).
+#[derive(Clone, Debug)]
+pub struct RankOptions {
+    pub load: LoadOptions,
+    /// `--device`: an ordinal or a name (None: the first device with events).
+    pub device: Option<String>,
+    /// `--capacity` in bytes (the user's figure wins over the file's).
+    pub capacity: Option<u64>,
+    /// `--window`: measure each rank's peak in this window.
+    pub window: Option<WindowSpec>,
+    /// The `[[frames]]` patterns of `--rules` ([`crate::load::frame_rules`]).
+    pub frame_rules: FrameRules,
+    /// `--frames all`: the stack tree has every frame (default: user frames).
+    pub all_frames: bool,
+    /// Keep each rank's `summary --json` object in its row (the JSON report needs it; the
+    /// overview does not).
+    pub keep_summary: bool,
+    /// Points of each row's sparkline.
+    pub sparkline_points: usize,
+}
+
+impl Default for RankOptions {
+    fn default() -> Self {
+        RankOptions {
+            load: LoadOptions::default(),
+            device: None,
+            capacity: None,
+            window: None,
+            frame_rules: FrameRules::default(),
+            all_frames: false,
+            keep_summary: false,
+            sparkline_points: 120,
+        }
+    }
+}
+
+/// What became of one file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileOutcome {
+    Row(Box<RankRow>),
+    /// Not a trace nor a summary (the reason says what it looks like).
+    Skipped(String),
+    /// A trace (or what claims to be one) that could not be read: the reader's error.
+    Failed(String),
+}
+
+/// A load's report to its caller: a file's reading began, or it ended.
+#[derive(Debug)]
+pub enum RankEvent {
+    Started(usize),
+    Done(usize, FileOutcome),
+}
+
+/// The number of threads to read with: `MEMTIDE_JOBS` when set, else the cores.
+pub fn default_jobs() -> usize {
+    std::env::var("MEMTIDE_JOBS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Reads every file on at most `jobs` threads (`progress[i]` counts file `i`'s bytes; a
+/// missing entry gets a fresh counter), calling `on_event` from the worker threads as each
+/// file starts and ends. Returns when all are done.
+pub fn load_all(
+    files: &[RankFile],
+    opts: &RankOptions,
+    jobs: usize,
+    progress: &[Progress],
+    on_event: &(dyn Fn(RankEvent) + Sync),
+) {
+    let next = AtomicUsize::new(0);
+    let threads = jobs.clamp(1, files.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(file) = files.get(i) else {
+                    break;
+                };
+                on_event(RankEvent::Started(i));
+                let p = progress.get(i).cloned().unwrap_or_default();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    load_one(file, opts, &p)
+                }))
+                .unwrap_or_else(|_| {
+                    FileOutcome::Failed("internal error while reading the file".into())
+                });
+                on_event(RankEvent::Done(i, outcome));
+            });
+        }
+    });
+}
+
+/// Reads one file into its row.
+pub fn load_one(file: &RankFile, opts: &RankOptions, progress: &Progress) -> FileOutcome {
+    match read_row(file, opts, progress) {
+        Ok(row) => FileOutcome::Row(Box::new(row)),
+        Err(FormatError::Unrecognised(why)) => {
+            FileOutcome::Skipped(match why.rsplit_once("; it starts with ") {
+                Some((_, head)) => {
+                    format!("not a trace nor a memtide summary (it starts with {head})")
+                }
+                None => format!("not a trace nor a memtide summary: {why}"),
+            })
+        }
+        Err(e) => FileOutcome::Failed(e.to_string()),
+    }
+}
+
+/// The largest `summary --json` file read.
+const SUMMARY_MAX: u64 = 256 << 20;
+
+fn read_row(
+    file: &RankFile,
+    opts: &RankOptions,
+    progress: &Progress,
+) -> Result<RankRow, FormatError> {
+    let path = &file.path;
+    let input = source::open(path, progress)?;
+    let from_summary = looks_like_summary(&input.head);
+    let (summary, timeline) = if from_summary {
+        if input.file_size > SUMMARY_MAX {
+            return Err(FormatError::Invalid(format!(
+                "{} MB is too large for a memtide summary",
+                input.file_size >> 20
+            )));
+        }
+        let bytes = input.read_all()?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
+        })?;
+        (v, Vec::new())
+    } else {
+        drop(input);
+        let loaded = crate::load::load(path, &opts.load, progress)?;
+        summary_json(loaded, opts).map_err(FormatError::Invalid)?
+    };
+    let mut row = row_from_summary(&summary).map_err(FormatError::Invalid)?;
+    let (rank, rank_from) = match (distributed_rank(&summary), file.name_rank) {
+        (Some(r), _) => (r, RankSource::Distributed),
+        (None, Some(r)) => (r, RankSource::FileName),
+        (None, None) => (file.order as u64, RankSource::Order),
+    };
+    row.rank = rank;
+    row.rank_from = rank_from;
+    row.order = file.order;
+    row.file = path.clone();
+    row.from_summary = from_summary;
+    row.sparkline = timeline;
+    if opts.keep_summary {
+        row.summary = Some(summary);
+    }
+    Ok(row)
+}
+
+/// Whether a file's first bytes are a `summary --json` object (its first key is `source`).
+pub fn looks_like_summary(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let mut it = head.iter().copied().skip_while(u8::is_ascii_whitespace);
+    if it.next() != Some(b'{') {
+        return false;
+    }
+    let rest: Vec<u8> = it.skip_while(u8::is_ascii_whitespace).take(8).collect();
+    rest.starts_with(b"\"source\"")
+}
+
+/// The `summary FILE --json` object of a loaded file (with `opts`' device, capacity,
+/// window and frame rules) and the sparkline of the shown device's total timeline. The
+/// trace is dropped on return.
+pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Vec<u64>), String> {
+    if let Some(c) = opts.capacity {
+        for t in &mut loaded.traces {
+            t.capacity = Some(crate::trace::Bytes(c));
+        }
+    }
+    if loaded.traces.is_empty() {
+        return Err("the file holds no device traces".into());
+    }
+    let primary = crate::load::pick_device(
+        loaded
+            .traces
+            .iter()
+            .map(|t| (t.device.as_str(), !t.is_empty())),
+        opts.device.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let source = loaded
+        .traces
+        .first()
+        .map(|t| t.source.clone())
+        .unwrap_or_default();
+    let devices: Vec<String> = loaded.traces.iter().map(|t| t.device.clone()).collect();
+    let mut allocators = loaded.allocators;
+    let sopts = SummaryOptions {
+        frame_rules: opts.frame_rules.clone(),
+        tree_frames: if opts.all_frames {
+            TreeFrames::All
+        } else {
+            TreeFrames::User
+        },
+    };
+    let mut summaries: Vec<Summary> = Vec::with_capacity(loaded.traces.len());
+    let mut timeline = Vec::new();
+    for (i, trace) in loaded.traces.into_iter().enumerate() {
+        let index = Index::build(&trace);
+        let allocator = allocators
+            .iter()
+            .position(|h| h.device == trace.device)
+            .map(|k| allocators.swap_remove(k));
+        let resolved = match &opts.window {
+            Some(s) if !index.is_empty() => {
+                Some(s.resolve(&trace, &index).map_err(|e| e.to_string())?)
+            }
+            _ => None,
+        };
+        summaries.push(
+            Summary::build_with(&trace, &index, resolved.as_ref(), &sopts).explained(
+                &trace,
+                &index,
+                allocator.as_ref(),
+            ),
+        );
+        if i == primary {
+            timeline = sparkline(index.totals(), opts.sparkline_points);
+        }
+    }
+    if summaries.iter().all(|s| s.events == 0) {
+        return Err(format!(
+            "{source}: the trace has no events (header only?); nothing to summarise"
+        ));
+    }
+    let main = summaries.get(primary).ok_or("no trace to summarise")?;
+    let mut v = main.to_json(&devices);
+    if summaries.len() > 1 && opts.device.is_none() {
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "per_device".into(),
+                summaries
+                    .iter()
+                    .map(|s| s.to_json(&devices))
+                    .collect::<Vec<_>>()
+                    .into(),
+            );
+        }
+    }
+    Ok((v, timeline))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_is_told_from_a_trace_by_its_first_key() {
+        assert!(looks_like_summary(b"{\n  \"source\": \"x\""));
+        assert!(looks_like_summary(b"\xef\xbb\xbf {\"source\":1}"));
+        assert!(!looks_like_summary(b"{\"traceEvents\": []}"));
+        assert!(!looks_like_summary(b"{\"memtide\":1}"));
+        assert!(!looks_like_summary(b"\x80\x04"));
+    }
+}

@@ -1,0 +1,210 @@
+//! One rank's compact row, read from its `summary --json` object (so a trace and a summary
+//! made elsewhere give the same row), and the sparkline of its total timeline.
+
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Where a row's rank number came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RankSource {
+    /// The file's `distributedInfo.rank` (`distributed.rank` of its summary).
+    Distributed,
+    /// The file name (`rank3`, `rank-3`, `trace_3.json` …).
+    FileName,
+    /// The file's position in the order given.
+    #[default]
+    Order,
+}
+
+impl RankSource {
+    /// `distributed`, `file name`, `order` (the JSON `rank_from` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            RankSource::Distributed => "distributed",
+            RankSource::FileName => "file name",
+            RankSource::Order => "order",
+        }
+    }
+}
+
+/// What the overview keeps of one rank: its figures, not its trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankRow {
+    pub rank: u64,
+    pub rank_from: RankSource,
+    /// The file's position in the order given.
+    pub order: usize,
+    pub file: PathBuf,
+    /// The row comes from a `summary --json` file, not a trace (nothing to open).
+    pub from_summary: bool,
+    /// `snapshot`, `kineto`, `jsonl`, `memory_timeline`.
+    pub format: String,
+    pub device: String,
+    pub world_size: Option<u64>,
+    pub events: u64,
+    /// The peak (None: no events).
+    pub peak: Option<u64>,
+    /// Event number after which the peak holds (None: at start, or no peak).
+    pub peak_index: Option<u64>,
+    pub peak_time_us: Option<f64>,
+    /// The step and the phase whose windows hold the peak.
+    pub peak_step: Option<String>,
+    pub peak_phase: Option<String>,
+    /// Bytes of the persistent and activation bands at the peak.
+    pub persistent: Option<u64>,
+    pub activation: Option<u64>,
+    pub reserved_peak: Option<u64>,
+    pub capacity: Option<u64>,
+    pub ooms: usize,
+    /// Step baseline growth after warm-up (a fraction), when the trace has steps.
+    pub growth: Option<f64>,
+    /// Warnings that say the figures may be wrong.
+    pub doubtful: Vec<String>,
+    /// The total timeline downsampled (the maximum of each bucket); empty for a row read
+    /// from a summary file, which carries no timeline.
+    pub sparkline: Vec<u64>,
+    /// The rank's `summary --json` object, when the caller asked to keep it (as a value:
+    /// text would not give its floats back bit for bit).
+    pub summary: Option<Value>,
+}
+
+impl RankRow {
+    /// The file name (no directory).
+    pub fn file_name(&self) -> String {
+        self.file.file_name().map_or_else(
+            || self.file.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// `step 3 · backward`, `step 3`, `backward`, or "" when the peak lies in no window.
+    pub fn step_phase(&self) -> String {
+        match (&self.peak_step, &self.peak_phase) {
+            (Some(s), Some(p)) => format!("{s} · {p}"),
+            (Some(s), None) => s.clone(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// The row of a `summary --json` object `v` (the fields a row needs; rank and file are the
+/// caller's). Fails when `v` is not such an object.
+pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
+    let o = v
+        .as_object()
+        .ok_or("not a memtide summary: expected a JSON object")?;
+    for key in ["source", "format", "device", "events", "peak"] {
+        if !o.contains_key(key) {
+            return Err(format!(
+                "not a memtide summary (`memtide summary FILE --json`): no {key:?} key"
+            ));
+        }
+    }
+    let u = |v: &Value| v.as_u64();
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    let peak = &v["peak"];
+    let peak_index = u(&peak["index"]);
+    let in_window = |kind: &str| -> Option<String> {
+        let at = peak_index?;
+        v["windows"].as_array()?.iter().find_map(|w| {
+            let inside = w["kind"].as_str() == Some(kind)
+                && u(&w["first_index"]).is_some_and(|a| a <= at)
+                && u(&w["last_index"]).is_some_and(|b| at <= b);
+            inside.then(|| s(&w["name"])).flatten()
+        })
+    };
+    Ok(RankRow {
+        format: s(&v["format"]).unwrap_or_default(),
+        device: s(&v["device"]).unwrap_or_default(),
+        world_size: u(&v["distributed"]["world_size"]),
+        events: u(&v["events"]).unwrap_or(0),
+        peak: u(&peak["bytes"]),
+        peak_index,
+        peak_time_us: peak["time_us"].as_f64(),
+        peak_step: in_window("step"),
+        peak_phase: in_window("phase"),
+        persistent: u(&peak["bands"]["persistent"]),
+        activation: u(&peak["bands"]["activation"]),
+        reserved_peak: u(&v["reserved_peak"]),
+        capacity: u(&v["capacity"]),
+        ooms: v["ooms"].as_array().map_or(0, Vec::len),
+        growth: v["trend"]["growth"].as_f64(),
+        doubtful: v["doubtful_warnings"]
+            .as_array()
+            .map(|a| a.iter().filter_map(s).collect())
+            .unwrap_or_default(),
+        ..RankRow::default()
+    })
+}
+
+/// The distributed rank a summary object records (`distributed.rank`).
+pub fn distributed_rank(v: &Value) -> Option<u64> {
+    v["distributed"]["rank"].as_u64()
+}
+
+/// `totals` downsampled to at most `points` values, each the maximum of its bucket (so the
+/// peak survives); the whole series when it is shorter.
+pub fn sparkline(totals: &[u64], points: usize) -> Vec<u64> {
+    let n = totals.len();
+    if points == 0 || n == 0 {
+        return Vec::new();
+    }
+    if n <= points {
+        return totals.to_vec();
+    }
+    (0..points)
+        .map(|k| {
+            let lo = k * n / points;
+            let hi = ((k + 1) * n / points).max(lo + 1);
+            totals[lo..hi].iter().copied().max().unwrap_or(0)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sparkline_keeps_the_peak() {
+        let t: Vec<u64> = (0..1000)
+            .map(|i| if i == 377 { 99 } else { i % 7 })
+            .collect();
+        let s = sparkline(&t, 64);
+        assert_eq!(s.len(), 64);
+        assert_eq!(s.iter().max(), Some(&99));
+        assert_eq!(sparkline(&[1, 2], 64), vec![1, 2]);
+        assert!(sparkline(&[], 64).is_empty());
+    }
+
+    #[test]
+    fn a_row_reads_the_peak_its_window_and_bands() {
+        let v: Value = serde_json::json!({
+            "source": "r.pickle", "format": "snapshot", "device": "cuda:0", "events": 10,
+            "peak": {"bytes": 100, "index": 6, "time_us": 5,
+                     "bands": {"persistent": 40, "activation": 60}},
+            "reserved_peak": 128, "capacity": null,
+            "windows": [
+                {"kind": "step", "name": "step 1", "first_index": 0, "last_index": 4},
+                {"kind": "step", "name": "step 2", "first_index": 5, "last_index": 9},
+                {"kind": "phase", "name": "backward", "first_index": 6, "last_index": 8}
+            ],
+            "ooms": [{}, {}],
+            "trend": {"growth": 0.5},
+            "doubtful_warnings": ["w"],
+            "distributed": {"rank": 3, "world_size": 8}
+        });
+        let r = row_from_summary(&v).unwrap();
+        assert_eq!(r.peak, Some(100));
+        assert_eq!(r.step_phase(), "step 2 · backward");
+        assert_eq!(
+            (r.persistent, r.activation, r.reserved_peak),
+            (Some(40), Some(60), Some(128))
+        );
+        assert_eq!((r.ooms, r.growth, r.world_size), (2, Some(0.5), Some(8)));
+        assert_eq!(distributed_rank(&v), Some(3));
+        assert!(row_from_summary(&serde_json::json!({"a": 1})).is_err());
+    }
+}

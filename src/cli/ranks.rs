@@ -1,0 +1,677 @@
+//! A whole distributed job from the command line: `memtide summary DIR` (or more than one
+//! file) prints one row per rank, the spread and the worst rank (`--json`: each rank's own
+//! `summary --json` object); `memtide check DIR` gates every rank (`--max-peak`, OOMs,
+//! `--max-growth`) and the job (`--max-imbalance`). The rows come from
+//! [`memtide_core::ranks`]; files load in parallel, one trace in memory per thread.
+
+use super::{CheckArgs, InputArgs, SummaryArgs, EXIT_ERROR};
+use anyhow::{bail, Context, Result};
+use memtide_core::ranks::{self, RankEvent, RankOptions, RankRow, Ranks, Spread};
+use memtide_core::trace::{human_bytes, parse_size};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Whether the command line names a job (a directory, or more than one file) rather than
+/// one trace.
+pub fn is_job(file: &Path, more: &[PathBuf]) -> bool {
+    !more.is_empty() || file.is_dir()
+}
+
+fn inputs(file: &Path, more: &[PathBuf]) -> Vec<PathBuf> {
+    std::iter::once(file.to_path_buf())
+        .chain(more.iter().cloned())
+        .collect()
+}
+
+/// The core's options from the shared input flags.
+pub fn options(
+    input: &InputArgs,
+    capacity: Option<&str>,
+    window: Option<&str>,
+    all_frames: bool,
+) -> Result<RankOptions> {
+    let load = super::load::load_options(input);
+    let frame_rules = memtide_core::load::frame_rules(&load)?;
+    // A bad rules file fails once, before any rank is read.
+    memtide_core::load::rules(&load)?;
+    Ok(RankOptions {
+        device: input.device.clone(),
+        capacity: capacity
+            .map(|c| parse_size(c).context("--capacity").map(|b| b.0))
+            .transpose()?,
+        window: window
+            .map(memtide_core::analysis::window_spec::WindowSpec::parse)
+            .transpose()?,
+        frame_rules,
+        all_frames,
+        load,
+        ..RankOptions::default()
+    })
+}
+
+/// Lists and reads the job on `jobs` threads (0: every core), with a progress line on a
+/// terminal's stderr.
+pub fn read(inputs: &[PathBuf], opts: &RankOptions, jobs: usize) -> Result<Ranks> {
+    let discovered = ranks::discover(inputs).with_context(|| {
+        format!(
+            "cannot list {}",
+            inputs
+                .first()
+                .map_or(String::new(), |p| p.display().to_string())
+        )
+    })?;
+    let total = discovered.files.len();
+    let names: Vec<String> = discovered
+        .files
+        .iter()
+        .map(|f| display_name(&f.path))
+        .collect();
+    let show = std::io::stderr().is_terminal() && total > 1;
+    let done = std::sync::Mutex::new(0usize);
+    let jobs = if jobs == 0 {
+        ranks::default_jobs()
+    } else {
+        jobs
+    };
+    let r = Ranks::load(discovered, opts, jobs, &|ev| {
+        if let (true, RankEvent::Done(i, _)) = (show, ev) {
+            if let Ok(mut n) = done.lock() {
+                *n += 1;
+                let name = names.get(*i).map_or("", String::as_str);
+                eprint!(
+                    "\r\x1b[Kread {}/{total} · {}",
+                    *n,
+                    crate::safe_text::terminal_safe(name)
+                );
+            }
+        }
+    });
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    Ok(r)
+}
+
+fn display_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    )
+}
+
+/// `memtide summary DIR` / `memtide summary A B C …`.
+pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
+    let mut opts = options(
+        &a.input,
+        a.capacity.as_deref(),
+        a.window.as_deref(),
+        a.frames == "all",
+    )?;
+    opts.keep_summary = a.json;
+    let files = inputs(&a.file, &a.more);
+    let r = read(&files, &opts, a.jobs)?;
+    let title = title(&files);
+    if a.json {
+        crate::out_json!("{}", serde_json::to_string_pretty(&to_json(&r))?);
+    } else if a.markdown {
+        crate::outln!("{}", render_markdown(&r, &title).trim_end());
+    } else {
+        crate::outln!("{}", render_text(&r, &title).trim_end());
+    }
+    if r.rows.is_empty() {
+        crate::errln!("memtide: error: {}", nothing_readable(&r, &title));
+        return Ok(ExitCode::from(EXIT_ERROR));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn nothing_readable(r: &Ranks, title: &str) -> String {
+    format!(
+        "no readable rank file in {title} ({} unreadable, {} skipped)",
+        r.errors.len(),
+        r.skipped.len()
+    )
+}
+
+/// What the job is called in headings: the directory, or `N files`.
+fn title(files: &[PathBuf]) -> String {
+    match files {
+        [one] => one.display().to_string(),
+        many => format!("{} files", many.len()),
+    }
+}
+
+/// `rank 2 (rank2.pickle)`.
+fn who(row: &RankRow) -> String {
+    format!("rank {} ({})", row.rank, row.file_name())
+}
+
+fn ratio_text(s: &Spread) -> String {
+    match s.ratio {
+        Some(x) => format!("{x:.2}×"),
+        None => "∞ (the lowest peak is 0)".into(),
+    }
+}
+
+fn opt_bytes(b: Option<u64>) -> String {
+    b.map_or_else(|| "–".into(), human_bytes)
+}
+
+/// The ranks table: heading, spread, worst rank, one row per rank, what was skipped and
+/// what could not be read.
+pub fn render_text(r: &Ranks, title: &str) -> String {
+    let mut o = String::new();
+    let read = r.rows.len();
+    let files = read + r.errors.len();
+    let _ = writeln!(
+        o,
+        "memtide ranks · {title} · {read} rank{} read of {files} file{}",
+        plural(read),
+        plural(files)
+    );
+    let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
+    let spread = r.spread();
+    let worst = r.worst();
+    if let (Some(s), Some(w)) = (spread, worst) {
+        let best = r
+            .rows
+            .iter()
+            .find(|x| x.rank == s.best_rank && x.peak == Some(s.min));
+        let _ = writeln!(
+            o,
+            "spread           max/min {} (rank {} {} / rank {} {}) · max − median {} (median {})",
+            ratio_text(&s),
+            s.worst_rank,
+            human_bytes(s.max),
+            best.map_or(s.best_rank, |b| b.rank),
+            human_bytes(s.min),
+            human_bytes(s.max_minus_median),
+            human_bytes(s.median)
+        );
+        let mut at = String::new();
+        if let Some(i) = w.peak_index {
+            let _ = write!(at, " at event #{i}");
+        }
+        let sp = w.step_phase();
+        if !sp.is_empty() {
+            let _ = write!(at, " · {sp}");
+        }
+        let _ = writeln!(
+            o,
+            "worst rank       {} · peak {}{at} · {}",
+            w.rank,
+            human_bytes(s.max),
+            w.file_name()
+        );
+    }
+    let oom: Vec<String> = r
+        .rows
+        .iter()
+        .filter(|x| x.ooms > 0)
+        .map(|x| format!("rank {} ({})", x.rank, x.ooms))
+        .collect();
+    if !oom.is_empty() {
+        let _ = writeln!(o, "out of memory    {}", oom.join(", "));
+    }
+    if !r.rows.is_empty() {
+        let _ = writeln!(o);
+        table(&mut o, r, worst.map(|w| w.order));
+    }
+    lists(&mut o, r);
+    o
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The per-rank rows, the worst one marked `*`.
+fn table(o: &mut String, r: &Ranks, worst: Option<usize>) {
+    let head = [
+        "rank",
+        "device",
+        "peak",
+        "at",
+        "step · phase",
+        "reserved",
+        "OOMs",
+        "persistent",
+        "activation",
+        "file",
+    ];
+    let rows: Vec<[String; 10]> = r
+        .rows
+        .iter()
+        .map(|x| {
+            let mut sp = x.step_phase();
+            if sp.chars().count() > 32 {
+                sp = sp.chars().take(31).collect::<String>() + "…";
+            }
+            [
+                x.rank.to_string(),
+                x.device.clone(),
+                opt_bytes(x.peak),
+                x.peak_index.map_or_else(
+                    || {
+                        if x.peak.is_some() {
+                            "start".into()
+                        } else {
+                            "–".into()
+                        }
+                    },
+                    |i| format!("#{i}"),
+                ),
+                if sp.is_empty() { "–".into() } else { sp },
+                opt_bytes(x.reserved_peak),
+                x.ooms.to_string(),
+                opt_bytes(x.persistent),
+                opt_bytes(x.activation),
+                x.file_name(),
+            ]
+        })
+        .collect();
+    let mut w = head.map(|h| h.chars().count());
+    for row in &rows {
+        for (k, c) in row.iter().enumerate() {
+            w[k] = w[k].max(c.chars().count());
+        }
+    }
+    // Numbers right-aligned; names left.
+    let right = [
+        true, false, true, true, false, true, true, true, true, false,
+    ];
+    let line = |mark: &str, cells: &[String]| {
+        let mut l = format!("{mark} ");
+        for (k, c) in cells.iter().enumerate() {
+            let pad = w[k].saturating_sub(c.chars().count());
+            if right[k] {
+                l.push_str(&" ".repeat(pad));
+                l.push_str(c);
+            } else {
+                l.push_str(c);
+                if k + 1 < cells.len() {
+                    l.push_str(&" ".repeat(pad));
+                }
+            }
+            if k + 1 < cells.len() {
+                l.push_str("  ");
+            }
+        }
+        l.trim_end().to_string()
+    };
+    let _ = writeln!(o, "{}", line(" ", &head.map(String::from)));
+    for (row, x) in rows.iter().zip(&r.rows) {
+        let mark = if Some(x.order) == worst { "*" } else { " " };
+        let _ = writeln!(o, "{}", line(mark, row));
+    }
+    let _ = writeln!(o, "  (* the worst rank: the highest peak)");
+}
+
+/// Skipped files, unreadable files, notes and the ranks whose figures are in doubt.
+fn lists(o: &mut String, r: &Ranks) {
+    if !r.skipped.is_empty() {
+        let _ = writeln!(o, "\nskipped (not traces):");
+        for s in &r.skipped {
+            let _ = writeln!(o, "  {}: {}", display_name(&s.path), s.reason);
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(o, "\nunreadable:");
+        for e in &r.errors {
+            let _ = writeln!(o, "  {}: {}", display_name(&e.path), e.error);
+        }
+    }
+    let doubtful: Vec<&RankRow> = r.rows.iter().filter(|x| !x.doubtful.is_empty()).collect();
+    if !r.notes.is_empty() || !doubtful.is_empty() {
+        let _ = writeln!(o, "\nnotes:");
+        for n in &r.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+        for x in doubtful {
+            let _ = writeln!(
+                o,
+                "  - {}: the figures may be wrong: {}",
+                who(x),
+                x.doubtful.join("; ")
+            );
+        }
+    }
+}
+
+/// The ranks table as GitHub Markdown.
+pub fn render_markdown(r: &Ranks, title: &str) -> String {
+    use super::markdown::cell;
+    let mut o = String::new();
+    let _ = writeln!(o, "### memtide ranks · {}\n", cell(title));
+    let worst = r.worst().map(|w| w.order);
+    if let Some(s) = r.spread() {
+        let _ = writeln!(
+            o,
+            "Spread: max/min **{}** · max − median **{}** · worst rank **{}** ({})\n",
+            ratio_text(&s),
+            human_bytes(s.max_minus_median),
+            s.worst_rank,
+            human_bytes(s.max)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "| rank | device | peak | step · phase | reserved | OOMs | persistent | activation | file |"
+    );
+    let _ = writeln!(o, "|---:|---|---:|---|---:|---:|---:|---:|---|");
+    for x in &r.rows {
+        let b = if Some(x.order) == worst { "**" } else { "" };
+        let _ = writeln!(
+            o,
+            "| {b}{}{b} | {} | {b}{}{b} | {} | {} | {} | {} | {} | {} |",
+            x.rank,
+            cell(&x.device),
+            opt_bytes(x.peak),
+            cell(&x.step_phase()),
+            opt_bytes(x.reserved_peak),
+            x.ooms,
+            opt_bytes(x.persistent),
+            opt_bytes(x.activation),
+            cell(&x.file_name())
+        );
+    }
+    for s in &r.skipped {
+        let _ = writeln!(
+            o,
+            "\n- skipped {}: {}",
+            cell(&display_name(&s.path)),
+            cell(&s.reason)
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(
+            o,
+            "\n- unreadable {}: {}",
+            cell(&display_name(&e.path)),
+            cell(&e.error)
+        );
+    }
+    o
+}
+
+/// The `summary DIR --json` object (README: "Ranks").
+pub fn to_json(r: &Ranks) -> Value {
+    let spread = r.spread();
+    json!({
+        "ranks": r.rows.iter().map(|x| json!({
+            "rank": x.rank,
+            "rank_from": x.rank_from.name(),
+            "file": x.file.display().to_string(),
+            "summary": x.summary.clone().unwrap_or(Value::Null),
+            "timeline": if x.from_summary { Value::Null } else { json!(x.sparkline) },
+        })).collect::<Vec<_>>(),
+        "spread": spread.map(|s| json!({
+            "ranks": s.count,
+            "max_peak": s.max,
+            "min_peak": s.min,
+            "median_peak": s.median,
+            "max_over_min": s.ratio,
+            "max_minus_median": s.max_minus_median,
+            "max_rank": s.worst_rank,
+            "min_rank": s.best_rank,
+        })),
+        "worst_rank": spread.map(|s| s.worst_rank),
+        "oom_ranks": r.rows.iter().filter(|x| x.ooms > 0).map(|x| x.rank).collect::<Vec<_>>(),
+        "skipped": r.skipped.iter().map(|s| json!({
+            "file": s.path.display().to_string(), "reason": s.reason
+        })).collect::<Vec<_>>(),
+        "errors": r.errors.iter().map(|e| json!({
+            "file": e.path.display().to_string(), "error": e.error
+        })).collect::<Vec<_>>(),
+        "notes": r.notes,
+    })
+}
+
+/// Parses `10%`, `0.5 %` or `0.1` (a fraction) into a fraction.
+fn parse_pct(flag: &str, s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => bail!("invalid {flag} {s:?}: expected a percentage such as 10%"),
+    }
+}
+
+/// Up to `n` names, then `and K more`.
+fn some(names: Vec<String>, n: usize) -> String {
+    let k = names.len();
+    let mut v: Vec<String> = names.into_iter().take(n).collect();
+    if k > n {
+        v.push(format!("and {} more", k - n));
+    }
+    v.join(", ")
+}
+
+/// `memtide check DIR`: 0 when every rank passes, 1 when a rank is over a limit, ran out of
+/// memory, or the job's peaks differ more than `--max-imbalance`; 2 when nothing is readable.
+pub fn check(a: &CheckArgs) -> Result<ExitCode> {
+    if !is_job(&a.file, &a.more) {
+        bail!("--max-imbalance compares the ranks of a job: give a directory or several files");
+    }
+    if a.follow.follow || a.follow.poll.is_some() {
+        bail!("--follow watches one file; `memtide check DIR` reads a finished job");
+    }
+    let limit = a
+        .max_peak
+        .as_deref()
+        .map(|s| parse_size(s).context("--max-peak"))
+        .transpose()?;
+    let imbalance = a
+        .max_imbalance
+        .as_deref()
+        .map(|s| parse_pct("--max-imbalance", s))
+        .transpose()?;
+    let growth = a
+        .max_growth
+        .as_deref()
+        .map(|s| parse_pct("--max-growth", s))
+        .transpose()?;
+    let opts = options(&a.input, a.capacity.as_deref(), a.window.as_deref(), false)?;
+    let files = inputs(&a.file, &a.more);
+    let r = read(&files, &opts, a.jobs)?;
+    let title = title(&files);
+    if r.rows.is_empty() {
+        for e in &r.errors {
+            crate::outln!("unreadable: {}: {}", display_name(&e.path), e.error);
+        }
+        bail!("{}", nothing_readable(&r, &title));
+    }
+    let (code, lines) = verdict(&r, limit, imbalance, growth, a.allow_warnings)?;
+    for l in &lines {
+        crate::outln!("{l}");
+    }
+    if let Some(path) = &a.report {
+        let mut md = String::from("## memtide check\n\n");
+        for l in &lines {
+            md.push_str(&format!("- {}\n", super::markdown::cell(l)));
+        }
+        md.push('\n');
+        md.push_str(&render_markdown(&r, &title));
+        let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        crate::output_file::write_atomically(path, md.as_bytes(), &refs)?;
+    }
+    Ok(code)
+}
+
+/// The job's gate: exit code and the lines that say why.
+fn verdict(
+    r: &Ranks,
+    limit: Option<memtide_core::trace::Bytes>,
+    imbalance: Option<f64>,
+    growth: Option<f64>,
+    allow_warnings: bool,
+) -> Result<(ExitCode, Vec<String>)> {
+    let mut lines = Vec::new();
+    let mut failed = false;
+    // Ranks whose reader said the figures may be wrong are not gated on (unless allowed).
+    let (gated, doubted): (Vec<&RankRow>, Vec<&RankRow>) = r
+        .rows
+        .iter()
+        .partition(|x| allow_warnings || x.doubtful.is_empty());
+    let oom: Vec<String> = gated
+        .iter()
+        .filter(|x| x.ooms > 0)
+        .map(|x| format!("{} ({} OOM{})", who(x), x.ooms, plural(x.ooms)))
+        .collect();
+    if !oom.is_empty() {
+        lines.push(format!(
+            "FAIL: out of memory on {} rank{}: {} (memtide summary FILE explains each)",
+            oom.len(),
+            plural(oom.len()),
+            some(oom, 10)
+        ));
+        failed = true;
+    }
+    if let Some(limit) = limit {
+        let mut over: Vec<&&RankRow> = gated
+            .iter()
+            .filter(|x| x.peak.is_some_and(|p| p > limit.0))
+            .collect();
+        over.sort_by_key(|x| std::cmp::Reverse(x.peak));
+        if over.is_empty() {
+            let top = gated
+                .iter()
+                .filter(|x| x.peak.is_some())
+                .max_by_key(|x| x.peak);
+            lines.push(format!(
+                "ok: every rank's peak is within --max-peak {}{}",
+                human_bytes(limit.0),
+                top.map_or(String::new(), |t| format!(
+                    " (highest: {} {})",
+                    who(t),
+                    opt_bytes(t.peak)
+                ))
+            ));
+        } else {
+            let names: Vec<String> = over
+                .iter()
+                .map(|x| {
+                    let p = x.peak.unwrap_or(0);
+                    format!(
+                        "{} {} (+{})",
+                        who(x),
+                        human_bytes(p),
+                        human_bytes(p - limit.0)
+                    )
+                })
+                .collect();
+            lines.push(format!(
+                "FAIL: {} rank{} over --max-peak {}: {}",
+                over.len(),
+                plural(over.len()),
+                human_bytes(limit.0),
+                some(names, 10)
+            ));
+            failed = true;
+        }
+    }
+    if let Some(lim) = imbalance {
+        match Spread::of(gated.iter().copied()) {
+            None => bail!("--max-imbalance needs peaks: no checked rank has one"),
+            Some(s) => {
+                let imb = s.imbalance();
+                let text = format!(
+                    "max/min {} (rank {} {} / rank {} {})",
+                    ratio_text(&s),
+                    s.worst_rank,
+                    human_bytes(s.max),
+                    s.best_rank,
+                    human_bytes(s.min)
+                );
+                if imb.is_none_or(|i| i > lim) {
+                    lines.push(format!(
+                        "FAIL: rank peaks differ by {}, over --max-imbalance {:.2}%: {text}",
+                        imb.map_or("∞".into(), |i| format!("{:+.2}%", i * 100.0)),
+                        lim * 100.0
+                    ));
+                    failed = true;
+                } else {
+                    lines.push(format!(
+                        "ok: rank peaks differ by {:+.2}%, within --max-imbalance {:.2}%: {text}",
+                        imb.unwrap_or(0.0) * 100.0,
+                        lim * 100.0
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(g) = growth {
+        let with: Vec<&&RankRow> = gated.iter().filter(|x| x.growth.is_some()).collect();
+        if with.is_empty() {
+            bail!(
+                "--max-growth needs step marks: no checked rank has a step after the warm-up step"
+            );
+        }
+        let over: Vec<String> = with
+            .iter()
+            .filter(|x| x.growth.is_some_and(|v| v > g))
+            .map(|x| format!("{} {:+.2}%", who(x), x.growth.unwrap_or(0.0) * 100.0))
+            .collect();
+        if over.is_empty() {
+            lines.push(format!(
+                "ok: every rank's step baseline growth is within --max-growth {:.2}%",
+                g * 100.0
+            ));
+        } else {
+            lines.push(format!(
+                "FAIL: step baseline grew over --max-growth {:.2}% on {} rank{}: {}",
+                g * 100.0,
+                over.len(),
+                plural(over.len()),
+                some(over, 10)
+            ));
+            failed = true;
+        }
+        let without = gated.len() - with.len();
+        if without > 0 {
+            lines.push(format!(
+                "note: {without} rank{} without steps after warm-up not checked for growth",
+                plural(without)
+            ));
+        }
+    }
+    if !doubted.is_empty() {
+        let names: Vec<String> = doubted.iter().map(|x| who(x)).collect();
+        lines.push(format!(
+            "note: not checked, the reader warned that the figures may be wrong (--allow-warnings checks them): {}",
+            some(names, 10)
+        ));
+    }
+    if !r.errors.is_empty() {
+        let names: Vec<String> = r
+            .errors
+            .iter()
+            .map(|e| format!("{}: {}", display_name(&e.path), e.error))
+            .collect();
+        lines.push(format!(
+            "note: {} unreadable file{} not checked: {}",
+            r.errors.len(),
+            plural(r.errors.len()),
+            some(names, 10)
+        ));
+    }
+    if gated.is_empty() {
+        bail!("no rank can be checked: {}", lines.join("; "));
+    }
+    let code = if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    Ok((code, lines))
+}

@@ -1,0 +1,43 @@
+//! The ranks overview end to end in a pseudo-terminal: `memtide DIR` fills its rows, Enter
+//! opens the selected rank in the explorer, Esc returns to the overview, q quits with the
+//! terminal restored.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/pty.rs"]
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+fn timeout() -> Duration {
+    let s = std::env::var("MEMTIDE_PTY_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(s)
+}
+
+#[test]
+fn open_a_rank_and_return_to_the_overview() {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ranks");
+    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+    let mut p = support::Pty::spawn(bin, &[job.to_str().unwrap()], 30, 100);
+    let s = p.wait_for("7/8 read", timeout());
+    assert!(p.alternate_screen());
+    assert!(s.contains("worst rank 2"), "{s}");
+    // w: the worst rank; Enter: its explorer.
+    p.send(b"w");
+    p.wait_for("rank 2 · rank2.pickle · cuda:0", timeout());
+    p.send(b"\r");
+    let s = p.wait_for("Esc: back to the ranks overview", timeout());
+    assert!(s.contains("rank 2 · rank2.pickle"), "{s}");
+    p.wait_for("live at", timeout());
+    // Esc: the overview again, the same rank selected.
+    p.send(b"\x1b");
+    let s = p.wait_for("memtide ranks", timeout());
+    assert!(s.contains("rank 2 · rank2.pickle · cuda:0"), "{s}");
+    p.send(b"q");
+    assert_eq!(p.wait_exit(timeout()), Some(0));
+    assert!(!p.alternate_screen(), "alternate screen left on exit");
+}
