@@ -293,9 +293,7 @@ pub fn update(sh: &mut Shared, st: &mut RanksState, msg: Msg) -> Option<Vec<Effe
             }
         }
         Msg::RankLoaded { gen, file, outcome } if gen == st.gen => {
-            let Some(s) = st.slots.get_mut(file) else {
-                return None;
-            };
+            let s = st.slots.get_mut(file)?;
             *s = match outcome {
                 FileOutcome::Row(r) => Slot::Row(r),
                 FileOutcome::Skipped(why) => Slot::Skipped(why),
