@@ -128,12 +128,20 @@ pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The error when no file of the job could be read, naming the first unreadable ones.
 fn nothing_readable(r: &Ranks, title: &str) -> String {
-    format!(
+    let mut s = format!(
         "no readable rank file in {title} ({} unreadable, {} skipped)",
         r.errors.len(),
         r.skipped.len()
-    )
+    );
+    for f in r.errors.iter().take(3) {
+        s += &format!("\n  {}: {}", f.path.display(), f.error);
+    }
+    if r.errors.len() > 3 {
+        s += &format!("\n  … and {} more", r.errors.len() - 3);
+    }
+    s
 }
 
 /// What the job is called in headings: the directory, or `N files`.
