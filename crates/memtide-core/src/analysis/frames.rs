@@ -89,9 +89,9 @@ fn digits(s: &str) -> Option<u64> {
 /// Splits a frame text in any of the shapes the readers produce (an FX suffix
 /// ` [fx …]`, see [`fx_location`], is not part of the name).
 pub fn parse_frame(f: &str) -> Frame<'_> {
-    let f = match f.find(" [fx") {
-        Some(i) if f.ends_with(']') => &f[..i],
-        _ => f,
+    let f = match f.ends_with(']').then(|| f.find(" [fx")).flatten() {
+        Some(i) => &f[..i],
+        None => f,
     };
     let bare = Frame {
         file: "",
@@ -106,7 +106,9 @@ pub fn parse_frame(f: &str) -> Frame<'_> {
         return bare;
     }
     // Kineto: `path/file.py(123): name`.
-    if let Some(p) = f.find("): ") {
+    // (`find` by the `)` alone: a `char` search is `memchr`, cheap on very long names.)
+    let mut close = f.match_indices(')').map(|(i, _)| i);
+    if let Some(p) = close.find(|&i| f[i..].starts_with("): ")) {
         let head = &f[..p];
         if let Some(o) = head.rfind('(') {
             if let (true, Some(line)) = (o > 0, digits(&head[o + 1..])) {
@@ -175,17 +177,38 @@ fn builtin_internal(file: &str) -> bool {
     if file.starts_with("<ipython-input") {
         return false;
     }
-    let f = file.replace('\\', "/");
-    f.starts_with('<')
-        || f.contains("site-packages/")
-        || f.contains("dist-packages/")
-        || f.contains("/lib/python")
-        || f.contains("/lib64/python")
-        || f.starts_with("torch/")
-        || f.contains("/torch/")
-        || f.contains("/torchinductor")
-        || f.contains("/triton/")
-        || !(f.ends_with(".py") || f.ends_with(".ipynb"))
+    if !(file.ends_with(".py") || file.ends_with(".ipynb")) {
+        return true;
+    }
+    let f: Cow<str> = if file.contains('\\') {
+        Cow::Owned(file.replace('\\', "/"))
+    } else {
+        Cow::Borrowed(file)
+    };
+    f.starts_with('<') || internal_component(&f)
+}
+
+/// Whether a `/`-separated path has a component that makes it library code: a directory
+/// ending in `site-packages` or `dist-packages`, a `torch` or `triton` directory, a
+/// `torchinductor…` component, or `lib/python…` / `lib64/python…` (the substrings
+/// `site-packages/`, `dist-packages/`, `torch/` at the start, `/torch/`, `/triton/`,
+/// `/torchinductor`, `/lib/python`, `/lib64/python`). One pass over the components: the
+/// separator search is `memchr`, so a very long file name costs its length once.
+fn internal_component(f: &str) -> bool {
+    let comps: Vec<&str> = f.split('/').collect();
+    let n = comps.len();
+    comps.iter().enumerate().any(|(i, &c)| {
+        let (first, last) = (i == 0, i + 1 == n);
+        let dir = !last && (c.ends_with("site-packages") || c.ends_with("dist-packages"));
+        let torch = !last && c == "torch";
+        let inner = !first && (c.starts_with("torchinductor") || (!last && c == "triton"));
+        let stdlib = !first
+            && (c == "lib" || c == "lib64")
+            && comps
+                .get(i + 1)
+                .is_some_and(|next| next.starts_with("python"));
+        dir || torch || inner || stdlib
+    })
 }
 
 impl FrameRules {
@@ -276,7 +299,10 @@ impl FrameView {
                 };
                 root = Some(match root {
                     None => dir.to_string(),
-                    Some(r) => common_dir(&r, dir).to_string(),
+                    Some(mut r) => {
+                        r.truncate(common_dir(&r, dir).len());
+                        r
+                    }
                 });
             }
         }
@@ -347,6 +373,10 @@ impl FrameView {
 
 /// The longest common directory prefix of two directory paths (each empty or ending in `/`).
 fn common_dir<'a>(a: &'a str, b: &str) -> &'a str {
+    // The usual case (the root found so far is already `b`'s prefix) in one comparison.
+    if b.starts_with(a) && a.ends_with(is_sep) {
+        return a;
+    }
     let mut end = 0;
     for ((i, ca), cb) in a.char_indices().zip(b.chars()) {
         if ca != cb {
@@ -362,6 +392,32 @@ fn common_dir<'a>(a: &'a str, b: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The substring rules `internal_component` stands for, as first written.
+    fn by_substrings(f: &str) -> bool {
+        f.contains("site-packages/")
+            || f.contains("dist-packages/")
+            || f.contains("/lib/python")
+            || f.contains("/lib64/python")
+            || f.starts_with("torch/")
+            || f.contains("/torch/")
+            || f.contains("/torchinductor")
+            || f.contains("/triton/")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn components_agree_with_the_substring_rules(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "", "torch", "triton", "lib", "lib64", "python3.11", "python", "site-packages",
+                "my-site-packages", "dist-packages", "torchinductor_x", "torchvision", "a",
+                "train.py", "libpython", "pythonic", "xtorch", "torch.py",
+            ]), 1..7)
+        ) {
+            let f = parts.join("/");
+            proptest::prop_assert_eq!(internal_component(&f), by_substrings(&f), "{}", f);
+        }
+    }
 
     #[test]
     fn parses_every_shape() {
