@@ -1,9 +1,10 @@
 //! The timeline plot: stacked bands per cached column with eighth-block sub-cell
-//! resolution, reserved outline, capacity ceiling, step marks, peak marker ▼, cursor, the
-//! y-axis in binary units, and the axis row (marks, OOM, cursor, lifetime, matches).
+//! resolution, reserved outline, the what-if overlay's simulated reserved line (with its
+//! legend row), capacity ceiling, step marks, peak marker ▼, cursor, the y-axis in binary
+//! units, and the axis row (marks, OOM, cursor, lifetime, matches).
 
 use super::put;
-use crate::tui::explorer::ExplorerState;
+use crate::tui::explorer::{whatif, ExplorerState};
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
@@ -64,6 +65,13 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         } else {
             eighths(col.reserved.0, ymax, rows)
         };
+        // The what-if overlay's line (0: none in this column).
+        let whatif_e = v
+            .whatif
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(0, |b| eighths(b, ymax, rows).max(1));
         for r in 0..rows {
             let y = plot.bottom() - 1 - r;
             let lo = r as u32 * 8;
@@ -84,6 +92,10 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
                 ch = g.hline();
                 st = th.reserved;
             }
+            if whatif_e > lo && whatif_e <= hi && whatif_e > top {
+                ch = g.whatif_line();
+                st = th.whatif;
+            }
             let f = v.flags.get(i).copied().unwrap_or(0);
             if f & F_MARK != 0 && ch == ' ' {
                 ch = g.mark_line();
@@ -103,11 +115,60 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
                 .set_char(g.peak())
                 .set_style(th.peak_marker);
         }
+        // Where the simulated run ran out of memory: on its line (above the stack).
+        if v.whatif_oom_col == Some(i) {
+            let r = ((whatif_e.max(top + 1).saturating_sub(1) / 8) as u16).min(rows - 1);
+            buf[(x, plot.bottom() - 1 - r)]
+                .set_char(g.oom())
+                .set_style(th.oom);
+        }
         // Axis row.
         let (ch, st) = axis_glyph(f, v.cursor_col == Some(i), g, th);
         buf[(x, l.axis.y)].set_char(ch).set_style(st);
     }
     draw_ticks(buf, l, sh, ex);
+    draw_legend(buf, l, sh, ex);
+}
+
+/// The legend row of the what-if overlay: the recorded outline, the simulated line named
+/// by its settings with its peak (and value at the cursor), its OOM; or "simulating…".
+fn draw_legend(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    let r = l.legend;
+    let Some(dev) = ex.device() else {
+        return;
+    };
+    if r.height == 0 {
+        return;
+    }
+    let (th, g) = (&sh.theme, sh.glyphs);
+    let mut x = r.x + l.yaxis.width;
+    let room = |x: u16| r.right().saturating_sub(x);
+    let recorded = match dev.reserved_peak {
+        Some(p) => format!("{} reserved {}  ", g.hline(), fmt::bytes_short(p.0)),
+        None => String::new(),
+    };
+    if !recorded.is_empty() {
+        x = put(buf, x, r.y, &recorded, room(x), th.reserved);
+    }
+    let Some(o) = whatif::shown(ex, dev) else {
+        let text = format!("{} {}", g.whatif_line(), whatif::SIMULATING);
+        put(buf, x, r.y, &text, room(x), th.whatif);
+        return;
+    };
+    let mut text = format!(
+        "{} {} · peak {}",
+        g.whatif_line(),
+        o.label,
+        fmt::bytes_short(o.peak)
+    );
+    if let Some(b) = o.series.get(ex.view.cursor.idx()) {
+        text.push_str(&format!(" · cursor {}", fmt::bytes_short(*b)));
+    }
+    x = put(buf, x, r.y, &text, room(x), th.whatif);
+    if let Some(oom) = &o.oom {
+        let t = format!("  {} {}", g.oom(), oom.text);
+        put(buf, x, r.y, &t, room(x), th.oom);
+    }
 }
 
 /// Columns between tick labels on the axis row.
