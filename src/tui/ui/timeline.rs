@@ -79,6 +79,12 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
             let cell = &mut buf[(x, y)];
             if top > lo {
                 paint_stack(cell, segs, lo, hi, g, th);
+                // The what-if line above the stack's top inside this partly filled cell:
+                // the line wins (on the band's colour), so it stays continuous.
+                if whatif_e > top && whatif_e <= hi {
+                    let bg = cell.style().fg.unwrap_or_default();
+                    cell.set_char(g.whatif_line()).set_style(th.whatif.bg(bg));
+                }
                 continue;
             }
             // Empty cell: overlays, most important last.
@@ -141,7 +147,7 @@ fn draw_legend(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         return;
     }
     let (th, g) = (&sh.theme, sh.glyphs);
-    let mut x = r.x + l.yaxis.width;
+    let mut x = r.x + 1;
     let room = |x: u16| r.right().saturating_sub(x);
     let recorded = match dev.reserved_peak {
         Some(p) => format!("{} reserved {}  ", g.hline(), fmt::bytes_short(p.0)),
@@ -155,20 +161,29 @@ fn draw_legend(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         put(buf, x, r.y, &text, room(x), th.whatif);
         return;
     };
-    let mut text = format!(
+    let text = format!(
         "{} {} · peak {}",
         g.whatif_line(),
         o.label,
         fmt::bytes_short(o.peak)
     );
-    if let Some(b) = o.series.get(ex.view.cursor.idx()) {
-        text.push_str(&format!(" · cursor {}", fmt::bytes_short(*b)));
-    }
     x = put(buf, x, r.y, &text, room(x), th.whatif);
     if let Some(oom) = &o.oom {
-        let t = format!("  {} {}", g.oom(), oom.text);
-        put(buf, x, r.y, &t, room(x), th.oom);
+        x = put(buf, x, r.y, " · ", room(x), th.whatif);
+        x = put(
+            buf,
+            x,
+            r.y,
+            &format!("{} {}", g.oom(), oom.text),
+            room(x),
+            th.oom,
+        );
     }
+    let at = match o.series.get(ex.view.cursor.idx()) {
+        Some(b) => fmt::bytes_short(*b),
+        None => "unknown (after the OOM)".into(),
+    };
+    put(buf, x, r.y, &format!(" · cursor {at}"), room(x), th.whatif);
 }
 
 /// Columns between tick labels on the axis row.
