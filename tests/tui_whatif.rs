@@ -215,7 +215,7 @@ fn the_help_lists_w() {
     let s = h.screen();
     assert!(
         s.lines()
-            .any(|l| l.contains("│w ") && l.contains("what if: overlay the simulated reserved")),
+            .any(|l| l.contains("│w ") && l.contains("whatif overlay (--alloc-conf) on / off")),
         "{s}"
     );
 }

@@ -212,7 +212,7 @@ pub const EXPLORER: &[Binding] = &[
     row(
         &[c("w")],
         e(E::ToggleWhatif),
-        "what if: overlay the simulated reserved line (--alloc-conf) / hide",
+        "whatif overlay (--alloc-conf) on / off",
     ),
     row(&[c("d")], e(E::NextDevice), "next device"),
     row(
