@@ -168,8 +168,18 @@ fn a_simulated_oom_is_marked_and_said() {
     assert!(o.label.contains("file's settings"), "{}", o.label);
     let status = h.app.shared.status.clone().unwrap();
     let n = dev.trace.event_number(oom_at);
+    // The whatif report's OOM for the same device, computed apart.
+    let l = memtide_core::load::load(
+        &f,
+        &Default::default(),
+        &memtide_core::formats::Progress::new(),
+    )
+    .unwrap();
+    let w = core_whatif(&l.traces[0], Some(&l.allocators[0]), &[], Some(15872 * MIB)).unwrap();
+    let wo = w.runs[0].oom.as_ref().unwrap();
+    assert_eq!(wo.index, oom_at.0);
     assert!(
-        status.starts_with(&format!("whatif: OOM at #{n} (")),
+        status.starts_with(&format!("whatif: OOM at #{n} ({})", wo.verdict.name())),
         "{status}"
     );
     assert_eq!(
@@ -218,4 +228,29 @@ fn the_help_lists_w() {
             .any(|l| l.contains("│w ") && l.contains("whatif overlay (--alloc-conf) on / off")),
         "{s}"
     );
+}
+
+#[test]
+fn bad_alloc_conf_exits_2_before_the_terminal_opens() {
+    let f = sample("cuda-oom.pickle");
+    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .arg(&f)
+        .args(["--alloc-conf", "expandable_segmnts:True"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--alloc-conf") && err.contains("expandable_segmnts"),
+        "{err}"
+    );
+    // Two files open the diff screen: the flag has no meaning there.
+    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .arg(&f)
+        .arg(&f)
+        .args(["--alloc-conf", "expandable_segments:True"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one file"));
 }
