@@ -310,7 +310,7 @@ impl Glyphs {
     /// The what-if overlay's line.
     pub fn whatif_line(self) -> char {
         if self == Glyphs::Ascii {
-            '='
+            '*'
         } else {
             '┄'
         }

@@ -161,29 +161,31 @@ fn draw_legend(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         put(buf, x, r.y, &text, room(x), th.whatif);
         return;
     };
-    let text = format!(
-        "{} {} · peak {}",
-        g.whatif_line(),
-        o.label,
-        fmt::bytes_short(o.peak)
-    );
-    x = put(buf, x, r.y, &text, room(x), th.whatif);
-    if let Some(oom) = &o.oom {
-        x = put(buf, x, r.y, " · ", room(x), th.whatif);
-        x = put(
-            buf,
-            x,
-            r.y,
-            &format!("{} {}", g.oom(), oom.text),
-            room(x),
-            th.oom,
-        );
-    }
+    let oom = o.oom.as_ref().map(|x| {
+        let n = dev.trace.event_number(x.at);
+        format!("{} OOM at #{n}", g.oom())
+    });
     let at = match o.series.get(ex.view.cursor.idx()) {
         Some(b) => fmt::bytes_short(*b),
         None => "unknown (after the OOM)".into(),
     };
-    put(buf, x, r.y, &format!(" · cursor {at}"), room(x), th.whatif);
+    let cursor = format!(" · cursor {at}");
+    // The label shortens ("whatif (…)") when the row is too narrow for all of it.
+    let peak = format!(" · peak {}", fmt::bytes_short(o.peak));
+    let tail = peak.chars().count()
+        + oom.as_ref().map_or(0, |s| s.chars().count() + 3)
+        + cursor.chars().count();
+    let mut label = format!("{} {}", g.whatif_line(), o.label);
+    if (label.chars().count() + tail) as u16 > room(x) {
+        label = label.replacen("whatif reserved", "whatif", 1);
+    }
+    x = put(buf, x, r.y, &label, room(x), th.whatif);
+    x = put(buf, x, r.y, &peak, room(x), th.whatif);
+    if let Some(oom) = &oom {
+        x = put(buf, x, r.y, " · ", room(x), th.whatif);
+        x = put(buf, x, r.y, oom, room(x), th.oom);
+    }
+    put(buf, x, r.y, &cursor, room(x), th.whatif);
 }
 
 /// Columns between tick labels on the axis row.
