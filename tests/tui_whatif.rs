@@ -254,3 +254,27 @@ fn bad_alloc_conf_exits_2_before_the_terminal_opens() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("one file"));
 }
+
+#[test]
+fn ascii_draws_the_overlay_with_its_own_glyph() {
+    let f = sample("train-3steps.jsonl");
+    let mut h = Harness::open_with(&f, 80, 24, Theme::default(), true);
+    h.press("w");
+    assert!(overlay(&h).is_some());
+    let s = h.screen();
+    // ASCII bands fill with # = + % : and the outline is -: the overlay is '*'.
+    let l = h.explorer().layout(80, 24);
+    let plot: Vec<&str> = s
+        .lines()
+        .skip(l.plot.y as usize)
+        .take(l.plot.height as usize)
+        .collect();
+    assert!(plot.iter().any(|r| r.contains('*')), "{s}");
+    assert!(
+        s.lines()
+            .nth(l.legend.y as usize)
+            .unwrap()
+            .contains("* whatif"),
+        "{s}"
+    );
+}
