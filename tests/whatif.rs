@@ -317,3 +317,74 @@ fn settings_parse_as_pytorch_parses_them() {
     assert!(AllocConf::parse("expandable_segments:True,max_split_size_mb:128,roundup_power2_divisions:4,garbage_collection_threshold:0.8").is_ok());
     assert!(AllocConf::parse("roundup_power2_divisions:[256:1,512:2,>:8]").is_ok());
 }
+
+#[test]
+fn the_per_event_reserved_series_agrees_with_the_whatif_run_and_the_recording() {
+    use memtide_core::allocator::sim::{reserved_series, whatif};
+    let expandable = AllocConf::parse("expandable_segments:True").unwrap();
+    // By hand (the figures above): 100 MiB at #0, freed at #1, 102 MiB at #2.
+    let d = tempfile::tempdir().unwrap();
+    let f = jsonl(
+        d.path(),
+        "grow.jsonl",
+        &[alloc(1, 1, 100 * MIB), free(2, 1), alloc(3, 2, 102 * MIB)],
+    );
+    let l = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+    let t = &l.traces[0];
+    let s = reserved_series(t, None, None, None).unwrap();
+    assert_eq!(s.reserved, vec![100 * MIB, 100 * MIB, 202 * MIB]);
+    assert_eq!(s.run.settings_source, "defaults");
+    assert!(s.run.estimate, "JSONL records no allocator");
+    let s = reserved_series(t, None, Some(&expandable), None).unwrap();
+    assert_eq!(s.reserved, vec![100 * MIB, 100 * MIB, 120 * MIB]);
+    // 150 MiB: the retry after release_cached_blocks serves 102 MiB alone.
+    let s = reserved_series(t, None, None, Some(150 * MIB)).unwrap();
+    assert_eq!(s.reserved, vec![100 * MIB, 100 * MIB, 102 * MIB]);
+    // 101 MiB: the idle segment is released, the request still fails: the series ends at
+    // the OOM (#2) with nothing reserved.
+    let s = reserved_series(t, None, None, Some(101 * MIB)).unwrap();
+    assert_eq!(s.reserved, vec![100 * MIB, 100 * MIB, 0]);
+    assert_eq!(s.run.oom.as_ref().map(|o| o.index), Some(2));
+
+    // Each file with the device it ran out of memory on (the fixtures' truth files; the
+    // sample's README: 16 GiB less 512 MiB outside the allocator).
+    for (f, cap) in [
+        (fixture("oom/oom_live.pickle"), 8192 * MIB),
+        (fixture("oom/oom_too_large.pickle"), 8192 * MIB),
+        (
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/cuda-oom.pickle"),
+            15872 * MIB,
+        ),
+    ] {
+        let l = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
+        let (t, h) = (&l.traces[0], &l.allocators[0]);
+        // The whatif report's runs, computed apart: the file's settings, then expandable.
+        let w = whatif(t, Some(h), std::slice::from_ref(&expandable), None).unwrap();
+        let own = reserved_series(t, Some(h), None, None).unwrap();
+        assert_eq!(own.reserved.len(), t.len(), "{f:?}: one value per event");
+        assert_eq!(own.run.settings_source, "recorded");
+        assert_eq!(own.peak(), w.runs[0].reserved_peak, "{f:?}: peak");
+        let x = reserved_series(t, Some(h), Some(&expandable), None).unwrap();
+        assert_eq!(x.peak(), w.runs[1].reserved_peak, "{f:?}: expandable peak");
+        assert_eq!(x.run.settings_source, "--alloc-conf");
+        // On the file's own device the run stops where whatif says it runs out of memory,
+        // holding what whatif's explanation says is reserved there; the recorded runs hold
+        // their final segments at that point (the model reproduces their reserve).
+        let cap = Some(cap);
+        let w = whatif(t, Some(h), &[], cap).unwrap();
+        let o = w.runs[0].oom.as_ref().expect("each file ends in an OOM");
+        let s = reserved_series(t, Some(h), None, cap).unwrap();
+        assert_eq!(
+            s.reserved.len() as u64,
+            o.index + 1,
+            "{f:?}: ends at the OOM"
+        );
+        assert_eq!(
+            s.reserved.last().copied(),
+            o.reserved,
+            "{f:?}: reserve at the OOM"
+        );
+        let fin: u64 = h.segments.iter().map(|s| s.total_size).sum();
+        assert_eq!(o.reserved, Some(fin), "{f:?}: the dump's segments");
+    }
+}

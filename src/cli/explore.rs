@@ -6,13 +6,16 @@ use super::{ExploreArgs, InputArgs, LabArgs, EXIT_ERROR};
 use crate::tui;
 use crate::tui::app::{App, Outcome};
 use crate::tui::explorer::FollowState;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Opens the explorer on the given files (two files: the diff screen; a directory or more
 /// than two files: the ranks overview).
 pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
+    if args.alloc_conf.is_some() && (is_job(&args.files) || args.files.len() == 2) {
+        bail!("--alloc-conf is for the explorer of one file (`w` overlays the simulated reserved line); for a table use `memtide whatif FILE --alloc-conf CONF`");
+    }
     if is_job(&args.files) {
         return open_ranks(args);
     }
@@ -29,6 +32,13 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         .map(memtide_core::trace::parse_size)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--capacity: {e}"))?;
+    // Bad settings fail before a long load, as `whatif`'s do.
+    let whatif_conf = args
+        .alloc_conf
+        .as_deref()
+        .map(memtide_core::allocator::sim::AllocConf::parse)
+        .transpose()
+        .context("--alloc-conf")?;
     let mut app = App::new(
         path.clone(),
         super::load::load_options(&args.input),
@@ -38,6 +48,7 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     if let Some(ex) = app.explorer_mut() {
         ex.device_want = args.input.device.clone();
         ex.capacity = capacity;
+        ex.whatif_conf = whatif_conf;
         ex.absolute_time = args.absolute_time;
         if args.follow.follow || args.follow.poll.is_some() {
             ex.follow = Some(FollowState::new(args.follow.mode()));

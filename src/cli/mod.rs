@@ -257,6 +257,11 @@ pub struct ExploreArgs {
     /// event (`T` toggles in the explorer).
     #[arg(long)]
     pub absolute_time: bool,
+    /// Allocator settings `w` simulates (the what-if overlay), in PYTORCH_CUDA_ALLOC_CONF
+    /// syntax (`expandable_segments:True,max_split_size_mb:128`); default: the file's own
+    /// settings, else PyTorch's defaults.
+    #[arg(long = "alloc-conf", value_name = "CONF")]
+    pub alloc_conf: Option<String>,
     #[command(flatten)]
     pub follow: FollowArgs,
 }

@@ -66,6 +66,8 @@ pub enum ExplorerAction {
     AllocSort,
     /// Times relative to the trace's first event / as the file's values.
     ToggleAbsoluteTime,
+    /// Overlay the simulated reserved line (`--alloc-conf` settings) / hide it.
+    ToggleWhatif,
     /// Typed into the search prompt.
     SearchChar(char),
     SearchBackspace,

@@ -54,6 +54,13 @@ pub enum Effect {
         jobs: usize,
         progress: Vec<Progress>,
     },
+    /// Replay the device through the caching-allocator model under `conf` (None: the
+    /// file's own settings) on a worker; reply `Msg::WhatifDone`.
+    Whatif {
+        gen: u64,
+        device: Arc<Device>,
+        conf: Option<memtide_core::allocator::sim::AllocConf>,
+    },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Write a file the user asked for (an exported picture) atomically, never over the

@@ -209,6 +209,11 @@ pub const EXPLORER: &[Binding] = &[
         e(E::ToggleAbsoluteTime),
         "times relative to the trace start / absolute",
     ),
+    row(
+        &[c("w")],
+        e(E::ToggleWhatif),
+        "whatif overlay (--alloc-conf) on / off",
+    ),
     row(&[c("d")], e(E::NextDevice), "next device"),
     row(
         &[c("F")],

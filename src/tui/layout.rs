@@ -31,6 +31,9 @@ pub struct Layout {
     /// The explorer's panel above the live list (OOM panel, allocator view); empty unless
     /// `ExplorerState::layout` carves it.
     pub panel: Rect,
+    /// The legend row above the plot (the what-if overlay); empty unless
+    /// `ExplorerState::layout` carves it.
+    pub legend: Rect,
     pub status: Rect,
 }
 

@@ -58,6 +58,11 @@ pub enum Msg {
         file: usize,
         outcome: memtide_core::ranks::FileOutcome,
     },
+    /// The what-if simulation finished: the overlay, or why not.
+    WhatifDone {
+        gen: u64,
+        result: Result<Box<crate::tui::explorer::whatif::Overlay>, String>,
+    },
     SearchDone {
         gen: u64,
         /// Matching storages, biggest first.

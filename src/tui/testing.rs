@@ -157,6 +157,10 @@ impl Harness {
                     }
                     continue;
                 }
+                Effect::Whatif { gen, device, conf } => Msg::WhatifDone {
+                    gen,
+                    result: super::explorer::whatif::simulate(&device, conf.as_ref()).map(Box::new),
+                },
                 Effect::Copy(t) => {
                     self.clipboard.push(t);
                     continue;

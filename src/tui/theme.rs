@@ -33,6 +33,8 @@ pub struct Theme {
     pub mono: bool,
     pub bands: [Style; Band::COUNT],
     pub reserved: Style,
+    /// The what-if overlay's simulated reserved line (`w`).
+    pub whatif: Style,
     pub capacity: Style,
     pub peak_marker: Style,
     pub cursor: Style,
@@ -76,6 +78,7 @@ impl Theme {
             mono: false,
             bands: [s; Band::COUNT],
             reserved: s,
+            whatif: s,
             capacity: s,
             peak_marker: s,
             cursor: s,
@@ -170,6 +173,7 @@ impl Theme {
             "band.external" => &mut self.bands[3],
             "band.unknown" => &mut self.bands[4],
             "timeline.reserved" => &mut self.reserved,
+            "timeline.whatif" => &mut self.whatif,
             "timeline.capacity" => &mut self.capacity,
             "timeline.peak_marker" => &mut self.peak_marker,
             "timeline.cursor" => &mut self.cursor,
@@ -301,6 +305,14 @@ impl Glyphs {
             '-'
         } else {
             '─'
+        }
+    }
+    /// The what-if overlay's line.
+    pub fn whatif_line(self) -> char {
+        if self == Glyphs::Ascii {
+            '*'
+        } else {
+            '┄'
         }
     }
     pub fn ceiling(self) -> char {

@@ -40,6 +40,11 @@ pub struct Viewport {
     /// Nothing in the trace rises above 0 B (no peak, no reserve, no capacity): the plot is
     /// drawn empty, with no scale to label.
     pub flat: bool,
+    /// The what-if overlay per column: the highest simulated reserve over the column's
+    /// events (None: no overlay, an empty column, or past the simulated run's OOM).
+    pub whatif: Vec<Option<u64>>,
+    /// The column where the simulated run ran out of memory.
+    pub whatif_oom_col: Option<usize>,
 }
 
 impl Default for Viewport {
@@ -60,6 +65,8 @@ impl Default for Viewport {
             ymax: 1,
             ceiling: None,
             flat: false,
+            whatif: Vec::new(),
+            whatif_oom_col: None,
         }
     }
 }
@@ -68,6 +75,9 @@ impl Default for Viewport {
 pub struct Highlights<'a> {
     pub match_list: &'a [AllocId],
     pub lifetime: Option<AllocId>,
+    /// The what-if overlay: simulated reserved bytes after each event, and where the
+    /// simulated run ran out of memory.
+    pub whatif: Option<(&'a [u64], Option<Seq>)>,
 }
 
 impl Viewport {
@@ -116,6 +126,8 @@ impl Viewport {
             self.flags.clear();
             self.minimap.clear();
             self.cursor_col = None;
+            self.whatif.clear();
+            self.whatif_oom_col = None;
             return;
         }
         self.columns = match self.axis {
@@ -156,6 +168,29 @@ impl Viewport {
                 .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)));
             self.flag_range(tr.start(id), end, F_LIFETIME);
         }
+        self.whatif_columns(hl.whatif);
+    }
+
+    /// The overlay's value per column: the highest simulated reserve over the column's
+    /// events (peak-preserving, as the columns are); the column of the simulated OOM.
+    fn whatif_columns(&mut self, w: Option<(&[u64], Option<Seq>)>) {
+        self.whatif.clear();
+        self.whatif_oom_col = None;
+        let Some((series, oom)) = w else {
+            return;
+        };
+        self.whatif = self
+            .columns
+            .iter()
+            .map(|c| {
+                if c.empty || c.lo > c.hi {
+                    return None;
+                }
+                let hi = (c.hi.0 as usize).min(series.len().checked_sub(1)?);
+                series.get(c.lo.idx()..=hi)?.iter().copied().max()
+            })
+            .collect();
+        self.whatif_oom_col = oom.and_then(|at| self.col_of(at));
     }
 
     /// Sets `flag` on every column whose range overlaps `[a, b]`.

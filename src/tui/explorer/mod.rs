@@ -6,5 +6,6 @@ pub mod follow;
 pub mod nav;
 pub mod state;
 pub mod update;
+pub mod whatif;
 
 pub use state::{ExplorerState, FollowState, InspectState, LiveState, Screen, SearchState};

@@ -52,9 +52,11 @@ pub fn refresh_view(sh: &Shared, ex: &mut ExplorerState) {
         return;
     };
     let width = ex.layout(sh.width, sh.height).plot.width as usize;
+    let overlay = super::whatif::shown_in(&ex.whatif, &dev);
     let hl = Highlights {
         match_list: &ex.search.matches,
         lifetime: ex.inspect.as_ref().map(|i| i.id),
+        whatif: overlay.map(|o| (&o.series[..], o.oom.as_ref().map(|x| x.at))),
     };
     ex.view.recompute(&dev, width, &hl);
 }

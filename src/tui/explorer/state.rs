@@ -239,6 +239,11 @@ pub struct ExplorerState {
     pub oom_pinned: bool,
     /// The allocator view (`s`), when open.
     pub alloc: Option<AllocView>,
+    /// `--alloc-conf CONF`: the settings `w` simulates (None: the file's own, else
+    /// PyTorch's defaults).
+    pub whatif_conf: Option<memtide_core::allocator::sim::AllocConf>,
+    /// The what-if overlay (`w`): simulating, or ready.
+    pub whatif: Option<super::whatif::Whatif>,
 }
 
 impl ExplorerState {
@@ -262,6 +267,8 @@ impl ExplorerState {
             absolute_time: false,
             oom_pinned: false,
             alloc: None,
+            whatif_conf: None,
+            whatif: None,
         }
     }
 
@@ -305,7 +312,21 @@ impl ExplorerState {
     pub fn layout(&self, width: u16, height: u16) -> Layout {
         let inspecting = self.inspect.is_some();
         let mut l = Layout::new(width, height, inspecting);
-        if l.too_small || inspecting {
+        if l.too_small {
+            return l;
+        }
+        // The what-if overlay's legend takes the plot's top row (when the plot has rows).
+        let legend = self.device().is_some_and(|d| {
+            super::whatif::shown(self, d).is_some() || super::whatif::pending(self, d)
+        });
+        if legend && l.plot.height >= 6 {
+            l.legend = ratatui::layout::Rect::new(0, l.plot.y, width, 1);
+            for r in [&mut l.plot, &mut l.yaxis] {
+                r.y += 1;
+                r.height -= 1;
+            }
+        }
+        if inspecting {
             return l;
         }
         if self.alloc.is_some() {

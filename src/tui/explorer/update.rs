@@ -4,6 +4,7 @@
 use super::follow;
 use super::nav::{self, fix_scroll, jump, refresh_live, refresh_view};
 use super::state::{ExplorerState, InspectState, Screen};
+use super::whatif;
 use crate::tui::action::ExplorerAction as A;
 use crate::tui::details;
 use crate::tui::device::{has_device, pick_device, Device, LoadState};
@@ -67,6 +68,10 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
             matches,
             strings,
         } => search_done(sh, ex, gen, matches, strings),
+        Msg::WhatifDone { gen, result } => {
+            whatif::done(sh, ex, gen, result.map(|b| *b));
+            Vec::new()
+        }
         // Input arrives as actions (`tui::update` maps it through the key table).
         Msg::Key(_) | Msg::Mouse(_) | Msg::Action(_) => return None,
         // The ranks overview's (routed to it by `tui::update`).
@@ -302,6 +307,10 @@ pub fn action(sh: &mut Shared, ex: &mut ExplorerState, a: A) -> Vec<Effect> {
             vec![Effect::Copy(text)]
         }
         A::Export => export_view(sh, ex, &dev),
+        A::ToggleWhatif => {
+            let conf = ex.whatif_conf.clone();
+            whatif::toggle(sh, ex, &dev, conf)
+        }
         A::ToggleFollow => Vec::new(), // handled above: it must not pause itself
     }
 }

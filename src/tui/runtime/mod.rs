@@ -170,6 +170,14 @@ fn run_effects(
                 jobs,
                 progress,
             } => workers::spawn_ranks(gen, files, opts, jobs, progress, tx.clone()),
+            Effect::Whatif { gen, device, conf } => workers::spawn_reader(
+                gen,
+                tx.clone(),
+                move || {
+                    crate::tui::explorer::whatif::simulate(&device, conf.as_ref()).map(Box::new)
+                },
+                |gen, result| Msg::WhatifDone { gen, result },
+            ),
             Effect::Copy(text) => {
                 let mut out = std::io::stdout();
                 let _ = out.write_all(workers::osc52(&text).as_bytes());

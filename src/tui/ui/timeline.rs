@@ -1,9 +1,10 @@
 //! The timeline plot: stacked bands per cached column with eighth-block sub-cell
-//! resolution, reserved outline, capacity ceiling, step marks, peak marker ▼, cursor, the
-//! y-axis in binary units, and the axis row (marks, OOM, cursor, lifetime, matches).
+//! resolution, reserved outline, the what-if overlay's simulated reserved line (with its
+//! legend row), capacity ceiling, step marks, peak marker ▼, cursor, the y-axis in binary
+//! units, and the axis row (marks, OOM, cursor, lifetime, matches).
 
 use super::put;
-use crate::tui::explorer::ExplorerState;
+use crate::tui::explorer::{whatif, ExplorerState};
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
@@ -64,6 +65,13 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         } else {
             eighths(col.reserved.0, ymax, rows)
         };
+        // The what-if overlay's line (0: none in this column).
+        let whatif_e = v
+            .whatif
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(0, |b| eighths(b, ymax, rows).max(1));
         for r in 0..rows {
             let y = plot.bottom() - 1 - r;
             let lo = r as u32 * 8;
@@ -71,6 +79,12 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
             let cell = &mut buf[(x, y)];
             if top > lo {
                 paint_stack(cell, segs, lo, hi, g, th);
+                // The what-if line above the stack's top inside this partly filled cell:
+                // the line wins (on the band's colour), so it stays continuous.
+                if whatif_e > top && whatif_e <= hi {
+                    let bg = cell.style().fg.unwrap_or_default();
+                    cell.set_char(g.whatif_line()).set_style(th.whatif.bg(bg));
+                }
                 continue;
             }
             // Empty cell: overlays, most important last.
@@ -83,6 +97,10 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
             if reserved_e > lo && reserved_e <= hi && reserved_e > top {
                 ch = g.hline();
                 st = th.reserved;
+            }
+            if whatif_e > lo && whatif_e <= hi && whatif_e > top {
+                ch = g.whatif_line();
+                st = th.whatif;
             }
             let f = v.flags.get(i).copied().unwrap_or(0);
             if f & F_MARK != 0 && ch == ' ' {
@@ -103,11 +121,71 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
                 .set_char(g.peak())
                 .set_style(th.peak_marker);
         }
+        // Where the simulated run ran out of memory: on its line (above the stack).
+        if v.whatif_oom_col == Some(i) {
+            let r = ((whatif_e.max(top + 1).saturating_sub(1) / 8) as u16).min(rows - 1);
+            buf[(x, plot.bottom() - 1 - r)]
+                .set_char(g.oom())
+                .set_style(th.oom);
+        }
         // Axis row.
         let (ch, st) = axis_glyph(f, v.cursor_col == Some(i), g, th);
         buf[(x, l.axis.y)].set_char(ch).set_style(st);
     }
     draw_ticks(buf, l, sh, ex);
+    draw_legend(buf, l, sh, ex);
+}
+
+/// The legend row of the what-if overlay: the recorded outline, the simulated line named
+/// by its settings with its peak (and value at the cursor), its OOM; or "simulating…".
+fn draw_legend(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
+    let r = l.legend;
+    let Some(dev) = ex.device() else {
+        return;
+    };
+    if r.height == 0 {
+        return;
+    }
+    let (th, g) = (&sh.theme, sh.glyphs);
+    let mut x = r.x + 1;
+    let room = |x: u16| r.right().saturating_sub(x);
+    let recorded = match dev.reserved_peak {
+        Some(p) => format!("{} reserved {}  ", g.hline(), fmt::bytes_short(p.0)),
+        None => String::new(),
+    };
+    if !recorded.is_empty() {
+        x = put(buf, x, r.y, &recorded, room(x), th.reserved);
+    }
+    let Some(o) = whatif::shown(ex, dev) else {
+        let text = format!("{} {}", g.whatif_line(), whatif::SIMULATING);
+        put(buf, x, r.y, &text, room(x), th.whatif);
+        return;
+    };
+    let oom = o.oom.as_ref().map(|x| {
+        let n = dev.trace.event_number(x.at);
+        format!("{} OOM at #{n}", g.oom())
+    });
+    let at = match o.series.get(ex.view.cursor.idx()) {
+        Some(b) => fmt::bytes_short(*b),
+        None => "unknown (after the OOM)".into(),
+    };
+    let cursor = format!(" · cursor {at}");
+    // The label shortens ("whatif (…)") when the row is too narrow for all of it.
+    let peak = format!(" · peak {}", fmt::bytes_short(o.peak));
+    let tail = peak.chars().count()
+        + oom.as_ref().map_or(0, |s| s.chars().count() + 3)
+        + cursor.chars().count();
+    let mut label = format!("{} {}", g.whatif_line(), o.label);
+    if (label.chars().count() + tail) as u16 > room(x) {
+        label = label.replacen("whatif reserved", "whatif", 1);
+    }
+    x = put(buf, x, r.y, &label, room(x), th.whatif);
+    x = put(buf, x, r.y, &peak, room(x), th.whatif);
+    if let Some(oom) = &oom {
+        x = put(buf, x, r.y, " · ", room(x), th.whatif);
+        x = put(buf, x, r.y, oom, room(x), th.oom);
+    }
+    put(buf, x, r.y, &cursor, room(x), th.whatif);
 }
 
 /// Columns between tick labels on the axis row.

@@ -33,6 +33,7 @@ pub mod engine;
 pub mod input;
 pub mod report;
 pub mod run;
+pub mod series;
 pub mod validate;
 
 pub use config::{AllocConf, ConfError};
@@ -40,4 +41,5 @@ pub use engine::{Engine, SegEvent, SegKind};
 pub use input::{SimInput, SimOp};
 pub use report::{input_for, recorded_conf, whatif, Recorded, WhatIf};
 pub use run::{run, RunOptions, RunResult};
+pub use series::{reserved_series, stepped, ReservedSeries};
 pub use validate::{recorded_peak, recorded_reserved, validate, Validation};

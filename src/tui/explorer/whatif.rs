@@ -1,0 +1,224 @@
+//! The what-if overlay (`w`): the reserved line PyTorch's caching allocator would draw under
+//! the settings given on the command line (`--alloc-conf`; else the file's own, else the
+//! defaults), simulated on a worker by the core's model and drawn over the recorded one.
+//! Its state, the worker's computation, and the reducer steps (toggle, reply).
+
+use super::nav::refresh_view;
+use super::state::ExplorerState;
+use crate::tui::device::Device;
+use crate::tui::effect::Effect;
+use crate::tui::fmt;
+use crate::tui::shared::Shared;
+use crate::tui::view::Viewport;
+use memtide_core::allocator::sim::{reserved_series, AllocConf, RunResult};
+use memtide_core::trace::Seq;
+use std::sync::Arc;
+
+/// Which device (and how much of it) a simulation is of: its address and event count (a
+/// followed file that grew, or another device, needs a new run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceKey {
+    ptr: usize,
+    events: usize,
+}
+
+impl DeviceKey {
+    pub fn of(dev: &Arc<Device>) -> DeviceKey {
+        DeviceKey {
+            ptr: Arc::as_ptr(dev) as usize,
+            events: dev.len(),
+        }
+    }
+}
+
+/// Where the simulated run ran out of memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimOom {
+    pub at: Seq,
+    /// `OOM at #N (verdict)`.
+    pub text: String,
+}
+
+/// A finished simulation, ready to draw.
+#[derive(Clone, Debug)]
+pub struct Overlay {
+    pub device: DeviceKey,
+    /// The legend: `whatif reserved (expandable_segments:True)`.
+    pub label: String,
+    /// Reserved bytes after each event; shorter than the trace when the run ran out of
+    /// memory (nothing is drawn after it).
+    pub series: Vec<u64>,
+    pub peak: u64,
+    pub oom: Option<SimOom>,
+    /// The source records no allocator: the figures estimate a CUDA run.
+    pub estimate: bool,
+}
+
+/// The overlay's state.
+#[derive(Clone, Debug)]
+pub enum Whatif {
+    /// A worker is simulating (generation `gen`).
+    Pending { gen: u64, device: DeviceKey },
+    /// Simulated; drawn when `visible` (`w` hides it and shows it again without a rerun).
+    Ready {
+        overlay: Box<Overlay>,
+        visible: bool,
+    },
+}
+
+/// The status-line text while the worker runs.
+pub const SIMULATING: &str = "simulating…";
+
+/// The overlay to draw for `dev`, if one is shown.
+pub fn shown<'a>(ex: &'a ExplorerState, dev: &Arc<Device>) -> Option<&'a Overlay> {
+    shown_in(&ex.whatif, dev)
+}
+
+/// [`shown`], from the state field alone (the view can be borrowed beside it).
+pub fn shown_in<'a>(w: &'a Option<Whatif>, dev: &Arc<Device>) -> Option<&'a Overlay> {
+    match w {
+        Some(Whatif::Ready {
+            overlay,
+            visible: true,
+        }) if overlay.device == DeviceKey::of(dev) => Some(overlay),
+        _ => None,
+    }
+}
+
+/// Whether a simulation for `dev` is running.
+pub fn pending(ex: &ExplorerState, dev: &Arc<Device>) -> bool {
+    matches!(&ex.whatif, Some(Whatif::Pending { device, .. }) if *device == DeviceKey::of(dev))
+}
+
+/// The settings in words, as `whatif` names its runs.
+fn settings(r: &RunResult) -> String {
+    match r.settings_source.as_str() {
+        "recorded" if r.alloc_conf.is_empty() => "file's settings: defaults".into(),
+        "recorded" => format!("file's settings: {}", r.alloc_conf),
+        _ if r.alloc_conf.is_empty() => "PyTorch defaults".into(),
+        _ => r.alloc_conf.clone(),
+    }
+}
+
+/// Runs the simulation for `dev` (the worker's side): under `conf`, on the device's
+/// capacity (`--capacity` or the file's).
+pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, String> {
+    let tr = &dev.trace;
+    let history = dev.allocator.as_ref().map(|m| m.history());
+    let capacity = tr.capacity.map(|c| c.0);
+    let s = reserved_series(tr, history, conf, capacity)
+        .map_err(|e| format!("the file's allocator_settings: {e}"))?;
+    if s.run.ops == 0 {
+        return Err(format!("{} has no allocations to replay", tr.device));
+    }
+    let estimate = s.run.estimate;
+    let label = if estimate {
+        format!("whatif reserved, estimate ({})", settings(&s.run))
+    } else {
+        format!("whatif reserved ({})", settings(&s.run))
+    };
+    let oom = s.run.oom.as_ref().map(|o| SimOom {
+        at: Seq(o.index),
+        text: format!(
+            "OOM at #{} ({})",
+            tr.event_number(Seq(o.index)),
+            o.verdict.name()
+        ),
+    });
+    Ok(Overlay {
+        device: DeviceKey::of(dev),
+        label,
+        peak: s.peak(),
+        series: s.reserved,
+        oom,
+        estimate,
+    })
+}
+
+/// `w`: simulate (on a worker), hide, or show again; pressed while simulating, cancels.
+pub fn toggle(
+    sh: &mut Shared,
+    ex: &mut ExplorerState,
+    dev: &Arc<Device>,
+    conf: Option<AllocConf>,
+) -> Vec<Effect> {
+    let key = DeviceKey::of(dev);
+    match &mut ex.whatif {
+        Some(Whatif::Pending { device, .. }) if *device == key => {
+            ex.whatif = None;
+            sh.status = Some("whatif: cancelled".into());
+            refresh_view(sh, ex);
+            return Vec::new();
+        }
+        Some(Whatif::Ready { overlay, visible }) if overlay.device == key => {
+            *visible = !*visible;
+            let text = if *visible {
+                summary(overlay, dev)
+            } else {
+                "whatif overlay hidden (w: show)".into()
+            };
+            sh.status = Some(text);
+            rescale(ex, dev);
+            refresh_view(sh, ex);
+            return Vec::new();
+        }
+        _ => {}
+    }
+    let gen = sh.gen();
+    ex.whatif = Some(Whatif::Pending { gen, device: key });
+    sh.status = Some(SIMULATING.into());
+    refresh_view(sh, ex);
+    vec![Effect::Whatif {
+        gen,
+        device: dev.clone(),
+        conf,
+    }]
+}
+
+/// The worker's reply: install the overlay (a stale or cancelled run is dropped).
+pub fn done(sh: &mut Shared, ex: &mut ExplorerState, gen: u64, result: Result<Overlay, String>) {
+    if !matches!(&ex.whatif, Some(Whatif::Pending { gen: g, .. }) if *g == gen) {
+        return;
+    }
+    let Some(dev) = ex.device().cloned() else {
+        ex.whatif = None;
+        return;
+    };
+    match result {
+        Ok(o) => {
+            sh.status = Some(summary(&o, &dev));
+            ex.whatif = Some(Whatif::Ready {
+                overlay: Box::new(o),
+                visible: true,
+            });
+        }
+        Err(e) => {
+            ex.whatif = None;
+            sh.status = Some(format!("whatif: {e}"));
+        }
+    }
+    rescale(ex, &dev);
+    refresh_view(sh, ex);
+}
+
+/// What the status line says when the overlay is shown: the OOM, or the peak beside the
+/// recorded one.
+fn summary(o: &Overlay, dev: &Device) -> String {
+    if let Some(x) = &o.oom {
+        return format!("whatif: {} — {}", x.text, o.label);
+    }
+    let rec = match dev.reserved_peak {
+        Some(r) => format!(" (recorded {})", fmt::bytes(r.0)),
+        None => String::new(),
+    };
+    format!("{}: peak {}{rec} · w hides", o.label, fmt::bytes(o.peak))
+}
+
+/// The plot's scale: the device's own, raised to the simulated peak while it is shown.
+fn rescale(ex: &mut ExplorerState, dev: &Arc<Device>) {
+    let fresh = Viewport::whole(dev, ex.view.cursor);
+    let top = shown(ex, dev).map_or(0, |o| o.peak);
+    ex.view.ymax = fresh.ymax.max(top);
+    ex.view.ceiling = fresh.ceiling;
+    ex.view.flat = fresh.flat && top == 0;
+}
