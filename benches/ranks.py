@@ -16,6 +16,7 @@ file's). Peak RSS is the child's `ru_maxrss` from wait4.
 
 Usage: benches/ranks.py MEMTIDE_BIN [RANKS=64] [ENTRIES=40000] [WORKDIR=/tmp/ranks_bench]
 """
+import codecs
 import fcntl
 import os
 import pty
@@ -56,6 +57,53 @@ def run_plain(args):
     return dt, ru.ru_maxrss / 1024
 
 
+class Screen:
+    """Just enough of a terminal for ratatui's output: cursor moves (`ESC[r;cH`), text, and
+    everything else ignored; redraws change only the cells that differ, so the text has to be
+    read off a grid, not off the byte stream."""
+
+    def __init__(self, rows, cols):
+        self.rows, self.cols = rows, cols
+        self.grid = [[" "] * cols for _ in range(rows)]
+        self.r = self.c = 0
+        self.pending = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data):
+        s = self.pending + self.decoder.decode(data)
+        self.pending = ""
+        i = 0
+        while i < len(s):
+            ch = s[i]
+            if ch == "\x1b":
+                m = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])").match(s, i)
+                if not m:
+                    if len(s) - i < 32:
+                        self.pending = s[i:]
+                        return
+                    i += 1
+                    continue
+                if m.group(2) == "H":
+                    parts = [p for p in m.group(1).split(";") if p]
+                    self.r = int(parts[0]) - 1 if parts else 0
+                    self.c = int(parts[1]) - 1 if len(parts) > 1 else 0
+                elif m.group(2) == "J" and m.group(1) in ("2", ""):
+                    self.grid = [[" "] * self.cols for _ in range(self.rows)]
+                i = m.end()
+                continue
+            if ch == "\r":
+                self.c = 0
+            elif ch == "\n":
+                self.r += 1
+            elif ch >= " " and 0 <= self.r < self.rows and 0 <= self.c < self.cols:
+                self.grid[self.r][self.c] = ch
+                self.c += 1
+            i += 1
+
+    def text(self):
+        return "\n".join("".join(row) for row in self.grid)
+
+
 def run_pty(args, done):
     """Runs memtide in a 100x30 pseudo-terminal until the screen text matches `done`, then
     sends q; returns (seconds until the match, peak RSS in MiB)."""
@@ -64,7 +112,7 @@ def run_pty(args, done):
         os.environ["TERM"] = "xterm-256color"
         os.execv(memtide, [memtide] + args)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    t0, seen, hit = time.perf_counter(), b"", None
+    t0, screen, hit = time.perf_counter(), Screen(30, 100), None
     while time.perf_counter() - t0 < 600:
         r, _, _ = select.select([fd], [], [], 0.05)
         if r:
@@ -72,8 +120,8 @@ def run_pty(args, done):
                 chunk = os.read(fd, 1 << 16)
             except OSError:
                 break
-            seen = (seen + chunk)[-(1 << 20):]
-            if re.search(done, re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", seen)):
+            screen.feed(chunk)
+            if re.search(done, screen.text()):
                 hit = time.perf_counter() - t0
                 break
     os.write(fd, b"q")
@@ -105,8 +153,8 @@ rows = []
 s_job = run_plain(["summary", work, "--json"])
 s_one = run_plain(["summary", largest, "--json"])
 rows.append(("summary --json", s_job, s_one))
-t_job = run_pty([work], rb"%d/%d read" % (len(files), len(files)))
-t_one = run_pty([largest], rb"peak [0-9.]+ [KMG]i?B")
+t_job = run_pty([work], r"%d/%d read" % (len(files), len(files)))
+t_one = run_pty([largest], r"peak [0-9.]+ [KMG]i?B")
 rows.append(("explorer / overview", t_job, t_one))
 print(f"{'':22}{'job':>22}{'largest file':>22}{'ratio':>16}")
 for name, (jt, jr), (ot, orss) in rows:

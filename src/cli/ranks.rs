@@ -409,18 +409,42 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
     o
 }
 
-/// The `summary DIR --json` object (README: "Ranks").
-pub fn to_json(r: &Ranks) -> Value {
+/// The `summary DIR --json` document (README: "Many ranks"): one element per rank, holding
+/// that file's own `summary --json` text as it was kept, then the job's figures.
+#[derive(serde::Serialize)]
+pub struct JobJson<'a> {
+    ranks: Vec<RankJson<'a>>,
+    #[serde(flatten)]
+    job: serde_json::Map<String, Value>,
+}
+
+#[derive(serde::Serialize)]
+struct RankJson<'a> {
+    rank: u64,
+    rank_from: &'static str,
+    file: String,
+    summary: Option<&'a serde_json::value::RawValue>,
+    timeline: Option<&'a [u64]>,
+}
+
+/// The `summary DIR --json` document of `r`.
+pub fn to_json(r: &Ranks) -> JobJson<'_> {
     let spread = r.spread();
-    json!({
-        "ranks": r.rows.iter().map(|x| json!({
-            "rank": x.rank,
-            "rank_from": x.rank_from.name(),
-            "file": x.file.display().to_string(),
-            "summary": x.summary.clone().unwrap_or(Value::Null),
-            "timeline": if x.from_summary { Value::Null } else { json!(x.sparkline) },
-        })).collect::<Vec<_>>(),
-        "spread": spread.map(|s| json!({
+    let ranks = r
+        .rows
+        .iter()
+        .map(|x| RankJson {
+            rank: x.rank,
+            rank_from: x.rank_from.name(),
+            file: x.file.display().to_string(),
+            summary: x.summary.as_ref().map(|k| k.raw()),
+            timeline: (!x.from_summary).then_some(x.sparkline.as_slice()),
+        })
+        .collect();
+    let mut job = serde_json::Map::new();
+    job.insert(
+        "spread".into(),
+        json!(spread.map(|s| json!({
             "ranks": s.count,
             "max_peak": s.max,
             "min_peak": s.min,
@@ -429,17 +453,34 @@ pub fn to_json(r: &Ranks) -> Value {
             "max_minus_median": s.max_minus_median,
             "max_rank": s.worst_rank,
             "min_rank": s.best_rank,
-        })),
-        "worst_rank": spread.map(|s| s.worst_rank),
-        "oom_ranks": r.rows.iter().filter(|x| x.ooms > 0).map(|x| x.rank).collect::<Vec<_>>(),
-        "skipped": r.skipped.iter().map(|s| json!({
-            "file": s.path.display().to_string(), "reason": s.reason
-        })).collect::<Vec<_>>(),
-        "errors": r.errors.iter().map(|e| json!({
-            "file": e.path.display().to_string(), "error": e.error
-        })).collect::<Vec<_>>(),
-        "notes": r.notes,
-    })
+        }))),
+    );
+    job.insert("worst_rank".into(), json!(spread.map(|s| s.worst_rank)));
+    job.insert(
+        "oom_ranks".into(),
+        json!(r
+            .rows
+            .iter()
+            .filter(|x| x.ooms > 0)
+            .map(|x| x.rank)
+            .collect::<Vec<_>>()),
+    );
+    job.insert(
+        "skipped".into(),
+        r.skipped
+            .iter()
+            .map(|s| json!({"file": s.path.display().to_string(), "reason": s.reason}))
+            .collect(),
+    );
+    job.insert(
+        "errors".into(),
+        r.errors
+            .iter()
+            .map(|e| json!({"file": e.path.display().to_string(), "error": e.error}))
+            .collect(),
+    );
+    job.insert("notes".into(), json!(r.notes));
+    JobJson { ranks, job }
 }
 
 /// Parses `10%`, `0.5 %` or `0.1` (a fraction) into a fraction.

@@ -4,7 +4,7 @@
 //! soon as its row is made.
 
 use super::discover::RankFile;
-use super::row::{distributed_rank, row_from_summary, sparkline, RankRow, RankSource};
+use super::row::{distributed_rank, row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
 use crate::analysis::frames::FrameRules;
 use crate::analysis::summary::{Summary, SummaryOptions};
 use crate::analysis::tree::TreeFrames;
@@ -137,6 +137,7 @@ fn read_row(
     let path = &file.path;
     let input = source::open(path, progress)?;
     let from_summary = looks_like_summary(&input.head);
+    let mut kept: Option<Box<serde_json::value::RawValue>> = None;
     let (summary, timeline) = if from_summary {
         if input.file_size > SUMMARY_MAX {
             return Err(FormatError::Invalid(format!(
@@ -145,9 +146,13 @@ fn read_row(
             )));
         }
         let bytes = input.read_all()?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
-        })?;
+        };
+        let v: Value = serde_json::from_slice(&bytes).map_err(invalid)?;
+        if opts.keep_summary {
+            kept = Some(serde_json::from_slice(&bytes).map_err(invalid)?);
+        }
         (v, Vec::new())
     } else {
         drop(input);
@@ -167,7 +172,14 @@ fn read_row(
     row.from_summary = from_summary;
     row.sparkline = timeline;
     if opts.keep_summary {
-        row.summary = Some(summary);
+        row.summary = match kept {
+            Some(raw) => Some(KeptSummary(raw)),
+            None => Some(KeptSummary(
+                serde_json::value::to_raw_value(&summary).map_err(|e| {
+                    FormatError::Invalid(format!("its summary could not be kept: {e}"))
+                })?,
+            )),
+        };
     }
     Ok(row)
 }

@@ -63,9 +63,11 @@ pub struct RankRow {
     /// The total timeline downsampled (the maximum of each bucket); empty for a row read
     /// from a summary file, which carries no timeline.
     pub sparkline: Vec<u64>,
-    /// The rank's `summary --json` object, when the caller asked to keep it (as a value:
-    /// text would not give its floats back bit for bit).
-    pub summary: Option<Value>,
+    /// The rank's `summary --json` object, when the caller asked to keep it, as compact JSON
+    /// text: the text `summary FILE --json` prints (or the summary file's own), a tenth of the
+    /// memory a parsed value takes, and written out as it is (never parsed back, so its
+    /// floats stay bit for bit).
+    pub summary: Option<KeptSummary>,
 }
 
 impl RankRow {
@@ -85,6 +87,23 @@ impl RankRow {
             (None, Some(p)) => p.clone(),
             (None, None) => String::new(),
         }
+    }
+}
+
+/// A `summary --json` object kept as its compact JSON text (compared by that text).
+#[derive(Clone, Debug)]
+pub struct KeptSummary(pub Box<serde_json::value::RawValue>);
+
+impl PartialEq for KeptSummary {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl KeptSummary {
+    /// The JSON text.
+    pub fn raw(&self) -> &serde_json::value::RawValue {
+        &self.0
     }
 }
 
