@@ -9,7 +9,8 @@ it), then measures, each in the same run and on the same files:
   2. `memtide summary LARGEST --json`  the largest rank file alone — wall time and peak RSS;
   3. `memtide DIR` in a pseudo-terminal (100x30): wall time until the overview's header says
      `N/N read` (every row filled in), then `q`; peak RSS;
-  4. `memtide LARGEST` in a pseudo-terminal: wall time until its first timeline screen; peak RSS.
+  4. `memtide LARGEST` in a pseudo-terminal: wall time until its first timeline screen; peak RSS;
+  5. (3) again with MEMTIDE_JOBS=1 (one file at a time: the memory floor, the slowest load).
 
 and prints the ratios job / largest file (the issue's target: peak RSS <= 2x the largest
 file's). Peak RSS is the child's `ru_maxrss` from wait4.
@@ -104,12 +105,13 @@ class Screen:
         return "\n".join("".join(row) for row in self.grid)
 
 
-def run_pty(args, done):
+def run_pty(args, done, env=None):
     """Runs memtide in a 100x30 pseudo-terminal until the screen text matches `done`, then
     sends q; returns (seconds until the match, peak RSS in MiB)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm-256color"
+        os.environ.update(env or {})
         os.execv(memtide, [memtide] + args)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     t0, screen, hit = time.perf_counter(), Screen(30, 100), None
@@ -156,6 +158,8 @@ rows.append(("summary --json", s_job, s_one))
 t_job = run_pty([work], r"%d/%d read" % (len(files), len(files)))
 t_one = run_pty([largest], r"peak [0-9.]+ [KMG]i?B")
 rows.append(("explorer / overview", t_job, t_one))
+t_job1 = run_pty([work], r"%d/%d read" % (len(files), len(files)), {"MEMTIDE_JOBS": "1"})
+rows.append(("  MEMTIDE_JOBS=1", t_job1, t_one))
 print(f"{'':22}{'job':>22}{'largest file':>22}{'ratio':>16}")
 for name, (jt, jr), (ot, orss) in rows:
     print(f"{name:22}{jt:>10.2f} s {jr:>7.0f} MiB{ot:>10.2f} s {orss:>7.0f} MiB"
