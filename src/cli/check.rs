@@ -195,7 +195,7 @@ fn verdict(
                     let frame = s
                         .ids
                         .first()
-                        .map(|&id| view.of_frames(t.trace.stack(id)).user)
+                        .map(|&id| view.of_stack(&t.trace, t.trace.stack_id(id)).user)
                         .filter(|f| !f.is_empty())
                         .map(|f| format!(", {f}"))
                         .unwrap_or_default();

@@ -150,6 +150,9 @@ pub fn parse_frame(f: &str) -> Frame<'_> {
 /// `augment_with_fx_traces=True`; the reader appends ` [fx op=… node=… from: File "…", line
 /// N, in f: code]` to the frame's name): `(file, line, function, node name)`.
 pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
+    if !text.ends_with(']') {
+        return None;
+    }
     let i = text.find(" [fx")?;
     let fx = &text[i..];
     let node = fx
@@ -157,6 +160,11 @@ pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
         .map_or("", |(_, r)| r.split([' ', ']']).next().unwrap_or(""));
     let (file, line, func) = traceback_line(fx.split_once("from: ")?.1)?;
     Some((file, line, func, node))
+}
+
+/// Whether a frame's name carries an FX suffix (` [fx …]`, see [`fx_location`]).
+pub fn has_fx(name: &str) -> bool {
+    name.ends_with(']') && name.contains(" [fx")
 }
 
 /// `File "path", line 12, in forward` (a Python traceback line; what follows is ignored).
@@ -279,8 +287,18 @@ impl FrameView {
     /// The view of `trace`'s frames under `rules` (one pass over its distinct stacks).
     pub fn new(trace: &Trace, rules: &FrameRules) -> FrameView {
         let mut root: Option<String> = None;
+        let mut seen_files = rustc_hash::FxHashSet::default();
         for sid in 0..trace.strings.stack_count() {
             for &f in trace.strings.stack(StackId(sid as u32)) {
+                // A frame kept as parts (a long file name) is judged once per file: its
+                // verdict and directory depend on the file alone.
+                if let Some((file_id, _, name_id)) = trace.strings.frame_ids(f) {
+                    let file = trace.strings.text(file_id);
+                    let plain = !file.is_empty() && !has_fx(trace.strings.text(name_id));
+                    if plain && !seen_files.insert(file_id) {
+                        continue;
+                    }
+                }
                 let text = trace.strings.str(f);
                 let fr = match fx_location(&text) {
                     Some((file, line, name, _)) => Frame {
@@ -330,15 +348,50 @@ impl FrameView {
 
     /// The readable frames of a stack (frames innermost first).
     pub fn of_frames<'a>(&self, frames: impl IntoIterator<Item = Cow<'a, str>>) -> StackFrames {
+        self.of_sources(frames.into_iter().map(FrameSource::Text))
+    }
+
+    /// The readable frames of stack `sid` of `trace`. Frames kept as parts (long file
+    /// names) are read from their parts, never formatted whole, so a long name shared by
+    /// many frames costs its length only where it is shown.
+    pub fn of_stack(&self, trace: &Trace, sid: StackId) -> StackFrames {
+        let strings = &trace.strings;
+        self.of_sources(
+            strings
+                .stack(sid)
+                .iter()
+                .map(|&id| match strings.frame_parts(id) {
+                    Some((file, line, name)) => FrameSource::Parts(file, line, name),
+                    None => FrameSource::Text(strings.str(id)),
+                }),
+        )
+    }
+
+    fn of_sources<'a>(&self, frames: impl IntoIterator<Item = FrameSource<'a>>) -> StackFrames {
         let mut out = StackFrames::default();
         let mut modules: Vec<String> = Vec::new();
-        for text in frames {
-            let fr = parse_frame(&text);
-            if out.innermost.is_empty() && !fr.name.is_empty() && !text.starts_with("??") {
+        for src in frames {
+            let src = src.plain();
+            let (fr, text) = match &src {
+                FrameSource::Text(t) => (parse_frame(t), Some(t.as_ref())),
+                FrameSource::Parts(file, line, name) => (
+                    Frame {
+                        file,
+                        line: u64::try_from(*line).ok(),
+                        name,
+                    },
+                    None,
+                ),
+            };
+            let unsymbolised = match text {
+                Some(t) => t.starts_with("??"),
+                None => fr.file.starts_with("??"),
+            };
+            if out.innermost.is_empty() && !fr.name.is_empty() && !unsymbolised {
                 out.innermost = fr.name.to_string();
             }
             if out.user.is_empty() {
-                if let Some((file, line, name, node)) = fx_location(&text) {
+                if let Some((file, line, name, node)) = text.and_then(fx_location) {
                     // Generated code: the model's line it was compiled from.
                     let src = Frame {
                         file,
@@ -354,7 +407,7 @@ impl FrameView {
             }
             if out.user.is_empty() && !self.rules.is_internal(&fr) {
                 out.user = self.show(&fr);
-                out.user_full = text.to_string();
+                out.user_full = src.text().into_owned();
             }
             if let Some(m) = fr.name.strip_prefix("nn.Module: ") {
                 modules.push(m.to_string());
@@ -364,10 +417,32 @@ impl FrameView {
         out.module = modules.join(".");
         out
     }
+}
 
-    /// The readable frames of stack `sid` of `trace`.
-    pub fn of_stack(&self, trace: &Trace, sid: StackId) -> StackFrames {
-        self.of_frames(trace.stack_frames(sid))
+/// One frame of a stack as the interner holds it: text, or the parts of a frame with a long
+/// file name (see `Interner::intern_frame`).
+enum FrameSource<'a> {
+    Text(Cow<'a, str>),
+    Parts(&'a str, i64, &'a str),
+}
+
+impl<'a> FrameSource<'a> {
+    /// The frame's text (`file:line:name` for parts).
+    fn text(&self) -> Cow<'a, str> {
+        match self {
+            FrameSource::Text(t) => t.clone(),
+            FrameSource::Parts(file, line, name) => Cow::Owned(format!("{file}:{line}:{name}")),
+        }
+    }
+
+    /// Parts that only their text reads right (a negative line, an FX suffix) as text.
+    fn plain(self) -> FrameSource<'a> {
+        match self {
+            FrameSource::Parts(_, line, name) if line < 0 || has_fx(name) => {
+                FrameSource::Text(self.text())
+            }
+            other => other,
+        }
     }
 }
 
@@ -392,6 +467,40 @@ fn common_dir<'a>(a: &'a str, b: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stack whose frames have long file names (kept as parts by the interner) reads the
+    /// same from its parts as from its frames' formatted text.
+    #[test]
+    fn frames_kept_as_parts_read_as_their_text() {
+        let long = format!("/home/me/{}/model.py", "p".repeat(300));
+        let lib = format!(
+            "/usr/lib/python3.11/site-packages/{}/torch/nn/f.py",
+            "q".repeat(300)
+        );
+        let mut t = Trace::new("cuda:0", "test", "test");
+        let frames = [
+            t.strings.intern_frame(&lib, 1777, "relu"),
+            t.strings.intern_frame(&long, 44, "forward"),
+            t.strings.intern_frame(&long, 9, "main"),
+            t.strings.intern("train.py:3:<module>"),
+        ];
+        assert!(t.strings.frame_parts(frames[1]).is_some(), "kept as parts");
+        let sid = t.strings.intern_stack(&frames);
+        let v = FrameView::new(&t, &FrameRules::default());
+        let texts: Vec<String> = frames
+            .iter()
+            .map(|&f| t.strings.str(f).into_owned())
+            .collect();
+        let by_text = v.of_frames(texts.iter().map(|s| Cow::Borrowed(s.as_str())));
+        let by_parts = v.of_stack(&t, sid);
+        assert_eq!(by_parts, by_text);
+        assert_eq!(by_parts.innermost, "relu");
+        assert!(
+            by_parts.user.ends_with("model.py:44 forward"),
+            "{}",
+            by_parts.user
+        );
+    }
 
     /// The substring rules `internal_component` stands for, as first written.
     fn by_substrings(f: &str) -> bool {

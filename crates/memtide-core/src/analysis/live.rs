@@ -73,7 +73,7 @@ pub fn entry(trace: &Trace, id: AllocId, at: Seq) -> LiveEntry {
 pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEntry {
     let cat = trace.category(id);
     let name = trace.name(id).to_string();
-    let sf = view.of_frames(trace.stack(id));
+    let sf = view.of_stack(trace, trace.stack_id(id));
     let label = if !name.is_empty() {
         name.clone()
     } else if !sf.module.is_empty() {

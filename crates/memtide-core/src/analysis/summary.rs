@@ -261,7 +261,7 @@ impl Summary {
                 let mut t = trend(trace, index);
                 for sv in &mut t.survivors {
                     if let Some(&id) = sv.ids.first() {
-                        sv.user_frame = view.of_frames(trace.stack(id)).user;
+                        sv.user_frame = view.of_stack(trace, trace.stack_id(id)).user;
                     }
                 }
                 t

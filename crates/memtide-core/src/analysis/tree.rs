@@ -6,8 +6,8 @@
 //! of its path and as an *own* allocation of its last node (the root's when the path is
 //! empty), so every node's bytes are its own bytes plus its children's.
 
-use super::frames::{parse_frame, FrameView};
-use crate::trace::{AllocId, StackId, Trace};
+use super::frames::{has_fx, parse_frame, short_library_path, Frame, FrameView};
+use crate::trace::{AllocId, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
 
 /// Which frames make the tree's levels.
@@ -53,30 +53,77 @@ pub fn stack_tree(trace: &Trace, ids: &[AllocId], view: &FrameView, mode: TreeFr
         frame: "(all)".into(),
         ..TreeNode::default()
     };
+    let mut files = FileVerdicts::default();
     for (sid, (bytes, count)) in stacks {
-        let path = path_of(trace, sid, view, mode);
+        let path = path_of(trace, sid, view, mode, &mut files);
         insert(&mut root, &path, bytes, count);
     }
     sort(&mut root);
     root
 }
 
+/// For frames kept as parts (long file names), each file's verdict and shown suffix, worked
+/// out once: whether it is library code, and where its printed form starts (after the
+/// project root, or at its library path), so a long name shared by many frames is read once.
+#[derive(Default)]
+struct FileVerdicts(FxHashMap<StrId, (bool, usize)>);
+
+impl FileVerdicts {
+    fn of(&mut self, view: &FrameView, id: StrId, fr: &Frame<'_>) -> (bool, usize) {
+        *self.0.entry(id).or_insert_with(|| {
+            let internal = view.rules.is_internal(fr);
+            let shown = if internal {
+                short_library_path(fr.file)
+            } else {
+                fr.file.strip_prefix(view.root.as_str()).unwrap_or(fr.file)
+            };
+            (internal, fr.file.len() - shown.len())
+        })
+    }
+}
+
 /// A stack's levels, outermost first.
-fn path_of(trace: &Trace, sid: StackId, view: &FrameView, mode: TreeFrames) -> Vec<String> {
-    let frames = trace.stack_frames(sid);
+fn path_of(
+    trace: &Trace,
+    sid: StackId,
+    view: &FrameView,
+    mode: TreeFrames,
+    files: &mut FileVerdicts,
+) -> Vec<String> {
+    let strings = &trace.strings;
     let mut path: Vec<String> = Vec::new();
-    for text in frames.iter().rev() {
+    for &id in strings.stack(sid).iter().rev() {
+        // A frame kept as parts, readable from its parts (as `FrameView::show` prints it).
+        if let Some((file_id, line, name_id)) = strings.frame_ids(id) {
+            let (file, name) = (strings.text(file_id), strings.text(name_id));
+            if let (Ok(line), false, false) = (u64::try_from(line), file.is_empty(), has_fx(name)) {
+                if file.starts_with("??") {
+                    continue;
+                }
+                let fr = Frame {
+                    file,
+                    line: Some(line),
+                    name,
+                };
+                let (internal, from) = files.of(view, file_id, &fr);
+                if mode == TreeFrames::All || !internal {
+                    path.push(format!("{}:{line} {name}", &file[from..]));
+                }
+                continue;
+            }
+        }
+        let text = strings.str(id);
         if text.starts_with("??") {
             continue;
         }
-        let fr = parse_frame(text);
+        let fr = parse_frame(&text);
         if mode == TreeFrames::All || !view.rules.is_internal(&fr) {
             path.push(view.show(&fr));
         }
     }
     if mode == TreeFrames::User {
         // The innermost op or function says what the user frame called.
-        let inner = view.of_frames(frames.iter().cloned()).innermost;
+        let inner = view.of_stack(trace, sid).innermost;
         if !inner.is_empty() && path.last().is_none_or(|l| !l.ends_with(inner.as_str())) {
             path.push(inner);
         }
@@ -143,6 +190,51 @@ impl TreeNode {
 mod tests {
     use super::*;
     use crate::trace::{Category, EventKind, StorageKind, Ts};
+
+    /// Levels of a stack whose frames are kept as parts (long file names) equal the levels
+    /// of the same frames kept as text, in both modes.
+    #[test]
+    fn frames_kept_as_parts_give_the_levels_of_their_text() {
+        let long = format!("/home/me/{}/model.py", "p".repeat(300));
+        let lib = format!(
+            "/usr/lib/python3.11/site-packages/{}/torch/nn/f.py",
+            "q".repeat(300)
+        );
+        let frames = [
+            (lib.as_str(), 1777, "relu"),
+            (&long, 44, "forward"),
+            (&long, 9, "main"),
+        ];
+        let mut parts = Trace::new("cuda:0", "t", "test");
+        let mut text = Trace::new("cuda:0", "t", "test");
+        let p: Vec<StrId> = frames
+            .iter()
+            .map(|&(f, l, n)| parts.strings.intern_frame(f, l, n))
+            .collect();
+        let x: Vec<StrId> = frames
+            .iter()
+            .map(|&(f, l, n)| text.strings.intern(&format!("{f}:{l}:{n}")))
+            .collect();
+        assert!(
+            parts.strings.frame_parts(p[0]).is_some() && text.strings.frame_parts(x[0]).is_none()
+        );
+        let (sp, sx) = (
+            parts.strings.intern_stack(&p),
+            text.strings.intern_stack(&x),
+        );
+        for mode in [TreeFrames::User, TreeFrames::All] {
+            let vp = FrameView::new(&parts, &Default::default());
+            let vx = FrameView::new(&text, &Default::default());
+            assert_eq!(vp.root, vx.root);
+            let a = path_of(&parts, sp, &vp, mode, &mut FileVerdicts::default());
+            let b = path_of(&text, sx, &vx, mode, &mut FileVerdicts::default());
+            assert_eq!(a, b, "{mode:?}");
+            assert!(
+                a.iter().any(|l| l.ends_with("model.py:44 forward")),
+                "{a:?}"
+            );
+        }
+    }
 
     fn build(stacks: &[(&[&str], u64)]) -> (Trace, Vec<AllocId>) {
         let mut t = Trace::new("cuda:0", "t", "test");
