@@ -166,8 +166,8 @@ fn text_summary_explains_the_oom_and_says_unavailable() {
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("out of memory at event #9"), "{text}");
-    assert!(text.contains("verdict          unknown"), "{text}");
-    assert!(text.contains("capacity         unavailable"), "{text}");
+    assert!(text.contains("verdict           unknown"), "{text}");
+    assert!(text.contains("capacity          unavailable"), "{text}");
 }
 
 #[test]

@@ -160,7 +160,6 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
 /// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
 /// the advice.
 fn ooms(o: &mut String, s: &Summary, v: &TextView) {
-    use memtide_core::allocator::explain::shown;
     for x in &s.ooms {
         let _ = writeln!(o);
         let t = x
@@ -168,25 +167,12 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
         let _ = writeln!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
-        let rows: [(&str, String); 12] = [
-            ("requested", shown(x.requested_bytes)),
-            ("rounded", shown(x.rounded_bytes)),
-            (
-                "pool",
-                x.pool.clone().unwrap_or_else(|| "unavailable".into()),
-            ),
-            ("driver free", shown(x.device_free)),
-            ("allocated", shown(x.allocated)),
-            ("reserved", shown(x.reserved)),
-            ("free in reserve", shown(x.free_in_reserve)),
-            ("largest free", shown(x.largest_free_block)),
-            ("capacity", shown(x.capacity)),
-            ("outside alloc.", shown(x.outside_allocator)),
+        let verdict = [
             ("verdict", x.verdict.name().to_string()),
             ("advice", x.advice.clone()),
         ];
-        for (k, v) in rows {
-            let _ = writeln!(o, "  {k:<16} {v}");
+        for (k, v) in x.figures().into_iter().chain(verdict) {
+            let _ = writeln!(o, "  {k:<17} {v}");
         }
     }
     if let Some(e) = &s.allocator_at_end {

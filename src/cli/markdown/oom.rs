@@ -3,7 +3,6 @@
 //! allocator's state at the end, when the file records it.
 
 use super::{cell, time_text};
-use memtide_core::allocator::explain::shown;
 use memtide_core::analysis::summary::Summary;
 use memtide_core::trace::human_bytes;
 use std::fmt::Write as _;
@@ -22,24 +21,11 @@ pub fn ooms(o: &mut String, s: &Summary) {
             x.verdict.name()
         );
         let _ = writeln!(o, "| figure | value |\n|---|---|");
-        let rows: [(&str, String); 12] = [
-            ("requested", shown(x.requested_bytes)),
-            ("rounded", shown(x.rounded_bytes)),
-            (
-                "pool",
-                x.pool.clone().unwrap_or_else(|| "unavailable".into()),
-            ),
-            ("driver free", shown(x.device_free)),
-            ("allocated", shown(x.allocated)),
-            ("reserved", shown(x.reserved)),
-            ("free in reserve", shown(x.free_in_reserve)),
-            ("largest free block", shown(x.largest_free_block)),
-            ("capacity", shown(x.capacity)),
-            ("outside the allocator", shown(x.outside_allocator)),
+        let verdict = [
             ("verdict", x.verdict.name().to_string()),
             ("advice", x.advice.clone()),
         ];
-        for (k, v) in rows {
+        for (k, v) in x.figures().into_iter().chain(verdict) {
             let _ = writeln!(o, "| {k} | {} |", cell(&v));
         }
         let _ = writeln!(o);

@@ -7,7 +7,6 @@ use super::put;
 use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::shared::Shared;
-use memtide_core::allocator::explain::shown;
 use memtide_core::allocator::OomExplanation;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -15,25 +14,6 @@ use ratatui::layout::Rect;
 /// Width of one figure cell (label and value).
 const CELL_W: usize = 37;
 const LABEL_W: usize = 18;
-
-/// The figures, labelled, in the order `summary` prints them.
-pub fn figures(x: &OomExplanation) -> [(&'static str, String); 10] {
-    [
-        ("requested", shown(x.requested_bytes)),
-        ("rounded", shown(x.rounded_bytes)),
-        (
-            "pool",
-            x.pool.clone().unwrap_or_else(|| "unavailable".into()),
-        ),
-        ("driver free", shown(x.device_free)),
-        ("allocated", shown(x.allocated)),
-        ("reserved", shown(x.reserved)),
-        ("free in reserve", shown(x.free_in_reserve)),
-        ("largest free", shown(x.largest_free_block)),
-        ("capacity", shown(x.capacity)),
-        ("outside allocator", shown(x.outside_allocator)),
-    ]
-}
 
 fn grid_cols(width: u16) -> usize {
     (width.saturating_sub(1) as usize / CELL_W).clamp(1, 5)
@@ -49,7 +29,7 @@ fn advice_lines(x: &OomExplanation, width: u16) -> Vec<String> {
 
 /// Rows the panel needs at `width` to show everything.
 pub fn height(x: &OomExplanation, width: u16) -> u16 {
-    let rows = figures(x).len().div_ceil(grid_cols(width));
+    let rows = x.figures().len().div_ceil(grid_cols(width));
     (2 + rows + advice_lines(x, width).len()) as u16
 }
 
@@ -105,7 +85,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     put(buf, r.x, r.y, &title, r.width, th.live_header);
     let cols = grid_cols(r.width);
-    let figs = figures(x);
+    let figs = x.figures();
     let mut y = r.y + 1;
     for chunk in figs.chunks(cols) {
         if y >= r.bottom() {

@@ -138,6 +138,28 @@ pub fn shown(b: Option<u64>) -> String {
     b.map_or("unavailable".to_string(), human_bytes)
 }
 
+impl OomExplanation {
+    /// The figures, labelled, in the order every report prints them (unknown ones
+    /// "unavailable"); the verdict and the advice follow them.
+    pub fn figures(&self) -> [(&'static str, String); 10] {
+        [
+            ("requested", shown(self.requested_bytes)),
+            ("rounded", shown(self.rounded_bytes)),
+            (
+                "pool",
+                self.pool.clone().unwrap_or_else(|| "unavailable".into()),
+            ),
+            ("driver free", shown(self.device_free)),
+            ("allocated", shown(self.allocated)),
+            ("reserved", shown(self.reserved)),
+            ("free in reserve", shown(self.free_in_reserve)),
+            ("largest free", shown(self.largest_free_block)),
+            ("capacity", shown(self.capacity)),
+            ("outside allocator", shown(self.outside_allocator)),
+        ]
+    }
+}
+
 /// Memory outside the allocator counts as the cause when it alone would have covered what
 /// the driver lacked and it is at least this fraction of the device.
 const OUTSIDE_SHARE: u64 = 10;

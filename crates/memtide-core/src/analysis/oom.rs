@@ -3,7 +3,8 @@
 //! snapshots, from the allocator state replayed to that event (the free blocks of the pool
 //! the request needed).
 
-use super::live::entry;
+use super::frames::{parse_frame, FrameView};
+use super::live::entry_in;
 use super::trend::Trend;
 use crate::allocator::rounding::round_size;
 use crate::allocator::{explain, History, OomExplanation, OomFacts, Op, PoolFacts};
@@ -85,16 +86,23 @@ fn biggest_live(trace: &Trace, index: &Index, at: Seq) -> Vec<String> {
     if !trace.identities_known() {
         return Vec::new();
     }
+    let view = FrameView::new(trace, &Default::default());
     index
         .live_at(trace, at)
         .into_iter()
         .take(ADVICE_LIVE)
         .map(|id| {
-            let e = entry(trace, id, at);
-            let what = match (e.name.is_empty(), e.frame.is_empty()) {
-                (false, false) => format!("{} at {}", e.name, e.frame),
+            let e = entry_in(trace, id, at, &view);
+            // The user's frame, else the innermost frame printed short.
+            let frame = if e.user_frame.is_empty() && !e.frame.is_empty() {
+                view.show(&parse_frame(&e.frame))
+            } else {
+                e.user_frame.clone()
+            };
+            let what = match (e.name.is_empty(), frame.is_empty()) {
+                (false, false) => format!("{} at {frame}", e.name),
                 (false, true) => e.name.clone(),
-                (true, false) => e.frame.clone(),
+                (true, false) => frame,
                 (true, true) => "unnamed".to_string(),
             };
             format!("{} {what}", human_bytes(e.bytes.0))
