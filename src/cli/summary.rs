@@ -73,19 +73,12 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     if a.json {
-        let mut v = main.to_json(&devices);
-        if summaries.len() > 1 && a.input.device.is_none() {
-            if let Some(o) = v.as_object_mut() {
-                o.insert(
-                    "per_device".into(),
-                    summaries
-                        .iter()
-                        .map(|s| s.to_json(&devices))
-                        .collect::<Vec<_>>()
-                        .into(),
-                );
-            }
-        }
+        let v = memtide_core::analysis::summary::document_json(
+            main,
+            &summaries,
+            &devices,
+            a.input.device.is_some(),
+        );
         crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.markdown {
         let shown: Vec<&Summary> = if a.input.device.is_some() {

@@ -306,3 +306,27 @@ impl Summary {
             .unwrap_or(Value::Null)
     }
 }
+
+/// The `summary FILE --json` document: `main`'s object, with `per_device` (every device's
+/// object) added when the trace has several devices and none was picked.
+pub fn document_json(
+    main: &Summary,
+    summaries: &[Summary],
+    devices: &[String],
+    device_picked: bool,
+) -> Value {
+    let mut v = main.to_json(devices);
+    if summaries.len() > 1 && !device_picked {
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "per_device".into(),
+                summaries
+                    .iter()
+                    .map(|s| s.to_json(devices))
+                    .collect::<Vec<_>>()
+                    .into(),
+            );
+        }
+    }
+    v
+}

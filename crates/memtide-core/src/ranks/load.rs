@@ -261,19 +261,8 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Ve
         ));
     }
     let main = summaries.get(primary).ok_or("no trace to summarise")?;
-    let mut v = main.to_json(&devices);
-    if summaries.len() > 1 && opts.device.is_none() {
-        if let Some(o) = v.as_object_mut() {
-            o.insert(
-                "per_device".into(),
-                summaries
-                    .iter()
-                    .map(|s| s.to_json(&devices))
-                    .collect::<Vec<_>>()
-                    .into(),
-            );
-        }
-    }
+    let v =
+        crate::analysis::summary::document_json(main, &summaries, &devices, opts.device.is_some());
     Ok((v, timeline))
 }
 
