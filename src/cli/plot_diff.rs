@@ -3,7 +3,7 @@
 //! columns, both peaks marked with their exact bytes, step boundaries, OOMs, and a legend
 //! naming the files.
 
-use crate::tui::picture::{css, nice_top, xml};
+use crate::tui::picture::{css, nice_top, xml, y_axis};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{align, Diff, Span};
@@ -116,18 +116,7 @@ pub fn svg(p: &DiffPicture) -> Result<String> {
         r#"<g id="chart" data-x0="{LEFT}" data-y0="{}" data-ytop="{TOP}" data-top-bytes="{top}">"#,
         TOP + ch
     );
-    for k in 0..=4u64 {
-        let b = top / 4 * k;
-        let yy = y(b);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555555">{}</text>"##,
-            LEFT + cw,
-            LEFT - 6.0,
-            yy + 4.0,
-            xml(&human_bytes(b))
-        );
-    }
+    y_axis(&mut s, top, LEFT, cw, &y);
     step_lines(&mut s, &spans, &px, ch);
     for (k, (run, peak)) in [(&p.a, pa), (&p.b, pb)].into_iter().enumerate() {
         let drawn: Vec<Drawn> = spans

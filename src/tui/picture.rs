@@ -170,19 +170,7 @@ pub fn svg(p: &Picture) -> Result<String> {
         r#"<g id="chart" data-x0="{LEFT}" data-y0="{}" data-ytop="{TOP}" data-top-bytes="{top}" data-columns="{ncols}">"#,
         TOP + ch
     );
-    // Grid and y axis: five ticks in binary units.
-    for k in 0..=4u64 {
-        let b = top / 4 * k;
-        let yy = y(b);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555555">{}</text>"##,
-            LEFT + cw,
-            LEFT - 6.0,
-            yy + 4.0,
-            xml(&human_bytes(b))
-        );
-    }
+    y_axis(&mut s, top, LEFT, cw, &y);
     bands(&mut s, &cols, theme, &x, &y, colw);
     reserved(&mut s, &cols, theme, &x, &y, colw);
     if let Some(c) = capacity {
@@ -273,6 +261,23 @@ pub fn svg(p: &Picture) -> Result<String> {
     legend(&mut s, theme, h);
     let _ = writeln!(s, "</svg>");
     Ok(s)
+}
+
+/// The grid and y axis: five ticks from 0 to `top` in binary units, left of the chart at
+/// `left` and across its width `cw`; `y` maps bytes to the SVG y coordinate.
+pub fn y_axis(s: &mut String, top: u64, left: f64, cw: f64, y: &dyn Fn(u64) -> f64) {
+    for k in 0..=4u64 {
+        let b = top / 4 * k;
+        let yy = y(b);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555555">{}</text>"##,
+            left + cw,
+            left - 6.0,
+            yy + 4.0,
+            xml(&human_bytes(b))
+        );
+    }
 }
 
 /// The stacked bands: one path per band, a rectangle per column.
