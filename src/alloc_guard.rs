@@ -73,3 +73,25 @@ unsafe impl GlobalAlloc for Guard {
         p
     }
 }
+
+/// Makes glibc's malloc return freed large blocks to the system at once: allocations over
+/// 128 KiB are mapped and unmapped on their own (`M_MMAP_THRESHOLD` fixed at its default,
+/// which also turns off glibc's dynamic threshold). Without it, after the first large block
+/// is freed glibc raises the threshold and serves later large blocks from the heap, which it
+/// keeps: reading rank files one after another kept each file's peak (the ranks overview
+/// of eight 88 MiB snapshots reached 2.2× the RSS of the largest alone; with it, 1.6×).
+/// Nothing to do on other C libraries.
+pub fn return_large_frees_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+        unsafe extern "C" {
+            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        // SAFETY: mallopt only sets a tuning parameter of glibc's allocator; it is called
+        // before any thread starts, and a refusal (0) leaves the default behaviour.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        }
+    }
+}

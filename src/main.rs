@@ -8,6 +8,7 @@ mod alloc_guard;
 static ALLOC: alloc_guard::Guard = alloc_guard::Guard;
 
 fn main() -> ExitCode {
+    alloc_guard::return_large_frees_to_the_system();
     if let Err(e) = memtide_core::budget::init_from_env() {
         eprintln!("memtide: error: {e}");
         return ExitCode::from(memtide::cli::EXIT_ERROR);
