@@ -10,18 +10,11 @@ mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const ROWS: u16 = 30;
 const COLS: u16 = 100;
 
-fn timeout() -> Duration {
-    let s = std::env::var("MEMTIDE_PTY_TIMEOUT_S")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    Duration::from_secs(s)
-}
+use support::timeout;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,15 +8,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
-fn timeout() -> Duration {
-    let s = std::env::var("MEMTIDE_PTY_TIMEOUT_S")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    Duration::from_secs(s)
-}
+use support::timeout;
 
 #[test]
 fn open_a_rank_and_return_to_the_overview() {

@@ -141,3 +141,12 @@ impl Drop for Pty {
         let _ = self.child.kill();
     }
 }
+
+/// How long a PTY test waits for screen text: `MEMTIDE_PTY_TIMEOUT_S` seconds, default 20.
+pub fn timeout() -> Duration {
+    let s = std::env::var("MEMTIDE_PTY_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    Duration::from_secs(s)
+}
