@@ -32,6 +32,21 @@ fn overview_200x50() {
 }
 
 #[test]
+fn a_long_directory_gives_way_to_the_counts_in_the_title() {
+    // A path as long as a CI checkout's (140 columns, wider than the screen): the counts and
+    // the sort stay whole, the directory keeps its last components.
+    let long = PathBuf::from(format!("tests{}/fixtures/ranks", "/fixtures/..".repeat(11)));
+    assert!(long.display().to_string().chars().count() > 100);
+    let h = Harness::open_ranks(&[long], 100, 30);
+    let screen = h.screen();
+    let title = screen.lines().next().unwrap();
+    assert!(title.contains("7/8 read"), "{title}");
+    assert!(title.contains("sort: rank (s)"), "{title}");
+    assert!(title.contains("…"), "{title}");
+    assert!(title.contains("fixtures/ranks"), "{title}");
+}
+
+#[test]
 fn the_worst_rank_is_starred_and_w_selects_it() {
     let mut h = Harness::open_ranks(&[job()], 120, 30);
     let st = ranks(&h);

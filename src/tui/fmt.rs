@@ -118,6 +118,21 @@ pub fn trunc(s: &str, w: usize) -> String {
     out
 }
 
+/// Truncates to `w` display columns from the left, keeping the end: a path's last
+/// components (`…/fixtures/ranks`) say more than its first.
+pub fn trunc_left(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out = String::from('…');
+    out.extend(s.chars().skip(n - (w - 1)));
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -132,6 +147,8 @@ mod tests {
         assert_eq!(time_ns(12_000), "12.000 µs");
         assert_eq!(time_ns(1_500_000_000), "1.500 s");
         assert_eq!(trunc("abcdef", 4), "abc…");
+        assert_eq!(trunc_left("/a/b/ranks", 6), "…ranks");
+        assert_eq!(trunc_left("ranks", 6), "ranks");
         assert_eq!(addr(139_897_518_161_920), "0x7f3c6de00000");
     }
 }

@@ -142,16 +142,12 @@ fn draw_header(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
     let w = area.width;
     let sep = sh.glyphs.sep();
     let (rows, failed, loading) = st.counts();
-    let mut title = format!(
-        " memtide ranks {sep} {} {sep} {rows}/{} read",
-        st.title,
-        rows + failed + loading
-    );
+    let mut counts = format!(" {sep} {rows}/{} read", rows + failed + loading);
     if loading > 0 {
-        title.push_str(&format!(" {sep} {loading} loading"));
+        counts.push_str(&format!(" {sep} {loading} loading"));
     }
     if failed > 0 {
-        title.push_str(&format!(" {sep} {failed} unreadable"));
+        counts.push_str(&format!(" {sep} {failed} unreadable"));
     }
     super::fill(buf, Rect::new(area.x, area.y, w, 1), th.header_title);
     let sort = match st.sort {
@@ -160,6 +156,10 @@ fn draw_header(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
     };
     let sw = sort.chars().count() as u16;
     let tw = w.saturating_sub(sw + 1);
+    // The directory gives way first: the counts say how far the reading is.
+    let lead = format!(" memtide ranks {sep} ");
+    let room = (tw as usize).saturating_sub(lead.chars().count() + counts.chars().count());
+    let title = format!("{lead}{}{counts}", fmt::trunc_left(&st.title, room.max(8)));
     put(
         buf,
         area.x,
