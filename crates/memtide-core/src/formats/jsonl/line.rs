@@ -310,7 +310,25 @@ impl<'de> DeserializeSeed<'de> for OptNumSeed {
     }
 }
 
+/// Parses one line: the fast scanner for the common shape, else serde (which also gives every
+/// error its wording).
 pub(super) fn parse_line<'b>(
+    bytes: &'b [u8],
+    strings: &mut Interner,
+    frames: &mut Vec<StrId>,
+    out: &mut RawLine<'b>,
+) -> Result<(), String> {
+    if let Ok(line) = std::str::from_utf8(bytes) {
+        if super::scan::scan_line(line, strings, frames, out) {
+            return Ok(());
+        }
+        *out = RawLine::default();
+    }
+    parse_line_serde(bytes, strings, frames, out)
+}
+
+/// Parses one line with serde_json (the reference reader).
+pub(super) fn parse_line_serde<'b>(
     bytes: &'b [u8],
     strings: &mut Interner,
     frames: &mut Vec<StrId>,

@@ -3,11 +3,13 @@
 //! frees apply before allocs, then written to the trace in application order.
 
 //!
-//! Three parts: `line` decodes one line, this file frames bytes into lines and gathers
-//! equal-`t` groups, `apply` gives each event its meaning.
+//! Four parts: `scan` reads a line of the common shape fast, `line` decodes any line (serde,
+//! the reference), this file frames bytes into lines and gathers equal-`t` groups, `apply`
+//! gives each event its meaning.
 
 mod apply;
 mod line;
+mod scan;
 
 use super::error::FormatError;
 use crate::trace::{AllocId, Bytes, Category, Clock, MarkKind, StackId, StrId, Trace};
