@@ -209,12 +209,12 @@ fn persistent(o: &mut String, s: &Summary) {
         return;
     }
     let mut line = format!("persistent       {}", human_bytes(p.total));
-    if let (Some(pa), Some(g), Some(op), Some(b)) = (p.params, p.grads, p.optimizer, p.buffers) {
+    if let (Some(op), Some(b)) = (p.optimizer, p.buffers) {
         let _ = write!(
             line,
             " = params {} + grads {} + optimizer {}",
-            human_bytes(pa),
-            human_bytes(g),
+            p.params.map_or("unknown".into(), human_bytes),
+            p.grads.map_or("unknown".into(), human_bytes),
             human_bytes(op)
         );
         if b > 0 {

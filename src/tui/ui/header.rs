@@ -146,13 +146,13 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
 /// The persistent band's split, short: `params 1.0Gi + grads 1.0Gi + optim 2.0Gi · 16.0
 /// B/param`; None when the source splits nothing.
 pub fn breakdown(p: &Persistent) -> Option<String> {
-    let (Some(pa), Some(g), Some(o), Some(b)) = (p.params, p.grads, p.optimizer, p.buffers) else {
+    let (Some(o), Some(b)) = (p.optimizer, p.buffers) else {
         return None;
     };
     let mut s = format!(
         "params {} + grads {} + optim {}",
-        fmt::bytes_short(pa),
-        fmt::bytes_short(g),
+        p.params.map_or("unknown".into(), fmt::bytes_short),
+        p.grads.map_or("unknown".into(), fmt::bytes_short),
         fmt::bytes_short(o)
     );
     if b > 0 {

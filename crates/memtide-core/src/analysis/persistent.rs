@@ -9,7 +9,9 @@ use crate::trace::{AllocId, Category, Trace, FLAG_INFERRED};
 pub struct Persistent {
     /// Every persistent byte (params + grads + optimizer + buffers + other).
     pub total: u64,
-    /// None when the source splits nothing (every persistent byte is `other`).
+    /// None when the source splits nothing (every persistent byte is `other`); `params` also
+    /// and `grads` (when none was found either) when inferred categories found no parameter:
+    /// then the figure is unknown, not 0.
     pub params: Option<u64>,
     pub grads: Option<u64>,
     pub optimizer: Option<u64>,
@@ -51,23 +53,29 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
         return None;
     }
     let split = p + g + o + b > 0;
+    // Inferred categories with no parameter among them: the weights were allocated before
+    // the recording began or their stacks do not say what they are; they may well be among
+    // the unknown bytes, so "0 parameters" would be a guess.
+    let params_known = split && !(inferred && p == 0);
     let total = p + g + o + b + other;
     let param_count = param_count(trace);
     let bytes_per_param = param_count
-        .filter(|&n| n > 0)
+        .filter(|&n| n > 0 && params_known)
         .map(|n| (p + g + o) as f64 / n as f64);
     Some(Persistent {
         total,
-        params: split.then_some(p),
-        grads: split.then_some(g),
+        params: params_known.then_some(p),
+        grads: (params_known || g > 0).then_some(g).filter(|_| split),
         optimizer: split.then_some(o),
         buffers: split.then_some(b),
         other,
         param_count,
         bytes_per_param: bytes_per_param.filter(|_| split),
         source: if inferred { "inferred" } else { "recorded" },
-        model: if split {
+        model: if params_known {
             fit(p, g, o, param_count)
+        } else if split {
+            "parameters and gradients not identified: allocated before the recording began or not recognisable from their stacks; they may be among the unknown bytes".into()
         } else {
             "not split: the source records no parameter/gradient/optimizer categories".into()
         },
@@ -131,6 +139,7 @@ fn fit(params: u64, grads: u64, opt: u64, count: Option<u64>) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -143,5 +152,56 @@ mod tests {
         assert!(fit(40, 40, 130, Some(10)).starts_with("fits no usual model"));
         assert!(fit(40, 40, 80, Some(3)).starts_with("fits no usual model"));
         assert!(fit(0, 0, 80, None).starts_with("no parameters found"));
+    }
+
+    /// Storages of the given categories, inferred or recorded, all live.
+    fn trace_of(cats: &[Category], inferred: bool) -> (Trace, Vec<AllocId>) {
+        use crate::trace::{Bytes, Seq, StackId, StorageKind, StrId};
+        let mut t = Trace::new("cuda:0", "test", "snapshot");
+        let ids = cats
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                let id = t.new_storage(
+                    Seq(0),
+                    Bytes(100),
+                    Category::Unknown,
+                    StorageKind::Block,
+                    StrId(0),
+                    StackId(0),
+                    i as u64,
+                );
+                t.set_category(id, c, inferred);
+                id
+            })
+            .collect::<Vec<_>>();
+        (t, ids)
+    }
+
+    #[test]
+    fn inferred_optimizer_state_without_parameters_leaves_parameters_unknown() {
+        let (t, ids) = trace_of(&[Category::Optimizer, Category::Optimizer], true);
+        let p = persistent(&t, &ids).unwrap();
+        assert_eq!(
+            p.params, None,
+            "no parameter identified is not 0 parameters"
+        );
+        assert_eq!(p.optimizer, Some(200));
+        assert_eq!(p.bytes_per_param, None);
+        assert_eq!(p.grads, None, "no gradient identified either");
+        assert!(
+            p.model
+                .starts_with("parameters and gradients not identified"),
+            "{}",
+            p.model
+        );
+        // Recorded categories say what they say: no parameter means 0.
+        let (t, ids) = trace_of(&[Category::Optimizer], false);
+        let p = persistent(&t, &ids).unwrap();
+        assert_eq!(p.params, Some(0));
+        // Inferred with parameters found: the split is given.
+        let (t, ids) = trace_of(&[Category::Param, Category::Optimizer], true);
+        let p = persistent(&t, &ids).unwrap();
+        assert_eq!((p.params, p.optimizer), (Some(100), Some(100)));
     }
 }
