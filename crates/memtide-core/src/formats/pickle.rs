@@ -312,11 +312,19 @@ impl Arena {
         }
     }
 
+    #[cold]
     fn memo_get(&mut self, idx: u64) -> Option<Val> {
         let v = match self.memo.get(idx as usize) {
             Some(v) => *v,
             None => *self.memo_far.get(&idx)?,
         };
+        self.mark_fetched(v);
+        Some(v)
+    }
+
+    /// A memo hit fetched `v`: a container may now have other holders (never released).
+    #[inline(always)]
+    fn mark_fetched(&mut self, v: Val) {
         match v {
             Val::List(id) => {
                 if let Some(s) = self.lists.get_mut(id as usize) {
@@ -330,7 +338,6 @@ impl Arena {
             }
             _ => {}
         }
-        Some(v)
     }
 
     /// Drops the memo (call after the last opcode to free memory early).
@@ -447,34 +454,39 @@ impl<R: Read> Src<R> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8], FormatError> {
-        if !self.fill(n)? {
-            return Err(FormatError::at(
-                self.offset(),
-                format!(
-                    "the pickle is truncated: {what} needs {n} more bytes but the input ends after {}",
-                    self.end - self.pos
-                ),
-            ));
+        if self.end - self.pos < n && !self.refill(n)? {
+            return Err(self.truncated(n, what));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
-    #[inline]
+    #[cold]
+    fn truncated(&self, n: usize, what: &str) -> FormatError {
+        FormatError::at(
+            self.offset(),
+            format!(
+                "the pickle is truncated: {what} needs {n} more bytes but the input ends after {}",
+                self.end - self.pos
+            ),
+        )
+    }
+
+    #[inline(always)]
     fn u8(&mut self, what: &str) -> Result<u8, FormatError> {
         Ok(self.take(1, what)?[0])
     }
 
-    #[inline]
+    #[inline(always)]
     fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
         let b = self.take(8, what)?;
         let mut a = [0u8; 8];
@@ -771,7 +783,15 @@ pub fn unpickle_into<R: Read>(
                 } else {
                     src.u32("LONG_BINGET")? as u64
                 };
-                match a.memo_get(idx) {
+                // Fast path inline (most opcodes of a snapshot are memo fetches).
+                let hit = match a.memo.get(idx as usize) {
+                    Some(&v) => {
+                        a.mark_fetched(v);
+                        Some(v)
+                    }
+                    None => a.memo_get(idx),
+                };
+                match hit {
                     Some(v) => stack.push(v),
                     None => {
                         return Err(err(format!(
