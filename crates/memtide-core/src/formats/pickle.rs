@@ -312,11 +312,19 @@ impl Arena {
         }
     }
 
+    #[cold]
     fn memo_get(&mut self, idx: u64) -> Option<Val> {
         let v = match self.memo.get(idx as usize) {
             Some(v) => *v,
             None => *self.memo_far.get(&idx)?,
         };
+        self.mark_fetched(v);
+        Some(v)
+    }
+
+    /// A memo hit fetched `v`: a container may now have other holders (never released).
+    #[inline(always)]
+    fn mark_fetched(&mut self, v: Val) {
         match v {
             Val::List(id) => {
                 if let Some(s) = self.lists.get_mut(id as usize) {
@@ -330,7 +338,6 @@ impl Arena {
             }
             _ => {}
         }
-        Some(v)
     }
 
     /// Drops the memo (call after the last opcode to free memory early).
@@ -382,6 +389,17 @@ struct Src<R> {
 const CHUNK: usize = 4 << 20;
 
 impl<R: Read> Src<R> {
+    fn new(r: R) -> Self {
+        Src {
+            r,
+            buf: Vec::new(),
+            pos: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+        }
+    }
+
     fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
@@ -436,34 +454,39 @@ impl<R: Read> Src<R> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8], FormatError> {
-        if !self.fill(n)? {
-            return Err(FormatError::at(
-                self.offset(),
-                format!(
-                    "the pickle is truncated: {what} needs {n} more bytes but the input ends after {}",
-                    self.end - self.pos
-                ),
-            ));
+        if self.end - self.pos < n && !self.refill(n)? {
+            return Err(self.truncated(n, what));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
-    #[inline]
+    #[cold]
+    fn truncated(&self, n: usize, what: &str) -> FormatError {
+        FormatError::at(
+            self.offset(),
+            format!(
+                "the pickle is truncated: {what} needs {n} more bytes but the input ends after {}",
+                self.end - self.pos
+            ),
+        )
+    }
+
+    #[inline(always)]
     fn u8(&mut self, what: &str) -> Result<u8, FormatError> {
         Ok(self.take(1, what)?[0])
     }
 
-    #[inline]
+    #[inline(always)]
     fn u32(&mut self, what: &str) -> Result<u32, FormatError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn u64(&mut self, what: &str) -> Result<u64, FormatError> {
         let b = self.take(8, what)?;
         let mut a = [0u8; 8];
@@ -561,6 +584,102 @@ fn decode_long(b: &[u8]) -> Val {
     }
 }
 
+/// How [`walk_opcodes`] skips an opcode's argument: a fixed byte count (0–8), a
+/// little-endian length of 1, 4 or 8 bytes then that many bytes (`LEN | width`), STOP, or
+/// not walked (an opcode [`unpickle_into`] does not read either).
+const LEN: u8 = 0x10;
+const STOP: u8 = 0x20;
+const NOT_WALKED: u8 = 0xff;
+
+const WALK: [u8; 256] = {
+    let mut t = [NOT_WALKED; 256];
+    // No argument.
+    let none = [
+        0x94, b'N', 0x88, 0x89, b'}', b']', b')', b'(', b'0', b'1', 0x85, 0x86, 0x87, b't', b'l',
+        b'd', b'a', b'e', b's', b'u',
+    ];
+    let mut i = 0;
+    while i < none.len() {
+        t[none[i] as usize] = 0;
+        i += 1;
+    }
+    t[b'.' as usize] = STOP;
+    t[0x80] = 1; // PROTO
+    t[0x95] = 8; // FRAME (its length is a hint; the opcodes inside are walked as usual)
+    t[b'q' as usize] = 1; // BINPUT
+    t[b'r' as usize] = 4; // LONG_BINPUT
+    t[b'h' as usize] = 1; // BINGET
+    t[b'j' as usize] = 4; // LONG_BINGET
+    t[b'K' as usize] = 1; // BININT1
+    t[b'M' as usize] = 2; // BININT2
+    t[b'J' as usize] = 4; // BININT
+    t[b'G' as usize] = 8; // BINFLOAT
+    t[0x8c] = LEN | 1; // SHORT_BINUNICODE
+    t[b'X' as usize] = LEN | 4; // BINUNICODE
+    t[0x8d] = LEN | 8; // BINUNICODE8
+    t[b'C' as usize] = LEN | 1; // SHORT_BINBYTES
+    t[b'B' as usize] = LEN | 4; // BINBYTES
+    t[0x8e] = LEN | 8; // BINBYTES8
+    t[0x8a] = LEN | 1; // LONG1
+    t[0x8b] = LEN | 4; // LONG4 (signed: a negative length is refused)
+    t
+};
+
+/// The bare opcode walk, the floor a decoder is measured against: reads the pickle and
+/// skips every opcode's argument by its encoding (protocols 2–5, the opcodes
+/// [`unpickle_into`] reads), building nothing and checking no UTF-8. Returns the number of
+/// opcodes up to and including STOP (what Python's `pickletools.genops` yields).
+///
+/// Bad input is a [`FormatError::At`]: truncation, an opcode outside that set, a declared
+/// length over [`MAX_STRING`].
+pub fn walk_opcodes<R: Read>(r: R) -> Result<u64, FormatError> {
+    let mut src = Src::new(r);
+    let mut n = 0u64;
+    loop {
+        let off = src.offset();
+        if !src.fill(1)? {
+            return Err(FormatError::at(
+                off,
+                "the pickle is truncated: the input ends before the STOP opcode",
+            ));
+        }
+        let op = src.buf[src.pos];
+        src.pos += 1;
+        n += 1;
+        let k = WALK[op as usize];
+        if k <= 8 {
+            src.take(k as usize, "an opcode argument")?;
+            continue;
+        }
+        if k == STOP {
+            return Ok(n);
+        }
+        if k == NOT_WALKED {
+            return Err(FormatError::at(
+                off,
+                format!("opcode 0x{op:02x} is not one a memory snapshot uses"),
+            ));
+        }
+        let len = match k & 0x0f {
+            1 => src.u8("a length")? as u64,
+            4 if op == 0x8b => {
+                let l = src.u32("a length")? as i32;
+                if l < 0 {
+                    return Err(FormatError::at(
+                        off,
+                        format!("LONG4 with negative length {l}"),
+                    ));
+                }
+                l as u64
+            }
+            4 => src.u32("a length")? as u64,
+            _ => src.u64("a length")?,
+        };
+        let len = bounded_len(len, "an argument").map_err(|e| FormatError::at(off, e))?;
+        src.take(len, "an opcode argument")?;
+    }
+}
+
 /// Reads one pickle from `r`. Returns the arena and the top-level value.
 pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), FormatError> {
     let mut arena = Arena::new();
@@ -578,14 +697,7 @@ pub fn unpickle_into<R: Read>(
     a: &mut Arena,
     hook: &mut impl Hook,
 ) -> Result<Val, FormatError> {
-    let mut src = Src {
-        r,
-        buf: Vec::new(),
-        pos: 0,
-        end: 0,
-        base: 0,
-        eof: false,
-    };
+    let mut src = Src::new(r);
     let mut stack: Vec<Val> = Vec::with_capacity(1024);
     let mut marks: Vec<usize> = Vec::with_capacity(64);
     let mut proto_seen = false;
@@ -671,7 +783,15 @@ pub fn unpickle_into<R: Read>(
                 } else {
                     src.u32("LONG_BINGET")? as u64
                 };
-                match a.memo_get(idx) {
+                // Fast path inline (most opcodes of a snapshot are memo fetches).
+                let hit = match a.memo.get(idx as usize) {
+                    Some(&v) => {
+                        a.mark_fetched(v);
+                        Some(v)
+                    }
+                    None => a.memo_get(idx),
+                };
+                match hit {
                     Some(v) => stack.push(v),
                     None => {
                         return Err(err(format!(
@@ -1023,6 +1143,60 @@ mod tests {
             e.contains("already converted") && e.contains("byte offset 29"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn walk_counts_opcodes() {
+        // The shared-memo pickle above: PROTO FRAME EMPTY_LIST MEMOIZE MARK EMPTY_LIST MEMOIZE
+        // EMPTY_DICT MEMOIZE SHORT_BINUNICODE MEMOIZE BININT1 SETITEM APPEND BINGET APPENDS
+        // STOP = 17 (pickletools.genops agrees).
+        let b = b"\x80\x04\x95\x13\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94}\x94\x8c\x01x\x94K\x01sah\x01e.";
+        assert_eq!(walk_opcodes(&b[..]).unwrap(), 17);
+        // Every length-prefixed and fixed-width argument kind, each once, by hand:
+        // PROTO 2, BINUNICODE "ab", BINBYTES8 b"", LONG4 of 2 bytes, BINFLOAT, BININT2,
+        // TUPLE3, POP, STOP = 9 (pickletools.genops agrees; pickle.loads gives b"").
+        let mut b = vec![0x80, 2, b'X', 2, 0, 0, 0, b'a', b'b', 0x8e];
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&[0x8b, 2, 0, 0, 0, 1, 2, b'G']);
+        b.extend_from_slice(&[0x3f, 0xf0, 0, 0, 0, 0, 0, 0, b'M', 1, 2, 0x87, b'0', b'.']);
+        assert_eq!(walk_opcodes(&b[..]).unwrap(), 9);
+        // The decoder reads the same bytes (the walk's set is the decoder's).
+        let (_, top) = load(&b).unwrap();
+        assert!(matches!(top, Val::Bytes(_)));
+    }
+
+    #[test]
+    fn walk_counts_the_baseline_like_genops() {
+        // `sum(1 for _ in pickletools.genops(open(path, "rb").read()))` = 273718 (Python 3).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/snapshot-baseline/baseline.pickle"
+        );
+        let f = std::fs::File::open(path).unwrap();
+        assert_eq!(walk_opcodes(f).unwrap(), 273_718);
+    }
+
+    #[test]
+    fn walk_refuses_what_the_decoder_refuses() {
+        let e = walk_opcodes(&b"\x80\x02cos\nsystem\n."[..])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0x63") && e.contains("byte offset 2"), "{e}");
+        let e = walk_opcodes(&b"\x80\x04\x8c\x05ab"[..])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("byte offset 4") && e.contains("truncated"),
+            "{e}"
+        );
+        let e = walk_opcodes(&b"\x80\x04\x8b\xff\xff\xff\xff."[..])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("negative"), "{e}");
+        let e = walk_opcodes(&b"\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\xff."[..])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exceeds the limit"), "{e}");
     }
 
     #[test]

@@ -330,19 +330,12 @@ impl Conv {
         }
         let mut packed = std::mem::take(&mut self.packed);
         packed.clear();
-        let n = a.list(l).len();
-        for i in 0..n {
-            let Some(&item) = a.list(l).get(i) else { break };
+        // The items are taken out (consume_list below drops them anyway, and an error
+        // ends the load), so each frame is read without a lookup of the list.
+        let items = a.list_mut(l).map(std::mem::take).unwrap_or_default();
+        for &item in &items {
             let p = match item {
-                Val::Dict(f) => {
-                    let p = self.frame_of(a, f)?;
-                    if let Some(items) = a.list_mut(l) {
-                        if let Some(it) = items.get_mut(i) {
-                            *it = Val::Done(FRAME, p);
-                        }
-                    }
-                    p
-                }
+                Val::Dict(f) => self.frame_of(a, f)?,
                 Val::Done(FRAME, p) => p,
                 // Some writers (FX) put plain strings in frame lists.
                 Val::Str(s) => {
