@@ -35,6 +35,10 @@ impl Pty {
         self.0.wait_for(text, timeout())
     }
 
+    fn wait_for_all(&self, texts: &[&str]) -> String {
+        self.0.wait_for_all(texts, timeout())
+    }
+
     fn send(&mut self, bytes: &[u8]) {
         self.0.send(bytes);
     }
@@ -66,14 +70,11 @@ fn open_peak_search_quit_restores_the_terminal() {
     p.send(b"p");
     p.wait_for("cursor #30 ");
     // A frame can arrive in several reads: wait for its last part too.
-    let s = p.wait_for("retained by view");
-    assert!(s.contains("cursor #30 "), "{s}");
-    assert!(s.contains("288.0 MiB"), "{s}");
+    p.wait_for_all(&["retained by view", "cursor #30 ", "288.0 MiB"]);
     p.send(b"\x1b[H/adam.py");
     p.wait_for("5 storages match");
     p.send(b"\r");
-    let s = p.wait_for("match 1/5");
-    assert!(s.contains("cursor #30 "), "{s}");
+    p.wait_for_all(&["match 1/5", "cursor #30 "]);
     p.send(b"q");
     assert_eq!(p.wait_exit(), 0);
     assert!(!p.alternate_screen(), "alternate screen left on exit");
@@ -85,8 +86,7 @@ fn inspect_shows_the_holding_view() {
     let mut p = Pty::spawn(&[path.to_str().unwrap()]);
     p.wait_for("live at #30");
     p.send(b"\r");
-    let s = p.wait_for("attn_probe");
-    assert!(s.contains("model.py:31 attention"), "{s}");
+    p.wait_for_all(&["attn_probe", "model.py:31 attention"]);
     p.send(b"\x03"); // Ctrl-C
     assert_eq!(p.wait_exit(), 0);
     assert!(!p.alternate_screen());
@@ -96,10 +96,19 @@ fn inspect_shows_the_holding_view() {
 fn bad_file_shows_the_error_and_exits_non_zero() {
     let path = fixture("bad.jsonl");
     let mut p = Pty::spawn(&[path.to_str().unwrap()]);
-    let s = p.wait_for("cannot open");
-    // The error view wraps long paths, so "line 2" may straddle a line break.
-    let unwrapped: String = s.split_whitespace().collect();
-    assert!(unwrapped.contains("line2:"), "{s}");
+    p.wait_for("cannot open");
+    // The error view wraps long paths, so "line 2" may straddle a line break; and the rest
+    // of the frame may still be on its way.
+    let start = std::time::Instant::now();
+    loop {
+        let s = p.0.screen();
+        let unwrapped: String = s.split_whitespace().collect();
+        if unwrapped.contains("line2:") {
+            break;
+        }
+        assert!(start.elapsed() < timeout(), "no 'line 2:' on screen:\n{s}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     p.send(b"q");
     assert_eq!(p.wait_exit(), 2);
     assert!(!p.alternate_screen());
@@ -165,10 +174,7 @@ fn diff_a_b_shows_both_peaks_and_quits_cleanly() {
     );
     let mut p = Pty::spawn(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
     // The README's peaks: 9536 MiB plain, 8512 MiB checkpointed.
-    p.wait_for("peak B 8.312 GiB");
-    // A frame can arrive in several reads: wait for A's figure too.
-    let s = p.wait_for("peak A 9.312 GiB");
-    assert!(s.contains("peak B 8.312 GiB"), "{s}");
+    p.wait_for_all(&["peak B 8.312 GiB", "peak A 9.312 GiB"]);
     assert!(
         p.alternate_screen(),
         "the diff screen runs on the alternate screen"
@@ -185,8 +191,7 @@ fn two_files_open_the_diff_screen_in_the_explorer() {
     let (a, b) = (sample("train-3steps.jsonl"), sample("train-leak.jsonl"));
     let mut p = Pty::spawn(&[a.to_str().unwrap(), b.to_str().unwrap()]);
     // train-leak peaks at 10560 MiB (README).
-    let s = p.wait_for("peak B 10.31 GiB");
-    assert!(s.contains("memtide diff"), "{s}");
+    p.wait_for_all(&["peak B 10.31 GiB", "memtide diff"]);
     p.send(b"\x03");
     assert_eq!(p.wait_exit(), 0);
     assert!(!p.alternate_screen());

@@ -27,16 +27,26 @@ fn o_lands_on_the_oom_with_its_verdict_and_s_shows_the_segments() {
     p.send(b"o");
     // The OOM is entry #29 (truth.json); 3.5 GiB free but no 1 GiB block: fragmentation.
     // The figures sit above the verdict row, so they are on screen once it is.
-    let s = p.wait_for("verdict           fragmentation", timeout());
-    assert!(s.contains("cursor #29 "), "{s}");
-    assert!(s.contains("largest free      512.0 MiB"), "{s}");
-    assert!(s.contains("capacity          8.000 GiB"), "{s}");
+    p.wait_for_all(
+        &[
+            "verdict           fragmentation",
+            "cursor #29 ",
+            "largest free      512.0 MiB",
+            "capacity          8.000 GiB",
+        ],
+        timeout(),
+    );
     p.send(b"s");
     // One 7 GiB segment at the generator's base address 0x7E00_0000_0000.
     // (Waiting for the end of the row: a frame can arrive in several reads.)
-    let s = p.wait_for("7.000 GiB  3.500 GiB  default", timeout());
-    assert!(s.contains("allocator at #29"), "{s}");
-    assert!(s.contains("0x7e0000000000"), "{s}");
+    p.wait_for_all(
+        &[
+            "7.000 GiB  3.500 GiB  default",
+            "allocator at #29",
+            "0x7e0000000000",
+        ],
+        timeout(),
+    );
     p.send(b"q");
     assert_eq!(p.wait_exit(timeout()), Some(0));
 }

@@ -94,14 +94,21 @@ impl Pty {
 
     /// Waits until the screen shows `text`, polling every 10 ms; panics after `limit`.
     pub fn wait_for(&self, text: &str, limit: Duration) -> String {
+        self.wait_for_all(&[text], limit)
+    }
+
+    /// Waits until the screen shows every one of `texts` at once (a frame can arrive in
+    /// several reads, and a row drawn later may still be the previous frame's); panics after
+    /// `limit` with the screen.
+    pub fn wait_for_all(&self, texts: &[&str], limit: Duration) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
-            if s.contains(text) {
+            if texts.iter().all(|t| s.contains(t)) {
                 return s;
             }
             if start.elapsed() > limit {
-                panic!("timed out waiting for {text:?}; screen:\n{s}");
+                panic!("timed out waiting for {texts:?}; screen:\n{s}");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
