@@ -680,6 +680,36 @@ pub fn walk_opcodes<R: Read>(r: R) -> Result<u64, FormatError> {
     }
 }
 
+/// The rest of a run of memo fetches (a stack's frames are dozens of BINGETs in a row), taken
+/// without the main loop's refill and dispatch. Anything else — another opcode, a fetch cut
+/// by the buffer's end, a slot off the flat memo — is left to the main loop, which reads it
+/// with its full checks.
+#[inline(always)]
+fn fetch_run<R>(src: &mut Src<R>, a: &mut Arena, stack: &mut Vec<Val>) {
+    let buf = &src.buf[..src.end];
+    let mut p = src.pos;
+    loop {
+        let (idx, next) = match buf.get(p) {
+            Some(b'h') => match buf.get(p + 1) {
+                Some(&i) => (usize::from(i), p + 2),
+                None => break,
+            },
+            Some(b'j') => match buf.get(p + 1..p + 5) {
+                Some(&[b0, b1, b2, b3]) => (u32::from_le_bytes([b0, b1, b2, b3]) as usize, p + 5),
+                _ => break,
+            },
+            _ => break,
+        };
+        let Some(&v) = a.memo.get(idx) else {
+            break;
+        };
+        a.mark_fetched(v);
+        stack.push(v);
+        p = next;
+    }
+    src.pos = p;
+}
+
 /// Reads one pickle from `r`. Returns the arena and the top-level value.
 pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), FormatError> {
     let mut arena = Arena::new();
@@ -799,6 +829,7 @@ pub fn unpickle_into<R: Read>(
                         )))
                     }
                 }
+                fetch_run(&mut src, a, &mut stack);
             }
             0x8c | b'X' | 0x8d => {
                 let n = match op {
@@ -1197,6 +1228,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("exceeds the limit"), "{e}");
+    }
+
+    #[test]
+    fn a_run_of_memo_fetches_reads_as_single_fetches_and_keeps_error_offsets() {
+        // PROTO 4, MARK, EMPTY_LIST, MEMOIZE (memo 0), then fetches of it: BINGET 0,
+        // LONG_BINGET 0, BINGET 0, LIST (the MARK's items), STOP.
+        let b = b"\x80\x04(]\x94h\x00j\x00\x00\x00\x00h\x00l.";
+        let (a, top) = load(b).unwrap();
+        let Val::List(id) = top else {
+            panic!("a list: {top:?}")
+        };
+        let items = a.list(id);
+        assert_eq!(items.len(), 4, "the list and its three fetches");
+        assert!(items.iter().all(|v| *v == items[0]), "{items:?}");
+        // A fetch of a slot never stored, inside a run: the error names its own offset
+        // (BINGET 0 at 4, BINGET 0 at 6, BINGET 9 at 8).
+        let b = b"\x80\x04]\x94h\x00h\x00h\x09.";
+        let e = load(b).unwrap_err().to_string();
+        assert!(
+            e.contains("memo reference 9") && e.contains("byte offset 8"),
+            "{e}"
+        );
+        // A LONG_BINGET cut by the end of the input, after a run.
+        let b = b"\x80\x04]\x94h\x00j\x00\x00";
+        let e = load(b).unwrap_err().to_string();
+        assert!(
+            e.contains("truncated") && e.contains("byte offset 7"),
+            "{e}"
+        );
     }
 
     #[test]
