@@ -404,6 +404,21 @@ impl<R: Read> Src<R> {
         self.base + self.pos as u64
     }
 
+    /// The next opcode and its offset; the input may not end before STOP.
+    #[inline(always)]
+    fn opcode(&mut self) -> Result<(u64, u8), FormatError> {
+        let off = self.offset();
+        if !self.fill(1)? {
+            return Err(FormatError::at(
+                off,
+                "the pickle is truncated: the input ends before the STOP opcode",
+            ));
+        }
+        let op = self.buf[self.pos];
+        self.pos += 1;
+        Ok((off, op))
+    }
+
     /// Ensures `n` bytes are buffered at `pos`; false at end of input.
     #[inline]
     fn fill(&mut self, n: usize) -> Result<bool, FormatError> {
@@ -636,15 +651,7 @@ pub fn walk_opcodes<R: Read>(r: R) -> Result<u64, FormatError> {
     let mut src = Src::new(r);
     let mut n = 0u64;
     loop {
-        let off = src.offset();
-        if !src.fill(1)? {
-            return Err(FormatError::at(
-                off,
-                "the pickle is truncated: the input ends before the STOP opcode",
-            ));
-        }
-        let op = src.buf[src.pos];
-        src.pos += 1;
+        let (off, op) = src.opcode()?;
         n += 1;
         let k = WALK[op as usize];
         if k <= 8 {
@@ -733,15 +740,7 @@ pub fn unpickle_into<R: Read>(
     let mut proto_seen = false;
 
     loop {
-        let off = src.offset();
-        if !src.fill(1)? {
-            return Err(FormatError::at(
-                off,
-                "the pickle is truncated: the input ends before the STOP opcode",
-            ));
-        }
-        let op = src.buf[src.pos];
-        src.pos += 1;
+        let (off, op) = src.opcode()?;
         let err = |reason: String| FormatError::at(off, reason);
         macro_rules! pop {
             ($what:expr) => {
