@@ -540,3 +540,21 @@ fn check_growth_names_where_the_survivors_were_allocated() {
         "{text}"
     );
 }
+
+/// The leak sample's baseline growth reads the same in the text summary and the Markdown
+/// report (the figures of the README's leak example).
+#[test]
+fn growth_after_warm_up_has_one_wording_in_text_and_markdown() {
+    let path = sample("train-leak.jsonl");
+    let text = stdout(&["summary"], &path);
+    let md = stdout(&["summary", "--markdown"], &path);
+    let words = "+1.000 GiB (+15.4 %) — rising at every step: a probable leak or retained graph";
+    assert!(
+        text.contains(&format!("baseline after warm-up: {words}")),
+        "{text}"
+    );
+    assert!(
+        md.contains(&format!("Baseline after warm-up: {words}.")),
+        "{md}"
+    );
+}

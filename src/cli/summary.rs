@@ -521,19 +521,8 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
                 human_bytes(r.peak.0)
             );
         }
-        if let (Some(g), Some(d)) = (t.growth, t.growth_bytes) {
-            let sign = if d < 0 { "-" } else { "+" };
-            let _ = writeln!(
-                o,
-                "  baseline after warm-up: {sign}{} ({:+.1}%){}",
-                human_bytes(d.unsigned_abs() as u64),
-                g * 100.0,
-                if t.rising {
-                    " — rising at every step: probable leak or retained graph"
-                } else {
-                    ""
-                }
-            );
+        if let Some(words) = t.growth_words() {
+            let _ = writeln!(o, "  baseline after warm-up: {words}");
         }
         if !t.survivors.is_empty() {
             let _ = writeln!(

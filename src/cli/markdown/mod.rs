@@ -245,19 +245,8 @@ fn steps(o: &mut String, s: &Summary) {
         );
     }
     let _ = writeln!(o);
-    if let (Some(g), Some(d)) = (t.growth, t.growth_bytes) {
-        let sign = if d < 0 { "−" } else { "+" };
-        let _ = writeln!(
-            o,
-            "Baseline after warm-up: {sign}{} ({:+.1} %){}.\n",
-            human_bytes(d.unsigned_abs() as u64),
-            g * 100.0,
-            if t.rising {
-                " — rising at every step: a probable leak or retained graph"
-            } else {
-                ""
-            }
-        );
+    if let Some(words) = t.growth_words() {
+        let _ = writeln!(o, "Baseline after warm-up: {words}.\n");
     }
     if !t.survivors.is_empty() {
         let _ = writeln!(

@@ -49,6 +49,23 @@ pub struct Trend {
     pub survivors: Vec<Survivor>,
 }
 
+impl Trend {
+    /// The baseline's growth after warm-up in words, one wording for every report:
+    /// `+1.000 GiB (+15.4 %) — rising at every step: a probable leak or retained graph`; None
+    /// when there are too few steps to tell.
+    pub fn growth_words(&self) -> Option<String> {
+        let (g, d) = (self.growth?, self.growth_bytes?);
+        let sign = if d < 0 { "−" } else { "+" };
+        let bytes = crate::trace::human_bytes(u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX));
+        let rising = if self.rising {
+            " — rising at every step: a probable leak or retained graph"
+        } else {
+            ""
+        };
+        Some(format!("{sign}{bytes} ({:+.1} %){rising}", g * 100.0))
+    }
+}
+
 fn total_before(index: &Index, at: Seq) -> Bytes {
     if at.0 == 0 {
         Bytes(index.baseline().total())
