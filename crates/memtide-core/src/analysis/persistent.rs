@@ -9,9 +9,9 @@ use crate::trace::{AllocId, Category, Trace, FLAG_INFERRED};
 pub struct Persistent {
     /// Every persistent byte (params + grads + optimizer + buffers + other).
     pub total: u64,
-    /// None when the source splits nothing (every persistent byte is `other`); `params` also
-    /// and `grads` (when none was found either) when inferred categories found no parameter:
-    /// then the figure is unknown, not 0.
+    /// None when the source splits nothing (every persistent byte is `other`). With inferred
+    /// categories that found no parameter, `params` is None too, and so is `grads` when no
+    /// gradient was found either: those figures are unknown, not 0.
     pub params: Option<u64>,
     pub grads: Option<u64>,
     pub optimizer: Option<u64>,
@@ -65,12 +65,13 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
     Some(Persistent {
         total,
         params: params_known.then_some(p),
-        grads: (params_known || g > 0).then_some(g).filter(|_| split),
+        // `params_known` and `g > 0` each imply `split`.
+        grads: (params_known || g > 0).then_some(g),
         optimizer: split.then_some(o),
         buffers: split.then_some(b),
         other,
         param_count,
-        bytes_per_param: bytes_per_param.filter(|_| split),
+        bytes_per_param,
         source: if inferred { "inferred" } else { "recorded" },
         model: if params_known {
             fit(p, g, o, param_count)
