@@ -3,7 +3,7 @@
 use super::InputArgs;
 use anyhow::{bail, Context, Result};
 use memtide_core::formats::device_log::DeviceLogOptions;
-use memtide_core::formats::{self, LoadOptions, Loaded, Progress};
+use memtide_core::formats::{self, LoadOptions, Loaded, Progress, Threads};
 use memtide_core::index::Index;
 use memtide_core::trace::Trace;
 use std::path::Path;
@@ -20,6 +20,11 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
             tz_east_us: a.device_log_tz,
             offset_us: a.device_log_offset.unwrap_or(0),
         }),
+        threads: if a.single_thread {
+            Threads::One
+        } else {
+            Threads::Auto
+        },
     }
 }
 

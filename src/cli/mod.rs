@@ -233,6 +233,10 @@ pub struct InputArgs {
     /// Keep C++ frames in snapshot stacks (hidden by default).
     #[arg(long)]
     pub cpp_frames: bool,
+    /// Read on one thread (no reading ahead, no parse on a second core): the same results,
+    /// slower; for comparison or a machine shared with a training run.
+    #[arg(long)]
+    pub single_thread: bool,
 }
 
 #[derive(Debug, Args, Default)]

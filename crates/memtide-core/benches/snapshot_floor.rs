@@ -75,4 +75,38 @@ fn main() {
             .sum()
     });
     row("load + index", load);
+    phases(&path, cpp);
+}
+
+/// One load split into its steps (one run each, after the best-of runs above warmed the
+/// page cache): where the time after the decode goes.
+fn phases(path: &Path, cpp: bool) {
+    use memtide_core::formats::snapshot;
+    let t = Instant::now();
+    let raw = from_pickle::read(std::fs::File::open(path).expect("open"), cpp).expect("decode");
+    let decode = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut traces = snapshot::build(&raw, "bench");
+    let build = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let histories = snapshot::histories(&raw, &traces);
+    let hist = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    memtide_core::load::infer_missing(
+        &mut traces,
+        &memtide_core::load::rules(&LoadOptions::default()).expect("rules"),
+    );
+    let infer = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let n: usize = traces.iter().map(|t| Index::build(t).len()).sum();
+    let index = t.elapsed().as_secs_f64();
+    black_box((n, histories.len()));
+    println!(
+        "  one load, by step    decode {:.0} ms · timeline {:.0} ms · allocator history {:.0} ms · infer {:.0} ms · index {:.0} ms",
+        decode * 1e3,
+        build * 1e3,
+        hist * 1e3,
+        infer * 1e3,
+        index * 1e3
+    );
 }

@@ -12,6 +12,7 @@ pub mod jsonl_write;
 pub mod kineto;
 pub mod memory_timeline;
 pub mod pickle;
+pub mod read_ahead;
 pub mod snapshot;
 pub mod source;
 
@@ -36,6 +37,32 @@ pub struct LoadOptions {
     pub rules: Option<PathBuf>,
     /// A device-usage log merged with a snapshot or Kineto trace (`--device-log`).
     pub device_log: Option<device_log::DeviceLogOptions>,
+    /// Whether a second thread reads ahead or parses (the results are the same either way).
+    pub threads: Threads,
+}
+
+/// How many threads a load may use. Every choice gives the same trace; tests hold them to
+/// that on every fixture.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// A second thread where the file is big enough for it to pay.
+    #[default]
+    Auto,
+    /// This thread only (`--single-thread`): for comparison, or a machine shared with a run.
+    One,
+    /// A second thread whatever the size (tests: the threaded path on small fixtures).
+    Always,
+}
+
+impl Threads {
+    /// Whether a second thread is used for a file of `size` bytes, worth one from `from`.
+    pub fn second_for(self, size: u64, from: u64) -> bool {
+        match self {
+            Threads::Auto => size >= from,
+            Threads::One => false,
+            Threads::Always => true,
+        }
+    }
 }
 
 /// Everything read from one file: one trace per device, in device order.
@@ -51,7 +78,7 @@ pub struct Loaded {
 /// Reads `path` whole, detecting its format from content (no category inference: see
 /// [`crate::load::load`]).
 pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
-    let input = source::open(path, progress)?;
+    let input = source::open(path, progress)?.read_ahead(opts.threads);
     let source_name = path.display().to_string();
     crate::budget::set_context(&format!("cannot read {source_name}"));
     if input.head.is_empty() {
@@ -121,7 +148,7 @@ pub fn read_jsonl_resumable(
     });
     // A followed file is plain (its head was detected as JSONL), so bytes fed (after a
     // byte-order mark) = file offset.
-    let input = source::open(path, progress)?;
+    let input = source::open(path, progress)?.read_ahead(opts.threads);
     let skipped = input.skipped;
     let offset = skipped + feed_all(input, &mut dec, &mut trace)?;
     dec.flush(&mut trace)?;

@@ -81,6 +81,22 @@ impl Input {
         Ok(v)
     }
 
+    /// The same input with the rest read (and inflated) ahead on a second thread when
+    /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]): any gzip file
+    /// over 1 MiB, a plain one over 128 MiB (below that, measured, moving the read calls to a
+    /// thread gained nothing; on a 1 GB Kineto trace it saves a fifth).
+    pub fn read_ahead(mut self, threads: super::Threads) -> Input {
+        let from = if self.gzip {
+            GZIP_READ_AHEAD_FROM
+        } else {
+            PLAIN_READ_AHEAD_FROM
+        };
+        if threads.second_for(self.file_size, from) {
+            self.rest = super::read_ahead::ReadAhead::spawn(self.rest);
+        }
+        self
+    }
+
     /// A reader over the whole decompressed content (head first).
     pub fn into_reader(self) -> impl Read + Send {
         io::Cursor::new(self.head).chain(self.rest)
@@ -124,6 +140,10 @@ pub fn io_or_cancel(e: io::Error) -> FormatError {
 }
 
 const HEAD: usize = 64 * 1024;
+
+/// Smaller files are read on the parser's thread (a thread costs more than it saves there).
+const GZIP_READ_AHEAD_FROM: u64 = 1 << 20;
+const PLAIN_READ_AHEAD_FROM: u64 = 128 << 20;
 
 /// Opens `path` for reading if it is a regular file (symlinks followed). A FIFO, socket,
 /// device or directory is refused before it is opened, so a pipe with no writer (or
