@@ -287,8 +287,6 @@ pub struct Trace {
     pub views_of: FxHashMap<AllocId, Vec<u32>>,
     /// Position at which a storage's base tensor was released while views kept it alive.
     pub base_released: FxHashMap<AllocId, Seq>,
-    /// Position of a snapshot `free_requested` (pending free until `free_completed`).
-    pub free_requested: FxHashMap<AllocId, Seq>,
     /// Unknown fields of a storage's alloc line, kept as JSON text.
     pub extra: FxHashMap<AllocId, StrId>,
     pub marks: Vec<Mark>,
@@ -339,7 +337,6 @@ impl Trace {
             views: Vec::new(),
             views_of: FxHashMap::default(),
             base_released: FxHashMap::default(),
-            free_requested: FxHashMap::default(),
             extra: FxHashMap::default(),
             marks: Vec::new(),
             changes: Vec::new(),
@@ -486,6 +483,32 @@ impl Trace {
         // Split so whole microseconds stay exact (ns since the epoch exceed f64's 53 bits).
         let ns = self.ts(at).0;
         Some((ns / 1000) as f64 + (ns % 1000) as f64 / 1000.0)
+    }
+
+    /// [`Trace::seq_at_time`] of each of `times`, the same answers: when both the trace's
+    /// times and `times` rise (annotations, steps), one walk that gallops from the last
+    /// answer instead of a binary search over the whole trace each.
+    pub fn seq_at_times(&self, times: &[Ts]) -> Vec<Option<Seq>> {
+        let rising = |v: &[i64]| v.windows(2).all(|w| w[0] <= w[1]);
+        let wanted: Vec<i64> = times.iter().map(|t| t.0).collect();
+        if !rising(&wanted) || !rising(&self.ts) {
+            return times.iter().map(|&t| self.seq_at_time(t)).collect();
+        }
+        let ts = &self.ts;
+        let mut lo = 0usize; // every ts[..lo] <= the current time
+        times
+            .iter()
+            .map(|&Ts(t)| {
+                let (mut hi, mut step) = (lo, 1usize);
+                while hi < ts.len() && ts[hi] <= t {
+                    lo = hi + 1;
+                    hi = lo.saturating_add(step).min(ts.len());
+                    step = step.saturating_mul(2);
+                }
+                lo += ts[lo..hi.max(lo)].partition_point(|&x| x <= t);
+                lo.checked_sub(1).map(|n| Seq(n as u64))
+            })
+            .collect()
     }
 
     /// The last position whose timestamp is ≤ `t` (None if before the first event).

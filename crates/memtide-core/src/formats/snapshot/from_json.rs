@@ -487,7 +487,7 @@ impl Ctx {
             }
         }
         let r = self.raw.rows.len() as u32;
-        self.raw.rows.push(Row {
+        let row = Row {
             addr: e.addr.map_or(0, Num::u64),
             size: e.size.map_or(0, Num::u64),
             time_us: e.time_us.map_or(0, Num::i64),
@@ -495,7 +495,9 @@ impl Ctx {
             name,
             action,
             has_time: e.time_us.is_some(),
-        });
+        };
+        self.raw.rows.push(row);
+        self.raw.note_row(r, &row);
         if let Some(f) = e.device_free {
             self.raw.device_free.insert(r, f.u64());
         }

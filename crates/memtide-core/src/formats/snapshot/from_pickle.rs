@@ -297,10 +297,7 @@ impl Conv {
                 row.stack = self.stack_val(a, val)?;
             }
         }
-        let r = u32::try_from(self.raw.rows.len()).map_err(|_| {
-            "more than 2^32 trace entries: over the limit memtide reads".to_string()
-        })?;
-        crate::budget::try_push(&mut self.raw.rows, row, "the trace entries")?;
+        let r = self.raw.push_row(row)?;
         if let Some(f) = device_free {
             self.raw.device_free.insert(r, f);
         }

@@ -96,7 +96,11 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
         .iter()
         .enumerate()
         .map(|(d, v)| (format!("device_traces[{d}]"), v));
-    for (name, rows) in traces.chain(std::iter::once(("host_traces".to_string(), &raw.host_rows))) {
+    // Rows are scanned only when one has such a size (to name it): most files have none.
+    let rows_to_check = traces
+        .chain(std::iter::once(("host_traces".to_string(), &raw.host_rows)))
+        .filter(|_| raw.any_negative_size);
+    for (name, rows) in rows_to_check {
         for (i, &r) in rows.iter().enumerate() {
             if let Some(row) = raw.rows.get(r as usize).filter(|row| neg(row.size)) {
                 return Err(bad(format!("{name}[{i}].size"), row.size));

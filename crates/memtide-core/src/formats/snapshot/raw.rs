@@ -40,6 +40,14 @@ impl Action {
         ("user_defined", Action::UserDefined),
     ];
 
+    /// Whether the entry maps or unmaps reserved memory.
+    pub fn is_segment_event(self) -> bool {
+        matches!(
+            self,
+            Action::SegmentAlloc | Action::SegmentFree | Action::SegmentMap | Action::SegmentUnmap
+        )
+    }
+
     pub fn parse(s: &str) -> Action {
         Action::KNOWN
             .iter()
@@ -146,6 +154,11 @@ pub struct Raw {
     /// Whether the file has a `device_traces` key (else: a bare segment list, or a dict with
     /// segments only: a snapshot without history).
     pub has_traces_key: bool,
+    /// One bit per row: a segment event (alloc, free, map, unmap). Rows are few of these,
+    /// and the replay's backward pass over a long trace reads only them.
+    segment_rows: Vec<u64>,
+    /// Whether any row's size is negative in the file (the check scans rows only then).
+    pub any_negative_size: bool,
 }
 
 impl Raw {
@@ -154,6 +167,37 @@ impl Raw {
             strings: Interner::new(),
             ..Raw::default()
         }
+    }
+
+    /// Appends a row (with [`Raw::note_row`], the only ways rows are added, so the notes
+    /// above stay true); its index.
+    pub fn push_row(&mut self, row: Row) -> Result<u32, String> {
+        let r = u32::try_from(self.rows.len()).map_err(|_| {
+            "more than 2^32 trace entries: over the limit memtide reads".to_string()
+        })?;
+        crate::budget::try_push(&mut self.rows, row, "the trace entries")?;
+        self.note_row(r, &row);
+        Ok(r)
+    }
+
+    /// Notes what later passes look for in row `r`, just pushed (for a reader that pushes
+    /// rows itself).
+    pub fn note_row(&mut self, r: u32, row: &Row) {
+        if row.action.is_segment_event() {
+            let (w, bit) = (r as usize / 64, r % 64);
+            if self.segment_rows.len() <= w {
+                self.segment_rows.resize(w + 1, 0);
+            }
+            self.segment_rows[w] |= 1 << bit;
+        }
+        self.any_negative_size |= row.size > i64::MAX as u64;
+    }
+
+    /// Whether row `r` is a segment event (false for a row that does not exist).
+    pub fn is_segment_row(&self, r: u32) -> bool {
+        self.segment_rows
+            .get(r as usize / 64)
+            .is_some_and(|w| w >> (r % 64) & 1 == 1)
     }
 }
 

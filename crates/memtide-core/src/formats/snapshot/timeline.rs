@@ -375,7 +375,9 @@ impl<'r> Replay<'r> {
             initial.add(a, b);
         }
         if !self.history_less {
-            for &r in rows.iter().rev() {
+            // Only segment events matter here: the bits say which rows are, without reading
+            // every row of a long trace.
+            for &r in rows.iter().rev().filter(|&&r| raw.is_segment_row(r)) {
                 let Some(row) = raw.rows.get(r as usize) else {
                     continue;
                 };
@@ -489,14 +491,12 @@ impl<'r> Replay<'r> {
         }
     }
 
-    /// `free_requested`: the tensor is gone; the block waits for its stream's events.
+    /// `free_requested`: the tensor is gone; the block waits for its stream's events (the
+    /// event itself marks where; the block stays live until `free_completed`).
     fn free_requested(&mut self, ts: Ts, row: &Row) {
-        let at = self.t.push_event(ts, EventKind::FreeRequested);
-        match self.live.get(&row.addr) {
-            Some(&id) => {
-                self.t.free_requested.insert(id, at);
-            }
-            None => self.n.unmatched_req += 1,
+        self.t.push_event(ts, EventKind::FreeRequested);
+        if !self.live.contains_key(&row.addr) {
+            self.n.unmatched_req += 1;
         }
     }
 
@@ -743,13 +743,22 @@ fn add_annotations(t: &mut Trace, anns: &[Annotation], d: u64) {
     }
     let mut open: Vec<(String, usize)> = Vec::new();
     let mut marks: Vec<Mark> = Vec::new();
-    for a in anns.iter().filter(|a| a.device.is_none_or(|x| x == d)) {
-        let ts = Ts(a.time_us.saturating_mul(1000));
-        let at = if t.clock.has_time() {
-            t.seq_at_time(ts).unwrap_or(Seq(0))
-        } else {
-            Seq(0)
-        };
+    let mine: Vec<&Annotation> = anns
+        .iter()
+        .filter(|a| a.device.is_none_or(|x| x == d))
+        .collect();
+    let times: Vec<Ts> = mine
+        .iter()
+        .map(|a| Ts(a.time_us.saturating_mul(1000)))
+        .collect();
+    let ats = if t.clock.has_time() {
+        t.seq_at_times(&times)
+    } else {
+        Vec::new()
+    };
+    for (i, a) in mine.into_iter().enumerate() {
+        let ts = times[i];
+        let at = ats.get(i).copied().flatten().unwrap_or(Seq(0));
         if a.start {
             let name = t.strings.intern(&a.name);
             open.push((a.name.clone(), marks.len()));
