@@ -31,17 +31,77 @@ pub fn read(
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
-    let traces = build(&raw, source);
-    Ok((histories(&raw, &traces), traces))
+    // The allocator histories and the traces read the decoded file independently: on two
+    // threads when the trace is long enough for that to pay.
+    let devices = cuda_devices(&raw);
+    let both = opts
+        .threads
+        .second_for(raw.rows.len() as u64, SECOND_THREAD_FROM_ROWS);
+    let (h, traces) = if both {
+        std::thread::scope(|s| {
+            let h = s.spawn(|| histories_of(&raw, &devices));
+            let traces = build(&raw, source);
+            // (A history that panicked is computed again here, to report the same way.)
+            let h = h.join().unwrap_or_else(|_| histories_of(&raw, &devices));
+            (h, traces)
+        })
+    } else {
+        (histories_of(&raw, &devices), build(&raw, source))
+    };
+    Ok((h, traces))
 }
+
+/// Traces at least this long build their allocator history on a second thread.
+const SECOND_THREAD_FROM_ROWS: u64 = 100_000;
 
 /// The allocator history of each CUDA device among `traces` ("cuda:N"), in trace order.
 pub fn histories(raw: &Raw, traces: &[Trace]) -> Vec<crate::allocator::History> {
-    traces
+    let devices: Vec<usize> = traces
         .iter()
         .filter_map(|t| t.device.strip_prefix("cuda:")?.parse::<usize>().ok())
-        .map(|d| to_allocator::history(raw, d))
+        .collect();
+    histories_of(raw, &devices)
+}
+
+fn histories_of(raw: &Raw, devices: &[usize]) -> Vec<crate::allocator::History> {
+    devices
+        .iter()
+        .map(|&d| to_allocator::history(raw, d))
         .collect()
+}
+
+/// The CUDA devices [`build`] makes a trace of, in its order.
+fn cuda_devices(raw: &Raw) -> Vec<usize> {
+    let mut out: Vec<usize> = (0..device_count(raw))
+        .filter(|&d| has_device(raw, d))
+        .collect();
+    let host = has_host_trace(raw);
+    if out.is_empty() && !host {
+        out.push(0);
+    }
+    out
+}
+
+/// Device numbers to look at: those with a trace list, or any segment's device.
+fn device_count(raw: &Raw) -> usize {
+    let max_seg_dev = raw
+        .segments
+        .iter()
+        .map(|s| s.device as usize + 1)
+        .max()
+        .unwrap_or(0);
+    raw.devices.len().max(max_seg_dev.min(1 << 16))
+}
+
+/// Whether CUDA device `d` has entries or segments (else it gets no trace).
+fn has_device(raw: &Raw, d: usize) -> bool {
+    let has_rows = raw.devices.get(d).is_some_and(|v| !v.is_empty());
+    has_rows || raw.segments.iter().any(|s| s.device == d as u64)
+}
+
+/// Whether pinned host memory gets a trace of its own.
+fn has_host_trace(raw: &Raw) -> bool {
+    raw.has_host && (!raw.host_rows.is_empty() || !raw.host_segments.is_empty())
 }
 
 /// Decodes the file into [`Raw`] (no replay yet).
@@ -128,20 +188,8 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
 
 /// Replays every device of a decoded snapshot (categories are left for inference).
 pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
-    let max_seg_dev = raw
-        .segments
-        .iter()
-        .map(|s| s.device as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let n = raw.devices.len().max(max_seg_dev.min(1 << 16));
     let mut out = Vec::new();
-    for d in 0..n {
-        let has_rows = raw.devices.get(d).is_some_and(|v| !v.is_empty());
-        let has_segs = raw.segments.iter().any(|s| s.device == d as u64);
-        if !has_rows && !has_segs {
-            continue;
-        }
+    for d in (0..device_count(raw)).filter(|&d| has_device(raw, d)) {
         let mut t = timeline::build(raw, d, source);
         if raw.skipped_items > 0 {
             t.warn(format!(
@@ -152,7 +200,7 @@ pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
         t.bands_source = BandsSource::Inferred;
         out.push(t);
     }
-    if raw.has_host && (!raw.host_rows.is_empty() || !raw.host_segments.is_empty()) {
+    if has_host_trace(raw) {
         let mut t = timeline::build_host(raw, source);
         t.bands_source = BandsSource::Inferred;
         out.push(t);
