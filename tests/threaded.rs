@@ -87,3 +87,32 @@ fn a_big_gzip_file_is_read_ahead_and_gives_the_same_trace() {
     assert!(!auto.starts_with("error: "), "{auto}");
     assert_eq!(auto, load_with(&path, Threads::One));
 }
+
+#[test]
+fn the_explorer_s_devices_are_the_same_on_one_thread_and_two() {
+    // The explorer's loader also replays each allocator model on a second thread while it
+    // indexes: the devices (trace, index, model, OOM explanations) must not differ.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for f in traces()
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "pickle"))
+    {
+        let devices = |threads| {
+            let opts = LoadOptions {
+                threads,
+                ..LoadOptions::default()
+            };
+            memtide::tui::runtime::workers::load(f, &opts, &Progress::new())
+                .map(|d| format!("{d:?}"))
+        };
+        let one = devices(Threads::One);
+        assert!(
+            one == devices(Threads::Always),
+            "{}: the explorer's devices differ",
+            f.strip_prefix(root).unwrap_or(f).display()
+        );
+        checked += usize::from(one.is_ok_and(|d| d.contains("allocator: Some")));
+    }
+    assert!(checked >= 10, "{checked} snapshots with an allocator model");
+}

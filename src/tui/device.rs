@@ -48,6 +48,17 @@ impl Device {
         history: Option<History>,
         rules: &FrameRules,
     ) -> Device {
+        Device::with_built_model(trace, index, history.map(Model::build), rules)
+    }
+
+    /// [`Device::with_model`] with the model already replayed (the loader builds it on a
+    /// second thread while it indexes).
+    pub fn with_built_model(
+        trace: Trace,
+        index: Index,
+        model: Option<Model>,
+        rules: &FrameRules,
+    ) -> Device {
         let peak = global_peak(&trace, &index);
         let frames = FrameView::new(&trace, rules);
         let mut d = Device {
@@ -58,7 +69,7 @@ impl Device {
             mark_at: Vec::new(),
             oom_at: Vec::new(),
             reserved_peak: None,
-            allocator: history.map(|h| Arc::new(Model::build(h))),
+            allocator: model.map(Arc::new),
             frames,
             ooms: Vec::new(),
         };

@@ -6,9 +6,9 @@ use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
-use memtide_core::allocator::History;
+use memtide_core::allocator::{History, Model};
 use memtide_core::analysis::frames::FrameRules;
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress, Threads};
 use memtide_core::index::Index;
 use std::path::Path;
 use std::sync::Arc;
@@ -21,28 +21,52 @@ pub fn load(
 ) -> Result<Vec<Arc<Device>>, String> {
     let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
     let loaded = memtide_core::load::load(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(index_devices(loaded.traces, loaded.allocators, &rules))
+    Ok(index_devices(
+        loaded.traces,
+        loaded.allocators,
+        &rules,
+        opts.threads,
+    ))
 }
 
 /// Indexes each trace into a device, with its allocator history (snapshots) when the file
-/// has one for that device.
+/// has one for that device: the model replays on a second thread while the trace is indexed
+/// when `threads` allow and the history is long.
 fn index_devices(
     traces: Vec<memtide_core::trace::Trace>,
     mut allocators: Vec<History>,
     rules: &FrameRules,
+    threads: Threads,
 ) -> Vec<Arc<Device>> {
     traces
         .into_iter()
         .map(|trace| {
-            let index = Index::build(&trace);
             let history = allocators
                 .iter()
                 .position(|h| h.device == trace.device)
                 .map(|i| allocators.swap_remove(i));
-            Arc::new(Device::with_model(trace, index, history, rules))
+            let long = history.as_ref().map_or(0, |h| h.entries.len() as u64);
+            let (index, model) = if history.is_some() && threads.second_for(long, MODEL_THREAD_FROM)
+            {
+                std::thread::scope(|s| {
+                    let model = s.spawn(|| history.map(Model::build));
+                    let index = Index::build(&trace);
+                    // A panic there is the loader's: its thread reports it as an error.
+                    let model = model
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+                    (index, model)
+                })
+            } else {
+                (Index::build(&trace), history.map(Model::build))
+            };
+            Arc::new(Device::with_built_model(trace, index, model, rules))
         })
         .collect()
 }
+
+/// Histories at least this long replay their model on a second thread.
+const MODEL_THREAD_FROM: u64 = 100_000;
 
 /// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
 pub fn load_follow(
@@ -53,7 +77,7 @@ pub fn load_follow(
     let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
     let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
     Ok(FollowLoad {
-        devices: index_devices(f.loaded.traces, f.loaded.allocators, &rules),
+        devices: index_devices(f.loaded.traces, f.loaded.allocators, &rules, opts.threads),
         appendable: f.decoder.is_some(),
         decoder: f.decoder.map(Box::new),
         offset: f.offset,
