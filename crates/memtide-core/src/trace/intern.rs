@@ -30,7 +30,26 @@ pub struct Interner {
     str_ids: FxHashMap<Box<str>, StrId>,
     frame_ids: FxHashMap<(StrId, i64, StrId), StrId>,
     stacks: Vec<Box<[StrId]>>,
-    stack_ids: FxHashMap<Box<[StrId]>, StackId>,
+    /// Stack ids by a 64-bit hash of their frames (the frames themselves are in `stacks`:
+    /// stored once, hashed two ids at a time).
+    stack_by_hash: FxHashMap<u64, StackId>,
+    /// A stack whose hash an earlier, different stack already has (practically never).
+    stack_clash: FxHashMap<Box<[StrId]>, StackId>,
+}
+
+/// The hash of a stack's frames, two frame ids per word.
+fn hash_frames(frames: &[StrId]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    let mut pairs = frames.chunks_exact(2);
+    for p in &mut pairs {
+        h.write_u64(u64::from(p[0].0) | u64::from(p[1].0) << 32);
+    }
+    if let [x] = pairs.remainder() {
+        h.write_u32(x.0);
+    }
+    h.write_usize(frames.len());
+    h.finish()
 }
 
 impl Interner {
@@ -96,13 +115,22 @@ impl Interner {
     }
 
     pub fn intern_stack(&mut self, frames: &[StrId]) -> StackId {
-        if let Some(&id) = self.stack_ids.get(frames) {
-            return id;
-        }
+        let h = hash_frames(frames);
+        let clash = match self.stack_by_hash.get(&h) {
+            Some(&id) if self.stack(id) == frames => return id,
+            Some(_) => match self.stack_clash.get(frames) {
+                Some(&id) => return id,
+                None => true,
+            },
+            None => false,
+        };
         let id = StackId(self.stacks.len() as u32);
-        let b: Box<[StrId]> = frames.into();
-        self.stacks.push(b.clone());
-        self.stack_ids.insert(b, id);
+        self.stacks.push(frames.into());
+        if clash {
+            self.stack_clash.insert(frames.into(), id);
+        } else {
+            self.stack_by_hash.insert(h, id);
+        }
         id
     }
 
@@ -188,6 +216,21 @@ impl Interner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacks_whose_hashes_clash_stay_apart() {
+        let mut i = Interner::new();
+        let (a, b) = (i.intern("a.py:1 f"), i.intern("b.py:2 g"));
+        let sa = i.intern_stack(&[a, b]);
+        // Pretend [b] hashes like [a, b]: its lookup finds sa, whose frames differ.
+        i.stack_by_hash.insert(hash_frames(&[b]), sa);
+        let sb = i.intern_stack(&[b]);
+        assert_ne!(sa, sb);
+        assert_eq!(i.stack(sb), &[b]);
+        assert_eq!(i.intern_stack(&[b]), sb, "found again in the clash map");
+        assert_eq!(i.intern_stack(&[a, b]), sa);
+        assert_eq!(i.stack_count(), 3, "the empty stack, [a, b], [b]");
+    }
 
     #[test]
     fn shared_stacks_are_stored_once() {
