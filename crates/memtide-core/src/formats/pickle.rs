@@ -312,6 +312,35 @@ impl Arena {
         }
     }
 
+    /// A dict a hook converted without its items being stored (as [`Hook::dict_filled`]
+    /// seals one): `kind` and `conv` as that hook would return.
+    pub fn new_sealed_dict(&mut self, kind: u8, conv: u32) -> Val {
+        let v = self.new_dict(Vec::new());
+        if let Val::Dict(id) = v {
+            if let Some(s) = self.dicts.get_mut(id as usize) {
+                s.sealed = kind;
+                s.conv = conv;
+            }
+        }
+        v
+    }
+
+    /// The number of entries of the flat memo (MEMOIZE's next index).
+    pub fn memo_len(&self) -> u64 {
+        self.memo.len() as u64
+    }
+
+    /// Memo entry `idx` of the flat memo, as stored (no sharing is recorded: for a reader
+    /// that only takes values no container handle is in).
+    pub fn memo_peek(&self, idx: u64) -> Option<Val> {
+        self.memo.get(usize::try_from(idx).ok()?).copied()
+    }
+
+    /// Stores memo entry `idx` as MEMOIZE or BINPUT would.
+    pub fn memo_store(&mut self, idx: u64, v: Val) {
+        self.memo_put(idx, v);
+    }
+
     #[cold]
     fn memo_get(&mut self, idx: u64) -> Option<Val> {
         let v = match self.memo.get(idx as usize) {
@@ -362,6 +391,16 @@ pub trait Hook {
         _items: &[Val],
     ) -> Result<Option<(u8, u32)>, String> {
         Ok(None)
+    }
+
+    /// A chance to read a whole dict straight from the bytes after its EMPTY_DICT (`bytes`:
+    /// what is buffered from there), when it opens inside an APPENDS batch as
+    /// [`Hook::dict_filled`]'s dicts do. Returns the value that stands for the dict and how
+    /// many bytes it read, with the memo entries those bytes store already stored; None
+    /// (having changed nothing the interpreter would see differently) lets the interpreter
+    /// read the dict opcode by opcode.
+    fn fast_dict(&mut self, _arena: &mut Arena, _bytes: &[u8]) -> Option<(Val, usize)> {
+        None
     }
 }
 
@@ -571,8 +610,8 @@ fn bounded_len(n: u64, what: &str) -> Result<usize, String> {
         })
 }
 
-/// Decodes a little-endian two's complement integer of any length.
-fn decode_long(b: &[u8]) -> Val {
+/// Decodes a little-endian two's complement integer of any length (a LONG1/LONG4 payload).
+pub fn decode_long(b: &[u8]) -> Val {
     if b.is_empty() {
         return Val::Int(0);
     }
@@ -888,6 +927,18 @@ pub fn unpickle_into<R: Read>(
             0x88 => stack.push(Val::Bool(true)),
             0x89 => stack.push(Val::Bool(false)),
             b'}' => {
+                // A dict that opens inside an APPENDS batch (a trace entry) may be read by
+                // the hook straight from the bytes.
+                let in_batch = marks.last().is_some_and(|&p| {
+                    p >= 1 && p <= stack.len() && matches!(stack.get(p - 1), Some(Val::List(_)))
+                });
+                if in_batch {
+                    if let Some((v, used)) = hook.fast_dict(a, &src.buf[src.pos..src.end]) {
+                        src.pos += used;
+                        stack.push(v);
+                        continue;
+                    }
+                }
                 let v = a.new_dict(Vec::new());
                 stack.push(v);
             }

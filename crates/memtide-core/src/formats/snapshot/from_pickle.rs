@@ -2,6 +2,7 @@
 //! moment it is appended to its device list (so entries never pile up as generic values),
 //! interning each memo-shared frame list once.
 
+use super::entry_bytes;
 use super::raw::{
     is_cpp, is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row,
     Segment, CPP_BIT,
@@ -16,6 +17,12 @@ use std::io::Read;
 const ENTRY: u8 = 0;
 const STACK: u8 = 1;
 const FRAME: u8 = 2;
+
+/// The kinds above, as the byte reader of entries needs them.
+const KINDS: entry_bytes::Kinds = entry_bytes::Kinds {
+    frame: FRAME,
+    stack: STACK,
+};
 
 /// Arena ids of the strings the reader looks for (strings are interned by value).
 struct Keys {
@@ -83,6 +90,10 @@ struct Conv {
     /// that do not share frame dicts still share the strings, and formatting plus interning
     /// "file:line:name" for every frame dominated the load.
     frame_cache: rustc_hash::FxHashMap<(u32, i64, u32), u32>,
+    /// Reused buffers of the entry read straight from the bytes.
+    scanned: entry_bytes::Scanned,
+    /// Whether entries may be read straight from the bytes (off: the reference reader).
+    entry_bytes: bool,
 }
 
 impl Hook for Conv {
@@ -152,6 +163,67 @@ impl Hook for Conv {
             return Ok(Some((FRAME, self.frame_from(a, items))));
         }
         Ok(None)
+    }
+
+    fn fast_dict(&mut self, a: &mut Arena, bytes: &[u8]) -> Option<(Val, usize)> {
+        if !self.entry_bytes {
+            return None;
+        }
+        let mut s = std::mem::take(&mut self.scanned);
+        let out = self.entry_from_bytes(a, bytes, &mut s);
+        self.scanned = s;
+        out
+    }
+}
+
+impl Conv {
+    /// A trace entry read straight from its bytes ([`entry_bytes`]), converted as
+    /// [`Hook::dict_filled`] converts the same items; None when the bytes are not the plain
+    /// shape or the conversion fails (the interpreter then reads the entry and says why).
+    fn entry_from_bytes(
+        &mut self,
+        a: &mut Arena,
+        bytes: &[u8],
+        s: &mut entry_bytes::Scanned,
+    ) -> Option<(Val, usize)> {
+        if !entry_bytes::scan(bytes, a, self.keys.frames, KINDS, s) {
+            return None;
+        }
+        // As dict_filled: at most 16 distinct str keys, one of them `action`.
+        if s.items.len() > 32 {
+            return None;
+        }
+        let mut act = None;
+        for (i, kv) in s.items.chunks_exact(2).enumerate() {
+            if s.items[..2 * i].chunks_exact(2).any(|p| p[0] == kv[0]) {
+                return None;
+            }
+            if kv[0] == Val::Str(self.keys.action) {
+                act = Some(kv[1]);
+            }
+        }
+        let act = act?;
+        let stack = s.frames_at.map(|at| {
+            let id = self.frames.stack(&mut self.raw.strings, &s.frames);
+            if let Some(v) = s.items.get_mut(at) {
+                *v = Val::Done(STACK, id.0);
+            }
+            id
+        });
+        let r = self.entry(a, &s.items, act).ok()?;
+        // The dict stands sealed, as dict_filled leaves it: the APPENDS that takes it
+        // consumes it the same way.
+        let dict = a.new_sealed_dict(ENTRY, r);
+        for &st in &s.stores {
+            match st {
+                entry_bytes::Store::Dict(idx) => a.memo_store(idx, dict),
+                entry_bytes::Store::List(idx) => {
+                    let id = stack.map_or(0, |x| x.0);
+                    a.memo_store(idx, Val::Done(STACK, id));
+                }
+            }
+        }
+        Some((dict, s.used))
     }
 }
 
@@ -435,6 +507,16 @@ impl Conv {
 
 /// Reads a snapshot pickle into [`Raw`].
 pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
+    read_with(r, cpp_frames, true)
+}
+
+/// [`read`] with every trace entry read opcode by opcode (no [`entry_bytes`] fast path):
+/// the reference the fast path is tested against.
+pub fn read_opcode_by_opcode(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
+    read_with(r, cpp_frames, false)
+}
+
+fn read_with(r: impl Read, cpp_frames: bool, entry_bytes: bool) -> Result<Raw, FormatError> {
     let mut arena = Arena::new();
     let keys = Keys::new(&mut arena);
     let mut conv = Conv {
@@ -445,6 +527,8 @@ pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
         packed: Vec::new(),
         items: Vec::new(),
         frame_cache: Default::default(),
+        scanned: Default::default(),
+        entry_bytes,
     };
     let top = unpickle_into(r, &mut arena, &mut conv)?;
     arena.drop_memo();

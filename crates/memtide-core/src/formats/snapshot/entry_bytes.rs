@@ -1,0 +1,231 @@
+//! One trace entry read straight from the pickle's bytes, for the shape PyTorch writes: after
+//! EMPTY_DICT, a memo store, MARK, str keys fetched from the memo with plain values (memo
+//! fetches of strs and ints, small int opcodes), the `frames` list either fetched or fresh
+//! with every frame fetched, then SETITEMS. The interpreter would build and convert the same
+//! dict item by item; anything else (a new string, a nested container, a FRAME boundary,
+//! the buffer's end) is left to it, with nothing changed.
+
+use crate::formats::pickle::{decode_long, Arena, Val};
+
+/// A memo store the entry's bytes make, applied only once the whole entry is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Store {
+    /// The entry dict itself.
+    Dict(u64),
+    /// The fresh frames list.
+    List(u64),
+}
+
+/// What [`scan`] read: the flat key/value items (the fresh frames list's value is a
+/// placeholder at `frames_at`, its frame ids in `frames`), the memo stores, bytes used.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    pub items: Vec<Val>,
+    pub frames: Vec<u32>,
+    pub frames_at: Option<usize>,
+    pub stores: Vec<Store>,
+    pub used: usize,
+}
+
+/// The hook's kinds of converted containers a plain entry may fetch.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kinds {
+    /// A frame dict (items of a frames list).
+    pub frame: u8,
+    /// A frames list (the value of `frames`, when the memo shares it).
+    pub stack: u8,
+}
+
+/// Reads the bytes after an EMPTY_DICT into `out`; false when they are not the plain shape
+/// (then `out` means nothing). `frames_key`: the arena id of `"frames"`.
+pub(super) fn scan(b: &[u8], a: &Arena, frames_key: u32, kinds: Kinds, out: &mut Scanned) -> bool {
+    out.items.clear();
+    out.frames.clear();
+    out.frames_at = None;
+    out.stores.clear();
+    let mut c = Cur {
+        b,
+        p: 0,
+        a,
+        memo_len: a.memo_len(),
+        next_store: a.memo_len(),
+    };
+    let read = (|| {
+        if let Some(idx) = c.store()? {
+            out.stores.push(Store::Dict(idx));
+        }
+        c.expect(b'(')?;
+        loop {
+            let key = match c.op()? {
+                b'u' => break,
+                op => match c.fetched(op)? {
+                    Val::Str(k) => k,
+                    _ => return None,
+                },
+            };
+            out.items.push(Val::Str(key));
+            let op = c.op()?;
+            if op == b']' && key == frames_key && out.frames_at.is_none() {
+                if let Some(idx) = c.store()? {
+                    out.stores.push(Store::List(idx));
+                }
+                c.frames(kinds.frame, &mut out.frames)?;
+                out.frames_at = Some(out.items.len());
+                out.items.push(Val::None);
+                continue;
+            }
+            out.items.push(c.value(op, kinds.stack)?);
+        }
+        Some(c.p)
+    })();
+    match read {
+        Some(used) => {
+            out.used = used;
+            true
+        }
+        None => false,
+    }
+}
+
+struct Cur<'b> {
+    b: &'b [u8],
+    p: usize,
+    a: &'b Arena,
+    /// Memo entries that existed before this entry: the only ones it may fetch.
+    memo_len: u64,
+    /// The index the next MEMOIZE stores at.
+    next_store: u64,
+}
+
+impl Cur<'_> {
+    fn op(&mut self) -> Option<u8> {
+        let op = *self.b.get(self.p)?;
+        self.p += 1;
+        Some(op)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.p).copied()
+    }
+
+    fn expect(&mut self, op: u8) -> Option<()> {
+        (self.op()? == op).then_some(())
+    }
+
+    fn bytes(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.p..self.p.checked_add(n)?)?;
+        self.p += n;
+        Some(s)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let s = self.bytes(4)?;
+        Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+
+    /// A memo store (MEMOIZE, or BINPUT at the next index, as picklers number them), if
+    /// one comes next: its index.
+    fn store(&mut self) -> Option<Option<u64>> {
+        let idx = match self.peek() {
+            Some(0x94) => {
+                self.p += 1;
+                self.next_store
+            }
+            Some(b'q') => {
+                self.p += 1;
+                u64::from(*self.bytes(1)?.first()?)
+            }
+            Some(b'r') => {
+                self.p += 1;
+                u64::from(self.u32()?)
+            }
+            _ => return Some(None),
+        };
+        if idx != self.next_store {
+            return None;
+        }
+        self.next_store += 1;
+        Some(Some(idx))
+    }
+
+    /// The value of memo fetch `op` (BINGET, LONG_BINGET) of an entry stored before.
+    fn fetched(&mut self, op: u8) -> Option<Val> {
+        let idx = match op {
+            b'h' => u64::from(*self.bytes(1)?.first()?),
+            b'j' => u64::from(self.u32()?),
+            _ => return None,
+        };
+        if idx >= self.memo_len {
+            return None;
+        }
+        self.a.memo_peek(idx)
+    }
+
+    /// A plain value: a fetched str, int, bool, None, float or converted frames list, or a
+    /// small int opcode.
+    fn value(&mut self, op: u8, stack_kind: u8) -> Option<Val> {
+        match op {
+            b'h' | b'j' => match self.fetched(op)? {
+                v @ (Val::Str(_)
+                | Val::Int(_)
+                | Val::UInt(_)
+                | Val::Bool(_)
+                | Val::None
+                | Val::Float(_)) => Some(v),
+                v @ Val::Done(k, _) if k == stack_kind => Some(v),
+                _ => None,
+            },
+            b'J' => Some(Val::Int(i64::from(self.u32()? as i32))),
+            b'K' => Some(Val::Int(i64::from(*self.bytes(1)?.first()?))),
+            b'M' => {
+                let s = self.bytes(2)?;
+                Some(Val::Int(i64::from(u16::from_le_bytes([s[0], s[1]]))))
+            }
+            0x8a => {
+                let n = usize::from(*self.bytes(1)?.first()?);
+                Some(decode_long(self.bytes(n)?))
+            }
+            b'N' => Some(Val::None),
+            0x88 => Some(Val::Bool(true)),
+            0x89 => Some(Val::Bool(false)),
+            _ => None,
+        }
+    }
+
+    /// The items of a fresh list (after its EMPTY_LIST and memo store): MARK, fetched
+    /// frames, APPENDS; or one fetched frame and APPEND; or none (the next key follows).
+    fn frames(&mut self, frame_kind: u8, out: &mut Vec<u32>) -> Option<()> {
+        match self.peek() {
+            Some(b'(') => {
+                self.p += 1;
+                loop {
+                    match self.op()? {
+                        b'e' => return Some(()),
+                        op => out.push(self.frame(op, frame_kind)?),
+                    }
+                }
+            }
+            Some(op @ (b'h' | b'j')) => {
+                let save = self.p;
+                self.p += 1;
+                match self.frame(op, frame_kind) {
+                    Some(p) if self.peek() == Some(b'a') => {
+                        self.p += 1;
+                        out.push(p);
+                    }
+                    _ => self.p = save,
+                }
+                Some(())
+            }
+            _ => Some(()),
+        }
+    }
+
+    /// A fetched frame dict the hook already converted: its packed id.
+    fn frame(&mut self, op: u8, frame_kind: u8) -> Option<u32> {
+        match self.fetched(op)? {
+            Val::Done(k, p) if k == frame_kind => Some(p),
+            _ => None,
+        }
+    }
+}
