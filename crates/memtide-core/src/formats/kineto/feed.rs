@@ -8,6 +8,9 @@ use std::io::{self, Read};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 const CHUNK: usize = 8 << 20;
+/// Size of a read-ahead chunk. With four in flight (two queued, one being filled, one
+/// parsed) the window costs ~8 MiB, and a chunk is still in the shared cache when parsed.
+const AHEAD_CHUNK: usize = 2 << 20;
 /// Largest single JSON value (string, number, …) the window widens for: 64 MiB.
 pub const MAX_VALUE: usize = 64 << 20;
 
@@ -348,7 +351,7 @@ impl ReadAhead {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if buf.len() >= GAP + CHUNK {
+        if buf.len() >= GAP + AHEAD_CHUNK {
             let _ = self.back.send(buf);
         }
     }
@@ -365,7 +368,9 @@ pub fn with_read_ahead<R: Read + Send, T>(
     std::thread::scope(|s| {
         let progress = progress.clone();
         s.spawn(move || loop {
-            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; GAP + CHUNK]);
+            let mut buf = back_rx
+                .try_recv()
+                .unwrap_or_else(|_| vec![0; GAP + AHEAD_CHUNK]);
             let mut n = 0;
             let res = loop {
                 if GAP + n == buf.len() {
