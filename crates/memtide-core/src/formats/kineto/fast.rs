@@ -5,8 +5,57 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
-use crate::formats::json_scan::{skip_str, skip_value, ws};
+use crate::formats::json_scan::{skip_value, ws};
 use std::borrow::Cow;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `w` equal to `b`. The lowest one set is exact (higher ones
+/// may be false after a match), which is all a search for the first match needs.
+#[inline]
+fn bytes_equal(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * b as u64);
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// The first position at or after `j` holding a byte for which `hit` (on eight bytes at a
+/// time, as [`bytes_equal`] gives) or `one` (the same test on a single byte) is true.
+#[inline]
+fn find_from(
+    s: &[u8],
+    mut j: usize,
+    hit: impl Fn(u64) -> u64,
+    one: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    while let Some(w) = s.get(j..j + 8) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let m = hit(u64::from_le_bytes(b));
+        if m != 0 {
+            return Some(j + (m.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    while j < s.len() {
+        if one(s[j]) {
+            return Some(j);
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The next `"` or `\\` at or after `j`.
+#[inline]
+fn quote_or_escape(s: &[u8], j: usize) -> Option<usize> {
+    find_from(
+        s,
+        j,
+        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\'),
+        |c| c == b'"' || c == b'\\',
+    )
+}
 
 /// The bytes of a string without escapes, `i` at its opening quote.
 #[inline]
@@ -15,25 +64,68 @@ fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
         return None;
     }
     let start = *i + 1;
-    // Keys and most values are short: a plain loop beats a vectorised search's setup.
-    let short = s.len().min(start + 24);
-    let mut j = start;
-    while j < short {
-        match s[j] {
-            b'"' => {
-                *i = j + 1;
-                return Some(&s[start..j]);
-            }
-            b'\\' => return None,
-            _ => j += 1,
-        }
-    }
-    let len = memchr::memchr2(b'"', b'\\', &s[j..])? + (j - start);
-    if s[start + len] != b'"' {
+    let k = quote_or_escape(s, start)?;
+    if s[k] != b'"' {
         return None;
     }
-    *i = start + len + 1;
-    Some(&s[start..start + len])
+    *i = k + 1;
+    Some(&s[start..k])
+}
+
+/// Skips any string, escapes included, `i` at its opening quote (as `json_scan::skip_str`).
+#[inline]
+fn skip_string(s: &[u8], i: &mut usize) -> Option<()> {
+    let mut j = *i + 1;
+    loop {
+        let k = quote_or_escape(s, j)?;
+        if s[k] == b'\\' {
+            j = k + 2;
+        } else {
+            *i = k + 1;
+            return Some(());
+        }
+    }
+}
+
+/// Skips one value of any type: exactly what `json_scan::skip_value` accepts (brackets only
+/// counted, strings skipped), searching eight bytes at a time for the bytes that matter.
+fn skip_any(s: &[u8], i: &mut usize) -> Option<()> {
+    match *s.get(*i)? {
+        b'"' => skip_string(s, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            // `[` and `]` are `{` and `}` without bit 5.
+            let lift = ONES * 0x20;
+            loop {
+                let k = find_from(
+                    s,
+                    *i,
+                    |w| {
+                        bytes_equal(w, b'"')
+                            | bytes_equal(w | lift, b'{')
+                            | bytes_equal(w | lift, b'}')
+                    },
+                    |c| matches!(c, b'"' | b'{' | b'[' | b'}' | b']'),
+                )?;
+                *i = k;
+                match s[k] {
+                    b'"' => skip_string(s, i)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        *i += 1;
+                    }
+                    _ => {
+                        depth -= 1;
+                        *i += 1;
+                        if depth == 0 {
+                            return Some(());
+                        }
+                    }
+                }
+            }
+        }
+        _ => skip_value(s, i),
+    }
 }
 
 /// A number's text, `i` at its first byte.
@@ -65,10 +157,48 @@ fn int(t: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// 10^k for k <= 22: every one exact in f64.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
 #[inline]
 fn float(t: &[u8]) -> Option<f64> {
     // Correctly rounded, like serde_json's own result for these short decimals.
+    if let Some(f) = plain_decimal(t) {
+        return Some(f);
+    }
     std::str::from_utf8(t).ok()?.parse::<f64>().ok()
+}
+
+/// `[-]digits[.digits]` with a mantissa of at most 2^53 and at most 22 decimals (Kineto's
+/// `5077464335096.375`): the mantissa and 10^decimals are exact doubles, so their quotient,
+/// one correctly rounded division, is bit for bit the correctly rounded value `parse` gives
+/// (Clinger's fast path). None: anything else, left to `parse`.
+#[inline]
+fn plain_decimal(t: &[u8]) -> Option<f64> {
+    let (neg, d) = match t.first()? {
+        b'-' => (true, &t[1..]),
+        _ => (false, t),
+    };
+    let (mut m, mut digits, mut point) = (0u64, 0usize, None::<usize>);
+    for (k, &c) in d.iter().enumerate() {
+        match c {
+            b'0'..=b'9' if digits < 19 => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+            }
+            b'.' if point.is_none() => point = Some(k),
+            _ => return None,
+        }
+    }
+    let decimals = point.map_or(0, |p| d.len() - p - 1);
+    if digits == 0 || m > 1 << 53 || decimals >= POW10.len() {
+        return None;
+    }
+    let v = m as f64 / POW10[decimals];
+    Some(if neg { -v } else { v })
 }
 
 /// An integer field, also accepting a whole float (`1024.0`).
@@ -115,7 +245,7 @@ fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
             b"Total Reserved" => a.total_res = int_value(s, i),
             b"Device Type" => a.dev_type = int_value(s, i),
             b"Device Id" => a.dev_id = int_value(s, i),
-            _ => skip_value(s, i)?,
+            _ => skip_any(s, i)?,
         }
         ws(s, i);
         match s.get(*i)? {
@@ -157,7 +287,7 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                 ev.cat = match s.get(i)? {
                     b'"' => Cat::from_str(plain_str(s, &mut i)?),
                     _ => {
-                        skip_value(s, &mut i)?;
+                        skip_any(s, &mut i)?;
                         Cat::Other
                     }
                 }
@@ -167,10 +297,13 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                 // names, which strict JSON parsers reject; a name is not worth failing for.
                 let start = i;
                 ev.name = Some(match plain_str(s, &mut i) {
-                    Some(b) => String::from_utf8_lossy(b),
+                    Some(b) => match std::str::from_utf8(b) {
+                        Ok(n) => Cow::Borrowed(n),
+                        Err(_) => String::from_utf8_lossy(b),
+                    },
                     None => {
                         // Escapes (`\"`, `\u00e9`): decode just this string.
-                        skip_str(s, &mut i)?;
+                        skip_string(s, &mut i)?;
                         Cow::Owned(serde_json::from_slice::<String>(&s[start..i]).ok()?)
                     }
                 });
@@ -189,9 +322,9 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                     _ => TidKey::Num(int(num_text(s, &mut i)?)?),
                 })
             }
-            b"args" if ev.ph == b'X' => skip_value(s, &mut i)?,
+            b"args" if ev.ph == b'X' => skip_any(s, &mut i)?,
             b"args" => ev.args = args(s, &mut i)?,
-            _ => skip_value(s, &mut i)?,
+            _ => skip_any(s, &mut i)?,
         }
         ws(s, &mut i);
         match s.get(i)? {
@@ -205,6 +338,89 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The decimal fast path gives the bits `parse` gives, or leaves the text to it.
+    #[test]
+    fn plain_decimals_equal_parse() {
+        let mut texts: Vec<String> = [
+            "0",
+            "-0",
+            "1.",
+            ".5",
+            "-.5",
+            ".",
+            "-",
+            "5077464335096.375",
+            "5077464335122.209",
+            "1790857026000000.123",
+            "9007199254740992",
+            "9007199254740993",
+            "0.1",
+            "2.675",
+            "123456789012345678",
+            "1234567890123456789",
+            "12345678901234567890",
+            "1e3",
+            "+5",
+            "1.2.3",
+            "0000.0001",
+            "4398046511103.999",
+            "0.0000000000000000000001",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let int = x % 10_000_000_000_000;
+            let frac = (x >> 40) % 1000;
+            texts.push(format!("{int}.{frac:03}"));
+            texts.push(format!("-{}.{}", x % 100_000, (x >> 20) % 1_000_000_000));
+        }
+        for t in &texts {
+            let want = t.parse::<f64>().ok();
+            assert_eq!(
+                float(t.as_bytes()).map(f64::to_bits),
+                want.map(f64::to_bits),
+                "{t}"
+            );
+            if let Some(f) = plain_decimal(t.as_bytes()) {
+                assert_eq!(Some(f.to_bits()), want.map(f64::to_bits), "{t}");
+            }
+        }
+    }
+
+    /// `skip_any` accepts and ends exactly where `json_scan::skip_value` does, also on every
+    /// cut-off prefix.
+    #[test]
+    fn skip_any_equals_skip_value() {
+        let values: [&[u8]; 9] = [
+            br#"{"External id": 3,"Sequence number": 1, "Concrete Inputs": ["", "", ""], "Input Strides": [[1367, 1], [1367, 1], []], "Ev Idx": 3}, "#,
+            br#"["a\"b", {"c": "]}"}, [], "\\"]]"#,
+            br#"{"a": [1, 2}}, 7"#,
+            br#""plain string long enough for a word or two", "#,
+            br#""esc \" quote\\", 1"#,
+            b"27247,\n",
+            b"[[[[[[[[[[[[]]]]]]]]]]]],",
+            br#"{"Y_y": "_yY[", "k": "[[[{{{"}]"#,
+            b"\"a\\",
+        ];
+        for v in values {
+            for n in 0..=v.len() {
+                let s = &v[..n];
+                let (mut i, mut j) = (0, 0);
+                let a = skip_any(s, &mut i);
+                let b = skip_value(s, &mut j);
+                assert_eq!(a, b, "{:?}", String::from_utf8_lossy(s));
+                if a.is_some() {
+                    assert_eq!(i, j, "{:?}", String::from_utf8_lossy(s));
+                }
+            }
+        }
+    }
 
     #[test]
     fn parses_kineto_shapes() {
