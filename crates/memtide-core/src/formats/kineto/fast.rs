@@ -172,6 +172,37 @@ fn float(t: &[u8]) -> Option<f64> {
     std::str::from_utf8(t).ok()?.parse::<f64>().ok()
 }
 
+/// A float field (`ts`, `dur`): the decimal fast path straight from the bytes (one pass), else
+/// `float(num_text(..))` — the same value either way.
+#[inline]
+fn float_value(s: &[u8], i: &mut usize) -> Option<f64> {
+    let start = *i;
+    let neg = s.get(start) == Some(&b'-');
+    let mut j = start + usize::from(neg);
+    let (mut m, mut digits, mut point) = (0u64, 0usize, None::<usize>);
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'0'..=b'9' if digits < 19 => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+            }
+            b'.' if point.is_none() => point = Some(j),
+            b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E' => break,
+            _ => {
+                let decimals = point.map_or(0, |p| j - p - 1);
+                if digits == 0 || m > 1 << 53 || decimals >= POW10.len() {
+                    break;
+                }
+                *i = j;
+                let v = m as f64 / POW10[decimals];
+                return Some(if neg { -v } else { v });
+            }
+        }
+        j += 1;
+    }
+    float(num_text(s, i)?)
+}
+
 /// `[-]digits[.digits]` with a mantissa of at most 2^53 and at most 22 decimals (Kineto's
 /// `5077464335096.375`): the mantissa and 10^decimals are exact doubles, so their quotient,
 /// one correctly rounded division, is bit for bit the correctly rounded value `parse` gives
@@ -201,8 +232,38 @@ fn plain_decimal(t: &[u8]) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+/// `[-]digits` ending where a number's text ends (not at the window's end), read in one
+/// pass: what `int(num_text(..))` gives, or None (`i` unmoved) for anything else.
+#[inline]
+fn plain_int(s: &[u8], i: &mut usize) -> Option<i64> {
+    let neg = s.get(*i) == Some(&b'-');
+    let mut j = *i + usize::from(neg);
+    let first = j;
+    let mut v: i64 = 0;
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'0'..=b'9' => {
+                v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+                j += 1;
+            }
+            b'-' | b'+' | b'.' | b'e' | b'E' => return None,
+            _ => {
+                if j == first {
+                    return None;
+                }
+                *i = j;
+                return Some(if neg { -v } else { v });
+            }
+        }
+    }
+    None
+}
+
 /// An integer field, also accepting a whole float (`1024.0`).
 fn int_value(s: &[u8], i: &mut usize) -> Option<i64> {
+    if let Some(v) = plain_int(s, i) {
+        return Some(v);
+    }
     let t = num_text(s, i)?;
     int(t).or_else(|| float(t).filter(|f| f.is_finite()).map(|f| f.round() as i64))
 }
@@ -210,6 +271,9 @@ fn int_value(s: &[u8], i: &mut usize) -> Option<i64> {
 /// A byte count: an integer, or a float with no fraction (as the serde path's `as_bytes`);
 /// anything else reads as absent, and the event is left out and counted.
 fn bytes_value(s: &[u8], i: &mut usize) -> Option<i64> {
+    if let Some(v) = plain_int(s, i) {
+        return Some(v);
+    }
     let t = num_text(s, i)?;
     int(t).or_else(|| {
         float(t)
@@ -308,8 +372,8 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                     }
                 });
             }
-            b"ts" => ev.ts = Some(float(num_text(s, &mut i)?)?),
-            b"dur" => ev.dur = Some(float(num_text(s, &mut i)?)?),
+            b"ts" => ev.ts = Some(float_value(s, &mut i)?),
+            b"dur" => ev.dur = Some(float_value(s, &mut i)?),
             b"tid" => {
                 ev.tid = Some(match s.get(i)? {
                     b'"' => {
@@ -319,7 +383,10 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                             Err(_) => TidKey::Str(b.into()),
                         }
                     }
-                    _ => TidKey::Num(int(num_text(s, &mut i)?)?),
+                    _ => TidKey::Num(match plain_int(s, &mut i) {
+                        Some(v) => v,
+                        None => int(num_text(s, &mut i)?)?,
+                    }),
                 })
             }
             b"args" if ev.ph == b'X' => skip_any(s, &mut i)?,
@@ -389,6 +456,72 @@ mod tests {
             );
             if let Some(f) = plain_decimal(t.as_bytes()) {
                 assert_eq!(Some(f.to_bits()), want.map(f64::to_bits), "{t}");
+            }
+        }
+    }
+
+    /// `plain_int` reads what `int(num_text(..))` reads, or leaves it (and `i`) alone.
+    #[test]
+    fn plain_int_equals_int_of_num_text() {
+        for t in [
+            "0,",
+            "-0}",
+            "27247,",
+            "-65536 ",
+            "94435228271936\n",
+            "9223372036854775807,",
+            "9223372036854775808,",
+            "-9223372036854775808,",
+            "1.5,",
+            "1e3,",
+            "-,",
+            "+5,",
+            "5",
+            ",",
+            "12-3,",
+            "00012,",
+        ] {
+            let b = t.as_bytes();
+            let (mut i, mut j) = (0, 0);
+            let fast = plain_int(b, &mut i);
+            let slow = num_text(b, &mut j).and_then(int);
+            if let Some(v) = fast {
+                assert_eq!(Some(v), slow, "{t}");
+                assert_eq!(i, j, "{t}");
+            } else {
+                assert_eq!(i, 0, "{t}");
+            }
+        }
+    }
+
+    /// `float_value` reads what `float(num_text(..))` reads, to the same byte.
+    #[test]
+    fn float_value_equals_float_of_num_text() {
+        for t in [
+            "5077464335096.375\n",
+            "25.334,",
+            "-0.5 ",
+            "1.,",
+            ".5}",
+            ".,",
+            "-,",
+            "1e3,",
+            "+5,",
+            "1.2.3,",
+            "9007199254740993.5,",
+            "12345678901234567890.1,",
+            "0.00000000000000000000001,",
+            "5077464335096.375",
+            "7-1,",
+            "2000000.000\n",
+        ] {
+            let b = t.as_bytes();
+            let (mut i, mut j) = (0, 0);
+            let fast = float_value(b, &mut i);
+            let slow = num_text(b, &mut j).and_then(float);
+            assert_eq!(fast.map(f64::to_bits), slow.map(f64::to_bits), "{t}");
+            if fast.is_some() {
+                assert_eq!(i, j, "{t}");
             }
         }
     }
