@@ -13,7 +13,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// High bit set in each byte of `w` equal to `b`. The lowest one set is exact (higher ones
 /// may be false after a match), which is all a search for the first match needs.
-#[inline]
+#[inline(always)]
 fn bytes_equal(w: u64, b: u8) -> u64 {
     let x = w ^ (ONES * b as u64);
     x.wrapping_sub(ONES) & !x & HIGHS
@@ -21,17 +21,16 @@ fn bytes_equal(w: u64, b: u8) -> u64 {
 
 /// The first position at or after `j` holding a byte for which `hit` (on eight bytes at a
 /// time, as [`bytes_equal`] gives) or `one` (the same test on a single byte) is true.
-#[inline]
+#[inline(always)]
 fn find_from(
     s: &[u8],
     mut j: usize,
     hit: impl Fn(u64) -> u64,
     one: impl Fn(u8) -> bool,
 ) -> Option<usize> {
-    while let Some(w) = s.get(j..j + 8) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(w);
-        let m = hit(u64::from_le_bytes(b));
+    // `first_chunk` is one 8-byte load (a copy into an array may become a memmove call).
+    while let Some(w) = s.get(j..).and_then(|r| r.first_chunk::<8>()) {
+        let m = hit(u64::from_le_bytes(*w));
         if m != 0 {
             return Some(j + (m.trailing_zeros() / 8) as usize);
         }
@@ -47,7 +46,7 @@ fn find_from(
 }
 
 /// The next `"` or `\\` at or after `j`.
-#[inline]
+#[inline(always)]
 fn quote_or_escape(s: &[u8], j: usize) -> Option<usize> {
     find_from(
         s,
@@ -58,7 +57,7 @@ fn quote_or_escape(s: &[u8], j: usize) -> Option<usize> {
 }
 
 /// The bytes of a string without escapes, `i` at its opening quote.
-#[inline]
+#[inline(always)]
 fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
     if s.get(*i) != Some(&b'"') {
         return None;
