@@ -1,7 +1,12 @@
 //! Kineto ingest throughput: `formats::load` on a synthetic trace of the real shape
 //! (pretty-printed `python_function` / `cpu_op` spans with args, `[memory]` instants).
 //! Set `MEMTIDE_KINETO_BENCH=/path/trace.json` to measure a file of your own (e.g. the 1 GB one
-//! from `cargo run --release --example gen_kineto -- /tmp/kbig.json 1100`).
+//! from `cargo run --release --example gen_kineto -- /tmp/kbig.json 1100`). Before criterion's
+//! samples it prints one load's MB/s and the peak RSS (VmHWM) as a share of the file:
+//! `MEMTIDE_KINETO_BENCH=/tmp/k1g.json cargo bench --bench kineto` (append `-- none` to stop
+//! after that line). The binary's own figures: `/usr/bin/time -f "%e s %M KB"
+//! target/release/memtide summary --timings /tmp/k1g.json` (read MB/s on stderr, peak RSS last).
+//! Goals on the 1 GB trace: >= 800 MB/s, peak RSS <= 15 % of the file.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memtide_core::formats::{LoadOptions, Progress};
@@ -69,11 +74,37 @@ fn synthetic(mb: usize) -> PathBuf {
     path
 }
 
+/// One load before criterion's: MB/s and the process's peak RSS so far (VmHWM: startup plus
+/// this one load), against the acceptance figures (>= 800 MB/s, RSS <= 15 % of the file).
+fn one_load(path: &std::path::Path, size: u64) {
+    let t0 = std::time::Instant::now();
+    let l = load(path, &LoadOptions::default(), &Progress::new()).expect("loads");
+    let s = t0.elapsed().as_secs_f64();
+    let events: usize = l.traces.iter().map(|t| t.len()).sum();
+    drop(l);
+    let hwm_kb: u64 = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|st| {
+            st.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0);
+    println!(
+        "kineto one load: {} ({:.1} MB, {events} events) in {s:.3} s = {:.0} MB/s; peak RSS (VmHWM) {hwm_kb} KB = {:.1} % of the file",
+        path.display(),
+        size as f64 / 1e6,
+        size as f64 / 1e6 / s.max(1e-9),
+        hwm_kb as f64 * 1024.0 * 100.0 / size.max(1) as f64,
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let path = std::env::var_os("MEMTIDE_KINETO_BENCH")
         .map(PathBuf::from)
         .unwrap_or_else(|| synthetic(64));
     let size = std::fs::metadata(&path).expect("bench file").len();
+    one_load(&path, size);
     let mut g = c.benchmark_group("kineto");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(size));

@@ -3,6 +3,7 @@
 //! [`super::memory_timeline`].
 
 mod attribute;
+mod blocks;
 mod build;
 mod fast;
 pub(crate) mod feed;
@@ -50,8 +51,10 @@ pub fn read(
     }
     let attr = attribute::attribute(&c);
     c.drop_op_spans();
+    let mut mem = std::mem::take(&mut c.mem);
     let mut traces = build::build_all(build::Shared {
         c: &c,
+        mem: &mut mem,
         attr: &attr,
         source,
         sidecar: side.as_mut(),

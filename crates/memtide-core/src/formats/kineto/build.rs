@@ -2,6 +2,7 @@
 //! events in (stable) time order, the Total Allocated / Reserved checks, marks and categories.
 
 use super::attribute::{Attribution, NONE};
+use super::blocks::Blocks;
 use super::parse::{Collected, MemEv, SpanKind};
 use super::sidecar::Sidecar;
 use crate::formats::memory_timeline::category_of;
@@ -68,6 +69,8 @@ impl Device {
 /// Everything shared by the devices of one file.
 pub struct Shared<'a> {
     pub c: &'a Collected,
+    /// The `[memory]` events (taken out of `c`): blocks are freed as the replay uses them.
+    pub mem: &'a mut Blocks<MemEv>,
     pub attr: &'a Attribution,
     pub source: &'a str,
     pub sidecar: Option<&'a mut Sidecar>,
@@ -80,7 +83,7 @@ pub struct Shared<'a> {
 pub fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
     let c = sh.c;
     let mut by_dev: FxHashMap<Device, Vec<u32>> = FxHashMap::default();
-    for (i, m) in c.mem.iter().enumerate() {
+    for (i, m) in sh.mem.iter().enumerate() {
         by_dev.entry(dev_of(m)).or_default().push(i as u32);
     }
     let mut oom_devs: FxHashMap<Device, Vec<usize>> = FxHashMap::default();
@@ -101,7 +104,7 @@ pub fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
     for d in devs {
         let evs = by_dev.remove(&d).unwrap_or_default();
         let ooms = oom_devs.remove(&d).unwrap_or_default();
-        let (t, matched) = build_device(&mut sh, d, &evs, &ooms);
+        let (t, matched) = build_device(&mut sh, d, evs, &ooms);
         matched_any |= matched;
         out.push(t);
     }
@@ -135,7 +138,7 @@ struct Dry {
 
 /// Bytes live before the first event by `Total Allocated` (its value minus the running sum of
 /// `Bytes`; 0 when no event has it), warning when later totals disagree with the sum.
-fn total_alloc_baseline(t: &mut Trace, evs: &[&MemEv]) -> i64 {
+fn total_alloc_baseline(t: &mut Trace, evs: Evs<'_>) -> i64 {
     let n = evs.len();
     let mut sum: i64 = 0;
     // Candidate baselines from the first event with a total: Total Allocated read after the
@@ -169,11 +172,15 @@ fn total_alloc_baseline(t: &mut Trace, evs: &[&MemEv]) -> i64 {
     cand.map_or(0, |c| c[k])
 }
 
-fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
+fn dry_run(t: &mut Trace, evs: Evs<'_>, free_of_needed: bool) -> Dry {
     let n = evs.len();
     let mut live: FxHashMap<u64, (i64, u32)> = FxHashMap::default();
     let mut unmatched = vec![false; n];
-    let mut free_of = vec![NONE; n];
+    let mut free_of = if free_of_needed {
+        vec![NONE; n]
+    } else {
+        Vec::new()
+    };
     let (mut reallocs, mut size_diff) = (0u64, 0u64);
     for (p, m) in evs.iter().enumerate() {
         if m.bytes > 0 {
@@ -183,7 +190,9 @@ fn dry_run(t: &mut Trace, evs: &[&MemEv]) -> Dry {
         } else if m.bytes < 0 {
             match live.remove(&m.addr) {
                 Some((sz, at)) => {
-                    free_of[at as usize] = p as u32;
+                    if let Some(f) = free_of.get_mut(at as usize) {
+                        *f = p as u32;
+                    }
                     if sz != -m.bytes {
                         size_diff += 1;
                     }
@@ -235,26 +244,26 @@ struct Live {
 fn build_device(
     sh: &mut Shared<'_>,
     dev: Device,
-    evs_idx: &[u32],
+    mut idx: Vec<u32>,
     ooms: &[usize],
 ) -> (Trace, bool) {
     let c = sh.c;
     let mut t = device_trace(sh, dev);
-    let order = time_order(c, evs_idx);
-    let evs: Vec<&MemEv> = order
-        .iter()
-        .map(|&i| &c.mem[evs_idx[i as usize] as usize])
-        .collect();
-    let ts: Vec<i64> = evs.iter().map(|m| m.ts).collect();
+    // Time order, stable: the file order decides ties.
+    idx.sort_by_key(|&i| sh.mem[i as usize].ts);
+    let n = idx.len();
+    let evs = Evs {
+        mem: sh.mem,
+        idx: &idx,
+    };
     if evs.iter().any(|m| !m.has_addr()) {
-        replay_anonymous(&mut t, &evs);
-        if evs.is_empty() {
+        replay_anonymous(&mut t, evs);
+        if n == 0 {
             push_oom_events(&mut t, c, ooms);
         }
-        add_marks(&mut t, c, &ts, ooms);
+        add_marks(&mut t, c, n, ooms);
         return (t, false);
     }
-    let dry = dry_run(&mut t, &evs);
     let base_ns = c.base_ns.unwrap_or(0);
     // Does the sidecar describe this device at all?
     let use_sidecar = sh.sidecar.as_deref().is_some_and(|s| {
@@ -263,15 +272,29 @@ fn build_device(
             .take(10_000)
             .any(|m| s.has_match(m.ts + base_ns, m.bytes))
     });
+    let dry = dry_run(&mut t, evs, use_sidecar);
+    // The category changes look ahead at the times of frees: keep them all.
+    let ts: Vec<i64> = if use_sidecar {
+        evs.iter().map(|m| m.ts).collect()
+    } else {
+        Vec::new()
+    };
+    let reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
     let sidecar = if use_sidecar {
         sh.sidecar.as_deref_mut()
     } else {
         None
     };
     let mut r = AddrReplay::new(t, c, sh.attr, sidecar, &dry, &ts, base_ns);
-    r.reserved_known = evs.iter().any(|m| m.total_res().is_some_and(|r| r > 0));
-    for (p, m) in evs.iter().enumerate() {
-        r.event(p, m, evs_idx[order[p] as usize] as usize);
+    r.reserved_known = reserved_known;
+    for (p, &mi) in idx.iter().enumerate() {
+        let mi = mi as usize;
+        let m = sh.mem[mi];
+        r.event(p, &m, mi);
+        // Without a sidecar nothing looks back at an event once replayed.
+        if !use_sidecar {
+            sh.mem.used(mi);
+        }
     }
     let counts = r.counts;
     let mut t = r.finish();
@@ -279,11 +302,30 @@ fn build_device(
         let coalesced = sh.sidecar.as_deref().is_some_and(|s| s.coalesced);
         t.warn(sidecar_summary(&sh.sidecar_name, counts, coalesced));
     }
-    if evs.is_empty() {
+    if n == 0 {
         push_oom_events(&mut t, c, ooms);
     }
-    add_marks(&mut t, c, &ts, ooms);
+    add_marks(&mut t, c, n, ooms);
     (t, use_sidecar)
+}
+
+/// A device's `[memory]` events in time order: indices into the events.
+#[derive(Clone, Copy)]
+struct Evs<'a> {
+    mem: &'a Blocks<MemEv>,
+    idx: &'a [u32],
+}
+
+impl<'a> Evs<'a> {
+    fn len(self) -> usize {
+        self.idx.len()
+    }
+    fn get(self, p: usize) -> Option<&'a MemEv> {
+        self.mem.get(*self.idx.get(p)? as usize)
+    }
+    fn iter(self) -> impl Iterator<Item = &'a MemEv> {
+        self.idx.iter().map(move |&i| &self.mem[i as usize])
+    }
 }
 
 /// An empty trace for `dev`: clock, numbering, rank, capacity and the file's warnings.
@@ -314,13 +356,6 @@ fn device_trace(sh: &Shared<'_>, dev: Device) -> Trace {
         }
     }
     t
-}
-
-/// Positions into `evs_idx` sorted by timestamp (stable: the file order decides ties).
-fn time_order(c: &Collected, evs_idx: &[u32]) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..evs_idx.len() as u32).collect();
-    order.sort_by_key(|&i| c.mem[evs_idx[i as usize] as usize].ts);
-    order
 }
 
 /// How the sidecar's categories matched this device's allocations.
@@ -591,7 +626,7 @@ fn push_oom_events(t: &mut Trace, c: &Collected, ooms: &[usize]) {
 /// PyTorch): the totals are the running sum of `Bytes` in time order on top of the bytes live
 /// before the first event, carried as per-event deltas; no allocation is invented, so the
 /// live set is unavailable. Reserved memory still follows `Total Reserved`.
-fn replay_anonymous(t: &mut Trace, evs: &[&MemEv]) {
+fn replay_anonymous(t: &mut Trace, evs: Evs<'_>) {
     let n = evs.len();
     let without = evs.iter().filter(|m| !m.has_addr()).count();
     let recorded = total_alloc_baseline(t, evs);
@@ -605,7 +640,7 @@ fn replay_anonymous(t: &mut Trace, evs: &[&MemEv]) {
     // Frees of memory allocated before profiling can take the running sum below the start:
     // at least that much was live from the start.
     let (mut sum, mut low) = (start, start);
-    for m in evs {
+    for m in evs.iter() {
         sum = sum.saturating_add(m.bytes);
         low = low.min(sum);
     }
@@ -635,7 +670,7 @@ fn replay_anonymous(t: &mut Trace, evs: &[&MemEv]) {
     let seg_name = t.strings.intern("reserved segment");
     let mut segs: Vec<(AllocId, i64)> = Vec::new();
     let mut reserved: Option<i64> = None;
-    for m in evs {
+    for m in evs.iter() {
         let kind = match m.bytes {
             b if b > 0 => EventKind::Alloc,
             b if b < 0 => EventKind::Free,
@@ -803,12 +838,27 @@ fn apply_change(
     true
 }
 
-/// Step and phase marks from annotation spans, OOM marks, sorted by position.
-fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
+/// Step and phase marks from annotation spans, OOM marks, sorted by position. The first
+/// `n_mem` events of `t` are the device's `[memory]` events (their times, ascending, place
+/// the marks).
+fn add_marks(t: &mut Trace, c: &Collected, n_mem: usize, ooms: &[usize]) {
     let n = t.len();
     if n == 0 {
         return;
     }
+    // The first of the memory events for which `pred` (false from some point on) is false.
+    let first = |t: &Trace, pred: &dyn Fn(i64) -> bool| -> usize {
+        let (mut lo, mut hi) = (0usize, n_mem);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(t.ts(Seq(mid as u64)).0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
     let has_profiler_steps = c.spans.iter().any(|s| {
         s.kind() == SpanKind::Annotation && c.names.get(s.name()).starts_with("ProfilerStep#")
     });
@@ -819,9 +869,9 @@ fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
         if !seen.insert((s.name(), s.start, s.end)) {
             continue;
         }
-        let at = ts.partition_point(|&x| x < s.start);
-        let last = ts.partition_point(|&x| x < s.end.max(s.start + 1));
-        if at >= ts.len() || last == 0 || last - 1 < at {
+        let at = first(t, &|x| x < s.start);
+        let last = first(t, &|x| x < s.end.max(s.start + 1));
+        if at >= n_mem || last == 0 || last - 1 < at {
             continue; // no [memory] event of this device inside the span
         }
         let name = c.names.get(s.name());
@@ -850,11 +900,11 @@ fn add_marks(t: &mut Trace, c: &Collected, ts: &[i64], ooms: &[usize]) {
     }
     for &o in ooms {
         let ev = &c.ooms[o];
-        let at = if ts.is_empty() {
+        let at = if n_mem == 0 {
             // OOM-only device: one event per OOM, in order.
             ooms.iter().position(|&x| x == o).unwrap_or(0)
         } else {
-            ts.partition_point(|&x| x <= ev.ts).saturating_sub(1)
+            first(t, &|x| x <= ev.ts).saturating_sub(1)
         };
         let name = t.strings.intern(&format!(
             "out of memory: {} requested",

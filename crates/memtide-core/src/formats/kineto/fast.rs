@@ -5,35 +5,126 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
-use crate::formats::json_scan::{skip_str, skip_value, ws};
+use crate::formats::json_scan::{skip_value, ws};
 use std::borrow::Cow;
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `w` equal to `b`. The lowest one set is exact (higher ones
+/// may be false after a match), which is all a search for the first match needs.
+#[inline(always)]
+fn bytes_equal(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * b as u64);
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// The first position at or after `j` holding a byte for which `hit` (on eight bytes at a
+/// time, as [`bytes_equal`] gives) or `one` (the same test on a single byte) is true.
+#[inline(always)]
+fn find_from(
+    s: &[u8],
+    mut j: usize,
+    hit: impl Fn(u64) -> u64,
+    one: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    // `first_chunk` is one 8-byte load (a copy into an array may become a memmove call).
+    while let Some(w) = s.get(j..).and_then(|r| r.first_chunk::<8>()) {
+        let m = hit(u64::from_le_bytes(*w));
+        if m != 0 {
+            return Some(j + (m.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    while j < s.len() {
+        if one(s[j]) {
+            return Some(j);
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The next `"` or `\\` at or after `j`.
+#[inline(always)]
+fn quote_or_escape(s: &[u8], j: usize) -> Option<usize> {
+    find_from(
+        s,
+        j,
+        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\'),
+        |c| c == b'"' || c == b'\\',
+    )
+}
+
 /// The bytes of a string without escapes, `i` at its opening quote.
-#[inline]
+#[inline(always)]
 fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
     if s.get(*i) != Some(&b'"') {
         return None;
     }
     let start = *i + 1;
-    // Keys and most values are short: a plain loop beats a vectorised search's setup.
-    let short = s.len().min(start + 24);
-    let mut j = start;
-    while j < short {
-        match s[j] {
-            b'"' => {
-                *i = j + 1;
-                return Some(&s[start..j]);
-            }
-            b'\\' => return None,
-            _ => j += 1,
-        }
-    }
-    let len = memchr::memchr2(b'"', b'\\', &s[j..])? + (j - start);
-    if s[start + len] != b'"' {
+    let k = quote_or_escape(s, start)?;
+    if s[k] != b'"' {
         return None;
     }
-    *i = start + len + 1;
-    Some(&s[start..start + len])
+    *i = k + 1;
+    Some(&s[start..k])
+}
+
+/// Skips any string, escapes included, `i` at its opening quote (as `json_scan::skip_str`).
+#[inline]
+fn skip_string(s: &[u8], i: &mut usize) -> Option<()> {
+    let mut j = *i + 1;
+    loop {
+        let k = quote_or_escape(s, j)?;
+        if s[k] == b'\\' {
+            j = k + 2;
+        } else {
+            *i = k + 1;
+            return Some(());
+        }
+    }
+}
+
+/// Skips one value of any type: exactly what `json_scan::skip_value` accepts (brackets only
+/// counted, strings skipped), searching eight bytes at a time for the bytes that matter.
+fn skip_any(s: &[u8], i: &mut usize) -> Option<()> {
+    match *s.get(*i)? {
+        b'"' => skip_string(s, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            // `[` and `]` are `{` and `}` without bit 5.
+            let lift = ONES * 0x20;
+            loop {
+                let k = find_from(
+                    s,
+                    *i,
+                    |w| {
+                        bytes_equal(w, b'"')
+                            | bytes_equal(w | lift, b'{')
+                            | bytes_equal(w | lift, b'}')
+                    },
+                    |c| matches!(c, b'"' | b'{' | b'[' | b'}' | b']'),
+                )?;
+                *i = k;
+                match s[k] {
+                    b'"' => skip_string(s, i)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        *i += 1;
+                    }
+                    _ => {
+                        depth -= 1;
+                        *i += 1;
+                        if depth == 0 {
+                            return Some(());
+                        }
+                    }
+                }
+            }
+        }
+        _ => skip_value(s, i),
+    }
 }
 
 /// A number's text, `i` at its first byte.
@@ -65,14 +156,113 @@ fn int(t: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// 10^k for k <= 22: every one exact in f64.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
 #[inline]
 fn float(t: &[u8]) -> Option<f64> {
     // Correctly rounded, like serde_json's own result for these short decimals.
+    if let Some(f) = plain_decimal(t) {
+        return Some(f);
+    }
     std::str::from_utf8(t).ok()?.parse::<f64>().ok()
+}
+
+/// A float field (`ts`, `dur`): the decimal fast path straight from the bytes (one pass), else
+/// `float(num_text(..))` — the same value either way.
+#[inline]
+fn float_value(s: &[u8], i: &mut usize) -> Option<f64> {
+    let start = *i;
+    let neg = s.get(start) == Some(&b'-');
+    let mut j = start + usize::from(neg);
+    let (mut m, mut digits, mut point) = (0u64, 0usize, None::<usize>);
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'0'..=b'9' if digits < 19 => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+            }
+            b'.' if point.is_none() => point = Some(j),
+            b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E' => break,
+            _ => {
+                let decimals = point.map_or(0, |p| j - p - 1);
+                if digits == 0 || m > 1 << 53 || decimals >= POW10.len() {
+                    break;
+                }
+                *i = j;
+                let v = m as f64 / POW10[decimals];
+                return Some(if neg { -v } else { v });
+            }
+        }
+        j += 1;
+    }
+    float(num_text(s, i)?)
+}
+
+/// `[-]digits[.digits]` with a mantissa of at most 2^53 and at most 22 decimals (Kineto's
+/// `5077464335096.375`): the mantissa and 10^decimals are exact doubles, so their quotient,
+/// one correctly rounded division, is bit for bit the correctly rounded value `parse` gives
+/// (Clinger's fast path). None: anything else, left to `parse`.
+#[inline]
+fn plain_decimal(t: &[u8]) -> Option<f64> {
+    let (neg, d) = match t.first()? {
+        b'-' => (true, &t[1..]),
+        _ => (false, t),
+    };
+    let (mut m, mut digits, mut point) = (0u64, 0usize, None::<usize>);
+    for (k, &c) in d.iter().enumerate() {
+        match c {
+            b'0'..=b'9' if digits < 19 => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+            }
+            b'.' if point.is_none() => point = Some(k),
+            _ => return None,
+        }
+    }
+    let decimals = point.map_or(0, |p| d.len() - p - 1);
+    if digits == 0 || m > 1 << 53 || decimals >= POW10.len() {
+        return None;
+    }
+    let v = m as f64 / POW10[decimals];
+    Some(if neg { -v } else { v })
+}
+
+/// `[-]digits` ending where a number's text ends (not at the window's end), read in one
+/// pass: what `int(num_text(..))` gives, or None (`i` unmoved) for anything else.
+#[inline]
+fn plain_int(s: &[u8], i: &mut usize) -> Option<i64> {
+    let neg = s.get(*i) == Some(&b'-');
+    let mut j = *i + usize::from(neg);
+    let first = j;
+    let mut v: i64 = 0;
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'0'..=b'9' => {
+                v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+                j += 1;
+            }
+            b'-' | b'+' | b'.' | b'e' | b'E' => return None,
+            _ => {
+                if j == first {
+                    return None;
+                }
+                *i = j;
+                return Some(if neg { -v } else { v });
+            }
+        }
+    }
+    None
 }
 
 /// An integer field, also accepting a whole float (`1024.0`).
 fn int_value(s: &[u8], i: &mut usize) -> Option<i64> {
+    if let Some(v) = plain_int(s, i) {
+        return Some(v);
+    }
     let t = num_text(s, i)?;
     int(t).or_else(|| float(t).filter(|f| f.is_finite()).map(|f| f.round() as i64))
 }
@@ -80,6 +270,9 @@ fn int_value(s: &[u8], i: &mut usize) -> Option<i64> {
 /// A byte count: an integer, or a float with no fraction (as the serde path's `as_bytes`);
 /// anything else reads as absent, and the event is left out and counted.
 fn bytes_value(s: &[u8], i: &mut usize) -> Option<i64> {
+    if let Some(v) = plain_int(s, i) {
+        return Some(v);
+    }
     let t = num_text(s, i)?;
     int(t).or_else(|| {
         float(t)
@@ -115,7 +308,7 @@ fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
             b"Total Reserved" => a.total_res = int_value(s, i),
             b"Device Type" => a.dev_type = int_value(s, i),
             b"Device Id" => a.dev_id = int_value(s, i),
-            _ => skip_value(s, i)?,
+            _ => skip_any(s, i)?,
         }
         ws(s, i);
         match s.get(*i)? {
@@ -130,6 +323,7 @@ fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
 }
 
 /// Parses the event object at `s[0]`; None: let serde_json do it.
+#[inline(always)]
 pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
     let mut i = 0;
     ws(s, &mut i);
@@ -157,7 +351,7 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                 ev.cat = match s.get(i)? {
                     b'"' => Cat::from_str(plain_str(s, &mut i)?),
                     _ => {
-                        skip_value(s, &mut i)?;
+                        skip_any(s, &mut i)?;
                         Cat::Other
                     }
                 }
@@ -167,16 +361,19 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                 // names, which strict JSON parsers reject; a name is not worth failing for.
                 let start = i;
                 ev.name = Some(match plain_str(s, &mut i) {
-                    Some(b) => String::from_utf8_lossy(b),
+                    Some(b) => match std::str::from_utf8(b) {
+                        Ok(n) => Cow::Borrowed(n),
+                        Err(_) => String::from_utf8_lossy(b),
+                    },
                     None => {
                         // Escapes (`\"`, `\u00e9`): decode just this string.
-                        skip_str(s, &mut i)?;
+                        skip_string(s, &mut i)?;
                         Cow::Owned(serde_json::from_slice::<String>(&s[start..i]).ok()?)
                     }
                 });
             }
-            b"ts" => ev.ts = Some(float(num_text(s, &mut i)?)?),
-            b"dur" => ev.dur = Some(float(num_text(s, &mut i)?)?),
+            b"ts" => ev.ts = Some(float_value(s, &mut i)?),
+            b"dur" => ev.dur = Some(float_value(s, &mut i)?),
             b"tid" => {
                 ev.tid = Some(match s.get(i)? {
                     b'"' => {
@@ -186,12 +383,15 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
                             Err(_) => TidKey::Str(b.into()),
                         }
                     }
-                    _ => TidKey::Num(int(num_text(s, &mut i)?)?),
+                    _ => TidKey::Num(match plain_int(s, &mut i) {
+                        Some(v) => v,
+                        None => int(num_text(s, &mut i)?)?,
+                    }),
                 })
             }
-            b"args" if ev.ph == b'X' => skip_value(s, &mut i)?,
+            b"args" if ev.ph == b'X' => skip_any(s, &mut i)?,
             b"args" => ev.args = args(s, &mut i)?,
-            _ => skip_value(s, &mut i)?,
+            _ => skip_any(s, &mut i)?,
         }
         ws(s, &mut i);
         match s.get(i)? {
@@ -205,6 +405,155 @@ pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The decimal fast path gives the bits `parse` gives, or leaves the text to it.
+    #[test]
+    fn plain_decimals_equal_parse() {
+        let mut texts: Vec<String> = [
+            "0",
+            "-0",
+            "1.",
+            ".5",
+            "-.5",
+            ".",
+            "-",
+            "5077464335096.375",
+            "5077464335122.209",
+            "1790857026000000.123",
+            "9007199254740992",
+            "9007199254740993",
+            "0.1",
+            "2.675",
+            "123456789012345678",
+            "1234567890123456789",
+            "12345678901234567890",
+            "1e3",
+            "+5",
+            "1.2.3",
+            "0000.0001",
+            "4398046511103.999",
+            "0.0000000000000000000001",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let int = x % 10_000_000_000_000;
+            let frac = (x >> 40) % 1000;
+            texts.push(format!("{int}.{frac:03}"));
+            texts.push(format!("-{}.{}", x % 100_000, (x >> 20) % 1_000_000_000));
+        }
+        for t in &texts {
+            let want = t.parse::<f64>().ok();
+            assert_eq!(
+                float(t.as_bytes()).map(f64::to_bits),
+                want.map(f64::to_bits),
+                "{t}"
+            );
+            if let Some(f) = plain_decimal(t.as_bytes()) {
+                assert_eq!(Some(f.to_bits()), want.map(f64::to_bits), "{t}");
+            }
+        }
+    }
+
+    /// `plain_int` reads what `int(num_text(..))` reads, or leaves it (and `i`) alone.
+    #[test]
+    fn plain_int_equals_int_of_num_text() {
+        for t in [
+            "0,",
+            "-0}",
+            "27247,",
+            "-65536 ",
+            "94435228271936\n",
+            "9223372036854775807,",
+            "9223372036854775808,",
+            "-9223372036854775808,",
+            "1.5,",
+            "1e3,",
+            "-,",
+            "+5,",
+            "5",
+            ",",
+            "12-3,",
+            "00012,",
+        ] {
+            let b = t.as_bytes();
+            let (mut i, mut j) = (0, 0);
+            let fast = plain_int(b, &mut i);
+            let slow = num_text(b, &mut j).and_then(int);
+            if let Some(v) = fast {
+                assert_eq!(Some(v), slow, "{t}");
+                assert_eq!(i, j, "{t}");
+            } else {
+                assert_eq!(i, 0, "{t}");
+            }
+        }
+    }
+
+    /// `float_value` reads what `float(num_text(..))` reads, to the same byte.
+    #[test]
+    fn float_value_equals_float_of_num_text() {
+        for t in [
+            "5077464335096.375\n",
+            "25.334,",
+            "-0.5 ",
+            "1.,",
+            ".5}",
+            ".,",
+            "-,",
+            "1e3,",
+            "+5,",
+            "1.2.3,",
+            "9007199254740993.5,",
+            "12345678901234567890.1,",
+            "0.00000000000000000000001,",
+            "5077464335096.375",
+            "7-1,",
+            "2000000.000\n",
+        ] {
+            let b = t.as_bytes();
+            let (mut i, mut j) = (0, 0);
+            let fast = float_value(b, &mut i);
+            let slow = num_text(b, &mut j).and_then(float);
+            assert_eq!(fast.map(f64::to_bits), slow.map(f64::to_bits), "{t}");
+            if fast.is_some() {
+                assert_eq!(i, j, "{t}");
+            }
+        }
+    }
+
+    /// `skip_any` accepts and ends exactly where `json_scan::skip_value` does, also on every
+    /// cut-off prefix.
+    #[test]
+    fn skip_any_equals_skip_value() {
+        let values: [&[u8]; 9] = [
+            br#"{"External id": 3,"Sequence number": 1, "Concrete Inputs": ["", "", ""], "Input Strides": [[1367, 1], [1367, 1], []], "Ev Idx": 3}, "#,
+            br#"["a\"b", {"c": "]}"}, [], "\\"]]"#,
+            br#"{"a": [1, 2}}, 7"#,
+            br#""plain string long enough for a word or two", "#,
+            br#""esc \" quote\\", 1"#,
+            b"27247,\n",
+            b"[[[[[[[[[[[[]]]]]]]]]]]],",
+            br#"{"Y_y": "_yY[", "k": "[[[{{{"}]"#,
+            b"\"a\\",
+        ];
+        for v in values {
+            for n in 0..=v.len() {
+                let s = &v[..n];
+                let (mut i, mut j) = (0, 0);
+                let a = skip_any(s, &mut i);
+                let b = skip_value(s, &mut j);
+                assert_eq!(a, b, "{:?}", String::from_utf8_lossy(s));
+                if a.is_some() {
+                    assert_eq!(i, j, "{:?}", String::from_utf8_lossy(s));
+                }
+            }
+        }
+    }
 
     #[test]
     fn parses_kineto_shapes() {

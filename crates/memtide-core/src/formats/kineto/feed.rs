@@ -8,6 +8,9 @@ use std::io::{self, Read};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 const CHUNK: usize = 8 << 20;
+/// Size of a read-ahead chunk. With four in flight (two queued, one being filled, one
+/// parsed) the window costs ~8 MiB, and a chunk is still in the shared cache when parsed.
+const AHEAD_CHUNK: usize = 2 << 20;
 /// Largest single JSON value (string, number, …) the window widens for: 64 MiB.
 pub const MAX_VALUE: usize = 64 << 20;
 
@@ -42,6 +45,9 @@ pub struct Feed<R> {
     progress: Progress,
     /// Newlines before `buf[start]`, for line numbers in messages.
     lines: u64,
+    /// Read-ahead chunks: newlines in `buf[start..end]` (the reader thread counts each
+    /// chunk's, so the parser only counts the short tail carried over).
+    buf_lines: u64,
     /// Whitespace is only JSON's four (space, tab, CR, LF), as serde_json has it.
     strict: bool,
 }
@@ -82,6 +88,7 @@ impl<R: Read> Feed<R> {
             eof: false,
             progress,
             lines: 0,
+            buf_lines: 0,
             strict: false,
         }
     }
@@ -117,7 +124,7 @@ impl<R: Read> Feed<R> {
         let Src::Chunks(ra) = &mut self.src else {
             return Ok(false);
         };
-        let (mut nb, n) = match ra.next_chunk() {
+        let (mut nb, n, chunk_lines) = match ra.next_chunk() {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.eof = true;
@@ -125,7 +132,9 @@ impl<R: Read> Feed<R> {
             }
             Err(e) => return self.read_error(e),
         };
-        self.lines += memchr::memchr_iter(b'\n', &self.buf[self.start..self.pos]).count() as u64;
+        let tail_lines = count_lines(&self.buf[self.pos..self.end]);
+        self.lines += self.buf_lines - tail_lines;
+        self.buf_lines = tail_lines + chunk_lines;
         let left = self.end - self.pos;
         if left <= GAP {
             let ns = GAP - left;
@@ -320,22 +329,31 @@ impl<R: Read> Feed<R> {
     }
 }
 
+/// Newlines in `b`: byte-wide sums over runs of 255 (which the compiler vectorises; a
+/// search for each newline is slower where lines are short).
+fn count_lines(b: &[u8]) -> u64 {
+    b.chunks(255)
+        .map(|c| c.iter().fold(0u8, |n, &x| n + u8::from(x == b'\n')) as u64)
+        .sum()
+}
+
 /// Chunks read (and decompressed) on another thread, so I/O and gunzip overlap parsing.
 /// Buffers come back through `back` and are reused: no fresh pages per chunk.
 pub struct ReadAhead {
-    rx: Receiver<io::Result<(Vec<u8>, usize)>>,
+    /// A chunk: its buffer, its length after the gap and the newlines in it.
+    rx: Receiver<io::Result<(Vec<u8>, usize, u64)>>,
     back: Sender<Vec<u8>>,
     done: bool,
 }
 
 impl ReadAhead {
-    /// The next chunk: data at `buf[GAP..GAP + n]`; None at the end.
-    fn next_chunk(&mut self) -> io::Result<Option<(Vec<u8>, usize)>> {
+    /// The next chunk: data at `buf[GAP..GAP + n]`, with its newlines; None at the end.
+    fn next_chunk(&mut self) -> io::Result<Option<(Vec<u8>, usize, u64)>> {
         if self.done {
             return Ok(None);
         }
         match self.rx.recv() {
-            Ok(Ok((_, 0))) | Err(_) => {
+            Ok(Ok((_, 0, _))) | Err(_) => {
                 self.done = true;
                 Ok(None)
             }
@@ -348,7 +366,7 @@ impl ReadAhead {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if buf.len() >= GAP + CHUNK {
+        if buf.len() >= GAP + AHEAD_CHUNK {
             let _ = self.back.send(buf);
         }
     }
@@ -360,12 +378,14 @@ pub fn with_read_ahead<R: Read + Send, T>(
     progress: &Progress,
     f: impl FnOnce(ReadAhead) -> T,
 ) -> T {
-    let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(2);
+    let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize, u64)>>(2);
     let (back, back_rx) = channel::<Vec<u8>>();
     std::thread::scope(|s| {
         let progress = progress.clone();
         s.spawn(move || loop {
-            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; GAP + CHUNK]);
+            let mut buf = back_rx
+                .try_recv()
+                .unwrap_or_else(|_| vec![0; GAP + AHEAD_CHUNK]);
             let mut n = 0;
             let res = loop {
                 if GAP + n == buf.len() {
@@ -381,7 +401,8 @@ pub fn with_read_ahead<R: Read + Send, T>(
             };
             let last = n == 0 || res.is_err();
             // A partial chunk before an error is still delivered, then the error.
-            if n > 0 && tx.send(Ok((buf, n))).is_err() {
+            let lines = count_lines(&buf[GAP..GAP + n]);
+            if n > 0 && tx.send(Ok((buf, n, lines))).is_err() {
                 return;
             }
             if let Err(e) = res {
@@ -389,7 +410,7 @@ pub fn with_read_ahead<R: Read + Send, T>(
                 return;
             }
             if last {
-                let _ = tx.send(Ok((Vec::new(), 0)));
+                let _ = tx.send(Ok((Vec::new(), 0, 0)));
                 return;
             }
         });

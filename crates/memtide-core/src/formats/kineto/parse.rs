@@ -1,6 +1,7 @@
 //! Streaming pass over a Kineto Chrome trace: keeps `[memory]` / `[OutOfMemory]` instants and
 //! the `ph:"X"` spans needed for attribution and marks, compactly, skipping everything else.
 
+use super::blocks::Blocks;
 use super::feed::{Feed, FeedError};
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -133,7 +134,7 @@ pub struct DevProp {
 pub struct Collected {
     pub base_ns: Option<i64>,
     pub dev_props: Vec<DevProp>,
-    pub mem: Vec<MemEv>,
+    pub mem: Blocks<MemEv>,
     pub ooms: Vec<OomEv>,
     pub spans: Vec<Span>,
     pub names: Names,
