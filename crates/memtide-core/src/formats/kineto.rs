@@ -42,7 +42,7 @@ pub fn read(
         )),
         None => None,
     };
-    let (mut c, warnings) = collect(input, progress)?;
+    let (mut c, warnings) = collect(input, opts.threads, progress)?;
     if c.mem.is_empty() && c.ooms.is_empty() {
         return Err(FormatError::Empty(format!(
             "the Kineto trace holds no [memory] events ({} trace events read): record it with torch.profiler.profile(profile_memory=True)",
@@ -80,14 +80,21 @@ pub fn read(
 /// The warnings come with whether each says the figures may be wrong.
 fn collect(
     input: Input,
+    threads: super::Threads,
     progress: &Progress,
 ) -> Result<(Collected, Vec<(String, bool)>), FormatError> {
     let mut c = Collected::new();
     let mut warnings = Vec::new();
-    let res = feed::with_read_ahead(input.into_reader(), progress, |ra| {
-        let mut feed = Feed::chunks(ra, progress.clone());
+    // Read (and inflated) ahead on a thread of its own, unless one thread was asked for.
+    let res = if threads == super::Threads::One {
+        let mut feed = Feed::new(input.into_reader(), progress.clone());
         parse::scan(&mut feed, &mut c)
-    });
+    } else {
+        feed::with_read_ahead(input.into_reader(), progress, |ra| {
+            let mut feed = Feed::chunks(ra, progress.clone());
+            parse::scan(&mut feed, &mut c)
+        })
+    };
     match res {
         Ok(()) => {}
         Err(FeedError::Cancelled) => return Err(FormatError::Cancelled),

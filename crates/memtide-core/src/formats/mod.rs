@@ -78,7 +78,7 @@ pub struct Loaded {
 /// Reads `path` whole, detecting its format from content (no category inference: see
 /// [`crate::load::load`]).
 pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
-    let input = source::open(path, progress)?.read_ahead(opts.threads);
+    let input = source::open(path, progress)?;
     let source_name = path.display().to_string();
     crate::budget::set_context(&format!("cannot read {source_name}"));
     if input.head.is_empty() {
@@ -92,6 +92,11 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
             if input.gzip { "the decompressed content" } else { "the file" },
             describe_head(&input.head)
         )));
+    };
+    // The Kineto reader reads ahead on its own thread, into its own chunks.
+    let input = match format {
+        Format::Kineto | Format::MemoryTimeline => input,
+        _ => input.read_ahead(opts.threads),
     };
     let mut allocators = Vec::new();
     let traces = match format {

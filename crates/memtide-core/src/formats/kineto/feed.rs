@@ -55,8 +55,7 @@ pub struct Feed<R> {
 /// Where more input comes from: any reader, or the read-ahead thread's chunks (taken over
 /// without copying: the unread tail is put into the gap in front of the next chunk).
 enum Src<R> {
-    /// A plain reader: unit tests, and callers that want no thread.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// A plain reader: unit tests, and a load on one thread.
     Read(R),
     Chunks(ReadAhead),
 }
@@ -72,7 +71,6 @@ impl Feed<io::Empty> {
 }
 
 impl<R: Read> Feed<R> {
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn new(r: R, progress: Progress) -> Self {
         Feed::with_src(Src::Read(r), vec![0; CHUNK], progress)
     }
