@@ -82,9 +82,9 @@ impl Input {
     }
 
     /// The same input with the rest read (and inflated) ahead on a second thread when
-    /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]): any gzip file
-    /// over 1 MiB, a plain one over 128 MiB (below that, measured, moving the read calls to a
-    /// thread gained nothing; on a 1 GB Kineto trace it saves a fifth).
+    /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]):
+    /// any gzip file over 1 MiB, a plain one over 128 MiB (below that, measured, moving the
+    /// read calls to a thread gained nothing).
     pub fn read_ahead(mut self, threads: super::Threads) -> Input {
         let from = if self.gzip {
             GZIP_READ_AHEAD_FROM
