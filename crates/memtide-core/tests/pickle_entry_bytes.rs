@@ -16,14 +16,14 @@ fn pickle(rel: &str) -> Vec<u8> {
     let bytes = std::fs::read(repo().join(rel)).expect("fixture");
     if rel.ends_with(".gz") {
         let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut flate2_free_gunzip(&bytes), &mut out).unwrap();
+        std::io::Read::read_to_end(&mut gunzip(&bytes), &mut out).unwrap();
         return out;
     }
     bytes
 }
 
-/// The committed `.pickle.gz` is inflated by the crate's own reader (no extra dependency).
-fn flate2_free_gunzip(bytes: &[u8]) -> impl std::io::Read {
+/// The committed `.pickle.gz`, inflated by the crate's own reader (no extra dependency).
+fn gunzip(bytes: &[u8]) -> impl std::io::Read {
     let input = memtide_core::formats::source::from_reader(std::io::Cursor::new(bytes.to_vec()), 0)
         .expect("gzip");
     input.into_reader()

@@ -50,40 +50,41 @@ pub(super) fn scan(b: &[u8], a: &Arena, frames_key: u32, kinds: Kinds, out: &mut
         memo_len: a.memo_len(),
         next_store: a.memo_len(),
     };
-    let read = (|| {
-        if let Some(idx) = c.store()? {
-            out.stores.push(Store::Dict(idx));
-        }
-        c.expect(b'(')?;
-        loop {
-            let key = match c.op()? {
-                b'u' => break,
-                op => match c.fetched(op)? {
-                    Val::Str(k) => k,
-                    _ => return None,
-                },
-            };
-            out.items.push(Val::Str(key));
-            let op = c.op()?;
-            if op == b']' && key == frames_key && out.frames_at.is_none() {
-                if let Some(idx) = c.store()? {
-                    out.stores.push(Store::List(idx));
-                }
-                c.frames(kinds.frame, &mut out.frames)?;
-                out.frames_at = Some(out.items.len());
-                out.items.push(Val::None);
-                continue;
-            }
-            out.items.push(c.value(op, kinds.stack)?);
-        }
-        Some(c.p)
-    })();
-    match read {
+    match read_entry(&mut c, frames_key, kinds, out) {
         Some(used) => {
             out.used = used;
             true
         }
         None => false,
+    }
+}
+
+/// The entry's memo store, MARK, key/value pairs and SETITEMS; the bytes read.
+fn read_entry(c: &mut Cur, frames_key: u32, kinds: Kinds, out: &mut Scanned) -> Option<usize> {
+    if let Some(idx) = c.store()? {
+        out.stores.push(Store::Dict(idx));
+    }
+    c.expect(b'(')?;
+    loop {
+        let key = match c.op()? {
+            b'u' => return Some(c.p),
+            op => match c.fetched(op)? {
+                Val::Str(k) => k,
+                _ => return None,
+            },
+        };
+        out.items.push(Val::Str(key));
+        let op = c.op()?;
+        if op == b']' && key == frames_key && out.frames_at.is_none() {
+            if let Some(idx) = c.store()? {
+                out.stores.push(Store::List(idx));
+            }
+            c.frames(kinds.frame, &mut out.frames)?;
+            out.frames_at = Some(out.items.len());
+            out.items.push(Val::None);
+            continue;
+        }
+        out.items.push(c.value(op, kinds.stack)?);
     }
 }
 
