@@ -474,7 +474,11 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                 _ => Format::SnapshotJson,
             };
             match memtide_core::formats::snapshot::read("fuzz", i, format, &opts, &progress) {
-                Ok((histories, mut traces)) => {
+                Ok(memtide_core::formats::snapshot::Snapshot {
+                    histories,
+                    mut traces,
+                    ..
+                }) => {
                     // The allocator model must take any decoded file without panicking.
                     for h in histories {
                         let m = memtide_core::allocator::Model::build(h);

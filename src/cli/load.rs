@@ -25,6 +25,8 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
         } else {
             Threads::Auto
         },
+        // The headless commands read the histories themselves; the explorer asks for models.
+        allocator_models: false,
     }
 }
 

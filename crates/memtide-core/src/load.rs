@@ -112,6 +112,7 @@ pub fn load_followable(
                 format: Format::Jsonl,
                 traces: vec![trace],
                 allocators: Vec::new(),
+                models: Vec::new(),
             },
             decoder: Some(decoder),
             offset,

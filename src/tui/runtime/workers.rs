@@ -6,9 +6,9 @@ use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
-use memtide_core::allocator::{History, Model};
+use memtide_core::allocator::Model;
 use memtide_core::analysis::frames::FrameRules;
-use memtide_core::formats::{LoadOptions, Progress, Threads};
+use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,53 +20,39 @@ pub fn load(
     progress: &Progress,
 ) -> Result<Vec<Arc<Device>>, String> {
     let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
-    let loaded = memtide_core::load::load(path, opts, progress).map_err(|e| e.to_string())?;
-    Ok(index_devices(
-        loaded.traces,
-        loaded.allocators,
-        &rules,
-        opts.threads,
-    ))
+    let loaded =
+        memtide_core::load::load(path, &with_models(opts), progress).map_err(|e| e.to_string())?;
+    Ok(index_devices(loaded, &rules))
 }
 
-/// Indexes each trace into a device, with its allocator history (snapshots) when the file
-/// has one for that device: the model replays on a second thread while the trace is indexed
-/// when `threads` allow and the history is long.
-fn index_devices(
-    traces: Vec<memtide_core::trace::Trace>,
-    mut allocators: Vec<History>,
-    rules: &FrameRules,
-    threads: Threads,
-) -> Vec<Arc<Device>> {
-    traces
+/// The explorer's load options: the allocator models are replayed while the file loads (on
+/// the second thread, beside the timeline).
+fn with_models(opts: &LoadOptions) -> LoadOptions {
+    LoadOptions {
+        allocator_models: true,
+        ..opts.clone()
+    }
+}
+
+/// Indexes each trace into a device, with its allocator model (snapshots) when the file has
+/// one for that device.
+fn index_devices(loaded: memtide_core::formats::Loaded, rules: &FrameRules) -> Vec<Arc<Device>> {
+    let mut models = loaded.models;
+    // (A load without models gives histories: replayed here.)
+    models.extend(loaded.allocators.into_iter().map(Model::build));
+    loaded
+        .traces
         .into_iter()
         .map(|trace| {
-            let history = allocators
+            let model = models
                 .iter()
-                .position(|h| h.device == trace.device)
-                .map(|i| allocators.swap_remove(i));
-            let long = history.as_ref().map_or(0, |h| h.entries.len() as u64);
-            let (index, model) = if history.is_some() && threads.second_for(long, MODEL_THREAD_FROM)
-            {
-                std::thread::scope(|s| {
-                    let model = s.spawn(|| history.map(Model::build));
-                    let index = Index::build(&trace);
-                    // A panic there is the loader's: its thread reports it as an error.
-                    let model = model
-                        .join()
-                        .unwrap_or_else(|e| std::panic::resume_unwind(e));
-                    (index, model)
-                })
-            } else {
-                (Index::build(&trace), history.map(Model::build))
-            };
+                .position(|m| m.history().device == trace.device)
+                .map(|i| models.swap_remove(i));
+            let index = Index::build(&trace);
             Arc::new(Device::with_built_model(trace, index, model, rules))
         })
         .collect()
 }
-
-/// Histories at least this long replay their model on a second thread.
-const MODEL_THREAD_FROM: u64 = 100_000;
 
 /// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
 pub fn load_follow(
@@ -75,9 +61,10 @@ pub fn load_follow(
     progress: &Progress,
 ) -> Result<FollowLoad, String> {
     let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
-    let f = memtide_core::load::load_followable(path, opts, progress).map_err(|e| e.to_string())?;
+    let f = memtide_core::load::load_followable(path, &with_models(opts), progress)
+        .map_err(|e| e.to_string())?;
     Ok(FollowLoad {
-        devices: index_devices(f.loaded.traces, f.loaded.allocators, &rules, opts.threads),
+        devices: index_devices(f.loaded, &rules),
         appendable: f.decoder.is_some(),
         decoder: f.decoder.map(Box::new),
         offset: f.offset,

@@ -39,6 +39,9 @@ pub struct LoadOptions {
     pub device_log: Option<device_log::DeviceLogOptions>,
     /// Whether a second thread reads ahead or parses (the results are the same either way).
     pub threads: Threads,
+    /// Snapshots: replay each allocator history into its model while loading (on the second
+    /// thread, beside the timeline), for [`Loaded::models`]; the explorer asks for this.
+    pub allocator_models: bool,
 }
 
 /// How many threads a load may use. Every choice gives the same trace; tests hold them to
@@ -73,6 +76,9 @@ pub struct Loaded {
     /// Snapshots: the allocator history of each CUDA device (segments and blocks over time;
     /// [`crate::allocator`]), matched to `traces` by device name. Empty for other formats.
     pub allocators: Vec<crate::allocator::History>,
+    /// Snapshots loaded with [`LoadOptions::allocator_models`]: those histories replayed
+    /// into their models (then `allocators` is empty).
+    pub models: Vec<crate::allocator::Model>,
 }
 
 /// Reads `path` whole, detecting its format from content (no category inference: see
@@ -98,13 +104,14 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         Format::Kineto | Format::MemoryTimeline => input,
         _ => input.read_ahead(opts.threads),
     };
-    let mut allocators = Vec::new();
+    let (mut allocators, mut models) = (Vec::new(), Vec::new());
     let traces = match format {
         Format::Jsonl => vec![read_jsonl(&source_name, input, opts)?],
         Format::SnapshotPickle | Format::SnapshotJson => {
-            let (h, t) = snapshot::read(&source_name, input, format, opts, progress)?;
-            allocators = h;
-            t
+            let s = snapshot::read(&source_name, input, format, opts, progress)?;
+            allocators = s.histories;
+            models = s.models;
+            s.traces
         }
         Format::Kineto | Format::MemoryTimeline => {
             kineto::read(&source_name, input, format, opts, progress)?
@@ -114,6 +121,7 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         format,
         traces,
         allocators,
+        models,
     })
 }
 

@@ -20,6 +20,16 @@ use super::LoadOptions;
 use crate::trace::{BandsSource, Trace};
 use raw::Raw;
 
+/// What a snapshot file gives: a trace per device and, per CUDA device, its allocator
+/// history — already replayed into its model when [`LoadOptions::allocator_models`] asked
+/// (then `histories` is empty).
+#[derive(Debug)]
+pub struct Snapshot {
+    pub traces: Vec<Trace>,
+    pub histories: Vec<crate::allocator::History>,
+    pub models: Vec<crate::allocator::Model>,
+}
+
 /// Reads every device of a snapshot: its traces and the allocator history of each CUDA device.
 pub fn read(
     source: &str,
@@ -27,32 +37,47 @@ pub fn read(
     format: Format,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<(Vec<crate::allocator::History>, Vec<Trace>), FormatError> {
+) -> Result<Snapshot, FormatError> {
     let raw = decode(input, format, opts.cpp_frames, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
-    // The allocator histories and the traces read the decoded file independently: on two
-    // threads when the trace is long enough for that to pay.
+    // The allocator histories (and models) and the traces read the decoded file
+    // independently: on two threads when the trace is long enough for that to pay.
     let devices = cuda_devices(&raw);
+    let allocators = || {
+        let h = histories_of(&raw, &devices);
+        if opts.allocator_models {
+            (
+                Vec::new(),
+                h.into_iter().map(crate::allocator::Model::build).collect(),
+            )
+        } else {
+            (h, Vec::new())
+        }
+    };
     let both = opts
         .threads
         .second_for(raw.rows.len() as u64, SECOND_THREAD_FROM_ROWS);
-    let (h, traces) = if both {
+    let ((histories, models), traces) = if both {
         std::thread::scope(|s| {
-            let h = s.spawn(|| histories_of(&raw, &devices));
+            let h = s.spawn(allocators);
             let traces = build(&raw, source);
-            // (A history that panicked is computed again here, to report the same way.)
-            let h = h.join().unwrap_or_else(|_| histories_of(&raw, &devices));
+            // (What panicked there is done again here, to report the same way.)
+            let h = h.join().unwrap_or_else(|_| allocators());
             (h, traces)
         })
     } else {
-        (histories_of(&raw, &devices), build(&raw, source))
+        (allocators(), build(&raw, source))
     };
-    Ok((h, traces))
+    Ok(Snapshot {
+        traces,
+        histories,
+        models,
+    })
 }
 
-/// Traces at least this long build their allocator history on a second thread.
+/// Traces at least this long build their allocator history (and model) on a second thread.
 const SECOND_THREAD_FROM_ROWS: u64 = 100_000;
 
 /// The allocator history of each CUDA device among `traces` ("cuda:N"), in trace order.
