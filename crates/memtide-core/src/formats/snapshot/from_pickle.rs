@@ -189,7 +189,9 @@ impl Conv {
         if !entry_bytes::scan(bytes, a, self.keys.frames, KINDS, s) {
             return None;
         }
-        // As dict_filled: at most 16 distinct str keys, one of them `action`.
+        // As dict_filled: at most 16 distinct str keys, one of them `action`. Checked here,
+        // not by calling dict_filled: its conversion needs the stack interned first, and a
+        // dict it refuses must not have interned one.
         if s.items.len() > 32 {
             return None;
         }

@@ -183,13 +183,13 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
         .enumerate()
         .map(|(d, v)| (format!("device_traces[{d}]"), v));
     // Rows are scanned only when one has such a size (to name it): most files have none.
-    let rows_to_check = traces
-        .chain(std::iter::once(("host_traces".to_string(), &raw.host_rows)))
-        .filter(|_| raw.any_negative_size);
-    for (name, rows) in rows_to_check {
-        for (i, &r) in rows.iter().enumerate() {
-            if let Some(row) = raw.rows.get(r as usize).filter(|row| neg(row.size)) {
-                return Err(bad(format!("{name}[{i}].size"), row.size));
+    if raw.any_negative_size {
+        let host = std::iter::once(("host_traces".to_string(), &raw.host_rows));
+        for (name, rows) in traces.chain(host) {
+            for (i, &r) in rows.iter().enumerate() {
+                if let Some(row) = raw.rows.get(r as usize).filter(|row| neg(row.size)) {
+                    return Err(bad(format!("{name}[{i}].size"), row.size));
+                }
             }
         }
     }
