@@ -332,8 +332,8 @@ impl Arena {
 
     /// Memo entry `idx` of the flat memo, as stored (no sharing is recorded: for a reader
     /// that only takes values no container handle is in).
-    pub fn memo_peek(&self, idx: u64) -> Option<Val> {
-        self.memo.get(usize::try_from(idx).ok()?).copied()
+    pub fn memo_peek(&self, idx: u64) -> Option<&Val> {
+        self.memo.get(usize::try_from(idx).ok()?)
     }
 
     /// Stores memo entry `idx` as MEMOIZE or BINPUT would.
