@@ -39,6 +39,6 @@ pub mod index;
 pub mod lab;
 pub mod load;
 pub mod ranks;
-#[cfg(feature = "synth")]
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod trace;

@@ -163,7 +163,7 @@ pub fn read_jsonl_resumable(
     // byte-order mark) = file offset.
     let input = source::open(path, progress)?.read_ahead(opts.threads);
     let skipped = input.skipped;
-    let offset = skipped + feed_all(input, &mut dec, &mut trace)?;
+    let offset = skipped + feed_all(input, opts.threads, &mut dec, &mut trace)?;
     dec.flush(&mut trace)?;
     trace
         .check_byte_sums()
@@ -171,13 +171,21 @@ pub fn read_jsonl_resumable(
     Ok((trace, dec, offset))
 }
 
+/// JSONL files from this size are read and decoded on a second thread while the first
+/// applies the events (`jsonl::feed_two_threads`).
+const JSONL_TWO_THREADS_FROM: u64 = 4 << 20;
+
 /// Feeds everything `input` holds to the decoder (progress and cancellation come from the
 /// input's counting reader); returns the bytes fed.
 fn feed_all(
     input: source::Input,
+    threads: Threads,
     dec: &mut jsonl::JsonlDecoder,
     trace: &mut Trace,
 ) -> Result<u64, FormatError> {
+    if threads.second_for(input.file_size, JSONL_TWO_THREADS_FROM) {
+        return jsonl::feed_two_threads(dec, trace, input.into_reader());
+    }
     let mut reader = input.into_reader();
     let mut buf = vec![0u8; 4 << 20];
     let mut fed = 0u64;
@@ -209,7 +217,7 @@ fn read_jsonl(
         lenient: opts.lenient,
         has_external_spans: has_external,
     });
-    feed_all(input, &mut dec, &mut trace)?;
+    feed_all(input, opts.threads, &mut dec, &mut trace)?;
     dec.finish(&mut trace)?;
     if !dec.header_seen() {
         return Err(FormatError::Empty(

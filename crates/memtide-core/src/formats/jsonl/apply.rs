@@ -3,7 +3,7 @@
 //! its op (alloc, view, release, free, reserve, unreserve, sample, mark, oom).
 
 use super::line::Op;
-use super::{JsonlDecoder, MAX_EXAMPLE_WARNINGS};
+use super::{Applier, MAX_EXAMPLE_WARNINGS};
 use crate::formats::error::FormatError;
 use crate::trace::{
     AllocId, Bytes, Category, Mark, MarkKind, Seq, StackId, StorageKind, StrId, Trace, Ts, View,
@@ -75,7 +75,7 @@ pub(super) struct GroupScratch {
     fx: GroupFx,
 }
 
-impl JsonlDecoder {
+impl Applier {
     /// Applies one equal-`t` group: frees first (file order), except an id's own free that
     /// follows its alloc in the group; storages opened and closed inside the group are never
     /// live (zero-length interval).
@@ -404,13 +404,13 @@ impl JsonlDecoder {
             fx.close(trace, prev, at);
         }
         let ext = e.used.saturating_sub(self.reserved_now);
-        let name = trace.strings.intern("external (device used − reserved)");
+        // Named by the reading half (`lines::SAMPLE_EXTERNAL_NAME`).
         let id = trace.new_storage(
             at,
             Bytes(ext),
             Category::External,
             StorageKind::Block,
-            name,
+            e.name,
             StackId(0),
             u64::MAX,
         );
@@ -447,15 +447,11 @@ impl JsonlDecoder {
         at: Seq,
         _fx: &mut GroupFx,
     ) -> Result<(), FormatError> {
-        let name = if e.name == StrId(0) {
-            trace.strings.intern("OOM")
-        } else {
-            e.name
-        };
+        // Named "OOM" by the reading half when the line has no name.
         trace.add_mark(Mark {
             at,
             ts: Ts(e.t),
-            name,
+            name: e.name,
             kind: MarkKind::Oom,
             end: None,
             size: Some(Bytes(e.size)),
