@@ -1,4 +1,4 @@
-//! Core benchmarks: JSONL ingest (MB/s), index build, `live_at`, `argmax`, timeline columns, on
+//! Core benchmarks: JSONL ingest (MB/s, on one thread and on two), index build, `live_at`, `argmax`, timeline columns, on
 //! generated traces (1 M events for ingest throughput, 10 M events for the index; generated at
 //! bench time, never committed). Run: `cargo bench --bench core`.
 
@@ -23,6 +23,20 @@ fn parse(bytes: &[u8]) -> Trace {
     trace
 }
 
+/// As `parse`, with the lines read and decoded on a second thread (`--single-thread` off,
+/// files from 4 MiB).
+fn parse_two_threads(bytes: &[u8]) -> Trace {
+    let mut trace = Trace::new("cuda:0", "bench", "jsonl");
+    let mut dec = JsonlDecoder::new(JsonlOptions {
+        has_external_spans: Some(false),
+        ..JsonlOptions::default()
+    });
+    memtide_core::formats::jsonl::feed_two_threads(&mut dec, &mut trace, bytes)
+        .expect("valid synthetic trace");
+    dec.finish(&mut trace).expect("valid synthetic trace");
+    trace
+}
+
 fn gen(events: u64) -> Vec<u8> {
     let mut v = Vec::new();
     memtide_core::synth::jsonl(events, 42, &mut v).expect("in-memory write");
@@ -35,6 +49,9 @@ fn ingest(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.sample_size(10).measurement_time(Duration::from_secs(15));
     g.bench_function("jsonl_1M_events", |b| b.iter(|| black_box(parse(&bytes))));
+    g.bench_function("jsonl_1M_events_two_threads", |b| {
+        b.iter(|| black_box(parse_two_threads(&bytes)))
+    });
     g.finish();
 }
 

@@ -206,17 +206,18 @@ fn read_jsonl(
     opts: &LoadOptions,
 ) -> Result<Trace, FormatError> {
     // `sample` lines stand for external memory only when the file has no explicit external
-    // spans; a streaming pre-scan decides it for the whole file (a few GB/s).
-    let has_external = if input.gzip {
-        None
-    } else {
-        Some(scan_for_external(Path::new(source))?)
-    };
+    // spans; a streaming scan of the whole file (a few GB/s) decides it, at the first sample.
     let mut trace = Trace::new("cuda:0", source, "jsonl");
     let mut dec = jsonl::JsonlDecoder::new(jsonl::JsonlOptions {
         lenient: opts.lenient,
-        has_external_spans: has_external,
+        has_external_spans: None,
     });
+    if !input.gzip {
+        let path = Path::new(source).to_path_buf();
+        dec.set_external_probe(jsonl::ExternalProbe(Box::new(move || {
+            scan_for_external(&path)
+        })));
+    }
     feed_all(input, opts.threads, &mut dec, &mut trace)?;
     dec.finish(&mut trace)?;
     if !dec.header_seen() {

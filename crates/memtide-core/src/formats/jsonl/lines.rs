@@ -5,6 +5,7 @@
 
 use super::apply::Ev;
 use super::line::{parse_line, show_num, Num, Op, RawLine};
+use crate::formats::error::FormatError;
 use crate::trace::{Bytes, Category, Clock, Interner, MarkKind, StackId, StrId};
 
 /// What one line means, for the half that applies it, in file order.
@@ -21,6 +22,19 @@ pub(super) enum Item {
     },
     /// A warning for the trace (a last line still being written).
     Warn(String),
+    /// Whether the file holds explicit `external` spans, from the [`ExternalProbe`], just
+    /// before the first `sample` event (the first that needs to know).
+    ExternalSpans(Result<bool, FormatError>),
+}
+
+/// Answers whether the whole file holds explicit `external` spans (then `sample` lines do
+/// not stand for external memory): a scan of the file, run only when a `sample` line comes.
+pub struct ExternalProbe(pub Box<dyn FnMut() -> Result<bool, FormatError> + Send>);
+
+impl std::fmt::Debug for ExternalProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExternalProbe")
+    }
 }
 
 /// The header line's fields for the trace: those read before a bad one, when one is bad
@@ -68,6 +82,8 @@ pub(super) struct Lines {
     last_t: Option<i64>,
     /// Scratch for a stack's frames.
     frames: Vec<StrId>,
+    /// Run once, at the first `sample` event.
+    pub(super) probe: Option<ExternalProbe>,
 }
 
 /// Where decoded items go; an error stops the reading (decoding never fails: a bad line is
@@ -87,6 +103,7 @@ impl Lines {
             next_src: 0,
             last_t: None,
             frames: Vec::new(),
+            probe: None,
         }
     }
 
@@ -172,6 +189,13 @@ impl Lines {
         };
         if let Some(h) = header {
             sink.take(Item::Header(h))?;
+        }
+        if let Some(Item::Ev(ev)) = &item {
+            if ev.op == Op::Sample {
+                if let Some(mut probe) = self.probe.take() {
+                    sink.take(Item::ExternalSpans((probe.0)()))?;
+                }
+            }
         }
         match item {
             Some(item) => sink.take(item),

@@ -18,6 +18,7 @@ mod scan;
 use super::error::FormatError;
 use crate::trace::{AllocId, Trace};
 use apply::{Ev, GroupScratch, TensorRef};
+pub use lines::ExternalProbe;
 use lines::{Item, Lines, Sink};
 use rustc_hash::FxHashMap;
 
@@ -84,6 +85,13 @@ impl JsonlDecoder {
                 scratch: GroupScratch::default(),
             },
         }
+    }
+
+    /// Asks `probe`, at the first `sample` event, whether the file holds explicit `external`
+    /// spans (as `JsonlOptions::has_external_spans` tells it up front): a file without
+    /// samples is never scanned for them.
+    pub fn set_external_probe(&mut self, probe: ExternalProbe) {
+        self.lines.probe = Some(probe);
     }
 
     /// Whether the header line has been read.
@@ -176,6 +184,12 @@ impl Applier {
             Item::Bad { line, reason, .. } => self.reject(trace, line, reason),
             Item::Warn(w) => {
                 trace.warn(w);
+                Ok(())
+            }
+            // Known before any sample is applied, as if known from the start: only samples
+            // read it.
+            Item::ExternalSpans(has) => {
+                self.external_seen |= has?;
                 Ok(())
             }
         }

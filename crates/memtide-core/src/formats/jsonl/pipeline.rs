@@ -172,12 +172,18 @@ mod tests {
 
     /// Trace, decoder state and result after the whole input, fed on one thread in `chunk`
     /// pieces (the reference) or on two threads in batches of `batch` items.
-    fn run(bytes: &[u8], lenient: bool, two: Option<usize>) -> String {
+    /// `probe`: what the external-span probe answers (an I/O error for None), when there is one.
+    fn run(bytes: &[u8], lenient: bool, probe: Option<Option<bool>>, two: Option<usize>) -> String {
         let mut trace = Trace::new("cuda:0", "t.jsonl", "jsonl");
         let mut dec = JsonlDecoder::new(JsonlOptions {
             lenient,
             has_external_spans: None,
         });
+        if let Some(answer) = probe {
+            dec.set_external_probe(crate::formats::jsonl::ExternalProbe(Box::new(move || {
+                answer.ok_or_else(|| FormatError::Io(std::io::Error::other("probe failed")))
+            })));
+        }
         let fed = match two {
             None => bytes
                 .chunks(4096)
@@ -236,12 +242,13 @@ mod tests {
         let mut errors = 0;
         for seed in 1..60u64 {
             let bytes = mutated(seed);
+            let probe = [None, Some(Some(true)), Some(Some(false)), Some(None)][seed as usize % 4];
             for lenient in [false, true] {
-                let one = run(&bytes, lenient, None);
+                let one = run(&bytes, lenient, probe, None);
                 errors += usize::from(one.starts_with("Err"));
                 for batch in [1, 3, 4096] {
                     assert!(
-                        one == run(&bytes, lenient, Some(batch)),
+                        one == run(&bytes, lenient, probe, Some(batch)),
                         "seed {seed}, lenient {lenient}, batch {batch}"
                     );
                 }
