@@ -467,14 +467,17 @@ impl Applier {
         reason: String,
     ) -> Result<(), FormatError> {
         if self.opts.lenient {
-            trace.skipped_lines += 1;
-            if self.first_skip.is_none() {
-                self.first_skip = Some(format!("line {line}: {reason}"));
-            }
+            self.skip(trace, || format!("line {line}: {reason}"));
             Ok(())
         } else {
             Err(FormatError::line(line, reason))
         }
+    }
+
+    /// Counts a skipped bad line (`--lenient`); the first one's text is kept for the warning.
+    pub(super) fn skip(&mut self, trace: &mut Trace, text: impl FnOnce() -> String) {
+        trace.skipped_lines += 1;
+        self.first_skip.get_or_insert_with(text);
     }
 
     fn unmatched(&mut self, trace: &mut Trace, e: &Ev, what: &str) {

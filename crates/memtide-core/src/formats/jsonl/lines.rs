@@ -65,7 +65,7 @@ impl Header {
 
 /// The names the applying half gives memory it makes up: interned here, in line order, so
 /// that it never touches the interner.
-pub(super) const SAMPLE_EXTERNAL_NAME: &str = "external (device used − reserved)";
+const SAMPLE_EXTERNAL_NAME: &str = "external (device used − reserved)";
 const OOM_NAME: &str = "OOM";
 
 /// Line framing and decoding state.

@@ -102,12 +102,8 @@ impl JsonlDecoder {
     /// Decodes every complete line in `bytes` (appended to any earlier torn line). Events whose
     /// `t` group may still grow stay buffered until a later `t` arrives or `finish`.
     pub fn feed(&mut self, trace: &mut Trace, bytes: &[u8]) -> Result<(), FormatError> {
-        with_strings(trace, |trace, strings| {
-            let mut sink = Applying {
-                apply: &mut self.apply,
-                trace,
-            };
-            self.lines.feed(strings, bytes, &mut sink)
+        self.read(trace, |lines, strings, sink| {
+            lines.feed(strings, bytes, sink)
         })
     }
 
@@ -115,13 +111,7 @@ impl JsonlDecoder {
     /// applied. A last line without a newline that is not yet a whole JSON object is a line
     /// still being written (DESIGN §3: not an error): it is left out, with a warning.
     pub fn finish(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
-        with_strings(trace, |trace, strings| {
-            let mut sink = Applying {
-                apply: &mut self.apply,
-                trace,
-            };
-            self.lines.finish(strings, &mut sink)
-        })?;
+        self.read(trace, |lines, strings, sink| lines.finish(strings, sink))?;
         self.flush(trace)?;
         if trace.skipped_lines > 0 {
             let first = self.apply.first_skip.clone().unwrap_or_default();
@@ -134,23 +124,29 @@ impl JsonlDecoder {
         Ok(())
     }
 
+    /// Runs the reading half `f` on this thread, each item applied as it is read. The
+    /// trace's string interner is lent to the reading half meanwhile: it interns, the
+    /// applying half never does.
+    fn read<R>(
+        &mut self,
+        trace: &mut Trace,
+        f: impl FnOnce(&mut Lines, &mut crate::trace::Interner, &mut Applying<'_>) -> R,
+    ) -> R {
+        let mut strings = std::mem::take(&mut trace.strings);
+        let mut sink = Applying {
+            apply: &mut self.apply,
+            trace,
+        };
+        let r = f(&mut self.lines, &mut strings, &mut sink);
+        trace.strings = strings;
+        r
+    }
+
     /// Applies the pending equal-`t` group now (used by followers after an idle period is not
     /// safe in general; exposed for tests and for `finish`).
     pub fn flush(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
         self.apply.apply_pending(trace)
     }
-}
-
-/// Runs `f` with the trace's string interner lent out beside the trace: the reading half
-/// interns, the applying half never does.
-fn with_strings<R>(
-    trace: &mut Trace,
-    f: impl FnOnce(&mut Trace, &mut crate::trace::Interner) -> R,
-) -> R {
-    let mut strings = std::mem::take(&mut trace.strings);
-    let r = f(trace, &mut strings);
-    trace.strings = strings;
-    r
 }
 
 /// The applying half as the reading half's sink, on one thread.
@@ -210,8 +206,7 @@ impl Applier {
         match group_error {
             None => Ok(()),
             Some(e) if self.opts.lenient => {
-                trace.skipped_lines += 1;
-                self.first_skip.get_or_insert_with(|| e.to_string());
+                self.skip(trace, || e.to_string());
                 Ok(())
             }
             Some(e) => Err(e),
