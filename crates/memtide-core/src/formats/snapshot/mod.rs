@@ -9,6 +9,7 @@ mod entry_bytes;
 pub mod from_json;
 pub mod from_pickle;
 mod json_fast;
+mod pickle_build;
 pub mod raw;
 pub mod timeline;
 pub mod to_allocator;
@@ -38,7 +39,7 @@ pub fn read(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Snapshot, FormatError> {
-    let raw = decode(input, format, opts.cpp_frames, progress)?;
+    let raw = decode(input, format, opts.cpp_frames, opts.threads, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
@@ -135,6 +136,7 @@ pub fn decode(
     input: Input,
     format: Format,
     cpp_frames: bool,
+    threads: super::Threads,
     progress: &Progress,
 ) -> Result<Raw, FormatError> {
     let gzip = input.gzip;
@@ -142,7 +144,7 @@ pub fn decode(
     let raw = match format {
         Format::SnapshotJson => from_json::read_with(r, cpp_frames, progress),
         _ => {
-            let raw = from_pickle::read(&mut r, cpp_frames)?;
+            let raw = from_pickle::read_threads(&mut r, cpp_frames, threads)?;
             if gzip {
                 check_gzip_end(&mut r)?;
             }
