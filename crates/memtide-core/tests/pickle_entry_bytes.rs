@@ -1,10 +1,12 @@
 //! Trace entries read straight from the pickle's bytes (`snapshot/entry_bytes.rs`) decode to
 //! exactly what the opcode-by-opcode interpreter gives: the same `Raw` (rows, strings,
 //! stacks, kept fields, in the same order) or the same error, on every committed pickle and
-//! on mutations of them (bytes changed, values retyped, files cut short).
+//! on mutations of them (bytes changed, values retyped, files cut short). The building half
+//! (`snapshot/pickle_build.rs`) gives the same on a second thread, whatever its batches.
 #![allow(clippy::unwrap_used)]
 
 use memtide_core::formats::snapshot::from_pickle;
+use memtide_core::formats::Threads;
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -29,15 +31,37 @@ fn gunzip(bytes: &[u8]) -> impl std::io::Read {
     input.into_reader()
 }
 
-fn both(bytes: &[u8]) -> (String, String) {
-    let show = |r: Result<_, _>| match r {
+fn show(r: Result<memtide_core::formats::snapshot::raw::Raw, memtide_core::formats::FormatError>) -> String {
+    match r {
         Ok(raw) => format!("{raw:?}"),
         Err(e) => format!("error: {e}"),
-    };
+    }
+}
+
+fn both(bytes: &[u8]) -> (String, String) {
     (
-        show(from_pickle::read(bytes, false)),
+        show(from_pickle::read_threads(bytes, false, Threads::One)),
         show(from_pickle::read_opcode_by_opcode(bytes, false)),
     )
+}
+
+/// The building half on a second thread, fed batches of 1, 3 and 4096 ops, and on this
+/// thread with batches of 3: each as the one-thread reader.
+fn threaded(bytes: &[u8]) -> Vec<(String, String)> {
+    let ways = [
+        (Threads::Always, 1),
+        (Threads::Always, 3),
+        (Threads::Always, 4096),
+        (Threads::One, 3),
+    ];
+    ways.iter()
+        .map(|&(t, n)| {
+            (
+                format!("{t:?}, batches of {n}"),
+                show(from_pickle::read_in_batches(bytes, false, t, n)),
+            )
+        })
+        .collect()
 }
 
 const FIXTURES: [&str; 20] = [
@@ -72,6 +96,9 @@ fn every_committed_pickle_decodes_the_same_both_ways() {
             fast == reference,
             "{f}: the byte reader differs from the interpreter"
         );
+        for (way, got) in threaded(&pickle(f)) {
+            assert!(got == fast, "{f}: {way} differs from one thread");
+        }
         decoded += usize::from(!fast.starts_with("error: "));
     }
     // rank7 is cut short on purpose (the ranks overview's unreadable file).
@@ -109,5 +136,8 @@ proptest! {
     ) {
         let (fast, reference) = both(&mutate(pickle(file), &edits, cut));
         prop_assert!(fast == reference, "{}: {}\n----\n{}", file, fast.chars().take(400).collect::<String>(), reference.chars().take(400).collect::<String>());
+        for (way, got) in threaded(&mutate(pickle(file), &edits, cut)) {
+            prop_assert!(got == fast, "{}: {} differs from one thread", file, way);
+        }
     }
 }

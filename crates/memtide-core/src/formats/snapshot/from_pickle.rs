@@ -45,11 +45,29 @@ struct Keys {
     fx: [u32; 4],
     /// Arena string id → action, for the known action names.
     actions: Vec<(u32, Action)>,
+    /// Arena string id → the trace-entry field it names (ids past the end: none).
+    fields: Vec<Field>,
+}
+
+/// The trace-entry fields [`Conv::entry`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Stream,
+    PoolId,
+    CompileContext,
+    ForwardFrames,
+    Addr,
+    Size,
+    TimeUs,
+    DeviceFree,
+    UserMetadata,
+    Frames,
+    Other,
 }
 
 impl Keys {
     fn new(a: &mut Arena) -> Keys {
-        Keys {
+        let mut k = Keys {
             action: a.intern("action"),
             addr: a.intern("addr"),
             size: a.intern("size"),
@@ -74,7 +92,30 @@ impl Keys {
                 .iter()
                 .map(|&(n, act)| (a.intern(n), act))
                 .collect(),
+            fields: Vec::new(),
+        };
+        let named = [
+            (k.stream, Field::Stream),
+            (k.pool_id, Field::PoolId),
+            (k.compile_context, Field::CompileContext),
+            (k.forward_frames, Field::ForwardFrames),
+            (k.addr, Field::Addr),
+            (k.size, Field::Size),
+            (k.time_us, Field::TimeUs),
+            (k.device_free, Field::DeviceFree),
+            (k.user_metadata, Field::UserMetadata),
+            (k.frames, Field::Frames),
+        ];
+        let len = named.iter().map(|&(id, _)| id as usize + 1).max().unwrap_or(0);
+        k.fields = vec![Field::Other; len];
+        for (id, f) in named {
+            k.fields[id as usize] = f;
         }
+        k
+    }
+
+    fn field(&self, key: u32) -> Field {
+        self.fields.get(key as usize).copied().unwrap_or(Field::Other)
     }
 }
 
@@ -338,60 +379,56 @@ impl Conv {
         };
         let mut device_free = None;
         let mut name = None;
-        let mut extra = Extra::default();
+        // (Made only for the rare entry with a kept field.)
+        let mut extra: Option<Extra> = None;
+        let mut put = |k: &str, v| extra.get_or_insert_with(Extra::default).put(k, v);
         for kv in items.chunks_exact(2) {
             let (key, val) = (kv[0], kv[1]);
             let Val::Str(key) = key else { continue };
-            let k = &self.keys;
-            if key == k.stream {
-                if let Some(v) = val.as_u64().filter(|&v| v != 0) {
-                    extra.put("stream", v.into());
-                }
-                continue;
-            } else if key == k.pool_id {
-                let zero = match val {
-                    Val::Tuple(t) => a.tuple(t).iter().all(|x| x.as_i64() == Some(0)),
-                    Val::None => true,
-                    _ => false,
-                };
-                if !zero {
-                    let v = val_json(a, val, 0);
-                    if !is_default_pool(&v) {
-                        extra.put("pool_id", v);
+            match self.keys.field(key) {
+                Field::Stream => {
+                    if let Some(v) = val.as_u64().filter(|&v| v != 0) {
+                        put("stream", v.into());
                     }
                 }
-                continue;
-            } else if key == k.compile_context {
-                match val {
+                Field::PoolId => {
+                    let zero = match val {
+                        Val::Tuple(t) => a.tuple(t).iter().all(|x| x.as_i64() == Some(0)),
+                        Val::None => true,
+                        _ => false,
+                    };
+                    if !zero {
+                        let v = val_json(a, val, 0);
+                        if !is_default_pool(&v) {
+                            put("pool_id", v);
+                        }
+                    }
+                }
+                Field::CompileContext => match val {
                     Val::Str(s) if is_placeholder_context(a.str(s)) => {}
                     Val::None => {}
-                    v => extra.put("compile_context", val_json(a, v, 0)),
+                    v => put("compile_context", val_json(a, v, 0)),
+                },
+                Field::ForwardFrames => {
+                    let empty = matches!(val, Val::None)
+                        || matches!(val, Val::List(l) if a.list(l).is_empty());
+                    if !empty {
+                        put("forward_frames", val_json(a, val, 0));
+                    }
                 }
-                continue;
-            } else if key == k.forward_frames {
-                let empty =
-                    matches!(val, Val::None) || matches!(val, Val::List(l) if a.list(l).is_empty());
-                if !empty {
-                    extra.put("forward_frames", val_json(a, val, 0));
+                Field::Addr => row.addr = int_field("addr", val)?,
+                Field::Size => row.size = size_field("size", val)?,
+                Field::TimeUs => {
+                    row.time_us = val.as_i64().ok_or_else(|| {
+                        format!(
+                            "trace entry field 'time_us' must be an int, found {}",
+                            val.type_name()
+                        )
+                    })?;
+                    row.has_time = true;
                 }
-                continue;
-            }
-            if key == k.addr {
-                row.addr = int_field("addr", val)?;
-            } else if key == k.size {
-                row.size = size_field("size", val)?;
-            } else if key == k.time_us {
-                row.time_us = val.as_i64().ok_or_else(|| {
-                    format!(
-                        "trace entry field 'time_us' must be an int, found {}",
-                        val.type_name()
-                    )
-                })?;
-                row.has_time = true;
-            } else if key == k.device_free {
-                device_free = Some(int_field("device_free", val)?);
-            } else if key == k.user_metadata {
-                match val {
+                Field::DeviceFree => device_free = Some(int_field("device_free", val)?),
+                Field::UserMetadata => match val {
                     Val::Str(s) => {
                         let s = a.str(s);
                         if !s.is_empty() {
@@ -404,16 +441,16 @@ impl Conv {
                     v => {
                         name = Some(val_json(a, v, 0).to_string().into());
                     }
-                }
-            } else if key == k.frames {
-                row.stack = self.stack_val(a, val)?;
+                },
+                Field::Frames => row.stack = self.stack_val(a, val)?,
+                Field::Other => {}
             }
         }
         Ok(RowDef {
             row,
             name,
             device_free,
-            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+            extra: extra.filter(|x| !x.is_empty()).map(Box::new),
         })
     }
 
