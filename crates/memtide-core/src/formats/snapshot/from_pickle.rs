@@ -3,7 +3,7 @@
 //! interning each memo-shared frame list once.
 
 use super::entry_bytes;
-use super::pickle_build::{FrameDef, Ops, RowDef, BATCH_OPS};
+use super::pickle_build::{FrameDef, Ops, Rare, RowDef, BATCH_OPS};
 use super::raw::{
     is_placeholder_context, Action, Annotation, Block, BlockState, Extra, Raw, Row, Segment,
 };
@@ -446,12 +446,15 @@ impl Conv {
                 Field::Other => {}
             }
         }
-        Ok(RowDef {
-            row,
-            name,
-            device_free,
-            extra: extra.filter(|x| !x.is_empty()).map(Box::new),
-        })
+        let extra = extra.filter(|x| !x.is_empty());
+        let rare = (name.is_some() || device_free.is_some() || extra.is_some()).then(|| {
+            Box::new(Rare {
+                name,
+                device_free,
+                extra,
+            })
+        });
+        Ok(RowDef { row, rare })
     }
 
     /// The interned stack of a `frames` value.

@@ -34,13 +34,20 @@ pub(super) enum FrameDef {
 }
 
 /// A trace entry, checked: `row.stack` holds a stack number of [`Ops`] (0: none), `row.name`
-/// is unset, the name's text is in `name`.
+/// is unset. What few entries have is boxed, so the common op stays small.
 #[derive(Debug)]
 pub(super) struct RowDef {
     pub row: Row,
+    pub rare: Option<Box<Rare>>,
+}
+
+/// The parts of a trace entry most have not: a name (`user_metadata`), `device_free` (of an
+/// `oom`), kept fields.
+#[derive(Debug, Default)]
+pub(super) struct Rare {
     pub name: Option<Box<str>>,
     pub device_free: Option<u64>,
-    pub extra: Option<Box<Extra>>,
+    pub extra: Option<Extra>,
 }
 
 #[derive(Debug)]
@@ -176,8 +183,9 @@ impl Builder {
     fn row(&mut self, d: &mut RowDef) {
         let mut row = d.row;
         row.stack = self.stack(row.stack.0);
-        if let Some(n) = d.name.take() {
-            row.name = self.raw.strings.intern(&n);
+        let rare = d.rare.take();
+        if let Some(n) = rare.as_ref().and_then(|x| x.name.as_deref()) {
+            row.name = self.raw.strings.intern(n);
         }
         let r = match self.raw.push_row(row) {
             Ok(r) => r,
@@ -186,10 +194,11 @@ impl Builder {
                 return;
             }
         };
-        if let Some(f) = d.device_free {
+        let Some(rare) = rare else { return };
+        if let Some(f) = rare.device_free {
             self.raw.device_free.insert(r, f);
         }
-        if let Some(x) = d.extra.take() {
+        if let Some(x) = rare.extra {
             let id = x.intern(&mut self.raw.strings);
             self.raw.row_extra.insert(r, id);
         }
