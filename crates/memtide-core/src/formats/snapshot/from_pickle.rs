@@ -132,6 +132,8 @@ struct Conv {
     /// that do not share frame dicts still share the strings, and formatting plus interning
     /// "file:line:name" for every frame dominated the load.
     frame_cache: rustc_hash::FxHashMap<(u32, i64, u32), u32>,
+    /// Arena ids of the texts of long frames already passed on (each goes once).
+    long_texts: rustc_hash::FxHashSet<u32>,
     /// Reused buffers of the entry read straight from the bytes.
     scanned: entry_bytes::Scanned,
     /// Whether entries may be read straight from the bytes (off: the reference reader).
@@ -558,13 +560,24 @@ impl Conv {
         let p = match self.frame_cache.get(&key) {
             Some(&p) => p,
             None => {
-                let p = self.ops.frame(FrameDef::Parts {
-                    file: file.map_or("", |s| a.str(s)).into(),
-                    file_key: key.0,
-                    line,
-                    name: name.map_or("", |s| a.str(s)).into(),
-                    name_key: key.2,
-                });
+                let (fs, ns) = (file.map_or("", |s| a.str(s)), name.map_or("", |s| a.str(s)));
+                let def = if fs.len() + ns.len() > crate::trace::intern::LONG_FRAME {
+                    let mut text = |k: u32, t: &str| self.long_texts.insert(k).then(|| t.into());
+                    FrameDef::Long {
+                        file_key: key.0,
+                        file: text(key.0, fs),
+                        line,
+                        name_key: key.2,
+                        name: text(key.2, ns),
+                    }
+                } else {
+                    FrameDef::Parts {
+                        file: fs.into(),
+                        line,
+                        name: ns.into(),
+                    }
+                };
+                let p = self.ops.frame(def);
                 self.frame_cache.insert(key, p);
                 p
             }
@@ -618,6 +631,7 @@ fn read_with(
         packed: Vec::new(),
         items: Vec::new(),
         frame_cache: Default::default(),
+        long_texts: Default::default(),
         scanned: Default::default(),
         entry_bytes,
         entry_keys: EntryKeys::default(),

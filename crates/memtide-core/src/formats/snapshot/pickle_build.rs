@@ -14,14 +14,21 @@ use std::thread::JoinHandle;
 /// A frame as the reading half found it (texts copied out of its arena).
 #[derive(Debug)]
 pub(super) enum FrameDef {
-    /// `file:line:name` of a frame dict; `file_key`/`name_key` (the texts' arena ids, or
-    /// `u32::MAX` when absent) key the cache of long texts.
+    /// `file:line:name` of a frame dict, short enough to be one text.
     Parts {
         file: Box<str>,
-        file_key: u32,
         line: i64,
         name: Box<str>,
+    },
+    /// A long frame, kept as parts: the file's and the name's arena ids (`u32::MAX`: absent)
+    /// key their interned texts, and a text comes only with the first frame that uses it (a
+    /// long file name is shared by many frames, and is not copied for each).
+    Long {
+        file_key: u32,
+        file: Option<Box<str>>,
+        line: i64,
         name_key: u32,
+        name: Option<Box<str>>,
     },
     /// A frame with FX fields, its name already formatted.
     Named {
@@ -138,25 +145,23 @@ impl Builder {
 
     fn frame(&mut self, f: &FrameDef) -> u32 {
         match f {
-            FrameDef::Parts {
-                file,
+            FrameDef::Parts { file, line, name } => {
+                self.frames.frame(&mut self.raw.strings, file, *line, name)
+            }
+            FrameDef::Long {
                 file_key,
+                file,
                 line,
-                name,
                 name_key,
+                name,
             } => {
-                if file.len() + name.len() > crate::trace::intern::LONG_FRAME {
-                    // A long file name shared by many frames: hashed and scanned once.
-                    let (fid, cpp) = self.text_id(*file_key, file, true);
-                    let (nid, _) = self.text_id(*name_key, name, false);
-                    let id = self.raw.strings.intern_frame_ids(fid, *line, nid).0 & !CPP_BIT;
-                    if cpp {
-                        id | CPP_BIT
-                    } else {
-                        id
-                    }
+                let (fid, cpp) = self.text_id(*file_key, file.as_deref(), true);
+                let (nid, _) = self.text_id(*name_key, name.as_deref(), false);
+                let id = self.raw.strings.intern_frame_ids(fid, *line, nid).0 & !CPP_BIT;
+                if cpp {
+                    id | CPP_BIT
                 } else {
-                    self.frames.frame(&mut self.raw.strings, file, *line, name)
+                    id
                 }
             }
             FrameDef::Named { file, line, name } => {
@@ -167,11 +172,13 @@ impl Builder {
     }
 
     /// The interned id of a text with arena id `key` and, for a file name, whether it is a
-    /// C++ one; cached so a long text is hashed and scanned once.
-    fn text_id(&mut self, key: u32, text: &str, file: bool) -> (StrId, bool) {
+    /// C++ one; cached so a long text is hashed and scanned once (its text comes the first
+    /// time only).
+    fn text_id(&mut self, key: u32, text: Option<&str>, file: bool) -> (StrId, bool) {
         if let Some(&x) = self.text_ids.get(&key) {
             return x;
         }
+        let text = text.unwrap_or("");
         let x = (
             self.raw.strings.intern(text),
             file && super::raw::is_cpp(text),
