@@ -8,6 +8,10 @@ is on the terminal, and the child's peak RSS (memtide on the JSONL is reported t
 ptmem runs without its cache (the .memcache file is removed first).
 
 Usage: benches/first_screen.py MEMTIDE_BIN PTMEM_BIN [EVENTS_PAIRS] [WORKDIR]
+
+A WORKDIR that already holds `snapshot.pickle` (e.g. a link to a generated 220 MB snapshot)
+is used as it is: nothing is generated and nothing there is written over; the JSONL run is
+then made only if `same_events.jsonl` is there too.
 """
 import fcntl, json, os, pickle, pty, random, select, struct, sys, termios, time
 
@@ -29,7 +33,8 @@ def frames_for(i):
 
 def generate():
     events, live, t = [], [], 0
-    with open(jsonl, "w") as jf:
+    # "x": never through a link onto, or over, a file that is there.
+    with open(jsonl, "x") as jf:
         jf.write('{"memtide":1,"device":"cuda:0","clock":"us","source":"first_screen"}\n')
         addr = 0x7F0000000000
         for i in range(pairs * 2):
@@ -49,14 +54,14 @@ def generate():
                 events.append({"action": "free_completed", "addr": a, "size": size, "stream": 0, "time_us": t,
                                "frames": [{"filename": f, "line": l, "name": n} for f, l, n in fr]})
                 jf.write(json.dumps({"t": t, "op": "free", "id": a}, separators=(",", ":")) + "\n")
-    with open(pkl, "wb") as pf:
+    with open(pkl, "xb") as pf:
         pickle.dump({"segments": [], "device_traces": [events]}, pf, protocol=4)
 
 
 if os.environ.get("FIRST_SCREEN_GENERATE"):
     generate()
     sys.exit(0)
-if not (os.path.exists(pkl) and os.path.exists(jsonl)):
+if not os.path.lexists(pkl) and not os.path.lexists(jsonl):
     # Generate in a separate process: a forked measuring process would otherwise carry the
     # generator's memory into the children's peak RSS (ru_maxrss survives exec).
     import subprocess
@@ -99,16 +104,22 @@ def measure(argv, marker):
 
 
 size_mb = os.path.getsize(pkl) / 1e6
-n_events = pairs * 2
 cache = os.path.join(work, ".snapshot.pickle.memcache")
 if os.path.exists(cache):
     os.remove(cache)
 pt = measure([ptmem, pkl], b"PyTorch Memory Profiler")
 mt = measure([memtide, pkl], b"live at")
-mj = measure([memtide, jsonl], b"live at")
-print(f"events: {n_events:,}; snapshot pickle {size_mb:.0f} MB; same-events JSONL {os.path.getsize(jsonl)/1e6:.0f} MB")
-print(f"ptmem 0.1.2 (pickle, no cache): first screen {pt[0]:.2f} s, peak RSS {pt[1]:.0f} MiB (at first screen {pt[2]:.0f} MiB)")
-print(f"memtide (same pickle):          first screen {mt[0]:.2f} s, peak RSS {mt[1]:.0f} MiB (at first screen {mt[2]:.0f} MiB)")
-print(f"memtide (same events, JSONL):   first screen {mj[0]:.2f} s, peak RSS {mj[1]:.0f} MiB")
+has_jsonl = os.path.exists(jsonl)
+mj = measure([memtide, jsonl], b"live at") if has_jsonl else (None, 0.0, 0.0)
+jsonl_mb = f"{os.path.getsize(jsonl)/1e6:.0f} MB" if has_jsonl else "not there"
+print(f"snapshot pickle {size_mb:.0f} MB; same-events JSONL {jsonl_mb}")
+def secs(x):
+    return f"{x:.2f} s" if x is not None else "never shown"
+
+
+print(f"ptmem 0.1.2 (pickle, no cache): first screen {secs(pt[0])}, peak RSS {pt[1]:.0f} MiB (at first screen {pt[2]:.0f} MiB)")
+print(f"memtide (same pickle):          first screen {secs(mt[0])}, peak RSS {mt[1]:.0f} MiB (at first screen {mt[2]:.0f} MiB)")
+if has_jsonl:
+    print(f"memtide (same events, JSONL):   first screen {secs(mj[0])}, peak RSS {mj[1]:.0f} MiB")
 if pt[0] and mt[0]:
     print(f"pickle vs pickle: speed-up {pt[0]/mt[0]:.1f}x, RSS ratio {mt[1]/pt[1]:.2f}")
