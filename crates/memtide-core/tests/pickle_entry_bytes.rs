@@ -31,7 +31,9 @@ fn gunzip(bytes: &[u8]) -> impl std::io::Read {
     input.into_reader()
 }
 
-fn show(r: Result<memtide_core::formats::snapshot::raw::Raw, memtide_core::formats::FormatError>) -> String {
+fn show(
+    r: Result<memtide_core::formats::snapshot::raw::Raw, memtide_core::formats::FormatError>,
+) -> String {
     match r {
         Ok(raw) => format!("{raw:?}"),
         Err(e) => format!("error: {e}"),

@@ -106,7 +106,11 @@ impl Keys {
             (k.user_metadata, Field::UserMetadata),
             (k.frames, Field::Frames),
         ];
-        let len = named.iter().map(|&(id, _)| id as usize + 1).max().unwrap_or(0);
+        let len = named
+            .iter()
+            .map(|&(id, _)| id as usize + 1)
+            .max()
+            .unwrap_or(0);
         k.fields = vec![Field::Other; len];
         for (id, f) in named {
             k.fields[id as usize] = f;
@@ -115,7 +119,10 @@ impl Keys {
     }
 
     fn field(&self, key: u32) -> Field {
-        self.fields.get(key as usize).copied().unwrap_or(Field::Other)
+        self.fields
+            .get(key as usize)
+            .copied()
+            .unwrap_or(Field::Other)
     }
 }
 

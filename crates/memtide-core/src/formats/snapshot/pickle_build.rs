@@ -133,8 +133,10 @@ impl Builder {
                     let nums = frames.get(s..s + n).unwrap_or(&[]);
                     self.packed.clear();
                     let ids = &self.frame_ids;
-                    self.packed
-                        .extend(nums.iter().map(|&f| ids.get(f as usize).copied().unwrap_or(0)));
+                    self.packed.extend(
+                        nums.iter()
+                            .map(|&f| ids.get(f as usize).copied().unwrap_or(0)),
+                    );
                     let id = self.frames.stack(&mut self.raw.strings, &self.packed);
                     self.stack_ids.push(id);
                 }
