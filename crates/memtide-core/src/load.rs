@@ -112,7 +112,7 @@ pub fn load_followable(
                 format: Format::Jsonl,
                 traces: vec![trace],
                 allocators: Vec::new(),
-                models: Vec::new(),
+                models: crate::allocator::Models::none(),
             },
             decoder: Some(decoder),
             offset,

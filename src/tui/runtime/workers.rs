@@ -26,7 +26,7 @@ pub fn load(
 }
 
 /// The explorer's load options: the allocator models are replayed while the file loads (on
-/// the second thread, beside the timeline).
+/// the second thread, beside the timeline, then beside the index).
 fn with_models(opts: &LoadOptions) -> LoadOptions {
     LoadOptions {
         allocator_models: true,
@@ -37,18 +37,25 @@ fn with_models(opts: &LoadOptions) -> LoadOptions {
 /// Indexes each trace into a device, with its allocator model (snapshots) when the file has
 /// one for that device.
 fn index_devices(loaded: memtide_core::formats::Loaded, rules: &FrameRules) -> Vec<Arc<Device>> {
-    let mut models = loaded.models;
-    // (A load without models gives histories: replayed here.)
-    models.extend(loaded.allocators.into_iter().map(Model::build));
-    loaded
+    // Indexed while the models may still be replaying on their thread.
+    let indexed: Vec<_> = loaded
         .traces
         .into_iter()
         .map(|trace| {
+            let index = Index::build(&trace);
+            (trace, index)
+        })
+        .collect();
+    let mut models = loaded.models.wait();
+    // (A load without models gives histories: replayed here.)
+    models.extend(loaded.allocators.into_iter().map(Model::build));
+    indexed
+        .into_iter()
+        .map(|(trace, index)| {
             let model = models
                 .iter()
                 .position(|m| m.history().device == trace.device)
                 .map(|i| models.swap_remove(i));
-            let index = Index::build(&trace);
             Arc::new(Device::with_built_model(trace, index, model, rules))
         })
         .collect()

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod at_end;
+pub mod building;
 pub mod explain;
 pub mod replay;
 pub mod rounding;
@@ -29,6 +30,7 @@ pub mod sim;
 pub mod state;
 
 pub use at_end::{allocator_at_end, AllocatorAtEnd};
+pub use building::Models;
 pub use explain::{explain, OomExplanation, OomFacts, PoolFacts, Verdict};
 pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, ReplayReport};
 pub use rounding::PoolKind;

@@ -77,8 +77,9 @@ pub struct Loaded {
     /// [`crate::allocator`]), matched to `traces` by device name. Empty for other formats.
     pub allocators: Vec<crate::allocator::History>,
     /// Snapshots loaded with [`LoadOptions::allocator_models`]: those histories replayed
-    /// into their models (then `allocators` is empty).
-    pub models: Vec<crate::allocator::Model>,
+    /// into their models (then `allocators` is empty), perhaps still on their thread:
+    /// [`crate::allocator::Models::wait`].
+    pub models: crate::allocator::Models,
 }
 
 /// Reads `path` whole, detecting its format from content (no category inference: see
@@ -104,7 +105,7 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         Format::Kineto | Format::MemoryTimeline => input,
         _ => input.read_ahead(opts.threads),
     };
-    let (mut allocators, mut models) = (Vec::new(), Vec::new());
+    let (mut allocators, mut models) = (Vec::new(), crate::allocator::Models::none());
     let traces = match format {
         Format::Jsonl => vec![read_jsonl(&source_name, input, opts)?],
         Format::SnapshotPickle | Format::SnapshotJson => {

@@ -1,6 +1,7 @@
-//! Snapshot pickle → [`Raw`]: a [`Hook`] that turns each trace-entry dict into a row the
-//! moment it is appended to its device list (so entries never pile up as generic values),
-//! interning each memo-shared frame list once.
+//! Snapshot pickle → [`Raw`], the reading half: a [`Hook`] that checks each trace-entry dict
+//! and defines its row the moment it is appended to its device list (so entries never pile
+//! up as generic values), each memo-shared frame list once; the building half
+//! ([`super::pickle_build`]) interns what it defines, on a second thread for a long file.
 
 use super::entry_bytes;
 use super::pickle_build::{FrameDef, Ops, Rare, RowDef, BATCH_OPS};

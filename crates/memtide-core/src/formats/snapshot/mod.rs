@@ -28,7 +28,7 @@ use raw::Raw;
 pub struct Snapshot {
     pub traces: Vec<Trace>,
     pub histories: Vec<crate::allocator::History>,
-    pub models: Vec<crate::allocator::Model>,
+    pub models: crate::allocator::Models,
 }
 
 /// Reads every device of a snapshot: its traces and the allocator history of each CUDA device.
@@ -46,20 +46,19 @@ pub fn read(
     // The allocator histories (and models) and the traces read the decoded file
     // independently: on two threads when the trace is long enough for that to pay.
     let devices = cuda_devices(&raw);
-    let allocators = || {
-        let h = histories_of(&raw, &devices);
-        if opts.allocator_models {
-            (
-                Vec::new(),
-                h.into_iter().map(crate::allocator::Model::build).collect(),
-            )
-        } else {
-            (h, Vec::new())
-        }
-    };
     let both = opts
         .threads
         .second_for(raw.rows.len() as u64, SECOND_THREAD_FROM_ROWS);
+    // The models go on replaying on a thread of their own after this returns: the caller
+    // infers, checks and indexes the traces meanwhile, and waits for them when it needs them.
+    let allocators = || {
+        let h = histories_of(&raw, &devices);
+        if opts.allocator_models {
+            (Vec::new(), crate::allocator::Models::build(h, both))
+        } else {
+            (h, crate::allocator::Models::none())
+        }
+    };
     let ((histories, models), traces) = if both {
         std::thread::scope(|s| {
             let h = s.spawn(allocators);

@@ -1,0 +1,82 @@
+//! Allocator models replayed on a thread of their own while the rest of a load goes on
+//! (the timeline, inference, the index), joined only when the caller needs them.
+
+use super::{History, Model};
+use std::thread::JoinHandle;
+
+/// The models of a load: built, or still being replayed.
+pub struct Models(State);
+
+enum State {
+    Ready(Vec<Model>),
+    Building(JoinHandle<Vec<Model>>),
+}
+
+impl Models {
+    /// No models (the load did not ask for them).
+    pub fn none() -> Models {
+        Models(State::Ready(Vec::new()))
+    }
+
+    /// Models already built.
+    pub fn ready(models: Vec<Model>) -> Models {
+        Models(State::Ready(models))
+    }
+
+    /// Replays each history into its model: on a thread of its own when `threaded` (here if
+    /// one cannot be started).
+    pub fn build(histories: Vec<History>, threaded: bool) -> Models {
+        if !threaded {
+            return Models::ready(histories.into_iter().map(Model::build).collect());
+        }
+        // The histories go to the thread inside a cell they come back out of if it does not
+        // start.
+        let cell = std::sync::Arc::new(std::sync::Mutex::new(Some(histories)));
+        let inner = std::sync::Arc::clone(&cell);
+        let started = std::thread::Builder::new()
+            .name("memtide-model".into())
+            .spawn(move || {
+                let h = inner.lock().ok().and_then(|mut g| g.take());
+                h.unwrap_or_default()
+                    .into_iter()
+                    .map(Model::build)
+                    .collect()
+            });
+        match started {
+            Ok(handle) => Models(State::Building(handle)),
+            Err(_) => {
+                let h = cell.lock().ok().and_then(|mut g| g.take());
+                Models::ready(
+                    h.unwrap_or_default()
+                        .into_iter()
+                        .map(Model::build)
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// The models, waiting for their thread if it is still replaying (a thread that
+    /// panicked gives none: the load goes on without an allocator view).
+    pub fn wait(self) -> Vec<Model> {
+        match self.0 {
+            State::Ready(m) => m,
+            State::Building(h) => h.join().unwrap_or_default(),
+        }
+    }
+}
+
+impl Default for Models {
+    fn default() -> Models {
+        Models::none()
+    }
+}
+
+impl std::fmt::Debug for Models {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            State::Ready(m) => f.debug_tuple("Models").field(m).finish(),
+            State::Building(_) => f.write_str("Models(building)"),
+        }
+    }
+}
