@@ -42,3 +42,4 @@ pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod trace;
+pub mod worker;

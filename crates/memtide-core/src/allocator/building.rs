@@ -9,7 +9,7 @@ pub struct Models(State);
 
 enum State {
     Ready(Vec<Model>),
-    Building(JoinHandle<Vec<Model>>),
+    Building(JoinHandle<Option<Vec<Model>>>),
 }
 
 impl Models {
@@ -29,30 +29,10 @@ impl Models {
         if !threaded {
             return Models::ready(histories.into_iter().map(Model::build).collect());
         }
-        // The histories go to the thread inside a cell they come back out of if it does not
-        // start.
-        let cell = std::sync::Arc::new(std::sync::Mutex::new(Some(histories)));
-        let inner = std::sync::Arc::clone(&cell);
-        let started = std::thread::Builder::new()
-            .name("memtide-model".into())
-            .spawn(move || {
-                let h = inner.lock().ok().and_then(|mut g| g.take());
-                h.unwrap_or_default()
-                    .into_iter()
-                    .map(Model::build)
-                    .collect()
-            });
-        match started {
+        let build = |h: Vec<History>| h.into_iter().map(Model::build).collect::<Vec<_>>();
+        match crate::worker::spawn("memtide-model", histories, build) {
             Ok(handle) => Models(State::Building(handle)),
-            Err(_) => {
-                let h = cell.lock().ok().and_then(|mut g| g.take());
-                Models::ready(
-                    h.unwrap_or_default()
-                        .into_iter()
-                        .map(Model::build)
-                        .collect(),
-                )
-            }
+            Err(h) => Models::ready(build(h.unwrap_or_default())),
         }
     }
 
@@ -61,7 +41,7 @@ impl Models {
     pub fn wait(self) -> Vec<Model> {
         match self.0 {
             State::Ready(m) => m,
-            State::Building(h) => h.join().unwrap_or_default(),
+            State::Building(h) => h.join().ok().flatten().unwrap_or_default(),
         }
     }
 }

@@ -34,18 +34,9 @@ impl ReadAhead {
             // Chunks are allocated on first use by the reading thread.
             let _ = empty.send(Vec::new());
         }
-        // The reader moves into the thread; if the thread cannot start it is lost, so keep
-        // it in a slot the caller can take back.
-        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(inner)));
-        let theirs = slot.clone();
-        let started = std::thread::Builder::new()
-            .name("memtide-read".into())
-            .spawn(move || {
-                let inner = theirs.lock().ok().and_then(|mut s| s.take());
-                if let Some(inner) = inner {
-                    pump(inner, chunk, &full_tx, &empty_rx);
-                }
-            });
+        let started = crate::worker::spawn("memtide-read", inner, move |inner| {
+            pump(inner, chunk, &full_tx, &empty_rx);
+        });
         match started {
             Ok(_) => Box::new(ReadAhead {
                 full,
@@ -54,10 +45,8 @@ impl ReadAhead {
                 pos: 0,
                 done: false,
             }),
-            Err(_) => match slot.lock().ok().and_then(|mut s| s.take()) {
-                Some(inner) => inner,
-                None => Box::new(io::empty()),
-            },
+            // No thread: the reader is read here.
+            Err(inner) => inner.unwrap_or_else(|| Box::new(io::empty())),
         }
     }
 }

@@ -109,6 +109,13 @@ impl Builder {
         }
     }
 
+    /// A builder standing for one whose thread failed (its ops are lost: the load fails).
+    fn failed() -> Builder {
+        let mut b = Builder::new(false);
+        b.error = Some(THREAD_FAILED.into());
+        b
+    }
+
     /// The stack id of stack number `n` (defined by an op already applied).
     pub fn stack(&self, n: u32) -> StackId {
         self.stack_ids
@@ -227,7 +234,7 @@ enum Sink {
     Thread {
         tx: SyncSender<Batch>,
         back: Receiver<Batch>,
-        handle: JoinHandle<Builder>,
+        handle: JoinHandle<Option<Box<Builder>>>,
     },
     /// Only while switching between the two.
     Gone,
@@ -339,31 +346,21 @@ impl Ops {
         };
         let (tx, rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
         let (back_tx, back) = mpsc::channel::<Batch>();
-        let holder = std::sync::Arc::new(std::sync::Mutex::new(Some(b)));
-        let inner = std::sync::Arc::clone(&holder);
-        let started = std::thread::Builder::new()
-            .name("memtide-build".into())
-            .spawn(move || {
-                let Some(mut b) = inner.lock().ok().and_then(|mut g| g.take()) else {
-                    return Builder::new(false);
-                };
-                for mut batch in rx {
-                    b.apply(&mut batch);
-                    if b.error.is_some() {
-                        break;
-                    }
-                    batch.clear();
-                    let _ = back_tx.send(batch);
+        let started = crate::worker::spawn("memtide-build", b, move |mut b: Box<Builder>| {
+            for mut batch in rx {
+                b.apply(&mut batch);
+                if b.error.is_some() {
+                    break;
                 }
-                *b
-            });
+                batch.clear();
+                let _ = back_tx.send(batch);
+            }
+            b
+        });
         self.sink = match started {
             Ok(handle) => Sink::Thread { tx, back, handle },
-            // No thread: the builder never left the holder.
-            Err(_) => match holder.lock().ok().and_then(|mut g| g.take()) {
-                Some(b) => Sink::Here(b),
-                None => Sink::Here(Box::new(Builder::new(false))),
-            },
+            // No thread: the builder stays here.
+            Err(b) => Sink::Here(b.unwrap_or_else(|| Box::new(Builder::failed()))),
         };
     }
 
@@ -374,12 +371,8 @@ impl Ops {
         }
         if let Sink::Thread { tx, handle, .. } = std::mem::replace(&mut self.sink, Sink::Gone) {
             drop(tx);
-            let b = handle.join().unwrap_or_else(|_| {
-                let mut b = Builder::new(false);
-                b.error = Some("the thread building the trace entries failed".into());
-                b
-            });
-            self.sink = Sink::Here(Box::new(b));
+            let b = handle.join().ok().flatten();
+            self.sink = Sink::Here(b.unwrap_or_else(|| Box::new(Builder::failed())));
         }
     }
 
@@ -400,7 +393,7 @@ impl Ops {
                 Some(e) => Err(e.clone()),
                 None => Ok(b),
             },
-            _ => Err("the thread building the trace entries failed".into()),
+            _ => Err(THREAD_FAILED.into()),
         }
     }
 
@@ -409,7 +402,9 @@ impl Ops {
         self.here()?;
         match std::mem::replace(&mut self.sink, Sink::Gone) {
             Sink::Here(b) => Ok(*b),
-            _ => Err("the thread building the trace entries failed".into()),
+            _ => Err(THREAD_FAILED.into()),
         }
     }
 }
+
+const THREAD_FAILED: &str = "the thread building the trace entries failed";
