@@ -77,6 +77,15 @@ impl Device {
         d
     }
 
+    /// Attaches the allocator model replayed apart (the loader builds the device while the
+    /// model replays) and explains the OOMs again with its history.
+    pub fn attach_model(&mut self, model: Model) {
+        self.allocator = Some(Arc::new(model));
+        if !self.oom_at.is_empty() {
+            self.refresh_ooms();
+        }
+    }
+
     /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's) and
     /// explains the OOMs again with it.
     pub fn set_capacity(&mut self, capacity: Bytes) {

@@ -37,28 +37,28 @@ fn with_models(opts: &LoadOptions) -> LoadOptions {
 /// Indexes each trace into a device, with its allocator model (snapshots) when the file has
 /// one for that device.
 fn index_devices(loaded: memtide_core::formats::Loaded, rules: &FrameRules) -> Vec<Arc<Device>> {
-    // Indexed while the models may still be replaying on their thread.
-    let indexed: Vec<_> = loaded
+    // Indexed, with the facts every page needs, while the models may still be replaying on
+    // their thread.
+    let mut devices: Vec<Device> = loaded
         .traces
         .into_iter()
         .map(|trace| {
             let index = Index::build(&trace);
-            (trace, index)
+            Device::with_built_model(trace, index, None, rules)
         })
         .collect();
     let mut models = loaded.models.wait();
     // (A load without models gives histories: replayed here.)
     models.extend(loaded.allocators.into_iter().map(Model::build));
-    indexed
-        .into_iter()
-        .map(|(trace, index)| {
-            let model = models
-                .iter()
-                .position(|m| m.history().device == trace.device)
-                .map(|i| models.swap_remove(i));
-            Arc::new(Device::with_built_model(trace, index, model, rules))
-        })
-        .collect()
+    for m in models {
+        if let Some(d) = devices
+            .iter_mut()
+            .find(|d| d.allocator.is_none() && d.trace.device == m.history().device)
+        {
+            d.attach_model(m);
+        }
+    }
+    devices.into_iter().map(Arc::new).collect()
 }
 
 /// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
