@@ -148,6 +148,9 @@ struct Conv {
     entry_bytes: bool,
     /// The keys of the last entry read straight from the bytes.
     entry_keys: EntryKeys,
+    /// Whether the interpreter was handed the building half's failure (its error then
+    /// names it, with the byte offset).
+    builder_failure_reported: bool,
 }
 
 /// The key sequence of the last plain entry, already checked: writers give every entry the
@@ -205,6 +208,7 @@ impl EntryKeys {
 impl Hook for Conv {
     fn appended(&mut self, a: &mut Arena, v: Val) -> Result<Val, String> {
         if let Some(e) = self.ops.error() {
+            self.builder_failure_reported = true;
             return Err(e.to_string());
         }
         let Val::Dict(id) = v else {
@@ -302,8 +306,7 @@ impl Conv {
         // not by calling dict_filled: its conversion needs the stack interned first, and a
         // dict it refuses must not have interned one.
         let at = self.entry_keys.action_at(&s.items, self.keys.action)?;
-        let act = s.items.get(at + 1).copied();
-        let act = act?;
+        let act = s.items.get(at + 1).copied()?;
         // Checked first: a dict refused here must not have defined a stack.
         let mut def = self.entry(a, &s.items, act).ok()?;
         let stack = s.frames_at.map(|_| self.ops.stack(&s.frames));
@@ -643,14 +646,16 @@ fn read_with(
         scanned: Default::default(),
         entry_bytes,
         entry_keys: EntryKeys::default(),
+        builder_failure_reported: false,
     };
     let top = match unpickle_into(r, &mut arena, &mut conv) {
         Ok(top) => top,
         Err(e) => {
             // A failure of the building half came first in the file (it builds what was
             // read), unless the interpreter stopped at it.
+            let reported = conv.builder_failure_reported;
             return Err(match conv.raw() {
-                Err(b) if !e.to_string().contains(&b.to_string()) => b,
+                Err(b) if !reported => b,
                 _ => e,
             });
         }

@@ -366,9 +366,9 @@ impl Ops {
 
     /// Brings the builder back to this thread (ops already sent are applied first).
     fn join(&mut self) {
-        if !matches!(self.sink, Sink::Thread { .. }) {
+        let Sink::Thread { .. } = self.sink else {
             return;
-        }
+        };
         if let Sink::Thread { tx, handle, .. } = std::mem::replace(&mut self.sink, Sink::Gone) {
             drop(tx);
             let b = handle.join().ok().flatten();
@@ -377,22 +377,19 @@ impl Ops {
     }
 
     /// Every op applied, the builder here: for the reading half's last steps, which need
-    /// the ids at once.
+    /// the ids at once. (The thread builds what it was sent, then what is left is built
+    /// here, after it.)
     pub fn here(&mut self) -> Result<&mut Builder, String> {
-        if !self.batch.ops.is_empty() {
-            if matches!(self.sink, Sink::Thread { .. }) {
-                self.flush();
-            } else if let Sink::Here(b) = &mut self.sink {
-                b.apply(&mut self.batch);
-                self.batch.clear();
-            }
-        }
         self.join();
         match &mut self.sink {
-            Sink::Here(b) => match &b.error {
-                Some(e) => Err(e.clone()),
-                None => Ok(b),
-            },
+            Sink::Here(b) => {
+                b.apply(&mut self.batch);
+                self.batch.clear();
+                match &b.error {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(b),
+                }
+            }
             _ => Err(THREAD_FAILED.into()),
         }
     }
