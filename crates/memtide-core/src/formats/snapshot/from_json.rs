@@ -443,7 +443,8 @@ impl Ctx {
         self.frames.stack(&mut self.raw.strings, &self.packed)
     }
 
-    fn entry(&mut self, e: EntryIn) -> u32 {
+    /// Appends entry `e`: its row (an error: over the memory budget).
+    fn entry(&mut self, e: EntryIn) -> Result<u32, String> {
         let action = Action::parse(&e.action);
         if action == Action::Unknown {
             *self
@@ -486,7 +487,6 @@ impl Ctx {
                 }
             }
         }
-        let r = self.raw.rows.len() as u32;
         let row = Row {
             addr: e.addr.map_or(0, Num::u64),
             size: e.size.map_or(0, Num::u64),
@@ -496,8 +496,7 @@ impl Ctx {
             action,
             has_time: e.time_us.is_some(),
         };
-        self.raw.rows.push(row);
-        self.raw.note_row(r, &row);
+        let r = self.raw.push_row(row)?;
         if let Some(f) = e.device_free {
             self.raw.device_free.insert(r, f.u64());
         }
@@ -505,7 +504,7 @@ impl Ctx {
             let x = extra.intern(&mut self.raw.strings);
             self.raw.row_extra.insert(r, x);
         }
-        r
+        Ok(r)
     }
 
     fn segments(&mut self, segs: Vec<JSegment>) -> Vec<Segment> {
@@ -694,13 +693,13 @@ impl<'de> Visitor<'de> for HostItem<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
         let e = JEntry::deserialize(de::value::MapAccessDeserializer::new(m))?;
-        let r = self.0.entry(e.as_in());
+        let r = self.0.entry(e.as_in()).map_err(de::Error::custom)?;
         self.0.raw.host_rows.push(r);
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
         while let Some(e) = s.next_element::<JEntry>()? {
-            let r = self.0.entry(e.as_in());
+            let r = self.0.entry(e.as_in()).map_err(de::Error::custom)?;
             self.0.raw.host_rows.push(r);
         }
         Ok(())
@@ -751,7 +750,7 @@ impl<'de> Visitor<'de> for Entries<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
         while let Some(e) = s.next_element::<JEntry>()? {
-            let r = self.0.entry(e.as_in());
+            let r = self.0.entry(e.as_in()).map_err(de::Error::custom)?;
             self.1.push(r);
         }
         Ok(())
@@ -869,10 +868,17 @@ fn entry<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<u32, 
     feed.parse(|s| {
         if fast {
             if let Some((e, used)) = super::json_fast::entry(s, &ctx.known) {
-                return Ok(Some((ctx.entry(e), used)));
+                let r = ctx.entry(e).map_err(de::Error::custom)?;
+                return Ok(Some((r, used)));
             }
         }
-        Ok(serde_one::<JEntry>(s)?.map(|(e, used)| (ctx.entry(e.as_in()), used)))
+        match serde_one::<JEntry>(s)? {
+            Some((e, used)) => Ok(Some((
+                ctx.entry(e.as_in()).map_err(de::Error::custom)?,
+                used,
+            ))),
+            None => Ok(None),
+        }
     })
 }
 

@@ -11,6 +11,7 @@ pub mod from_pickle;
 mod json_fast;
 mod pickle_build;
 pub mod raw;
+pub mod rows;
 pub mod timeline;
 pub mod to_allocator;
 
@@ -39,20 +40,30 @@ pub fn read(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Snapshot, FormatError> {
-    let raw = decode(input, format, opts.cpp_frames, opts.threads, progress)?;
+    let mut raw = decode(input, format, opts.cpp_frames, opts.threads, progress)?;
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
+    Ok(replay(&mut raw, source, opts))
+}
+
+/// Replays a decoded snapshot: the traces and each CUDA device's allocator history (or
+/// model). The rows are freed block by block as the passes go past them, so `raw` is left
+/// with the rest of what was decoded; a row list out of row order keeps every row.
+#[doc(hidden)]
+pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
     // The allocator histories (and models) and the traces read the decoded file
     // independently: on two threads when the trace is long enough for that to pay.
-    let devices = cuda_devices(&raw);
+    let devices = cuda_devices(raw);
+    plan_passes(raw, &devices);
+    let raw = &*raw;
     let both = opts
         .threads
         .second_for(raw.rows.len() as u64, SECOND_THREAD_FROM_ROWS);
     // The models go on replaying on a thread of their own after this returns: the caller
     // infers, checks and indexes the traces meanwhile, and waits for them when it needs them.
     let allocators = || {
-        let h = histories_of(&raw, &devices);
+        let h = histories_of(raw, &devices);
         if opts.allocator_models {
             (Vec::new(), crate::allocator::Models::build(h, both))
         } else {
@@ -62,19 +73,35 @@ pub fn read(
     let ((histories, models), traces) = if both {
         std::thread::scope(|s| {
             let h = s.spawn(allocators);
-            let traces = build(&raw, source);
-            // (What panicked there is done again here, to report the same way.)
-            let h = h.join().unwrap_or_else(|_| allocators());
+            let traces = build(raw, source);
+            // (Rows it read may be freed by now: its panic goes on here, nothing is redone.)
+            let h = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             (h, traces)
         })
     } else {
-        (allocators(), build(&raw, source))
+        (allocators(), build(raw, source))
     };
-    Ok(Snapshot {
+    Snapshot {
         traces,
         histories,
         models,
-    })
+    }
+}
+
+/// Plans the passes [`replay`] makes over the rows, so that each block of rows is freed once
+/// the last of them has gone past it: the allocator history of each of `cuda` (the devices
+/// [`histories_of`] reads), then [`build`]'s timelines.
+fn plan_passes(raw: &mut Raw, cuda: &[usize]) {
+    let traced: Vec<usize> = traced_devices(raw).collect();
+    let mut lists: Vec<&[u32]> = cuda
+        .iter()
+        .chain(&traced)
+        .filter_map(|&d| raw.devices.get(d).map(Vec::as_slice))
+        .collect();
+    if has_host_trace(raw) {
+        lists.push(&raw.host_rows);
+    }
+    raw.rows.plan(&lists);
 }
 
 /// Traces at least this long build their allocator history (and model) on a second thread.
@@ -117,6 +144,11 @@ fn device_count(raw: &Raw) -> usize {
         .max()
         .unwrap_or(0);
     raw.devices.len().max(max_seg_dev.min(1 << 16))
+}
+
+/// The CUDA devices that get a trace, in order.
+fn traced_devices(raw: &Raw) -> impl Iterator<Item = usize> + '_ {
+    (0..device_count(raw)).filter(|&d| has_device(raw, d))
 }
 
 /// Whether CUDA device `d` has entries or segments (else it gets no trace).
@@ -188,7 +220,7 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
         let host = std::iter::once(("host_traces".to_string(), &raw.host_rows));
         for (name, rows) in traces.chain(host) {
             for (i, &r) in rows.iter().enumerate() {
-                if let Some(row) = raw.rows.get(r as usize).filter(|row| neg(row.size)) {
+                if let Some(row) = raw.rows.get(r).filter(|row| neg(row.size)) {
                     return Err(bad(format!("{name}[{i}].size"), row.size));
                 }
             }
@@ -216,7 +248,7 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
 /// Replays every device of a decoded snapshot (categories are left for inference).
 pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
     let mut out = Vec::new();
-    for d in (0..device_count(raw)).filter(|&d| has_device(raw, d)) {
+    for d in traced_devices(raw) {
         let mut t = timeline::build(raw, d, source);
         if raw.skipped_items > 0 {
             t.warn(format!(

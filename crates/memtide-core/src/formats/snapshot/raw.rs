@@ -130,7 +130,7 @@ pub struct Annotation {
 pub struct Raw {
     /// Frames ("file:line:name", long ones as parts) and stacks, shared by every device.
     pub strings: Interner,
-    pub rows: Vec<Row>,
+    pub rows: super::rows::Rows,
     /// `device_free` of `oom` rows, by row index.
     pub device_free: FxHashMap<u32, u64>,
     /// Row indices of each device, in trace order.
@@ -169,20 +169,16 @@ impl Raw {
         }
     }
 
-    /// Appends a row (with [`Raw::note_row`], the only ways rows are added, so the notes
-    /// above stay true); its index.
+    /// Appends a row (the only way rows are added, so the notes above stay true); its
+    /// index.
     pub fn push_row(&mut self, row: Row) -> Result<u32, String> {
-        let r = u32::try_from(self.rows.len()).map_err(|_| {
-            "more than 2^32 trace entries: over the limit memtide reads".to_string()
-        })?;
-        crate::budget::try_push(&mut self.rows, row, "the trace entries")?;
+        let r = self.rows.push(row, "the trace entries")?;
         self.note_row(r, &row);
         Ok(r)
     }
 
-    /// Notes what later passes look for in row `r`, just pushed (for a reader that pushes
-    /// rows itself).
-    pub fn note_row(&mut self, r: u32, row: &Row) {
+    /// Notes what later passes look for in row `r`, just pushed.
+    fn note_row(&mut self, r: u32, row: &Row) {
         if row.action.is_segment_event() {
             let (w, bit) = (r as usize / 64, r % 64);
             if self.segment_rows.len() <= w {

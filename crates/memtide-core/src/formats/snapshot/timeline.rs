@@ -7,6 +7,7 @@
 //! segments. A device without history is one instant: the dump, event #0.
 
 use super::raw::{Action, Annotation, Raw, Row, Segment};
+use super::rows::Reader;
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
     Trace, Ts,
@@ -287,6 +288,7 @@ fn build_one(
     for (i, &row) in rows.iter().enumerate() {
         r.entry(i, row);
     }
+    r.rows.end_pass();
     let dump = r.open_dump_blocks(segs);
     r.check_reserve(segs, dump.final_reserved);
     if let Some(d) = ann_device {
@@ -320,6 +322,8 @@ struct DumpBlocks {
 /// mapped and unmapped, marks for OOMs and user annotations.
 struct Replay<'r> {
     raw: &'r Raw,
+    /// The device's rows: read back for the initial reserve, then passed in order.
+    rows: Reader<'r>,
     t: Trace,
     loc: Localize,
     live: FxHashMap<u64, AllocId>,
@@ -333,9 +337,10 @@ struct Replay<'r> {
 impl<'r> Replay<'r> {
     fn new(raw: &'r Raw, rows: &[u32], device: String, source: &str) -> Self {
         let mut t = Trace::new(device, source, "snapshot");
+        let mut reader = raw.rows.reader();
         let has_time = rows
             .iter()
-            .any(|&r| raw.rows.get(r as usize).is_some_and(|x| x.has_time));
+            .any(|&r| reader.get(r).is_some_and(|x| x.has_time));
         t.clock = if has_time { Clock::Us } else { Clock::Seq };
         // `time_us` is UTC µs since the epoch.
         t.wall_offset_ns = has_time.then_some(0);
@@ -353,6 +358,7 @@ impl<'r> Replay<'r> {
         }
         Replay {
             raw,
+            rows: reader,
             t,
             loc: Localize::new(raw),
             live: FxHashMap::default(),
@@ -378,7 +384,7 @@ impl<'r> Replay<'r> {
             // Only segment events matter here: the bits say which rows are, without reading
             // every row of a long trace.
             for &r in rows.iter().rev().filter(|&&r| raw.is_segment_row(r)) {
-                let Some(row) = raw.rows.get(r as usize) else {
+                let Some(row) = self.rows.get(r) else {
                     continue;
                 };
                 let (a, b) = range(row.addr, row.size);
@@ -425,7 +431,7 @@ impl<'r> Replay<'r> {
 
     /// Entry `i` of the device's trace (`r`: its row in the file).
     fn entry(&mut self, i: usize, r: u32) {
-        let Some(row) = self.raw.rows.get(r as usize).copied() else {
+        let Some(row) = self.rows.pass(r) else {
             return;
         };
         let ts = self.time_of(i, &row);

@@ -95,8 +95,9 @@ pub fn history(raw: &Raw, d: usize) -> History {
     pool_index.insert(PoolId(0, 0), 0);
     let rows = raw.devices.get(d).map_or(&[][..], |v| &v[..]);
     h.entries.reserve(rows.len());
+    let mut reader = raw.rows.reader();
     for &r in rows {
-        let Some(row) = raw.rows.get(r as usize) else {
+        let Some(row) = reader.pass(r) else {
             continue;
         };
         let (stream, pool) = match raw.row_extra.get(&r) {

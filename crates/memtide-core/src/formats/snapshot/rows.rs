@@ -1,0 +1,307 @@
+//! The decoded trace entries of a snapshot, kept in blocks of 4,096 rows (160 KiB, each
+//! mapped on its own): once the passes that read a block (each CUDA device's allocator
+//! history and timeline replay, the pinned host timeline) have all gone past it, the last
+//! one frees it, so the rows and what is built from them are not all in memory at once.
+//!
+//! Freeing happens only under a [`Rows::plan`] of the passes about to run, each reading its
+//! row list in order through a [`Reader`] ([`Reader::pass`], then [`Reader::end_pass`]).
+//! Without a plan, or when a list is not in row order (a hostile file can repeat or reorder
+//! rows), nothing is freed and every row stays readable.
+
+use super::raw::Row;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{RwLock, RwLockReadGuard};
+
+/// Rows per block, as a power of two.
+const BLOCK_BITS: u32 = 12;
+
+/// A block of rows; empty once freed.
+type Block = RwLock<Vec<Row>>;
+
+pub struct Rows {
+    blocks: Vec<Block>,
+    len: usize,
+    bits: u32,
+    /// Per block, the planned passes that have not gone past it yet (empty: no plan).
+    left: Vec<AtomicU32>,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Rows::with_block_bits(BLOCK_BITS)
+    }
+}
+
+impl Rows {
+    /// Rows in blocks of `2^bits` (tests use small blocks to free often).
+    pub fn with_block_bits(bits: u32) -> Rows {
+        Rows {
+            blocks: Vec::new(),
+            len: 0,
+            bits: bits.clamp(1, 20),
+            left: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends a row; its index. A new block is taken within the memory budget.
+    pub fn push(&mut self, row: Row, what: &str) -> Result<u32, String> {
+        let r = u32::try_from(self.len).map_err(|_| {
+            "more than 2^32 trace entries: over the limit memtide reads".to_string()
+        })?;
+        if self.len.is_multiple_of(1 << self.bits) {
+            let mut v = Vec::new();
+            crate::budget::try_grow(&mut v, 1 << self.bits, what)?;
+            self.blocks.push(RwLock::new(v));
+        }
+        let Some(block) = self.blocks.last_mut() else {
+            return Err(format!("{what}: no block to append to"));
+        };
+        block
+            .get_mut()
+            .map_err(|_| format!("{what}: a block was poisoned"))?
+            .push(row);
+        self.len += 1;
+        Ok(r)
+    }
+
+    /// Row `r`; None when out of range or freed.
+    pub fn get(&self, r: u32) -> Option<Row> {
+        let (b, i) = self.split(r);
+        self.blocks.get(b)?.read().ok()?.get(i).copied()
+    }
+
+    /// A reader of rows (for a pass, or random access).
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            rows: self,
+            at: None,
+            passing: None,
+        }
+    }
+
+    /// Plans the passes about to run, one row list each: a block is freed when the last of
+    /// them leaves it. A list out of row order cancels the plan (nothing is freed).
+    pub fn plan(&mut self, passes: &[&[u32]]) {
+        let mut left = vec![0u32; self.blocks.len()];
+        for list in passes {
+            if list.windows(2).any(|w| w[0] > w[1]) {
+                self.left.clear();
+                return;
+            }
+            let mut last = None;
+            for &r in *list {
+                let b = self.split(r).0;
+                if last != Some(b) {
+                    if let Some(n) = left.get_mut(b) {
+                        *n = n.saturating_add(1);
+                    }
+                    last = Some(b);
+                }
+            }
+        }
+        self.left = left.into_iter().map(AtomicU32::new).collect();
+    }
+
+    /// Copies the rows into blocks of `2^bits` (tests: small blocks free often).
+    #[doc(hidden)]
+    pub fn rechunk(&mut self, bits: u32) {
+        let mut out = Rows::with_block_bits(bits);
+        for r in 0..self.len as u32 {
+            if let Some(row) = self.get(r) {
+                // (Within the budget: this is a copy of what is already held.)
+                let _ = out.push(row, "the trace entries");
+            }
+        }
+        *self = out;
+    }
+
+    /// How many blocks still hold rows (tests).
+    #[doc(hidden)]
+    pub fn blocks_held(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.read().is_ok_and(|v| !v.is_empty()))
+            .count()
+    }
+
+    fn split(&self, r: u32) -> (usize, usize) {
+        let r = r as usize;
+        (r >> self.bits, r & ((1 << self.bits) - 1))
+    }
+
+    /// A planned pass has gone past block `b`: the last one frees it. A block still read
+    /// (outside a plan) is left as it is.
+    fn leave(&self, b: usize) {
+        let Some(n) = self.left.get(b) else { return };
+        if n.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(Ok(mut v)) = self.blocks.get(b).map(RwLock::try_write) {
+                *v = Vec::new();
+            }
+        }
+    }
+}
+
+/// Reads rows block by block (one lock per block, not per row).
+pub struct Reader<'a> {
+    rows: &'a Rows,
+    /// The block held for reading, and its index.
+    at: Option<(usize, RwLockReadGuard<'a, Vec<Row>>)>,
+    /// The block a pass is in.
+    passing: Option<usize>,
+}
+
+impl Reader<'_> {
+    /// Row `r`; None when out of range or freed.
+    pub fn get(&mut self, r: u32) -> Option<Row> {
+        let (b, i) = self.rows.split(r);
+        if self.at.as_ref().is_none_or(|(at, _)| *at != b) {
+            self.at = None;
+            self.at = Some((b, self.rows.blocks.get(b)?.read().ok()?));
+        }
+        self.at.as_ref()?.1.get(i).copied()
+    }
+
+    /// The next row `r` of a planned pass (rows in order): leaving a block for the next one
+    /// tells the plan the pass has gone past it.
+    pub fn pass(&mut self, r: u32) -> Option<Row> {
+        let b = self.rows.split(r).0;
+        if self.passing != Some(b) {
+            self.end_pass();
+            self.passing = Some(b);
+        }
+        self.get(r)
+    }
+
+    /// The pass is over: it has gone past its last block too.
+    pub fn end_pass(&mut self) {
+        if let Some(p) = self.passing.take() {
+            if self.at.as_ref().is_some_and(|(at, _)| *at == p) {
+                self.at = None;
+            }
+            self.rows.leave(p);
+        }
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        self.end_pass();
+    }
+}
+
+/// As a list of rows, whatever the blocks (a freed row shows as `None`).
+impl fmt::Debug for Rows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut l = f.debug_list();
+        for r in 0..self.len as u32 {
+            match self.get(r) {
+                Some(row) => l.entry(&row),
+                None => l.entry(&None::<Row>),
+            };
+        }
+        l.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::snapshot::raw::Action;
+    use crate::trace::{StackId, StrId};
+
+    fn row(i: u64) -> Row {
+        Row {
+            addr: i,
+            size: i * 2,
+            time_us: 0,
+            stack: StackId(0),
+            name: StrId(0),
+            action: Action::Alloc,
+            has_time: false,
+        }
+    }
+
+    fn rows(n: u64, bits: u32) -> Rows {
+        let mut v = Rows::with_block_bits(bits);
+        for i in 0..n {
+            assert_eq!(v.push(row(i), "rows").expect("push"), i as u32);
+        }
+        v
+    }
+
+    #[test]
+    fn rows_read_back_across_blocks() {
+        let v = rows(37, 3);
+        assert_eq!(v.len(), 37);
+        assert_eq!(v.blocks_held(), 5);
+        let mut rd = v.reader();
+        for i in (0..37u32).rev() {
+            assert_eq!(rd.get(i).map(|r| r.addr), Some(i as u64));
+            assert_eq!(v.get(i).map(|r| r.size), Some(i as u64 * 2));
+        }
+        assert!(rd.get(37).is_none());
+    }
+
+    #[test]
+    fn a_block_is_freed_when_the_last_planned_pass_leaves_it() {
+        let mut v = rows(32, 3); // blocks 0..4 of 8 rows
+        let a: Vec<u32> = (0..32).collect();
+        let b: Vec<u32> = (8..20).collect(); // blocks 1 and 2
+        v.plan(&[&a, &b]);
+        let mut ra = v.reader();
+        for &r in &a[..17] {
+            assert!(ra.pass(r).is_some());
+        }
+        // a left blocks 0 and 1; b still needs 1.
+        assert!(v.get(0).is_none());
+        assert!(v.get(8).is_some());
+        let mut rb = v.reader();
+        for &r in &b {
+            assert_eq!(rb.pass(r).map(|x| x.addr), Some(r as u64));
+        }
+        rb.end_pass();
+        assert!(v.get(8).is_none(), "both passes left block 1");
+        assert!(v.get(16).is_some(), "a is still in block 2");
+        for &r in &a[17..] {
+            assert!(ra.pass(r).is_some());
+        }
+        drop(ra);
+        assert_eq!(v.blocks_held(), 0);
+    }
+
+    #[test]
+    fn without_a_plan_or_out_of_order_nothing_is_freed() {
+        let mut v = rows(20, 2);
+        let mut rd = v.reader();
+        (0..20).for_each(|r| assert!(rd.pass(r).is_some()));
+        drop(rd);
+        assert_eq!(v.blocks_held(), 5);
+        let back: Vec<u32> = vec![0, 9, 3];
+        v.plan(&[&back]);
+        let mut rd = v.reader();
+        for &r in &back {
+            assert!(rd.pass(r).is_some());
+        }
+        drop(rd);
+        assert_eq!(v.blocks_held(), 5);
+    }
+
+    #[test]
+    fn debug_ignores_the_block_size() {
+        let mut a = rows(50, 2);
+        let b = rows(50, 12);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        a.rechunk(5);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(a.blocks_held(), 2);
+    }
+}
