@@ -42,8 +42,7 @@ fn synthetic(entries: usize) -> History {
         op,
         addr,
         size,
-        stream: 0,
-        pool: 0,
+        place: 0,
     };
     for s in 0..SEGS {
         h.entries

@@ -36,8 +36,7 @@ fn synthetic(entries: usize) -> History {
         op,
         addr,
         size,
-        stream: 0,
-        pool: 0,
+        place: 0,
     };
     while h.entries.len() < entries {
         let r = rnd();

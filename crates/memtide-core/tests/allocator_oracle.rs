@@ -7,7 +7,7 @@
 //! largest free block equals a scan, and a checkpointed query equals a replay from the start.
 
 use memtide_core::allocator::{
-    BlockState, Entry, FinalBlock, FinalSegment, History, Model, Op, PoolId, PoolKind,
+    BlockState, Entry, FinalBlock, FinalSegment, History, Model, Op, Place, PoolId, PoolKind,
 };
 use proptest::prelude::*;
 
@@ -143,18 +143,21 @@ fn choice() -> impl Strategy<Value = Choice> {
     (0u8..7, 0usize..N, 1usize..12, 0u64..512).prop_map(|(kind, a, b, c)| Choice { kind, a, b, c })
 }
 
+/// The oracle's two streams, of the default pool.
+const PLACES: [Place; 2] = [Place { stream: 0, pool: 0 }, Place { stream: 1, pool: 0 }];
+
 fn addr(u: usize) -> u64 {
     BASE + u as u64 * U
 }
 
 /// Applies a valid version of `ch` (or nothing) to the oracle; returns the entries it makes.
 fn step(o: &mut Oracle, ch: &Choice) -> Vec<Entry> {
-    let e = |op, addr, size, stream| Entry {
+    // Place `stream` is stream `stream` of the default pool (see `PLACES`).
+    let e = |op, addr, size, stream: u64| Entry {
         op,
         addr,
         size,
-        stream,
-        pool: 0,
+        place: stream as u32,
     };
     let stream = ch.c % 2;
     match ch.kind {
@@ -368,7 +371,7 @@ proptest! {
                 after.push(if k + 1 < n { o.mid[k].clone() } else { o.figures() });
             }
         }
-        let h = History { device: "cuda:0".into(), entries, pools: vec![PoolId(0, 0)], segments: dump(&o) };
+        let h = History { device: "cuda:0".into(), entries, places: PLACES.to_vec(), pools: vec![PoolId(0, 0)], segments: dump(&o) };
         let m = Model::build_every(h.clone(), every);
         prop_assert!(m.report().consistent(), "{:?}", m.report());
         prop_assert_eq!(model_figures(&m.at_start()), start);

@@ -11,8 +11,8 @@
 //! let h = History {
 //!     device: "cuda:0".into(),
 //!     entries: vec![
-//!         Entry { op: Op::SegmentAlloc, addr: 0x1000_0000, size: 2 << 20, stream: 0, pool: 0 },
-//!         Entry { op: Op::Alloc, addr: 0x1000_0000, size: 1000, stream: 0, pool: 0 },
+//!         Entry { op: Op::SegmentAlloc, addr: 0x1000_0000, size: 2 << 20, place: 0 },
+//!         Entry { op: Op::Alloc, addr: 0x1000_0000, size: 1000, place: 0 },
 //!     ],
 //!     ..History::default()
 //! };
@@ -32,6 +32,6 @@ pub mod state;
 pub use at_end::{allocator_at_end, AllocatorAtEnd};
 pub use building::Models;
 pub use explain::{explain, OomExplanation, OomFacts, PoolFacts, Verdict};
-pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, ReplayReport};
+pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport};
 pub use rounding::PoolKind;
 pub use state::{BlockState, BlockView, PoolId, PoolKey, PoolTotals, SegmentView, State, Totals};

@@ -27,15 +27,26 @@ pub enum Op {
     Other,
 }
 
-/// One trace entry (32 bytes).
+/// One trace entry (24 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub addr: u64,
     pub size: u64,
+    /// Index into [`History::places`]: its stream and pool (0: stream 0 of the default
+    /// pool).
+    pub place: u32,
+    pub op: Op,
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 24);
+
+/// Where an entry allocates: its stream and pool, shared by the entries that name the same
+/// pair (a trace has a handful).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Place {
     pub stream: u64,
     /// Index into [`History::pools`] (0: the default pool).
     pub pool: u32,
-    pub op: Op,
 }
 
 /// A block of the final `segments`.
@@ -81,6 +92,9 @@ pub struct History {
     /// The device ("cuda:0") of the trace this history belongs to.
     pub device: String,
     pub entries: Vec<Entry>,
+    /// The stream and pool of entries (index 0: stream 0 of the default pool; missing
+    /// places read as that).
+    pub places: Vec<Place>,
     /// Pool ids named by entries (index 0 is the default pool).
     pub pools: Vec<PoolId>,
     pub segments: Vec<FinalSegment>,
@@ -116,9 +130,38 @@ impl ReplayReport {
 }
 
 impl History {
+    /// The stream and pool of an entry.
+    pub fn place_of(&self, e: &Entry) -> Place {
+        self.places
+            .get(e.place as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The stream of an entry.
+    pub fn stream_of(&self, e: &Entry) -> u64 {
+        self.place_of(e).stream
+    }
+
     /// The pool id of an entry.
     pub fn pool_of(&self, e: &Entry) -> PoolId {
-        self.pools.get(e.pool as usize).copied().unwrap_or_default()
+        let pool = self.place_of(e).pool;
+        self.pools.get(pool as usize).copied().unwrap_or_default()
+    }
+
+    /// The index of `place` in [`History::places`], added when new (for histories built by
+    /// hand; a reader keeps its own map).
+    pub fn place(&mut self, place: Place) -> u32 {
+        if self.places.is_empty() {
+            self.places.push(Place::default());
+        }
+        match self.places.iter().position(|&p| p == place) {
+            Some(i) => i as u32,
+            None => {
+                self.places.push(place);
+                self.places.len() as u32 - 1
+            }
+        }
     }
 
     /// The final active blocks by address (addresses are running sums, as MemoryViz does).
@@ -239,7 +282,12 @@ impl History {
         let known = known.or_else(|| {
             expandable
                 .then(|| {
-                    st.touching_expandable(e.addr, e.addr.saturating_add(e.size), e.stream, pool_id)
+                    st.touching_expandable(
+                        e.addr,
+                        e.addr.saturating_add(e.size),
+                        self.stream_of(e),
+                        pool_id,
+                    )
                 })
                 .flatten()
         });
@@ -254,7 +302,7 @@ impl History {
             segment_kind(e.size)
         });
         SegMeta {
-            stream: e.stream,
+            stream: self.stream_of(e),
             pool_id,
             kind,
             expandable,

@@ -56,7 +56,7 @@ pub fn explain_ooms(
                         (Some(e), Some(s), Some(r)) => Some(PoolFacts::from_state(
                             s,
                             round_size(r),
-                            e.stream,
+                            h.stream_of(&e),
                             h.pool_of(&e),
                         )),
                         _ => None,

@@ -127,12 +127,13 @@ impl SimInput {
             let releasing = matches!(e.op, Op::SegmentFree | Op::SegmentUnmap);
             match e.op {
                 Op::Alloc => {
-                    streams.insert(e.stream, ());
+                    let place = h.place_of(e);
+                    streams.insert(place.stream, ());
                     s.push(
                         SimOp::Alloc {
                             size: e.size,
-                            stream: e.stream,
-                            pool: e.pool,
+                            stream: place.stream,
+                            pool: place.pool,
                         },
                         i,
                     );
@@ -158,8 +159,8 @@ impl SimInput {
                 Op::Oom => s.push(
                     SimOp::RecordedOom {
                         size: e.size,
-                        stream: e.stream,
-                        pool: e.pool,
+                        stream: h.stream_of(e),
+                        pool: h.place_of(e).pool,
                     },
                     i,
                 ),

@@ -161,6 +161,7 @@ pub struct Reader<'a> {
 
 impl Reader<'_> {
     /// Row `r`; None when out of range or freed.
+    #[inline]
     pub fn get(&mut self, r: u32) -> Option<Row> {
         let (b, i) = self.rows.split(r);
         if self.at.as_ref().is_none_or(|(at, _)| *at != b) {
@@ -172,6 +173,7 @@ impl Reader<'_> {
 
     /// The next row `r` of a planned pass (rows in order): leaving a block for the next one
     /// tells the plan the pass has gone past it.
+    #[inline]
     pub fn pass(&mut self, r: u32) -> Option<Row> {
         let b = self.rows.split(r).0;
         if self.passing != Some(b) {

@@ -4,7 +4,7 @@
 
 use super::raw::{Action, BlockState as RawState, Raw, Segment};
 use crate::allocator::{
-    BlockState, Entry, FinalBlock, FinalSegment, History, Op, PoolId, PoolKind,
+    BlockState, Entry, FinalBlock, FinalSegment, History, Op, Place, PoolId, PoolKind,
 };
 use crate::trace::StrId;
 use rustc_hash::FxHashMap;
@@ -86,13 +86,16 @@ fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
 pub fn history(raw: &Raw, d: usize) -> History {
     let mut h = History {
         device: format!("cuda:{d}"),
+        places: vec![Place::default()],
         pools: vec![PoolId(0, 0)],
         ..History::default()
     };
-    // Kept-field objects are interned: each distinct one is parsed once.
-    let mut cache: FxHashMap<u32, (u64, u32)> = FxHashMap::default();
+    // Kept-field objects are interned: each distinct one is parsed once, to its place.
+    let mut cache: FxHashMap<u32, u32> = FxHashMap::default();
     let mut pool_index: FxHashMap<PoolId, u32> = FxHashMap::default();
     pool_index.insert(PoolId(0, 0), 0);
+    let mut place_index: FxHashMap<Place, u32> = FxHashMap::default();
+    place_index.insert(Place::default(), 0);
     let rows = raw.devices.get(d).map_or(&[][..], |v| &v[..]);
     h.entries.reserve(rows.len());
     let mut reader = raw.rows.reader();
@@ -100,17 +103,23 @@ pub fn history(raw: &Raw, d: usize) -> History {
         let Some(row) = reader.pass(r) else {
             continue;
         };
-        let (stream, pool) = match raw.row_extra.get(&r) {
-            None => (0, 0),
+        let place = match raw.row_extra.get(&r) {
+            None => 0,
             Some(&x) => *cache.entry(x.0).or_insert_with(|| {
                 let m = parse_extra(raw, x);
                 let id = pool_id(m.get("pool_id"));
-                let next = pool_index.len() as u32;
-                let p = *pool_index.entry(id).or_insert(next);
-                if p == next {
+                let pool = *pool_index.entry(id).or_insert_with(|| {
                     h.pools.push(id);
-                }
-                (as_u64(m.get("stream")), p)
+                    h.pools.len() as u32 - 1
+                });
+                let place = Place {
+                    stream: as_u64(m.get("stream")),
+                    pool,
+                };
+                *place_index.entry(place).or_insert_with(|| {
+                    h.places.push(place);
+                    h.places.len() as u32 - 1
+                })
             }),
         };
         let (addr, size) = match row.action {
@@ -124,8 +133,7 @@ pub fn history(raw: &Raw, d: usize) -> History {
         h.entries.push(Entry {
             addr,
             size,
-            stream,
-            pool,
+            place,
             op: op(row.action),
         });
     }
