@@ -148,3 +148,122 @@ proptest! {
         }
     }
 }
+
+/// A protocol-4 pickle written opcode by opcode: strs memoized on first use and fetched
+/// after, as Python's pickler does.
+#[derive(Default)]
+struct Pickle {
+    b: Vec<u8>,
+    memo: u32,
+    strs: std::collections::HashMap<String, u32>,
+}
+
+impl Pickle {
+    fn op(&mut self, bytes: &[u8]) -> &mut Self {
+        self.b.extend_from_slice(bytes);
+        self
+    }
+
+    /// MEMOIZE: the index it stores at.
+    fn memoize(&mut self) -> u32 {
+        self.b.push(0x94);
+        self.memo += 1;
+        self.memo - 1
+    }
+
+    fn get(&mut self, idx: u32) -> &mut Self {
+        assert!(idx < 256);
+        self.op(&[b'h', idx as u8])
+    }
+
+    fn s(&mut self, text: &str) -> &mut Self {
+        if let Some(&i) = self.strs.get(text) {
+            return self.get(i);
+        }
+        self.b.push(0x8c);
+        self.b.push(text.len() as u8);
+        self.b.extend_from_slice(text.as_bytes());
+        let i = self.memoize();
+        self.strs.insert(text.into(), i);
+        self
+    }
+
+    /// A frame dict `{filename, line, name}`: its memo index.
+    fn frame(&mut self, file: &str, line: u8) -> u32 {
+        self.op(b"}");
+        let i = self.memoize();
+        self.op(b"(").s("filename").s(file).s("line");
+        self.op(&[b'K', line]).s("name").s("f").op(b"u");
+        i
+    }
+
+    /// A trace entry `{action, addr, size, frames}` opened up to its frames list's MARK.
+    fn entry_start(&mut self, addr: u8) -> &mut Self {
+        self.op(b"}");
+        self.memoize();
+        self.op(b"(").s("action").s("alloc").s("addr");
+        self.op(&[b'K', addr])
+            .s("size")
+            .op(&[b'K', 64])
+            .s("frames")
+            .op(b"]");
+        self.memoize();
+        self.op(b"(")
+    }
+}
+
+/// Two entries whose frames lists have the same bytes have the same frames only while no
+/// memo slot was stored over: between them, a third entry stores a new frame over the first
+/// one's slot (BINPUT to an index in use). The byte reader, which takes a stack it has seen
+/// by the bytes of its frames list, must give the last entry the new frame, as the
+/// interpreter does.
+#[test]
+fn a_memo_slot_stored_over_changes_the_stack_of_the_same_bytes() {
+    let mut p = Pickle::default();
+    p.op(&[0x80, 4, b'}']);
+    p.memoize();
+    p.op(b"(").s("device_traces").op(b"]");
+    p.memoize();
+    p.op(b"(]");
+    p.memoize();
+    p.op(b"(");
+    // Entry 0 defines frames a and b; entries 1 and 2 fetch both (the same bytes).
+    p.entry_start(1);
+    let a = p.frame("a.py", 1);
+    let b = p.frame("b.py", 2);
+    p.op(b"eu");
+    for addr in [2, 3] {
+        p.entry_start(addr).get(a).get(b).op(b"eu");
+    }
+    // Entry 3 stores a new frame c over a's slot.
+    p.entry_start(4);
+    p.frame("c.py", 3);
+    p.op(&[b'q', a as u8]).op(b"eu");
+    // Entry 4: the bytes of entry 1's frames list, which now mean c then b.
+    p.entry_start(5).get(a).get(b).op(b"eu");
+    p.op(b"ee").s("segments").op(b"]");
+    p.memoize();
+    p.op(b"u.");
+
+    let (fast, reference) = both(&p.b);
+    assert!(!fast.starts_with("error: "), "{fast}");
+    assert!(
+        fast == reference,
+        "the byte reader differs from the interpreter"
+    );
+    let raw = from_pickle::read_threads(&p.b[..], false, Threads::One).expect("decodes");
+    let stack = |r: u32| raw.rows.get(r).expect("row").stack;
+    assert_eq!(raw.rows.len(), 5);
+    assert_eq!(stack(1), stack(2), "the same frames fetched: one stack");
+    assert_ne!(stack(1), stack(4), "a's slot now holds c: another stack");
+    let files = |r: u32| -> Vec<String> {
+        let st = stack(r);
+        raw.strings
+            .stack(st)
+            .iter()
+            .map(|&f| raw.strings.str(f).into_owned())
+            .collect()
+    };
+    assert!(files(4)[0].contains("c.py"), "{:?}", files(4));
+    assert!(files(2)[0].contains("a.py"), "{:?}", files(2));
+}

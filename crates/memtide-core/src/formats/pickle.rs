@@ -145,6 +145,8 @@ pub struct Arena {
     memo: Vec<Val>,
     /// Memo indices far beyond the end (a sparse, hostile file): kept aside.
     memo_far: FxHashMap<u64, Val>,
+    /// How often a memo store replaced a flat slot (picklers never do; a hostile file may).
+    memo_rebinds: u64,
 }
 
 impl Arena {
@@ -305,6 +307,7 @@ impl Arena {
         let len = self.memo.len() as u64;
         if idx < len {
             self.memo[idx as usize] = v;
+            self.memo_rebinds += 1;
         } else if idx == len {
             self.memo.push(v);
         } else {
@@ -323,6 +326,13 @@ impl Arena {
             }
         }
         v
+    }
+
+    /// How often a memo store replaced a slot of the flat memo: a value read from a slot
+    /// stays what the slot holds while this is unchanged, except for a container its hook
+    /// converted (then the slot holds the conversion).
+    pub fn memo_rebinds(&self) -> u64 {
+        self.memo_rebinds
     }
 
     /// The number of entries of the flat memo (MEMOIZE's next index).

@@ -6,6 +6,7 @@
 //! the buffer's end) is left to it, with nothing changed.
 
 use crate::formats::pickle::{decode_long, Arena, Val};
+use rustc_hash::FxHashMap;
 
 /// A memo store the entry's bytes make, applied only once the whole entry is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +24,55 @@ pub(super) struct Scanned {
     pub items: Vec<Val>,
     pub frames: Vec<u32>,
     pub frames_at: Option<usize>,
+    /// The fresh frames list's bytes are those of a stack defined before: its number (then
+    /// `frames` is empty).
+    pub known_stack: Option<u32>,
+    /// Where the fresh frames list's fetches lie in the bytes (MARK to APPENDS), when they
+    /// were read one by one.
+    pub frames_span: Option<(usize, usize)>,
     pub stores: Vec<Store>,
     pub used: usize,
+}
+
+/// Stacks already defined, by the bytes of their fresh frames list (MARK, the frames' memo
+/// fetches, APPENDS): a list with the same bytes fetches the same memo slots, so it has the
+/// same frames while no memo slot was stored over ([`Arena::memo_rebinds`]; a frame the hook
+/// converted stays converted). A training loop allocates from the same few thousand stacks
+/// again and again: one lookup then replaces a memo load per frame, each a likely cache miss
+/// in a memo of millions of slots.
+#[derive(Debug, Default)]
+pub(super) struct StackSpans {
+    by_bytes: FxHashMap<Box<[u8]>, u32>,
+    /// The arena's rebind count the stacks were read under.
+    rebinds: u64,
+    /// Bytes held by the keys (bounded: past the cap new stacks are no longer kept).
+    held: usize,
+}
+
+/// The most key bytes [`StackSpans`] holds.
+const SPANS_CAP: usize = 16 << 20;
+
+impl StackSpans {
+    /// Forgets every stack when a memo slot was stored over since they were read.
+    pub fn check(&mut self, a: &Arena) {
+        if a.memo_rebinds() != self.rebinds {
+            self.by_bytes.clear();
+            self.held = 0;
+            self.rebinds = a.memo_rebinds();
+        }
+    }
+
+    /// Stack `n` was defined from the frames list whose fetches are `span`.
+    pub fn insert(&mut self, span: &[u8], n: u32) {
+        if self.held + span.len() <= SPANS_CAP {
+            self.held += span.len();
+            self.by_bytes.insert(span.into(), n);
+        }
+    }
+
+    fn get(&self, span: &[u8]) -> Option<u32> {
+        self.by_bytes.get(span).copied()
+    }
 }
 
 /// The hook's kinds of converted containers a plain entry may fetch.
@@ -38,10 +86,19 @@ pub(super) struct Kinds {
 
 /// Reads the bytes after an EMPTY_DICT into `out`; false when they are not the plain shape
 /// (then `out` means nothing). `frames_key`: the arena id of `"frames"`.
-pub(super) fn scan(b: &[u8], a: &Arena, frames_key: u32, kinds: Kinds, out: &mut Scanned) -> bool {
+pub(super) fn scan(
+    b: &[u8],
+    a: &Arena,
+    frames_key: u32,
+    kinds: Kinds,
+    spans: &StackSpans,
+    out: &mut Scanned,
+) -> bool {
     out.items.clear();
     out.frames.clear();
     out.frames_at = None;
+    out.known_stack = None;
+    out.frames_span = None;
     out.stores.clear();
     let mut c = Cur {
         b,
@@ -50,7 +107,7 @@ pub(super) fn scan(b: &[u8], a: &Arena, frames_key: u32, kinds: Kinds, out: &mut
         memo_len: a.memo_len(),
         next_store: a.memo_len(),
     };
-    match read_entry(&mut c, frames_key, kinds, out) {
+    match read_entry(&mut c, frames_key, kinds, spans, out) {
         Some(used) => {
             out.used = used;
             true
@@ -60,7 +117,13 @@ pub(super) fn scan(b: &[u8], a: &Arena, frames_key: u32, kinds: Kinds, out: &mut
 }
 
 /// The entry's memo store, MARK, key/value pairs and SETITEMS; the bytes read.
-fn read_entry(c: &mut Cur, frames_key: u32, kinds: Kinds, out: &mut Scanned) -> Option<usize> {
+fn read_entry(
+    c: &mut Cur,
+    frames_key: u32,
+    kinds: Kinds,
+    spans: &StackSpans,
+    out: &mut Scanned,
+) -> Option<usize> {
     if let Some(idx) = c.store()? {
         out.stores.push(Store::Dict(idx));
     }
@@ -79,7 +142,19 @@ fn read_entry(c: &mut Cur, frames_key: u32, kinds: Kinds, out: &mut Scanned) -> 
             if let Some(idx) = c.store()? {
                 out.stores.push(Store::List(idx));
             }
-            c.frames(kinds.frame, &mut out.frames)?;
+            match c.fetch_run() {
+                Some(span) => match spans.get(&c.b[span.0..span.1]) {
+                    Some(n) => {
+                        c.p = span.1;
+                        out.known_stack = Some(n);
+                    }
+                    None => {
+                        c.frames(kinds.frame, &mut out.frames)?;
+                        out.frames_span = (c.p == span.1).then_some(span);
+                    }
+                },
+                None => c.frames(kinds.frame, &mut out.frames)?,
+            }
             out.frames_at = Some(out.items.len());
             out.items.push(Val::None);
             continue;
@@ -200,6 +275,23 @@ impl Cur<'_> {
             _ => return None,
         }
         Some(())
+    }
+
+    /// The bytes of a MARK, memo fetches and APPENDS coming next (nothing is read).
+    fn fetch_run(&self) -> Option<(usize, usize)> {
+        let b = self.b;
+        if b.get(self.p) != Some(&b'(') {
+            return None;
+        }
+        let mut p = self.p + 1;
+        loop {
+            match b.get(p)? {
+                b'h' => p += 2,
+                b'j' => p += 5,
+                b'e' => return Some((self.p, p + 1)),
+                _ => return None,
+            }
+        }
     }
 
     /// The items of a fresh list (after its EMPTY_LIST and memo store): MARK, fetched

@@ -144,6 +144,8 @@ struct Conv {
     long_texts: rustc_hash::FxHashSet<u32>,
     /// Reused buffers of the entry read straight from the bytes.
     scanned: entry_bytes::Scanned,
+    /// Stacks of entries read straight from the bytes, by the bytes of their frames list.
+    stack_spans: entry_bytes::StackSpans,
     /// Whether entries may be read straight from the bytes (off: the reference reader).
     entry_bytes: bool,
     /// The keys of the last entry read straight from the bytes.
@@ -299,7 +301,8 @@ impl Conv {
         bytes: &[u8],
         s: &mut entry_bytes::Scanned,
     ) -> Option<(Val, usize)> {
-        if !entry_bytes::scan(bytes, a, self.keys.frames, KINDS, s) {
+        self.stack_spans.check(a);
+        if !entry_bytes::scan(bytes, a, self.keys.frames, KINDS, &self.stack_spans, s) {
             return None;
         }
         // As dict_filled: at most 16 distinct str keys, one of them `action`. Checked here,
@@ -309,7 +312,17 @@ impl Conv {
         let act = s.items.get(at + 1).copied()?;
         // Checked first: a dict refused here must not have defined a stack.
         let mut def = self.entry(a, &s.items, act).ok()?;
-        let stack = s.frames_at.map(|_| self.ops.stack(&s.frames));
+        let stack = match (s.frames_at, s.known_stack) {
+            (None, _) => None,
+            (Some(_), Some(n)) => Some(n),
+            (Some(_), None) => {
+                let n = self.ops.stack(&s.frames);
+                if let Some((from, to)) = s.frames_span {
+                    self.stack_spans.insert(bytes.get(from..to)?, n);
+                }
+                Some(n)
+            }
+        };
         if let Some(n) = stack {
             def.row.stack = StackId(n);
         }
@@ -644,6 +657,7 @@ fn read_with(
         frame_cache: Default::default(),
         long_texts: Default::default(),
         scanned: Default::default(),
+        stack_spans: Default::default(),
         entry_bytes,
         entry_keys: EntryKeys::default(),
         builder_failure_reported: false,
