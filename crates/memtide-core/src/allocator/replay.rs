@@ -149,21 +149,6 @@ impl History {
         self.pools.get(pool as usize).copied().unwrap_or_default()
     }
 
-    /// The index of `place` in [`History::places`], added when new (for histories built by
-    /// hand; a reader keeps its own map).
-    pub fn place(&mut self, place: Place) -> u32 {
-        if self.places.is_empty() {
-            self.places.push(Place::default());
-        }
-        match self.places.iter().position(|&p| p == place) {
-            Some(i) => i as u32,
-            None => {
-                self.places.push(place);
-                self.places.len() as u32 - 1
-            }
-        }
-    }
-
     /// The final active blocks by address (addresses are running sums, as MemoryViz does).
     pub fn final_blocks(&self) -> Vec<(u64, FinalBlock, &FinalSegment)> {
         let mut out = Vec::new();

@@ -125,9 +125,7 @@ fn histories_of(raw: &Raw, devices: &[usize]) -> Vec<crate::allocator::History> 
 
 /// The CUDA devices [`build`] makes a trace of, in its order.
 fn cuda_devices(raw: &Raw) -> Vec<usize> {
-    let mut out: Vec<usize> = (0..device_count(raw))
-        .filter(|&d| has_device(raw, d))
-        .collect();
+    let mut out: Vec<usize> = traced_devices(raw).collect();
     let host = has_host_trace(raw);
     if out.is_empty() && !host {
         out.push(0);
