@@ -164,10 +164,18 @@ impl Reader<'_> {
     #[inline]
     pub fn get(&mut self, r: u32) -> Option<Row> {
         let (b, i) = self.rows.split(r);
-        if self.at.as_ref().is_none_or(|(at, _)| *at != b) {
-            self.at = None;
-            self.at = Some((b, self.rows.blocks.get(b)?.read().ok()?));
+        match &self.at {
+            Some((at, rows)) if *at == b => rows.get(i).copied(),
+            _ => self.enter(b, i),
         }
+    }
+
+    /// Row `i` of block `b`, holding that block from now on.
+    #[cold]
+    #[inline(never)]
+    fn enter(&mut self, b: usize, i: usize) -> Option<Row> {
+        self.at = None;
+        self.at = Some((b, self.rows.blocks.get(b)?.read().ok()?));
         self.at.as_ref()?.1.get(i).copied()
     }
 
