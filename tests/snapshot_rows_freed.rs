@@ -10,25 +10,11 @@ use memtide_core::formats::source::{self, Progress};
 use memtide_core::formats::{detect, Format, LoadOptions, Threads};
 use std::path::{Path, PathBuf};
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 fn snapshots() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = ["tests/fixtures", "tests/data", "sample-traces"]
-        .iter()
-        .map(|d| root.join(d))
-        .collect();
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).expect("fixture directory").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if snapshot_format(&p).is_some() {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    fixtures::files(|p| snapshot_format(p).is_some())
 }
 
 fn snapshot_format(p: &Path) -> Option<Format> {

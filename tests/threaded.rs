@@ -7,33 +7,19 @@ use memtide_core::formats::{LoadOptions, Progress, Threads};
 use memtide_core::load::load;
 use std::path::{Path, PathBuf};
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 /// Every trace-like file under the repository's fixtures, data and samples.
 fn traces() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = ["tests/fixtures", "tests/data", "sample-traces"]
-        .iter()
-        .map(|d| root.join(d))
-        .collect();
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).expect("fixture directory").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-                continue;
-            }
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let trace_like = [".pickle", ".json", ".jsonl", ".gz"]
-                .iter()
-                .any(|x| name.ends_with(x));
-            let not_a_trace = name.ends_with(".truth.json") || name == "meta.json";
-            if trace_like && !not_a_trace {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    fixtures::files(|p| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let trace_like = [".pickle", ".json", ".jsonl", ".gz"]
+            .iter()
+            .any(|x| name.ends_with(x));
+        let not_a_trace = name.ends_with(".truth.json") || name == "meta.json";
+        trace_like && !not_a_trace
+    })
 }
 
 fn load_with(path: &Path, threads: Threads) -> String {
