@@ -12,6 +12,7 @@ pub mod jsonl_write;
 pub mod kineto;
 pub mod memory_timeline;
 pub mod pickle;
+mod pickle_list;
 pub mod read_ahead;
 pub mod snapshot;
 pub mod source;

@@ -10,6 +10,8 @@
 //! replaced containers are released to a free list so the arena stays small while streaming.
 
 use super::error::FormatError;
+use super::pickle_list::Items;
+pub use super::pickle_list::ListItems;
 use super::source::io_or_cancel;
 use rustc_hash::FxHashMap;
 use std::io::Read;
@@ -77,7 +79,7 @@ impl Val {
 /// ever fetched it (then other holders may exist and it is never released).
 #[derive(Debug)]
 struct Slot<T> {
-    items: Vec<T>,
+    items: T,
     memo: u32,
     shared: bool,
     /// A hook's cached conversion of this container (`u32::MAX`: none).
@@ -89,8 +91,8 @@ struct Slot<T> {
 
 const NOT_SEALED: u8 = u8::MAX;
 
-impl<T> Slot<T> {
-    fn new(items: Vec<T>) -> Self {
+impl<T: Default> Slot<T> {
+    fn new(items: T) -> Self {
         Slot {
             items,
             memo: NO_MEMO,
@@ -106,7 +108,7 @@ impl<T> Slot<T> {
     /// still find the conversion.
     fn consume(&mut self, conv: u32) -> (u32, bool) {
         self.conv = conv;
-        self.items = Vec::new();
+        self.items = T::default();
         let memo = self.memo;
         if self.shared {
             return (memo, false);
@@ -118,7 +120,7 @@ impl<T> Slot<T> {
 }
 
 /// Puts `slot` in a free place of `slots` (or at the end); returns its id.
-fn place<T>(slots: &mut Vec<Slot<T>>, free: &mut Vec<u32>, slot: Slot<T>) -> u32 {
+fn place<T: Default>(slots: &mut Vec<Slot<T>>, free: &mut Vec<u32>, slot: Slot<T>) -> u32 {
     if let Some(id) = free.pop() {
         if let Some(s) = slots.get_mut(id as usize) {
             *s = slot;
@@ -137,9 +139,9 @@ pub struct Arena {
     strs: Vec<Box<str>>,
     str_ids: FxHashMap<Box<str>, u32>,
     bytes: Vec<Box<[u8]>>,
-    lists: Vec<Slot<Val>>,
+    lists: Vec<Slot<Items>>,
     free_lists: Vec<u32>,
-    dicts: Vec<Slot<(Val, Val)>>,
+    dicts: Vec<Slot<Vec<(Val, Val)>>>,
     free_dicts: Vec<u32>,
     tuples: Vec<Box<[Val]>>,
     memo: Vec<Val>,
@@ -175,8 +177,10 @@ impl Arena {
         self.strs.get(id as usize).map_or("", |s| s)
     }
 
-    pub fn list(&self, id: u32) -> &[Val] {
-        self.lists.get(id as usize).map_or(&[], |s| &s.items)
+    pub fn list(&self, id: u32) -> ListItems<'_> {
+        self.lists
+            .get(id as usize)
+            .map_or(ListItems::Vals(&[]), |s| s.items.view())
     }
 
     pub fn dict(&self, id: u32) -> &[(Val, Val)] {
@@ -196,7 +200,7 @@ impl Arena {
     }
 
     pub fn list_mut(&mut self, id: u32) -> Option<&mut Vec<Val>> {
-        self.lists.get_mut(id as usize).map(|s| &mut s.items)
+        self.lists.get_mut(id as usize).map(|s| s.items.vals_mut())
     }
 
     pub fn dict_mut(&mut self, id: u32) -> Option<&mut Vec<(Val, Val)>> {
@@ -268,7 +272,7 @@ impl Arena {
         Val::List(place(
             &mut self.lists,
             &mut self.free_lists,
-            Slot::new(items),
+            Slot::new(Items::new(items)),
         ))
     }
 
@@ -1027,7 +1031,7 @@ pub fn unpickle_into<R: Read>(
                 };
                 let v = hook.appended(a, v).map_err(err)?;
                 if let Some(s) = a.lists.get_mut(id as usize) {
-                    s.items.push(v);
+                    s.items.extend(&[v]);
                 }
             }
             b'e' => {
@@ -1046,7 +1050,7 @@ pub fn unpickle_into<R: Read>(
                     *v = hook.appended(a, *v).map_err(err)?;
                 }
                 if let Some(s) = a.lists.get_mut(id as usize) {
-                    s.items.extend_from_slice(&stack[m..]);
+                    s.items.extend(&stack[m..]);
                 }
                 stack.truncate(m);
             }
@@ -1177,7 +1181,7 @@ mod tests {
         let b = b"\x80\x04\x95\x13\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94}\x94\x8c\x01x\x94K\x01sah\x01e.";
         let (a, top) = load(b).unwrap();
         let Val::List(t) = top else { panic!() };
-        let items = a.list(t);
+        let items = a.list(t).to_vec();
         assert_eq!(items.len(), 2);
         assert_eq!(items[0], items[1]);
     }
@@ -1220,11 +1224,13 @@ mod tests {
         let b = b"\x80\x04\x95!\x00\x00\x00\x00\x00\x00\x00]\x94(}\x94(\x8c\x01x\x94K\x01\x8c\x01y\x94K\x02u}\x94(h\x02K\x03h\x03K\x04ue.";
         let (a, top) = unpickle(&b[..], &mut Seal).unwrap();
         let Val::List(t) = top else { panic!() };
-        assert_eq!(a.list(t), &[Val::Done(7, 3), Val::Done(7, 7)]);
+        assert_eq!(a.list(t).to_vec(), vec![Val::Done(7, 3), Val::Done(7, 7)]);
         // Without the hook the same bytes give plain dicts.
         let (a, top) = load(b).unwrap();
         let Val::List(t) = top else { panic!() };
-        let Val::Dict(d) = a.list(t)[1] else { panic!() };
+        let Val::Dict(d) = a.list(t).to_vec()[1] else {
+            panic!()
+        };
         assert_eq!(a.dict(d).len(), 2);
     }
 
@@ -1236,7 +1242,9 @@ mod tests {
             b"\x80\x04]\x94(}\x94(\x8c\x01x\x94K\x01\x8c\x01y\x94K\x02uh\x01\x8c\x01z\x94K\x03s0e.";
         let (a, top) = load(b).unwrap();
         let Val::List(t) = top else { panic!() };
-        let Val::Dict(d) = a.list(t)[0] else { panic!() };
+        let Val::Dict(d) = a.list(t).to_vec()[0] else {
+            panic!()
+        };
         assert_eq!(a.dict(d).len(), 3);
         let e = unpickle(&b[..], &mut Seal).unwrap_err().to_string();
         assert!(
@@ -1308,7 +1316,7 @@ mod tests {
         let Val::List(id) = top else {
             panic!("a list: {top:?}")
         };
-        let items = a.list(id);
+        let items = a.list(id).to_vec();
         assert_eq!(items.len(), 4, "the list and its three fetches");
         assert!(items.iter().all(|v| *v == items[0]), "{items:?}");
         // A fetch of a slot never stored, inside a run: the error names its own offset

@@ -735,7 +735,7 @@ fn json_within(a: &Arena, v: Val, depth: u32, budget: &mut usize) -> Option<serd
         Val::List(l) => J::Array(
             a.list(l)
                 .iter()
-                .map(|&x| json_within(a, x, depth + 1, budget))
+                .map(|x| json_within(a, x, depth + 1, budget))
                 .collect::<Option<_>>()?,
         ),
         Val::Tuple(t) => J::Array(
@@ -799,7 +799,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
         Val::List(l) => {
             // Only a list of segment dicts is a snapshot (an empty list is an idle device).
             let (addr, total) = (a.intern("address"), a.intern("total_size"));
-            for (i, &v) in a.list(l).iter().enumerate() {
+            for (i, v) in a.list(l).iter().enumerate() {
                 let ok = matches!(v, Val::Dict(d) if a.get(d, addr).is_some() && a.get(d, total).is_some());
                 if !ok {
                     return Err(invalid(format!(
@@ -871,7 +871,7 @@ fn entry_rows(a: &Arena, c: &mut Conv, v: Val, what: &str) -> Result<Vec<u32>, F
         )));
     };
     let mut rows = Vec::with_capacity(a.list(el).len());
-    for &e in a.list(el) {
+    for e in a.list(el).iter() {
         match e {
             Val::Done(ENTRY, r) => rows.push(r),
             _ => c.raw()?.skipped_items += 1,
