@@ -7,7 +7,7 @@
 
 use memtide_core::formats::snapshot::{self, raw::Raw};
 use memtide_core::formats::source::{self, Progress};
-use memtide_core::formats::{detect, Format, LoadOptions, Threads};
+use memtide_core::formats::{detect, Format, Histories, LoadOptions, Threads};
 use std::path::{Path, PathBuf};
 
 #[path = "support/fixtures.rs"]
@@ -105,4 +105,47 @@ fn models_beside_the_freeing_replay_are_unchanged() {
             p.display()
         );
     }
+}
+
+/// `Histories::ForOoms` (the headless commands) keeps a history's entries only when the
+/// file records an OOM: the same traces, the same final segments, and either the same
+/// entries or none; the rows are freed all the same.
+#[test]
+fn histories_for_ooms_keep_entries_only_with_an_oom() {
+    let mut with_oom = 0;
+    for p in snapshots() {
+        let Some(mut whole) = decode(&p, Threads::One) else {
+            continue;
+        };
+        let any_oom = whole.any_oom;
+        let opts = |histories| LoadOptions {
+            threads: Threads::One,
+            histories,
+            ..LoadOptions::default()
+        };
+        let a = snapshot::replay(&mut whole, "f", &opts(Histories::Whole));
+        let mut raw = decode(&p, Threads::One).expect("decodes twice");
+        let b = snapshot::replay(&mut raw, "f", &opts(Histories::ForOoms));
+        assert_eq!(
+            format!("{:?}", a.traces),
+            format!("{:?}", b.traces),
+            "{}",
+            p.display()
+        );
+        assert_eq!(a.histories.len(), b.histories.len());
+        for (ha, hb) in a.histories.iter().zip(&b.histories) {
+            assert_eq!(ha.device, hb.device);
+            assert_eq!(ha.segments, hb.segments, "{}", p.display());
+            if any_oom {
+                assert_eq!(format!("{ha:?}"), format!("{hb:?}"), "{}", p.display());
+            } else {
+                assert!(hb.entries.is_empty(), "{}", p.display());
+            }
+        }
+        with_oom += usize::from(any_oom);
+        if ordered(&raw) {
+            assert_eq!(raw.rows.blocks_held(), 0, "{}: rows left", p.display());
+        }
+    }
+    assert!(with_oom >= 4, "{with_oom} files with an OOM");
 }

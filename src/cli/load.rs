@@ -3,7 +3,7 @@
 use super::InputArgs;
 use anyhow::{bail, Context, Result};
 use memtide_core::formats::device_log::DeviceLogOptions;
-use memtide_core::formats::{self, LoadOptions, Loaded, Progress, Threads};
+use memtide_core::formats::{self, Histories, LoadOptions, Loaded, Progress, Threads};
 use memtide_core::index::Index;
 use memtide_core::trace::Trace;
 use std::path::Path;
@@ -27,13 +27,29 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
         },
         // The headless commands read the histories themselves; the explorer asks for models.
         allocator_models: false,
+        // What they read a history for is an OOM's explanation and the final segments
+        // (`whatif` asks for whole histories).
+        histories: Histories::ForOoms,
     }
 }
 
 /// Reads `path` with context for error messages.
 pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
+    load_with(path, &load_options(a))
+}
+
+/// As [`load`], with every allocator history whole (`whatif` replays them).
+pub fn load_whole(path: &Path, a: &InputArgs) -> Result<Loaded> {
+    let opts = LoadOptions {
+        histories: Histories::Whole,
+        ..load_options(a)
+    };
+    load_with(path, &opts)
+}
+
+fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
     let progress = Progress::new();
-    match memtide_core::load::load(path, &load_options(a), &progress) {
+    match memtide_core::load::load(path, opts, &progress) {
         Ok(l) => Ok(l),
         // The log's error names the log: "cannot read TRACE" would point at the wrong file.
         Err(e @ formats::FormatError::DeviceLog(_)) => Err(e.into()),

@@ -4,7 +4,7 @@
 //! fragmentation at the reserved peak and any OOM side by side with what the file recorded
 //! (`memtide_core::allocator::sim`).
 
-use super::load::{index_all, load, pick_device};
+use super::load::{index_all, load_whole, pick_device};
 use super::WhatifArgs;
 use anyhow::{bail, Context, Result};
 use memtide_core::allocator::sim::{whatif, AllocConf, RunResult, WhatIf};
@@ -22,7 +22,7 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
         Some(c) => Some(memtide_core::trace::parse_size(c).context("--capacity")?.0),
         None => None,
     };
-    let loaded = load(&a.file, &a.input)?;
+    let loaded = load_whole(&a.file, &a.input)?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
     let Some(t) = traces.get(i) else {

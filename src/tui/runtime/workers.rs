@@ -8,7 +8,7 @@ use base64::Engine;
 use crossbeam_channel::Sender;
 use memtide_core::allocator::Model;
 use memtide_core::analysis::frames::FrameRules;
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::{Histories, LoadOptions, Progress};
 use memtide_core::index::Index;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,6 +30,7 @@ pub fn load(
 fn with_models(opts: &LoadOptions) -> LoadOptions {
     LoadOptions {
         allocator_models: true,
+        histories: Histories::Whole,
         ..opts.clone()
     }
 }

@@ -43,6 +43,20 @@ pub struct LoadOptions {
     /// Snapshots: replay each allocator history into its model while loading (on the second
     /// thread, beside the timeline), for [`Loaded::models`]; the explorer asks for this.
     pub allocator_models: bool,
+    /// Snapshots: which allocator histories keep their trace entries.
+    pub histories: Histories,
+}
+
+/// Which allocator histories a snapshot load keeps whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Histories {
+    /// Every history has its entries (the explorer, `whatif`).
+    #[default]
+    Whole,
+    /// Entries only when the file records an OOM (their one use then is explaining it); the
+    /// final segments always. For the commands that read a history for nothing else
+    /// (`summary`, `check`, the ranks overview): the entries were a fifth of the peak memory.
+    ForOoms,
 }
 
 /// How many threads a load may use. Every choice gives the same trace; tests hold them to

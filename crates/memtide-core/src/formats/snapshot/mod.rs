@@ -18,7 +18,7 @@ pub mod to_allocator;
 use super::detect::Format;
 use super::error::FormatError;
 use super::source::{Input, Progress};
-use super::LoadOptions;
+use super::{Histories, LoadOptions};
 use crate::trace::{BandsSource, Trace};
 use raw::Raw;
 
@@ -55,7 +55,8 @@ pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
     // The allocator histories (and models) and the traces read the decoded file
     // independently: on two threads when the trace is long enough for that to pay.
     let devices = cuda_devices(raw);
-    plan_passes(raw, &devices);
+    let entries = opts.histories == Histories::Whole || raw.any_oom;
+    plan_passes(raw, &devices, entries);
     let raw = &*raw;
     let both = opts
         .threads
@@ -63,7 +64,7 @@ pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
     // The models go on replaying on a thread of their own after this returns: the caller
     // infers, checks and indexes the traces meanwhile, and waits for them when it needs them.
     let allocators = || {
-        let h = histories_of(raw, &devices);
+        let h = histories_of(raw, &devices, entries);
         if opts.allocator_models {
             (Vec::new(), crate::allocator::Models::build(h, both))
         } else {
@@ -90,10 +91,11 @@ pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
 
 /// Plans the passes [`replay`] makes over the rows, so that each block of rows is freed once
 /// the last of them has gone past it: the allocator history of each of `cuda` (the devices
-/// [`histories_of`] reads), then [`build`]'s timelines.
-fn plan_passes(raw: &mut Raw, cuda: &[usize]) {
+/// [`histories_of`] reads) when it reads their `entries`, then [`build`]'s timelines.
+fn plan_passes(raw: &mut Raw, cuda: &[usize], entries: bool) {
     let traced: Vec<usize> = traced_devices(raw).collect();
-    let mut lists: Vec<&[u32]> = cuda
+    let histories = if entries { cuda } else { &[] };
+    let mut lists: Vec<&[u32]> = histories
         .iter()
         .chain(&traced)
         .filter_map(|&d| raw.devices.get(d).map(Vec::as_slice))
@@ -113,13 +115,17 @@ pub fn histories(raw: &Raw, traces: &[Trace]) -> Vec<crate::allocator::History> 
         .iter()
         .filter_map(|t| t.device.strip_prefix("cuda:")?.parse::<usize>().ok())
         .collect();
-    histories_of(raw, &devices)
+    histories_of(raw, &devices, true)
 }
 
-fn histories_of(raw: &Raw, devices: &[usize]) -> Vec<crate::allocator::History> {
+/// The allocator history of each of `devices`, with its `entries` or the final segments only.
+fn histories_of(raw: &Raw, devices: &[usize], entries: bool) -> Vec<crate::allocator::History> {
     devices
         .iter()
-        .map(|&d| to_allocator::history(raw, d))
+        .map(|&d| match entries {
+            true => to_allocator::history(raw, d),
+            false => to_allocator::final_only(raw, d),
+        })
         .collect()
 }
 

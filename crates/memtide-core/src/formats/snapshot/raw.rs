@@ -159,6 +159,8 @@ pub struct Raw {
     segment_rows: Vec<u64>,
     /// Whether any row's size is negative in the file (the check scans rows only then).
     pub any_negative_size: bool,
+    /// Whether any row is an `oom`.
+    pub any_oom: bool,
 }
 
 impl Raw {
@@ -187,6 +189,7 @@ impl Raw {
             self.segment_rows[w] |= 1 << bit;
         }
         self.any_negative_size |= row.size > i64::MAX as u64;
+        self.any_oom |= row.action == Action::Oom;
     }
 
     /// Whether row `r` is a segment event (false for a row that does not exist).

@@ -84,12 +84,7 @@ fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
 
 /// The history of CUDA device `d` (entries in trace order; event #i is entry i).
 pub fn history(raw: &Raw, d: usize) -> History {
-    let mut h = History {
-        device: format!("cuda:{d}"),
-        places: vec![Place::default()],
-        pools: vec![PoolId(0, 0)],
-        ..History::default()
-    };
+    let mut h = final_only(raw, d);
     // Kept-field objects are interned: each distinct one is parsed once, to its place.
     let mut cache: FxHashMap<u32, u32> = FxHashMap::default();
     let mut pool_index: FxHashMap<PoolId, u32> = FxHashMap::default();
@@ -137,11 +132,21 @@ pub fn history(raw: &Raw, d: usize) -> History {
             op: op(row.action),
         });
     }
-    h.segments = raw
-        .segments
-        .iter()
-        .filter(|s| s.device == d as u64)
-        .map(|s| final_segment(raw, s))
-        .collect();
     h
+}
+
+/// The history of CUDA device `d` without its entries: the final segments only.
+pub fn final_only(raw: &Raw, d: usize) -> History {
+    History {
+        device: format!("cuda:{d}"),
+        places: vec![Place::default()],
+        pools: vec![PoolId(0, 0)],
+        segments: raw
+            .segments
+            .iter()
+            .filter(|s| s.device == d as u64)
+            .map(|s| final_segment(raw, s))
+            .collect(),
+        ..History::default()
+    }
 }
