@@ -13,6 +13,7 @@ pub mod kineto;
 pub mod memory_timeline;
 pub mod pickle;
 mod pickle_list;
+mod pickle_memo;
 pub mod read_ahead;
 pub mod snapshot;
 pub mod source;

@@ -12,6 +12,7 @@
 use super::error::FormatError;
 use super::pickle_list::Items;
 pub use super::pickle_list::ListItems;
+use super::pickle_memo::Memo;
 use super::source::io_or_cancel;
 use rustc_hash::FxHashMap;
 use std::io::Read;
@@ -144,9 +145,7 @@ pub struct Arena {
     dicts: Vec<Slot<Vec<(Val, Val)>>>,
     free_dicts: Vec<u32>,
     tuples: Vec<Box<[Val]>>,
-    memo: Vec<Val>,
-    /// Memo indices far beyond the end (a sparse, hostile file): kept aside.
-    memo_far: FxHashMap<u64, Val>,
+    memo: Memo,
     /// How often a memo store replaced a flat slot (picklers never do; a hostile file may).
     memo_rebinds: u64,
 }
@@ -261,11 +260,7 @@ impl Arena {
         if idx == NO_MEMO {
             return;
         }
-        if let Some(m) = self.memo.get_mut(idx as usize) {
-            if *m == old {
-                *m = new;
-            }
-        }
+        self.memo.replace_if(u64::from(idx), old, new);
     }
 
     fn new_list(&mut self, items: Vec<Val>) -> Val {
@@ -308,14 +303,8 @@ impl Arena {
             }
             _ => {}
         }
-        let len = self.memo.len() as u64;
-        if idx < len {
-            self.memo[idx as usize] = v;
+        if self.memo.put(idx, v) {
             self.memo_rebinds += 1;
-        } else if idx == len {
-            self.memo.push(v);
-        } else {
-            self.memo_far.insert(idx, v);
         }
     }
 
@@ -340,14 +329,22 @@ impl Arena {
     }
 
     /// The number of entries of the flat memo (MEMOIZE's next index).
+    #[inline]
     pub fn memo_len(&self) -> u64 {
-        self.memo.len() as u64
+        self.memo.len()
     }
 
     /// Memo entry `idx` of the flat memo, as stored (no sharing is recorded: for a reader
     /// that only takes values no container handle is in).
-    pub fn memo_peek(&self, idx: u64) -> Option<&Val> {
+    #[inline(always)]
+    pub fn memo_peek(&self, idx: u64) -> Option<Val> {
         self.memo.get(usize::try_from(idx).ok()?)
+    }
+
+    /// The str id memo entry `idx` of the flat memo holds, if a str (as [`Arena::memo_peek`]).
+    #[inline(always)]
+    pub fn memo_str(&self, idx: u64) -> Option<u32> {
+        self.memo.str_at(usize::try_from(idx).ok()?)
     }
 
     /// Stores memo entry `idx` as MEMOIZE or BINPUT would.
@@ -357,10 +354,7 @@ impl Arena {
 
     #[cold]
     fn memo_get(&mut self, idx: u64) -> Option<Val> {
-        let v = match self.memo.get(idx as usize) {
-            Some(v) => *v,
-            None => *self.memo_far.get(&idx)?,
-        };
+        let v = self.memo.get_any(idx)?;
         self.mark_fetched(v);
         Some(v)
     }
@@ -385,8 +379,7 @@ impl Arena {
 
     /// Drops the memo (call after the last opcode to free memory early).
     pub fn drop_memo(&mut self) {
-        self.memo = Vec::new();
-        self.memo_far = FxHashMap::default();
+        self.memo = Memo::default();
     }
 }
 
@@ -769,7 +762,7 @@ fn fetch_run<R>(src: &mut Src<R>, a: &mut Arena, stack: &mut Vec<Val>) {
             },
             _ => break,
         };
-        let Some(&v) = a.memo.get(idx) else {
+        let Some(v) = a.memo.get(idx) else {
             break;
         };
         a.mark_fetched(v);
@@ -854,7 +847,7 @@ pub fn unpickle_into<R: Read>(
                 let Some(&v) = stack.last() else {
                     return Err(err("MEMOIZE with an empty stack (corrupt pickle)".into()));
                 };
-                let idx = a.memo.len() as u64;
+                let idx = a.memo.len();
                 a.memo_put(idx, v);
             }
             b'q' | b'r' => {
@@ -876,7 +869,7 @@ pub fn unpickle_into<R: Read>(
                 };
                 // Fast path inline (most opcodes of a snapshot are memo fetches).
                 let hit = match a.memo.get(idx as usize) {
-                    Some(&v) => {
+                    Some(v) => {
                         a.mark_fetched(v);
                         Some(v)
                     }

@@ -131,10 +131,7 @@ fn read_entry(
     loop {
         let key = match c.op()? {
             b'u' => return Some(c.p),
-            op => match *c.fetched(op)? {
-                Val::Str(k) => k,
-                _ => return None,
-            },
+            op => c.fetched_str(op)?,
         };
         out.items.push(Val::Str(key));
         let op = c.op()?;
@@ -224,16 +221,28 @@ impl Cur<'_> {
         Some(Some(idx))
     }
 
-    /// The value of memo fetch `op` (BINGET, LONG_BINGET) of an entry stored before.
-    fn fetched(&mut self, op: u8) -> Option<&Val> {
+    /// The str of memo fetch `op` (BINGET, LONG_BINGET) of an entry stored before.
+    #[inline(always)]
+    fn fetched_str(&mut self, op: u8) -> Option<u32> {
+        let idx = self.fetch_index(op)?;
+        self.a.memo_str(idx)
+    }
+
+    /// The memo index of fetch `op` of an entry stored before.
+    #[inline(always)]
+    fn fetch_index(&mut self, op: u8) -> Option<u64> {
         let idx = match op {
             b'h' => u64::from(*self.bytes(1)?.first()?),
             b'j' => u64::from(self.u32()?),
             _ => return None,
         };
-        if idx >= self.memo_len {
-            return None;
-        }
+        (idx < self.memo_len).then_some(idx)
+    }
+
+    /// The value of memo fetch `op` (BINGET, LONG_BINGET) of an entry stored before.
+    #[inline(always)]
+    fn fetched(&mut self, op: u8) -> Option<Val> {
+        let idx = self.fetch_index(op)?;
         self.a.memo_peek(idx)
     }
 
@@ -253,11 +262,10 @@ impl Cur<'_> {
                     | Val::Bool(_)
                     | Val::None
                     | Val::Float(_) => {}
-                    Val::Done(k, _) if *k == stack_kind => {}
+                    Val::Done(k, _) if k == stack_kind => {}
                     _ => return None,
                 }
-                // Copied as a slice (one 16-byte move), not field by field.
-                out.extend_from_slice(std::slice::from_ref(v));
+                out.push(v);
             }
             b'J' => out.push(Val::Int(i64::from(self.u32()? as i32))),
             b'K' => out.push(Val::Int(i64::from(*self.bytes(1)?.first()?))),
@@ -325,7 +333,7 @@ impl Cur<'_> {
 
     /// A fetched frame dict the hook already converted: its packed id.
     fn frame(&mut self, op: u8, frame_kind: u8) -> Option<u32> {
-        match *self.fetched(op)? {
+        match self.fetched(op)? {
             Val::Done(k, p) if k == frame_kind => Some(p),
             _ => None,
         }
