@@ -120,12 +120,44 @@ impl ListItems<'_> {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = Val> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+    pub fn iter(&self) -> ListIter<'_> {
+        match *self {
+            ListItems::Vals(v) => ListIter::Vals(v.iter()),
+            ListItems::Run(r) => ListIter::Run {
+                kind: r.kind,
+                ids: u64::from(r.first)..u64::from(r.first) + u64::from(r.len),
+            },
+        }
     }
 
     pub fn to_vec(&self) -> Vec<Val> {
         self.iter().collect()
+    }
+}
+
+/// The items of a list in order (a run's ids counted, not looked up one by one).
+pub enum ListIter<'a> {
+    Vals(std::slice::Iter<'a, Val>),
+    Run { kind: u8, ids: std::ops::Range<u64> },
+}
+
+impl Iterator for ListIter<'_> {
+    type Item = Val;
+
+    #[inline]
+    fn next(&mut self) -> Option<Val> {
+        match self {
+            ListIter::Vals(v) => v.next().copied(),
+            // (A run's ids fit in 32 bits: it only takes ids that do.)
+            ListIter::Run { kind, ids } => ids.next().map(|id| Val::Done(*kind, id as u32)),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            ListIter::Vals(v) => v.size_hint(),
+            ListIter::Run { ids, .. } => ids.size_hint(),
+        }
     }
 }
 
@@ -183,5 +215,11 @@ mod tests {
         assert!(items.vals.capacity() == 0);
         items.extend(&[Val::Done(3, 5)]);
         assert!(matches!(items.view(), ListItems::Vals(v) if v.len() == 10_001));
+        // A run up to the last id reads to its end.
+        let mut top = Items::default();
+        let last = [Val::Done(1, u32::MAX - 1), Val::Done(1, u32::MAX)];
+        top.extend(&last);
+        assert!(matches!(top.view(), ListItems::Run(_)));
+        assert_eq!(top.view().iter().collect::<Vec<_>>(), last);
     }
 }
