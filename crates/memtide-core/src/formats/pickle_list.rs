@@ -37,10 +37,6 @@ impl Run {
         self.len += 1;
         true
     }
-
-    fn to_vec(self) -> Vec<Val> {
-        (0..self.len as usize).filter_map(|i| self.get(i)).collect()
-    }
 }
 
 /// A list's items: a run while every item continues it, else values.
@@ -87,7 +83,7 @@ impl Items {
     /// The items as values (a run is spelled out first).
     pub fn vals_mut(&mut self) -> &mut Vec<Val> {
         if self.run.len > 0 {
-            self.vals = self.run.to_vec();
+            self.vals = ListItems::Run(self.run).to_vec();
             self.run = Run::default();
         }
         &mut self.vals
