@@ -3,6 +3,7 @@
 //! [`crate::trace::BandsSource::Inferred`], and [`crate::load`] runs the inference after
 //! reading. No terminal code.
 
+mod bytes_memo;
 pub mod detect;
 pub mod device_log;
 pub mod error;

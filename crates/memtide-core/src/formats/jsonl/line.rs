@@ -2,6 +2,7 @@
 //! float, so a wrong type is reported, not rounded), `name` and `stack` interned as they are
 //! read, unknown fields kept raw. No trace semantics here.
 
+use crate::formats::bytes_memo::BytesMemo;
 use crate::trace::{EventKind, Interner, StackId, StrId};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
@@ -310,21 +311,45 @@ impl<'de> DeserializeSeed<'de> for OptNumSeed {
     }
 }
 
+/// One line's bytes, with its text when they were already found to be UTF-8 (the lines of a
+/// chunk are checked at once: a check per line cost more than the rest of some lines).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LineText<'a> {
+    pub bytes: &'a [u8],
+    pub text: Option<&'a str>,
+}
+
+impl<'a> LineText<'a> {
+    /// Bytes not checked yet.
+    pub fn unchecked(bytes: &'a [u8]) -> Self {
+        LineText { bytes, text: None }
+    }
+
+    /// Without the ASCII whitespace around it.
+    pub fn trimmed(self) -> Self {
+        LineText {
+            bytes: self.bytes.trim_ascii(),
+            text: self.text.map(str::trim_ascii),
+        }
+    }
+}
+
 /// Parses one line: the fast scanner for the common shape, else serde (which also gives every
 /// error its wording).
 pub(super) fn parse_line<'b>(
-    bytes: &'b [u8],
+    line: LineText<'b>,
     strings: &mut Interner,
     frames: &mut Vec<StrId>,
+    stacks: &mut BytesMemo,
     out: &mut RawLine<'b>,
 ) -> Result<(), String> {
-    if let Ok(line) = std::str::from_utf8(bytes) {
-        if super::scan::scan_line(line, strings, frames, out) {
+    if let Some(text) = line.text.or_else(|| std::str::from_utf8(line.bytes).ok()) {
+        if super::scan::scan_line(text, strings, frames, stacks, out) {
             return Ok(());
         }
         *out = RawLine::default();
     }
-    parse_line_serde(bytes, strings, frames, out)
+    parse_line_serde(line.bytes, strings, frames, out)
 }
 
 /// Parses one line with serde_json (the reference reader).

@@ -4,7 +4,8 @@
 //! the half that applies the items (`apply`, in `mod.rs`'s `Applier`).
 
 use super::apply::Ev;
-use super::line::{parse_line, show_num, Num, Op, RawLine};
+use super::line::{parse_line, show_num, LineText, Num, Op, RawLine};
+use crate::formats::bytes_memo::BytesMemo;
 use crate::formats::error::FormatError;
 use crate::trace::{Bytes, Category, Clock, Interner, MarkKind, StackId, StrId};
 
@@ -82,6 +83,8 @@ pub(super) struct Lines {
     last_t: Option<i64>,
     /// Scratch for a stack's frames.
     frames: Vec<StrId>,
+    /// Stacks by the bytes of their `stack` arrays (the interner only grows, so they hold).
+    stacks: BytesMemo,
     /// Run once, at the first `sample` event.
     pub(super) probe: Option<ExternalProbe>,
 }
@@ -103,6 +106,7 @@ impl Lines {
             next_src: 0,
             last_t: None,
             frames: Vec::new(),
+            stacks: BytesMemo::default(),
             probe: None,
         }
     }
@@ -128,16 +132,24 @@ impl Lines {
                 Some(nl) => {
                     let mut line = std::mem::take(&mut self.partial);
                     line.extend_from_slice(&rest[..nl]);
-                    self.line_complete(strings, &line, sink)?;
+                    self.line_complete(strings, LineText::unchecked(&line), sink)?;
                     line.clear();
                     self.partial = line;
                     rest = &rest[nl + 1..];
                 }
             }
         }
+        // The whole lines checked as UTF-8 at once (a torn character can only follow the
+        // last newline); when some line is not, each line is checked on its own.
+        let whole = memchr::memrchr(b'\n', rest).unwrap_or(0);
+        let text = std::str::from_utf8(&rest[..whole]).ok();
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', rest) {
-            self.line_complete(strings, &rest[start..nl], sink)?;
+            let line = LineText {
+                bytes: &rest[start..nl],
+                text: text.and_then(|t| t.get(start..nl)),
+            };
+            self.line_complete(strings, line, sink)?;
             start = nl + 1;
         }
         self.partial.extend_from_slice(&rest[start..]);
@@ -163,19 +175,19 @@ impl Lines {
                 self.line
             )))
         } else {
-            self.line_complete(strings, &line, sink)
+            self.line_complete(strings, LineText::unchecked(&line), sink)
         }
     }
 
     fn line_complete<S: Sink>(
         &mut self,
         strings: &mut Interner,
-        raw: &[u8],
+        raw: LineText<'_>,
         sink: &mut S,
     ) -> Result<(), S::Error> {
         self.line += 1;
-        let trimmed = trim_ascii(raw);
-        if trimmed.is_empty() || trimmed[0] == b'#' {
+        let trimmed = raw.trimmed();
+        if trimmed.bytes.is_empty() || trimmed.bytes[0] == b'#' {
             return Ok(());
         }
         let mut header = None;
@@ -208,17 +220,17 @@ impl Lines {
     fn decode(
         &mut self,
         strings: &mut Interner,
-        bytes: &[u8],
+        line: LineText<'_>,
         header: &mut Option<Header>,
     ) -> Result<Option<Item>, String> {
-        if bytes.first() != Some(&b'{') {
+        if line.bytes.first() != Some(&b'{') {
             return Err(format!(
                 "expected a JSON object starting with '{{', found {}",
-                describe_start(bytes)
+                describe_start(line.bytes)
             ));
         }
         let mut l = RawLine::default();
-        parse_line(bytes, strings, &mut self.frames, &mut l)?;
+        parse_line(line, strings, &mut self.frames, &mut self.stacks, &mut l)?;
         if !self.header_seen {
             return self
                 .header(l, header.get_or_insert_with(Header::default))
@@ -426,20 +438,8 @@ impl Lines {
 
 /// Whether a last line (no newline after it) is cut short: not one whole JSON value yet.
 fn is_torn(raw: &[u8]) -> bool {
-    let t = trim_ascii(raw);
+    let t = raw.trim_ascii();
     !t.is_empty() && t[0] != b'#' && serde_json::from_slice::<serde::de::IgnoredAny>(t).is_err()
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end.max(start)]
 }
 
 fn describe_start(b: &[u8]) -> String {
@@ -447,5 +447,71 @@ fn describe_start(b: &[u8]) -> String {
         Some(c) if c.is_ascii_graphic() => format!("{:?}", *c as char),
         Some(c) => format!("byte 0x{c:02x}"),
         None => "end of line".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::formats::jsonl::{JsonlDecoder, JsonlOptions};
+    use crate::trace::Trace;
+
+    /// The trace and the result, the input fed in pieces of `piece` bytes. Pieces of one
+    /// byte check every line as UTF-8 on its own (each is put together from the torn rest).
+    fn read(bytes: &[u8], piece: usize, lenient: bool) -> String {
+        let mut trace = Trace::new("cuda:0", "t.jsonl", "jsonl");
+        let mut dec = JsonlDecoder::new(JsonlOptions {
+            lenient,
+            has_external_spans: Some(false),
+        });
+        let fed = bytes
+            .chunks(piece)
+            .try_for_each(|c| dec.feed(&mut trace, c));
+        let finished = fed.and_then(|()| dec.finish(&mut trace));
+        format!("{finished:?}\n{trace:?}")
+    }
+
+    #[test]
+    fn lines_checked_as_utf8_by_the_chunk_read_as_lines_checked_one_by_one() {
+        let good = concat!(
+            "{\"memtide\":1,\"device\":\"cuda:0\"}\n",
+            "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":4,\"name\":\"é\",\"stack\":[\"a.py:1 ü\"]}\n",
+            "{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":4,\"name\":\"中\",\"stack\":[\"a.py:1 ü\"]}\n",
+        )
+        .as_bytes()
+        .to_vec();
+        let mut bad_line = good.clone();
+        bad_line.extend_from_slice(
+            b"{\"t\":3,\"op\":\"alloc\",\"id\":3,\"size\":4,\"name\":\"\xff\"}\n",
+        );
+        bad_line.extend_from_slice(b"{\"t\":4,\"op\":\"free\",\"id\":1}\n");
+        let mut bad_stack = good.clone();
+        bad_stack.extend_from_slice(
+            b"{\"t\":3,\"op\":\"alloc\",\"id\":3,\"size\":4,\"stack\":[\"a.py:1 \xc3\"]}\n",
+        );
+        for (what, bytes) in [
+            ("good", &good),
+            ("bad name", &bad_line),
+            ("bad frame", &bad_stack),
+        ] {
+            for lenient in [false, true] {
+                let one_by_one = read(bytes, 1, lenient);
+                for piece in [2, 3, 5, 64, bytes.len()] {
+                    assert_eq!(
+                        read(bytes, piece, lenient),
+                        one_by_one,
+                        "{what}, pieces of {piece}"
+                    );
+                }
+            }
+        }
+        let strict = read(&bad_line, bad_line.len(), false);
+        assert!(
+            strict.starts_with("Err(") && strict.contains("line: 4"),
+            "{strict}"
+        );
+        assert!(
+            read(&bad_line, bad_line.len(), true).starts_with("Ok"),
+            "the bad line is skipped"
+        );
     }
 }

@@ -5,8 +5,8 @@
 //! dict item by item; anything else (a new string, a nested container, a FRAME boundary,
 //! the buffer's end) is left to it, with nothing changed.
 
+use crate::formats::bytes_memo::BytesMemo;
 use crate::formats::pickle::{decode_long, Arena, Val};
-use rustc_hash::FxHashMap;
 
 /// A memo store the entry's bytes make, applied only once the whole entry is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,36 +42,27 @@ pub(super) struct Scanned {
 /// in a memo of millions of slots.
 #[derive(Debug, Default)]
 pub(super) struct StackSpans {
-    by_bytes: FxHashMap<Box<[u8]>, u32>,
+    by_bytes: BytesMemo,
     /// The arena's rebind count the stacks were read under.
     rebinds: u64,
-    /// Bytes held by the keys (bounded: past the cap new stacks are no longer kept).
-    held: usize,
 }
-
-/// The most key bytes [`StackSpans`] holds.
-const SPANS_CAP: usize = 16 << 20;
 
 impl StackSpans {
     /// Forgets every stack when a memo slot was stored over since they were read.
     pub fn check(&mut self, a: &Arena) {
         if a.memo_rebinds() != self.rebinds {
             self.by_bytes.clear();
-            self.held = 0;
             self.rebinds = a.memo_rebinds();
         }
     }
 
     /// Stack `n` was defined from the frames list whose fetches are `span`.
     pub fn insert(&mut self, span: &[u8], n: u32) {
-        if self.held + span.len() <= SPANS_CAP {
-            self.held += span.len();
-            self.by_bytes.insert(span.into(), n);
-        }
+        self.by_bytes.insert(span, n);
     }
 
     fn get(&self, span: &[u8]) -> Option<u32> {
-        self.by_bytes.get(span).copied()
+        self.by_bytes.get(span)
     }
 }
 
