@@ -26,6 +26,10 @@ struct Cur<'a> {
 
 impl<'a> Cur<'a> {
     fn skip_ws(&mut self) {
+        // Most lines hold no whitespace: one compare then.
+        if self.b.get(self.i).is_some_and(|&c| c > b' ') {
+            return;
+        }
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
@@ -97,18 +101,25 @@ impl<'a> Cur<'a> {
     fn uint(&mut self) -> Option<Num> {
         self.skip_ws();
         let start = self.i;
-        let mut v: u64 = 0;
-        while let Some(&c) = self.b.get(self.i) {
-            if !c.is_ascii_digit() {
-                break;
-            }
-            v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-            self.i += 1;
-        }
-        let digits = self.i - start;
-        if digits == 0 || (digits > 1 && self.b[start] == b'0') {
+        let digits = self
+            .b
+            .get(start..)?
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let text = self.b.get(start..start + digits)?;
+        if digits == 0 || (digits > 1 && text[0] == b'0') {
             return None;
         }
+        // Up to 19 digits always fit in 64 bits; 20 may not.
+        let v = if digits <= 19 {
+            text.iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'))
+        } else {
+            text.iter().try_fold(0u64, |v, &c| {
+                v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+            })?
+        };
+        self.i = start + digits;
         if let Some(b'.' | b'e' | b'E') = self.b.get(self.i) {
             return None;
         }
