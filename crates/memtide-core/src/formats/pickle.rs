@@ -431,7 +431,8 @@ struct Src<R> {
     eof: bool,
 }
 
-/// Larger than the 1 MiB `BufReader` under a plain file, so reads bypass its copy.
+/// Larger than the `BufReader` under a plain file (`source::FILE_BUFFER`), so reads bypass its
+/// copy.
 const CHUNK: usize = 4 << 20;
 
 impl<R: Read> Src<R> {

@@ -200,6 +200,12 @@ fn is_kernel_fs(path: &Path) -> bool {
     abs.starts_with("/proc") || abs.starts_with("/sys")
 }
 
+/// The buffer under a plain file: it serves the small reads (the magic, a JSON snapshot's
+/// parser) and is smaller than every big reader's request (read-ahead chunks of 1 MiB, the
+/// pickle's 4 MiB, JSONL's 4 MiB, Kineto's 2 and 8 MiB), so those bypass its copy once it is
+/// drained. At 1 MiB, the read-ahead's 1 MiB chunks went through it, copied, all the way.
+const FILE_BUFFER: usize = 256 << 10;
+
 /// Opens `path`, unwrapping gzip when the content (not the name) says so.
 pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
     let file = open_regular(path).map_err(not_regular)?;
@@ -207,7 +213,7 @@ pub fn open(path: &Path, progress: &Progress) -> Result<Input, FormatError> {
     progress.total.store(file_size, Ordering::Relaxed);
     progress.done.store(0, Ordering::Relaxed);
     let raw = BufReader::with_capacity(
-        1 << 20,
+        FILE_BUFFER,
         Counting {
             inner: file,
             progress: progress.clone(),
