@@ -13,7 +13,8 @@
 //!     entries: vec![
 //!         Entry { op: Op::SegmentAlloc, addr: 0x1000_0000, size: 2 << 20, place: 0 },
 //!         Entry { op: Op::Alloc, addr: 0x1000_0000, size: 1000, place: 0 },
-//!     ],
+//!     ]
+//!     .into(),
 //!     ..History::default()
 //! };
 //! let m = Model::build(h);
@@ -23,6 +24,7 @@
 
 pub mod at_end;
 pub mod building;
+pub mod entries;
 pub mod explain;
 pub mod replay;
 pub mod rounding;
@@ -31,6 +33,7 @@ pub mod state;
 
 pub use at_end::{allocator_at_end, AllocatorAtEnd};
 pub use building::Models;
+pub use entries::Entries;
 pub use explain::{explain, OomExplanation, OomFacts, PoolFacts, Verdict};
 pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport};
 pub use rounding::PoolKind;

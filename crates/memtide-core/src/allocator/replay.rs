@@ -5,6 +5,7 @@
 //! buffer dropped and the final active blocks the trace never allocated. Then each entry is
 //! applied forward.
 
+use super::entries::Entries;
 use super::rounding::{round_size, segment_kind, PoolKind, LARGE_BUFFER};
 use super::state::{Active, BlockState, PoolId, SegMeta, State};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -91,7 +92,7 @@ impl FinalSegment {
 pub struct History {
     /// The device ("cuda:0") of the trace this history belongs to.
     pub device: String,
-    pub entries: Vec<Entry>,
+    pub entries: Entries,
     /// The stream and pool of entries (index 0: stream 0 of the default pool; missing
     /// places read as that).
     pub places: Vec<Place>,
@@ -176,7 +177,7 @@ impl History {
                     st.unmap(a, b);
                 }
                 Op::SegmentFree | Op::SegmentUnmap => {
-                    let meta = self.meta_for(e, &finals, &st);
+                    let meta = self.meta_for(&e, &finals, &st);
                     st.map(a, b, meta);
                 }
                 _ => {}
@@ -359,7 +360,7 @@ impl Replayer<'_> {
             if let Some(e) = self.history.entries.get(self.next) {
                 apply(
                     &mut self.state,
-                    e,
+                    &e,
                     self.history,
                     &self.finals,
                     &mut self.report,
@@ -516,10 +517,11 @@ impl Model {
         for e in self
             .history
             .entries
-            .get(k * self.every..n)
-            .unwrap_or_default()
+            .range(k * self.every..n)
+            .into_iter()
+            .flatten()
         {
-            apply(&mut st, e, &self.history, &self.finals, &mut rep);
+            apply(&mut st, &e, &self.history, &self.finals, &mut rep);
         }
         st
     }

@@ -51,7 +51,7 @@ pub fn explain_ooms(
             let requested = m.size.map(|b| b.0);
             let pool = match (history, &states) {
                 (Some(h), Some(st)) => {
-                    let e = h.entries.get(at.idx()).filter(|e| e.op == Op::Oom).copied();
+                    let e = h.entries.get(at.idx()).filter(|e| e.op == Op::Oom);
                     match (e, st.get(k), requested) {
                         (Some(e), Some(s), Some(r)) => Some(PoolFacts::from_state(
                             s,

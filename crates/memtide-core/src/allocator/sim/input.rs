@@ -127,7 +127,7 @@ impl SimInput {
             let releasing = matches!(e.op, Op::SegmentFree | Op::SegmentUnmap);
             match e.op {
                 Op::Alloc => {
-                    let place = h.place_of(e);
+                    let place = h.place_of(&e);
                     streams.insert(place.stream, ());
                     s.push(
                         SimOp::Alloc {
@@ -159,8 +159,8 @@ impl SimInput {
                 Op::Oom => s.push(
                     SimOp::RecordedOom {
                         size: e.size,
-                        stream: h.stream_of(e),
-                        pool: h.place_of(e).pool,
+                        stream: h.stream_of(&e),
+                        pool: h.place_of(&e).pool,
                     },
                     i,
                 ),
