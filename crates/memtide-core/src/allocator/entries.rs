@@ -165,12 +165,6 @@ impl Entries {
         })
     }
 
-    /// Heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.packed.capacity() * std::mem::size_of::<Packed>()
-            + self.wide.capacity() * std::mem::size_of::<Entry>()
-    }
-
     fn read(&self, p: Packed) -> Entry {
         p.unpack().unwrap_or_else(|i| {
             // A wide slot names an entry pushed with it: always there.
