@@ -12,7 +12,8 @@ use std::ops::Range;
 
 /// Address and size units of a packed entry.
 const UNIT_SHIFT: u32 = 9;
-/// The op nibble of an entry kept whole on the side (its first word is its index there).
+/// The op nibble of an entry kept whole on the side (its first and last words are its index
+/// there).
 const WIDE: u32 = 0xF;
 /// Set in the size word when it counts units of 512 bytes rather than bytes.
 const SIZE_IN_UNITS: u32 = 1 << 31;
@@ -52,8 +53,11 @@ impl Packed {
         ]))
     }
 
+    /// The slot of the entry kept at `index` on the side: the index's low 32 bits in the
+    /// first word, its high bits in the size word (so no count of odd entries wraps).
     fn wide(index: usize) -> Packed {
-        Packed([index as u32, WIDE << 8, 0])
+        let index = index as u64;
+        Packed([index as u32, WIDE << 8, (index >> 32) as u32])
     }
 
     fn op_bits(self) -> u32 {
@@ -73,7 +77,7 @@ impl Packed {
             6 => Op::SegmentUnmap,
             7 => Op::Oom,
             8 => Op::Other,
-            _ => return Err(lo as usize),
+            _ => return Err((u64::from(lo) | u64::from(size) << 32) as usize),
         };
         let units = u64::from(lo) | u64::from(mid & 0xFF) << 32;
         let size = if size & SIZE_IN_UNITS != 0 {
@@ -344,6 +348,19 @@ mod tests {
         assert!(Packed::of(&odd).is_none());
         let e = Entries::from(vec![fits, odd, fits]);
         assert_eq!(e.wide, vec![odd]);
+        for index in [
+            0usize,
+            7,
+            u32::MAX as usize,
+            (u32::MAX as usize) + 5,
+            1 << 40,
+        ] {
+            assert_eq!(
+                Packed::wide(index).unpack(),
+                Err(index),
+                "wide slot {index}"
+            );
+        }
         assert_eq!(e.iter().collect::<Vec<_>>(), vec![fits, odd, fits]);
     }
 }
