@@ -2,6 +2,7 @@
 //! device from the `[memory]` events; `export_memory_timeline` files are handed to
 //! [`super::memory_timeline`].
 
+mod ahead;
 mod attribute;
 mod blocks;
 mod build;
@@ -90,7 +91,9 @@ fn collect(
         let mut feed = Feed::new(input.into_reader(), progress.clone());
         parse::scan(&mut feed, &mut c)
     } else {
-        feed::with_read_ahead(input.into_reader(), progress, |ra| {
+        // A second thread parses the later part of each chunk ahead (`ahead`).
+        let ahead = Some(&ahead::parse_ahead);
+        feed::with_parse_ahead(input.into_reader(), progress, ahead, |ra| {
             let mut feed = Feed::chunks(ra, progress.clone());
             parse::scan(&mut feed, &mut c)
         })

@@ -5,7 +5,11 @@
 use crate::formats::memory_timeline::line_col_offset;
 use crate::formats::source::Progress;
 use std::io::{self, Read};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvError, Sender, SyncSender, TryRecvError, TrySendError,
+};
+use std::sync::Arc;
 
 const CHUNK: usize = 8 << 20;
 /// Size of a read-ahead chunk. With four in flight (two queued, one being filled, one
@@ -31,9 +35,10 @@ pub enum FeedError {
     Cancelled,
 }
 
-/// The window: `buf[pos..end]` is unread, `base` is the stream offset of `buf[0]`.
-pub struct Feed<R> {
-    src: Src<R>,
+/// The window: `buf[pos..end]` is unread, `base` is the stream offset of `buf[0]`. `S` is
+/// what a chunk may bring parsed ahead (see [`Spec`]).
+pub struct Feed<R, S = ()> {
+    src: Src<R, S>,
     buf: Vec<u8>,
     /// First byte of `buf` that is stream data (chunks keep a gap in front).
     start: usize,
@@ -50,32 +55,42 @@ pub struct Feed<R> {
     buf_lines: u64,
     /// Whitespace is only JSON's four (space, tab, CR, LF), as serde_json has it.
     strict: bool,
+    /// The newest chunk's values parsed ahead, if any.
+    spec: Option<Spec<S>>,
+}
+
+/// Values of a chunk parsed ahead on another thread, from stream offset `start` to `end`: the
+/// parser takes them over when it reaches `start` itself (see [`Feed::take_spec`]).
+pub struct Spec<S> {
+    pub start: u64,
+    pub end: u64,
+    pub part: S,
 }
 
 /// Where more input comes from: any reader, or the read-ahead thread's chunks (taken over
 /// without copying: the unread tail is put into the gap in front of the next chunk).
-enum Src<R> {
+enum Src<R, S> {
     /// A plain reader: unit tests, and a load on one thread.
     Read(R),
-    Chunks(ReadAhead),
+    Chunks(ReadAhead<S>),
 }
 
 /// Room kept in front of each chunk for the unread tail of the previous one.
 const GAP: usize = 64 << 10;
 
-impl Feed<io::Empty> {
+impl<S> Feed<io::Empty, S> {
     /// A feed over the read-ahead thread's chunks.
-    pub fn chunks(ra: ReadAhead, progress: Progress) -> Self {
+    pub fn chunks(ra: ReadAhead<S>, progress: Progress) -> Self {
         Feed::with_src(Src::Chunks(ra), Vec::new(), progress)
     }
 }
 
-impl<R: Read> Feed<R> {
+impl<R: Read, S> Feed<R, S> {
     pub fn new(r: R, progress: Progress) -> Self {
         Feed::with_src(Src::Read(r), vec![0; CHUNK], progress)
     }
 
-    fn with_src(src: Src<R>, buf: Vec<u8>, progress: Progress) -> Self {
+    fn with_src(src: Src<R, S>, buf: Vec<u8>, progress: Progress) -> Self {
         Feed {
             src,
             buf,
@@ -88,6 +103,7 @@ impl<R: Read> Feed<R> {
             lines: 0,
             buf_lines: 0,
             strict: false,
+            spec: None,
         }
     }
 
@@ -122,7 +138,13 @@ impl<R: Read> Feed<R> {
         let Src::Chunks(ra) = &mut self.src else {
             return Ok(false);
         };
-        let (mut nb, n, chunk_lines) = match ra.next_chunk() {
+        let Chunk {
+            buf: mut nb,
+            n,
+            lines: chunk_lines,
+            spec,
+            ..
+        } = match ra.next_chunk() {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.eof = true;
@@ -156,7 +178,23 @@ impl<R: Read> Feed<R> {
             self.end = self.buf.len();
             ra.recycle(nb);
         }
+        // Offsets are the stream's: still right whichever way the chunk was taken over.
+        self.spec = spec;
         Ok(true)
+    }
+
+    /// The values parsed ahead from the current offset on, if a chunk brought some: the
+    /// window moves past them. Called where the parser would parse the value at `start`.
+    pub fn take_spec(&mut self) -> Option<S> {
+        if self.spec.as_ref()?.start != self.offset() {
+            return None;
+        }
+        let sp = self.spec.take()?;
+        let to = usize::try_from(sp.end as i64 - self.base).ok()?;
+        (to >= self.pos && to <= self.end).then(|| {
+            self.pos = to;
+            sp.part
+        })
     }
 
     /// Reads more input; false at the end of the stream.
@@ -337,21 +375,97 @@ fn count_lines(b: &[u8]) -> u64 {
 
 /// Chunks read (and decompressed) on another thread, so I/O and gunzip overlap parsing.
 /// Buffers come back through `back` and are reused: no fresh pages per chunk.
-pub struct ReadAhead {
-    /// A chunk: its buffer, its length after the gap and the newlines in it.
-    rx: Receiver<io::Result<(Vec<u8>, usize, u64)>>,
+pub struct ReadAhead<S = ()> {
+    rx: Receiver<io::Result<Chunk<S>>>,
     back: Sender<Vec<u8>>,
     done: bool,
+    /// With a parse-ahead thread: the split of each chunk between it and the parser.
+    split: Option<Arc<Split>>,
+    /// The size of a chunk's data.
+    chunk: usize,
 }
 
-impl ReadAhead {
-    /// The next chunk: data at `buf[GAP..GAP + n]`, with its newlines; None at the end.
-    fn next_chunk(&mut self) -> io::Result<Option<(Vec<u8>, usize, u64)>> {
+/// Where the share of a chunk parsed ahead begins, in 1/1024ths of the chunk. Whichever side
+/// waits for the other gives it less: the parser finding no chunk ready moves it on, the
+/// parse-ahead thread finding the parser's queue full moves it back. So the two stay busy
+/// whatever else shares the cores (the reader, a gunzip, other processes).
+pub struct Split(AtomicU32);
+
+impl Split {
+    const ONE: u32 = 1024;
+    const STEP: u32 = 8;
+    const RANGE: std::ops::RangeInclusive<u32> = 64..=960;
+
+    fn new() -> Self {
+        Split(AtomicU32::new(Split::ONE / 2))
+    }
+
+    /// The byte of an `n`-byte chunk where its share parsed ahead begins.
+    fn at(&self, n: usize) -> usize {
+        let f = self.0.load(Ordering::Relaxed) as usize;
+        n / Split::ONE as usize * f + n % Split::ONE as usize * f / Split::ONE as usize
+    }
+
+    fn nudge(&self, by: i64) {
+        let f = i64::from(self.0.load(Ordering::Relaxed)) + by;
+        let f = f.clamp(
+            i64::from(*Split::RANGE.start()),
+            i64::from(*Split::RANGE.end()),
+        );
+        self.0.store(f as u32, Ordering::Relaxed);
+    }
+
+    /// The parser waited: it takes more of each chunk.
+    fn parser_waited(&self) {
+        self.nudge(i64::from(Split::STEP));
+    }
+
+    /// The parse-ahead thread waited: it takes more of each chunk.
+    fn ahead_waited(&self) {
+        self.nudge(-i64::from(Split::STEP));
+    }
+}
+
+/// One chunk of the stream: data at `buf[GAP..GAP + n]`, from stream offset `at`.
+struct Chunk<S> {
+    buf: Vec<u8>,
+    n: usize,
+    at: u64,
+    /// Newlines in the data.
+    lines: u64,
+    spec: Option<Spec<S>>,
+}
+
+impl<S> Chunk<S> {
+    /// The end of the stream.
+    fn last() -> Self {
+        Chunk {
+            buf: Vec::new(),
+            n: 0,
+            at: 0,
+            lines: 0,
+            spec: None,
+        }
+    }
+}
+
+impl<S> ReadAhead<S> {
+    /// The next chunk; None at the end.
+    fn next_chunk(&mut self) -> io::Result<Option<Chunk<S>>> {
         if self.done {
             return Ok(None);
         }
-        match self.rx.recv() {
-            Ok(Ok((_, 0, _))) | Err(_) => {
+        let next = match (&self.split, self.rx.try_recv()) {
+            (_, Ok(x)) => Ok(x),
+            (Some(split), Err(TryRecvError::Empty)) => {
+                split.parser_waited();
+                self.rx.recv()
+            }
+            (None, Err(TryRecvError::Empty)) => self.rx.recv(),
+            (_, Err(TryRecvError::Disconnected)) => Err(RecvError),
+        };
+        match next {
+            Ok(Ok(Chunk { n: 0, .. })) | Err(_) => {
                 self.done = true;
                 Ok(None)
             }
@@ -364,7 +478,7 @@ impl ReadAhead {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if buf.len() >= GAP + AHEAD_CHUNK {
+        if buf.len() >= GAP + self.chunk {
             let _ = self.back.send(buf);
         }
     }
@@ -372,54 +486,164 @@ impl ReadAhead {
 
 /// Runs `f` on a [`ReadAhead`] fed from `r` by a scoped reader thread.
 pub fn with_read_ahead<R: Read + Send, T>(
-    mut r: R,
+    r: R,
     progress: &Progress,
     f: impl FnOnce(ReadAhead) -> T,
 ) -> T {
-    let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize, u64)>>(2);
+    with_parse_ahead(
+        r,
+        progress,
+        None::<&fn(&[u8], usize) -> Option<(usize, usize, ())>>,
+        f,
+    )
+}
+
+/// [`with_read_ahead`], and when `ahead` is given, a second thread runs it on each chunk's
+/// data before the parser gets the chunk: `ahead` returns the data's range it parsed and
+/// what it found there, which becomes the chunk's [`Spec`].
+pub fn with_parse_ahead<R, S, A, T>(
+    r: R,
+    progress: &Progress,
+    ahead: Option<&A>,
+    f: impl FnOnce(ReadAhead<S>) -> T,
+) -> T
+where
+    R: Read + Send,
+    S: Send,
+    A: Fn(&[u8], usize) -> Option<(usize, usize, S)> + Sync,
+{
+    with_chunks_of(AHEAD_CHUNK, r, progress, ahead, f)
+}
+
+/// [`with_parse_ahead`] with chunks of `chunk` bytes (tests use small ones).
+pub(crate) fn with_chunks_of<R, S, A, T>(
+    chunk: usize,
+    r: R,
+    progress: &Progress,
+    ahead: Option<&A>,
+    f: impl FnOnce(ReadAhead<S>) -> T,
+) -> T
+where
+    R: Read + Send,
+    S: Send,
+    A: Fn(&[u8], usize) -> Option<(usize, usize, S)> + Sync,
+{
     let (back, back_rx) = channel::<Vec<u8>>();
+    let progress = progress.clone();
+    let split = ahead.map(|_| Arc::new(Split::new()));
     std::thread::scope(|s| {
-        let progress = progress.clone();
-        s.spawn(move || loop {
-            let mut buf = back_rx
-                .try_recv()
-                .unwrap_or_else(|_| vec![0; GAP + AHEAD_CHUNK]);
-            let mut n = 0;
-            let res = loop {
-                if GAP + n == buf.len() {
-                    break Ok(());
-                }
-                match r.read(&mut buf[GAP + n..]) {
-                    Ok(0) => break Ok(()),
-                    Ok(k) => n += k,
-                    Err(e)
-                        if e.kind() == io::ErrorKind::Interrupted && !progress.is_cancelled() => {}
-                    Err(e) => break Err(e),
-                }
-            };
-            let last = n == 0 || res.is_err();
-            // A partial chunk before an error is still delivered, then the error.
-            let lines = count_lines(&buf[GAP..GAP + n]);
-            if n > 0 && tx.send(Ok((buf, n, lines))).is_err() {
-                return;
+        let rx = match ahead {
+            None => {
+                let (tx, rx) = sync_channel(2);
+                s.spawn(move || read_chunks(r, chunk, &progress, &back_rx, &tx));
+                rx
             }
-            if let Err(e) = res {
-                let _ = tx.send(Err(e));
-                return;
+            Some(ahead) => {
+                let (tx, read_rx) = sync_channel(1);
+                s.spawn(move || read_chunks(r, chunk, &progress, &back_rx, &tx));
+                let (tx, rx) = sync_channel(1);
+                let split = split.clone();
+                s.spawn(move || {
+                    if let Some(split) = split {
+                        parse_chunks_ahead(ahead, &split, &read_rx, &tx)
+                    }
+                });
+                rx
             }
-            if last {
-                let _ = tx.send(Ok((Vec::new(), 0, 0)));
-                return;
-            }
-        });
+        };
         let ra = ReadAhead {
             rx,
             back,
             done: false,
+            split: split.clone(),
+            chunk,
         };
-        // `ra` is dropped inside `f` or at its end: the reader thread then stops sending.
+        // `ra` is dropped inside `f` or at its end: the threads then stop sending.
         f(ra)
     })
+}
+
+/// The reader thread: fills chunks (reusing those sent back) until the end or an error.
+fn read_chunks<R: Read, S>(
+    mut r: R,
+    chunk: usize,
+    progress: &Progress,
+    back_rx: &Receiver<Vec<u8>>,
+    tx: &SyncSender<io::Result<Chunk<S>>>,
+) {
+    let mut at = 0u64;
+    loop {
+        let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0; GAP + chunk]);
+        let mut n = 0;
+        let res = loop {
+            if GAP + n == buf.len() {
+                break Ok(());
+            }
+            match r.read(&mut buf[GAP + n..]) {
+                Ok(0) => break Ok(()),
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted && !progress.is_cancelled() => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let last = n == 0 || res.is_err();
+        // A partial chunk before an error is still delivered, then the error.
+        let lines = count_lines(&buf[GAP..GAP + n]);
+        let next = Chunk {
+            buf,
+            n,
+            at,
+            lines,
+            spec: None,
+        };
+        at += n as u64;
+        if n > 0 && tx.send(Ok(next)).is_err() {
+            return;
+        }
+        if let Err(e) = res {
+            let _ = tx.send(Err(e));
+            return;
+        }
+        if last {
+            let _ = tx.send(Ok(Chunk::last()));
+            return;
+        }
+    }
+}
+
+/// The parse-ahead thread: passes each chunk on with what `ahead` parsed of it, from the
+/// byte that `split` names on.
+fn parse_chunks_ahead<S, A>(
+    ahead: &A,
+    split: &Split,
+    rx: &Receiver<io::Result<Chunk<S>>>,
+    tx: &SyncSender<io::Result<Chunk<S>>>,
+) where
+    A: Fn(&[u8], usize) -> Option<(usize, usize, S)>,
+{
+    while let Ok(mut msg) = rx.recv() {
+        if let Ok(c) = &mut msg {
+            if c.n > 0 {
+                c.spec = ahead(&c.buf[GAP..GAP + c.n], split.at(c.n))
+                    .filter(|&(start, end, _)| start <= end && end <= c.n)
+                    .map(|(start, end, part)| Spec {
+                        start: c.at + start as u64,
+                        end: c.at + end as u64,
+                        part,
+                    });
+            }
+        }
+        match tx.try_send(msg) {
+            Ok(()) => {}
+            Err(TrySendError::Full(msg)) => {
+                split.ahead_waited();
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => return,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -464,12 +688,33 @@ mod tests {
         assert!(matches!(res, Err(FeedError::Cancelled)), "{res:?}");
     }
 
+    /// The split names a byte inside the chunk, moves by whichever side waited and stays in
+    /// its range.
+    #[test]
+    fn the_split_moves_to_the_side_that_waited() {
+        let s = Split::new();
+        assert_eq!(s.at(2 << 20), 1 << 20);
+        assert_eq!(s.at(1001), 500);
+        s.parser_waited();
+        assert_eq!(s.at(1024), 512 + Split::STEP as usize);
+        for _ in 0..1000 {
+            s.parser_waited();
+        }
+        assert_eq!(s.at(1024), *Split::RANGE.end() as usize);
+        for _ in 0..1000 {
+            s.ahead_waited();
+        }
+        assert_eq!(s.at(1024), *Split::RANGE.start() as usize);
+        // No overflow for the largest chunk a value may widen the window to.
+        assert!(s.at(usize::MAX) < usize::MAX);
+    }
+
     #[test]
     fn values_cut_at_the_window_end_are_reread() {
         // A number that ends exactly at a read boundary must not be taken as complete.
         let progress = Progress::new();
         let data: &[u8] = b"12345, 6";
-        let mut feed = Feed::new(data, progress);
+        let mut feed: Feed<_> = Feed::new(data, progress);
         let v: u64 = feed.value().expect("number");
         assert_eq!(v, 12345);
         feed.expect(b',', ",").expect("comma");

@@ -1,6 +1,7 @@
 //! Streaming pass over a Kineto Chrome trace: keeps `[memory]` / `[OutOfMemory]` instants and
 //! the `ph:"X"` spans needed for attribution and marks, compactly, skipping everything else.
 
+use super::ahead::Part;
 use super::blocks::Blocks;
 use super::feed::{Feed, FeedError};
 use rustc_hash::FxHashMap;
@@ -150,6 +151,8 @@ pub struct Collected {
     pub bad_bytes: u64,
     pub first_bad_bytes: Option<u64>,
     tids: FxHashMap<TidKey, u32>,
+    /// Of `events_read`, those parsed ahead on the second thread ([`super::ahead`]).
+    pub events_ahead: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -163,15 +166,18 @@ impl Collected {
         Collected::default()
     }
 
+    /// The thread keys by id (tests compare passes by them).
+    #[cfg(test)]
+    pub(super) fn thread_keys(&self) -> Vec<(u32, TidKey)> {
+        let mut v: Vec<_> = self.tids.iter().map(|(k, &id)| (id, k.clone())).collect();
+        v.sort_by_key(|&(id, _)| id);
+        v
+    }
+
     /// Frees the op spans once attribution is done (only annotations are needed after).
     pub fn drop_op_spans(&mut self) {
         self.spans.retain(|s| s.kind() == SpanKind::Annotation);
         self.spans.shrink_to_fit();
-    }
-
-    fn tid(&mut self, k: TidKey) -> u32 {
-        let n = self.tids.len() as u32;
-        *self.tids.entry(k).or_insert(n)
     }
 }
 
@@ -185,13 +191,16 @@ impl<'de> de::Deserialize<'de> for DevPropLoose {
 }
 
 /// Reads the whole trace object from `feed` into `c`. On error, `c` holds what was read.
-pub fn scan<R: std::io::Read>(feed: &mut Feed<R>, c: &mut Collected) -> Result<(), FeedError> {
+pub fn scan<R: std::io::Read>(
+    feed: &mut Feed<R, Part>,
+    c: &mut Collected,
+) -> Result<(), FeedError> {
     scan_with(feed, c, true)
 }
 
 /// [`scan`], optionally without the fast path (tests compare both).
 fn scan_with<R: std::io::Read>(
-    feed: &mut Feed<R>,
+    feed: &mut Feed<R, Part>,
     c: &mut Collected,
     fast: bool,
 ) -> Result<(), FeedError> {
@@ -297,7 +306,7 @@ pub fn device_type_of_name(s: &str) -> Option<i64> {
 }
 
 fn events<R: std::io::Read>(
-    feed: &mut Feed<R>,
+    feed: &mut Feed<R, Part>,
     c: &mut Collected,
     fast: bool,
 ) -> Result<(), FeedError> {
@@ -308,23 +317,20 @@ fn events<R: std::io::Read>(
     }
     loop {
         feed.parse(|s| {
-            if let Some((ev, used)) = fast.then(|| super::fast::event(s)).flatten() {
-                c.push(ev);
-                return Ok(Some(((), used)));
-            }
-            let mut it = serde_json::Deserializer::from_slice(s).into_iter::<RawEvent>();
-            match it.next() {
-                Some(Ok(ev)) => {
-                    c.push(ev);
-                    Ok(Some(((), it.byte_offset())))
-                }
-                Some(Err(e)) => Err(e),
-                None => Ok(None),
-            }
+            Ok(raw_event(s, fast)?.map(|(ev, used)| {
+                keep(c, ev);
+                ((), used)
+            }))
         })?;
         c.events_read += 1;
         match feed.peek()? {
-            Some(b',') => feed.bump(),
+            Some(b',') => {
+                feed.bump();
+                // The events after this comma may have been read ahead on another thread.
+                if let Some(part) = feed.take_spec() {
+                    c.absorb(part);
+                }
+            }
             Some(b']') => {
                 feed.bump();
                 return Ok(());
@@ -341,6 +347,23 @@ fn events<R: std::io::Read>(
                 })
             }
         }
+    }
+}
+
+/// The trace event at the start of `s` (after whitespace) and the bytes it takes: by the fast
+/// path when it can, else by serde_json. None: `s` ends first.
+pub(super) fn raw_event(
+    s: &[u8],
+    fast: bool,
+) -> Result<Option<(RawEvent<'_>, usize)>, serde_json::Error> {
+    if let Some(x) = fast.then(|| super::fast::event(s)).flatten() {
+        return Ok(Some(x));
+    }
+    let mut it = serde_json::Deserializer::from_slice(s).into_iter::<RawEvent>();
+    match it.next() {
+        Some(Ok(ev)) => Ok(Some((ev, it.byte_offset()))),
+        Some(Err(e)) => Err(e),
+        None => Ok(None),
     }
 }
 
@@ -793,69 +816,106 @@ impl<'de> de::Deserialize<'de> for RawEvent<'de> {
     }
 }
 
-impl Collected {
-    /// Keeps what matters of one event.
-    pub(super) fn push(&mut self, ev: RawEvent<'_>) {
-        let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
-            return;
-        };
-        let ts = us_to_ns(ts);
-        let name = ev.name.as_deref();
-        match ev.ph {
-            b'i' | b'I' | b'n' => {
-                let a = &ev.args;
-                let src = self.events_read;
-                if name == Some("[memory]") {
-                    let Some(bytes) = a.bytes else {
-                        self.bad_bytes += 1;
-                        self.first_bad_bytes.get_or_insert(src);
-                        return;
-                    };
-                    let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
-                    self.mem.push(MemEv {
-                        ts,
-                        // An address of u64::MAX cannot be a real pointer: taken as none.
-                        addr: a.addr.unwrap_or(NO_ADDR),
-                        src,
-                        bytes,
-                        total_alloc: a.total_alloc.unwrap_or(ABSENT),
-                        total_res: a.total_res.unwrap_or(ABSENT),
-                        dev_type: a.dev_type.unwrap_or(0).clamp(-1, i16::MAX as i64) as i16,
-                        dev_id: a.dev_id.unwrap_or(-1).clamp(-1, i16::MAX as i64) as i16,
-                        tid,
-                    });
-                } else if name == Some("[OutOfMemory]") {
-                    self.ooms.push(OomEv {
-                        ts,
-                        src,
-                        bytes: a.bytes.unwrap_or(0),
-                        dev_type: a.dev_type.unwrap_or(0) as i32,
-                        dev_id: a.dev_id.unwrap_or(-1) as i32,
-                    });
-                }
-            }
-            b'X' => {
-                let Some(name) = name else { return };
-                let is_step = name.starts_with("ProfilerStep#") && ev.cat != Cat::GpuAnnotation;
-                let kind = if is_step {
-                    SpanKind::Annotation
-                } else {
-                    match ev.cat {
-                        Cat::CpuOp => SpanKind::CpuOp,
-                        Cat::Python => SpanKind::Python,
-                        Cat::UserAnnotation => SpanKind::Annotation,
-                        Cat::Other | Cat::GpuAnnotation => return,
-                    }
+/// Where the kept parts of events go: the whole pass ([`Collected`]) or the part of a chunk
+/// parsed ahead ([`super::ahead::Part`]).
+pub(super) trait Keep {
+    /// The `traceEvents` position of the event being kept.
+    fn src(&self) -> u64;
+    fn tid(&mut self, k: TidKey) -> u32;
+    fn name(&mut self, s: &str) -> u32;
+    fn mem(&mut self, ev: MemEv);
+    fn oom(&mut self, ev: OomEv);
+    fn span(&mut self, sp: Span);
+    /// A `[memory]` event without a usable `Bytes`.
+    fn bad_bytes(&mut self, src: u64);
+}
+
+impl Keep for Collected {
+    fn src(&self) -> u64 {
+        self.events_read
+    }
+    fn tid(&mut self, k: TidKey) -> u32 {
+        let n = self.tids.len() as u32;
+        *self.tids.entry(k).or_insert(n)
+    }
+    fn name(&mut self, s: &str) -> u32 {
+        self.names.intern(s)
+    }
+    fn mem(&mut self, ev: MemEv) {
+        self.mem.push(ev);
+    }
+    fn oom(&mut self, ev: OomEv) {
+        self.ooms.push(ev);
+    }
+    fn span(&mut self, sp: Span) {
+        self.spans.push(sp);
+    }
+    fn bad_bytes(&mut self, src: u64) {
+        self.bad_bytes += 1;
+        self.first_bad_bytes.get_or_insert(src);
+    }
+}
+
+/// Keeps what matters of one event.
+pub(super) fn keep(k: &mut impl Keep, ev: RawEvent<'_>) {
+    let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
+        return;
+    };
+    let ts = us_to_ns(ts);
+    let name = ev.name.as_deref();
+    match ev.ph {
+        b'i' | b'I' | b'n' => {
+            let a = &ev.args;
+            let src = k.src();
+            if name == Some("[memory]") {
+                let Some(bytes) = a.bytes else {
+                    k.bad_bytes(src);
+                    return;
                 };
-                let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
-                let tid = ev.tid.map_or(u32::MAX, |t| self.tid(t));
-                let name = self.names.intern(name);
-                if let Some(sp) = Span::new(ts, ts.saturating_add(us_to_ns(dur)), tid, name, kind) {
-                    self.spans.push(sp);
-                }
+                let tid = ev.tid.map_or(u32::MAX, |t| k.tid(t));
+                k.mem(MemEv {
+                    ts,
+                    // An address of u64::MAX cannot be a real pointer: taken as none.
+                    addr: a.addr.unwrap_or(NO_ADDR),
+                    src,
+                    bytes,
+                    total_alloc: a.total_alloc.unwrap_or(ABSENT),
+                    total_res: a.total_res.unwrap_or(ABSENT),
+                    dev_type: a.dev_type.unwrap_or(0).clamp(-1, i16::MAX as i64) as i16,
+                    dev_id: a.dev_id.unwrap_or(-1).clamp(-1, i16::MAX as i64) as i16,
+                    tid,
+                });
+            } else if name == Some("[OutOfMemory]") {
+                k.oom(OomEv {
+                    ts,
+                    src,
+                    bytes: a.bytes.unwrap_or(0),
+                    dev_type: a.dev_type.unwrap_or(0) as i32,
+                    dev_id: a.dev_id.unwrap_or(-1) as i32,
+                });
             }
-            _ => {}
         }
+        b'X' => {
+            let Some(name) = name else { return };
+            let is_step = name.starts_with("ProfilerStep#") && ev.cat != Cat::GpuAnnotation;
+            let kind = if is_step {
+                SpanKind::Annotation
+            } else {
+                match ev.cat {
+                    Cat::CpuOp => SpanKind::CpuOp,
+                    Cat::Python => SpanKind::Python,
+                    Cat::UserAnnotation => SpanKind::Annotation,
+                    Cat::Other | Cat::GpuAnnotation => return,
+                }
+            };
+            let dur = ev.dur.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0);
+            let tid = ev.tid.map_or(u32::MAX, |t| k.tid(t));
+            let name = k.name(name);
+            if let Some(sp) = Span::new(ts, ts.saturating_add(us_to_ns(dur)), tid, name, kind) {
+                k.span(sp);
+            }
+        }
+        _ => {}
     }
 }
 
