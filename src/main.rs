@@ -1,4 +1,4 @@
-use clap::Parser;
+use clap::Parser as _;
 use std::process::ExitCode;
 
 mod alloc_guard;
@@ -13,5 +13,8 @@ fn main() -> ExitCode {
         eprintln!("memtide: error: {e}");
         return ExitCode::from(memtide::cli::EXIT_ERROR);
     }
-    memtide::run(memtide::Cli::parse())
+    match memtide::Cli::try_parse() {
+        Ok(cli) => memtide::run(cli),
+        Err(e) => memtide::cli::usage_error(e),
+    }
 }

@@ -221,3 +221,97 @@ fn check_names_a_peak_at_start() {
         "the weights live from the start: {text}"
     );
 }
+
+/// A trace whose allocation name and mark carry a bidi override, a zero-width space, a tag
+/// character, a line separator, a newline, DEL and a C1 control.
+fn spoofing_trace(dir: &Path) -> std::path::PathBuf {
+    let name = "evil\u{202e}gpj.exe\u{200b}\u{e0041}\u{2028}\nok: forged\u{7f}\u{85}";
+    let header = r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#;
+    let alloc = serde_json::json!({"t": 1, "op": "alloc", "id": 1, "size": 4096, "cat": "activation", "name": name, "stack": [format!("train.py:3 {name}")]});
+    let mark = serde_json::json!({"t": 2, "op": "mark", "name": name, "kind": "phase"});
+    let p = dir.join("spoof.jsonl");
+    std::fs::write(&p, format!("{header}\n{alloc}\n{mark}\n")).expect("write");
+    p
+}
+
+/// Characters that disguise or break text never reach standard output raw.
+fn assert_no_spoofing_chars(text: &str) {
+    for c in [
+        '\u{202e}',
+        '\u{200b}',
+        '\u{e0041}',
+        '\u{2028}',
+        '\u{7f}',
+        '\u{85}',
+        '\u{1b}',
+    ] {
+        assert!(
+            !text.contains(c),
+            "U+{:04X} reached the output raw:\n{text}",
+            u32::from(c)
+        );
+    }
+}
+
+#[test]
+fn json_output_escapes_del_c1_and_format_characters_and_reads_back_exactly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = spoofing_trace(dir.path());
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert_no_spoofing_chars(&text);
+    assert!(text.contains(r"\u202e") && text.contains(r"\u0085") && text.contains(r"\u007f"));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let want = "evil\u{202e}gpj.exe\u{200b}\u{e0041}\u{2028}\nok: forged\u{7f}\u{85}";
+    assert_eq!(v["peak"]["live"][0]["label"], want, "{text}");
+}
+
+#[test]
+fn usage_errors_quote_values_terminal_safe() {
+    let out = memtide()
+        .args(["summary", "--jobs", "\u{1b}[2J\u{202e}\u{9b}1", "x"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).expect("utf-8");
+    assert!(err.contains("--jobs"), "{err}");
+    assert_no_spoofing_chars(&err);
+    assert!(!err.contains('\u{9b}'), "{err}");
+    // Help and version still print as clap prints them, exit 0.
+    memtide().arg("--version").assert().success();
+    memtide()
+        .args(["summary", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Usage:"));
+}
+
+#[test]
+fn a_misspelled_command_gets_did_you_mean_and_a_missing_file_no_such_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    memtide()
+        .current_dir(dir.path())
+        .args(["sumary", "run.pickle"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `memtide summary`?"));
+    memtide()
+        .current_dir(dir.path())
+        .arg("whatfi")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `memtide whatif`?"));
+    memtide()
+        .current_dir(dir.path())
+        .arg("nothere.pickle")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot open nothere.pickle: no such file",
+        ));
+}

@@ -145,3 +145,26 @@ fn peak_marker_sits_above_the_peak_column() {
     // 288 of 512 MiB on 8 rows is 4.5 rows: the marker is in the 6th row from the bottom.
     assert_eq!(l.plot.bottom() as usize - 1 - marker_rows[0], 5, "{s}");
 }
+
+/// Text from the file never reaches the screen with characters that disguise or break it: a
+/// bidi override, a zero-width space, a tag character and a line separator in a name are
+/// shown escaped.
+#[test]
+fn names_with_format_characters_are_shown_escaped() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let name = "evil\u{202e}gpj.exe\u{200b}x\u{e0041}\u{2028}y";
+    let header = r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#;
+    let alloc = serde_json::json!({"t": 1, "op": "alloc", "id": 1, "size": 4096, "cat": "activation", "name": name});
+    let p = dir.path().join("spoof.jsonl");
+    std::fs::write(&p, format!("{header}\n{alloc}\n")).expect("write");
+    let h = Harness::open(&p, 120, 30);
+    let screen = h.screen();
+    for c in ['\u{202e}', '\u{200b}', '\u{e0041}', '\u{2028}'] {
+        assert!(
+            !screen.contains(c),
+            "U+{:04X} on screen:\n{screen}",
+            u32::from(c)
+        );
+    }
+    assert!(screen.contains("evil\\u{202e}gpj.exe"), "{screen}");
+}

@@ -53,7 +53,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     if a.json {
         crate::out_json!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
+            crate::safe_text::json_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
         );
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {

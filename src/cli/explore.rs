@@ -13,6 +13,10 @@ use std::process::ExitCode;
 /// Opens the explorer on the given files (two files: the diff screen; a directory or more
 /// than two files: the ranks overview).
 pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
+    super::typo::check_first_file(
+        &args.files,
+        args.follow.follow || args.follow.poll.is_some(),
+    )?;
     if args.alloc_conf.is_some() && (is_job(&args.files) || args.files.len() == 2) {
         bail!("--alloc-conf is for the explorer of one file (`w` overlays the simulated reserved line); for a table use `memtide whatif FILE --alloc-conf CONF`");
     }

@@ -38,7 +38,7 @@ pub fn run(a: &LabArgs) -> Result<ExitCode> {
             },
             "resident": lab.slots(),
         });
-        crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     if a.text || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {

@@ -14,6 +14,7 @@ pub mod ranks;
 pub mod replay;
 pub mod shell;
 pub mod summary;
+pub mod typo;
 pub mod whatif;
 
 use clap::{Args, Parser, Subcommand};
@@ -394,6 +395,25 @@ pub fn write_out(s: &str) {
     if let Err(e) = writeln!(out, "{s}").and_then(|_| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
+        }
+    }
+}
+
+/// Reports a command line clap refused: help and version as clap prints them; any other
+/// error with the values it quotes made terminal-safe (they come from the user's shell, and
+/// may come from a file name), and exit 2.
+pub fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            eprint!(
+                "{}",
+                crate::safe_text::terminal_safe(&e.render().to_string())
+            );
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }

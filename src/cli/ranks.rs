@@ -115,7 +115,7 @@ pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
     let r = read(&files, &opts, a.jobs)?;
     let title = title(&files);
     if a.json {
-        crate::out_json!("{}", serde_json::to_string_pretty(&to_json(&r))?);
+        crate::out_json!("{}", crate::safe_text::json_pretty(&to_json(&r))?);
     } else if a.markdown {
         crate::outln!("{}", render_markdown(&r, &title).trim_end());
     } else {

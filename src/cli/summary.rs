@@ -79,7 +79,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             &devices,
             a.input.device.is_some(),
         );
-        crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else if a.markdown {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]

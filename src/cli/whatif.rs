@@ -46,7 +46,7 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
                 serde_json::Value::String(a.file.display().to_string()),
             );
         }
-        crate::out_json!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else {
         crate::outln!("{}", render(&w, &a.file.display().to_string()).trim_end());
     }

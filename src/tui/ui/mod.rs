@@ -129,12 +129,15 @@ fn explorer(buf: &mut Buffer, area: Rect, l: &Layout, sh: &Shared, ex: &Explorer
     }
 }
 
-/// Writes `s` at (x, y), at most `w` columns.
+/// Writes `s` at (x, y), at most `w` columns. Every piece of text on screen passes here, so
+/// this is where text from the file is made one-line and terminal-safe (control, format and
+/// separator characters shown escaped: see `safe_text`).
 pub fn put(buf: &mut Buffer, x: u16, y: u16, s: &str, w: u16, style: Style) -> u16 {
     if w == 0 {
         return x;
     }
-    buf.set_stringn(x, y, s, w as usize, style).0
+    let s = crate::safe_text::one_line(s);
+    buf.set_stringn(x, y, s.as_ref(), w as usize, style).0
 }
 
 /// Fills a row with spaces in `style`.
