@@ -315,3 +315,37 @@ fn a_misspelled_command_gets_did_you_mean_and_a_missing_file_no_such_file() {
             "cannot open nothere.pickle: no such file",
         ));
 }
+
+/// PyTorch on ROCm calls its GPUs `cuda:N`; their traces name them `hip:N`: `--device cuda:0`
+/// picks `hip:0`, and says so.
+#[test]
+fn device_cuda_n_names_a_rocm_trace_s_hip_n() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cuda = std::fs::read_to_string(root.join("tests/fixtures/kineto/cuda.json")).expect("read");
+    let amd = cuda.replace("\"Device Type\": 1", "\"Device Type\": 6");
+    assert_ne!(amd, cuda);
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("amd.json");
+    std::fs::write(&p, amd).expect("write");
+    let out = memtide()
+        .args(["summary", "--json", "--device", "cuda:0"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["device"], "hip:0");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--device cuda:0 taken as this file's hip:0")
+    );
+    memtide()
+        .args(["summary", "--device", "cuda:7"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no device \"cuda:7\""));
+}

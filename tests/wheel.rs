@@ -1,6 +1,7 @@
-//! `pip install memtide`: builds the wheel with maturin, installs it into a fresh virtual
-//! environment and uses it as a user would: the `memtide` binary on PATH, the recorder
-//! importable as `memtide_record` and `memtide.record`, a tiny recording read back.
+//! `pip install .` (the `memtide-cli` wheel): builds the wheel with maturin, installs it into a
+//! fresh virtual environment and uses it as a user would: the `memtide` binary on PATH, the
+//! recorder importable as `memtide_record` and `memtide.record`, a tiny recording read back;
+//! the wheel carries a manylinux tag, its name is ours, and the licenses ship in it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -72,9 +73,46 @@ fn wheel_installs_the_binary_and_the_recorder() {
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .expect("a .whl was built");
     let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    // `memtide-cli` on PyPI is ours (`memtide` is an unrelated project); wheel file names
+    // spell it `memtide_cli`.
     assert!(
-        name.starts_with(&format!("memtide-{}-", env!("CARGO_PKG_VERSION"))),
+        name.starts_with(&format!("memtide_cli-{}-", env!("CARGO_PKG_VERSION"))),
         "wheel name {name}"
+    );
+    assert!(
+        !cfg!(target_os = "linux") || name.contains("manylinux"),
+        "a Linux wheel carries a manylinux tag: {name}"
+    );
+    let listing = run(
+        Command::new(env.join("bin/python"))
+            .args([
+                "-c",
+                "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
+            ])
+            .arg(&wheel),
+        "list the wheel",
+    );
+    for license in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert!(
+            text(&listing).lines().any(|l| l.ends_with(license)),
+            "{license} is not in the wheel:\n{}",
+            text(&listing)
+        );
+    }
+    let meta = run(
+        Command::new(env.join("bin/python"))
+            .args([
+                "-c",
+                "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+                 print(z.read(next(n for n in z.namelist() if n.endswith('METADATA'))).decode())",
+            ])
+            .arg(&wheel),
+        "read the wheel's METADATA",
+    );
+    assert!(
+        text(&meta).lines().any(|l| l == "Name: memtide-cli"),
+        "{}",
+        text(&meta)
     );
 
     // 2. A fresh venv with nothing but the wheel (no index: the wheel has no dependencies).

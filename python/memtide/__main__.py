@@ -18,7 +18,7 @@ def main():
     exe = _binary()
     if exe is None:
         sys.stderr.write("memtide: the memtide binary is not installed next to this Python "
-                         "(pip install memtide)\n")
+                         "(pip install . from a memtide checkout installs the memtide-cli wheel)\n")
         return 2
     if os.name == "nt":
         import subprocess

@@ -19,7 +19,8 @@ __all__ = ["record", "step", "mark", "watch", "Recorder", "current", "__version_
 _active = []
 
 _NO_TORCH = ("memtide_record records with PyTorch, which this Python cannot import: install the "
-             "torch build you train with, or `pip install 'memtide[record]'`")
+             "torch build you train with (or, from a memtide checkout, `pip install '.[record]'`, "
+             "which pulls a default torch)")
 
 
 def _load_recorder():

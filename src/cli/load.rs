@@ -65,7 +65,14 @@ pub fn pick_device(loaded: &Loaded, want: Option<&str>) -> Result<usize> {
         bail!("the file holds no device traces");
     }
     let devices = traces.iter().map(|t| (t.device.as_str(), !t.is_empty()));
-    Ok(memtide_core::load::pick_device(devices, want)?)
+    let i = memtide_core::load::pick_device(devices, want)?;
+    if let Some(w) = want.filter(|w| memtide_core::load::is_rocm_alias(w, &traces[i].device)) {
+        crate::errln!(
+            "memtide: note: --device {w} taken as this file's {} (PyTorch on ROCm names its hip devices cuda)",
+            traces[i].device
+        );
+    }
+    Ok(i)
 }
 
 /// A trace with its index and, for a snapshot's CUDA device, its allocator history.

@@ -43,6 +43,8 @@ pub struct Cli {
 /// `memtide --version`: the version, then the formats this build reads.
 const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
+    "\ndistribution: memtide-cli (built from a checkout with `pip install .` or `cargo install --path .`;",
+    "\n  PyPI's `memtide` is an unrelated project)",
     "\nreads (the format is detected from the content, never from the file name):",
     "\n  memtide JSONL v1 (.jsonl; can be followed while it is written)",
     "\n  PyTorch CUDA memory snapshots: _dump_snapshot() pickle (protocols 2-5) or JSON, .gz",
