@@ -168,3 +168,34 @@ fn names_with_format_characters_are_shown_escaped() {
     }
     assert!(screen.contains("evil\\u{202e}gpj.exe"), "{screen}");
 }
+
+/// The help overlay taller than the screen scrolls with j/k ↑↓ PgUp PgDn (clamped to its
+/// end) and closes on any other key; where it fits, every key closes it.
+#[test]
+fn help_scrolls_where_it_does_not_fit_and_closes_on_any_other_key() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 80, 24);
+    h.press("?");
+    assert!(h.screen().contains("keys 1–22 of 38"), "{}", h.screen());
+    h.press("j");
+    assert!(h.app.shared.help, "j scrolls, the overlay stays");
+    assert!(h.screen().contains("keys 2–23 of 38"), "{}", h.screen());
+    h.press("<PgDn><PgDn><PgDn>");
+    assert!(
+        h.screen().contains("keys 17–38 of 38"),
+        "clamped: {}",
+        h.screen()
+    );
+    assert!(h.screen().contains("click"), "the last binding is shown");
+    h.press("<PgUp><PgUp><PgUp>k");
+    assert!(h.screen().contains("keys 1–22 of 38"), "{}", h.screen());
+    h.press("x");
+    assert!(!h.app.shared.help, "any other key closes");
+    // Reopened, it starts at the top.
+    h.press("?<PgDn>?");
+    assert!(!h.app.shared.help);
+    h.press("?");
+    assert!(h.screen().contains("keys 1–22 of 38"));
+    let mut big = Harness::open(&fixture("train3.jsonl"), 200, 50);
+    big.press("?j");
+    assert!(!big.app.shared.help, "where it all fits, j closes it");
+}

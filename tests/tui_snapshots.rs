@@ -91,8 +91,8 @@ fn too_small_30x8() {
 }
 
 #[test]
-fn help_overlay_two_columns_100x24() {
-    let mut h = Harness::open(&fixture("train3.jsonl"), 100, 24);
+fn help_overlay_two_columns_130x24() {
+    let mut h = Harness::open(&fixture("train3.jsonl"), 130, 24);
     h.press("?");
     insta::assert_snapshot!(scrub(h.screen()));
 }
@@ -166,4 +166,95 @@ fn capacity_ceiling_80x24() {
     let ceiling_rows = s.lines().filter(|l| l.contains("══════")).count();
     assert_eq!(ceiling_rows, 1, "{s}");
     insta::assert_snapshot!(s.replace(&dir.path().display().to_string(), "<tmp>"));
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces")
+        .join(name)
+}
+
+/// Every screen and overlay at 80×24, the size of a fresh SSH session: (name, file, keys).
+const SCREENS_80X24: [(&str, &str, &str); 9] = [
+    ("help", "train3", "?"),
+    (
+        "help_scrolled_to_the_end",
+        "train3",
+        "?<PgDn><PgDn><PgDn><PgDn>",
+    ),
+    ("inspector", "cuda-oom", "p<Enter>"),
+    ("oom_panel", "cuda-oom", "o"),
+    ("stack_tree", "cuda-oom", "pggg"),
+    ("allocator_help", "cuda-oom", "ps?"),
+    ("band_filter", "cuda-oom", "pb"),
+    ("search_results", "train3", "/attn<Enter>"),
+    ("live_by_band", "cuda-oom", "pg"),
+];
+
+fn open_80x24(file: &str, keys: &str) -> Harness {
+    let path = match file {
+        "train3" => fixture("train3.jsonl"),
+        _ => sample(&format!("{file}.pickle")),
+    };
+    let mut h = Harness::open(&path, 80, 24);
+    h.press(keys);
+    h
+}
+
+#[test]
+fn every_screen_at_80x24() {
+    for (name, file, keys) in SCREENS_80X24 {
+        let h = open_80x24(file, keys);
+        insta::assert_snapshot!(format!("screen_80x24_{name}"), scrub(h.screen()));
+    }
+}
+
+/// At 80×24 the header keeps the peak and reserved figures, the status row `? help` and
+/// `q quit`, and the help overlay never cuts a key or a word: each description is whole or
+/// ends in `…` after a whole word.
+#[test]
+fn at_80x24_nothing_important_is_cut() {
+    use memtide::tui::keymap;
+    let helps: Vec<&str> = keymap::help_rows(&[keymap::EXPLORER, keymap::ALLOCATOR])
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    for (name, file, keys) in SCREENS_80X24 {
+        let h = open_80x24(file, keys);
+        let screen = h.screen();
+        let rows: Vec<&str> = screen.lines().collect();
+        if !keys.contains('?') {
+            assert!(
+                rows[0].contains("peak ") && rows[0].contains("reserved "),
+                "{name}: {}",
+                rows[0]
+            );
+            // The hints (unless a message holds the row): `? help` and `q quit` both stay.
+            let status = rows.last().copied().unwrap_or("");
+            if status.starts_with(" ? help") {
+                assert!(status.contains("q quit"), "{name}: {status}");
+            }
+            continue;
+        }
+        for row in rows.iter().filter(|r| r.starts_with('│')) {
+            let inner = row.trim_matches('│').trim_end();
+            // A row is "KEYS  description": the description starts after the key column.
+            let shown = helps
+                .iter()
+                .find(|d| inner.ends_with(*d))
+                .map(|_| true)
+                .unwrap_or_else(|| {
+                    inner.ends_with('…')
+                        && helps.iter().any(|d| {
+                            let cut = inner
+                                .rsplit("  ")
+                                .next()
+                                .unwrap_or("")
+                                .trim_end_matches('…');
+                            d.starts_with(cut.trim()) && d[cut.trim().len()..].starts_with(' ')
+                        })
+                });
+            assert!(shown, "{name}: a help row is cut mid-word: {row:?}");
+        }
+    }
 }

@@ -7,8 +7,10 @@
 pub enum Action {
     /// Leave (cancels loads in progress); the same on every page.
     Quit,
-    /// Any key but `q` while the help overlay is shown.
+    /// Any key but `q` and the scrolling keys while the help overlay is shown.
     CloseHelp,
+    /// Scroll the help overlay when it is taller than the screen (by rows; negative is up).
+    ScrollHelp(i32),
     Explorer(ExplorerAction),
     Diff(DiffAction),
     Lab(LabAction),

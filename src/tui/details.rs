@@ -14,6 +14,11 @@ pub enum Tone {
     Title,
     Warn,
     Band(memtide_core::trace::Band),
+    /// A frame or path, as [`Tone::Text`] (or [`Tone::Dim`] when `dim`): cut from the left when
+    /// it does not fit, so its `file:line function` end stays.
+    Frame {
+        dim: bool,
+    },
 }
 
 /// One inspector line: spans of (text, tone).
@@ -157,7 +162,7 @@ pub fn lines_in(
     if !e.user_frame_full.is_empty() {
         let mut l = vec![
             t("user frame ", Tone::Dim),
-            t(e.user_frame_full.clone(), Tone::Text),
+            t(e.user_frame_full.clone(), Tone::Frame { dim: false }),
         ];
         if !e.innermost.is_empty() && !e.user_frame.ends_with(&format!(" {}", e.innermost)) {
             l.push(t(format!("  ← {}", e.innermost), Tone::Dim));
@@ -203,7 +208,7 @@ pub fn lines_in(
         out.push(vec![t("  (no stack recorded)", Tone::Dim)]);
     }
     for f in frames {
-        out.push(vec![t(format!("  {f}"), Tone::Text)]);
+        out.push(vec![t(format!("  {f}"), Tone::Frame { dim: false })]);
     }
     let views: Vec<_> = trace.views_of(id).collect();
     out.push(vec![t(format!("views ({}):", views.len()), Tone::Dim)]);
@@ -234,7 +239,7 @@ pub fn lines_in(
             ),
         ]);
         for f in trace.stack_frames(v.stack) {
-            out.push(vec![t(format!("      {f}"), Tone::Dim)]);
+            out.push(vec![t(format!("      {f}"), Tone::Frame { dim: true })]);
         }
     }
     // The file's allocator settings (snapshots), with the history-cut flag among them.

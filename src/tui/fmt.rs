@@ -133,10 +133,55 @@ pub fn trunc_left(s: &str, w: usize) -> String {
     out
 }
 
+/// `s` cut to `w` columns at a word boundary, ending in `…` when cut (mid-word only when a
+/// single word is wider than `w`).
+pub fn trunc_words(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for word in s.split(' ') {
+        let sep = usize::from(!out.is_empty());
+        if out.chars().count() + sep + word.chars().count() + 1 > w {
+            break;
+        }
+        if sep == 1 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.is_empty() {
+        out = s.chars().take(w.saturating_sub(1)).collect();
+    }
+    if w > 0 {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_cut_whole() {
+        assert_eq!(
+            trunc_words("inspect storage (tree)", 40),
+            "inspect storage (tree)"
+        );
+        assert_eq!(
+            trunc_words("inspect storage (tree)", 17),
+            "inspect storage…"
+        );
+        assert_eq!(
+            trunc_words("inspect storage (tree)", 16),
+            "inspect storage…"
+        );
+        assert_eq!(trunc_words("inspect storage (tree)", 15), "inspect…");
+        assert_eq!(trunc_words("supercalifragilistic", 6), "super…");
+        assert_eq!(trunc_words("abc", 0), "");
+    }
 
     #[test]
     fn short_sizes_use_binary_units() {

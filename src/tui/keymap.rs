@@ -251,7 +251,7 @@ pub const ALLOCATOR: &[Binding] = &[
     row(
         &[k("Enter", KeyCode::Enter)],
         e(E::AllocEnter),
-        "allocator: blocks of the segment / a block's stack and lifetime (cursor to its alloc)",
+        "allocator: a segment's blocks / a block's stack and lifetime",
     ),
     row(
         &[c("S")],
@@ -382,6 +382,43 @@ pub fn is_back(key: &KeyEvent) -> bool {
     key.kind == KeyEventKind::Press && key.code == KeyCode::Esc
 }
 
+/// Rows a page key scrolls the help overlay (clamped to its end).
+pub const HELP_PAGE: i32 = 10;
+
+/// The tables the `?` overlay lists under the page's `mode`: the allocator view's keys, then
+/// the explorer's that still work under it; else the page's own table.
+pub fn help_tables(mode: Mode) -> Vec<&'static [Binding]> {
+    match mode {
+        Mode::Allocator => vec![ALLOCATOR, EXPLORER],
+        m => vec![table(m)],
+    }
+}
+
+/// The overlay's rows of `tables`: each binding's keys (joined) and what it does.
+pub fn help_rows(tables: &[&'static [Binding]]) -> Vec<(String, &'static str)> {
+    tables
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|b| {
+            let keys: Vec<&str> = b.keys.iter().map(|k| k.label).collect();
+            (keys.join(" "), b.help)
+        })
+        .collect()
+}
+
+/// The help overlay's geometry for the page's `mode` on a `width` × `height` screen.
+pub fn help_geometry(mode: Mode, width: u16, height: u16) -> super::layout::HelpGeometry {
+    let rows = help_rows(&help_tables(mode));
+    let key_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(4);
+    let desc_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(10);
+    super::layout::HelpGeometry::new(
+        ratatui::layout::Rect::new(0, 0, width, height),
+        rows.len(),
+        key_w,
+        desc_w,
+    )
+}
+
 /// The key table of `mode` (the search prompt and the help overlay have none: they take
 /// text / close on any key).
 pub fn table(mode: Mode) -> &'static [Binding] {
@@ -423,6 +460,10 @@ pub fn map_key(mode: Mode, key: KeyEvent) -> Option<Action> {
         })),
         Mode::Help => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
+            KeyCode::Char('j') | KeyCode::Down => Some(Action::ScrollHelp(1)),
+            KeyCode::Char('k') | KeyCode::Up => Some(Action::ScrollHelp(-1)),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::ScrollHelp(HELP_PAGE)),
+            KeyCode::PageUp => Some(Action::ScrollHelp(-HELP_PAGE)),
             // Any other key closes the overlay.
             _ => Some(Action::CloseHelp),
         },

@@ -107,3 +107,50 @@ mod tests {
         assert!(Layout::new(80, 9, false).too_small);
     }
 }
+
+/// Where the `?` overlay's rows go: one column when it fits the height or when two columns
+/// would not fit the width (then it scrolls), else two columns side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HelpGeometry {
+    /// The overlay's box (borders included).
+    pub area: Rect,
+    pub cols: usize,
+    /// Rows in each column (the last may hold fewer).
+    pub per_col: usize,
+    /// Width of one column's key and description.
+    pub key_w: usize,
+    pub desc_w: usize,
+    /// How many rows each column shows; less than `per_col` when the overlay scrolls.
+    pub visible: usize,
+    /// The furthest the overlay scrolls (0 when everything is shown).
+    pub max_scroll: usize,
+}
+
+impl HelpGeometry {
+    /// The geometry of `rows` bindings whose widest keys and description take `key_w` and
+    /// `desc_w` columns, over a screen `area`.
+    pub fn new(area: Rect, rows: usize, key_w: usize, desc_w: usize) -> HelpGeometry {
+        let inner_h = usize::from(area.height.saturating_sub(2));
+        let cell_w = key_w + 1 + desc_w + 2;
+        let two_fit = 2 * cell_w + 2 <= usize::from(area.width);
+        let cols = if rows <= inner_h || !two_fit { 1 } else { 2 };
+        let per_col = rows.div_ceil(cols).max(1);
+        let visible = per_col.min(inner_h);
+        let w = ((cell_w * cols + 2) as u16).min(area.width);
+        let h = (visible as u16 + 2).min(area.height);
+        HelpGeometry {
+            area: Rect::new(
+                area.x + (area.width - w) / 2,
+                area.y + (area.height - h) / 2,
+                w,
+                h,
+            ),
+            cols,
+            per_col,
+            key_w,
+            desc_w,
+            visible,
+            max_scroll: per_col - visible,
+        }
+    }
+}

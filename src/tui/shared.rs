@@ -21,8 +21,10 @@ pub struct Shared {
     pub width: u16,
     pub height: u16,
     pub status: Option<String>,
-    /// The `?` overlay is shown (any key closes it).
+    /// The `?` overlay is shown (any key but the scrolling ones closes it).
     pub help: bool,
+    /// The first row the `?` overlay shows when it is taller than the screen.
+    pub help_scroll: usize,
     pub quit: bool,
     /// How the session ended: an input that could not be read is a failure.
     pub outcome: Outcome,
@@ -40,6 +42,7 @@ impl Shared {
             height: 24,
             status: None,
             help: false,
+            help_scroll: 0,
             quit: false,
             outcome: Outcome::Done,
             dirty: true,

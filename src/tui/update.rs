@@ -70,7 +70,21 @@ fn action(app: &mut App, a: Action) -> Vec<Effect> {
         return vec![Effect::Quit];
     }
     if app.shared.help {
-        app.shared.help = false;
+        // The scrolling keys scroll an overlay taller than the screen; any other key (and
+        // every key when it all fits) closes it.
+        let mode = app.page_mode();
+        let sh = &mut app.shared;
+        let max = keymap::help_geometry(mode, sh.width, sh.height).max_scroll;
+        match a {
+            Action::ScrollHelp(by) if max > 0 => {
+                let to = (sh.help_scroll as i64 + i64::from(by)).clamp(0, max as i64);
+                sh.help_scroll = to as usize;
+            }
+            _ => {
+                sh.help = false;
+                sh.help_scroll = 0;
+            }
+        }
         return Vec::new();
     }
     if let (Page::Ranks(_), Action::Ranks(a)) = (&app.page, a) {

@@ -5,6 +5,7 @@
 //! free block marked; the expanded segment lists its blocks with their allocations. Without
 //! a block model (Kineto, JSONL) it shows what is known and says what is not.
 
+use super::fit::{self, Part};
 use super::put;
 use crate::tui::explorer::alloc::{AllocRow, AllocView};
 use crate::tui::explorer::ExplorerState;
@@ -157,49 +158,101 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         }
         return;
     }
-    let title = format!(
-        " allocator at {at} {sep} {} {sep} sorted by {} (S)   j/k select · Enter blocks · s/Esc close",
-        plural(view.segments.len() as u64, "segment"),
-        view.sort.name()
-    );
-    put(buf, r.x, r.y, &title, r.width, th.live_header);
+    let title = [
+        (format!(" allocator at {at}"), 9),
+        (
+            format!(" {sep} {}", plural(view.segments.len() as u64, "segment")),
+            6,
+        ),
+        (format!(" {sep} sorted by {} (S)", view.sort.name()), 4),
+        ("   j/k select · Enter blocks · s/Esc close".to_string(), 2),
+    ];
+    fit::draw(buf, r.x, r.y, r.right(), &parts(&title, th.live_header));
     let mut y = r.y + 1;
     if let Some(t) = &view.totals {
         let frag =
             memtide_core::allocator::state::fragmentation(t.largest_free_block, t.free_in_reserve);
-        let mut s = format!(
-            " allocated {} {sep} reserved {} {sep} free in reserve {} {sep} largest free block {} {sep} fragmentation {}",
-            fmt::bytes(t.allocated),
-            fmt::bytes(t.reserved),
-            fmt::bytes(t.free_in_reserve),
-            fmt::bytes(t.largest_free_block),
-            pct(frag)
-        );
-        if t.pending_free > 0 {
-            s.push_str(&format!(
-                " {sep} pending free {}",
-                fmt::bytes(t.pending_free)
-            ));
-        }
+        let b = fmt::bytes;
+        // Long labels where they fit, else short ones; the least telling figures go first.
+        let figures = |long: bool| {
+            let label = |l: &'static str, s: &'static str| if long { l } else { s };
+            let mut v = vec![
+                (
+                    format!(" {} {}", label("allocated", "alloc"), b(t.allocated)),
+                    9,
+                ),
+                (format!(" {sep} reserved {}", b(t.reserved)), 9),
+                (
+                    format!(
+                        " {sep} {} {}",
+                        label("free in reserve", "free"),
+                        b(t.free_in_reserve)
+                    ),
+                    8,
+                ),
+                (
+                    format!(
+                        " {sep} {} {}",
+                        label("largest free block", "largest"),
+                        b(t.largest_free_block)
+                    ),
+                    8,
+                ),
+                (
+                    format!(" {sep} {} {}", label("fragmentation", "frag"), pct(frag)),
+                    6,
+                ),
+            ];
+            if t.pending_free > 0 {
+                v.push((format!(" {sep} pending free {}", b(t.pending_free)), 5));
+            }
+            parts(&v, th.header_title)
+        };
         if y < r.bottom() {
-            put(buf, r.x, y, &s, r.width, th.header_title);
+            fit::draw(buf, r.x, y, r.right(), &fit::longest(figures, r.width));
             y += 1;
         }
         for p in t.pools.iter().take(pool_lines(view, r.height)) {
             if y >= r.bottom() {
                 break;
             }
-            let s = format!(
-                "   pool {}: {} {sep} reserved {} {sep} allocated {} {sep} free {} {sep} largest free {} {sep} fragmentation {}",
-                p.key.label(),
-                plural(p.segments, "segment"),
-                fmt::bytes(p.reserved),
-                fmt::bytes(p.allocated),
-                fmt::bytes(p.free_in_reserve),
-                fmt::bytes(p.largest_free_block),
-                pct(p.fragmentation)
-            );
-            put(buf, r.x, y, &s, r.width, th.dim);
+            let figures = |long: bool| {
+                let label = |l: &'static str, s: &'static str| if long { l } else { s };
+                let v = [
+                    (
+                        format!(
+                            "   pool {}: {}",
+                            p.key.label(),
+                            plural(p.segments, "segment")
+                        ),
+                        9,
+                    ),
+                    (format!(" {sep} reserved {}", b(p.reserved)), 8),
+                    (
+                        format!(" {sep} {} {}", label("allocated", "alloc"), b(p.allocated)),
+                        7,
+                    ),
+                    (format!(" {sep} free {}", b(p.free_in_reserve)), 7),
+                    (
+                        format!(
+                            " {sep} {} {}",
+                            label("largest free", "largest"),
+                            b(p.largest_free_block)
+                        ),
+                        6,
+                    ),
+                    (
+                        format!(
+                            " {sep} {} {}",
+                            label("fragmentation", "frag"),
+                            pct(p.fragmentation)
+                        ),
+                        5,
+                    ),
+                ];
+                parts(&v, th.dim)
+            };
+            fit::draw(buf, r.x, y, r.right(), &fit::longest(figures, r.width));
             y += 1;
         }
     }
@@ -331,6 +384,13 @@ fn segment_row(
         let (ch, st) = cell_glyph(c, sh.glyphs, th);
         buf[(x + i as u16, y)].set_char(ch).set_style(st);
     }
+}
+
+/// Parts of one style from (text, how long it stays) pairs.
+fn parts(v: &[(String, u8)], style: ratatui::style::Style) -> Vec<Part> {
+    v.iter()
+        .map(|(t, keep)| Part::text(t.clone(), style, *keep))
+        .collect()
 }
 
 #[cfg(test)]

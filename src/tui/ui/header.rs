@@ -1,6 +1,7 @@
 //! The two header rows: file, device and global peak; the cursor's bytes with the band
 //! breakdown, event index, time and enclosing mark.
 
+use super::fit::{self, Part};
 use super::put;
 use crate::tui::device::Device;
 use crate::tui::explorer::ExplorerState;
@@ -13,115 +14,10 @@ use ratatui::buffer::Buffer;
 
 pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: &Device) {
     let r = l.header;
-    let th = &sh.theme;
-    let tr = &dev.trace;
-    let sep = format!(" {} ", sh.glyphs.sep());
-    let file = ex.path.file_name().map_or_else(
-        || ex.path.display().to_string(),
-        |f| f.to_string_lossy().into(),
-    );
-    let mut x = put(buf, r.x, r.y, " memtide", r.width, th.header_title);
-    let mut title = format!("{sep}{file}{sep}{}", tr.device);
-    if ex.devices.len() > 1 {
-        title.push_str(&format!(" [{}/{}]", ex.current + 1, ex.devices.len()));
-    }
-    if let Some(d) = tr.distributed.as_ref().filter(|d| !d.label().is_empty()) {
-        title.push_str(&format!("{sep}{}", d.label()));
-    }
-    if let Some(p) = dev.peak {
-        if p.at_start {
-            title.push_str(&format!("{sep}peak {} at start", fmt::bytes(p.bytes.0)));
-        } else {
-            title.push_str(&format!(
-                "{sep}peak {} @ #{}",
-                fmt::bytes(p.bytes.0),
-                tr.event_number(p.at)
-            ));
-            if let Some(m) = tr.enclosing_mark(p.at) {
-                title.push_str(&format!(" ({})", tr.mark_name(m)));
-            }
-        }
-    }
-    if let Some(rp) = dev.reserved_peak {
-        title.push_str(&format!("{sep}reserved {}", fmt::bytes(rp.0)));
-    }
-    if let Some(c) = tr.capacity {
-        title.push_str(&format!("{sep}capacity {}", fmt::bytes(c.0)));
-    }
-    title.push_str(&format!("{sep}bands {}", tr.bands_source.name()));
-    if let Some(d) = &tr.device_log {
-        title.push_str(&format!("{sep}{}", d.label()));
-    }
-    x = put(
-        buf,
-        x,
-        r.y,
-        &title,
-        r.right().saturating_sub(x),
-        th.header_text,
-    );
-    let _ = x;
-
-    // Cursor readout.
-    let at = ex.view.cursor;
-    let y = r.y + 1;
-    let mut x = put(
-        buf,
-        r.x,
-        y,
-        &format!(" cursor {}  ", fmt::at_src_mode(tr, at, ex.absolute_time)),
-        r.width,
-        th.header_dim,
-    );
-    let bands = ex.live.bands;
-    x = put(
-        buf,
-        x,
-        y,
-        &fmt::bytes(bands.total()),
-        r.right().saturating_sub(x),
-        th.header_title,
-    );
-    let mut first = true;
-    for b in Band::ALL {
-        let v = bands.get(b);
-        if v == 0 {
-            continue;
-        }
-        let lead = if first { " = " } else { " + " };
-        first = false;
-        x = put(buf, x, y, lead, r.right().saturating_sub(x), th.header_dim);
-        x = put(
-            buf,
-            x,
-            y,
-            &format!(
-                "{}{} {}",
-                sh.glyphs.band_fill(b),
-                &b.name()[..3],
-                fmt::bytes_short(v)
-            ),
-            r.right().saturating_sub(x),
-            th.band(b),
-        );
-    }
-    if let Some(m) = tr.enclosing_mark(at) {
-        let s = format!("{sep}{}", tr.mark_name(m));
-        x = put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
-    }
-    if let Some(p) = ex.live.persistent.as_ref() {
-        if let Some(text) = breakdown(p) {
-            x = put(
-                buf,
-                x,
-                y,
-                &format!(" ({text})"),
-                r.right().saturating_sub(x),
-                th.band(Band::Persistent),
-            );
-        }
-    }
+    fit::draw(buf, r.x, r.y, r.right(), &title_parts(sh, ex, dev));
+    let x = fit::draw(buf, r.x, r.y + 1, r.right(), &cursor_parts(sh, ex, dev));
     // The visible stretch, right-aligned when there is room.
+    let tr = &dev.trace;
     let v = &ex.view;
     let range = match v.axis {
         memtide_core::analysis::columns::Axis::Event => format!(
@@ -139,8 +35,128 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
     };
     let w = range.chars().count() as u16;
     if x + w + 2 <= r.right() {
-        put(buf, r.right() - w, y, &range, w, th.header_dim);
+        put(buf, r.right() - w, r.y + 1, &range, w, sh.theme.header_dim);
     }
+}
+
+/// The first row: file, device and the run's figures, the peak and reserved figures kept
+/// longest when the terminal is narrow.
+fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
+    let th = &sh.theme;
+    let tr = &dev.trace;
+    let sep = format!(" {} ", sh.glyphs.sep());
+    let text = |s: String, keep: u8| Part::text(s, th.header_text, keep);
+    let file = ex.path.file_name().map_or_else(
+        || ex.path.display().to_string(),
+        |f| f.to_string_lossy().into(),
+    );
+    let mut parts = vec![
+        Part::text(" memtide", th.header_title, 3),
+        text(format!("{sep}{file}"), 6),
+    ];
+    let mut device = format!("{sep}{}", tr.device);
+    if ex.devices.len() > 1 {
+        device.push_str(&format!(" [{}/{}]", ex.current + 1, ex.devices.len()));
+    }
+    parts.push(text(device, 7));
+    if let Some(d) = tr.distributed.as_ref().filter(|d| !d.label().is_empty()) {
+        parts.push(text(format!("{sep}{}", d.label()), 4));
+    }
+    if let Some(p) = dev.peak {
+        if p.at_start {
+            parts.push(text(
+                format!("{sep}peak {} at start", fmt::bytes(p.bytes.0)),
+                10,
+            ));
+        } else {
+            parts.push(text(
+                format!(
+                    "{sep}peak {} @ #{}",
+                    fmt::bytes(p.bytes.0),
+                    tr.event_number(p.at)
+                ),
+                10,
+            ));
+            if let Some(m) = tr.enclosing_mark(p.at) {
+                parts.push(text(format!(" ({})", tr.mark_name(m)), 2));
+            }
+        }
+    }
+    if let Some(rp) = dev.reserved_peak {
+        parts.push(text(format!("{sep}reserved {}", fmt::bytes(rp.0)), 9));
+    }
+    if let Some(c) = tr.capacity {
+        parts.push(text(format!("{sep}capacity {}", fmt::bytes(c.0)), 8));
+    }
+    parts.push(text(format!("{sep}bands {}", tr.bands_source.name()), 1));
+    if let Some(d) = &tr.device_log {
+        parts.push(text(format!("{sep}{}", d.label()), 2));
+    }
+    parts
+}
+
+/// The second row: the cursor's position, its bytes and every band's figure (kept longest),
+/// its mark, and the persistent band's split (left out first).
+fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
+    let th = &sh.theme;
+    let tr = &dev.trace;
+    let sep = format!(" {} ", sh.glyphs.sep());
+    let at = ex.view.cursor;
+    let place = fmt::at_src_mode(tr, at, ex.absolute_time);
+    let (index, time) = match place.split_once(" t=") {
+        Some((i, t)) => (i.to_string(), format!(" t={t}")),
+        None => (place.clone(), String::new()),
+    };
+    let mut parts = vec![
+        Part::text(" cursor", th.header_dim, 2),
+        Part::text(format!(" {index}"), th.header_dim, 8),
+        Part::text(time, th.header_dim, 5),
+    ];
+    let bands = ex.live.bands;
+    parts.push(Part::text(
+        format!("  {}", fmt::bytes(bands.total())),
+        th.header_title,
+        10,
+    ));
+    let mut first = true;
+    for b in Band::ALL {
+        let v = bands.get(b);
+        if v == 0 {
+            continue;
+        }
+        let lead = if first { " = " } else { " + " };
+        first = false;
+        parts.push(Part {
+            spans: vec![
+                (lead.to_string(), th.header_dim),
+                (
+                    format!(
+                        "{}{} {}",
+                        sh.glyphs.band_fill(b),
+                        &b.name()[..3],
+                        fmt::bytes_short(v)
+                    ),
+                    th.band(b),
+                ),
+            ],
+            keep: 9,
+        });
+    }
+    if let Some(m) = tr.enclosing_mark(at) {
+        parts.push(Part::text(
+            format!("{sep}{}", tr.mark_name(m)),
+            th.header_dim,
+            4,
+        ));
+    }
+    if let Some(text) = ex.live.persistent.as_ref().and_then(breakdown) {
+        parts.push(Part::text(
+            format!(" ({text})"),
+            th.band(Band::Persistent),
+            1,
+        ));
+    }
+    parts
 }
 
 /// The persistent band's split, short: `params 1.0Gi + grads 1.0Gi + optim 2.0Gi · 16.0

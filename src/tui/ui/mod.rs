@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod diff;
 pub mod error;
+pub mod fit;
 pub mod header;
 pub mod help;
 pub mod inspect;
@@ -19,7 +20,6 @@ pub mod timeline;
 
 use super::app::{App, Page};
 use super::explorer::{ExplorerState, Screen};
-use super::keymap;
 use super::layout::{Layout, MIN_H, MIN_W};
 use super::shared::Shared;
 use ratatui::buffer::Buffer;
@@ -44,33 +44,19 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App) {
         too_small(buf, area, sh);
         return;
     }
-    let keys = match &app.page {
+    match &app.page {
         Page::Explorer(ex) => {
             explorer(buf, area, &l, sh, ex);
             if !matches!(ex.screen, Screen::Ready) {
                 return; // no overlay over the loading and error screens
             }
-            if sh.help && ex.alloc.is_some() && ex.inspect.is_none() {
-                help::draw_tables(buf, area, sh, &[keymap::ALLOCATOR, keymap::EXPLORER]);
-                return;
-            }
-            keymap::EXPLORER
         }
-        Page::Diff(st) => {
-            diff::draw(buf, area, sh, st);
-            keymap::DIFF
-        }
-        Page::Lab(st) => {
-            lab::draw(buf, area, sh, st);
-            keymap::LAB
-        }
-        Page::Ranks(st) => {
-            ranks::draw(buf, area, sh, st);
-            keymap::RANKS
-        }
-    };
+        Page::Diff(st) => diff::draw(buf, area, sh, st),
+        Page::Lab(st) => lab::draw(buf, area, sh, st),
+        Page::Ranks(st) => ranks::draw(buf, area, sh, st),
+    }
     if sh.help {
-        help::draw(buf, area, sh, keys);
+        help::draw(buf, area, sh, app.page_mode());
     }
 }
 

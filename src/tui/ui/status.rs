@@ -1,19 +1,21 @@
 //! The status row: key hints, the last message, or the search prompt.
 
+use super::fit::{self, Part};
 use super::put;
 use crate::tui::explorer::ExplorerState;
 use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-const HINTS: [(&str, &str); 7] = [
-    ("?", "help"),
-    ("p", "peak"),
-    ("/", "search"),
-    ("Enter", "inspect"),
-    ("t", "axis"),
-    ("g", "group"),
-    ("q", "quit"),
+/// The usual hints, each with how long it stays on a narrow terminal (higher stays longer).
+const HINTS: [(&str, &str, u8); 7] = [
+    ("?", "help", 9),
+    ("p", "peak", 6),
+    ("/", "search", 4),
+    ("Enter", "inspect", 5),
+    ("t", "axis", 2),
+    ("g", "group", 2),
+    ("q", "quit", 9),
 ];
 
 pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
@@ -49,30 +51,27 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         return;
     }
     // What this file offers besides the usual: its OOMs, its allocator segments.
-    let mut hints: Vec<(&str, &str)> = HINTS[..HINTS.len() - 1].to_vec();
+    let mut hints: Vec<(&str, &str, u8)> = HINTS[..HINTS.len() - 1].to_vec();
     if let Some(dev) = ex.device() {
         if !dev.oom_at.is_empty() {
-            hints.push(("o", "OOM"));
+            hints.push(("o", "OOM", 5));
         }
         if dev.allocator.is_some() {
-            hints.push(("s", "segments"));
+            hints.push(("s", "segments", 3));
         }
     }
     hints.extend_from_slice(&HINTS[HINTS.len() - 1..]);
-    for (k, what) in hints {
-        if x >= r.right() {
-            break;
-        }
-        x = put(buf, x, r.y, &format!(" {k}"), r.right() - x, th.status_key);
-        x = put(
-            buf,
-            x,
-            r.y,
-            &format!(" {what} "),
-            r.right().saturating_sub(x),
-            th.status_bar,
-        );
-    }
+    let parts: Vec<Part> = hints
+        .into_iter()
+        .map(|(k, what, keep)| Part {
+            spans: vec![
+                (format!(" {k}"), th.status_key),
+                (format!(" {what} "), th.status_bar),
+            ],
+            keep,
+        })
+        .collect();
+    x = fit::draw(buf, x, r.y, r.right(), &parts);
     let s = &ex.search;
     if !s.query.is_empty() && x < r.right() {
         let cur = s.current.map_or(String::new(), |c| format!("{}/", c + 1));
