@@ -2,6 +2,7 @@
 //! scale with aligned step spans, a shared cursor, each peak marked ▼, the bands at each
 //! one's peak with B − A, and the per-step table with the most different steps flagged.
 
+use super::fit::{self, Part};
 use super::put;
 use super::timeline::{eighths, paint_stack};
 use crate::tui::diffview::{segment_at, signed_bytes, DiffLayout, DiffState, Side};
@@ -170,8 +171,9 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
         r.width.saturating_sub(x),
         th.header_text,
     );
-    // Peaks.
-    let peak = |side: &Side, p: Option<memtide_core::analysis::Peak>| -> String {
+    // Peaks: each run's bytes and event, and their difference, stay longest; the marks go
+    // first on a narrow terminal.
+    let peak = |side: &Side, p: Option<memtide_core::analysis::Peak>| -> (String, String) {
         match (p, &side.dev) {
             (Some(p), Some(dev)) => {
                 let tr = &dev.trace;
@@ -179,49 +181,39 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
                     .enclosing_mark(p.at)
                     .map(|m| format!(" ({})", tr.mark_name(m)))
                     .unwrap_or_default();
-                format!("{} @ #{}{m}", fmt::bytes(p.bytes.0), tr.event_number(p.at))
+                (
+                    format!("{} @ #{}", fmt::bytes(p.bytes.0), tr.event_number(p.at)),
+                    m,
+                )
             }
-            _ => "none".into(),
+            _ => ("none".into(), String::new()),
         }
     };
-    let mut x = put(buf, 0, r.y + 1, " peak A ", r.width, th.header_dim);
-    x = put(
-        buf,
-        x,
-        r.y + 1,
-        &peak(&st.a, d.peak_a),
-        r.width.saturating_sub(x),
-        th.header_title,
-    );
-    x = put(
-        buf,
-        x,
-        r.y + 1,
-        &format!("{sep}peak B "),
-        r.width.saturating_sub(x),
-        th.header_dim,
-    );
-    x = put(
-        buf,
-        x,
-        r.y + 1,
-        &peak(&st.b, d.peak_b),
-        r.width.saturating_sub(x),
-        th.header_title,
-    );
+    let (pa, ma) = peak(&st.a, d.peak_a);
+    let (pb, mb) = peak(&st.b, d.peak_b);
+    let mut parts = vec![
+        Part {
+            spans: vec![(" peak A ".into(), th.header_dim), (pa, th.header_title)],
+            keep: 9,
+        },
+        Part::text(ma, th.header_title, 2),
+        Part {
+            spans: vec![(format!("{sep}peak B "), th.header_dim), (pb, th.header_title)],
+            keep: 9,
+        },
+        Part::text(mb, th.header_title, 2),
+    ];
     if let (Some(p), Some(q)) = (d.peak_a, d.peak_b) {
-        put(
-            buf,
-            x,
-            r.y + 1,
-            &format!(
+        parts.push(Part::text(
+            format!(
                 "{sep}B − A {}",
                 signed_bytes(q.bytes.0 as i128 - p.bytes.0 as i128)
             ),
-            r.width.saturating_sub(x),
             th.header_text,
-        );
+            8,
+        ));
     }
+    fit::draw(buf, 0, r.y + 1, r.right(), &parts);
     // Cursor readout: each run's state at the cursor column.
     let at = |side: &Side, cols: &[Column]| -> (String, Option<u64>) {
         match (cols.get(st.cursor), &side.dev) {
