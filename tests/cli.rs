@@ -349,3 +349,28 @@ fn device_cuda_n_names_a_rocm_trace_s_hip_n() {
         .code(2)
         .stderr(predicate::str::contains("no device \"cuda:7\""));
 }
+
+/// Every command's `--help` ends with examples.
+#[test]
+fn every_help_has_examples() {
+    for cmd in [
+        vec!["--help"],
+        vec!["summary", "--help"],
+        vec!["check", "--help"],
+        vec!["replay", "--help"],
+        vec!["diff", "--help"],
+        vec!["lab", "--help"],
+        vec!["plot", "--help"],
+        vec!["whatif", "--help"],
+        vec!["completions", "--help"],
+        vec!["man", "--help"],
+    ] {
+        let out = memtide().args(&cmd).output().expect("runs");
+        assert!(out.status.success(), "{cmd:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ex = text
+            .find("Examples:")
+            .unwrap_or_else(|| panic!("{cmd:?}: no examples:\n{text}"));
+        assert!(text[ex..].contains("memtide "), "{cmd:?}");
+    }
+}

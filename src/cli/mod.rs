@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod diff;
+pub mod examples;
 pub mod explore;
 pub mod follow;
 pub mod frames;
@@ -31,6 +32,7 @@ use std::process::ExitCode;
     version,
     long_version = LONG_VERSION,
     about,
+    after_help = examples::EXPLORE,
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -55,24 +57,33 @@ const LONG_VERSION: &str = concat!(
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print a report of a trace: peak, bands at the peak, top live allocations, windows.
+    #[command(after_help = examples::SUMMARY)]
     Summary(SummaryArgs),
     /// Exit 1 when the peak exceeds a limit (a CI gate for training jobs).
+    #[command(after_help = examples::CHECK)]
     Check(CheckArgs),
     /// Write any readable trace as memtide JSONL, progressively (demo and test the live view).
+    #[command(after_help = examples::REPLAY)]
     Replay(ReplayArgs),
     /// Compare two runs: peaks, band deltas at the peaks, per-step table aligned by step.
+    #[command(after_help = examples::DIFF)]
     Diff(DiffArgs),
     /// The cache lab: an LRU teaching toy (entries, not bytes) — predict, then check.
+    #[command(after_help = examples::LAB)]
     Lab(LabArgs),
     /// Print a shell completion script: `memtide completions bash > ~/.local/share/bash-completion/completions/memtide`.
+    #[command(after_help = examples::COMPLETIONS)]
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff): `memtide man > memtide.1`.
+    #[command(after_help = examples::MAN)]
     Man,
     /// Draw the timeline as a picture: `memtide plot FILE -o peak.svg` (or .png); `plot A B`
     /// draws two runs aligned by step.
+    #[command(after_help = examples::PLOT)]
     Plot(PlotArgs),
     /// What if: replay the run through a model of PyTorch's caching allocator under other
     /// settings: `memtide whatif FILE --alloc-conf expandable_segments:True --capacity 80GiB`.
+    #[command(after_help = examples::WHATIF)]
     Whatif(WhatifArgs),
 }
 

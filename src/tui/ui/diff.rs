@@ -198,7 +198,10 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
         },
         Part::text(ma, th.header_title, 2),
         Part {
-            spans: vec![(format!("{sep}peak B "), th.header_dim), (pb, th.header_title)],
+            spans: vec![
+                (format!("{sep}peak B "), th.header_dim),
+                (pb, th.header_title),
+            ],
             keep: 9,
         },
         Part::text(mb, th.header_title, 2),
