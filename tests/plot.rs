@@ -409,3 +409,25 @@ fn two_runs_with_faint_bands() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `--capacity` draws the capacity line the user gives, over the file's own figure.
+#[test]
+fn capacity_flag_draws_the_line_given() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("c.svg");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/train-3steps.jsonl");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_memtide"))
+        .args(["plot", "--capacity", "12GiB", "-o"])
+        .arg(&out)
+        .arg(&sample)
+        .status()
+        .expect("runs");
+    assert!(st.success());
+    let svg = std::fs::read_to_string(&out).expect("svg");
+    assert!(svg.contains("id=\"capacity\""), "no capacity line");
+    assert!(svg.contains("capacity 12.00 GiB"), "not the given figure");
+    assert!(
+        !svg.contains("capacity 16.00 GiB"),
+        "the file's own figure was drawn"
+    );
+}

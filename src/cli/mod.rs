@@ -132,6 +132,10 @@ pub struct PlotArgs {
     /// With two runs: also draw each run's stacked bands, faint, under its total line.
     #[arg(long, requires = "file_b")]
     pub bands: bool,
+    /// The device's memory (e.g. 80GiB) when the file does not record it: drawn as the
+    /// capacity line.
+    #[arg(long, value_name = "SIZE")]
+    pub capacity: Option<String>,
     #[command(flatten)]
     pub input: InputArgs,
 }

@@ -4,7 +4,7 @@
 //! columns (drawn by `tui::picture`); with two files, both runs aligned by step
 //! (`plot_diff`).
 
-use super::load::{index_all, load, pick_device};
+use super::load::{apply_capacity, index_all, load, pick_device};
 use super::PlotArgs;
 use crate::tui::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
@@ -19,7 +19,8 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
     if let Some(b) = &a.file_b {
         return two(a, b);
     }
-    let loaded = load(&a.file, &a.input)?;
+    let mut loaded = load(&a.file, &a.input)?;
+    apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
     let Some(t) = traces.get(i) else {
@@ -76,7 +77,8 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         bail!("--height must be at least 200 pixels for two runs (labels and legend take 142)");
     }
     let side = |f: &std::path::Path| -> Result<super::load::Indexed> {
-        let loaded = load(f, &a.input)?;
+        let mut loaded = load(f, &a.input)?;
+        apply_capacity(&mut loaded, a.capacity.as_deref())?;
         let i = pick_device(&loaded, a.input.device.as_deref())?;
         let (_, traces) = index_all(loaded);
         let Some(t) = traces.into_iter().nth(i) else {
