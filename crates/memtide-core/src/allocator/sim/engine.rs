@@ -610,11 +610,13 @@ impl Engine {
 
     /// `alloc_block`: a new `cudaMalloc` segment of `alloc_size` bytes, or with expandable
     /// segments `try_allocate_expandable_block`. Fails when it would exceed the capacity
-    /// (or, with `set_fraction`, the allowed maximum).
+    /// (or, with `set_fraction`, the allowed maximum), and, without a capacity, when the
+    /// reserved bytes or the model's addresses would pass 2^64 (no device holds that).
     fn alloc_block(&mut self, p: &Params) -> Option<u32> {
         let fits = |extra: u64, s: &Engine| {
-            s.capacity
-                .is_none_or(|c| s.reserved.saturating_add(extra) <= c)
+            s.reserved
+                .checked_add(extra)
+                .is_some_and(|r| s.capacity.is_none_or(|c| r <= c))
         };
         if self.set_fraction && !fits(p.alloc_size, self) {
             return None;
@@ -626,7 +628,11 @@ impl Engine {
             return None;
         }
         let addr = self.next_addr;
-        self.next_addr += p.alloc_size.div_ceil(SMALL_BUFFER) * SMALL_BUFFER;
+        self.next_addr = p
+            .alloc_size
+            .div_ceil(SMALL_BUFFER)
+            .checked_mul(SMALL_BUFFER)
+            .and_then(|span| addr.checked_add(span))?;
         let i = self.new_block(Block {
             addr,
             size: p.alloc_size,
@@ -728,10 +734,10 @@ impl Engine {
         if mapped == 0 {
             return false;
         }
-        if self
-            .capacity
-            .is_some_and(|c| self.reserved.saturating_add(mapped) > c)
-        {
+        let Some(after) = self.reserved.checked_add(mapped) else {
+            return false;
+        };
+        if self.capacity.is_some_and(|c| after > c) {
             return false;
         }
         self.remove_unmapped(i);
