@@ -31,6 +31,13 @@ static LIVE: AtomicI64 = AtomicI64::new(0);
 /// The budget in bytes (`u64::MAX`: none).
 static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 static COUNTING: AtomicBool = AtomicBool::new(false);
+/// [`recoverable`] scopes running now, on any thread.
+static SCOPES: AtomicU64 = AtomicU64::new(0);
+/// Refusals by the budget on a thread outside any scope while scopes run (a reader's helper
+/// thread: which file it worked for is not known), and the last one's size and bytes in use.
+static STRAY_REFUSALS: AtomicU64 = AtomicU64::new(0);
+static STRAY_SIZE: AtomicU64 = AtomicU64::new(0);
+static STRAY_LIVE: AtomicI64 = AtomicI64::new(0);
 /// The input being read, for the out-of-memory message.
 static CONTEXT: Mutex<String> = Mutex::new(String::new());
 
@@ -103,18 +110,34 @@ pub fn set_context(name: &str) {
 
 /// Runs `f` (the reading of one file of several) so that the budget refusing an allocation
 /// ends only this reading: returns `f`'s result and, when the budget refused something on
-/// this thread meanwhile, why (`out of memory: …`). The caller then treats the file as
-/// failed, whatever `f` returned.
+/// this thread meanwhile — or on a helper thread while this ran (which file it served is not
+/// known, so every scope running then is told) — why (`out of memory: …`). The caller then
+/// treats the file as failed, whatever `f` returned; read again alone, the answer is exact.
 pub fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
     let _ = REFUSED.try_with(|r| r.set(None));
     let _ = RECOVERABLE.try_with(|r| r.set(true));
+    SCOPES.fetch_add(1, Ordering::SeqCst);
+    let strays = STRAY_REFUSALS.load(Ordering::SeqCst);
     let out = f();
+    SCOPES.fetch_sub(1, Ordering::SeqCst);
     let _ = RECOVERABLE.try_with(|r| r.set(false));
-    let refused = REFUSED.try_with(|r| r.take()).ok().flatten();
+    let refused = REFUSED.try_with(|r| r.take()).ok().flatten().or_else(|| {
+        (STRAY_REFUSALS.load(Ordering::SeqCst) != strays).then(|| {
+            (
+                STRAY_SIZE.load(Ordering::Relaxed) as usize,
+                STRAY_LIVE.load(Ordering::Relaxed),
+            )
+        })
+    });
     (
         out,
         refused.map(|(size, live)| over_budget_text(size, live)),
     )
+}
+
+/// Whether this thread may overdraw: inside a scope, or a helper thread while scopes run.
+fn in_scope() -> bool {
+    RECOVERABLE.try_with(Cell::get).unwrap_or(false) || SCOPES.load(Ordering::Relaxed) > 0
 }
 
 fn over_budget_text(size: usize, live: i64) -> String {
@@ -131,27 +154,30 @@ fn refused_here() -> bool {
         && REFUSED.try_with(|r| r.get().is_some()).unwrap_or(false)
 }
 
-/// Notes the first refusal inside [`recoverable`].
+/// Notes a refusal inside [`recoverable`] (this thread's first), or on a helper thread while
+/// scopes run.
 fn note_refusal(size: usize) {
+    let live = LIVE.load(Ordering::Relaxed);
     if RECOVERABLE.try_with(Cell::get).unwrap_or(false) {
-        let live = LIVE.load(Ordering::Relaxed);
         let _ = REFUSED.try_with(|r| {
             if r.get().is_none() {
                 r.set(Some((size, live)));
             }
         });
+    } else if SCOPES.load(Ordering::Relaxed) > 0 {
+        STRAY_SIZE.store(size as u64, Ordering::Relaxed);
+        STRAY_LIVE.store(live, Ordering::Relaxed);
+        STRAY_REFUSALS.fetch_add(1, Ordering::SeqCst);
     }
 }
 
 /// An allocation of `size` the budget refused, outside [`try_grow`]: inside [`recoverable`]
-/// it is let through (counted) while the bytes in use stay under twice the budget, and the
-/// refusal is noted (the thread's next `try_grow` fails, ending the file's reading). Returns
-/// whether the caller may allocate.
+/// (or on a helper thread while one runs) it is let through (counted) while the bytes in use
+/// stay under twice the budget, and the refusal is noted (the thread's next `try_grow`
+/// fails, ending the file's reading). Returns whether the caller may allocate.
 #[inline]
 pub fn overdraw(size: usize) -> bool {
-    if FALLIBLE.try_with(Cell::get).unwrap_or(false)
-        || !RECOVERABLE.try_with(Cell::get).unwrap_or(false)
-    {
+    if FALLIBLE.try_with(Cell::get).unwrap_or(false) || !in_scope() {
         return false;
     }
     let limit = LIMIT.load(Ordering::Relaxed);
