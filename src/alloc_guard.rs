@@ -8,7 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 /// The global allocator of the binary: [`System`] plus the budget and the clear failure.
 pub struct Guard;
 
-/// A refused allocation: null inside `budget::try_grow`, else the process exits.
+/// A refused allocation: null inside `budget::try_grow`, else the process exits (a refusal
+/// by the budget inside `budget::recoverable` is let through by `budget::overdraw` instead).
 #[cold]
 fn refused(size: usize, over_budget: bool) -> *mut u8 {
     budget::refused(size, over_budget);
@@ -20,7 +21,7 @@ fn refused(size: usize, over_budget: bool) -> *mut u8 {
 unsafe impl GlobalAlloc for Guard {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !budget::admit(layout.size()) {
+        if !budget::admit(layout.size()) && !budget::overdraw(layout.size()) {
             return refused(layout.size(), true);
         }
         // SAFETY: forwarded with the caller's layout.
@@ -34,7 +35,7 @@ unsafe impl GlobalAlloc for Guard {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !budget::admit(layout.size()) {
+        if !budget::admit(layout.size()) && !budget::overdraw(layout.size()) {
             return refused(layout.size(), true);
         }
         // SAFETY: forwarded with the caller's layout.
@@ -56,7 +57,7 @@ unsafe impl GlobalAlloc for Guard {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let old = layout.size();
-        if new_size > old && !budget::admit(new_size - old) {
+        if new_size > old && !budget::admit(new_size - old) && !budget::overdraw(new_size - old) {
             return refused(new_size, true);
         }
         // SAFETY: `ptr` came from this allocator with `layout`; forwarded unchanged.

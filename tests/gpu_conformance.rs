@@ -68,7 +68,7 @@ fn oom_cases(dir: &Path) -> Vec<Value> {
         let r = replay(&dir.join(&file));
         let mut command = vec![json!("summary"), json!("--json"), json!("{file}")];
         if let Some(c) = truth["capacity"].as_u64() {
-            command.extend([json!("--capacity"), json!(c.to_string())]);
+            command.extend([json!("--capacity"), json!(format!("{c}B"))]);
         }
         cases.push(json!({
             "name": name, "file": file, "command": command,

@@ -157,7 +157,7 @@ def worker_oom(out_dir):
     cases.append({
         "name": "oom_too_large", "file": os.path.basename(path),
         "what": f"one request of {2 * total} B on a {total} B device",
-        "command": ["summary", "--json", "{file}", "--device", "0", "--capacity", f"{total}"],
+        "command": ["summary", "--json", "{file}", "--device", "0", "--capacity", f"{total}B"],
         "checks": [check("OOM verdict", "ooms[0].verdict", "request_too_large",
                          "the request is twice torch.cuda.mem_get_info()[1]",
                          window="the OOM"),
@@ -189,7 +189,7 @@ def worker_oom(out_dir):
         "name": "oom_fragmented", "file": os.path.basename(path),
         "what": "8 free holes of 60 MiB in a 1 GiB segment, a cap of reserved + 100 MiB, "
                 "then 200 MiB requested",
-        "command": ["summary", "--json", "{file}", "--device", "0", "--capacity", f"{total}"],
+        "command": ["summary", "--json", "{file}", "--device", "0", "--capacity", f"{total}B"],
         "checks": [check("OOM verdict", "ooms[0].verdict", "fragmentation",
                          "holes < request while free in reserve ≥ request (by construction)",
                          window="the OOM"),

@@ -4,24 +4,11 @@
 
 use super::load::{index_all, load, pick_device};
 use super::CheckArgs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use memtide_core::analysis::live::entry_in;
-use memtide_core::trace::{human_bytes, parse_size, Trace};
+use memtide_core::trace::{human_bytes, Trace};
 use std::path::Path;
 use std::process::ExitCode;
-
-/// Parses `1%`, `0.5 %` or `0.01` (a fraction) into a fraction.
-fn parse_growth(s: &str) -> Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => anyhow::bail!("invalid --max-growth {s:?}: expected a percentage such as 1%"),
-    }
-}
 
 /// Refuses a trace whose reader said its figures may be wrong (unless `allow`): `check` must
 /// never print `ok` on figures it cannot vouch for. Informational warnings do not count.
@@ -79,13 +66,48 @@ fn allowed_note(trace: &Trace) -> String {
     }
 }
 
+/// Every file `check` reads: the trace(s) and the side files (`--report` never overwrites
+/// one).
+pub fn inputs(a: &CheckArgs) -> Vec<&Path> {
+    let mut v = vec![a.file.as_path()];
+    v.extend(a.more.iter().map(|p| p.as_path()));
+    v.extend(super::load::side_files(&a.input));
+    v
+}
+
+/// Refuses a trace in which nothing holds memory: every gate would pass on a peak of 0 B
+/// (a file whose entries were all ignored, say), which checks nothing.
+fn refuse_nothing_to_gate(file: &Path, t: &super::load::Indexed) -> Result<()> {
+    if t.index.totals().iter().any(|&b| b > 0) {
+        return Ok(());
+    }
+    let why = match t.trace.warnings.first() {
+        Some(w) => format!(" (the reader: {w})"),
+        None => String::new(),
+    };
+    anyhow::bail!(
+        "{}: nothing to check on {}: none of its {} events holds any memory, so every limit would pass on a peak of 0 B{why}",
+        file.display(),
+        t.trace.device,
+        t.index.len()
+    )
+}
+
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let limit = a
         .max_peak
         .as_deref()
-        .map(|s| parse_size(s).context("--max-peak"))
+        .map(|s| super::flags::size("--max-peak", s))
         .transpose()?;
-    let growth_limit = a.max_growth.as_deref().map(parse_growth).transpose()?;
+    let growth_limit = a
+        .max_growth
+        .as_deref()
+        .map(|s| super::flags::percent("--max-growth", s))
+        .transpose()?;
+    if let Some(path) = &a.report {
+        // Before the (long) load: the report is never one of the inputs.
+        crate::output_file::refuse_inputs(path, &inputs(a))?;
+    }
     let mut loaded = load(&a.file, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
@@ -97,10 +119,17 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     }
     refuse_doubtful(&a.file, &t.trace, a.allow_warnings)?;
+    refuse_nothing_to_gate(&a.file, t)?;
     let note = allowed_note(&t.trace);
     let (code, lines) = verdict(a, t, limit, growth_limit, &note)?;
-    for l in &lines {
-        crate::outln!("{l}");
+    if !a
+        .report
+        .as_deref()
+        .is_some_and(crate::output_file::is_stdout)
+    {
+        for l in &lines {
+            crate::outln!("{l}");
+        }
     }
     if let Some(path) = &a.report {
         write_report(a, t, &lines, path)?;
@@ -135,7 +164,7 @@ fn write_report(
     }
     md.push('\n');
     md.push_str(&super::markdown::render(&s));
-    crate::output_file::write_atomically(path, md.as_bytes(), &[a.file.as_path()])
+    crate::output_file::write_atomically(path, md.as_bytes(), &inputs(a))
 }
 
 /// `FAIL: out of memory …` with the first OOM's verdict, when the trace has any OOM.

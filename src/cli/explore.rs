@@ -33,9 +33,8 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     let capacity = args
         .capacity
         .as_deref()
-        .map(memtide_core::trace::parse_size)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("--capacity: {e}"))?;
+        .map(super::flags::capacity)
+        .transpose()?;
     // Bad settings fail before a long load, as `whatif`'s do.
     let whatif_conf = args
         .alloc_conf

@@ -9,7 +9,7 @@ use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::Progress;
 use memtide_core::index::Index;
 use memtide_core::load::load_followable;
-use memtide_core::trace::{human_bytes, parse_size, Bytes, Seq, Trace};
+use memtide_core::trace::{human_bytes, Bytes, Seq, Trace};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -75,7 +75,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     if a.report.is_some() {
         anyhow::bail!("check --follow cannot write --report (the trace is still growing); run check without -f for a report");
     }
-    let limit = parse_size(max_peak).context("--max-peak")?;
+    let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
     super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
     if let Some(p) = over(&f, 0, limit) {
@@ -132,8 +132,16 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
                 super::check::refuse_doubtful(&a.file, &f.trace, a.allow_warnings)?;
-                let peak = memtide_core::analysis::global_peak(&f.trace, &f.index);
-                let (b, idx) = peak.map_or((0, 0), |p| (p.bytes.0, f.trace.event_number(p.at)));
+                let peak = memtide_core::analysis::global_peak(&f.trace, &f.index)
+                    .filter(|p| p.bytes.0 > 0);
+                let Some((b, idx)) = peak.map(|p| (p.bytes.0, f.trace.event_number(p.at))) else {
+                    anyhow::bail!(
+                        "{}: nothing was checked: idle for {:.1} s and no event of the {} read holds any memory",
+                        a.file.display(),
+                        idle.as_secs_f64(),
+                        f.index.len()
+                    );
+                };
                 crate::outln!(
                     "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
                     human_bytes(b),

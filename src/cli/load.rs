@@ -33,6 +33,19 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
     }
 }
 
+/// The side files the input flags name (`--device-log`, `--categories`, `--rules`): inputs
+/// like the trace, which no output may overwrite.
+pub fn side_files(a: &InputArgs) -> Vec<&Path> {
+    [
+        a.device_log.as_deref(),
+        a.categories.as_deref(),
+        a.rules.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// Reads `path` with context for error messages.
 pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
     load_with(path, &load_options(a))
@@ -51,8 +64,10 @@ fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
     let progress = Progress::new();
     match memtide_core::load::load(path, opts, &progress) {
         Ok(l) => Ok(l),
-        // The log's error names the log: "cannot read TRACE" would point at the wrong file.
-        Err(e @ formats::FormatError::DeviceLog(_)) => Err(e.into()),
+        // A side file's error names that file: "cannot read TRACE" would blame the trace.
+        Err(e @ (formats::FormatError::DeviceLog(_) | formats::FormatError::SideFile { .. })) => {
+            Err(e.into())
+        }
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
 }
@@ -85,7 +100,7 @@ pub struct Indexed {
 /// Sets every trace's capacity from `--capacity SIZE` (the user's figure wins over the file's).
 pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()> {
     if let Some(c) = capacity {
-        let c = memtide_core::trace::parse_size(c).context("--capacity")?;
+        let c = super::flags::capacity(c)?;
         for t in &mut loaded.traces {
             t.capacity = Some(c);
         }

@@ -4,6 +4,7 @@ pub mod check;
 pub mod diff;
 pub mod examples;
 pub mod explore;
+pub mod flags;
 pub mod follow;
 pub mod frames;
 pub mod lab;
@@ -114,14 +115,16 @@ pub struct PlotArgs {
     /// A second run: draw both on one scale, aligned by step as `diff` aligns them.
     #[arg(value_name = "B")]
     pub file_b: Option<PathBuf>,
-    /// The picture to write: .svg, or .png (rendered from the SVG).
+    /// The picture to write; the format follows the extension: .svg, or .png (rendered from
+    /// the SVG); `-` writes SVG to standard output. Never one of the files read; an existing
+    /// file is replaced atomically and keeps its permissions; a symlink is written through.
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     pub out: PathBuf,
-    /// Width in pixels.
-    #[arg(long, default_value_t = 1200)]
+    /// Width in pixels (200–8000).
+    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u32).range(200..=8000))]
     pub width: u32,
-    /// Height in pixels.
-    #[arg(long, default_value_t = 480)]
+    /// Height in pixels (120–8000; 200 or more for two runs).
+    #[arg(long, default_value_t = 480, value_parser = clap::value_parser!(u32).range(120..=8000))]
     pub height: u32,
     /// Draw one window only (see summary --window).
     #[arg(long, value_name = "WINDOW")]
@@ -183,8 +186,10 @@ pub struct FollowArgs {
     /// Follow the file while it is being written (like `tail -f`).
     #[arg(short = 'f', long)]
     pub follow: bool,
-    /// Poll for changes every MS milliseconds instead of inotify (NFS, shared file systems).
-    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "250")]
+    /// Poll for changes every MS milliseconds (10–3600000) instead of inotify (NFS, shared
+    /// file systems).
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "250",
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub poll: Option<u64>,
 }
 
@@ -204,11 +209,13 @@ pub struct ReplayArgs {
     /// Trace to replay (any format memtide reads).
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// JSONL file to write (created or truncated).
+    /// JSONL file to write (created, or truncated in place: a symlink is written through and
+    /// an existing file keeps its permissions); `-`: standard output. Never one of the files
+    /// read (checked before anything is opened for writing).
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
-    /// Events per second (0: as fast as possible).
-    #[arg(long, default_value_t = 1000)]
+    /// Events per second (0: as fast as possible; at most 10000000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub rate: u64,
     #[command(flatten)]
     pub input: InputArgs,
@@ -296,8 +303,8 @@ pub struct SummaryArgs {
     /// More rank files: with FILE, one row per rank (a distributed job).
     #[arg(value_name = "MORE")]
     pub more: Vec<PathBuf>,
-    /// Ranks: read at most N files at once (default: every core, or MEMTIDE_JOBS).
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    /// Ranks: read at most N files at once (at most 1024; default: every core, or MEMTIDE_JOBS).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, value_parser = flags::jobs)]
     pub jobs: usize,
     /// Print the stable JSON schema instead of text.
     #[arg(long, conflicts_with = "markdown")]
@@ -340,19 +347,19 @@ pub struct CheckArgs {
     /// More rank files: with FILE, a distributed job (every rank is checked).
     #[arg(value_name = "MORE")]
     pub more: Vec<PathBuf>,
-    /// Fail when the peak exceeds this size (B, KiB, MiB, GiB, KB, MB, GB; e.g. 12GiB); for a
-    /// job, naming the ranks over it.
+    /// Fail when the peak exceeds this size (with a unit: B, KiB, MiB, GiB, TiB, KB, MB, GB,
+    /// TB; e.g. 12GiB, 4096B); for a job, naming the ranks over it.
     #[arg(long, value_name = "SIZE", required_unless_present_any = ["max_growth", "max_imbalance"])]
     pub max_peak: Option<String>,
     /// A job (DIR or several files): fail when the highest rank peak exceeds the lowest by
-    /// more than this, e.g. 10% (max/min − 1).
+    /// more than this, e.g. 10% (max/min − 1; the % sign is required).
     #[arg(long, value_name = "PCT")]
     pub max_imbalance: Option<String>,
-    /// Ranks: read at most N files at once (default: every core, or MEMTIDE_JOBS).
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    /// Ranks: read at most N files at once (at most 1024; default: every core, or MEMTIDE_JOBS).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, value_parser = flags::jobs)]
     pub jobs: usize,
     /// Fail when the step baseline (bytes live at each step start, after warm-up) grows by more
-    /// than this, e.g. 1% (a leak or retained-graph gate).
+    /// than this, e.g. 1% (a leak or retained-graph gate; the % sign is required).
     #[arg(long, value_name = "PCT")]
     pub max_growth: Option<String>,
     /// Measure --max-peak in a window (see summary --window).
@@ -364,15 +371,17 @@ pub struct CheckArgs {
     pub capacity: Option<String>,
     #[command(flatten)]
     pub follow: FollowArgs,
-    /// With --follow: exit 0 once the file has not grown for SECS seconds.
-    #[arg(long, value_name = "SECS")]
+    /// With --follow: exit 0 once the file has not grown for SECS seconds (0 to 604800, a
+    /// week; e.g. 30 or 2.5).
+    #[arg(long, value_name = "SECS", value_parser = flags::idle_seconds)]
     pub idle_exit: Option<f64>,
     /// Gate on the figures even when the reader warned that they may be wrong (without it,
     /// such a trace exits 2 with the reason).
     #[arg(long)]
     pub allow_warnings: bool,
     /// Also write the verdict and a Markdown report of the checked trace to FILE (on pass and
-    /// on fail), for a CI job summary or a pull-request comment.
+    /// on fail), for a CI job summary or a pull-request comment; `-`: print the report (which
+    /// starts with the verdict) instead of the plain verdict lines. Never one of the files read.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     #[command(flatten)]

@@ -10,14 +10,44 @@ use crate::tui::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::trace::Seq;
+use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(a: &PlotArgs) -> Result<ExitCode> {
-    if !(200..=8000).contains(&a.width) || !(120..=8000).contains(&a.height) {
-        bail!("--width must be 200–8000 and --height 120–8000 pixels");
+/// What `-o` asks for: the format follows the extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Svg,
+    Png,
+}
+
+/// The picture format of `out`: `.svg` or `.png` (any case); SVG for `-` (standard output)
+/// and a special file with no such extension (`/dev/stdout`, `/dev/null`, a FIFO); anything
+/// else is refused before a long load.
+fn format_of(out: &Path) -> Result<Format> {
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("svg") => Ok(Format::Svg),
+        Some("png") => Ok(Format::Png),
+        _ if crate::output_file::is_special(out) => Ok(Format::Svg),
+        other => bail!(
+            "-o {}: {}; plot writes .svg or .png (the format follows the extension), or SVG to - (standard output) or a device such as /dev/stdout",
+            out.display(),
+            other.map_or("the name has no extension".to_string(), |e| format!(
+                "unknown picture format .{e}"
+            ))
+        ),
     }
+}
+
+pub fn run(a: &PlotArgs) -> Result<ExitCode> {
+    // Refused before the (long) load: a bad name, or an output that is one of the inputs.
+    format_of(&a.out)?;
+    let theme = Theme::resolve(a.theme.as_deref().or(Some("light")), false)?;
+    crate::output_file::refuse_inputs(&a.out, &inputs(a, &theme))?;
     if let Some(b) = &a.file_b {
-        return two(a, b);
+        return two(a, b, theme);
     }
     let mut loaded = load(&a.file, &a.input)?;
     apply_capacity(&mut loaded, a.capacity.as_deref())?;
@@ -29,7 +59,6 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
     if t.index.is_empty() {
         bail!("{}: the trace has no events", a.file.display());
     }
-    let theme = Theme::resolve(a.theme.as_deref().or(Some("light")), false)?;
     let name = a.file.file_name().map_or_else(
         || a.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -53,30 +82,42 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
         width: a.width,
         height: a.height,
     })?;
-    write(a, svg, &[a.file.as_path()])
+    write(a, svg, &theme)
+}
+
+/// Every file the command reads: the traces, the side files, a theme TOML.
+fn inputs<'a>(a: &'a PlotArgs, theme: &'a Theme) -> Vec<&'a Path> {
+    let mut v = vec![a.file.as_path()];
+    v.extend(a.file_b.as_deref());
+    v.extend(super::load::side_files(&a.input));
+    v.extend(theme.file.as_deref());
+    v
 }
 
 /// Writes the SVG, or the PNG rendered from it when OUT ends in `.png`.
-fn write(a: &PlotArgs, svg: String, inputs: &[&std::path::Path]) -> Result<ExitCode> {
-    let png = a
-        .out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    let bytes = if png { to_png(&svg)? } else { svg.into_bytes() };
-    crate::output_file::write_atomically(&a.out, &bytes, inputs)?;
-    crate::errln!("wrote {} ({} bytes)", a.out.display(), bytes.len());
+fn write(a: &PlotArgs, svg: String, theme: &Theme) -> Result<ExitCode> {
+    let bytes = match format_of(&a.out)? {
+        Format::Png => to_png(&svg)?,
+        Format::Svg => svg.into_bytes(),
+    };
+    crate::output_file::write_atomically(&a.out, &bytes, &inputs(a, theme))?;
+    crate::errln!(
+        "wrote {} ({} bytes)",
+        crate::output_file::shown(&a.out),
+        bytes.len()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// `plot A B`: both runs on one scale, aligned by step.
-fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
+fn two(a: &PlotArgs, b: &Path, theme: Theme) -> Result<ExitCode> {
     if a.window.is_some() {
         bail!("--window draws one file; `plot A B` draws both whole runs");
     }
     if a.height < 200 {
         bail!("--height must be at least 200 pixels for two runs (labels and legend take 142)");
     }
-    let side = |f: &std::path::Path| -> Result<super::load::Indexed> {
+    let side = |f: &Path| -> Result<super::load::Indexed> {
         let mut loaded = load(f, &a.input)?;
         apply_capacity(&mut loaded, a.capacity.as_deref())?;
         let i = pick_device(&loaded, a.input.device.as_deref())?;
@@ -90,11 +131,6 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         Ok(t)
     };
     let (x, y) = (side(&a.file)?, side(b)?);
-    let theme = if a.bands {
-        Some(Theme::resolve(a.theme.as_deref().or(Some("light")), false)?)
-    } else {
-        None
-    };
     let d = memtide_core::analysis::diff::diff(&x.trace, &x.index, &y.trace, &y.index);
     let (na, nb) = (a.file.display().to_string(), b.display().to_string());
     let svg = super::plot_diff::svg(&super::plot_diff::DiffPicture {
@@ -111,7 +147,7 @@ fn two(a: &PlotArgs, b: &std::path::Path) -> Result<ExitCode> {
         diff: &d,
         width: a.width,
         height: a.height,
-        bands: theme.as_ref(),
+        bands: a.bands.then_some(&theme),
     })?;
-    write(a, svg, &[a.file.as_path(), b])
+    write(a, svg, &theme)
 }

@@ -7,7 +7,7 @@
 use super::{CheckArgs, InputArgs, SummaryArgs, EXIT_ERROR};
 use anyhow::{bail, Context, Result};
 use memtide_core::ranks::{self, RankEvent, RankOptions, RankRow, Ranks, Spread};
-use memtide_core::trace::{human_bytes, parse_size};
+use memtide_core::trace::human_bytes;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -40,7 +40,7 @@ pub fn options(
     Ok(RankOptions {
         device: input.device.clone(),
         capacity: capacity
-            .map(|c| parse_size(c).context("--capacity").map(|b| b.0))
+            .map(|c| super::flags::capacity(c).map(|b| b.0))
             .transpose()?,
         window: window
             .map(memtide_core::analysis::window_spec::WindowSpec::parse)
@@ -483,19 +483,6 @@ pub fn to_json(r: &Ranks) -> JobJson<'_> {
     JobJson { ranks, job }
 }
 
-/// Parses `10%`, `0.5 %` or `0.1` (a fraction) into a fraction.
-fn parse_pct(flag: &str, s: &str) -> Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => bail!("invalid {flag} {s:?}: expected a percentage such as 10%"),
-    }
-}
-
 /// Up to `n` names, then `and K more`.
 fn some(names: Vec<String>, n: usize) -> String {
     let k = names.len();
@@ -518,20 +505,24 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
     let limit = a
         .max_peak
         .as_deref()
-        .map(|s| parse_size(s).context("--max-peak"))
+        .map(|s| super::flags::size("--max-peak", s))
         .transpose()?;
     let imbalance = a
         .max_imbalance
         .as_deref()
-        .map(|s| parse_pct("--max-imbalance", s))
+        .map(|s| super::flags::percent("--max-imbalance", s))
         .transpose()?;
     let growth = a
         .max_growth
         .as_deref()
-        .map(|s| parse_pct("--max-growth", s))
+        .map(|s| super::flags::percent("--max-growth", s))
         .transpose()?;
     let opts = options(&a.input, a.capacity.as_deref(), a.window.as_deref(), false)?;
     let files = inputs(&a.file, &a.more);
+    if let Some(path) = &a.report {
+        // Before the (long) read; the rank files inside a directory are checked once listed.
+        crate::output_file::refuse_inputs(path, &super::check::inputs(a))?;
+    }
     let r = read(&files, &opts, a.jobs)?;
     let title = title(&files);
     if r.rows.is_empty() {
@@ -541,8 +532,14 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         bail!("{}", nothing_readable(&r, &title));
     }
     let (code, lines) = verdict(&r, limit, imbalance, growth, a.allow_warnings)?;
-    for l in &lines {
-        crate::outln!("{l}");
+    if !a
+        .report
+        .as_deref()
+        .is_some_and(crate::output_file::is_stdout)
+    {
+        for l in &lines {
+            crate::outln!("{l}");
+        }
     }
     if let Some(path) = &a.report {
         let mut md = String::from("## memtide check\n\n");
@@ -551,8 +548,11 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         }
         md.push('\n');
         md.push_str(&render_markdown(&r, &title));
-        let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        crate::output_file::write_atomically(path, md.as_bytes(), &refs)?;
+        let mut read: Vec<&Path> = super::check::inputs(a);
+        read.extend(r.rows.iter().map(|x| x.file.as_path()));
+        read.extend(r.errors.iter().map(|e| e.path.as_path()));
+        read.extend(r.skipped.iter().map(|s| s.path.as_path()));
+        crate::output_file::write_atomically(path, md.as_bytes(), &read)?;
     }
     Ok(code)
 }
@@ -567,6 +567,8 @@ fn verdict(
 ) -> Result<(ExitCode, Vec<String>)> {
     let mut lines = Vec::new();
     let mut failed = false;
+    // What could not be gated: a job that passes with any of it exits 2, not 0.
+    let mut unchecked: Vec<String> = Vec::new();
     // Ranks whose reader said the figures may be wrong are not gated on (unless allowed).
     let (gated, doubted): (Vec<&RankRow>, Vec<&RankRow>) = r
         .rows
@@ -587,6 +589,25 @@ fn verdict(
         failed = true;
     }
     if let Some(limit) = limit {
+        let without: Vec<String> = gated
+            .iter()
+            .filter(|x| x.peak.is_none())
+            .map(|x| who(x))
+            .collect();
+        if without.len() == gated.len() {
+            bail!(
+                "--max-peak checked nothing: no rank has a peak ({})",
+                some(without, 10)
+            );
+        }
+        if !without.is_empty() {
+            unchecked.push(format!(
+                "{} rank{} without a peak not checked for --max-peak: {}",
+                without.len(),
+                plural(without.len()),
+                some(without, 10)
+            ));
+        }
         let mut over: Vec<&&RankRow> = gated
             .iter()
             .filter(|x| x.peak.is_some_and(|p| p > limit.0))
@@ -688,16 +709,16 @@ fn verdict(
         }
         let without = gated.len() - with.len();
         if without > 0 {
-            lines.push(format!(
-                "note: {without} rank{} without steps after warm-up not checked for growth",
+            unchecked.push(format!(
+                "{without} rank{} without steps after warm-up not checked for growth",
                 plural(without)
             ));
         }
     }
     if !doubted.is_empty() {
         let names: Vec<String> = doubted.iter().map(|x| who(x)).collect();
-        lines.push(format!(
-            "note: not checked, the reader warned that the figures may be wrong (--allow-warnings checks them): {}",
+        unchecked.push(format!(
+            "not checked, the reader warned that the figures may be wrong (--allow-warnings checks them): {}",
             some(names, 10)
         ));
     }
@@ -707,20 +728,29 @@ fn verdict(
             .iter()
             .map(|e| format!("{}: {}", display_name(&e.path), e.error))
             .collect();
-        lines.push(format!(
-            "note: {} unreadable file{} not checked: {}",
+        unchecked.push(format!(
+            "{} unreadable file{} not checked: {}",
             r.errors.len(),
             plural(r.errors.len()),
             some(names, 10)
         ));
     }
     if gated.is_empty() {
-        bail!("no rank can be checked: {}", lines.join("; "));
+        let mut why = lines;
+        why.extend(unchecked);
+        bail!("no rank can be checked: {}", why.join("; "));
     }
-    let code = if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    // A failure stands (1); a pass is only a pass when every rank was checked.
+    let code = match (failed, unchecked.is_empty()) {
+        (true, _) => ExitCode::from(1),
+        (false, true) => ExitCode::SUCCESS,
+        (false, false) => ExitCode::from(EXIT_ERROR),
     };
+    let prefix = if failed || unchecked.is_empty() {
+        "note"
+    } else {
+        "error (exit 2: a pass needs every rank checked)"
+    };
+    lines.extend(unchecked.into_iter().map(|u| format!("{prefix}: {u}")));
     Ok((code, lines))
 }

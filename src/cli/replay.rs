@@ -40,39 +40,23 @@ impl Pacer {
     }
 }
 
-/// Replay writes OUT progressively (a follower reads it as it grows), so it cannot go through
-/// a temporary file; instead it never opens its own input for writing (the same file by
-/// another name, a hard link or a symlink included).
-fn refuse_own_input(src: &std::path::Path, out: &std::path::Path) -> Result<()> {
-    let (Ok(_), Ok(b)) = (std::fs::metadata(src), std::fs::metadata(out)) else {
-        return Ok(()); // OUT does not exist yet (or SRC is unreadable: reported when read)
-    };
-    if crate::output_file::same_file(src, out) {
-        anyhow::bail!(
-            "{} is the input {}: replay would overwrite what it reads; write to another file",
-            out.display(),
-            src.display()
-        );
-    }
-    if !b.is_file() {
-        anyhow::bail!("{} exists and is not a regular file", out.display());
-    }
-    Ok(())
-}
-
 pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
+    // Replay writes OUT progressively (a follower reads it as it grows), so it cannot go
+    // through a temporary file: OUT is checked against every input (the trace and the side
+    // files, by identity) before it is opened, and nothing is truncated before that.
+    let mut inputs = vec![a.src.as_path()];
+    inputs.extend(super::load::side_files(&a.input));
+    crate::output_file::refuse_inputs(&a.out, &inputs)?;
     let mut head = [0u8; 4096];
     let n = {
         let mut f = memtide_core::formats::source::open_regular(&a.src)
             .with_context(|| format!("cannot read {}", a.src.display()))?;
         f.read(&mut head)?
     };
-    refuse_own_input(&a.src, &a.out)?;
-    let out = std::fs::File::create(&a.out)
-        .with_context(|| format!("cannot create {}", a.out.display()))?;
-    let mut out = std::io::BufWriter::new(out);
+    let shown = crate::output_file::shown(&a.out);
     let mut pacer = Pacer::new(a.rate);
     if detect(&head[..n]) == Some(Format::Jsonl) {
+        let mut out = std::io::BufWriter::new(crate::output_file::open_stream(&a.out, &inputs)?);
         // Native input: the lines themselves, verbatim, so the replay is exact.
         let f = memtide_core::formats::source::open_regular(&a.src)?;
         let mut lines = BufReader::new(f).lines();
@@ -100,7 +84,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
             out.flush()?;
         }
         out.flush()?;
-        crate::errln!("replayed {} events to {}", pacer.sent, a.out.display());
+        crate::errln!("replayed {} events to {shown}", pacer.sent);
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = load(&a.src, &a.input)?;
@@ -116,6 +100,8 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
             memtide_core::trace::NO_IDENTITIES
         );
     }
+    // Opened once the trace is read: a file that cannot be read leaves OUT as it was.
+    let mut out = std::io::BufWriter::new(crate::output_file::open_stream(&a.out, &inputs)?);
     let mut w = JsonlWriter::new(trace);
     w.header(&mut out)?;
     out.flush()?;
@@ -131,11 +117,10 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     crate::errln!(
-        "replayed {} events of {} ({}) to {}",
+        "replayed {} events of {} ({}) to {shown}",
         pacer.sent,
         a.src.display(),
-        trace.device,
-        a.out.display()
+        trace.device
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
         .map(|s| AllocConf::parse(s).with_context(|| "--alloc-conf".to_string()))
         .collect::<Result<_>>()?;
     let capacity = match &a.capacity {
-        Some(c) => Some(memtide_core::trace::parse_size(c).context("--capacity")?.0),
+        Some(c) => Some(super::flags::capacity(c)?.0),
         None => None,
     };
     let loaded = load_whole(&a.file, &a.input)?;

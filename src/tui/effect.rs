@@ -63,12 +63,12 @@ pub enum Effect {
     },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
-    /// Write a file the user asked for (an exported picture) atomically, never over the
-    /// trace; reply `Msg::Wrote`.
+    /// Write a file the user asked for (an exported picture) atomically, never over one of
+    /// `inputs` (the trace, its side files, the theme file); reply `Msg::Wrote`.
     WriteFile {
         path: PathBuf,
         bytes: Vec<u8>,
-        input: PathBuf,
+        inputs: Vec<PathBuf>,
     },
     /// Leave the event loop.
     Quit,

@@ -165,11 +165,19 @@ impl Harness {
                     self.clipboard.push(t);
                     continue;
                 }
-                Effect::WriteFile { path, bytes, input } => Msg::Wrote {
-                    result: crate::output_file::write_atomically(&path, &bytes, &[&input])
-                        .map_err(|e| format!("{e:#}")),
+                Effect::WriteFile {
                     path,
-                },
+                    bytes,
+                    inputs,
+                } => {
+                    let inputs: Vec<&std::path::Path> =
+                        inputs.iter().map(|p| p.as_path()).collect();
+                    Msg::Wrote {
+                        result: crate::output_file::write_atomically(&path, &bytes, &inputs)
+                            .map_err(|e| format!("{e:#}")),
+                        path,
+                    }
+                }
                 Effect::Quit => continue,
             };
             fx.extend(update::update(&mut self.app, msg));

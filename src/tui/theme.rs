@@ -29,6 +29,8 @@ struct ThemeFile {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Theme {
     pub name: String,
+    /// The theme TOML it was read from (None: built in): an input no output may overwrite.
+    pub file: Option<std::path::PathBuf>,
     /// No colours: bands are told apart by shade glyphs.
     pub mono: bool,
     pub bands: [Style; Band::COUNT],
@@ -75,6 +77,7 @@ impl Theme {
         let s = Style::default();
         Theme {
             name: name.to_string(),
+            file: None,
             mono: false,
             bands: [s; Band::COUNT],
             reserved: s,
@@ -139,8 +142,10 @@ impl Theme {
                 let text = memtide_core::formats::source::open_regular(p)
                     .and_then(std::io::read_to_string)
                     .with_context(|| format!("cannot read theme {}", p.display()))?;
-                Theme::from_toml(&text, Some(&Theme::default()))
-                    .with_context(|| format!("bad theme {}", p.display()))
+                let mut t = Theme::from_toml(&text, Some(&Theme::default()))
+                    .with_context(|| format!("bad theme {}", p.display()))?;
+                t.file = Some(p.to_path_buf());
+                Ok(t)
             }
         }
     }

@@ -11,11 +11,16 @@
 //! - Anywhere else the process prints `memtide: error: <input>: out of memory: …` and exits
 //!   with status 2 (no abort, no core dump).
 //!
+//! - Inside [`recoverable`] (one file of a job, read while others are read too) a refusal by
+//!   the budget ends that file's reading, not the process: the allocation is let through
+//!   (an overdraft of at most the budget again), the thread's next [`try_grow`] fails, and
+//!   the caller gets the reason with the file's outcome.
+//!
 //! Without `MEMTIDE_MAX_MEMORY` nothing is counted and only real allocation failures (e.g.
 //! under `ulimit -v`) are caught. The budget is checked per allocation against the bytes
 //! live at that moment, so it bounds the process's heap (decoded model included).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -26,12 +31,27 @@ static LIVE: AtomicI64 = AtomicI64::new(0);
 /// The budget in bytes (`u64::MAX`: none).
 static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 static COUNTING: AtomicBool = AtomicBool::new(false);
+/// [`recoverable`] scopes running now, on any thread.
+static SCOPES: AtomicU64 = AtomicU64::new(0);
+/// Refusals by the budget on a thread outside any scope while scopes run (a reader's helper
+/// thread: which file it worked for is not known), and the last one's size and bytes in use.
+static STRAY_REFUSALS: AtomicU64 = AtomicU64::new(0);
+static STRAY_SIZE: AtomicU64 = AtomicU64::new(0);
+static STRAY_LIVE: AtomicI64 = AtomicI64::new(0);
 /// The input being read, for the out-of-memory message.
 static CONTEXT: Mutex<String> = Mutex::new(String::new());
 
 thread_local! {
     /// Set while [`try_grow`] runs: a refusal then returns null to `try_reserve`.
     static FALLIBLE: Cell<bool> = const { Cell::new(false) };
+    /// Set while [`recoverable`] runs on this thread.
+    static RECOVERABLE: Cell<bool> = const { Cell::new(false) };
+    /// The first refusal by the budget inside [`recoverable`]: the size asked for and the
+    /// bytes in use then.
+    static REFUSED: Cell<Option<(usize, i64)>> = const { Cell::new(None) };
+    /// The input this thread reads, for the out-of-memory message (several threads read
+    /// several files at once).
+    static THREAD_CONTEXT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// Parses a size such as `4G`, `512M`, `64k`, `1000000` (binary multiples).
@@ -73,12 +93,101 @@ pub fn limit() -> Option<u64> {
     Some(LIMIT.load(Ordering::Relaxed)).filter(|&l| l != u64::MAX)
 }
 
-/// Names the input being read in the out-of-memory message.
+/// Names the input being read in the out-of-memory message (this thread's, and the
+/// process's for threads that name none).
 pub fn set_context(name: &str) {
     if let Ok(mut c) = CONTEXT.lock() {
         c.clear();
         c.push_str(name);
     }
+    let _ = THREAD_CONTEXT.try_with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.clear();
+            c.push_str(name);
+        }
+    });
+}
+
+/// Runs `f` (the reading of one file of several) so that the budget refusing an allocation
+/// ends only this reading: returns `f`'s result and, when the budget refused something on
+/// this thread meanwhile — or on a helper thread while this ran (which file it served is not
+/// known, so every scope running then is told) — why (`out of memory: …`). The caller then
+/// treats the file as failed, whatever `f` returned; read again alone, the answer is exact.
+pub fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
+    let _ = REFUSED.try_with(|r| r.set(None));
+    let _ = RECOVERABLE.try_with(|r| r.set(true));
+    SCOPES.fetch_add(1, Ordering::SeqCst);
+    let strays = STRAY_REFUSALS.load(Ordering::SeqCst);
+    let out = f();
+    SCOPES.fetch_sub(1, Ordering::SeqCst);
+    let _ = RECOVERABLE.try_with(|r| r.set(false));
+    let refused = REFUSED.try_with(|r| r.take()).ok().flatten().or_else(|| {
+        (STRAY_REFUSALS.load(Ordering::SeqCst) != strays).then(|| {
+            (
+                STRAY_SIZE.load(Ordering::Relaxed) as usize,
+                STRAY_LIVE.load(Ordering::Relaxed),
+            )
+        })
+    });
+    (
+        out,
+        refused.map(|(size, live)| over_budget_text(size, live)),
+    )
+}
+
+/// Whether this thread may overdraw: inside a scope, or a helper thread while scopes run.
+fn in_scope() -> bool {
+    RECOVERABLE.try_with(Cell::get).unwrap_or(false) || SCOPES.load(Ordering::Relaxed) > 0
+}
+
+fn over_budget_text(size: usize, live: i64) -> String {
+    format!(
+        "out of memory: allocating {size} B with {} B in use exceeds the memory budget of {} B (MEMTIDE_MAX_MEMORY)",
+        live.max(0),
+        LIMIT.load(Ordering::Relaxed)
+    )
+}
+
+/// Whether this thread is inside [`recoverable`] and the budget already refused something.
+fn refused_here() -> bool {
+    RECOVERABLE.try_with(Cell::get).unwrap_or(false)
+        && REFUSED.try_with(|r| r.get().is_some()).unwrap_or(false)
+}
+
+/// Notes a refusal inside [`recoverable`] (this thread's first), or on a helper thread while
+/// scopes run.
+fn note_refusal(size: usize) {
+    let live = LIVE.load(Ordering::Relaxed);
+    if RECOVERABLE.try_with(Cell::get).unwrap_or(false) {
+        let _ = REFUSED.try_with(|r| {
+            if r.get().is_none() {
+                r.set(Some((size, live)));
+            }
+        });
+    } else if SCOPES.load(Ordering::Relaxed) > 0 {
+        STRAY_SIZE.store(size as u64, Ordering::Relaxed);
+        STRAY_LIVE.store(live, Ordering::Relaxed);
+        STRAY_REFUSALS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// An allocation of `size` the budget refused, outside [`try_grow`]: inside [`recoverable`]
+/// (or on a helper thread while one runs) it is let through (counted) while the bytes in use
+/// stay under twice the budget, and the refusal is noted (the thread's next `try_grow`
+/// fails, ending the file's reading). Returns whether the caller may allocate.
+#[inline]
+pub fn overdraw(size: usize) -> bool {
+    if FALLIBLE.try_with(Cell::get).unwrap_or(false) || !in_scope() {
+        return false;
+    }
+    let limit = LIMIT.load(Ordering::Relaxed);
+    let before = LIVE.load(Ordering::Relaxed).max(0) as u64;
+    if before.saturating_add(size as u64) > limit.saturating_mul(2) {
+        return false;
+    }
+    note_refusal(size);
+    LIVE.fetch_add(size as i64, Ordering::Relaxed);
+    true
 }
 
 /// Grows `v` so it holds `additional` more items, returning an error text (`… exceeds …`)
@@ -86,6 +195,13 @@ pub fn set_context(name: &str) {
 pub fn try_grow<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(), String> {
     if v.capacity() - v.len() >= additional {
         return Ok(());
+    }
+    if refused_here() {
+        // An allocation elsewhere already went over the budget: stop reading this file.
+        return Err(format!(
+            "{what}: stopped reading: the memory budget of {} B (MEMTIDE_MAX_MEMORY) is exceeded",
+            LIMIT.load(Ordering::Relaxed)
+        ));
     }
     FALLIBLE.with(|f| f.set(true));
     let r = v.try_reserve(additional);
@@ -117,11 +233,25 @@ fn fail(size: usize, over_budget: bool) -> ! {
     let mut buf = [0u8; 512];
     let mut w = &mut buf[..];
     let _ = write!(w, "memtide: error: ");
-    if let Ok(c) = CONTEXT.try_lock() {
-        if !c.is_empty() {
-            let n = c.len().min(300);
-            let cut = (0..=n).rev().find(|&i| c.is_char_boundary(i)).unwrap_or(0);
-            let _ = write!(w, "{}: ", &c[..cut]);
+    let cut = |c: &str| -> usize {
+        let n = c.len().min(300);
+        (0..=n).rev().find(|&i| c.is_char_boundary(i)).unwrap_or(0)
+    };
+    // This thread's input first: another thread may be reading another file.
+    let named = THREAD_CONTEXT
+        .try_with(|c| match c.try_borrow() {
+            Ok(c) if !c.is_empty() => {
+                let _ = write!(w, "{}: ", &c[..cut(&c)]);
+                true
+            }
+            _ => false,
+        })
+        .unwrap_or(false);
+    if !named {
+        if let Ok(c) = CONTEXT.try_lock() {
+            if !c.is_empty() {
+                let _ = write!(w, "{}: ", &c[..cut(&c)]);
+            }
         }
     }
     let live = LIVE.load(Ordering::Relaxed).max(0);
@@ -172,6 +302,9 @@ pub fn release(size: usize) {
 #[cold]
 pub fn refused(size: usize, over_budget: bool) {
     if FALLIBLE.try_with(|f| f.get()).unwrap_or(false) {
+        if over_budget {
+            note_refusal(size);
+        }
         return;
     }
     fail(size, over_budget)

@@ -51,11 +51,14 @@ pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
     };
     let text = source::open_regular(path)
         .and_then(std::io::read_to_string)
-        .map_err(|e| {
-            FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
+        .map_err(|e| FormatError::SideFile {
+            what: format!("cannot read rules file {}", path.display()),
+            reason: e.to_string(),
         })?;
-    Rules::parse(&text)
-        .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
+    Rules::parse(&text).map_err(|e| FormatError::SideFile {
+        what: format!("rules file {}", path.display()),
+        reason: e.to_string(),
+    })
 }
 
 /// The user's frame patterns (`[[frames]]` tables of the `--rules FILE`), or none.
@@ -65,11 +68,14 @@ pub fn frame_rules(opts: &LoadOptions) -> Result<FrameRules, FormatError> {
     };
     let text = source::open_regular(path)
         .and_then(std::io::read_to_string)
-        .map_err(|e| {
-            FormatError::Invalid(format!("cannot read rules file {}: {e}", path.display()))
+        .map_err(|e| FormatError::SideFile {
+            what: format!("cannot read rules file {}", path.display()),
+            reason: e.to_string(),
         })?;
-    FrameRules::parse(&text)
-        .map_err(|e| FormatError::Invalid(format!("rules file {}: {e}", path.display())))
+    FrameRules::parse(&text).map_err(|e| FormatError::SideFile {
+        what: format!("rules file {}", path.display()),
+        reason: e.to_string(),
+    })
 }
 
 /// Infers the categories of every trace whose reader found none.

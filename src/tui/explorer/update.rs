@@ -807,6 +807,17 @@ fn click(sh: &mut Shared, ex: &mut ExplorerState, col: u16, row: u16) -> Vec<Eff
 
 /// `e`: the visible event range drawn as SVG, to be written next to the trace file as
 /// `NAME.view-LO-HI.svg` (the runtime writes it and says where).
+/// Every file the explorer read for this trace: the trace, its side files (device log,
+/// categories, rules) and the theme TOML; an export never overwrites one.
+fn export_inputs(ex: &ExplorerState, theme: &crate::tui::theme::Theme) -> Vec<std::path::PathBuf> {
+    let mut v = vec![ex.path.clone()];
+    v.extend(ex.opts.device_log.as_ref().map(|d| d.path.clone()));
+    v.extend(ex.opts.categories.clone());
+    v.extend(ex.opts.rules.clone());
+    v.extend(theme.file.clone());
+    v
+}
+
 fn export_view(sh: &mut Shared, ex: &ExplorerState, dev: &Device) -> Vec<Effect> {
     let n = dev.index.len() as u64;
     if n == 0 {
@@ -854,7 +865,7 @@ fn export_view(sh: &mut Shared, ex: &ExplorerState, dev: &Device) -> Vec<Effect>
             vec![Effect::WriteFile {
                 path,
                 bytes: svg.into_bytes(),
-                input: ex.path.clone(),
+                inputs: export_inputs(ex, &sh.theme),
             }]
         }
         Err(e) => say(sh, &format!("export failed: {e}")),

@@ -183,8 +183,13 @@ fn run_effects(
                 let _ = out.write_all(workers::osc52(&text).as_bytes());
                 let _ = out.flush();
             }
-            Effect::WriteFile { path, bytes, input } => {
-                let result = crate::output_file::write_atomically(&path, &bytes, &[&input])
+            Effect::WriteFile {
+                path,
+                bytes,
+                inputs,
+            } => {
+                let inputs: Vec<&std::path::Path> = inputs.iter().map(|p| p.as_path()).collect();
+                let result = crate::output_file::write_atomically(&path, &bytes, &inputs)
                     .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Msg::Wrote { path, result });
             }

@@ -174,7 +174,7 @@ const OUTSIDE_SHARE: u64 = 10;
 /// device; otherwise `live_tensors`. Whatever a step needs that the source lacks makes it
 /// `unknown`, naming the missing figure.
 pub fn explain(f: &OomFacts) -> OomExplanation {
-    let rounded = f.requested.map(round_size);
+    let rounded = f.requested.and_then(round_size);
     let pool = match (&f.pool, rounded) {
         (Some(p), _) => Some(p.key.label()),
         (None, Some(r)) => Some(pool_for(r).name().to_string()),
@@ -221,6 +221,13 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
     }
 }
 
+/// The advice for a request whose block or segment size does not fit 64 bits.
+pub fn unservable(requested: u64) -> String {
+    format!(
+        "one request of {requested} B cannot be rounded up to a block or segment size within 64 bits: no allocator can ever serve it (a size this large usually means a corrupt or miscounted size in the file)"
+    )
+}
+
 fn decide(
     f: &OomFacts,
     rounded: Option<u64>,
@@ -229,6 +236,9 @@ fn decide(
     missing: &mut Vec<&'static str>,
 ) -> (Verdict, String) {
     let Some(rounded) = rounded else {
+        if let Some(r) = f.requested {
+            return (Verdict::RequestTooLarge, unservable(r));
+        }
         missing.push("the requested size (the OOM event records none)");
         return (Verdict::Unknown, String::new());
     };
@@ -244,7 +254,9 @@ fn decide(
             );
         }
     }
-    let new_segment = allocation_size(rounded);
+    let Some(new_segment) = allocation_size(rounded) else {
+        return (Verdict::RequestTooLarge, unservable(rounded));
+    };
     match &f.pool {
         Some(p) if p.pool_free >= rounded && p.largest_free_block < rounded => {
             return (

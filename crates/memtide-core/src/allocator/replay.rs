@@ -6,7 +6,7 @@
 //! applied forward.
 
 use super::entries::Entries;
-use super::rounding::{round_size, segment_kind, PoolKind, LARGE_BUFFER};
+use super::rounding::{block_extent, segment_kind, PoolKind, LARGE_BUFFER};
 use super::state::{Active, BlockState, PoolId, SegMeta, State};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
@@ -199,7 +199,7 @@ impl History {
                     st.put_block(
                         e.addr,
                         Active {
-                            size: round_size(e.size),
+                            size: block_extent(e.size),
                             requested: e.size,
                             pending: false,
                         },
@@ -386,7 +386,7 @@ fn apply(st: &mut State, e: &Entry, h: &History, finals: &Finals, rep: &mut Repl
         Op::Alloc => {
             let size = match finals.blocks.get(&e.addr) {
                 Some(&(req, size)) if req == e.size => size,
-                _ => round_size(e.size),
+                _ => block_extent(e.size),
             };
             rep.overwritten += st.alloc_sized(e.addr, e.size, size);
         }

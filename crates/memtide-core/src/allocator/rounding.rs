@@ -57,13 +57,21 @@ impl PoolKind {
 
 /// `round_size`: the block size a request of `size` bytes occupies (512 B steps; the
 /// optional `roundup_power2_divisions` setting is not modelled: with it, PyTorch rounds
-/// some sizes further up).
-pub fn round_size(size: u64) -> u64 {
+/// some sizes further up). None when the rounded size does not fit 64 bits: no allocator
+/// can serve such a request (PyTorch's own `size_t` arithmetic would wrap).
+pub fn round_size(size: u64) -> Option<u64> {
     if size < MIN_BLOCK_SIZE {
-        MIN_BLOCK_SIZE
+        Some(MIN_BLOCK_SIZE)
     } else {
-        size.div_ceil(MIN_BLOCK_SIZE).saturating_mul(MIN_BLOCK_SIZE)
+        size.div_ceil(MIN_BLOCK_SIZE).checked_mul(MIN_BLOCK_SIZE)
     }
+}
+
+/// The extent of a block the file recorded with `size` bytes requested: the rounded size, or
+/// the size as recorded when it cannot be rounded within 64 bits (no allocator made such a
+/// block; what the file says is all there is).
+pub fn block_extent(size: u64) -> u64 {
+    round_size(size).unwrap_or(size)
 }
 
 /// `get_pool`: the pool a rounded request is served from.
@@ -75,14 +83,15 @@ pub fn pool_for(rounded: u64) -> PoolKind {
     }
 }
 
-/// `get_allocation_size`: the segment a rounded request needs when no cached block fits.
-pub fn allocation_size(rounded: u64) -> u64 {
+/// `get_allocation_size`: the segment a rounded request needs when no cached block fits;
+/// None when that segment's size does not fit 64 bits (it can never be allocated).
+pub fn allocation_size(rounded: u64) -> Option<u64> {
     if rounded <= SMALL_SIZE {
-        SMALL_BUFFER
+        Some(SMALL_BUFFER)
     } else if rounded < MIN_LARGE_ALLOC {
-        LARGE_BUFFER
+        Some(LARGE_BUFFER)
     } else {
-        rounded.div_ceil(ROUND_LARGE).saturating_mul(ROUND_LARGE)
+        rounded.div_ceil(ROUND_LARGE).checked_mul(ROUND_LARGE)
     }
 }
 
@@ -103,17 +112,31 @@ mod tests {
 
     #[test]
     fn rounding_rules_match_the_allocator() {
-        assert_eq!(round_size(0), 512);
-        assert_eq!(round_size(1), 512);
-        assert_eq!(round_size(512), 512);
-        assert_eq!(round_size(513), 1024);
+        assert_eq!(round_size(0), Some(512));
+        assert_eq!(round_size(1), Some(512));
+        assert_eq!(round_size(512), Some(512));
+        assert_eq!(round_size(513), Some(1024));
         assert_eq!(pool_for(1 << 20), PoolKind::Small);
         assert_eq!(pool_for((1 << 20) + 512), PoolKind::Large);
-        assert_eq!(allocation_size(512), 2 << 20);
-        assert_eq!(allocation_size((1 << 20) + 512), 20 << 20);
-        assert_eq!(allocation_size((10 << 20) - 512), 20 << 20);
-        assert_eq!(allocation_size(10 << 20), 10 << 20);
-        assert_eq!(allocation_size((10 << 20) + 512), 12 << 20);
-        assert_eq!(round_size(u64::MAX), u64::MAX);
+        assert_eq!(allocation_size(512), Some(2 << 20));
+        assert_eq!(allocation_size((1 << 20) + 512), Some(20 << 20));
+        assert_eq!(allocation_size((10 << 20) - 512), Some(20 << 20));
+        assert_eq!(allocation_size(10 << 20), Some(10 << 20));
+        assert_eq!(allocation_size((10 << 20) + 512), Some(12 << 20));
+    }
+
+    #[test]
+    fn sizes_beyond_64_bits_cannot_be_rounded() {
+        // The largest multiple of 512 is 2^64 − 512; anything above cannot be rounded.
+        assert_eq!(round_size(u64::MAX - 511), Some(u64::MAX - 511));
+        assert_eq!(round_size(u64::MAX - 510), None);
+        assert_eq!(round_size(u64::MAX), None);
+        assert_eq!(block_extent(u64::MAX), u64::MAX);
+        // Segments go in 2 MiB steps: 2^64 − 2 MiB is the last.
+        assert_eq!(
+            allocation_size(u64::MAX - (2 << 20) + 1),
+            Some(u64::MAX - (2 << 20) + 1)
+        );
+        assert_eq!(allocation_size(u64::MAX - 511), None);
     }
 }

@@ -4,7 +4,7 @@
 //! segment — PyTorch merges adjacent inactive blocks, so each gap is one free block — and
 //! every query (segment list, free blocks, totals per pool and stream) is derived from that.
 
-use super::rounding::{round_size, PoolKind};
+use super::rounding::{block_extent, PoolKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -192,13 +192,13 @@ impl State {
     /// An allocation of `requested` bytes at `addr` (its extent is the rounded size). Returns
     /// how many active blocks it overlapped (they are dropped: the file reused live memory).
     pub fn alloc(&mut self, addr: u64, requested: u64) -> u64 {
-        self.alloc_sized(addr, requested, round_size(requested))
+        self.alloc_sized(addr, requested, block_extent(requested))
     }
 
     /// An allocation whose extent is known to be `size` (a block PyTorch did not split: its
     /// remainder was too small, so the block is larger than the rounded request).
     pub fn alloc_sized(&mut self, addr: u64, requested: u64, size: u64) -> u64 {
-        let size = size.max(round_size(requested));
+        let size = size.max(block_extent(requested));
         let end = addr.saturating_add(size);
         let over = self.blocks_overlapping(addr, end);
         for a in &over {

@@ -6,7 +6,7 @@
 use super::frames::{parse_frame, FrameView};
 use super::live::entry_in;
 use super::trend::Trend;
-use crate::allocator::rounding::round_size;
+use crate::allocator::rounding::block_extent;
 use crate::allocator::{explain, History, OomExplanation, OomFacts, Op, PoolFacts};
 use crate::index::Index;
 use crate::trace::{human_bytes, MarkKind, Seq, Trace};
@@ -55,7 +55,7 @@ pub fn explain_ooms(
                     match (e, st.get(k), requested) {
                         (Some(e), Some(s), Some(r)) => Some(PoolFacts::from_state(
                             s,
-                            round_size(r),
+                            block_extent(r),
                             h.stream_of(&e),
                             h.pool_of(&e),
                         )),

@@ -239,8 +239,8 @@ fn sample(format: LogFormat, c: &Columns, line: &str) -> Result<LogSample, Strin
     let (time, dev, used) = (get(c.time), get(c.device), get(c.used));
     match format {
         LogFormat::NvidiaSmi => {
-            let t_us = parse_timestamp(time).ok_or_else(|| {
-                format!("bad timestamp {time:?} (expected YYYY/MM/DD HH:MM:SS.mmm)")
+            let t_us = parse_timestamp(time).map_err(|why| {
+                format!("bad timestamp {time:?}: {why} (the form is YYYY/MM/DD HH:MM:SS.mmm)")
             })?;
             let device = dev
                 .parse::<u32>()
@@ -329,35 +329,79 @@ fn parse_mem(s: &str, default_unit: u64) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// The years a timestamp may name (nvidia-smi writes four digits): the µs since the epoch of
+/// any of them fit an `i64` with room for the zone and the offset.
+pub const YEARS: std::ops::RangeInclusive<i64> = 1..=9999;
+
 /// `2026/12/02 00:40:01.123` (also `-` between date parts, `T` before the time) as µs since
-/// the epoch, reading the wall-clock time as if it were UTC.
-pub fn parse_timestamp(s: &str) -> Option<i64> {
-    let (date, time) = s.trim().split_once([' ', 'T'])?;
+/// the epoch, reading the wall-clock time as if it were UTC; or what is wrong with it.
+pub fn parse_timestamp(s: &str) -> Result<i64, String> {
+    let bad = |what: &str| what.to_string();
+    let (date, time) = s
+        .trim()
+        .split_once([' ', 'T'])
+        .ok_or_else(|| bad("no space or T between the date and the time"))?;
     let mut d = date.split(['/', '-']);
-    let y: i64 = d.next()?.parse().ok()?;
-    let m: u32 = d.next()?.parse().ok()?;
-    let day: u32 = d.next()?.parse().ok()?;
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return None;
+    let mut field = |name: &str| -> Result<&str, String> {
+        d.next().ok_or_else(|| format!("the date has no {name}"))
+    };
+    let (ys, ms, ds) = (field("year")?, field("month")?, field("day")?);
+    let y: i64 = ys
+        .parse()
+        .map_err(|_| format!("year {ys:?} is not a number"))?;
+    if !YEARS.contains(&y) {
+        return Err(format!(
+            "year {ys} is out of range (expected {} to {})",
+            YEARS.start(),
+            YEARS.end()
+        ));
+    }
+    let m: u32 = ms
+        .parse()
+        .ok()
+        .filter(|m| (1..=12).contains(m))
+        .ok_or_else(|| format!("month {ms:?} is not 1 to 12"))?;
+    let day: u32 = ds
+        .parse()
+        .ok()
+        .filter(|d| (1..=31).contains(d))
+        .ok_or_else(|| format!("day {ds:?} is not 1 to 31"))?;
+    if d.next().is_some() {
+        return Err(bad("the date has more than three parts"));
     }
     let mut t = time.trim().split(':');
-    let h: i64 = t.next()?.parse().ok()?;
-    let min: i64 = t.next()?.parse().ok()?;
-    let sec = t.next()?;
-    if t.next().is_some() || !(0..24).contains(&h) || !(0..60).contains(&min) {
-        return None;
+    let mut part = |name: &str, below: i64| -> Result<i64, String> {
+        let p = t.next().ok_or_else(|| format!("the time has no {name}"))?;
+        p.parse::<i64>()
+            .ok()
+            .filter(|v| (0..below).contains(v))
+            .ok_or_else(|| format!("{name} {p:?} is not 0 to {}", below - 1))
+    };
+    let (h, min) = (part("hour", 24)?, part("minute", 60)?);
+    let sec = t.next().ok_or_else(|| bad("the time has no seconds"))?;
+    if t.next().is_some() {
+        return Err(bad("the time has more than three parts"));
     }
     let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
-    let s: i64 = whole.parse().ok()?;
-    if !(0..61).contains(&s) || !frac.chars().all(|c| c.is_ascii_digit()) {
-        return None;
+    let s: i64 = whole
+        .parse()
+        .ok()
+        .filter(|s| (0..61).contains(s))
+        .ok_or_else(|| format!("seconds {whole:?} are not 0 to 60"))?;
+    if !frac.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!("fraction {frac:?} is not digits"));
     }
     let mut frac_us = 0i64;
     for (i, c) in frac.chars().take(6).enumerate() {
         frac_us += (c as i64 - '0' as i64) * 10i64.pow(5 - i as u32);
     }
-    let days = days_from_civil(y, m, day);
-    Some(((days * 86_400 + h * 3600 + min * 60 + s) * 1_000_000) + frac_us)
+    // Within YEARS every step fits (|µs| < 2.6e17); checked all the same.
+    days_from_civil(y, m, day)
+        .checked_mul(86_400)
+        .and_then(|x| x.checked_add(h * 3600 + min * 60 + s))
+        .and_then(|x| x.checked_mul(1_000_000))
+        .and_then(|x| x.checked_add(frac_us))
+        .ok_or_else(|| bad("the time is out of range"))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -438,11 +482,19 @@ mod tests {
         // 2021-06-08 09:12:46.756 UTC = 1623143566.756 s (checked with `date -u -d @1623143566`).
         assert_eq!(
             parse_timestamp("2021/06/08 09:12:46.756"),
-            Some(1_623_143_566_756_000)
+            Ok(1_623_143_566_756_000)
         );
-        assert_eq!(parse_timestamp("1970-01-01T00:00:01"), Some(1_000_000));
-        assert_eq!(parse_timestamp("2021/13/08 09:12:46"), None);
-        assert_eq!(parse_timestamp("yesterday"), None);
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01"), Ok(1_000_000));
+        // 9999-12-31 23:59:59 UTC = 253402300799 s (`date -u -d '9999-12-31 23:59:59' +%s`).
+        assert_eq!(
+            parse_timestamp("9999/12/31 23:59:59"),
+            Ok(253_402_300_799_000_000)
+        );
+        assert!(parse_timestamp("2021/13/08 09:12:46").is_err());
+        assert!(parse_timestamp("yesterday").is_err());
+        let e = parse_timestamp("99999999999999/06/08 09:12:46.756").unwrap_err();
+        assert!(e.contains("year 99999999999999 is out of range"), "{e}");
+        assert!(parse_timestamp("-1/06/08 09:12:46").is_err());
     }
 
     #[test]

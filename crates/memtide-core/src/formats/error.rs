@@ -18,6 +18,10 @@ pub enum FormatError {
     /// Readable, but not what the user asked (e.g. a device that is not in the file).
     #[error("{0}")]
     Invalid(String),
+    /// A side file (`--rules`, `--categories`) that cannot be read: `what` names it
+    /// (`rules file r.toml`), `reason` says where in it and why.
+    #[error("{what}: {reason}")]
+    SideFile { what: String, reason: String },
     /// A device-usage log (`--device-log`) that cannot be read.
     #[error(transparent)]
     DeviceLog(#[from] super::device_log::DeviceLogError),

@@ -37,8 +37,9 @@ pub fn read(
     // Read the (small) sidecar first: a bad path fails before a long parse.
     let mut side = match &opts.categories {
         Some(p) => Some(sidecar::Sidecar::new(
-            memory_timeline::read_path(p).map_err(|e| {
-                FormatError::Invalid(format!("categories file {}: {e}", p.display()))
+            memory_timeline::read_path(p).map_err(|e| FormatError::SideFile {
+                what: format!("categories file {}", p.display()),
+                reason: e.to_string(),
             })?,
         )),
         None => None,

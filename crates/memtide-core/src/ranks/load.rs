@@ -80,6 +80,11 @@ pub fn default_jobs() -> usize {
 /// Reads every file on at most `jobs` threads (`progress[i]` counts file `i`'s bytes; a
 /// missing entry gets a fresh counter), calling `on_event` from the worker threads as each
 /// file starts and ends. Returns when all are done.
+///
+/// A file whose reading the memory budget (`MEMTIDE_MAX_MEMORY`) stopped fails alone, with
+/// its own name and the reason; the others go on. Read while other files were read too, it
+/// may only have been crowded out: it is read again once the others are done, by itself,
+/// and fails only if it still does not fit.
 pub fn load_all(
     files: &[RankFile],
     opts: &RankOptions,
@@ -89,6 +94,7 @@ pub fn load_all(
 ) {
     let next = AtomicUsize::new(0);
     let threads = jobs.clamp(1, files.len().max(1));
+    let again = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -98,16 +104,43 @@ pub fn load_all(
                 };
                 on_event(RankEvent::Started(i));
                 let p = progress.get(i).cloned().unwrap_or_default();
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    load_one(file, opts, &p)
-                }))
-                .unwrap_or_else(|_| {
-                    FileOutcome::Failed("internal error while reading the file".into())
-                });
-                on_event(RankEvent::Done(i, outcome));
+                match guarded_load(file, opts, &p) {
+                    (_, true) if threads > 1 => match again.lock() {
+                        Ok(mut v) => v.push(i),
+                        Err(_) => on_event(RankEvent::Done(
+                            i,
+                            FileOutcome::Failed("internal error while reading the file".into()),
+                        )),
+                    },
+                    (outcome, _) => on_event(RankEvent::Done(i, outcome)),
+                }
             });
         }
     });
+    let mut again = again.into_inner().unwrap_or_default();
+    again.sort_unstable();
+    for i in again {
+        let Some(file) = files.get(i) else {
+            continue;
+        };
+        let p = progress.get(i).cloned().unwrap_or_default();
+        // Read again from the start: the bytes counted so far were the first attempt's.
+        p.done.store(0, Ordering::Relaxed);
+        on_event(RankEvent::Done(i, guarded_load(file, opts, &p).0));
+    }
+}
+
+/// [`load_one`] with a panic and the memory budget's refusal each turned into a failed
+/// outcome; true when the budget refused.
+fn guarded_load(file: &RankFile, opts: &RankOptions, p: &Progress) -> (FileOutcome, bool) {
+    let (outcome, over_budget) = crate::budget::recoverable(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| load_one(file, opts, p)))
+            .unwrap_or_else(|_| FileOutcome::Failed("internal error while reading the file".into()))
+    });
+    match over_budget {
+        Some(why) => (FileOutcome::Failed(why), true),
+        None => (outcome, false),
+    }
 }
 
 /// Reads one file into its row.

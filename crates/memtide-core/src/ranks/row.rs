@@ -123,6 +123,23 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
     let u = |v: &Value| v.as_u64();
     let s = |v: &Value| v.as_str().map(str::to_string);
     let peak = &v["peak"];
+    // What `check` gates on is read strictly: a value there that is not what it should be is
+    // an error naming it, never a row that silently has no peak (and passes every gate).
+    let peak_bytes = gated_u64(&peak["bytes"], "peak.bytes", "whole bytes")?;
+    let growth = match &v["trend"]["growth"] {
+        Value::Null => None,
+        g => Some(g.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+            format!(
+                "trend.growth is {}: expected a number (the step baseline growth as a fraction) or null",
+                shown(g)
+            )
+        })?),
+    };
+    let ooms = match &v["ooms"] {
+        Value::Null => 0,
+        Value::Array(a) => a.len(),
+        o => return Err(format!("ooms is {}: expected a list", shown(o))),
+    };
     let peak_index = u(&peak["index"]);
     let in_window = |kind: &str| -> Option<String> {
         let at = peak_index?;
@@ -138,7 +155,7 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
         device: s(&v["device"]).unwrap_or_default(),
         world_size: u(&v["distributed"]["world_size"]),
         events: u(&v["events"]).unwrap_or(0),
-        peak: u(&peak["bytes"]),
+        peak: peak_bytes,
         peak_index,
         peak_time_us: peak["time_us"].as_f64(),
         peak_step: in_window("step"),
@@ -147,14 +164,38 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
         activation: u(&peak["bands"]["activation"]),
         reserved_peak: u(&v["reserved_peak"]),
         capacity: u(&v["capacity"]),
-        ooms: v["ooms"].as_array().map_or(0, Vec::len),
-        growth: v["trend"]["growth"].as_f64(),
+        ooms,
+        growth,
         doubtful: v["doubtful_warnings"]
             .as_array()
             .map(|a| a.iter().filter_map(s).collect())
             .unwrap_or_default(),
         ..RankRow::default()
     })
+}
+
+/// A gated count: absent or null → None; a whole number 0..2^64 − 1 → it; anything else
+/// (negative, fractional, too large, a string) → an error naming the key and the value.
+fn gated_u64(v: &Value, key: &str, what: &str) -> Result<Option<u64>, String> {
+    match v {
+        Value::Null => Ok(None),
+        v => v.as_u64().map(Some).ok_or_else(|| {
+            format!(
+                "{key} is {}: expected {what}, 0 to {} (or null)",
+                shown(v),
+                u64::MAX
+            )
+        }),
+    }
+}
+
+/// A JSON value for an error message, cut to 40 characters.
+fn shown(v: &Value) -> String {
+    let t = v.to_string();
+    match t.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t,
+    }
 }
 
 /// The distributed rank a summary object records (`distributed.rank`).
@@ -225,5 +266,42 @@ mod tests {
         assert_eq!((r.ooms, r.growth, r.world_size), (2, Some(0.5), Some(8)));
         assert_eq!(distributed_rank(&v), Some(3));
         assert!(row_from_summary(&serde_json::json!({"a": 1})).is_err());
+    }
+
+    #[test]
+    fn a_gated_figure_that_cannot_be_read_is_an_error_naming_it() {
+        let with = |peak: Value, growth: Value| {
+            serde_json::json!({"source": "r", "format": "snapshot", "device": "cuda:0",
+                "events": 1, "peak": {"bytes": peak}, "trend": {"growth": growth}})
+        };
+        // Null is "no peak" (no events); the rest cannot be a byte count.
+        assert_eq!(
+            row_from_summary(&with(Value::Null, Value::Null))
+                .unwrap()
+                .peak,
+            None
+        );
+        let big: Value = serde_json::from_str("18446744073709551616").unwrap();
+        for bad in [
+            serde_json::json!(-5),
+            serde_json::json!("5"),
+            serde_json::json!(1.5),
+            big,
+        ] {
+            let e = row_from_summary(&with(bad.clone(), Value::Null)).unwrap_err();
+            assert!(
+                e.starts_with("peak.bytes is ") && e.contains("expected whole bytes"),
+                "{bad}: {e}"
+            );
+        }
+        let e =
+            row_from_summary(&with(serde_json::json!(5), serde_json::json!("10%"))).unwrap_err();
+        assert!(e.starts_with("trend.growth is \"10%\""), "{e}");
+        assert_eq!(
+            row_from_summary(&with(serde_json::json!(u64::MAX), serde_json::json!(0.25)))
+                .unwrap()
+                .peak,
+            Some(u64::MAX)
+        );
     }
 }

@@ -162,7 +162,8 @@ pub fn parse_size(s: &str) -> Result<Bytes, SizeError> {
         return Err(err());
     }
     let v = f * mult as f64;
-    if v > u64::MAX as f64 {
+    // 2^64 itself is not a u64 (`u64::MAX as f64` rounds up to it).
+    if v >= 18_446_744_073_709_551_616.0 {
         return Err(err());
     }
     Ok(Bytes(v.round() as u64))
@@ -178,6 +179,10 @@ mod tests {
         assert_eq!(parse_size("12 GB"), Ok(Bytes(12_000_000_000)));
         assert_eq!(parse_size("1.5KiB"), Ok(Bytes(1536)));
         assert_eq!(parse_size("4096"), Ok(Bytes(4096)));
+        assert!(parse_size("18446744073709551616").is_err());
+        assert!(parse_size("16EiB").is_err());
+        assert!(parse_size("16777216TiB").is_err());
+        assert_eq!(parse_size("18446744073709551615"), Ok(Bytes(u64::MAX)));
         assert_eq!(parse_size("7B"), Ok(Bytes(7)));
         assert_eq!(parse_size("3MB"), Ok(Bytes(3_000_000)));
         assert_eq!(parse_size("2mib"), Ok(Bytes(2 << 20)));

@@ -302,16 +302,17 @@ impl AllocConf {
     }
 
     /// `DeviceCachingAllocator::round_size`: below 512 B → 512 B; with `divisions > 1` and
-    /// `size > 512 × divisions` → `roundup_power2_next_division`; else 512 B steps.
-    pub fn round_size(&self, size: u64) -> u64 {
+    /// `size > 512 × divisions` → `roundup_power2_next_division`; else 512 B steps. None when
+    /// the rounded size does not fit 64 bits: the request can never be served.
+    pub fn round_size(&self, size: u64) -> Option<u64> {
         if size < MIN_BLOCK_SIZE {
-            return MIN_BLOCK_SIZE;
+            return Some(MIN_BLOCK_SIZE);
         }
         let div = self.divisions_for(size);
         if div > 1 && size > MIN_BLOCK_SIZE.saturating_mul(div) {
             roundup_power2_next_division(size, div)
         } else {
-            size.div_ceil(MIN_BLOCK_SIZE).saturating_mul(MIN_BLOCK_SIZE)
+            size.div_ceil(MIN_BLOCK_SIZE).checked_mul(MIN_BLOCK_SIZE)
         }
     }
 
@@ -439,21 +440,22 @@ fn parse_divisions(t: &mut Tokens<'_>, c: &mut AllocConf) -> Result<(), ConfErro
 }
 
 /// `roundup_power2_next_division`: the next of `divisions` equal steps between the powers of
-/// two around `size` (1200 with 4 divisions → 1280).
-pub fn roundup_power2_next_division(size: u64, divisions: u64) -> u64 {
-    if size.is_power_of_two() {
-        return size;
+/// two around `size` (1200 with 4 divisions → 1280); None when that step lies at or beyond
+/// 2^64 (PyTorch's `size_t` would wrap to a small size; no allocator can serve it).
+pub fn roundup_power2_next_division(size: u64, divisions: u64) -> Option<u64> {
+    if size == 0 || size.is_power_of_two() {
+        return Some(size);
     }
     let floor = 1u64 << size.ilog2();
     let step = floor >> divisions.max(1).ilog2();
     if step == 0 {
-        return floor << 1;
+        return floor.checked_mul(2);
     }
     let down = size & !(step - 1);
     if down == size {
-        size
+        Some(size)
     } else {
-        down + step
+        down.checked_add(step)
     }
 }
 
@@ -521,17 +523,31 @@ mod tests {
     #[test]
     fn power2_rounding_matches_the_comment_s_example() {
         // "if we need to round-up 1200 and number of divisions is 4 … return 1280".
-        assert_eq!(roundup_power2_next_division(1200, 4), 1280);
-        assert_eq!(roundup_power2_next_division(1024, 4), 1024);
-        assert_eq!(roundup_power2_next_division(1280, 4), 1280);
+        assert_eq!(roundup_power2_next_division(1200, 4), Some(1280));
+        assert_eq!(roundup_power2_next_division(1024, 4), Some(1024));
+        assert_eq!(roundup_power2_next_division(1280, 4), Some(1280));
         let c = AllocConf::parse("roundup_power2_divisions:4").unwrap();
         // 1.1 GiB lies in [1, 2) GiB: quarter steps of 256 MiB → 1.25 GiB.
         let g = 1u64 << 30;
-        assert_eq!(c.round_size(g + (g / 10)), g + g / 4);
+        assert_eq!(c.round_size(g + (g / 10)), Some(g + g / 4));
         // Small sizes: 512 × 4 = 2048 is the threshold; 1000 B stays in 512 B steps.
-        assert_eq!(c.round_size(1000), 1024);
-        assert_eq!(c.round_size(3000), 3072);
-        assert_eq!(AllocConf::default().round_size(g + 1), g + 512);
+        assert_eq!(c.round_size(1000), Some(1024));
+        assert_eq!(c.round_size(3000), Some(3072));
+        assert_eq!(AllocConf::default().round_size(g + 1), Some(g + 512));
+    }
+
+    #[test]
+    fn requests_near_2_pow_64_cannot_be_rounded() {
+        // Two divisions of [2^63, 2^64): steps of 2^62, so 2^64 − 1 rounds to 2^64 — beyond
+        // 64 bits (the unchecked sum wrapped to 0).
+        let c = AllocConf::parse("roundup_power2_divisions:2").unwrap();
+        assert_eq!(c.round_size(u64::MAX), None);
+        assert_eq!(c.round_size(3 << 62), Some(3 << 62));
+        assert_eq!(c.round_size((3 << 62) - 1), Some(3 << 62));
+        assert_eq!(c.round_size((3 << 62) + 1), None);
+        assert_eq!(AllocConf::default().round_size(u64::MAX), None);
+        // More divisions than the interval has bytes: the next power of two.
+        assert_eq!(roundup_power2_next_division(1025, 1 << 20), Some(2048));
     }
 
     #[test]

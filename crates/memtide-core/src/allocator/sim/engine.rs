@@ -169,9 +169,11 @@ impl SegKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refusal {
     pub requested: u64,
-    pub rounded: u64,
-    /// The segment (or mapping) it needed.
-    pub alloc_size: u64,
+    /// The block size (None: the request cannot be rounded within 64 bits; it can never be
+    /// served).
+    pub rounded: Option<u64>,
+    /// The segment (or mapping) it needed (None: beyond 64 bits).
+    pub alloc_size: Option<u64>,
     pub small: bool,
     pub stream: u64,
     pub pool: u32,
@@ -364,28 +366,29 @@ impl Engine {
         pool: u32,
         tag: u32,
     ) -> Result<u32, Refusal> {
-        let size = self.conf.round_size(orig_size);
-        let small = size <= SMALL_SIZE;
+        let rounded = self.conf.round_size(orig_size);
+        let small = rounded.is_some_and(|s| s <= SMALL_SIZE);
         let refusal = Refusal {
             requested: orig_size,
-            rounded: size,
-            alloc_size: allocation_size(size),
+            rounded,
+            alloc_size: rounded.and_then(allocation_size),
             small,
             stream,
             pool,
         };
-        // No device holds 256 TiB (the packed keys' limit).
-        let Some(sidx) = self
-            .stream_index(stream)
-            .filter(|_| refusal.alloc_size <= SIZE_MASK)
-        else {
+        // No device holds 256 TiB (the packed keys' limit); a size beyond 64 bits fits none.
+        let (Some(size), Some(alloc_size), Some(sidx)) = (
+            rounded,
+            refusal.alloc_size.filter(|&a| a <= SIZE_MASK),
+            self.stream_index(stream),
+        ) else {
             return Err(refusal);
         };
         let p = Params {
             size,
             stream: sidx,
             pool: self.get_pool(pool, small),
-            alloc_size: refusal.alloc_size,
+            alloc_size,
         };
         let mut found = self.get_free_block(&p);
         if found.is_none() {
@@ -607,11 +610,13 @@ impl Engine {
 
     /// `alloc_block`: a new `cudaMalloc` segment of `alloc_size` bytes, or with expandable
     /// segments `try_allocate_expandable_block`. Fails when it would exceed the capacity
-    /// (or, with `set_fraction`, the allowed maximum).
+    /// (or, with `set_fraction`, the allowed maximum), and, without a capacity, when the
+    /// reserved bytes or the model's addresses would pass 2^64 (no device holds that).
     fn alloc_block(&mut self, p: &Params) -> Option<u32> {
         let fits = |extra: u64, s: &Engine| {
-            s.capacity
-                .is_none_or(|c| s.reserved.saturating_add(extra) <= c)
+            s.reserved
+                .checked_add(extra)
+                .is_some_and(|r| s.capacity.is_none_or(|c| r <= c))
         };
         if self.set_fraction && !fits(p.alloc_size, self) {
             return None;
@@ -623,7 +628,11 @@ impl Engine {
             return None;
         }
         let addr = self.next_addr;
-        self.next_addr += p.alloc_size.div_ceil(SMALL_BUFFER) * SMALL_BUFFER;
+        self.next_addr = p
+            .alloc_size
+            .div_ceil(SMALL_BUFFER)
+            .checked_mul(SMALL_BUFFER)
+            .and_then(|span| addr.checked_add(span))?;
         let i = self.new_block(Block {
             addr,
             size: p.alloc_size,
@@ -725,10 +734,10 @@ impl Engine {
         if mapped == 0 {
             return false;
         }
-        if self
-            .capacity
-            .is_some_and(|c| self.reserved.saturating_add(mapped) > c)
-        {
+        let Some(after) = self.reserved.checked_add(mapped) else {
+            return false;
+        };
+        if self.capacity.is_some_and(|c| after > c) {
             return false;
         }
         self.remove_unmapped(i);

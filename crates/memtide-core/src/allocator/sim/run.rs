@@ -6,7 +6,9 @@
 use super::config::AllocConf;
 use super::engine::{Engine, Refusal, SegEvent};
 use super::input::{SimInput, SimOp};
-use crate::allocator::explain::{explain, OomExplanation, OomFacts, PoolFacts};
+use crate::allocator::explain::{
+    explain, unservable, OomExplanation, OomFacts, PoolFacts, Verdict,
+};
 use crate::allocator::rounding::PoolKind;
 use crate::allocator::state::{fragmentation, PoolKey};
 use serde::Serialize;
@@ -247,7 +249,7 @@ fn explain_refusal(
         index: at,
         time_us: None,
         device: opts.device.clone(),
-        requested: Some(x.rounded),
+        requested: Some(x.rounded.unwrap_or(x.requested)),
         device_free: opts.capacity.map(|c| c.saturating_sub(e.reserved())),
         allocated: Some(e.allocated()),
         reserved: Some(e.reserved()),
@@ -275,5 +277,11 @@ fn explain_refusal(
     };
     let mut ex = explain(&facts);
     ex.requested_bytes = Some(x.requested);
+    if x.rounded.is_none() || x.alloc_size.is_none() {
+        // These settings round it beyond 64 bits: never served, whatever the device.
+        ex.rounded_bytes = None;
+        ex.verdict = Verdict::RequestTooLarge;
+        ex.advice = unservable(x.requested);
+    }
     ex
 }

@@ -347,9 +347,38 @@ fn int_field(key: &str, v: Val) -> Result<u64, String> {
         Val::Big { .. } => Err(format!(
             "trace entry field '{key}' is an integer too large for 64 bits"
         )),
+        // `as_u64` would wrap it to about 16 EiB.
+        Val::Int(i) if i < 0 => Err(format!(
+            "trace entry field '{key}' is {i}: expected 0 to {}",
+            u64::MAX
+        )),
         _ => v.as_u64().ok_or_else(|| {
             format!(
                 "trace entry field '{key}' must be an int, found {}",
+                v.type_name()
+            )
+        }),
+    }
+}
+
+/// A time in µs: a signed 64-bit integer; one out of that range says so and what the range
+/// is (not "must be an int, found int").
+fn time_field(v: Val) -> Result<i64, String> {
+    match v {
+        Val::UInt(u) => Err(format!(
+            "trace entry field 'time_us' is {u}: expected a signed 64-bit µs count, {} to {}",
+            i64::MIN,
+            i64::MAX
+        )),
+        Val::Big { negative } => Err(format!(
+            "trace entry field 'time_us' is an integer {} than 64 bits hold: expected a signed 64-bit µs count, {} to {}",
+            if negative { "more negative" } else { "larger" },
+            i64::MIN,
+            i64::MAX
+        )),
+        _ => v.as_i64().ok_or_else(|| {
+            format!(
+                "trace entry field 'time_us' must be an int, found {}",
                 v.type_name()
             )
         }),
@@ -445,12 +474,7 @@ impl Conv {
                 Field::Addr => row.addr = int_field("addr", val)?,
                 Field::Size => row.size = size_field("size", val)?,
                 Field::TimeUs => {
-                    row.time_us = val.as_i64().ok_or_else(|| {
-                        format!(
-                            "trace entry field 'time_us' must be an int, found {}",
-                            val.type_name()
-                        )
-                    })?;
+                    row.time_us = time_field(val)?;
                     row.has_time = true;
                 }
                 Field::DeviceFree => device_free = Some(int_field("device_free", val)?),
