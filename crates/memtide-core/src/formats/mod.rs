@@ -7,6 +7,7 @@ mod bytes_memo;
 pub mod detect;
 pub mod device_log;
 pub mod error;
+pub mod gzip;
 mod json_scan;
 pub mod jsonl;
 pub mod jsonl_write;
