@@ -12,6 +12,7 @@ mod json_scan;
 pub mod jsonl;
 pub mod jsonl_write;
 pub mod kineto;
+pub mod limit;
 pub mod memory_timeline;
 pub mod pickle;
 mod pickle_list;

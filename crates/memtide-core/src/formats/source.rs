@@ -68,19 +68,6 @@ pub struct Input {
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
 impl Input {
-    /// The whole decompressed content (head included).
-    pub fn read_all(mut self) -> Result<Vec<u8>, FormatError> {
-        let mut v = std::mem::take(&mut self.head);
-        let hint = if self.gzip {
-            self.file_size * 8
-        } else {
-            self.file_size
-        };
-        v.reserve(hint.saturating_sub(v.len() as u64).min(1 << 34) as usize);
-        self.rest.read_to_end(&mut v).map_err(io_or_cancel)?;
-        Ok(v)
-    }
-
     /// The same input with the rest read (and inflated) ahead on a second thread when
     /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]):
     /// any gzip file over 1 MiB, a plain one over 128 MiB (below that, measured, moving the
@@ -135,6 +122,9 @@ pub fn is_cancel(e: &io::Error) -> bool {
 pub fn io_or_cancel(e: io::Error) -> FormatError {
     if is_cancel(&e) {
         return FormatError::Cancelled;
+    }
+    if let Some(t) = super::limit::too_large(&e) {
+        return FormatError::Invalid(t.to_string());
     }
     if super::gzip::damage(&e).is_none() {
         return FormatError::Io(e);
