@@ -323,6 +323,30 @@ fn side_files_are_streamed_within_the_memory_budget() {
     );
 }
 
+/// Rows past the memory budget: the reader's own error (what, how much, the budget) with the
+/// offset where it stopped, not an abort nor a "not a timeline" message.
+#[test]
+fn timeline_rows_past_the_budget_are_a_located_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows: Vec<String> = (0..500_000).map(|i| format!("[{i},2,8,1]")).collect();
+    let p = dir.path().join("tl.raw.json.gz");
+    std::fs::write(&p, gz(format!("[{}]", rows.join(",")).as_bytes())).expect("write");
+    let out = memtide()
+        .env("MEMTIDE_MAX_MEMORY", "8M")
+        .arg("summary")
+        .arg(&p)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("byte offset") && err.contains("export_memory_timeline rows"),
+        "{err}"
+    );
+    assert!(err.contains("exceeds the memory budget"), "{err}");
+    assert!(!err.contains("not an export_memory_timeline file"), "{err}");
+}
+
 /// Side files past their limit: refused before they are read, with the file and the limit
 /// named (sparse files: no disk is used).
 #[test]

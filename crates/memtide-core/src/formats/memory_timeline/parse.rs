@@ -193,8 +193,12 @@ impl<'de> Visitor<'de> for ScalarsSeed {
                     out.null_mask |= 1 << i;
                 }
             }
-            try_push(&mut out.vals, x.unwrap_or(0), "the memory timeline's times")
-                .map_err(de::Error::custom)?;
+            try_push(
+                &mut out.vals,
+                x.unwrap_or(0),
+                "export_memory_timeline times",
+            )
+            .map_err(de::Error::custom)?;
         }
         Ok(out)
     }
@@ -271,7 +275,7 @@ impl<'de> Visitor<'de> for SecondSeed {
                 let mut next = Some(first);
                 while let Some(r) = next {
                     let row = coalesced_row(rows.len(), &r).map_err(de::Error::custom)?;
-                    try_push(&mut rows, row, "the memory timeline's rows")
+                    try_push(&mut rows, row, "export_memory_timeline rows")
                         .map_err(de::Error::custom)?;
                     next = s.next_element_seed(RowSeed::<9>)?;
                 }
@@ -355,12 +359,12 @@ impl<'de> Visitor<'de> for Top {
         let mut rows = Vec::new();
         for r in [first.as_row(), second] {
             let row = raw_row(rows.len(), &r).map_err(de::Error::custom)?;
-            try_push(&mut rows, row, "the memory timeline's rows").map_err(de::Error::custom)?;
+            try_push(&mut rows, row, "export_memory_timeline rows").map_err(de::Error::custom)?;
         }
         let mut next = Some(third);
         while let Some(r) = next {
             let row = raw_row(rows.len(), &r).map_err(de::Error::custom)?;
-            try_push(&mut rows, row, "the memory timeline's rows").map_err(de::Error::custom)?;
+            try_push(&mut rows, row, "export_memory_timeline rows").map_err(de::Error::custom)?;
             next = s.next_element_seed(RowSeed::<4>)?;
         }
         Ok(Timeline::Raw(rows))
