@@ -305,10 +305,18 @@ impl Summary {
             // Cannot fail: the schema holds only strings, numbers, maps and JSON values.
             .unwrap_or(Value::Null)
     }
+
+    /// This device's entry of `per_device`: [`Summary::to_json`] without `devices`.
+    pub fn per_device_json(&self) -> Value {
+        let mut j = SummaryJson::new(self, &[]);
+        j.devices = None;
+        serde_json::to_value(j).unwrap_or(Value::Null)
+    }
 }
 
 /// The `summary FILE --json` document: `main`'s object, with `per_device` (every device's
-/// object) added when the trace has several devices and none was picked.
+/// object, without the `devices` list the top level holds) added when the trace has several
+/// devices and none was picked. Its size grows with the devices, never with their square.
 pub fn document_json(
     main: &Summary,
     summaries: &[Summary],
@@ -322,7 +330,7 @@ pub fn document_json(
                 "per_device".into(),
                 summaries
                     .iter()
-                    .map(|s| s.to_json(devices))
+                    .map(Summary::per_device_json)
                     .collect::<Vec<_>>()
                     .into(),
             );

@@ -9,6 +9,7 @@ use crate::analysis::frames::FrameRules;
 use crate::analysis::summary::{Summary, SummaryOptions};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
+use crate::formats::limit::{Limited, TooLarge};
 use crate::formats::{source, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
 use serde_json::Value;
@@ -159,8 +160,9 @@ pub fn load_one(file: &RankFile, opts: &RankOptions, progress: &Progress) -> Fil
     }
 }
 
-/// The largest `summary --json` file read.
+/// The largest `summary --json` file read (its content, once decompressed).
 const SUMMARY_MAX: u64 = 256 << 20;
+const SUMMARY: &str = "a memtide summary";
 
 fn read_row(
     file: &RankFile,
@@ -174,18 +176,23 @@ fn read_row(
     let (summary, timeline) = if from_summary {
         if input.file_size > SUMMARY_MAX {
             return Err(FormatError::Invalid(format!(
-                "{} MB is too large for a memtide summary",
-                input.file_size >> 20
+                "{} MiB: {}",
+                input.file_size >> 20,
+                TooLarge {
+                    what: SUMMARY,
+                    limit: SUMMARY_MAX,
+                    gzip: false
+                }
             )));
         }
-        let bytes = input.read_all()?;
-        let invalid = |e: serde_json::Error| {
-            FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
+        let v = if opts.keep_summary {
+            let raw: Box<serde_json::value::RawValue> = read_summary(input)?;
+            let v = serde_json::from_str(raw.get()).map_err(summary_error)?;
+            kept = Some(raw);
+            v
+        } else {
+            read_summary(input)?
         };
-        let v: Value = serde_json::from_slice(&bytes).map_err(invalid)?;
-        if opts.keep_summary {
-            kept = Some(serde_json::from_slice(&bytes).map_err(invalid)?);
-        }
         (v, Vec::new())
     } else {
         drop(input);
@@ -215,6 +222,23 @@ fn read_row(
         };
     }
     Ok(row)
+}
+
+/// Parses a summary file as it is read (its text is never held whole besides what `T`
+/// keeps), refusing more than [`SUMMARY_MAX`] bytes of content: a small `.gz` that inflates
+/// to gigabytes is refused at the limit.
+fn read_summary<T: serde::de::DeserializeOwned>(input: source::Input) -> Result<T, FormatError> {
+    let gzip = input.gzip;
+    let capped = Limited::new(input.into_reader(), SUMMARY_MAX, SUMMARY, gzip);
+    serde_json::from_reader(std::io::BufReader::with_capacity(256 << 10, capped))
+        .map_err(summary_error)
+}
+
+fn summary_error(e: serde_json::Error) -> FormatError {
+    if e.is_io() {
+        return source::io_or_cancel(std::io::Error::from(e));
+    }
+    FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
 }
 
 /// Whether a file's first bytes are a `summary --json` object (its first key is `source`).

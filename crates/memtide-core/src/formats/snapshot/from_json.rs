@@ -950,7 +950,7 @@ fn scan<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fe
         }
     }
     match feed.peek()? {
-        None => Ok(()),
+        None => feed.end(),
         Some(c) => Err(feed.error_here(format!(
             "unexpected {:?} after the end of the snapshot",
             char::from(c)
@@ -1023,9 +1023,8 @@ fn top<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fee
                     });
                 }
             }
-            _ => {
-                feed.value::<IgnoredAny>()?;
-            }
+            // Streamed past, not held: an unknown key's value may be of any size.
+            _ => feed.skip_value()?,
         }
         more = next_or_close(feed, b'}', "after a top-level value")?;
     }
