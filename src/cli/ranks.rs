@@ -409,7 +409,7 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
     o
 }
 
-/// The `summary DIR --json` document (README: "Many ranks"): one element per rank, holding
+/// The `summary DIR --json` document (docs/ranks.md): one element per rank, holding
 /// that file's own `summary --json` text as it was kept, then the job's figures.
 #[derive(serde::Serialize)]
 pub struct JobJson<'a> {

@@ -31,7 +31,7 @@ pub struct LiveEntry {
     /// A backward allocation's forward line (the user frame of its `forward_frames`), or
     /// empty.
     pub forward_frame: String,
-    /// Views of the storage ever made (DESIGN §7 `views`).
+    /// Views of the storage ever made (`peak.live[].views`: docs/summary-json.md).
     pub views: usize,
     /// Views still holding the storage at this instant.
     pub live_views: usize,

@@ -298,8 +298,8 @@ impl Summary {
         self
     }
 
-    /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present): the
-    /// [`SummaryJson`] schema as a value.
+    /// The `summary --json` object of docs/summary-json.md (extra keys allowed, listed keys
+    /// always present): the [`SummaryJson`] schema as a value.
     pub fn to_json(&self, devices: &[String]) -> Value {
         serde_json::to_value(SummaryJson::new(self, devices))
             // Cannot fail: the schema holds only strings, numbers, maps and JSON values.

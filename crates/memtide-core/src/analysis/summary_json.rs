@@ -1,4 +1,4 @@
-//! The `summary --json` schema (DESIGN §7) as serde-derived structs: one struct per JSON
+//! The `summary --json` schema (docs/summary-json.md) as serde-derived structs: one struct per JSON
 //! object, fields in the order the keys are written. Built from a [`Summary`]; a figure that
 //! cannot be known is `null`, never 0.
 

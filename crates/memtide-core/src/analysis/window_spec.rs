@@ -1,4 +1,4 @@
-//! Choosing a measurement window (DESIGN fact 7): `steady` (the last full step after the
+//! Choosing a measurement window (docs/concepts.md, fact 7): `steady` (the last full step after the
 //! warm-up step), `step:N`, `marks:A..B`, `reset_peak` (since the last reset), or the whole run.
 
 use super::windows::windows_of;

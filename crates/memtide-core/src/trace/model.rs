@@ -95,7 +95,7 @@ pub enum StorageKind {
     Segment = 1,
 }
 
-/// Kinds of marks (DESIGN §3).
+/// Kinds of marks (the JSONL `mark` op: docs/formats.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkKind {
     Step,
@@ -185,7 +185,7 @@ impl BandsSource {
     }
 }
 
-/// What the `#N` event numbers shown to users count (DESIGN §7 `index`).
+/// What the `#N` event numbers shown to users count (docs/summary-json.md, "Event numbers").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventNumbers {
     /// The source's own order: JSONL event lines in file order, snapshot trace entries.
@@ -413,7 +413,7 @@ impl Trace {
         EventKind::from_u8(self.kind.get(at.idx()).copied().unwrap_or(11))
     }
 
-    /// Index of the event in the source's own order (DESIGN §7 `index`).
+    /// Index of the event in the source's own order (`source_index`: docs/summary-json.md).
     pub fn src_index(&self, at: Seq) -> u64 {
         match &self.src {
             Some(v) => v.get(at.idx()).copied().unwrap_or(at.0),
@@ -421,7 +421,7 @@ impl Trace {
         }
     }
 
-    /// The `#N` shown to users for an event (DESIGN §7 `index`): the source index, or the
+    /// The `#N` shown to users for an event (docs/summary-json.md): the source index, or the
     /// position on the event axis where the source's order is not the axis (Kineto).
     pub fn event_number(&self, at: Seq) -> u64 {
         match self.numbers {
@@ -815,7 +815,7 @@ impl Trace {
     }
 
     /// True when the base tensor was released at or before `at` while the storage is still
-    /// live (so only views keep it): DESIGN fact 3, "retained by view".
+    /// live (so only views keep it): "retained by view" (docs/concepts.md, fact 3).
     pub fn retained_by_view(&self, id: AllocId, at: Seq) -> bool {
         self.base_released.get(&id).is_some_and(|&r| r <= at) && self.is_live_at(id, at)
     }
