@@ -149,8 +149,8 @@ fn to_json(
         .map(|s| {
             json!({
                 "ordinal": s.ordinal,
-                "a": s.a.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
-                "b": s.b.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "a": s.a.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "b": s.b.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
                 "delta": s.delta().map(|v| v as i64),
             })
         })
@@ -221,10 +221,7 @@ fn render(
     persistent_text(&mut o, split);
     let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
     for s in &d.steps {
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let pa = s.a.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let pb = s.b.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let dd = s.delta().map_or("-".into(), signed);
@@ -232,10 +229,7 @@ fn render(
     }
     if let Some(&k) = d.most_different.first() {
         let s = &d.steps[k];
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let _ = writeln!(
             o,
             "most different: {name} ({})",

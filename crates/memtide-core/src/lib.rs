@@ -33,6 +33,7 @@
 pub mod allocator;
 pub mod analysis;
 pub mod budget;
+pub mod clip;
 pub mod device_merge;
 pub mod formats;
 pub mod index;

@@ -462,10 +462,7 @@ fn draw_steps(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
             super::fill(buf, Rect::new(r.x, y, r.width, 1), sel_style);
         }
         let most = top > 0 && s.delta().is_some_and(|v| v.unsigned_abs() == top);
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let mark = if most {
             if sh.glyphs == Glyphs::Ascii {
                 "*"

@@ -709,14 +709,9 @@ impl<'r> Replay<'r> {
             ));
         }
         if unknown > 0 {
-            let names: Vec<String> = raw
-                .unknown_actions
-                .iter()
-                .map(|(k, v)| format!("{k} ×{v}"))
-                .collect();
             t.warn(format!(
                 "{unknown} trace entries with unknown actions were ignored (file-wide: {})",
-                names.join(", ")
+                super::raw::unknown_actions_text(&raw.unknown_actions)
             ));
         }
         if ooms > 0 {
