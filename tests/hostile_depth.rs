@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/pty.rs"]
+mod support;
+
 use assert_cmd::Command;
 use memtide::tui::testing::Harness;
 use std::io::Write as _;
@@ -335,10 +338,11 @@ fn a_deep_stack_of_distinct_frames_keeps_its_ends() {
 /// Item 2: one 1 MiB function name shared (memo) by 1,000 frames of distinct lines, one
 /// per allocation. Held once and never re-expanded: the report reads under a 300 MB budget,
 /// its JSON is small and no string in it passes the cap (which names the full length).
-#[test]
-fn a_shared_long_function_name_is_held_once_and_shortened() {
+/// 1,000 allocations, each with one frame of its own line whose function name is one 1 MiB
+/// string (shared by memo).
+fn bigname_pickle() -> Vec<u8> {
     let name = "n".repeat(1 << 20);
-    let pk = snapshot(1000, |p, i| {
+    snapshot(1000, |p, i| {
         p.s("action").s("alloc").s("addr").i(4096 * (i as i32 + 1));
         p.s("size").i(512).s("stream").i(0).s("time_us").i(i as i32);
         p.s("frames").op(b']').op(b'(');
@@ -355,9 +359,13 @@ fn a_shared_long_function_name_is_held_once_and_shortened() {
             p.get(0);
         }
         p.op(b'u').op(b'e');
-    });
+    })
+}
+
+#[test]
+fn a_shared_long_function_name_is_held_once_and_shortened() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "bigname.pickle", &pk);
+    let path = write(dir.path(), "bigname.pickle", &bigname_pickle());
     let p = path.to_str().unwrap();
     let (code, json, err) = run(&["summary", "--json", p], Some("300M"));
     assert_eq!(code, 0, "{err}");
@@ -521,4 +529,98 @@ fn events_all_at_one_t_read_within_a_budget() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["final_bytes"], 0);
+}
+
+/// Item 2: the explorer (the real binary in a terminal) loads the shared 1 MiB name and
+/// shows the live set at the peak under a 300 MB budget, then quits cleanly.
+#[cfg(unix)]
+#[test]
+fn the_explorer_loads_a_shared_long_name_within_300_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "bigname.pickle", &bigname_pickle());
+    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+    let mut p = support::Pty::spawn(
+        Path::new("/usr/bin/env"),
+        &[
+            "MEMTIDE_MAX_MEMORY=300M",
+            bin.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+        30,
+        120,
+    );
+    p.wait_for("cursor #", support::timeout());
+    p.send(b"p");
+    p.wait_for("nnnnnnnn", support::timeout());
+    p.send(b"q");
+    assert_eq!(p.wait_exit(support::timeout()), Some(0), "{}", p.screen());
+}
+
+/// The explorer's abort path: a `SIGABRT` (what a stack overflow in any thread ends in)
+/// leaves the alternate screen and turns mouse reporting off before the process ends.
+#[cfg(unix)]
+#[test]
+fn an_abort_gives_the_terminal_back() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/train-3steps.jsonl");
+    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+    let mut p = support::Pty::spawn(bin, &[file.to_str().unwrap()], 30, 120);
+    p.wait_for("cursor #", support::timeout());
+    assert!(p.alternate_screen());
+    let killed = std::process::Command::new("kill")
+        .args(["-ABRT", &p.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(p.wait_exit(support::timeout()).is_some());
+    // The reader thread may still be parsing the last bytes.
+    let start = std::time::Instant::now();
+    while p.alternate_screen() && start.elapsed() < support::timeout() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!p.alternate_screen(), "still in the alternate screen");
+}
+
+/// Kineto stacks come from nesting: 1,500 nested `python_function` spans with an allocation
+/// at each depth would store 1,500 × 1,500 / 2 frames (a 6 MB file of 20,000 took 27 s and
+/// 1.6 GB). Past 512 open spans an allocation keeps its innermost 256 and a last frame saying
+/// the outer ones were left out.
+#[test]
+fn deeply_nested_kineto_spans_keep_their_innermost_256() {
+    let n = 1500;
+    let mut ev: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","cat":"python_function","name":"train.py({i}): f","ts":{i},"dur":{},"pid":1,"tid":1}}"#,
+                4 * n - 2 * i
+            )
+        })
+        .collect();
+    ev.extend((0..n).map(|i| {
+        format!(
+            r#"{{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":{i}.5,"args":{{"Total Reserved":0,"Total Allocated":{},"Bytes":512,"Device Id":0,"Device Type":1,"Addr":{}}}}}"#,
+            (i + 1) * 512,
+            4096 * (i + 1)
+        )
+    }));
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "nested.json", text.as_bytes());
+    let p = path.to_str().unwrap();
+    let (code, json, err) = run(&["summary", "--json", "--frames", "all", p], None);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let top: Vec<&str> = v["peak"]["tree"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["frame"].as_str().unwrap())
+        .collect();
+    // 988 allocations sit under more than 512 spans: their outermost level is the cut.
+    assert!(
+        top.contains(&"(outer spans not kept: nested too deep)"),
+        "{top:?}"
+    );
+    assert_eq!(v["peak"]["live_count"], 1500);
+    // The innermost span still names each allocation.
+    assert_eq!(v["peak"]["live"][5]["label"], "train.py(5): f");
 }

@@ -70,6 +70,8 @@ pub struct ClipFormatter<F> {
     inner: F,
     /// Bytes of the current string's text so far.
     seen: usize,
+    /// Bytes of its text written as they came (at most [`SAFE`]).
+    written: usize,
     /// Its text past [`SAFE`], up to [`TEXT_CAP`], as it would be written.
     held: Vec<Held>,
 }
@@ -88,6 +90,7 @@ impl<F> ClipFormatter<F> {
         ClipFormatter {
             inner,
             seen: 0,
+            written: 0,
             held: Vec::new(),
         }
     }
@@ -108,7 +111,9 @@ impl<F: serde_json::ser::Formatter> ClipFormatter<F> {
             return Ok(());
         }
         let sfx = suffix(self.seen);
-        let mut room = TEXT_CAP.saturating_sub(sfx.len()).saturating_sub(SAFE);
+        let mut room = TEXT_CAP
+            .saturating_sub(sfx.len())
+            .saturating_sub(self.written);
         for h in &held {
             match h {
                 Held::Text(t) => {
@@ -133,6 +138,7 @@ impl<F: serde_json::ser::Formatter> ClipFormatter<F> {
 impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for ClipFormatter<F> {
     fn begin_string<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.seen = 0;
+        self.written = 0;
         self.held.clear();
         self.inner.begin_string(w)
     }
@@ -150,9 +156,10 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for ClipFormatter
         let start = self.seen;
         self.seen += fragment.len();
         let mut rest = fragment;
-        if start < SAFE {
+        if self.held.is_empty() && start < SAFE {
             let cut = floor_char_boundary(fragment, SAFE - start);
             self.inner.write_string_fragment(w, &fragment[..cut])?;
+            self.written += cut;
             rest = &fragment[cut..];
         }
         let at = self.seen - rest.len();
@@ -170,7 +177,8 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for ClipFormatter
     ) -> io::Result<()> {
         let at = self.seen;
         self.seen += 1;
-        if at < SAFE {
+        if self.held.is_empty() && at < SAFE {
+            self.written += 1;
             return self.inner.write_char_escape(w, char_escape);
         }
         if at < TEXT_CAP {
