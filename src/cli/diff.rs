@@ -124,7 +124,7 @@ fn peak_json(
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
-                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
+                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
             })
         }
@@ -191,7 +191,7 @@ fn render(
             t.trace.event_number(p.at),
             t.trace
                 .enclosing_mark(p.at)
-                .map(|m| format!(" ({})", t.trace.mark_name(m)))
+                .map(|m| format!(" ({})", t.trace.mark_label(m)))
                 .unwrap_or_default()
         ),
     };

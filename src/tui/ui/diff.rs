@@ -177,7 +177,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
                 let tr = &dev.trace;
                 let m = tr
                     .enclosing_mark(p.at)
-                    .map(|m| format!(" ({})", tr.mark_name(m)))
+                    .map(|m| format!(" ({})", tr.mark_label(m)))
                     .unwrap_or_default();
                 format!("{} @ #{}{m}", fmt::bytes(p.bytes.0), tr.event_number(p.at))
             }

@@ -38,7 +38,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
                 tr.event_number(p.at)
             ));
             if let Some(m) = tr.enclosing_mark(p.at) {
-                title.push_str(&format!(" ({})", tr.mark_name(m)));
+                title.push_str(&format!(" ({})", tr.mark_label(m)));
             }
         }
     }
@@ -106,7 +106,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
         );
     }
     if let Some(m) = tr.enclosing_mark(at) {
-        let s = format!("{sep}{}", tr.mark_name(m));
+        let s = format!("{sep}{}", tr.mark_label(m));
         x = put(buf, x, y, &s, r.right().saturating_sub(x), th.header_dim);
     }
     if let Some(p) = ex.live.persistent.as_ref() {

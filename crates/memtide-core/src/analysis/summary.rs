@@ -184,7 +184,7 @@ impl Summary {
                     mark: (!p.at_start)
                         .then(|| trace.enclosing_mark(p.at))
                         .flatten()
-                        .map(|m| crate::clip::clip(trace.mark_name(m)).into_owned()),
+                        .map(|m| trace.mark_label(m).into_owned()),
                     bands: p.bands.0,
                     live_count,
                     live: live_all

@@ -148,7 +148,7 @@ impl WindowSpec {
                     .ok_or_else(|| unavailable("the trace has no reset_peak mark"))?;
                 Ok(Resolved {
                     spec,
-                    label: format!("since {}", trace.mark_name(m)),
+                    label: format!("since {}", trace.mark_label(m)),
                     lo: m.at,
                     hi: last,
                 })

@@ -158,9 +158,9 @@ fn read_row(
     } else {
         drop(input);
         let loaded = crate::load::load(path, &opts.load, progress)?;
-        let (v, raw, timeline) = summary_json(loaded, opts).map_err(FormatError::Invalid)?;
-        kept = raw;
-        (v, timeline)
+        let s = summary_json(loaded, opts).map_err(FormatError::Invalid)?;
+        kept = s.kept;
+        (s.value, s.timeline)
     };
     let mut row = row_from_summary(&summary).map_err(FormatError::Invalid)?;
     let (rank, rank_from) = match (distributed_rank(&summary), file.name_rank) {
@@ -198,15 +198,22 @@ pub fn looks_like_summary(head: &[u8]) -> bool {
     rest.starts_with(b"\"source\"")
 }
 
+/// What [`summary_json`] makes of a file.
+pub struct RankSummary {
+    /// The summary as the row reads it.
+    pub value: Value,
+    /// The whole `summary --json` document (with `opts.keep_summary`).
+    pub kept: Option<Box<serde_json::value::RawValue>>,
+    /// The sparkline of the shown device's total timeline.
+    pub timeline: Vec<u64>,
+}
+
 /// The `summary FILE --json` object of a loaded file (with `opts`' device, capacity,
 /// window and frame rules) as the row reads it (without `per_device` and `steps`, which it
 /// does not read), the whole document as `summary --json` writes it when `opts.keep_summary`
 /// (compact), and the sparkline of the shown device's total timeline. The trace is dropped
 /// on return.
-pub fn summary_json(
-    mut loaded: Loaded,
-    opts: &RankOptions,
-) -> Result<(Value, Option<Box<serde_json::value::RawValue>>, Vec<u64>), String> {
+pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummary, String> {
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {
             t.capacity = Some(crate::trace::Bytes(c));
@@ -280,8 +287,12 @@ pub fn summary_json(
     };
     doc.per_device = None;
     doc.main.steps = StepsJson(&[]);
-    let v = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
-    Ok((v, kept, timeline))
+    let value = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
+    Ok(RankSummary {
+        value,
+        kept,
+        timeline,
+    })
 }
 
 #[cfg(test)]

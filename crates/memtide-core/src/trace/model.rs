@@ -847,6 +847,12 @@ impl Trace {
         self.strings.text(m.name)
     }
 
+    /// The mark's name as one-line fields show it (a long one shortened, see
+    /// [`crate::clip`]).
+    pub fn mark_label(&self, m: &Mark) -> Cow<'_, str> {
+        crate::clip::clip(self.strings.text(m.name))
+    }
+
     /// Memory estimate of the trace columns in bytes (for benches and `--timings`).
     pub fn heap_bytes(&self) -> usize {
         let s = &self.storages;
