@@ -5,10 +5,12 @@
 //! Written as it is serialised ([`write_document`]: no JSON value tree of the whole report
 //! is held), through [`crate::clip::ClipFormatter`]: every string is at most
 //! [`crate::clip::TEXT_CAP`] (1,024) bytes, a longer one its head and `… (N bytes)`, N its
-//! full length. `windows` lists every window of a run with at most `2 × WINDOW_ENDS` (500)
-//! of a kind; beyond that it lists the first and last `WINDOW_ENDS` of each kind and every
-//! window holding the peak, and `windows_omitted` (present only then) counts the rest.
-//! `steps` lists every step.
+//! full length (a frame shortens its file and its name, keeping its line). `windows` lists
+//! every window of a kind that has at most 500 (2 × [`super::summary::WINDOW_ENDS`]); a kind
+//! with more lists its first and last 250 and every window holding the peak, and
+//! `windows_omitted` (present only then) counts the windows left out. `steps` lists every
+//! step (the text and Markdown reports list the first and last 250 rows and say how many
+//! they leave out).
 
 use super::live::LiveEntry;
 use super::persistent::Persistent;
@@ -98,7 +100,10 @@ pub struct PeakJson<'a> {
     pub persistent: Option<PersistentJson<'a>>,
 }
 
-/// One node of `peak.tree`: `bytes = self_bytes + Σ children.bytes + omitted_bytes`.
+/// One node of `peak.tree`: `bytes = self_bytes + Σ children.bytes + omitted_bytes`. A
+/// `frame` may stand for several frames of a stack (see [`super::tree`]): `train.py:3 f
+/// (×150,000)` for a run of one frame (a recursion), `… N frames …` for the middle of a path
+/// longer than 128 levels.
 #[derive(Serialize)]
 pub struct TreeJson<'a> {
     pub frame: &'a str,

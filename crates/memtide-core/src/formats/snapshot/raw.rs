@@ -143,7 +143,7 @@ pub fn count_unknown_action(table: &mut BTreeMap<String, u64>, action: &str) {
 pub const UNKNOWN_ACTION_CAP: usize = 80;
 
 /// Unknown actions a warning names, at most (the rest are counted).
-const UNKNOWN_ACTIONS_NAMED: usize = 10;
+pub const UNKNOWN_ACTIONS_NAMED: usize = 10;
 
 /// `a ×3, b ×1` for the first [`UNKNOWN_ACTIONS_NAMED`] actions of `table`, then
 /// `and N other actions` when there are more.
