@@ -124,7 +124,7 @@ fn peak_json(
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
-                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
+                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
             })
         }
@@ -149,8 +149,8 @@ fn to_json(
         .map(|s| {
             json!({
                 "ordinal": s.ordinal,
-                "a": s.a.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
-                "b": s.b.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "a": s.a.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "b": s.b.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
                 "delta": s.delta().map(|v| v as i64),
             })
         })
@@ -191,7 +191,7 @@ fn render(
             t.trace.event_number(p.at),
             t.trace
                 .enclosing_mark(p.at)
-                .map(|m| format!(" ({})", t.trace.mark_name(m)))
+                .map(|m| format!(" ({})", t.trace.mark_label(m)))
                 .unwrap_or_default()
         ),
     };
@@ -221,10 +221,7 @@ fn render(
     persistent_text(&mut o, split);
     let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
     for s in &d.steps {
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let pa = s.a.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let pb = s.b.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let dd = s.delta().map_or("-".into(), signed);
@@ -232,10 +229,7 @@ fn render(
     }
     if let Some(&k) = d.most_different.first() {
         let s = &d.steps[k];
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let _ = writeln!(
             o,
             "most different: {name} ({})",

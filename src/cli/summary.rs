@@ -3,8 +3,11 @@
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
-use memtide_core::analysis::summary::{Summary, SummaryOptions, WindowReport};
+use memtide_core::analysis::summary::{
+    names_text, table_ends, Summary, SummaryOptions, WindowReport, WINDOW_ENDS,
+};
 use memtide_core::analysis::tree::{TreeFrames, TreeNode};
+use memtide_core::analysis::trend::StepRow;
 use memtide_core::trace::units::grouped;
 use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
@@ -73,13 +76,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     if a.json {
-        let v = memtide_core::analysis::summary::document_json(
-            main,
-            &summaries,
-            &devices,
-            a.input.device.is_some(),
-        );
-        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
+        use memtide_core::analysis::summary_json::{write_document, DocumentJson};
+        let doc = DocumentJson::new(main, &summaries, &devices, a.input.device.is_some());
+        super::write_json_out(|w| write_document(w, &doc))?;
     } else if a.markdown {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]
@@ -110,6 +109,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Steps a survivor row names, at most (the rest are counted).
+pub const SURVIVOR_STEPS_NAMED: usize = 20;
 
 fn bytes_both(n: u64) -> String {
     format!("{} ({} B)", human_bytes(n), grouped(n))
@@ -504,7 +506,26 @@ fn windows(o: &mut String, s: &Summary) {
         for w in &s.windows {
             let _ = writeln!(o, "  {}", window_line(w));
         }
+        if s.windows_omitted > 0 {
+            let _ = writeln!(o, "  {}", windows_omitted_text(s.windows_omitted));
+        }
     }
+}
+
+/// The line that says how many windows a long run's report leaves out.
+pub fn windows_omitted_text(n: u64) -> String {
+    format!(
+        "… {} more windows not listed (listed: the first and last {WINDOW_ENDS} of each kind, and the peak's)",
+        grouped(n)
+    )
+}
+
+/// The line that stands for the steps a long run's table leaves out.
+pub fn steps_omitted_text(n: usize) -> String {
+    format!(
+        "… {} steps not shown (summary --json lists every step)",
+        grouped(n as u64)
+    )
 }
 
 /// The per-step table and the baseline trend.
@@ -512,7 +533,8 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
     let t = &s.trend;
     if !t.steps.is_empty() {
         let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
-        for r in &t.steps {
+        let (head, left_out, tail) = table_ends(&t.steps);
+        let row = |o: &mut String, r: &StepRow| {
             let _ = writeln!(
                 o,
                 "  {:<16} baseline {:>11}  peak {:>11}",
@@ -520,7 +542,12 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
                 human_bytes(r.baseline.0),
                 human_bytes(r.peak.0)
             );
+        };
+        head.iter().for_each(|r| row(o, r));
+        if left_out > 0 {
+            let _ = writeln!(o, "  {}", steps_omitted_text(left_out));
         }
+        tail.iter().for_each(|r| row(o, r));
         if let Some(words) = t.growth_words() {
             let _ = writeln!(o, "  baseline after warm-up: {words}");
         }
@@ -541,7 +568,7 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
                     } else {
                         &sv.user_frame
                     },
-                    sv.steps.join(", ")
+                    names_text(&sv.steps, SURVIVOR_STEPS_NAMED)
                 );
             }
         }

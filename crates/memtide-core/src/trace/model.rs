@@ -767,7 +767,8 @@ impl Trace {
 
     /// The top (innermost) frame worth showing: the innermost frame that is not an
     /// unsymbolised `??` frame, an ATen op or built-in call (Kineto stacks start with the ops,
-    /// the innermost of which is already the storage's name), nor the name itself.
+    /// the innermost of which is already the storage's name), nor the name itself; as
+    /// one-line fields show it ([`super::intern::Interner::shown`]: a long text shortened).
     pub fn top_frame(&self, id: AllocId) -> Cow<'_, str> {
         let sid = self
             .storages
@@ -777,12 +778,12 @@ impl Trace {
             .unwrap_or_default();
         let frames = self.strings.stack(sid);
         let name = self.name(id);
-        let shown = || frames.iter().map(|&f| self.strings.str(f));
+        let shown = || frames.iter().map(|&f| self.strings.shown(f));
         let op_like = |s: &str| s.starts_with("aten::") || s.starts_with("<built-in");
         shown()
             .find(|s| !s.starts_with("??") && !op_like(s) && *s != name)
             .or_else(|| shown().find(|s| !s.starts_with("??") && *s != name))
-            .or_else(|| frames.first().map(|&f| self.strings.str(f)))
+            .or_else(|| frames.first().map(|&f| self.strings.shown(f)))
             .unwrap_or(Cow::Borrowed(""))
     }
 
@@ -844,6 +845,12 @@ impl Trace {
 
     pub fn mark_name(&self, m: &Mark) -> &str {
         self.strings.text(m.name)
+    }
+
+    /// The mark's name as one-line fields show it (a long one shortened, see
+    /// [`crate::clip`]).
+    pub fn mark_label(&self, m: &Mark) -> Cow<'_, str> {
+        crate::clip::clip(self.strings.text(m.name))
     }
 
     /// Memory estimate of the trace columns in bytes (for benches and `--timings`).
