@@ -182,8 +182,7 @@ fn split_words(line: &str) -> Result<(Vec<String>, String), String> {
     let mut word = String::new();
     let mut in_word = false;
     let mut quote: Option<char> = None;
-    let mut chars = line.char_indices();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in line.char_indices() {
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some(_), c) => word.push(c),
@@ -475,6 +474,66 @@ fn documented_jsonl_and_rules_examples_are_accepted() {
         jsonl >= 1 && rules >= 2,
         "the JSONL spec and the rules examples went missing"
     );
+}
+
+/// Every key of an object in `value` (at any depth; not inside `allocator_settings`, the
+/// file's own object).
+fn json_keys(value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                out.insert(k.clone());
+                if k != "allocator_settings" {
+                    json_keys(v, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| json_keys(v, out)),
+        _ => {}
+    }
+}
+
+/// Whether a doc names a JSON key: quoted, in code, or as the last part of a dotted path.
+fn names_key(doc: &str, key: &str) -> bool {
+    let opens = ['"', '`', '.', '{'];
+    let closes = ['"', '`', ',', ' ', '[', '}', '.', ':', ')'];
+    doc.match_indices(key).any(|(i, _)| {
+        let before = doc[..i].chars().next_back();
+        let after = doc[i + key.len()..].chars().next();
+        before.is_some_and(|c| opens.contains(&c)) && after.is_some_and(|c| closes.contains(&c))
+    })
+}
+
+/// docs/summary-json.md names every key `summary --json` prints for the samples and the OOM
+/// and profiler fixtures.
+#[test]
+fn summary_json_keys_are_documented() {
+    let doc = read("docs/summary-json.md");
+    let mut keys = std::collections::BTreeSet::new();
+    for args in [
+        "sample-traces/train-3steps.jsonl",
+        "sample-traces/train-leak.jsonl --window steady",
+        "sample-traces/cuda-oom.pickle",
+        "sample-traces/cuda-oom.pt.trace.json.gz",
+        "tests/fixtures/oom/oom_fragmented.pickle",
+    ] {
+        let file = args.split(' ').next().unwrap_or(args);
+        let args: Vec<String> = ["summary", "--json"]
+            .into_iter()
+            .chain(args.split(' '))
+            .map(String::from)
+            .collect();
+        let (code, out, err) = run_memtide(&args, Duration::from_secs(60)).unwrap();
+        assert_eq!(code, 0, "{file}: {err}");
+        json_keys(&serde_json::from_str(&out).unwrap(), &mut keys);
+    }
+    let missing: Vec<&String> = keys.iter().filter(|k| !names_key(&doc, k)).collect();
+    println!("{} keys checked", keys.len());
+    assert!(
+        missing.is_empty(),
+        "docs/summary-json.md does not name these keys of `summary --json`: {missing:?}"
+    );
+    assert!(keys.len() > 60, "only {} keys", keys.len());
 }
 
 // ---------------------------------------------------------------------------------------
