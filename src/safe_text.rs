@@ -63,6 +63,41 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     escaped(s, is_unsafe_in_field)
 }
 
+/// Appends one line of a text report to `o`: what `line` formats, with any newline inside it
+/// (only a field from the file can hold one) escaped as `\n`, then the line's end.
+pub fn push_line(o: &mut String, line: std::fmt::Arguments<'_>) {
+    let start = o.len();
+    let _ = std::fmt::Write::write_fmt(o, line);
+    if o[start..].contains('\n') {
+        let text = o.split_off(start).replace('\n', "\\n");
+        o.push_str(&text);
+    }
+    o.push('\n');
+}
+
+/// What a text report is written into (a `String`, owned or borrowed: method syntax takes
+/// either).
+pub trait ReportText {
+    fn report_text(&mut self) -> &mut String;
+}
+
+impl ReportText for String {
+    fn report_text(&mut self) -> &mut String {
+        self
+    }
+}
+
+/// `writeln!(o, …)` for text reports: one line whatever the fields hold ([`push_line`]).
+#[macro_export]
+macro_rules! report_line {
+    ($o:expr, $($arg:tt)*) => {
+        {
+            use $crate::safe_text::ReportText as _;
+            $crate::safe_text::push_line($o.report_text(), format_args!($($arg)*))
+        }
+    };
+}
+
 /// `v` as pretty-printed JSON whose strings also escape DEL, C1 controls, format characters
 /// and line separators (`\u007f`, `\u202e`, `\udb40\udc41`: the same value, safe to print),
 /// each at most `memtide_core::clip::TEXT_CAP` bytes as every JSON report writes them.

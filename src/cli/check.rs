@@ -128,7 +128,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .is_some_and(crate::output_file::is_stdout)
     {
         for l in &lines {
-            crate::outln!("{l}");
+            crate::outln!("{}", crate::safe_text::one_line(l));
         }
     }
     if let Some(path) = &a.report {

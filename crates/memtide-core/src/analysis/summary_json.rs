@@ -401,9 +401,13 @@ impl<'a> DocumentJson<'a> {
         DocumentJson {
             main: SummaryJson::new(main, devices),
             per_device: (summaries.len() > 1 && !device_picked).then(|| {
+                // Each entry leaves the device list to the top-level object.
                 summaries
                     .iter()
-                    .map(|s| SummaryJson::new(s, devices))
+                    .map(|s| SummaryJson {
+                        devices: None,
+                        ..SummaryJson::new(s, devices)
+                    })
                     .collect()
             }),
         }
