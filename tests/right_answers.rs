@@ -117,3 +117,154 @@ fn bundled_leak_still_fails() {
         "{out}"
     );
 }
+
+// ------------------------------------------------------------------ bands per training stack
+
+/// One row of tests/fixtures/stacks/README.md: the hand-computed bands at the peak (MiB).
+struct Expected {
+    file: String,
+    bands: [u64; 4],
+    parts: [u64; 4],
+}
+
+fn expected() -> Vec<Expected> {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/stacks/README.md"))
+        .expect("stacks README");
+    text.lines()
+        .filter(|l| l.starts_with("| ") && l.contains(".json |"))
+        .map(|l| {
+            let c: Vec<&str> = l.split('|').map(str::trim).collect();
+            let n = |i: usize| c[i].parse::<u64>().expect("MiB in the README table");
+            Expected {
+                file: c[1].to_string(),
+                bands: [n(2), n(3), n(4), n(5)],
+                parts: [n(6), n(7), n(8), n(9)],
+            }
+        })
+        .collect()
+}
+
+fn summary_json(path: &str) -> serde_json::Value {
+    let (code, out, err) = memtide(&["summary", "--json", path]);
+    assert_eq!(code, 0, "{path}: {err}");
+    serde_json::from_str(&out).expect("summary --json is JSON")
+}
+
+const MIB: u64 = 1 << 20;
+
+fn check_stack(file: &str) {
+    let rows = expected();
+    let e = rows
+        .iter()
+        .find(|r| r.file == file)
+        .unwrap_or_else(|| panic!("{file} is not in the stacks README"));
+    let j = summary_json(&format!("tests/fixtures/stacks/{file}"));
+    let p = &j["peak"];
+    let got = |k: &str| p["bands"][k].as_u64().expect("band bytes") / MIB;
+    assert_eq!(
+        [
+            got("persistent"),
+            got("activation"),
+            got("workspace"),
+            got("unknown")
+        ],
+        e.bands,
+        "{file}: bands at the peak (persistent, activation, workspace, unknown)"
+    );
+    let part = |k: &str| p["persistent"][k].as_u64().unwrap_or(u64::MAX) / MIB;
+    assert_eq!(
+        [
+            part("params"),
+            part("grads"),
+            part("optimizer"),
+            part("buffers")
+        ],
+        e.parts,
+        "{file}: params, grads, optimizer, buffers"
+    );
+}
+
+#[test]
+fn stack_plain_loop() {
+    check_stack("plain.json");
+}
+
+#[test]
+fn stack_lightning_automatic() {
+    check_stack("lightning_auto.json");
+}
+
+#[test]
+fn stack_lightning_manual() {
+    check_stack("lightning_manual.json");
+}
+
+/// The acceptance figure: a Lightning run that died in its forward shows >= 80 % of
+/// its peak as activation and <= 1 % as optimizer state.
+#[test]
+fn stack_lightning_oom_in_forward() {
+    check_stack("lightning_oom.json");
+    let j = summary_json("tests/fixtures/stacks/lightning_oom.json");
+    let p = &j["peak"];
+    let total = p["bytes"].as_u64().expect("peak bytes") as f64;
+    let act = p["bands"]["activation"].as_u64().expect("activation") as f64;
+    let opt = p["persistent"]["optimizer"].as_u64().expect("optimizer") as f64;
+    assert!(act / total >= 0.80, "activation {act} of {total}");
+    assert!(opt / total <= 0.01, "optimizer {opt} of {total}");
+}
+
+#[test]
+fn stack_hf_trainer() {
+    check_stack("hf_trainer.json");
+}
+
+#[test]
+fn stack_deepspeed_zero3() {
+    check_stack("deepspeed_zero3.json");
+}
+
+#[test]
+fn stack_fsdp1() {
+    check_stack("fsdp1.json");
+}
+
+#[test]
+fn stack_fsdp2() {
+    check_stack("fsdp2.json");
+}
+
+#[test]
+fn stack_torch_compile() {
+    check_stack("compile.json");
+}
+
+#[test]
+fn stack_lbfgs_closure() {
+    check_stack("lbfgs.json");
+}
+
+#[test]
+fn stack_vllm() {
+    check_stack("vllm.json");
+}
+
+#[test]
+fn stack_sglang() {
+    check_stack("sglang.json");
+}
+
+/// Every file of the README table exists, and every fixture file is in the table.
+#[test]
+fn stacks_readme_lists_every_fixture() {
+    let rows: Vec<String> = expected().into_iter().map(|r| r.file).collect();
+    let mut files: Vec<String> = std::fs::read_dir(root().join("tests/fixtures/stacks"))
+        .expect("stacks dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    let mut sorted = rows.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+}
