@@ -268,3 +268,148 @@ fn stacks_readme_lists_every_fixture() {
     sorted.sort();
     assert_eq!(files, sorted);
 }
+
+// ------------------------------------------------------------------ memory before recording
+
+fn load_fixture(rel: &str) -> memtide_core::trace::Trace {
+    use memtide_core::formats::{LoadOptions, Progress};
+    let mut l =
+        memtide_core::load::load(&root().join(rel), &LoadOptions::default(), &Progress::new())
+            .expect("loads");
+    l.traces.remove(0)
+}
+
+/// Four 64 MiB blocks live before the recording pair one-to-one with four 64 MiB
+/// AccumulateGrad gradients: parameters, inferred, with the evidence in the inspector; an
+/// 8 MiB block that pairs with nothing stays unknown. Rows say "before recording", never
+/// "(unnamed)".
+#[test]
+fn before_recording_paired_with_gradients() {
+    check_stack("before_recording.json");
+    let j = summary_json("tests/fixtures/stacks/before_recording.json");
+    let live = j["peak"]["live"].as_array().expect("live rows");
+    let before: Vec<&serde_json::Value> = live
+        .iter()
+        .filter(|r| r["label"] == "before recording")
+        .collect();
+    assert_eq!(before.len(), 5, "{live:?}");
+    let params = before.iter().filter(|r| r["category"] == "param").count();
+    let unknown = before.iter().filter(|r| r["category"] == "unknown").count();
+    assert_eq!((params, unknown), (4, 1));
+    assert!(before.iter().all(|r| r["inferred"] == true));
+    assert!(live.iter().all(|r| r["label"] != ""), "no unnamed row");
+    let (_, text, _) = memtide(&["summary", "tests/fixtures/stacks/before_recording.json"]);
+    assert!(!text.contains("(unnamed)"), "{text}");
+
+    // The inspector gives the evidence for the four parameters, and none for the unknown.
+    let t = load_fixture("tests/fixtures/stacks/before_recording.json");
+    let ids: Vec<_> = (0..t.storage_count())
+        .map(|i| memtide_core::trace::AllocId(i as u32))
+        .filter(|&id| {
+            t.is_from_start(id) && t.storage_kind(id) == memtide_core::trace::StorageKind::Block
+        })
+        .collect();
+    assert_eq!(ids.len(), 5);
+    let mut with_evidence = 0;
+    for id in ids {
+        let lines = memtide::tui::details::lines(&t, id, memtide_core::trace::Seq(0));
+        let text: String = lines
+            .iter()
+            .map(|l| l.iter().map(|(s, _)| s.as_str()).collect::<String>() + "\n")
+            .collect();
+        if t.category(id) == memtide_core::trace::Category::Param {
+            assert!(
+                text.contains("inferred param because live before the recording began; its size (64.00 MiB) pairs one-to-one with a gradient made by AccumulateGrad (4 such blocks, 4 gradients of this size live at once)"),
+                "{text}"
+            );
+            with_evidence += 1;
+        } else {
+            assert!(!text.contains("inferred param"), "{text}");
+        }
+    }
+    assert_eq!(with_evidence, 4);
+}
+
+/// A block from before the recording whose size pairs with nothing in the file stays
+/// unknown even when gradients of other sizes exist; three blocks per gradient of a size are
+/// a parameter and its two Adam states.
+#[test]
+fn before_recording_only_where_the_file_decides() {
+    let dir = scratch("adam_triples");
+    std::fs::create_dir_all(&dir).expect("dir");
+    // JSON snapshot: 3 pre-existing 2 MiB blocks + 1 pre-existing 6 MiB block; one 2 MiB
+    // AccumulateGrad gradient in the trace.
+    let mib = 1u64 << 20;
+    let base = 0x7f00_0000_0000u64;
+    let frames = r#"[{"filename":"??","line":0,"name":"torch::autograd::AccumulateGrad::apply"},{"filename":"thread48.o","line":0,"name":"execute_native_thread_routine"}]"#;
+    let blk = |a: u64, s: u64| {
+        format!(
+            r#"{{"address":{a},"size":{s},"requested_size":{s},"state":"active_allocated","frames":[]}}"#
+        )
+    };
+    let blocks = [
+        blk(base, 2 * mib),
+        blk(base + 2 * mib, 2 * mib),
+        blk(base + 4 * mib, 2 * mib),
+        blk(base + 6 * mib, 6 * mib),
+        format!(
+            r#"{{"address":{},"size":{},"requested_size":{},"state":"active_allocated","frames":{frames}}}"#,
+            base + 12 * mib,
+            2 * mib,
+            2 * mib
+        ),
+    ];
+    let snap = format!(
+        r#"{{"segments":[{{"device":0,"address":{base},"total_size":{},"allocated_size":{},"active_size":{},"requested_size":{},"stream":0,"segment_type":"large","segment_pool_id":[0,0],"is_expandable":false,"frames":[],"blocks":[{}]}}],"device_traces":[[{{"action":"alloc","addr":{},"size":{},"stream":0,"time_us":1000,"frames":{frames}}}]],"allocator_settings":{{}},"external_annotations":[]}}"#,
+        14 * mib,
+        14 * mib,
+        14 * mib,
+        14 * mib,
+        blocks.join(","),
+        base + 12 * mib,
+        2 * mib
+    );
+    let p = dir.join("triples.json");
+    std::fs::write(&p, snap).expect("write");
+    let j = summary_json(p.to_str().expect("utf-8"));
+    let live = j["peak"]["live"].as_array().expect("live");
+    let count = |cat: &str, bytes: u64| {
+        live.iter()
+            .filter(|r| r["category"] == cat && r["bytes"] == bytes)
+            .count()
+    };
+    assert_eq!(count("param", 2 * mib), 1, "{live:?}");
+    assert_eq!(count("optimizer", 2 * mib), 2, "{live:?}");
+    assert_eq!(count("grad", 2 * mib), 1, "{live:?}");
+    assert_eq!(count("unknown", 6 * mib), 1, "{live:?}");
+}
+
+// ------------------------------------------------------------------ user frames
+
+/// A CUDA backward allocation (C++ frames of the engine's thread only) has "autograd
+/// backward" as its user frame and "gradient" as its name, never the thread's entry point.
+#[test]
+fn backward_user_frame_is_never_the_thread_entry() {
+    for f in [
+        "plain.json",
+        "lightning_auto.json",
+        "hf_trainer.json",
+        "before_recording.json",
+    ] {
+        let path = format!("tests/fixtures/stacks/{f}");
+        let j = summary_json(&path);
+        let live = j["peak"]["live"].as_array().expect("live");
+        let grads: Vec<_> = live.iter().filter(|r| r["category"] == "grad").collect();
+        assert!(!grads.is_empty(), "{f}");
+        for r in grads {
+            assert_eq!(r["user_frame"], "autograd backward", "{f}: {r}");
+            assert_eq!(r["label"], "gradient", "{f}: {r}");
+        }
+        let (_, text, _) = memtide(&["summary", &path]);
+        assert!(
+            !text.contains("execute_native_thread_routine"),
+            "{f}: {text}"
+        );
+        assert!(!text.contains("thread48.o"), "{f}: {text}");
+    }
+}

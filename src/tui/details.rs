@@ -158,6 +158,13 @@ pub fn lines_in(
         t(format!("at cursor {}: ", at_text(at)), Tone::Dim),
         t(why, tone),
     ]);
+    // Why an inferred category was chosen where the file shows it only indirectly.
+    if let Some(why) = trace.evidence.get(&id) {
+        out.push(vec![
+            t("inferred ", Tone::Dim),
+            t(format!("{} because {why}", cat.name()), Tone::Text),
+        ]);
+    }
     // Where in the user's code: the user frame with its full path, the op, torch.compile.
     if !e.user_frame_full.is_empty() {
         let mut l = vec![
@@ -168,6 +175,18 @@ pub fn lines_in(
             l.push(t(format!("  ← {}", e.innermost), Tone::Dim));
         }
         out.push(l);
+    } else if !e.user_frame.is_empty() {
+        // "autograd backward", or the forward line of a backward allocation.
+        out.push(vec![
+            t("user frame ", Tone::Dim),
+            t(
+                format!(
+                    "{} (made on the autograd engine's thread: no frame of your code)",
+                    e.user_frame
+                ),
+                Tone::Text,
+            ),
+        ]);
     } else if !e.innermost.is_empty() {
         out.push(vec![
             t("op ", Tone::Dim),

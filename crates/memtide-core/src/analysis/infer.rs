@@ -318,6 +318,7 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
     steps.dedup();
     optim_starts.sort_unstable();
     let step_spans = prefix_max_ends(step_spans);
+    let mut pairs = Pairing::default();
 
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
@@ -383,6 +384,116 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
             (None, None) => Category::Unknown,
         };
         trace.set_category(id, cat, true);
+        let made = match fx.kind {
+            Some(Kind::Grad) => Some(&mut pairs.grads),
+            Some(Kind::OptimizerState) => Some(&mut pairs.states),
+            _ => None,
+        };
+        if let (Some(v), None) = (made, fx.user) {
+            v.push((trace.size(id).0, start, end.unwrap_or(u64::MAX)));
+        }
+        if from_start && !fx.has_frames && fx.user.is_none() {
+            pairs.before.push(id);
+        }
+    }
+    pair_before_recording(trace, pairs);
+}
+
+/// Memory from before the recording, and what the file made that pairs with it by size.
+#[derive(Default)]
+struct Pairing {
+    /// Storages live from the start without a stack.
+    before: Vec<AllocId>,
+    /// Gradients (`AccumulateGrad`, sharded reduce buffers): (size, start, end).
+    grads: Vec<(u64, u64, u64)>,
+    /// Optimizer state made by `_init_group` and the like: (size, start, end).
+    states: Vec<(u64, u64, u64)>,
+}
+
+/// The most storages of each size live at one instant.
+fn max_live_by_size(v: &[(u64, u64, u64)]) -> rustc_hash::FxHashMap<u64, usize> {
+    let mut ev: Vec<(u64, u64, i8)> = Vec::with_capacity(v.len() * 2);
+    for &(size, s, e) in v {
+        ev.push((size, s, 1));
+        ev.push((size, e, -1));
+    }
+    // Per size, by time; a free before an alloc at the same instant.
+    ev.sort_unstable();
+    let mut out = rustc_hash::FxHashMap::default();
+    let mut cur: (u64, i64) = (u64::MAX, 0);
+    for (size, _, d) in ev {
+        if size != cur.0 {
+            cur = (size, 0);
+        }
+        cur.1 += i64::from(d);
+        let m = out.entry(size).or_insert(0usize);
+        *m = (*m).max(usize::try_from(cur.1).unwrap_or(0));
+    }
+    out
+}
+
+/// Names memory from before the recording where the file proves what it is: blocks of a size
+/// that pairs one-to-one with the gradients of that size (as many live at once as there are
+/// blocks, or more) are parameters; three blocks per gradient are a parameter and its two
+/// Adam states; blocks with two optimizer states of their size each (Adam's pairs) are
+/// parameters. Anything else stays unknown. The evidence goes to [`Trace::evidence`].
+fn pair_before_recording(trace: &mut Trace, p: Pairing) {
+    if p.before.is_empty() || (p.grads.is_empty() && p.states.is_empty()) {
+        return;
+    }
+    let grads = max_live_by_size(&p.grads);
+    let states = max_live_by_size(&p.states);
+    let mut by_size: std::collections::BTreeMap<u64, Vec<AllocId>> = Default::default();
+    for id in p.before {
+        if matches!(
+            trace.category(id),
+            Category::Unknown | Category::InferredPersistent
+        ) {
+            by_size.entry(trace.size(id).0).or_default().push(id);
+        }
+    }
+    for (size, ids) in by_size {
+        let a = ids.len();
+        let g = grads.get(&size).copied().unwrap_or(0);
+        let o = states.get(&size).copied().unwrap_or(0);
+        let shown = crate::trace::human_bytes(size);
+        let (params, opt) = if g > 0 && a <= g {
+            (a, 0)
+        } else if g > 0 && a == 3 * g && o == 0 {
+            (g, 2 * g)
+        } else if g == 0 && o > 0 && o == 2 * a {
+            (a, 0)
+        } else {
+            continue;
+        };
+        let why_param = if g > 0 {
+            format!(
+                "live before the recording began; its size ({shown}) pairs one-to-one with a gradient made by AccumulateGrad ({a} such block{}, {g} gradient{} of this size live at once)",
+                if a == 1 { "" } else { "s" },
+                if g == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "live before the recording began; the optimizer made two states of its size ({shown}) per such block, as Adam does for each parameter ({a} block{}, {o} states)",
+                if a == 1 { "" } else { "s" }
+            )
+        };
+        for (k, &id) in ids.iter().enumerate() {
+            let (cat, why) = if k < params {
+                (Category::Param, why_param.clone())
+            } else if k < params + opt {
+                (
+                    Category::Optimizer,
+                    format!(
+                        "live before the recording began; three blocks of its size ({shown}) per gradient of that size: a parameter and its two Adam states (which of the {a} is which is by order)"
+                    ),
+                )
+            } else {
+                continue;
+            };
+            trace.set_category(id, cat, true);
+            trace.evidence.insert(id, why);
+        }
     }
 }
 

@@ -289,6 +289,10 @@ pub struct Trace {
     pub base_released: FxHashMap<AllocId, Seq>,
     /// Unknown fields of a storage's alloc line, kept as JSON text.
     pub extra: FxHashMap<AllocId, StrId>,
+    /// Why an inferred category was chosen where the file shows it only indirectly (memory
+    /// from before the recording, paired by size with gradients or optimizer state): the
+    /// inspector's evidence line.
+    pub evidence: FxHashMap<AllocId, String>,
     pub marks: Vec<Mark>,
     pub changes: Vec<Change>,
 
@@ -338,6 +342,7 @@ impl Trace {
             views_of: FxHashMap::default(),
             base_released: FxHashMap::default(),
             extra: FxHashMap::default(),
+            evidence: FxHashMap::default(),
             marks: Vec::new(),
             changes: Vec::new(),
             unmatched_frees: 0,
