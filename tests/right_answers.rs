@@ -413,3 +413,105 @@ fn backward_user_frame_is_never_the_thread_entry() {
         assert!(!text.contains("thread48.o"), "{f}: {text}");
     }
 }
+
+// ------------------------------------------------------------------ doubtful results, phases
+
+/// A small snapshot: `allocs` are (MiB, frames JSON, time µs), never freed; `anns` the
+/// `external_annotations` JSON list.
+fn snapshot(allocs: &[(u64, &str, u64)], anns: &str) -> String {
+    let mib = 1u64 << 20;
+    let base = 0x7f00_0000_0000u64;
+    let mut addr = base;
+    let mut blocks = Vec::new();
+    let mut trace = Vec::new();
+    for &(m, frames, t) in allocs {
+        let size = m * mib;
+        blocks.push(format!(r#"{{"address":{addr},"size":{size},"requested_size":{size},"state":"active_allocated","frames":{frames}}}"#));
+        trace.push(format!(r#"{{"action":"alloc","addr":{addr},"size":{size},"stream":0,"time_us":{t},"frames":{frames}}}"#));
+        addr += size;
+    }
+    let total = addr - base;
+    format!(
+        r#"{{"segments":[{{"device":0,"address":{base},"total_size":{total},"allocated_size":{total},"active_size":{total},"requested_size":{total},"stream":0,"segment_type":"large","segment_pool_id":[0,0],"is_expandable":false,"frames":[],"blocks":[{}]}}],"device_traces":[[{}]],"allocator_settings":{{}},"external_annotations":{anns}}}"#,
+        blocks.join(","),
+        trace.join(",")
+    )
+}
+
+const TO: &str = r#"[{"filename":"/site-packages/torch/nn/modules/module.py","line":1341,"name":"convert"},{"filename":"/w/train.py","line":3,"name":"main"}]"#;
+const INIT_GROUP: &str = r#"[{"filename":"/site-packages/torch/optim/adam.py","line":156,"name":"_init_group"},{"filename":"/site-packages/torch/optim/adam.py","line":226,"name":"step"},{"filename":"/w/train.py","line":9,"name":"main"}]"#;
+
+/// An inferred split with optimizer state 20× the parameters fits no usual model: a
+/// doubtful warning (text and JSON), and `check` refuses to vouch for it unless told.
+#[test]
+fn split_that_fits_no_model_is_doubtful() {
+    let p = scratch("doubtful.json");
+    std::fs::write(
+        &p,
+        snapshot(
+            &[
+                (1, TO, 1000),
+                (10, INIT_GROUP, 1010),
+                (10, INIT_GROUP, 1020),
+            ],
+            "[]",
+        ),
+    )
+    .expect("write");
+    let ps = p.to_str().expect("utf-8");
+    let j = summary_json(ps);
+    let d = j["doubtful_warnings"].as_array().expect("doubtful list");
+    assert_eq!(d.len(), 1, "{j}");
+    assert!(
+        d[0].as_str()
+            .expect("text")
+            .starts_with("the inferred persistent split at the peak fits no usual model (optimizer = 20.00× params"),
+        "{d:?}"
+    );
+    let (code, out, err) = memtide(&["check", ps, "--max-peak", "1GiB"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("cannot vouch for the figures"), "{err}");
+    let (code, out, err) = memtide(&["check", ps, "--max-peak", "1GiB", "--allow-warnings"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Adam's 2× is usual: no doubt.
+    let q = scratch("adam_ok.json");
+    std::fs::write(
+        &q,
+        snapshot(
+            &[
+                (10, TO, 1000),
+                (10, INIT_GROUP, 1010),
+                (10, INIT_GROUP, 1020),
+            ],
+            "[]",
+        ),
+    )
+    .expect("write");
+    let j = summary_json(q.to_str().expect("utf-8"));
+    assert_eq!(j["doubtful_warnings"], serde_json::json!([]), "{j}");
+}
+
+/// The peak is labelled with a phase only while the phase encloses it: a `## forward ##`
+/// span that ended before the peak's allocation does not name the peak.
+#[test]
+fn peak_phase_must_enclose_the_peak() {
+    let anns = r###"[{"stage":"START","name":"## forward ##","device":0,"time_us":1000},{"stage":"END","name":"## forward ##","device":0,"time_us":1015}]"###;
+    let p = scratch("phase_end.json");
+    std::fs::write(
+        &p,
+        snapshot(&[(1, TO, 1005), (2, TO, 1010), (4, TO, 1020)], anns),
+    )
+    .expect("write");
+    let j = summary_json(p.to_str().expect("utf-8"));
+    assert_eq!(j["peak"]["bytes"], 7u64 << 20);
+    assert_eq!(j["peak"]["mark"], serde_json::Value::Null, "{}", j["peak"]);
+    // Inside the span, the phase names it.
+    let q = scratch("phase_in.json");
+    std::fs::write(
+        &q,
+        snapshot(&[(1, TO, 1005), (2, TO, 1010), (4, TO, 1012)], anns),
+    )
+    .expect("write");
+    let j = summary_json(q.to_str().expect("utf-8"));
+    assert_eq!(j["peak"]["mark"], "## forward ##", "{}", j["peak"]);
+}

@@ -25,6 +25,29 @@ pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
     )
 }
 
+/// Refuses a trace whose inferred persistent split at the peak fits no usual model (unless
+/// `allow`): the bands are then likely misread, and `check` must not vouch for them.
+fn refuse_doubtful_model(file: &Path, t: &super::load::Indexed, allow: bool) -> Result<()> {
+    if allow || !t.trace.identities_known() {
+        return Ok(());
+    }
+    let Some(peak) = memtide_core::analysis::global_peak(&t.trace, &t.index) else {
+        return Ok(());
+    };
+    let ids = peak.live(&t.trace, &t.index);
+    let why = memtide_core::analysis::persistent::persistent(&t.trace, &ids)
+        .as_ref()
+        .and_then(memtide_core::analysis::persistent::doubt);
+    match why {
+        None => Ok(()),
+        Some(w) => anyhow::bail!(
+            "{}: cannot vouch for the figures of {}: {w} (pass --allow-warnings to check it anyway)",
+            file.display(),
+            t.trace.device
+        ),
+    }
+}
+
 /// The top live storages for a FAIL line, or why they are unknown.
 pub fn biggest_live(
     trace: &Trace,
@@ -119,6 +142,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     }
     refuse_doubtful(&a.file, &t.trace, a.allow_warnings)?;
+    refuse_doubtful_model(&a.file, t, a.allow_warnings)?;
     refuse_nothing_to_gate(&a.file, t)?;
     let note = allowed_note(&t.trace);
     let (code, lines) = verdict(a, t, limit, growth_limit, &note)?;

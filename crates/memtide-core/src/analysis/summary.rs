@@ -292,6 +292,22 @@ impl Summary {
             allocator_at_end: None,
         }
         .explained(trace, index, None)
+        .doubting_the_model()
+    }
+
+    /// An inferred persistent split at the peak that fits no usual model is doubtful: the
+    /// inference likely misread some stacks. Said among the warnings and the doubtful ones.
+    fn doubting_the_model(mut self) -> Summary {
+        let why = self
+            .peak
+            .as_ref()
+            .and_then(|p| p.persistent.as_ref())
+            .and_then(super::persistent::doubt);
+        if let Some(w) = why {
+            self.warnings.push(w.clone());
+            self.doubtful.push(w);
+        }
+        self
     }
 
     /// Explains the OOMs with the device's allocator history (a snapshot's segments and

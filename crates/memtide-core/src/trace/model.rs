@@ -832,18 +832,23 @@ impl Trace {
         self.marks.push(m);
     }
 
-    /// The nearest mark at or before `at` (preferring steps), for "enclosing mark" labels.
+    /// The nearest mark at or before `at` (preferring steps) that still encloses it (a span
+    /// mark's recorded end at or after `at`), for "enclosing mark" labels: a phase that ended
+    /// before `at` does not name it.
     pub fn enclosing_mark(&self, at: Seq) -> Option<&Mark> {
         let upto = self.marks.partition_point(|m| m.at <= at);
         let before = &self.marks[..upto];
+        let open = |m: &&Mark| m.end.is_none_or(|e| at <= e);
         before
             .iter()
             .rev()
-            .find(|m| m.kind == MarkKind::Step && m.end.is_none_or(|e| at <= e))
+            .filter(open)
+            .find(|m| m.kind == MarkKind::Step)
             .or_else(|| {
                 before
                     .iter()
                     .rev()
+                    .filter(open)
                     .find(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
             })
     }
