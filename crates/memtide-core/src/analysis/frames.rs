@@ -470,9 +470,9 @@ impl FrameView {
         modules.reverse();
         out.module = clip(&modules.join(".")).into_owned();
         out.plain = plain.unwrap_or_default().to_string();
-        // A backward allocation on the autograd engine's thread has no frame of the user's:
-        // say so, never the thread's entry point.
-        if out.user.is_empty() && backward {
+        // A backward allocation on the autograd engine's thread has no frame of the user's
+        // and no named function (only C++ frames): say so, never the thread's entry point.
+        if out.user.is_empty() && out.innermost.is_empty() && backward {
             out.user = "autograd backward".to_string();
         }
         out
