@@ -171,7 +171,7 @@ fn a_wrong_figure_is_a_disagreement() {
     };
     // A "memtide" whose peak is 1 byte off and whose only window ends before it starts.
     fake_summary(
-        r#"{"device": "cuda:0", "events": 126, "peak": {"bytes": 52045781, "index": 94, "at": "event"}, "final_bytes": 29494525, "reserved_peak": 148897792, "windows": [{"name": "w", "first_index": 9, "last_index": 3, "peak_index": 5, "peak_bytes": 1}]}"#,
+        r#"{"device": "cuda:0", "events": 126, "peak": {"bytes": 52050945, "index": 94, "at": "event"}, "final_bytes": 29498880, "reserved_peak": 148897792, "windows": [{"name": "w", "first_index": 9, "last_index": 3, "peak_index": 5, "peak_bytes": 1}]}"#,
     );
     let out = conformance(&["tests/fixtures/snapshot/small.json"], &fake);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -187,7 +187,7 @@ fn a_wrong_figure_is_a_disagreement() {
     // Right figures, wrong instant: late_start's peak is the initial state, not event #0, and
     // it has 129 events, not 128.
     fake_summary(
-        r#"{"device": "cuda:0", "events": 128, "peak": {"bytes": 50331748, "index": 0, "at": "event"}, "final_bytes": 32531354, "reserved_peak": 205520896, "windows": []}"#,
+        r#"{"device": "cuda:0", "events": 128, "peak": {"bytes": 50332160, "index": 0, "at": "event"}, "final_bytes": 32534528, "reserved_peak": 205520896, "windows": []}"#,
     );
     let out = conformance(&["tests/fixtures/snapshot/late_start.pickle"], &fake);
     let stdout = String::from_utf8_lossy(&out.stdout);
