@@ -107,7 +107,9 @@ fn expandable_bases(h: &History, start: &State) -> FxHashMap<(u64, PoolId, PoolK
         let known = h
             .segments
             .iter()
-            .find(|s| s.address < e.addr.saturating_add(e.size) && e.addr < s.address + s.total_size)
+            .find(|s| {
+                s.address < e.addr.saturating_add(e.size) && e.addr < s.address + s.total_size
+            })
             .map(|s| s.pool_kind());
         // Large-pool segments grow by 20 MiB pages, small ones by 2 MiB.
         let kind = known.unwrap_or(if e.size.is_multiple_of(LARGE_BUFFER) {

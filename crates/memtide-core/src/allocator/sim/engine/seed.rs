@@ -33,10 +33,7 @@ impl Engine {
                 None => plain.push(s),
                 Some(base) => {
                     let key = (s.stream, s.pool, s.small, base);
-                    match groups
-                        .iter_mut()
-                        .find(|g| (g.0, g.1, g.2, g.3) == key)
-                    {
+                    match groups.iter_mut().find(|g| (g.0, g.1, g.2, g.3) == key) {
                         Some(g) => g.4.push(s),
                         None => groups.push((s.stream, s.pool, s.small, base, vec![s])),
                     }
@@ -45,7 +42,16 @@ impl Engine {
         }
         for s in plain {
             let (stream, pool) = self.place_of(s);
-            self.tile(s.addr, s.addr + s.size, layout, stream, pool, NIL, NIL, &mut handles);
+            self.tile(
+                s.addr,
+                s.addr + s.size,
+                layout,
+                stream,
+                pool,
+                NIL,
+                NIL,
+                &mut handles,
+            );
             self.reserved += s.size;
             self.plain_segments += 1;
             self.spans.insert(s.addr, s.addr + s.size);
@@ -53,7 +59,9 @@ impl Engine {
         for (_, _, small, base, pieces) in groups {
             self.seed_expandable(base, small, &pieces, layout, &mut handles);
         }
-        let above = layout.above.max(self.spans.values().copied().max().unwrap_or(0));
+        let above = layout
+            .above
+            .max(self.spans.values().copied().max().unwrap_or(0));
         self.next_addr = self
             .next_addr
             .max(above.div_ceil(SMALL_BUFFER).saturating_add(1) * SMALL_BUFFER);
@@ -105,7 +113,16 @@ impl Engine {
             if s.addr > cur {
                 prev = self.unmapped(cur, s.addr - cur, stream, pool, es, prev);
             }
-            prev = self.tile(s.addr, s.addr + s.size, layout, stream, pool, es, prev, handles);
+            prev = self.tile(
+                s.addr,
+                s.addr + s.size,
+                layout,
+                stream,
+                pool,
+                es,
+                prev,
+                handles,
+            );
             self.reserved += s.size;
             self.mapped_runs += 1;
             cur = s.addr + s.size;
@@ -118,7 +135,15 @@ impl Engine {
 
     /// An unmapped block of an expandable segment after `prev`.
     #[allow(clippy::too_many_arguments)]
-    fn unmapped(&mut self, addr: u64, size: u64, stream: u64, pool: u32, es: u32, prev: u32) -> u32 {
+    fn unmapped(
+        &mut self,
+        addr: u64,
+        size: u64,
+        stream: u64,
+        pool: u32,
+        es: u32,
+        prev: u32,
+    ) -> u32 {
         let i = self.link(
             Block {
                 addr,
@@ -236,7 +261,10 @@ fn fits(layout: &Layout) -> bool {
         let k = segs.partition_point(|s| s.addr <= b.addr);
         k > 0 && {
             let s = segs[k - 1];
-            b.size > 0 && b.addr.checked_add(b.size).is_some_and(|e| e <= s.addr + s.size)
+            b.size > 0
+                && b.addr
+                    .checked_add(b.size)
+                    .is_some_and(|e| e <= s.addr + s.size)
         }
     };
     layout.blocks.iter().all(inside)
