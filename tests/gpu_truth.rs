@@ -202,3 +202,19 @@ fn the_independent_replay_gives_pytorchs_counters() {
     }
     assert_eq!(seen, 12, "training snapshots in cases.json");
 }
+
+/// compare.py's "le" check (the recorder's peak from the next GPU run on): at most the
+/// counter, and within the tolerance below it.
+#[test]
+fn an_at_most_check_fails_above_the_counter_and_too_far_below() {
+    let o = python(&[
+        "-c",
+        "import sys; sys.path.insert(0, 'scripts/gpu_conformance'); import compare; \
+         print([compare.judge(1000, g, 0.1, 'le') for g in (1000, 950, 900, 899, 1001)])",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "['pass', 'pass', 'pass', 'FAIL', 'FAIL']"
+    );
+}
