@@ -273,3 +273,99 @@ fn fits(layout: &Layout) -> bool {
             .windows(2)
             .all(|w| w[0].addr + w[0].size <= w[1].addr)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::super::layout::{Layout, SeedBlock, SeedSegment};
+    use super::*;
+    use crate::allocator::sim::AllocConf;
+
+    const MIB: u64 = 1 << 20;
+
+    fn segment(addr: u64, size: u64) -> SeedSegment {
+        SeedSegment {
+            addr,
+            size,
+            stream: 0,
+            pool: 0,
+            small: false,
+            expandable_base: None,
+        }
+    }
+
+    #[test]
+    fn seeded_segments_keep_their_addresses_and_ties_go_to_the_lower_one() {
+        // Two 20 MiB segments, the later-listed one at the lower address, each with a 10 MiB
+        // block at its start: two free 10 MiB blocks of equal size.
+        let (high, low) = (0x7f00_0000_0000u64, 0x7e00_0000_0000u64);
+        let layout = Layout {
+            segments: vec![segment(high, 20 * MIB), segment(low, 20 * MIB)],
+            blocks: vec![
+                SeedBlock {
+                    addr: low,
+                    size: 10 * MIB,
+                    requested: 10 * MIB - 100,
+                },
+                SeedBlock {
+                    addr: high,
+                    size: 10 * MIB,
+                    requested: 10 * MIB,
+                },
+            ],
+            above: high + 20 * MIB,
+        };
+        let mut e = Engine::new(AllocConf::default(), None);
+        let handles = e.seed(&layout).unwrap();
+        assert_eq!(e.reserved(), 40 * MIB);
+        assert_eq!(e.allocated(), 20 * MIB);
+        assert_eq!(e.block_addr(handles[0]), low);
+        assert_eq!(e.block_addr(handles[1]), high);
+        // BlockComparatorSize: (stream, size, address): the lower free block is taken.
+        let b = e.malloc(10 * MIB, 0, 0, 2).unwrap();
+        assert_eq!(e.block_addr(b), low + 10 * MIB);
+        assert_eq!(e.reserved(), 40 * MIB, "no new segment");
+        // A seeded block frees like any other.
+        assert!(e.free(handles[1]));
+        assert_eq!(e.allocated(), 20 * MIB);
+        e.check().unwrap();
+    }
+
+    #[test]
+    fn a_new_segment_goes_where_the_recorded_cudamalloc_put_it_when_free() {
+        let mut e = Engine::new(AllocConf::default(), None);
+        let hint = 0x7a00_0000_0000u64;
+        let a = e.malloc_at(30 * MIB, 0, 0, 0, Some(hint)).unwrap();
+        assert_eq!(e.block_addr(a), hint);
+        // The same range again is taken: the model's own address, apart from it.
+        let b = e.malloc_at(30 * MIB, 0, 0, 1, Some(hint)).unwrap();
+        let at = e.block_addr(b);
+        assert!(at >= hint + 30 * MIB || at + 30 * MIB <= hint, "{at:#x}");
+        e.check().unwrap();
+    }
+
+    #[test]
+    fn overlapping_or_stray_layouts_are_refused_and_leave_the_model_empty() {
+        let mut e = Engine::new(AllocConf::default(), None);
+        let overlapping = Layout {
+            segments: vec![
+                segment(0x1000_0000, 20 * MIB),
+                segment(0x1000_0000 + MIB, 20 * MIB),
+            ],
+            blocks: vec![],
+            above: 0,
+        };
+        assert!(e.seed(&overlapping).is_none());
+        let stray = Layout {
+            segments: vec![segment(0x1000_0000, 20 * MIB)],
+            blocks: vec![SeedBlock {
+                addr: 0x2000_0000,
+                size: MIB,
+                requested: MIB,
+            }],
+            above: 0,
+        };
+        assert!(e.seed(&stray).is_none());
+        assert_eq!(e.reserved(), 0);
+    }
+}
