@@ -39,7 +39,8 @@ MemoryViz convention used by the truth replay (every trace entry is one position
   segment_alloc/map adds its range and segment_free/unmap removes whatever it overlaps;
   reserved_peak = max(initial, running), first instant reaching it.
   A device without history (no entries) is one instant, the dump: entry #0, where its
-  active_allocated blocks (requested_size) and its segments appear.
+  active_allocated blocks (their block size; host memory: requested_size) and its
+  segments appear.
 """
 import argparse
 import gzip
