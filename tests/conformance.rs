@@ -62,7 +62,9 @@ fn repository_traces_agree_with_the_replay() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("total: 22 files, 22 agree"),
+        // 22, and the 17 traces of tests/data/gpu-h200 (12 training and 2 OOM snapshots, a
+        // Kineto trace, 2 ranks): real GPU files, where the replay counts blocks as PyTorch does.
+        Some("total: 39 files, 39 agree"),
         "{stdout}"
     );
     // Truth files, categories sidecars and other non-trace JSON: one count line, not a list.
@@ -72,11 +74,16 @@ fn repository_traces_agree_with_the_replay() {
         .collect();
     assert_eq!(
         skipped,
-        ["skipped 21 other JSON files (not traces; --verbose lists them)"],
+        // tests/data/gpu-h200 adds cases.json and the 6 files of cases.d/.
+        ["skipped 28 other JSON files (not traces; --verbose lists them)"],
         "{stdout}"
     );
     let r = rows(&stdout);
-    assert_eq!(r.len(), 30, "one row per file and device:\n{stdout}");
+    assert_eq!(
+        r.len(),
+        47,
+        "one row per file and device (30, and 17 for gpu-h200):\n{stdout}"
+    );
     assert!(r.values().all(|c| c.last().is_some_and(|v| v == "agree")));
     for (file, dev) in [
         ("tests/fixtures/snapshot/no_history.pickle", "cuda:1"),
