@@ -81,8 +81,8 @@ fn repository_traces_agree_with_the_replay() {
     let r = rows(&stdout);
     assert_eq!(
         r.len(),
-        47,
-        "one row per file and device (30, and 17 for gpu-h200):\n{stdout}"
+        48,
+        "one row per file and device (30, and 18 for gpu-h200: its Kineto trace has cpu and cuda:0):\n{stdout}"
     );
     assert!(r.values().all(|c| c.last().is_some_and(|v| v == "agree")));
     for (file, dev) in [
