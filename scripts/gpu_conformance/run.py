@@ -271,9 +271,15 @@ def worker_recorder(out_dir):
     window = "reset_peak_memory_stats() before memtide_record.record() .. the end of the block"
     checks = [
         # The recording's peak includes memory outside PyTorch (NVML samples): the
-        # framework's part is what max_memory_allocated() counts.
+        # framework's part is what max_memory_allocated() counts, less what no tensor holds.
+        # The recorder sees tensor storages (a TorchDispatchMode) at their nbytes; the caching
+        # allocator also hands out each thread's cuBLAS workspace (32 MiB per handle on
+        # Hopper: the forward thread's and the autograd thread's) and the cuBLASLt workspace
+        # (1 MiB), and rounds each block to 512 B. On the H200 run that was 68,157,948 B of
+        # 739,451,392 (9.2 %; tests/data/gpu-h200/README.md): at most the counter, and no
+        # more than 10 % below it.
         check("peak", "peak.bytes - peak.bands.external", peak,
-              "torch.cuda.max_memory_allocated()", window, tolerance=0.02),
+              "torch.cuda.max_memory_allocated()", window, tolerance=0.10, op="le"),
         check("reserved peak", "reserved_peak", rpeak, "torch.cuda.max_memory_reserved()",
               window, tolerance=0.02),
     ]
