@@ -47,9 +47,22 @@ fn oom_mid_step_is_no_growth() {
         "{out}{err}"
     );
     assert!(!out.contains("FAIL: step baseline"), "{out}");
-    // The run did run out of memory: that line still fails the gate (exit 1), on its own.
+    // The run did run out of memory: said, but only the peak gate fails on it, so the
+    // growth gate alone passes (exit 0) ...
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("note: out of memory at event #"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+    // ... and a peak gate still fails on the OOM, whatever its limit.
+    let (code, out, err) = memtide(&[
+        "check",
+        "sample-traces/cuda-oom.pickle",
+        "--max-growth",
+        "10%",
+        "--max-peak",
+        "100GiB",
+    ]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("FAIL: out of memory"), "{out}");
+    assert!(out.contains("FAIL: out of memory at event #"), "{out}");
     let (_, s, _) = memtide(&["summary", "sample-traces/cuda-oom.pickle"]);
     assert!(
         s.contains("baseline after warm-up: +0 B (+0.0 %) (over complete steps: the trace ends inside ProfilerStep#2"),
