@@ -152,10 +152,11 @@ fn generate(v: Variant) -> String {
                     "attn.scores",
                     &["model.py:71 attention", &fwd, "train.py:60 train_step"],
                 );
+                // One head of sixteen: the view spans 1/16 of the scores (64 MiB of 1 GiB).
                 let view = w.id();
                 w.line(
                     5,
-                    &format!("\"op\":\"view\",\"id\":{view},\"of\":{scores},\"name\":\"attn.scores[:, :1] (kept for logging)\",\"stack\":[\"train.py:63 train_step\"]"),
+                    &format!("\"op\":\"view\",\"id\":{view},\"of\":{scores},\"size\":{},\"name\":\"attn.scores[:, :1] (kept for logging)\",\"stack\":[\"train.py:63 train_step\"]", 64 * MIB),
                 );
                 // The view is released at the end of the step; keep its id in `scores`'s
                 // place for that, and drop the base tensor now.

@@ -92,7 +92,9 @@ fn summary_text_is_readable() {
         .success()
         .stdout(predicate::str::contains("peak"))
         .stdout(predicate::str::contains("GiB"))
-        .stdout(predicate::str::contains("retained by view"))
+        .stdout(predicate::str::contains(
+            "a 64.00 MiB view keeps 1.000 GiB alive",
+        ))
         .stdout(predicate::str::contains("step 1"));
 }
 

@@ -70,7 +70,7 @@ fn open_peak_search_quit_restores_the_terminal() {
     p.send(b"p");
     p.wait_for("cursor #30 ");
     // A frame can arrive in several reads: wait for its last part too.
-    p.wait_for_all(&["retained by view", "cursor #30 ", "288.0 MiB"]);
+    p.wait_for_all(&["view keeps 64.00 MiB", "cursor #30 ", "288.0 MiB"]);
     p.send(b"\x1b[H/adam.py");
     p.wait_for("5 storages match");
     p.send(b"\r");

@@ -528,3 +528,116 @@ fn peak_phase_must_enclose_the_peak() {
     let j = summary_json(q.to_str().expect("utf-8"));
     assert_eq!(j["peak"]["mark"], "## forward ##", "{}", j["peak"]);
 }
+
+// ------------------------------------------------------------------ retained by view
+
+/// A JSONL run: a `storage` of `size` bytes in category `cat`, one view of it (`view_size`
+/// bytes when given), the base released while the view holds it, then a 1-byte alloc at the
+/// peak-making end so the storage is live at the peak.
+fn view_run(name: &str, cat: &str, size: u64, view_size: Option<u64>) -> PathBuf {
+    let vs = view_size
+        .map(|v| format!(r#","size":{v}"#))
+        .unwrap_or_default();
+    let text = format!(
+        "{{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}}\n\
+         {{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":{size},\"cat\":\"{cat}\",\"name\":\"held\"}}\n\
+         {{\"t\":2,\"op\":\"view\",\"id\":2,\"of\":1{vs},\"name\":\"held[:1]\"}}\n\
+         {{\"t\":3,\"op\":\"release\",\"id\":1}}\n\
+         {{\"t\":4,\"op\":\"alloc\",\"id\":3,\"size\":16,\"cat\":\"temp\"}}\n\
+         {{\"t\":5,\"op\":\"release\",\"id\":2}}\n"
+    );
+    let p = scratch(name);
+    std::fs::write(&p, text).expect("write run");
+    p
+}
+
+/// The live row of the storage called "held" at the peak in `summary --json`.
+fn held_at_peak(p: &Path) -> serde_json::Value {
+    let (code, out, err) = memtide(&["summary", "--json", p.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("summary --json");
+    doc["peak"]["live"]
+        .as_array()
+        .expect("live rows")
+        .iter()
+        .find(|e| e["name"] == "held")
+        .cloned()
+        .expect("held is live at the peak")
+}
+
+/// A 4 KiB view keeping 1 GiB alive: the alarm, with both sizes, in JSON, text and markdown.
+#[test]
+fn a_small_view_keeping_a_big_storage_says_how_much() {
+    let p = view_run("small_view.jsonl", "activation", 1 << 30, Some(4096));
+    let e = held_at_peak(&p);
+    assert_eq!(e["retained_by_view"], true, "{e}");
+    assert_eq!(e["view_bytes"], 4096, "{e}");
+    let path = p.to_str().expect("utf-8 path");
+    let (_, text, _) = memtide(&["summary", path]);
+    assert!(
+        text.contains("a 4.000 KiB view keeps 1.000 GiB alive"),
+        "{text}"
+    );
+    let (_, md, _) = memtide(&["summary", "--markdown", path]);
+    assert!(
+        md.contains("held (a 4.000 KiB view keeps 1.000 GiB alive)"),
+        "{md}"
+    );
+}
+
+/// A view spanning the whole storage (a `.grad` alias, an optimizer's foreach list) is
+/// ordinary sharing: no flag, and no `view_bytes` key.
+#[test]
+fn a_whole_storage_view_is_not_flagged() {
+    for cat in ["activation", "grad"] {
+        let p = view_run(&format!("alias_{cat}.jsonl"), cat, 1 << 20, Some(1 << 20));
+        let e = held_at_peak(&p);
+        assert_eq!(e["retained_by_view"], false, "{cat}: {e}");
+        assert!(e.get("view_bytes").is_none(), "{cat}: {e}");
+    }
+}
+
+/// Views of unknown size: "retained by a view (size unknown)" for an activation (view_bytes
+/// null), nothing at all for a gradient (Adam's foreach views, as older recorder files hold).
+#[test]
+fn unknown_view_sizes_are_said_so_and_gradients_never_flagged() {
+    let p = view_run("unknown_act.jsonl", "activation", 1 << 20, None);
+    let e = held_at_peak(&p);
+    assert_eq!(e["retained_by_view"], true, "{e}");
+    assert!(e["view_bytes"].is_null(), "{e}");
+    let (_, text, _) = memtide(&["summary", p.to_str().expect("utf-8 path")]);
+    assert!(text.contains("retained by a view (size unknown)"), "{text}");
+    assert!(!text.contains("view keeps"), "{text}");
+    let p = view_run("unknown_grad.jsonl", "grad", 1 << 20, None);
+    let e = held_at_peak(&p);
+    assert_eq!(e["retained_by_view"], false, "{e}");
+    // The bundled recorder fixture (a real CPU run with Adam): no gradient is flagged.
+    let doc = summary_json("tests/fixtures/jsonl/recorder_adam.jsonl");
+    let live = doc["peak"]["live"].as_array().expect("live rows");
+    let grads: Vec<_> = live.iter().filter(|e| e["category"] == "grad").collect();
+    assert_eq!(grads.len(), 4, "{doc}");
+    assert!(
+        grads.iter().all(|e| e["retained_by_view"] == false),
+        "{doc}"
+    );
+}
+
+/// A view's `size` that is not a non-negative integer is refused with its line.
+#[test]
+fn a_bad_view_size_is_refused_with_its_line() {
+    let p = scratch("bad_view_size.jsonl");
+    std::fs::write(
+        &p,
+        "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n\
+         {\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":64}\n\
+         {\"t\":2,\"op\":\"view\",\"id\":2,\"of\":1,\"size\":-4}\n",
+    )
+    .expect("write");
+    let (code, out, err) = memtide(&["summary", p.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("\"size\" must be a non-negative integer"),
+        "{err}"
+    );
+}

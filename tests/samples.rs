@@ -109,6 +109,17 @@ fn samples_peak_as_the_readme_states() {
             .find(|e| e.name == "attn.scores")
             .expect("scores live");
         assert!(scores.retained_by_view, "{}: retained by view", r.file);
+        // By a 64 MiB view (one head of sixteen, the README): the alarm, with its size.
+        assert_eq!(
+            scores.retained,
+            Some(memtide_core::analysis::retained::Retained::SmallView {
+                views: 1,
+                view_bytes: memtide_core::trace::Bytes(64 << 20),
+                storage: memtide_core::trace::Bytes(1 << 30),
+            }),
+            "{}",
+            r.file
+        );
         assert_eq!(scores.bytes.0, 1 << 30);
         // Window peaks: each step window's peak lies inside it.
         let steps: Vec<_> = all_windows(trace, &index)

@@ -47,14 +47,18 @@ fn p_then_enter_shows_the_peaks_biggest_storage_and_its_stack() {
         first_row.contains("64.00 MiB activation layer2.attn"),
         "{first_row}"
     );
-    assert!(first_row.contains("⚑ retained by view"), "{first_row}");
+    // A 256 KiB view keeps the 64 MiB storage: the flag says how much.
+    assert!(
+        first_row.contains("⚑ 256.0 KiB view keeps 64.00 MiB"),
+        "{first_row}"
+    );
     h.press("<Enter>");
     let s = h.screen();
     assert!(s.contains("model.py:31 attention"), "{s}");
     assert!(s.contains("model.py:25 forward"), "{s}");
     assert!(s.contains("attn_probe"), "{s}");
     assert!(
-        s.contains("retained by view: base released at #22, view \"attn_probe\" still"),
+        s.contains("retained by view: a 256.0 KiB view keeps 64.00 MiB alive; base release"),
         "{s}"
     );
 }
@@ -72,7 +76,11 @@ fn design_example_view_retains_only_between_t12_and_t30() {
         }
         let s = h.screen();
         assert!(s.contains(&format!("cursor #{steps} ")), "{s}");
-        assert_eq!(s.contains("retained by view"), retained, "#{steps}: {s}");
+        assert_eq!(
+            s.contains("⚑ 4.000 KiB view keeps 4.000 MiB"),
+            retained,
+            "#{steps}: {s}"
+        );
     }
     // The peak is external 64 MiB + fc.weight 4 MiB = 68 MiB, first reached at #4 (t=10 in
     // the file, whose first event is at t=5: +5 µs; `T` shows the file's value).

@@ -124,7 +124,9 @@ fn inspect_shows_the_view_retaining_the_storage_and_jumps_to_its_ends() {
         .map(|l| l.iter().map(|(s, _)| s.as_str()).collect::<String>() + "\n")
         .collect();
     assert!(
-        text.contains("retained by view: base released at #22"),
+        text.contains(
+            "retained by view: a 256.0 KiB view keeps 64.00 MiB alive; base released at #22"
+        ),
         "{text}"
     );
     assert!(text.contains("\"attn_probe\" still holds it"), "{text}");

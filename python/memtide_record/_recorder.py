@@ -359,10 +359,11 @@ class Recorder:
             if cat is not None and srec.alloc is not None and srec.alloc.cat is None:
                 srec.alloc.cat = cat
             of = srec.tids[0]
+            size = _view_bytes(t)
             if name is None:
-                self._writer.view(jid, of)
+                self._writer.view(jid, of, size)
             else:
-                self._writer.event("view", id=jid, of=of, name=name)
+                self._writer.event("view", id=jid, of=of, size=size, name=name)
             # Deferred releases can go now: this view keeps the storage.
             for d in sorted(srec.deferred):
                 srec.tids.remove(d)
@@ -588,6 +589,15 @@ def _on_storage_death(storages, dead, skey):
             dead.append((1, rec, _now()))
 
     return cb
+
+
+def _view_bytes(t):
+    """The bytes a view spans (its elements x element size: what memtide compares with the
+    storage it keeps alive), or None when the tensor cannot say."""
+    try:
+        return t.numel() * t.element_size()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def _forget(d, key):

@@ -74,8 +74,12 @@ class Writer:
         # The two most frequent lines skip the generic encoder.
         self.push('{"t":%d,"op":"release","id":%d}' % (self.now(at), jid))
 
-    def view(self, jid, of):
-        self.push('{"t":%d,"op":"view","id":%d,"of":%d}' % (self.now(), jid, of))
+    def view(self, jid, of, size=None):
+        if size is None:
+            self.push('{"t":%d,"op":"view","id":%d,"of":%d}' % (self.now(), jid, of))
+        else:
+            line = '{"t":%d,"op":"view","id":%d,"of":%d,"size":%d}'
+            self.push(line % (self.now(), jid, of, size))
 
     def flush(self, decide, keep=0):
         """Writes all but the newest ``keep`` queued lines; ``decide(alloc)`` fixes each alloc's

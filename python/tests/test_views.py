@@ -35,6 +35,7 @@ def test_slice_keeps_storage_after_base_release(tmp_path, summary):
     r = Replay(path)
     sid = big_storage_id(r)
     view = next(e for e in r.events if e["op"] == "view" and e["of"] == sid)
+    assert view["size"] == 10 * 4  # base[:10] of float32: the view's own bytes
     base_rel = index_of(r, lambda e: e["op"] == "release" and e["id"] == sid)
     view_rel = index_of(r, lambda e: e["op"] == "release" and e["id"] == view["id"])
     m1 = index_of(r, lambda e: e.get("name") == "base deleted")

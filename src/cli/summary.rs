@@ -467,8 +467,8 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
                     if e.views == 1 { "" } else { "s" }
                 );
             }
-            if e.retained_by_view {
-                flags.push_str("  retained by view");
+            if let Some(r) = e.retained {
+                let _ = write!(flags, "  {}", r.words());
             }
             if !e.compiled.is_empty() {
                 let _ = write!(flags, "  [compiled: {}]", e.compiled);

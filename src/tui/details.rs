@@ -4,6 +4,7 @@
 use super::fmt;
 use memtide_core::analysis::frames::FrameView;
 use memtide_core::analysis::live::entry_in;
+use memtide_core::analysis::retained::{retained, Retained};
 use memtide_core::trace::{AllocId, Seq, StorageKind, Trace, FLAG_INFERRED};
 
 /// Tone of a piece of inspector text; the theme picks the style at draw time.
@@ -53,10 +54,25 @@ pub fn why_live(trace: &Trace, id: AllocId, at: Seq) -> String {
                 format!("view {}", holders.join(", "))
             };
             let verb = if holders.len() > 1 { "hold" } else { "holds" };
-            return format!(
-                "retained by view: base released at #{}, {who} still {verb} it",
+            let base = format!(
+                "base released at #{}, {who} still {verb} it",
                 trace.event_number(rel)
             );
+            return match retained(trace, id, at) {
+                Some(r @ Retained::SmallView { .. }) => {
+                    format!("retained by view: {}; {base}", r.words())
+                }
+                Some(Retained::UnknownSize) => {
+                    format!("retained by a view (size unknown): {base}")
+                }
+                None if trace.holding_views(id, at).all(|v| v.bytes.is_some()) => {
+                    format!("live: {base} (the views span most of it: ordinary sharing)")
+                }
+                None => format!(
+                    "live: {base} (a {} kept through its views, as optimizers do: ordinary)",
+                    trace.category(id).name()
+                ),
+            };
         }
     }
     match trace.end(id) {
@@ -256,8 +272,11 @@ pub fn lines_in(
             ),
             t(
                 format!(
-                    "  tensor {} · created {} · {rel}{}",
+                    "  tensor {}{} · created {} · {rel}{}",
                     v.tensor,
+                    v.bytes
+                        .map(|b| format!(" · {}", fmt::bytes(b.0)))
+                        .unwrap_or_default(),
                     at_text(v.created),
                     if live {
                         " · holds it at the cursor"

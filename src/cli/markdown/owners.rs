@@ -89,8 +89,8 @@ pub fn live(o: &mut String, s: &Summary) {
             cat.push('?');
         }
         let mut name = cell(&e.label);
-        if e.retained_by_view {
-            name.push_str(" (retained by view)");
+        if let Some(r) = e.retained {
+            let _ = write!(name, " ({})", r.words());
         }
         let mut frame = cell(&shown_frame(e, false));
         if !e.compiled.is_empty() {

@@ -7,6 +7,7 @@ use crate::tui::fmt;
 use crate::tui::liveset::GroupMode;
 use crate::tui::shared::Shared;
 use crate::tui::theme::Theme;
+use memtide_core::analysis::retained::Retained;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -88,16 +89,14 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                 );
                 // Tail: views and the retained flag; fixed width at the right.
                 let narrow = w < 70;
+                let (flag, alarm) = retained_flag(e.retained, w);
+                // A wide flag names the view itself: no count beside it.
                 let views = match (e.views, narrow) {
                     (0, _) => String::new(),
+                    (_, false) if !flag.is_empty() => String::new(),
                     (n, true) => format!("{n}v"),
                     (1, false) => "1 view".to_string(),
                     (n, false) => format!("{n} views"),
-                };
-                let flag = match (e.retained_by_view, narrow) {
-                    (false, _) => "",
-                    (true, true) => " ⚑",
-                    (true, false) => " ⚑ retained by view",
                 };
                 let tail = format!("{views}{flag}");
                 let tail_w = tail.chars().count();
@@ -131,7 +130,8 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                     let tx = r.right() - tail_w as u16;
                     let vx = put(buf, tx, y, &views, tail_w as u16, th.dim);
                     if !flag.is_empty() {
-                        put(buf, vx, y, flag, r.right() - vx, th.live_retained);
+                        let st = if alarm { th.live_retained } else { th.dim };
+                        put(buf, vx, y, &flag, r.right() - vx, st);
                     }
                 }
             }
@@ -245,4 +245,39 @@ fn row_frame(e: &memtide_core::analysis::live::LiveEntry) -> String {
     } else {
         format!("{}  ← {}", e.user_frame, e.innermost)
     }
+}
+
+/// A live row's retained-by-view flag and whether it is the alarm: "⚑ 4.000 KiB view keeps
+/// 1.000 GiB" for views much smaller than their storage ("⚑ 4.000 KiB view" on a pane under
+/// 100 columns, "⚑" under 70), a plain "retained by a view (size unknown)" where the file
+/// records no view sizes.
+fn retained_flag(r: Option<Retained>, width: usize) -> (String, bool) {
+    let Some(r) = r else {
+        return (String::new(), false);
+    };
+    let Retained::SmallView {
+        views,
+        view_bytes,
+        storage,
+    } = r
+    else {
+        let text = match width {
+            0..70 => "",
+            70..100 => "view (size unknown)",
+            _ => "retained by a view (size unknown)",
+        };
+        return (text.to_string(), false);
+    };
+    let what = if views == 1 { "view" } else { "views" };
+    let text = match width {
+        0..70 => " ⚑".to_string(),
+        70..100 => format!("⚑ {} {what}", fmt::bytes(view_bytes.0)),
+        _ => format!(
+            "⚑ {} {what} {} {}",
+            fmt::bytes(view_bytes.0),
+            if views == 1 { "keeps" } else { "keep" },
+            fmt::bytes(storage.0)
+        ),
+    };
+    (text, true)
 }

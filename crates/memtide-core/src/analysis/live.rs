@@ -1,6 +1,7 @@
 //! The live set at an instant, as rows for the inspector and the summary, and its groupings.
 
 use super::frames::FrameView;
+use super::retained::{retained, Retained};
 use crate::index::Index;
 use crate::trace::{AllocId, Band, Bytes, Seq, Trace, FLAG_INFERRED};
 use std::collections::BTreeMap;
@@ -38,8 +39,11 @@ pub struct LiveEntry {
     pub views: usize,
     /// Views still holding the storage at this instant.
     pub live_views: usize,
-    /// The base tensor is gone; only views keep the storage alive.
+    /// The base tensor is gone and only views keep the storage alive, in a way worth a flag
+    /// (see [`super::retained`]): views much smaller than the storage, or of unknown size.
     pub retained_by_view: bool,
+    /// How, when `retained_by_view`: the views' bytes (when recorded) against the storage's.
+    pub retained: Option<Retained>,
     pub inferred: bool,
 }
 
@@ -93,6 +97,7 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         sf.innermost.clone()
     };
     let forward_frame = forward_frame(trace, id, view);
+    let retained = retained(trace, id, at);
     // A backward allocation's user frame: the forward line that caused it, when the file
     // links them (`forward_frames`).
     let user_frame = if sf.user == "autograd backward" && !forward_frame.is_empty() {
@@ -116,7 +121,8 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         forward_frame,
         views: trace.view_count(id),
         live_views: trace.live_views_at(id, at),
-        retained_by_view: trace.retained_by_view(id, at),
+        retained_by_view: retained.is_some(),
+        retained,
         inferred: trace.flags(id) & FLAG_INFERRED != 0,
     }
 }

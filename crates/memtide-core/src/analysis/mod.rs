@@ -10,6 +10,7 @@ pub mod live;
 pub mod oom;
 pub mod peak;
 pub mod persistent;
+pub mod retained;
 pub mod summary;
 pub mod summary_json;
 pub mod tree;

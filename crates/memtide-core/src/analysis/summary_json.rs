@@ -178,6 +178,10 @@ pub struct LiveJson<'a> {
     pub frame: &'a str,
     pub views: usize,
     pub retained_by_view: bool,
+    /// Only where `retained_by_view`: the bytes of the views that keep the storage alive, null
+    /// when the file does not record them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_bytes: Option<Option<u64>>,
     pub inferred: bool,
     /// The innermost frame that is user code, `file.py:123 function`; "" when none.
     pub user_frame: &'a str,
@@ -436,6 +440,7 @@ impl<'a> LiveJson<'a> {
             frame: &e.frame,
             views: e.views,
             retained_by_view: e.retained_by_view,
+            view_bytes: e.retained.map(|r| r.view_bytes().map(|b| b.0)),
             inferred: e.inferred,
             user_frame: &e.user_frame,
             innermost: &e.innermost,

@@ -153,6 +153,9 @@ pub struct View {
     pub tensor: u64,
     pub name: StrId,
     pub stack: StackId,
+    /// The bytes the view spans (its elements × element size), where the source records it
+    /// (memtide JSONL `view` `size`); None: not recorded.
+    pub bytes: Option<Bytes>,
     pub created: Seq,
     pub released: Option<Seq>,
 }
@@ -829,9 +832,13 @@ impl Trace {
 
     /// Views of `id` still holding it after event `at`.
     pub fn live_views_at(&self, id: AllocId, at: Seq) -> usize {
+        self.holding_views(id, at).count()
+    }
+
+    /// The views of `id` that hold it at `at` (made at or before it, not yet released).
+    pub fn holding_views(&self, id: AllocId, at: Seq) -> impl Iterator<Item = &View> {
         self.views_of(id)
-            .filter(|v| v.created <= at && v.released.is_none_or(|r| at < r))
-            .count()
+            .filter(move |v| v.created <= at && v.released.is_none_or(|r| at < r))
     }
 
     /// True when the base tensor was released at or before `at` while the storage is still

@@ -22,6 +22,8 @@ pub(super) struct Ev {
     pub(super) of: u64,
     pub(super) used: u64,
     pub(super) free: Option<u64>,
+    /// A `view`'s own bytes (`size`), when the line gives them.
+    pub(super) view_bytes: Option<u64>,
     pub(super) cat: Option<Category>,
     pub(super) name: StrId,
     pub(super) kind: MarkKind,
@@ -247,6 +249,7 @@ impl Applier {
             tensor: e.id,
             name: e.name,
             stack: e.stack,
+            bytes: e.view_bytes.map(Bytes),
             created: at,
             released: None,
         });

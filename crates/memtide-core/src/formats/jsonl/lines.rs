@@ -315,6 +315,7 @@ impl Lines {
             of: 0,
             used: 0,
             free: None,
+            view_bytes: None,
             cat: None,
             name: StrId(0),
             kind: MarkKind::Note,
@@ -329,6 +330,10 @@ impl Lines {
             Op::View => {
                 ev.id = need_id(l.id, "id")?;
                 ev.of = need_id(l.of, "of")?;
+                ev.view_bytes = match l.size {
+                    None => None,
+                    some => Some(need_id(some, "size")?),
+                };
             }
             Op::Release | Op::Free | Op::Unreserve => ev.id = need_id(l.id, "id")?,
             Op::Sample => ev.used = need_id(l.used, "used")?,
