@@ -641,3 +641,67 @@ fn a_bad_view_size_is_refused_with_its_line() {
         "{err}"
     );
 }
+
+/// The explorer says a doubtful result on screen: "! doubtful" in the header (kept at 80×24),
+/// the first doubt on the status row when the file opens, and every doubt, word-wrapped, in
+/// the inspector of any storage.
+#[test]
+fn doubtful_result_is_said_on_screen() {
+    let p = scratch("doubtful_screen.json");
+    std::fs::write(
+        &p,
+        snapshot(
+            &[
+                (1, TO, 1000),
+                (10, INIT_GROUP, 1010),
+                (10, INIT_GROUP, 1020),
+            ],
+            "[]",
+        ),
+    )
+    .expect("write");
+    let mut h = memtide::tui::testing::Harness::open(&p, 80, 24);
+    let s = h.screen();
+    let header = s.lines().next().expect("header row");
+    assert!(header.contains("! doubtful"), "{s}");
+    let status = s.lines().last().expect("status row");
+    assert!(
+        status.contains("doubtful figures (Enter on a row lists why): the inferred persistent"),
+        "{s}"
+    );
+    insta::assert_snapshot!("doubtful_80x24", s);
+    h.press("<Enter>");
+    let ins = h.explorer().inspect.as_ref().expect("inspector open");
+    let text: Vec<String> = ins
+        .lines
+        .iter()
+        .map(|l| l.iter().map(|(s, _)| s.as_str()).collect::<String>())
+        .collect();
+    // The whole doubt, as summary --json gives it, wrapped under the title line.
+    let doubt = summary_json(p.to_str().expect("utf-8"))["doubtful_warnings"][0]
+        .as_str()
+        .expect("one doubt")
+        .to_string();
+    let shown: Vec<&str> = text
+        .iter()
+        .skip(1)
+        .take_while(|l| l.starts_with("doubtful: ") || l.starts_with("  "))
+        .map(|l| l.trim())
+        .collect();
+    assert_eq!(shown.join(" "), format!("doubtful: {doubt}"), "{text:?}");
+    assert!(shown.len() > 1, "wrapped: {text:?}");
+    assert!(
+        text[1..=shown.len()]
+            .iter()
+            .all(|l| l.chars().count() <= 76),
+        "{text:?}"
+    );
+    insta::assert_snapshot!("doubtful_inspector_80x24", h.screen());
+    // A file without doubts: no marker.
+    let h = memtide::tui::testing::Harness::open(
+        &root().join("sample-traces/train-3steps.jsonl"),
+        80,
+        24,
+    );
+    assert!(!h.screen().contains("doubtful"), "{}", h.screen());
+}

@@ -105,6 +105,29 @@ fn source_id(trace: &Trace, id: AllocId, addresses: bool) -> String {
     }
 }
 
+/// Columns the inspector's doubt lines wrap at (they fit an 80-column terminal).
+const DOUBT_WIDTH: usize = 76;
+
+/// `lines` with the file's doubts (`summary`'s `doubtful_warnings`) under its first line,
+/// word-wrapped, each starting with "doubtful:": every storage's figures share them.
+pub fn with_doubts(mut lines: Vec<Line>, doubts: &[String]) -> Vec<Line> {
+    let at = lines.len().min(1);
+    let rows: Vec<Line> = doubts
+        .iter()
+        .flat_map(|d| {
+            crate::tui::ui::oom::wrap(&format!("doubtful: {d}"), DOUBT_WIDTH)
+                .into_iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let indent = if i == 0 { "" } else { "  " };
+                    vec![t(format!("{indent}{row}"), Tone::Warn)]
+                })
+        })
+        .collect();
+    lines.splice(at..at, rows);
+    lines
+}
+
 /// The inspector lines for `id` seen from the cursor `at`, frames read through `view`, times
 /// relative to the first event or absolute; `addresses`: the source's ids are addresses.
 pub fn lines_in(

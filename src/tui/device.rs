@@ -33,6 +33,9 @@ pub struct Device {
     pub frames: FrameView,
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms[k]`'s event).
     pub ooms: Vec<OomExplanation>,
+    /// Why the figures may be wrong, as `summary`'s `doubtful_warnings` (the header marks
+    /// them, the inspector lists them).
+    pub doubtful: Vec<String>,
 }
 
 impl Device {
@@ -72,6 +75,7 @@ impl Device {
             allocator: model.map(Arc::new),
             frames,
             ooms: Vec::new(),
+            doubtful: Vec::new(),
         };
         d.refresh_marks();
         d
@@ -130,6 +134,7 @@ impl Device {
             .map(|m| m.at)
             .collect();
         self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
+        self.doubtful = memtide_core::analysis::persistent::run_doubts(trace, index);
         if self.ooms.len() != self.oom_at.len() {
             self.refresh_ooms();
         }

@@ -114,13 +114,16 @@ pub fn apply_live(sh: &Shared, ex: &mut ExplorerState, dev: &Device, r: LiveResu
         let (id, scroll) = (i.id, i.scroll);
         ex.inspect = Some(InspectState {
             id,
-            lines: details::lines_in(
-                &dev.trace,
-                id,
-                ex.live.at,
-                &dev.frames,
-                ex.absolute_time,
-                dev.allocator.is_some(),
+            lines: details::with_doubts(
+                details::lines_in(
+                    &dev.trace,
+                    id,
+                    ex.live.at,
+                    &dev.frames,
+                    ex.absolute_time,
+                    dev.allocator.is_some(),
+                ),
+                &dev.doubtful,
             ),
             scroll,
         });

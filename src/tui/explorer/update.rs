@@ -118,16 +118,33 @@ fn loaded(
                 devs[ex.current].trace.device
             )
         });
-    let caveat = devs.get(ex.current).and_then(|d| opening_caveat(&d.trace));
+    let caveat = devs.get(ex.current).and_then(|d| {
+        opening_caveat(&d.trace)
+            .map(|c| format!("{c} (see `memtide summary` for details)"))
+            .or_else(|| doubt_caveat(d))
+    });
     ex.devices = devs;
     ex.screen = Screen::Ready;
     let fx = nav::init_device(sh, ex);
     if note.is_some() {
         sh.status = note;
-    } else if let Some(c) = caveat {
-        sh.status = Some(format!("{c} (see `memtide summary` for details)"));
+    } else if caveat.is_some() {
+        sh.status = caveat;
     }
     fx
+}
+
+/// The device's first doubt (`summary`'s `doubtful_warnings`), said on opening; the header
+/// keeps "! doubtful" and the inspector lists every doubt.
+fn doubt_caveat(dev: &Device) -> Option<String> {
+    let first = dev.doubtful.first()?;
+    let more = match dev.doubtful.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Some(format!(
+        "doubtful figures (Enter on a row lists why): {first}{more}"
+    ))
 }
 
 /// A warning that changes what the figures mean, said on opening.
@@ -765,13 +782,16 @@ fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -
 fn open_inspect(sh: &Shared, ex: &mut ExplorerState, dev: &Device, id: AllocId) {
     ex.inspect = Some(InspectState {
         id,
-        lines: details::lines_in(
-            &dev.trace,
-            id,
-            ex.view.cursor,
-            &dev.frames,
-            ex.absolute_time,
-            dev.allocator.is_some(),
+        lines: details::with_doubts(
+            details::lines_in(
+                &dev.trace,
+                id,
+                ex.view.cursor,
+                &dev.frames,
+                ex.absolute_time,
+                dev.allocator.is_some(),
+            ),
+            &dev.doubtful,
         ),
         scroll: 0,
     });

@@ -59,6 +59,10 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
         device.push_str(&format!(" [{}/{}]", ex.current + 1, ex.devices.len()));
     }
     parts.push(text(device, 7));
+    if !dev.doubtful.is_empty() {
+        // The figures may be wrong: said as long as the peak is (Enter lists why).
+        parts.push(Part::text(format!("{sep}! doubtful"), th.error, 10));
+    }
     if let Some(d) = tr.distributed.as_ref().filter(|d| !d.label().is_empty()) {
         parts.push(text(format!("{sep}{}", d.label()), 4));
     }

@@ -2,6 +2,7 @@
 //! buffers, with bytes per parameter when the parameter count is known, and which usual
 //! model (fp32/bf16 weights, Adam/SGD state) the figures fit, if any.
 
+use crate::index::Index;
 use crate::trace::{AllocId, Category, Trace, FLAG_INFERRED};
 
 /// The persistent breakdown at one instant.
@@ -101,6 +102,18 @@ pub fn doubt(p: &Persistent) -> Option<String> {
             "the inferred persistent split at the peak fits no usual model (optimizer = {o:.2}× params, grads = {g:.2}× params): some stacks were likely misread (pass --rules to correct them)"
         )
     })
+}
+
+/// Every doubt `summary` reports on the whole run (its `doubtful_warnings`): the reader's
+/// doubtful warnings, then [`doubt`] on the split at the global peak. What the explorer marks
+/// as doubtful.
+pub fn run_doubts(trace: &Trace, index: &Index) -> Vec<String> {
+    let mut out: Vec<String> = trace.doubtful_warnings().map(String::from).collect();
+    let at_peak = super::global_peak(trace, index)
+        .and_then(|p| persistent(trace, &p.live(trace, index)))
+        .and_then(|p| doubt(&p));
+    out.extend(at_peak);
+    out
 }
 
 /// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
