@@ -705,3 +705,36 @@ fn doubtful_result_is_said_on_screen() {
     );
     assert!(!h.screen().contains("doubtful"), "{}", h.screen());
 }
+
+// ------------------------------------------------------------------ one time origin per file
+
+/// tests/fixtures/kineto/cuda.json holds three devices whose `[memory]` events start at
+/// ts 10 µs (cuda:0), 55 µs (cuda:1) and 15 µs (cpu): every relative time counts from the
+/// file's earliest event (10 µs), on every device — in the text summary and the explorer —
+/// while `time_us` in JSON stays the file's own value.
+#[test]
+fn one_time_origin_across_a_files_devices() {
+    let f = "tests/fixtures/kineto/cuda.json";
+    for (dev, want) in [
+        ("cuda:0", "t=+0.030 ms"),
+        ("cuda:1", "t=+0.045 ms"),
+        ("cpu", "t=+0.005 ms"),
+    ] {
+        let (code, out, err) = memtide(&["summary", f, "--device", dev]);
+        assert_eq!(code, 0, "{err}");
+        let peak = out
+            .lines()
+            .find(|l| l.starts_with("peak "))
+            .expect("peak line");
+        assert!(peak.contains(want), "{dev}: {peak}");
+    }
+    let (_, out, _) = memtide(&["summary", "--json", f, "--device", "cuda:1"]);
+    let j: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(j["peak"]["time_us"], 55.0, "{j}");
+    // The explorer: cuda:1's only event is 45 µs after the file's first, not at +0.
+    let mut h = memtide::tui::testing::Harness::open(&root().join(f), 100, 30);
+    h.press("d");
+    let s = h.screen();
+    assert!(s.contains("cuda:1 [2/3]"), "{s}");
+    assert!(s.contains("cursor #0 (file #7) t=+45.000 µs"), "{s}");
+}

@@ -55,18 +55,19 @@ pub fn at_mode(trace: &Trace, s: Seq, absolute: bool) -> String {
     }
 }
 
-/// The time of position `s`: `+12.345 ms` after the trace's first event, or the file's
-/// value (`absolute`).
+/// The time of position `s`: `+12.345 ms` after the file's first event (over all its
+/// devices), or the file's value (`absolute`).
 pub fn time_of(trace: &Trace, s: Seq, absolute: bool) -> String {
     time_at_ns(trace, trace.ts(s).0, absolute)
 }
 
-/// A timestamp (ns, the file's clock) relative to the first event (`+1.500 s`) or as is.
+/// A timestamp (ns, the file's clock) relative to the file's time origin (its earliest event
+/// over all its devices: `Trace::origin_ns`), `+1.500 s`, or as is.
 pub fn time_at_ns(trace: &Trace, ns: i64, absolute: bool) -> String {
     if absolute {
         return time_ns(ns);
     }
-    let t0 = trace.timestamps().first().copied().unwrap_or(0);
+    let t0 = trace.origin_ns().unwrap_or(0);
     let d = ns.saturating_sub(t0);
     if d < 0 {
         time_ns(d)

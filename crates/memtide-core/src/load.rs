@@ -33,7 +33,22 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         device_merge::merge_all(&mut loaded.traces, log, d);
     }
     formats::check_byte_sums(&loaded.traces)?;
+    share_time_origin(&mut loaded.traces);
     Ok(loaded)
+}
+
+/// Gives every device of one file one time origin: the earliest event over all of them (the
+/// devices of a snapshot or a profiler trace share one clock), so a time on `cuda:0` and one
+/// on `cpu` compare.
+pub fn share_time_origin(traces: &mut [Trace]) {
+    let origin = traces
+        .iter()
+        .filter(|t| t.clock.has_time())
+        .filter_map(|t| t.timestamps().first().copied())
+        .min();
+    for t in traces.iter_mut().filter(|t| t.clock.has_time()) {
+        t.time_origin_ns = origin;
+    }
 }
 
 /// `--device-log` with a file it cannot merge with (JSONL, an `export_memory_timeline` file).

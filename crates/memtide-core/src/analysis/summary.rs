@@ -71,7 +71,8 @@ pub struct Summary {
     pub windows_omitted: u64,
     pub bands_source: &'static str,
     pub time_available: bool,
-    /// The time of the trace's first event (µs, the file's clock), None without a clock.
+    /// The file's time origin (µs, the file's clock): its earliest event over all its
+    /// devices, which relative times count from; None without a clock.
     pub start_time_us: Option<f64>,
     /// The measurement window the peak belongs to (None: the whole run).
     pub window: Option<WindowInfo>,
@@ -258,7 +259,7 @@ impl Summary {
             windows_omitted,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
-            start_time_us: trace.time_us(crate::trace::Seq(0)),
+            start_time_us: trace.origin_us(),
             window: window.map(|w| WindowInfo {
                 spec: w.spec.clone(),
                 label: w.label.clone(),

@@ -329,6 +329,10 @@ pub struct Trace {
     pub wall_offset_ns: Option<i64>,
     /// How a merged device-usage log was aligned (None: no log was merged).
     pub device_log: Option<DeviceLogInfo>,
+    /// The file's time origin (ns, the file's clock): its earliest event over all its devices
+    /// (`crate::load::share_time_origin`), so relative times on every device of one file count
+    /// from one instant. None: this trace's own first event.
+    pub time_origin_ns: Option<i64>,
 }
 
 impl Trace {
@@ -365,6 +369,7 @@ impl Trace {
             anon_baseline: 0,
             wall_offset_ns: None,
             device_log: None,
+            time_origin_ns: None,
         }
     }
 
@@ -486,6 +491,21 @@ impl Trace {
 
     pub fn timestamps(&self) -> &[i64] {
         &self.ts
+    }
+
+    /// Where relative times (`t=+…`) count from (ns, the file's clock): the file's time
+    /// origin, else this trace's first event; None when the clock has no time.
+    pub fn origin_ns(&self) -> Option<i64> {
+        if !self.clock.has_time() || self.is_empty() {
+            return None;
+        }
+        self.time_origin_ns.or_else(|| self.ts.first().copied())
+    }
+
+    /// [`Trace::origin_ns`] in microseconds.
+    pub fn origin_us(&self) -> Option<f64> {
+        let ns = self.origin_ns()?;
+        Some((ns / 1000) as f64 + (ns % 1000) as f64 / 1000.0)
     }
 
     /// Time in microseconds of an event, or None when the clock has no time.
