@@ -738,3 +738,42 @@ fn one_time_origin_across_a_files_devices() {
     assert!(s.contains("cuda:1 [2/3]"), "{s}");
     assert!(s.contains("cursor #0 (file #7) t=+45.000 µs"), "{s}");
 }
+
+// ------------------------------------------------------------------ one "allocated" per instant
+
+/// An 8 MiB segment holding a 6 MiB activation, 2 MiB of NCCL buffers outside the allocator,
+/// then an OOM: at the OOM the header's total is 8 MiB (6 + external 2), and every figure
+/// called "allocated" — the OOM panel's, the allocator pane's, summary's OOM line and JSON —
+/// is the same 6 MiB (free in reserve 8 − 6 = 2 MiB), never the total with external in it.
+#[test]
+fn one_allocated_figure_per_instant() {
+    let p = scratch("allocated_once.jsonl");
+    std::fs::write(
+        &p,
+        "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n\
+         {\"t\":1,\"op\":\"reserve\",\"id\":100,\"size\":8388608}\n\
+         {\"t\":2,\"op\":\"alloc\",\"id\":1,\"size\":6291456,\"cat\":\"activation\",\"name\":\"act\"}\n\
+         {\"t\":3,\"op\":\"external\",\"id\":200,\"size\":2097152,\"name\":\"nccl\"}\n\
+         {\"t\":4,\"op\":\"oom\",\"size\":4194304,\"free\":0}\n",
+    )
+    .expect("write");
+    let ps = p.to_str().expect("utf-8");
+    let j = summary_json(ps);
+    assert_eq!(j["ooms"][0]["allocated"], 6 * MIB, "{j}");
+    let mut h = memtide::tui::testing::Harness::open(&p, 160, 40);
+    h.press("o");
+    let s = h.screen();
+    assert!(s.contains("cursor #3 t=+3.000 µs  8.000 MiB"), "{s}");
+    let oom_allocated = s
+        .lines()
+        .find(|l| l.contains("allocated "))
+        .expect("the OOM panel's allocated figure");
+    assert!(oom_allocated.contains("allocated         6.000 MiB"), "{s}");
+    h.press("s");
+    let s = h.screen();
+    assert!(
+        s.contains("allocated 6.000 MiB · outside the allocator 2.000 MiB · reserved 8.000 MiB · free in reserve 2.000 MiB"),
+        "{s}"
+    );
+    assert!(!s.contains("allocated 8.000 MiB"), "{s}");
+}

@@ -129,16 +129,26 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     if !view.model {
         let title = format!(" allocator at {at}   s/Esc: close");
         put(buf, r.x, r.y, &title, r.width, th.live_header);
-        let allocated = (!dev.is_empty()).then(|| dev.index.total(ex.view.cursor).0);
-        let reserved = tr
-            .has_reserved
-            .then(|| dev.index.reserved_at(tr, ex.view.cursor).0);
+        // Allocated as every screen counts it: the header's total less its external band.
+        let at = ex.view.cursor;
+        let allocated = (!dev.is_empty()).then(|| dev.index.allocated_at(tr, at).0);
+        let outside = (!dev.is_empty())
+            .then(|| {
+                dev.index
+                    .bands_at(tr, at)
+                    .get(memtide_core::trace::Band::External)
+            })
+            .filter(|&b| b > 0);
+        let reserved = tr.has_reserved.then(|| dev.index.reserved_at(tr, at).0);
         let free = reserved.zip(allocated).map(|(r, a)| r.saturating_sub(a));
         let shown = memtide_core::allocator::explain::shown;
+        let outside = outside.map_or(String::new(), |b| {
+            format!(" {sep} outside the allocator {}", fmt::bytes(b))
+        });
         let lines = [
             "this file records no segments: the block map (segments, blocks, pools, streams, largest free block) is unavailable — only PyTorch memory snapshots record it".to_string(),
             format!(
-                "known at the cursor: allocated {} {sep} reserved {} {sep} free in reserve {} {sep} capacity {}",
+                "known at the cursor: allocated {}{outside} {sep} reserved {} {sep} free in reserve {} {sep} capacity {}",
                 shown(allocated),
                 shown(reserved),
                 shown(free),

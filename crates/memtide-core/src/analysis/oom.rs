@@ -70,7 +70,7 @@ pub fn explain_ooms(
                 device: trace.device.clone(),
                 requested,
                 device_free: m.free.map(|b| b.0),
-                allocated: (!index.is_empty()).then(|| index.total(at).0),
+                allocated: (!index.is_empty()).then(|| index.allocated_at(trace, at).0),
                 reserved: trace.has_reserved.then(|| index.reserved_at(trace, at).0),
                 capacity: trace.capacity.map(|c| c.0),
                 pool,

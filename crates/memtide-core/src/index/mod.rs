@@ -246,6 +246,15 @@ impl Index {
         Bytes(self.totals.get(at.idx()).copied().unwrap_or(0))
     }
 
+    /// Bytes allocated after event `at`: every band but external (memory outside the
+    /// framework's allocator — NCCL buffers, the CUDA context, a device log's used − reserved).
+    /// The one "allocated" figure of every screen and report: the header's total is this plus
+    /// its external band.
+    pub fn allocated_at(&self, trace: &Trace, at: Seq) -> Bytes {
+        let b = self.bands_at(trace, at);
+        Bytes(b.total().saturating_sub(b.get(Band::External)))
+    }
+
     /// Totals after each event (for columns and sparklines).
     pub fn totals(&self) -> &[u64] {
         &self.totals
