@@ -777,3 +777,67 @@ fn one_allocated_figure_per_instant() {
     );
     assert!(!s.contains("allocated 8.000 MiB"), "{s}");
 }
+
+// ------------------------------------------------------------------ the single-band view
+
+/// A 1 GiB parameter for the whole run and a 4 MiB activation made and freed three times:
+/// with only the activation band shown (`b` twice), the plot is scaled to the activation's
+/// 4 MiB (the axis's top label), so its columns fill the plot instead of a sliver at the
+/// bottom of a 1 GiB scale; the reserved line (a total) is left out.
+#[test]
+fn single_band_view_is_scaled_to_that_band() {
+    let mut l = vec![
+        r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#.to_string(),
+        r#"{"t":1,"op":"reserve","id":100,"size":2147483648}"#.to_string(),
+        r#"{"t":2,"op":"alloc","id":1,"size":1073741824,"cat":"param","name":"w"}"#.to_string(),
+    ];
+    for k in 0..3u64 {
+        let t = 10 + 10 * k;
+        l.push(format!(
+            r#"{{"t":{t},"op":"alloc","id":{},"size":4194304,"cat":"activation","name":"act"}}"#,
+            10 + k
+        ));
+        l.push(format!(r#"{{"t":{},"op":"free","id":{}}}"#, t + 5, 10 + k));
+    }
+    let p = scratch("single_band.jsonl");
+    std::fs::write(&p, l.join("\n") + "\n").expect("write");
+    let mut h = memtide::tui::testing::Harness::open(&p, 80, 24);
+    // The plot's rows: under the two header rows, down to the axis row.
+    let plot_rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip(2)
+            .take_while(|r| !r.starts_with("events"))
+            .map(String::from)
+            .collect()
+    };
+    h.press("bb");
+    assert_eq!(h.explorer().bands_shown, [false, true, false, false, false]);
+    let s = h.screen();
+    let plot = plot_rows(&s);
+    assert!(plot.len() >= 6, "{s}");
+    assert!(plot[0].trim_start().starts_with("4.0Mi┤"), "{s}");
+    // Each of the three activation stretches is drawn full height: a column of █ on every
+    // plot row but the top one (where the peak's ▼ may stand).
+    let full_rows = plot[1..]
+        .iter()
+        .filter(|r| r.matches('█').count() >= 3)
+        .count();
+    assert_eq!(full_rows, plot.len() - 1, "{s}");
+    assert!(
+        !plot.iter().any(|r| r.contains('─')),
+        "no reserved line: {s}"
+    );
+    assert!(s.contains("showing only activation, scaled to it"), "{s}");
+    insta::assert_snapshot!("single_band_activation_80x24", s);
+    // All bands again: the whole run's scale (2.0 GiB reserved at the top).
+    h.press("bbbb");
+    let s = h.screen();
+    assert!(
+        s.lines()
+            .nth(2)
+            .expect("top row")
+            .trim_start()
+            .starts_with("2.0Gi┤"),
+        "{s}"
+    );
+}

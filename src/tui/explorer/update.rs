@@ -584,7 +584,10 @@ fn display(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<E
             if ex.bands_cycle > 0 {
                 ex.bands_shown[ex.bands_cycle - 1] = true;
                 let b = Band::from_idx(ex.bands_cycle - 1);
-                say(sh, &format!("showing only {} (b: next)", b.name()))
+                say(
+                    sh,
+                    &format!("showing only {}, scaled to it (b: next)", b.name()),
+                )
             } else {
                 say(sh, "showing all bands")
             }

@@ -21,15 +21,57 @@ pub(crate) fn eighths(bytes: u64, ymax: u64, rows: u16) -> u32 {
     ((bytes as u128 * full + ymax as u128 / 2) / ymax.max(1) as u128).min(full) as u32
 }
 
+/// The plot's vertical scale.
+pub(crate) struct Scale {
+    /// Bytes at the top of the plot.
+    pub ymax: u64,
+    /// The one band shown (`b`), whose own highest value in the view sets `ymax`; the
+    /// reserved, capacity and what-if lines (totals, on another scale) are left out then.
+    pub solo: Option<Band>,
+    /// Nothing above 0 B: only the bottom is labelled.
+    pub flat: bool,
+}
+
+/// The scale of the plot: the view's (the run's peak, reserved peak or capacity), or, with a
+/// single band shown, that band's highest value over the visible columns, so a small band
+/// fills the plot instead of a sliver at the bottom of the whole run's scale.
+pub(crate) fn scale(ex: &ExplorerState) -> Scale {
+    let v = &ex.view;
+    let solo = (ex.bands_cycle > 0).then(|| Band::from_idx(ex.bands_cycle - 1));
+    match solo {
+        None => Scale {
+            ymax: v.ymax.max(1),
+            solo,
+            flat: v.flat,
+        },
+        Some(b) => {
+            let top = v
+                .columns
+                .iter()
+                .filter(|c| !c.empty)
+                .map(|c| c.bands.get(b))
+                .max()
+                .unwrap_or(0);
+            Scale {
+                ymax: top.max(1),
+                solo,
+                flat: top == 0,
+            }
+        }
+    }
+}
+
 pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
     let th = &sh.theme;
     let g = sh.glyphs;
     let v = &ex.view;
     let plot = l.plot;
     let rows = plot.height;
-    let ymax = v.ymax.max(1);
+    let sc = scale(ex);
+    let ymax = sc.ymax;
+    let solo = sc.solo.is_some();
     draw_yaxis(buf, l, sh, ex);
-    let ceiling_row = v.ceiling.map(|c| {
+    let ceiling_row = v.ceiling.filter(|_| !solo).map(|c| {
         let e = eighths(c, ymax, rows);
         (e.saturating_sub(1) / 8) as u16
     });
@@ -60,7 +102,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         }
         let top = prev;
         let segs = &bounds[..nb];
-        let reserved_e = if col.empty {
+        let reserved_e = if col.empty || solo {
             0
         } else {
             eighths(col.reserved.0, ymax, rows)
@@ -71,6 +113,7 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
             .get(i)
             .copied()
             .flatten()
+            .filter(|_| !solo)
             .map_or(0, |b| eighths(b, ymax, rows).max(1));
         for r in 0..rows {
             let y = plot.bottom() - 1 - r;
@@ -326,7 +369,8 @@ fn draw_yaxis(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
     let r = l.yaxis;
     let w = r.width;
     let rows = r.height;
-    let ymax = ex.view.ymax.max(1);
+    let sc = scale(ex);
+    let ymax = sc.ymax;
     let tick = if sh.glyphs == Glyphs::Ascii {
         '+'
     } else {
@@ -342,7 +386,7 @@ fn draw_yaxis(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
         let from_bottom = rows - 1 - i;
         // Labels at the top, the middle and the bottom; each names the value at its row top.
         // A flat trace (nothing above 0 B) has no scale: only its bottom is labelled.
-        let label = if ex.view.flat && from_bottom != 0 {
+        let label = if sc.flat && from_bottom != 0 {
             None
         } else if i == 0 || from_bottom == 0 || (rows >= 6 && i == rows / 2) {
             let val = (ymax as u128 * (from_bottom as u128 + 1) / rows as u128) as u64;
