@@ -38,6 +38,7 @@ pub mod formats;
 pub mod index;
 pub mod lab;
 pub mod load;
+pub mod nsys_merge;
 pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;

@@ -189,6 +189,8 @@ impl Applier {
             );
         }
         let cat = if e.op == Op::External {
+            // The recorder measured memory outside the framework.
+            trace.external_known = true;
             e.cat.unwrap_or(Category::External)
         } else {
             e.cat.unwrap_or(Category::Unknown)
@@ -397,6 +399,8 @@ impl Applier {
         at: Seq,
         fx: &mut GroupFx,
     ) -> Result<(), FormatError> {
+        // A device sample measures external memory (used − reserved) from here on.
+        trace.external_known = true;
         if self.external_seen {
             return Ok(());
         }
@@ -415,6 +419,8 @@ impl Applier {
             u64::MAX,
         );
         fx.open(id);
+        let unattributed = trace.strings.intern(crate::trace::external::UNATTRIBUTED);
+        trace.ext_source.insert(id, unattributed);
         self.sample_storage = Some(id);
         Ok(())
     }
