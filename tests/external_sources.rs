@@ -479,3 +479,122 @@ fn bad_exports_are_refused_naming_the_table_or_row() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--nsys"));
 }
+
+#[test]
+fn diff_plot_markdown_and_text_say_unavailable_or_give_the_sources() {
+    let f = files();
+    let e = f.export("run.sqlite", Variant::default());
+    // diff of the same snapshot without and with the export: A's external is unknown.
+    let out = memtide()
+        .args(["diff", "--json"])
+        .arg(&f.snapshot)
+        .arg(&f.snapshot)
+        .arg("--nsys")
+        .arg(&e)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    // `--nsys` applies to both inputs of a diff: both know their external memory.
+    assert_eq!(j["a"]["peak"]["bands"]["external"], json!(83 * MIB), "{j}");
+    assert_eq!(j["band_delta_at_peaks"]["external"], json!(0));
+    let out = memtide()
+        .args(["diff"])
+        .arg(&f.snapshot)
+        .arg(&f.snapshot)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(
+            |l| l.trim_start().starts_with("external") && l.matches("unavailable").count() == 3
+        ),
+        "{text}"
+    );
+    let out = memtide()
+        .args(["diff", "--json"])
+        .arg(&f.snapshot)
+        .arg(&f.snapshot)
+        .output()
+        .expect("run");
+    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(j["a"]["peak"]["bands"]["external"], Value::Null);
+    assert_eq!(j["band_delta_at_peaks"]["external"], Value::Null);
+    // Text and Markdown summaries list the sources under the external band.
+    let out = memtide()
+        .arg("summary")
+        .arg(&f.snapshot)
+        .arg("--nsys")
+        .arg(&e)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["nccl", "64.00", "MiB"]),
+        "{text}"
+    );
+    assert!(
+        text.contains("nsys             external from run.sqlite (pid 4242, device 0)"),
+        "{text}"
+    );
+    let out = memtide()
+        .arg("summary")
+        .arg("--markdown")
+        .arg(&f.snapshot)
+        .arg("--nsys")
+        .arg(&e)
+        .output()
+        .expect("run");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| &nbsp;&nbsp;cudnn | 16.00 MiB | |"), "{md}");
+    let out = memtide()
+        .arg("summary")
+        .arg("--markdown")
+        .arg(&f.snapshot)
+        .output()
+        .expect("run");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| external | unavailable | - |"));
+    // The plot draws no external band without a source, and says so.
+    let svg = f.dir.path().join("p.svg");
+    let out = memtide()
+        .arg("plot")
+        .arg(&f.snapshot)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(&svg).expect("svg");
+    assert!(
+        s.contains("id=\"external-note\"") && !s.contains(">external</text>"),
+        "{s}"
+    );
+    let out = memtide()
+        .arg("plot")
+        .arg(&f.snapshot)
+        .arg("--nsys")
+        .arg(&e)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(&svg).expect("svg");
+    assert!(
+        !s.contains("external-note") && s.contains(">external</text>"),
+        "{s}"
+    );
+}

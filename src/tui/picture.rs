@@ -258,7 +258,16 @@ pub fn svg(p: &Picture) -> Result<String> {
             trace.event_number(Seq(pos))
         );
     }
-    legend(&mut s, theme, h);
+    legend(&mut s, theme, h, trace.external_known);
+    if !trace.external_known {
+        // No band drawn for it: a note says why, rather than a band of 0.
+        let _ = writeln!(
+            s,
+            r##"<text id="external-note" x="{:.1}" y="{:.1}" text-anchor="end" font-size="10" fill="#666666">external memory unavailable: no source of it (--nsys, --device-log)</text>"##,
+            w - RIGHT,
+            TOP - 6.0
+        );
+    }
     let _ = writeln!(s, "</svg>");
     Ok(s)
 }
@@ -412,10 +421,13 @@ fn peak_marker(
     );
 }
 
-fn legend(s: &mut String, theme: &Theme, h: f64) {
+fn legend(s: &mut String, theme: &Theme, h: f64, external_known: bool) {
     let mut xx = LEFT;
     let yy = h - 14.0;
     for b in Band::ALL {
+        if b == Band::External && !external_known {
+            continue;
+        }
         let _ = write!(
             s,
             r#"<rect x="{xx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{yy:.1}">{}</text>"#,

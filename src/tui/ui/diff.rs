@@ -401,11 +401,17 @@ fn draw_bands(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
             break;
         }
         let x = put(buf, r.x, y, &format!(" {name:<11}"), r.width, style);
+        let [ka, kb] = Band::parse(&name).map_or([true; 2], |band| d.band_known(band));
+        let shown = |known: bool, v: u64| if known { size(v, wide) } else { "n/a".into() };
         let rest = format!(
             "{:>vw$}{:>vw$}{:>vw$}",
-            size(a, wide),
-            size(b, wide),
-            delta(dd, wide)
+            shown(ka, a),
+            shown(kb, b),
+            if ka && kb {
+                delta(dd, wide)
+            } else {
+                "n/a".into()
+            }
         );
         let st = if dd != 0 {
             th.text.add_modifier(Modifier::BOLD)

@@ -92,6 +92,12 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
     if let Some(d) = &tr.device_log {
         parts.push(text(format!("{sep}{}", d.label()), 2));
     }
+    if let Some(n) = &tr.nsys {
+        parts.push(text(format!("{sep}{}", n.label()), 2));
+    }
+    if !tr.external_known {
+        parts.push(text(format!("{sep}external unavailable"), 1));
+    }
     parts
 }
 
