@@ -7,6 +7,7 @@ use super::discover::RankFile;
 use super::row::{distributed_rank, row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
 use crate::analysis::frames::FrameRules;
 use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::summary_json::{DocumentJson, StepsJson};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
 use crate::formats::limit::{Limited, TooLarge};
@@ -197,7 +198,9 @@ fn read_row(
     } else {
         drop(input);
         let loaded = crate::load::load(path, &opts.load, progress)?;
-        summary_json(loaded, opts).map_err(FormatError::Invalid)?
+        let s = summary_json(loaded, opts).map_err(FormatError::Invalid)?;
+        kept = s.kept;
+        (s.value, s.timeline)
     };
     let mut row = row_from_summary(&summary).map_err(FormatError::Invalid)?;
     let (rank, rank_from) = match (distributed_rank(&summary), file.name_rank) {
@@ -252,10 +255,22 @@ pub fn looks_like_summary(head: &[u8]) -> bool {
     rest.starts_with(b"\"source\"")
 }
 
+/// What [`summary_json`] makes of a file.
+pub struct RankSummary {
+    /// The summary as the row reads it.
+    pub value: Value,
+    /// The whole `summary --json` document (with `opts.keep_summary`).
+    pub kept: Option<Box<serde_json::value::RawValue>>,
+    /// The sparkline of the shown device's total timeline.
+    pub timeline: Vec<u64>,
+}
+
 /// The `summary FILE --json` object of a loaded file (with `opts`' device, capacity,
-/// window and frame rules) and the sparkline of the shown device's total timeline. The
-/// trace is dropped on return.
-pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Vec<u64>), String> {
+/// window and frame rules) as the row reads it (without `per_device` and `steps`, which it
+/// does not read), the whole document as `summary --json` writes it when `opts.keep_summary`
+/// (compact), and the sparkline of the shown device's total timeline. The trace is dropped
+/// on return.
+pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummary, String> {
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {
             t.capacity = Some(crate::trace::Bytes(c));
@@ -318,9 +333,23 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Ve
         ));
     }
     let main = summaries.get(primary).ok_or("no trace to summarise")?;
-    let v =
-        crate::analysis::summary::document_json(main, &summaries, &devices, opts.device.is_some());
-    Ok((v, timeline))
+    let mut doc = DocumentJson::new(main, &summaries, &devices, opts.device.is_some());
+    let kept = if opts.keep_summary {
+        let mut text = Vec::new();
+        crate::clip::to_json_writer(&mut text, &doc, false).map_err(|e| e.to_string())?;
+        let text = String::from_utf8(text).map_err(|e| e.to_string())?;
+        Some(serde_json::value::RawValue::from_string(text).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    doc.per_device = None;
+    doc.main.steps = StepsJson(&[]);
+    let value = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
+    Ok(RankSummary {
+        value,
+        kept,
+        timeline,
+    })
 }
 
 #[cfg(test)]

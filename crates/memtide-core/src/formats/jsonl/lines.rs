@@ -193,7 +193,7 @@ impl Lines {
     }
 
     /// Ends the input: a last line without a newline is decoded, or, when it is not yet a
-    /// whole JSON object (a line still being written, DESIGN §3: not an error), left out
+    /// whole JSON object (a line still being written, not an error: docs/formats.md), left out
     /// with a warning.
     pub(super) fn finish<S: Sink>(
         &mut self,

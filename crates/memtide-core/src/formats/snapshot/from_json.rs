@@ -447,11 +447,7 @@ impl Ctx {
     fn entry(&mut self, e: EntryIn) -> Result<u32, String> {
         let action = Action::parse(&e.action);
         if action == Action::Unknown {
-            *self
-                .raw
-                .unknown_actions
-                .entry(e.action.into_owned())
-                .or_insert(0) += 1;
+            super::raw::count_unknown_action(&mut self.raw.unknown_actions, &e.action);
         }
         let stack = match e.stack {
             StackIn::None => StackId(0),
