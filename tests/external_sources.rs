@@ -598,3 +598,152 @@ fn diff_plot_markdown_and_text_say_unavailable_or_give_the_sources() {
         "{s}"
     );
 }
+
+/// The explorer opened on the snapshot with the export, at the peak (`p`).
+fn explorer_at_peak(f: &Files, export: &Path) -> memtide::tui::testing::Harness {
+    let opts = memtide_core::formats::LoadOptions {
+        nsys: Some(export.to_path_buf()),
+        ..Default::default()
+    };
+    let app = memtide::tui::app::App::new(
+        f.snapshot.clone(),
+        opts,
+        memtide::tui::theme::Theme::default(),
+        false,
+    );
+    let mut h = memtide::tui::testing::Harness::with_app(app, 140, 36);
+    h.press("p");
+    h
+}
+
+#[test]
+fn the_explorer_stacks_one_sub_band_per_source_with_its_legend() {
+    let f = files();
+    let e = f.export("run.sqlite", Variant::default());
+    let h = explorer_at_peak(&f, &e);
+    let s = h.screen();
+    // The cursor row names each source at the peak (#4): the figures of the README.
+    let cursor = s.lines().nth(1).unwrap_or_default();
+    assert!(
+        cursor.contains(
+            "█ext 83.0Mi (█nccl 64.0Mi █cudnn 16.0Mi █library-internal 2.0Mi █other 1.0Mi)"
+        ),
+        "{s}"
+    );
+    // The timeline paints the sources in their own colours: cuDNN's (the second source)
+    // appears in the plot, apart from the external band's own colour (nccl, the first).
+    let th = memtide::tui::theme::Theme::default();
+    let ext = th.band(memtide_core::trace::Band::External).fg;
+    let cudnn = th.fill(memtide::tui::theme::Fill::Source(1)).fg;
+    assert_ne!(ext, cudnn);
+    let term = h.terminal();
+    let buf = term.backend().buffer();
+    let plot = h.explorer().layout(140, 36).plot;
+    let mut seen = (0, 0);
+    for y in plot.y..plot.bottom() {
+        for x in plot.x..plot.right() {
+            let c = &buf[(x, y)];
+            if c.fg == cudnn.unwrap_or_default() || c.bg == cudnn.unwrap_or_default() {
+                seen.0 += 1;
+            }
+            if c.fg == ext.unwrap_or_default() {
+                seen.1 += 1;
+            }
+        }
+    }
+    assert!(
+        seen.0 > 0 && seen.1 > 0,
+        "cudnn cells {} nccl cells {}\n{s}",
+        seen.0,
+        seen.1
+    );
+}
+
+#[test]
+fn the_inspector_names_an_external_allocation_its_library_and_call_chain() {
+    let f = files();
+    let e = f.export("run.sqlite", Variant::default());
+    let mut h = explorer_at_peak(&f, &e);
+    // The biggest live storage at the peak is NCCL's 64 MiB: inspect it.
+    h.press("<Enter>");
+    let s = h.screen();
+    assert!(s.contains("outside the framework: nccl"), "{s}");
+    assert!(s.contains("device memory of pid 4242"), "{s}");
+    assert!(s.contains("freed never (within the capture)"), "{s}");
+    assert!(s.contains("libnccl"), "{s}");
+}
+
+#[test]
+fn an_oom_names_the_sources_outside_the_allocator_and_allocated_leaves_them_out() {
+    // The snapshot with an OOM at e9 (90 µs after T0): 100 MiB asked, 10 MiB free on the
+    // driver, a 200 MiB card. Live then (README's table): PyTorch 12 MiB in segment A (20
+    // MiB reserved); outside it NCCL's 64 MiB (never freed) and the 2 MiB made before the
+    // capture; cuDNN's (freed at 55 µs) and OTHER (75 µs) are gone.
+    let f = files();
+    let mut snap = snapshot_json();
+    let frames = json!([{"filename": "train.py", "line": 10, "name": "step"}]);
+    if let Some(t) = snap["device_traces"][0].as_array_mut() {
+        t.push(
+            json!({"action": "oom", "addr": 0, "size": 100 * MIB, "stream": 0,
+                      "device_free": 10 * MIB, "time_us": T0_US + 90, "frames": frames}),
+        );
+    }
+    let oom_snap = f.dir.path().join("oom.json");
+    std::fs::write(&oom_snap, snap.to_string()).expect("write");
+    let e = f.export("run.sqlite", Variant::default());
+    let j = summary_json(&[
+        oom_snap.as_os_str(),
+        "--nsys".as_ref(),
+        e.as_os_str(),
+        "--capacity".as_ref(),
+        "200MiB".as_ref(),
+    ]);
+    let o = &j["ooms"][0];
+    assert_eq!(o["allocated"], json!(12 * MIB), "{o}");
+    assert_eq!(o["reserved"], json!(20 * MIB), "{o}");
+    assert_eq!(o["outside_allocator"], json!(170 * MIB), "{o}");
+    assert_eq!(
+        o["outside_by_source"],
+        json!({"nccl": 64 * MIB, "library-internal": 2 * MIB}),
+        "{o}"
+    );
+    // Without a source: null, not {}.
+    let j = summary_json(&[oom_snap.as_os_str()]);
+    assert_eq!(j["ooms"][0]["outside_by_source"], Value::Null);
+    let out = memtide()
+        .arg("summary")
+        .arg(&oom_snap)
+        .arg("--nsys")
+        .arg(&e)
+        .args(["--capacity", "200MiB"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("170.0 MiB (sources: nccl 64.00 MiB, library-internal 2.000 MiB)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_a_source_the_explorer_says_external_unavailable_never_0() {
+    let f = files();
+    let mut h = memtide::tui::testing::Harness::open(&f.snapshot, 140, 36);
+    h.press("pg");
+    let s = h.screen();
+    assert!(
+        s.lines()
+            .next()
+            .unwrap_or_default()
+            .contains("external unavailable"),
+        "{s}"
+    );
+    // The live pane by band: the framework's bands, then external as unavailable.
+    assert!(
+        s.lines().any(
+            |l| l.split_whitespace().take(2).collect::<Vec<_>>() == ["unavailable", "external"]
+        ),
+        "{s}"
+    );
+    assert!(!s.contains("█ext"), "{s}");
+}
