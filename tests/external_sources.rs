@@ -502,6 +502,11 @@ fn diff_plot_markdown_and_text_say_unavailable_or_give_the_sources() {
     // `--nsys` applies to both inputs of a diff: both know their external memory.
     assert_eq!(j["a"]["peak"]["bands"]["external"], json!(83 * MIB), "{j}");
     assert_eq!(j["band_delta_at_peaks"]["external"], json!(0));
+    assert_eq!(
+        j["b"]["peak"]["external_by_source"],
+        json!({"nccl": 64 * MIB, "cudnn": 16 * MIB, "library-internal": 2 * MIB, "other": MIB}),
+        "{j}"
+    );
     let out = memtide()
         .args(["diff"])
         .arg(&f.snapshot)
@@ -524,6 +529,7 @@ fn diff_plot_markdown_and_text_say_unavailable_or_give_the_sources() {
     let j: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(j["a"]["peak"]["bands"]["external"], Value::Null);
     assert_eq!(j["band_delta_at_peaks"]["external"], Value::Null);
+    assert_eq!(j["a"]["peak"]["external_by_source"], Value::Null);
     // Text and Markdown summaries list the sources under the external band.
     let out = memtide()
         .arg("summary")
@@ -746,4 +752,62 @@ fn without_a_source_the_explorer_says_external_unavailable_never_0() {
         "{s}"
     );
     assert!(!s.contains("█ext"), "{s}");
+}
+
+#[test]
+fn the_plot_draws_each_source_at_the_peak_with_its_bytes() {
+    let f = files();
+    let e = f.export("run.sqlite", Variant::default());
+    let svg = f.dir.path().join("p.svg");
+    let out = memtide()
+        .arg("plot")
+        .arg(&f.snapshot)
+        .arg("--nsys")
+        .arg(&e)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(&svg).expect("svg");
+    // The peak column's rectangles: each source's height in px, against the external band's.
+    let peak = s
+        .split("<g id=\"peak-column\"")
+        .nth(1)
+        .and_then(|r| r.split("</g>").next())
+        .unwrap_or_default();
+    let height = |attr: &str| -> f64 {
+        peak.split("<rect ")
+            .find(|r| r.starts_with(attr))
+            .and_then(|r| r.split("height=\"").nth(1))
+            .and_then(|h| h.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let ext = height("data-band=\"external\"");
+    let px_per_mib = ext / 83.0;
+    for (src, mib) in [
+        ("nccl", 64.0),
+        ("cudnn", 16.0),
+        ("library-internal", 2.0),
+        ("other", 1.0),
+    ] {
+        let h = height(&format!("data-source=\"{src}\""));
+        assert!(
+            (h - mib * px_per_mib).abs() < 0.05,
+            "{src}: {h} px, want {} px\n{peak}",
+            mib * px_per_mib
+        );
+    }
+    for src in ["nccl", "cudnn", "library-internal", "other"] {
+        assert!(
+            s.contains(&format!("class=\"source\" data-source=\"{src}\"")),
+            "{s}"
+        );
+        assert!(s.contains(&format!(">{src}</text>")), "legend: {s}");
+    }
 }

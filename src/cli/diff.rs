@@ -131,6 +131,16 @@ fn peak_json(
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
+                // The external band at the peak by source (null where unavailable).
+                "external_by_source": memtide_core::analysis::summary::external_by_source(
+                    &t.trace,
+                    &t.index.live_at_unsorted(&t.trace, p.at),
+                )
+                .map(|v| {
+                    v.into_iter()
+                        .map(|(k, b)| (k, serde_json::Value::from(b)))
+                        .collect::<serde_json::Map<String, serde_json::Value>>()
+                }),
             })
         }
     }
