@@ -811,3 +811,75 @@ fn the_plot_draws_each_source_at_the_peak_with_its_bytes() {
         assert!(s.contains(&format!(">{src}</text>")), "legend: {s}");
     }
 }
+
+/// A recording as `memtide_record` writes it on CUDA: reserved 100 MiB, 40 MiB allocated,
+/// then samples of the process's own NVML used memory with NCCL's bytes named.
+fn recorded(dir: &Path, sample2: &str) -> PathBuf {
+    let p = dir.join("rec.jsonl");
+    let lines = [
+        r#"{"memtide":1,"device":"cuda:0","clock":"us","meta":{"external_sources":{"process":"ok","nccl":"ok (1 communicator(s))"}}}"#.to_string(),
+        format!(r#"{{"t":1,"op":"reserve","id":1,"size":{}}}"#, 100 * MIB),
+        format!(r#"{{"t":2,"op":"alloc","id":2,"size":{},"cat":"activation"}}"#, 40 * MIB),
+        // used 700 MiB: external 600 = nccl 256 + unattributed 344 (the CUDA context, ...).
+        format!(
+            r#"{{"t":3,"op":"sample","used":{},"scope":"process","sources":{{"nccl":{}}},"host_pinned":{}}}"#,
+            700 * MIB,
+            256 * MIB,
+            8 * MIB
+        ),
+        r#"{"t":4,"op":"free","id":2}"#.to_string(),
+        sample2.to_string(),
+    ];
+    std::fs::write(&p, lines.join("\n") + "\n").expect("write");
+    p
+}
+
+#[test]
+fn recorder_samples_split_external_into_named_sources_and_unattributed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The second sample has no NCCL figure (its source failed then): all unattributed.
+    let p = recorded(
+        dir.path(),
+        &format!(
+            r#"{{"t":5,"op":"sample","used":{},"scope":"process"}}"#,
+            650 * MIB
+        ),
+    );
+    let j = summary_json(&[p.as_os_str()]);
+    let peak = &j["peak"];
+    // The peak is at the first sample (#3): 40 allocated + 600 external.
+    assert_eq!(peak["bytes"], json!(640 * MIB), "{peak}");
+    assert_eq!(peak["bands"]["external"], json!(600 * MIB));
+    assert_eq!(
+        peak["external_by_source"],
+        json!({"unattributed": 344 * MIB, "nccl": 256 * MIB}),
+        "{peak}"
+    );
+    // The final state: 550 MiB external, none named.
+    assert_eq!(j["final_bytes"], json!(550 * MIB));
+    // A sample naming more than used − reserved is clipped, with a warning.
+    let p = recorded(
+        dir.path(),
+        &format!(
+            r#"{{"t":5,"op":"sample","used":{},"sources":{{"nccl":{}}}}}"#,
+            150 * MIB,
+            MIB * 80
+        ),
+    );
+    let j = summary_json(&[p.as_os_str()]);
+    assert_eq!(j["final_bytes"], json!(50 * MIB), "{j}");
+    assert!(
+        j["warnings"].to_string().contains("line 6"),
+        "{}",
+        j["warnings"]
+    );
+    // A bad sources object is an error naming the line (exit 2).
+    let p = recorded(
+        dir.path(),
+        r#"{"t":5,"op":"sample","used":1,"sources":{"nccl":-4}}"#,
+    );
+    let out = memtide().arg("summary").arg(&p).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("line 6") && e.contains("\"sources\""), "{e}");
+}

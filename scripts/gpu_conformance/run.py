@@ -24,7 +24,9 @@ Cases (each figure names its counter and window in report.md):
                `Total Allocated` for the device.
   recorder     memtide_record on CUDA (NVML when nvidia-ml-py is installed): its peak vs
                max_memory_allocated(), reserved vs max_memory_reserved(), NVML samples
-               present, external at the peak ≥ the CUDA context (mem_get_info()).
+               present, external at the peak ≥ the CUDA context (mem_get_info()), and the
+               external memory at the end vs NVML's per-process used − memory_reserved()
+               (final_bytes = memory_allocated() + that, 2 %).
   two_ranks    two processes on one GPU (gloo; NCCL refuses two ranks on one device), one
                snapshot each: the ranks overview must name the rank with the larger
                max_memory_allocated().
@@ -261,13 +263,17 @@ def worker_recorder(out_dir):
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated()
         rpeak = torch.cuda.max_memory_reserved()
+        # NVML's used memory of this process (not the device) and reserved, read right
+        # after the recorder's last sample (at the end of the block): their difference is
+        # the external memory memtide must report at the end.
+        allocated_end = torch.cuda.memory_allocated()
+        reserved_end = torch.cuda.memory_reserved()
+    process_used = nvml_process_used(torch)
     samples = sum(1 for line in open(path, encoding="utf-8") if '"op":"sample"' in
                   line.replace(" ", ""))
-    try:
-        import pynvml  # noqa: F401
-        nvml = True
-    except ImportError:
-        nvml = False
+    with open(path, encoding="utf-8") as f:
+        status = json.loads(f.readline()).get("meta", {}).get("external_sources", {})
+    nvml = status.get("process") == "ok"
     window = "reset_peak_memory_stats() before memtide_record.record() .. the end of the block"
     checks = [
         # The recording's peak includes memory outside PyTorch (NVML samples): the
@@ -283,14 +289,40 @@ def worker_recorder(out_dir):
                             "(mem_get_info total − free) − memory_reserved(): the CUDA context",
                             "before the block", op="ge"))
         checks.append({"figure": "NVML sample lines", "observed": samples > 0,
-                       "expected": True, "counter": "nvmlDeviceGetMemoryInfo via the recorder",
+                       "expected": True,
+                       "counter": "nvmlDeviceGetComputeRunningProcesses (this pid) via the recorder",
                        "window": "the block", "tolerance": 0, "op": "eq"})
+        if process_used is not None:
+            # final = allocated + external; external = NVML per-process used − reserved.
+            checks.append(check(
+                "external at the end (process used − reserved)", "final_bytes",
+                allocated_end + process_used - reserved_end,
+                "memory_allocated() + NVML per-process used (nvmlDeviceGetComputeRunningProcesses, "
+                "this pid) − memory_reserved()", "the end of the block", tolerance=0.02))
     else:
-        skipped.append({"name": "recorder_nvml", "reason": "nvidia-ml-py is not installed"})
+        skipped.append({"name": "recorder_nvml",
+                        "reason": "the recorder's per-process NVML source is unavailable: "
+                                  + str(status.get("process", "no status in the header"))})
     cases = [{"name": "recorder", "file": os.path.basename(path),
               "what": "memtide_record around an MLP, 3 Adam steps on CUDA",
               "command": ["summary", "--json", "{file}"], "checks": checks}]
     write_cases(out_dir, "recorder", cases, skipped)
+
+
+def nvml_process_used(torch):
+    """NVML's used device memory of this process (None: no nvidia-ml-py, or NVML does not
+    list this pid, e.g. in a container's pid namespace)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+            if p.pid == os.getpid() and isinstance(p.usedGpuMemory, int) \
+                    and p.usedGpuMemory < (1 << 63):
+                return p.usedGpuMemory
+    except Exception:  # noqa: BLE001 - the check is skipped, with the recorder's reason
+        return None
+    return None
 
 
 def worker_rank(out_dir, rank):
