@@ -474,6 +474,31 @@ fn bad_exports_are_refused_naming_the_table_or_row() {
         e.contains("CUDA_GPU_MEMORY_USAGE_EVENTS row 4: column bytes is -5"),
         "{e}"
     );
+    // A size no device holds (a damaged row), and a session start at the end of time (the
+    // clock is said to be the problem, not the choice of process).
+    let huge = f.export("huge.sqlite", Variant::default());
+    Connection::open(&huge)
+        .and_then(|c| {
+            c.execute_batch(
+                "UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET bytes = 9223372036854775807 WHERE rowid = 3;",
+            )
+        })
+        .expect("huge");
+    let e = refused(&f, &huge);
+    assert!(
+        e.contains("row 3: column bytes is 9223372036854775807: more than any device holds"),
+        "{e}"
+    );
+    let late = f.export("late.sqlite", Variant::default());
+    Connection::open(&late)
+        .and_then(|c| {
+            c.execute_batch(
+                "UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = 9223372036854775807;",
+            )
+        })
+        .expect("late");
+    let e = refused(&f, &late);
+    assert!(e.contains("cannot be aligned"), "{e}");
     // The export where the trace belongs.
     let out = memtide().arg("summary").arg(&whole).output().expect("run");
     assert_eq!(out.status.code(), Some(2));

@@ -5,10 +5,9 @@
 //! every other device allocation of the process added as an external storage with its
 //! source (the library that made it) and call chain. What the export cannot see is said.
 
-use crate::formats::nsys::schema::MemKind;
 use crate::formats::nsys::{Allocation, NsysExport, PoolSample};
 use crate::formats::FormatError;
-use crate::trace::external::{NsysSource, UNATTRIBUTED};
+use crate::trace::external::NsysSource;
 use crate::trace::{
     AllocId, Bytes, Category, ExternalDetail, NewBlock, NsysInfo, Seq, StorageKind, Trace,
 };
@@ -85,6 +84,8 @@ pub fn merge(
         .filter(|a| !a.kind.is_host())
         .collect();
     let segments = segments_of(t, wall);
+    // A clock that cannot be aligned is said as such, before any process is picked by it.
+    check_clock(t, wall, export, &device_allocs)?;
     let (pid, matched) = pick_process(export, &device_allocs, &segments)?;
     info.device = device;
     info.pid = pid;
@@ -485,6 +486,4 @@ fn unseen(info: &mut NsysInfo, export: &NsysExport, t: &Trace) {
             info.between_events, t.device
         ));
     }
-    let _ = UNATTRIBUTED;
-    let _ = MemKind::Device;
 }

@@ -76,6 +76,9 @@ pub struct NsysExport {
     pub has_callchains: bool,
 }
 
+/// The largest allocation read (1 PiB): a bigger `bytes` is a damaged row, not memory.
+pub const MAX_BYTES: u64 = 1 << 50;
+
 /// The most rows of the usage table read (a run of a billion allocations is refused with
 /// this figure rather than exhausting memory).
 pub const MAX_ROWS: u64 = 50_000_000;
@@ -423,6 +426,11 @@ fn usage_row(r: &Row<'_>, shape: &Shape) -> Result<UsageRow, String> {
     let bytes = need(7, "bytes")?;
     let bytes =
         u64::try_from(bytes).map_err(|_| format!("column bytes is {bytes}: a negative size"))?;
+    if bytes > MAX_BYTES {
+        return Err(format!(
+            "column bytes is {bytes}: more than any device holds (at most {MAX_BYTES} B, 1 PiB, read)"
+        ));
+    }
     let kind = match int(8, "memKind")? {
         None if !shape.has("memKind") => MemKind::NotRecorded,
         None => MemKind::Unknown,
