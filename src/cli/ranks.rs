@@ -327,8 +327,8 @@ fn lists(o: &mut String, r: &Ranks) {
     if !r.skipped.is_empty() {
         let _ = writeln!(o);
         crate::report_line!(o, "skipped (not traces):");
-        for s in &r.skipped {
-            crate::report_line!(o, "  {}: {}", display_name(&s.path), s.reason);
+        for g in memtide_core::ranks::skipped::group(&r.skipped) {
+            crate::report_line!(o, "  {}", g.line());
         }
     }
     if !r.errors.is_empty() {
@@ -393,14 +393,9 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
             cell(&x.file_name())
         );
     }
-    for s in &r.skipped {
+    for g in memtide_core::ranks::skipped::group(&r.skipped) {
         let _ = writeln!(o);
-        crate::report_line!(
-            o,
-            "- skipped {}: {}",
-            cell(&display_name(&s.path)),
-            cell(&s.reason)
-        );
+        crate::report_line!(o, "- skipped {}", cell(&g.line()));
     }
     for e in &r.errors {
         let _ = writeln!(o);

@@ -162,6 +162,17 @@ pub fn lines_in(
             Tone::Dim,
         ),
     ]);
+    if let Some(r) = e.requested {
+        // The size shown is the allocator's block (what memory_allocated() counts).
+        out.push(vec![t(
+            format!(
+                "requested {} B, block {} B (the allocator's rounded or unsplit block)",
+                fmt::thousands(r.0),
+                fmt::thousands(trace.size(id).0)
+            ),
+            Tone::Text,
+        )]);
+    }
     let start = if trace.is_from_start(id) {
         "before the trace".to_string()
     } else {

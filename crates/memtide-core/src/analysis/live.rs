@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 pub struct LiveEntry {
     pub id: AllocId,
     pub bytes: Bytes,
+    /// What the caller asked for, when `bytes` is a larger allocator block (a CUDA snapshot's
+    /// rounded or unsplit block); None when `bytes` is what was asked for.
+    pub requested: Option<Bytes>,
     pub band: Band,
     pub category: &'static str,
     /// The source's name for the storage (`user_metadata`, JSONL `name`), or empty.
@@ -84,6 +87,7 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
     LiveEntry {
         id,
         bytes: trace.size(id),
+        requested: trace.requested_size(id),
         band: cat.band(),
         category: cat.name(),
         name,

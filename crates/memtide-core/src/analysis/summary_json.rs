@@ -173,7 +173,12 @@ impl<'a> PersistentJson<'a> {
 /// One live storage at the peak.
 #[derive(Serialize)]
 pub struct LiveJson<'a> {
+    /// Bytes the storage holds (a CUDA snapshot: the allocator's block, as
+    /// `memory_allocated()` counts it).
     pub bytes: u64,
+    /// What the caller asked for, only where it differs from `bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_bytes: Option<u64>,
     pub band: &'a str,
     pub category: &'a str,
     pub name: &'a str,
@@ -452,6 +457,7 @@ impl<'a> LiveJson<'a> {
     fn new(e: &'a LiveEntry) -> LiveJson<'a> {
         LiveJson {
             bytes: e.bytes.0,
+            requested_bytes: e.requested.map(|r| r.0),
             band: e.band.name(),
             category: e.category,
             name: &e.name,

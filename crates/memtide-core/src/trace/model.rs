@@ -302,6 +302,10 @@ pub struct Trace {
     pub base_released: FxHashMap<AllocId, Seq>,
     /// Unknown fields of a storage's alloc line, kept as JSON text.
     pub extra: FxHashMap<AllocId, StrId>,
+    /// What the caller asked for, for storages whose size is a larger block the allocator
+    /// holds for them (CUDA snapshots: the request rounded, or a whole unsplit block, as
+    /// `memory_allocated()` counts it). Absent: the size is what was asked for.
+    pub requested: FxHashMap<AllocId, u64>,
     pub marks: Vec<Mark>,
     pub changes: Vec<Change>,
 
@@ -362,6 +366,7 @@ impl Trace {
             views_of: FxHashMap::default(),
             base_released: FxHashMap::default(),
             extra: FxHashMap::default(),
+            requested: FxHashMap::default(),
             marks: Vec::new(),
             changes: Vec::new(),
             unmatched_frees: 0,
@@ -732,6 +737,15 @@ impl Trace {
 
     pub fn size(&self, id: AllocId) -> Bytes {
         Bytes(self.storages.size.get(id.idx()).copied().unwrap_or(0))
+    }
+
+    /// The bytes the caller asked for when the storage's size is a larger allocator block
+    /// (see [`Trace::requested`]); None when the size is what was asked for.
+    pub fn requested_size(&self, id: AllocId) -> Option<Bytes> {
+        self.requested
+            .get(&id)
+            .map(|&r| Bytes(r))
+            .filter(|&r| r != self.size(id))
     }
 
     pub fn category(&self, id: AllocId) -> Category {

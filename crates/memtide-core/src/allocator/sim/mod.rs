@@ -31,6 +31,7 @@
 pub mod config;
 pub mod engine;
 pub mod input;
+pub mod layout;
 pub mod report;
 pub mod run;
 pub mod series;
@@ -39,6 +40,7 @@ pub mod validate;
 pub use config::{AllocConf, ConfError};
 pub use engine::{Engine, SegEvent, SegKind};
 pub use input::{SimInput, SimOp};
+pub use layout::{Layout, SeedBlock, SeedSegment};
 pub use report::{input_for, recorded_conf, whatif, Recorded, WhatIf};
 pub use run::{run, RunOptions, RunResult};
 pub use series::{reserved_series, stepped, ReservedSeries};
