@@ -3,6 +3,7 @@
 
 pub mod columns;
 pub mod diff;
+pub mod external_split;
 pub mod frames;
 pub mod grown;
 pub mod infer;
