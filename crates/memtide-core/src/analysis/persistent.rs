@@ -84,7 +84,7 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
 }
 
 /// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
-fn param_count(trace: &Trace) -> Option<u64> {
+pub fn param_count(trace: &Trace) -> Option<u64> {
     for (k, v) in &trace.meta {
         if k == "param_count" {
             if let Ok(n) = v.trim().parse::<u64>() {
