@@ -205,11 +205,15 @@ fn region_words(b: &Boundary, w: &Work, unit: &str) -> String {
 
 /// A warning when two runs' boundaries differ (None when they agree).
 pub fn boundary_warning(a: &Boundary, b: &Boundary) -> Option<String> {
-    (a.kind != b.kind).then(|| {
+    let label = |x: &Boundary| match &x.cut {
+        Some(c) => format!("{} (the last step, {}, cut mid-step)", x.kind.words(), c.step),
+        None => x.kind.words().to_string(),
+    };
+    (a.kind != b.kind || a.cut.is_some() != b.cut.is_some()).then(|| {
         format!(
             "the runs measured different windows: A {} vs B {} — their peaks do not stand for the same thing",
-            a.kind.words(),
-            b.kind.words()
+            label(a),
+            label(b)
         )
     })
 }

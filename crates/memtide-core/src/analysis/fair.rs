@@ -86,7 +86,7 @@ fn headline(p: &Parity, c: &Cost, warning: Option<&str>, methods: &[MethodFindin
         ),
         Verdict::DifferentWork => format!(
             "not a like-for-like saving: the runs did different work ({} differ); {}",
-            p.differs.join(", "),
+            super::parity::line_words(&p.differs),
             c.words
         ),
         Verdict::CannotTell => format!(

@@ -181,8 +181,10 @@ pub fn compare_methods(ta: &Trace, tb: &Trace, parity: &Parity) -> Vec<MethodFin
             a: None,
             b: None,
             words: format!(
-                "batch or sequence change: a throughput experiment, not a memory saving (inputs {})",
+                "batch or sequence change (inputs {}): a throughput experiment, not a memory saving",
                 l.words
+                    .trim_start_matches("differs: ")
+                    .trim_end_matches(" — a batch or sequence change")
             ),
         });
     }

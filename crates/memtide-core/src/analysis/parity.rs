@@ -291,9 +291,12 @@ fn inputs(a: &Work, b: &Work) -> ParityLine {
 
 fn steps(a: &Work, b: &Work) -> ParityLine {
     let v = |w: &Work| json!({"count": w.steps(), "by": w.updates_by});
-    let unit = |w: &Work| match w.updates_by {
-        super::work::UpdatesBy::OptimizerSteps => "optimizer steps",
-        _ => "steps",
+    let unit = |w: &Work| {
+        let n = w.steps().unwrap_or(0);
+        match w.updates_by {
+            super::work::UpdatesBy::OptimizerSteps => format!("optimizer {}", steps_word(n)),
+            _ => steps_word(n).to_string(),
+        }
     };
     match (a.steps(), b.steps()) {
         (Some(x), Some(y)) if x == y => line(
@@ -405,6 +408,22 @@ fn phases(a: &Work, b: &Work) -> ParityLine {
     }
 }
 
+/// Line keys as words (`optimizer_state` → `optimizer state`).
+pub fn line_words(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| k.replace('_', " "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn steps_word(n: usize) -> &'static str {
+    if n == 1 {
+        "step"
+    } else {
+        "steps"
+    }
+}
+
 /// The parity check of two runs.
 pub fn parity(a: &Work, b: &Work) -> Parity {
     let lines = vec![
@@ -433,7 +452,7 @@ pub fn parity(a: &Work, b: &Work) -> Parity {
     };
     let words = match verdict {
         Verdict::SameWork => "same work".to_string(),
-        Verdict::DifferentWork => format!("different work: {} differ", differs.join(", ")),
+        Verdict::DifferentWork => format!("different work: {} differ", line_words(&differs)),
         Verdict::CannotTell => format!("cannot tell: {}", missing.join("; ")),
     };
     Parity {
