@@ -206,7 +206,11 @@ fn region_words(b: &Boundary, w: &Work, unit: &str) -> String {
 /// A warning when two runs' boundaries differ (None when they agree).
 pub fn boundary_warning(a: &Boundary, b: &Boundary) -> Option<String> {
     let label = |x: &Boundary| match &x.cut {
-        Some(c) => format!("{} (the last step, {}, cut mid-step)", x.kind.words(), c.step),
+        Some(c) => format!(
+            "{} (the last step, {}, cut mid-step)",
+            x.kind.words(),
+            c.step
+        ),
         None => x.kind.words().to_string(),
     };
     (a.kind != b.kind || a.cut.is_some() != b.cut.is_some()).then(|| {

@@ -352,7 +352,13 @@ struct Seen {
 pub fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     let phase_marks = phase_windows(trace, index);
     let (updates_by, regions) = regions(trace, index, &phase_marks);
-    let recorded = trace.bands_source == crate::trace::BandsSource::Recorded;
+    // Categories the file states (not inferred, not `unknown`).
+    let recorded = (0..trace.storage_count()).any(|i| {
+        let id = AllocId(i as u32);
+        trace.storage_kind(id) == StorageKind::Block
+            && trace.category(id) != Category::Unknown
+            && trace.flags(id) & FLAG_INFERRED == 0
+    });
     let mut cache: rustc_hash::FxHashMap<u32, Option<Phase>> = Default::default();
     let mut seen: Vec<Seen> = Vec::new();
     let (mut blocks, mut with_stack) = (0u64, 0u64);
@@ -497,5 +503,72 @@ pub fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         param_bytes,
         optimizer_bytes,
         inputs_source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(frames: &[&str]) -> Option<Phase> {
+        phase_of_frames(frames.iter().copied())
+    }
+
+    #[test]
+    fn frames_of_each_source_name_their_phase() {
+        // Snapshot frames (file:line:name).
+        assert_eq!(
+            phase(&[
+                "/x/torch/nn/modules/linear.py:134:forward",
+                "run.py:80:train_steps"
+            ]),
+            Some(Phase::Forward)
+        );
+        assert_eq!(
+            phase(&[
+                "/x/torch/optim/adam.py:178:_init_group",
+                "run.py:82:train_steps"
+            ]),
+            Some(Phase::Optimizer)
+        );
+        // A recomputed forward under backward is backward work.
+        assert_eq!(
+            phase(&[
+                "model.py:20 forward",
+                "torch/utils/checkpoint.py:320 recompute_fn",
+                "autograd: layers.1 backward"
+            ]),
+            Some(Phase::Backward)
+        );
+        // Kineto op spans: compute ops are forward, factory ops (the batch) are nothing.
+        assert_eq!(
+            phase(&["aten::addmm", "aten::linear"]),
+            Some(Phase::Forward)
+        );
+        assert_eq!(phase(&["aten::empty", "aten::randn"]), None);
+        assert_eq!(
+            phase(&[
+                "aten::mm",
+                "AddmmBackward0",
+                "autograd::engine::evaluate_function: AddmmBackward0"
+            ]),
+            Some(Phase::Backward)
+        );
+        assert_eq!(
+            phase(&["data.py:10 __next__", "train.py:50 train_step"]),
+            None
+        );
+    }
+
+    #[test]
+    fn phase_marks_name_phases() {
+        assert_eq!(
+            phase_of_mark("Optimizer.step#Adam.step"),
+            Some(Phase::Optimizer)
+        );
+        assert_eq!(phase_of_mark("Optimizer.zero_grad#Adam.zero_grad"), None);
+        assert_eq!(phase_of_mark("forward"), Some(Phase::Forward));
+        assert_eq!(phase_of_mark("loss.backward"), Some(Phase::Backward));
+        assert_eq!(phase_of_mark("setup"), None);
     }
 }
