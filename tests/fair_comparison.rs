@@ -352,3 +352,41 @@ fn real_snapshots_from_a_gpu() {
         serde_json::json!([16 * MIB])
     );
 }
+
+/// The diff screen at 80×24 names the verdict on its first row and the reserved and
+/// step-time differences after the peaks (insta snapshot).
+#[test]
+fn the_diff_screen_shows_the_verdict_at_80x24() {
+    use memtide::tui::app::App;
+    use memtide::tui::testing::Harness;
+    use memtide::tui::theme::Theme;
+    let app = App::new_diff(
+        fixture("base"),
+        fixture("seq2x"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let h = Harness::with_app(app, 80, 24);
+    let f = h.app.diff().and_then(|d| d.fair.as_ref()).expect("fair");
+    assert_eq!(f.parity.differs, ["inputs"]);
+    let screen = h.screen();
+    assert!(
+        screen.lines().next().unwrap().contains("different work"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let app = App::new_diff(
+        fixture("base"),
+        fixture("checkpointed"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let h = Harness::with_app(app, 120, 40);
+    let row1 = h.screen().lines().nth(1).unwrap().to_string();
+    assert!(
+        row1.contains("reserved −256.0 MiB · step time +25.0 %"),
+        "{row1}"
+    );
+}

@@ -179,9 +179,14 @@ fn words(b: &Boundary, w: &Work) -> String {
             "{}: {}",
             b.kind.words(),
             if !w.absence_knowable {
-                "the file records no stacks, phase marks or categories to show which phases ran"
+                "the file records no stacks, phase marks or categories to show which phases ran".to_string()
+            } else if w.updates_by == UpdatesBy::None {
+                "no step marks: which update each allocation belongs to is unknown".to_string()
             } else {
-                "no step marks: which update each allocation belongs to is unknown"
+                format!(
+                    "no step shows forward, backward and optimizer step together (seen: {})",
+                    w.phases.words()
+                )
             }
         ),
     };
