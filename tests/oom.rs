@@ -35,7 +35,7 @@ fn truth(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
 }
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "index",
     "time_us",
     "device",
@@ -49,6 +49,7 @@ const KEYS: [&str; 15] = [
     "largest_free_block",
     "capacity",
     "outside_allocator",
+    "outside_by_source",
     "verdict",
     "advice",
 ];

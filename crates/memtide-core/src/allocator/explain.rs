@@ -120,6 +120,11 @@ pub struct OomExplanation {
     pub largest_free_block: Option<u64>,
     pub capacity: Option<u64>,
     pub outside_allocator: Option<u64>,
+    /// The memory outside the allocator the trace's sources name at the OOM, by source
+    /// (`{"nccl": …, "cudnn": …}`, biggest first: `--nsys`, a device log, the recorder);
+    /// null when the trace has no source of external memory.
+    #[serde(serialize_with = "by_source")]
+    pub outside_by_source: Option<Vec<(String, u64)>>,
     pub verdict: Verdict,
     pub advice: String,
 }
@@ -130,6 +135,24 @@ fn micros<S: serde::Serializer>(t: &Option<f64>, s: S) -> Result<S::Ok, S::Error
         Some(t) if t.fract() == 0.0 && t.abs() < 9.0e15 => s.serialize_i64(*t as i64),
         Some(t) if t.is_finite() => s.serialize_f64(*t),
         _ => s.serialize_none(),
+    }
+}
+
+/// `[(name, bytes)]` as a JSON object in its order, or null.
+fn by_source<S: serde::Serializer>(
+    v: &Option<Vec<(String, u64)>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match v {
+        None => s.serialize_none(),
+        Some(v) => {
+            let mut m = s.serialize_map(Some(v.len()))?;
+            for (k, b) in v {
+                m.serialize_entry(k, b)?;
+            }
+            m.end()
+        }
     }
 }
 
@@ -155,8 +178,24 @@ impl OomExplanation {
             ("free in reserve", shown(self.free_in_reserve)),
             ("largest free", shown(self.largest_free_block)),
             ("capacity", shown(self.capacity)),
-            ("outside allocator", shown(self.outside_allocator)),
+            ("outside allocator", self.outside_text()),
         ]
+    }
+
+    /// The outside-allocator figure, followed by what the trace's sources name at the OOM
+    /// (`1.500 GiB (sources: nccl 1.000 GiB, cudnn 256.0 MiB)`).
+    fn outside_text(&self) -> String {
+        let base = shown(self.outside_allocator);
+        match self.outside_by_source.as_deref() {
+            Some(v) if !v.is_empty() => {
+                let named: Vec<String> = v
+                    .iter()
+                    .map(|(k, b)| format!("{k} {}", human_bytes(*b)))
+                    .collect();
+                format!("{base} (sources: {})", named.join(", "))
+            }
+            _ => base,
+        }
     }
 }
 
@@ -216,6 +255,7 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         largest_free_block: f.pool.as_ref().map(|p| p.largest_free_block),
         capacity: f.capacity,
         outside_allocator: outside,
+        outside_by_source: None,
         verdict,
         advice,
     }

@@ -43,6 +43,9 @@ pub struct LiveEntry {
     pub inferred: bool,
 }
 
+/// The label of a storage live before the recording began, without a stack.
+pub const BEFORE_RECORDING: &str = "before recording";
+
 /// The live set at `at`, biggest first; `limit` rows at most (None: all); frames under the
 /// built-in rules.
 pub fn live_entries(trace: &Trace, index: &Index, at: Seq, limit: Option<usize>) -> Vec<LiveEntry> {
@@ -81,8 +84,21 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         name.clone()
     } else if !sf.module.is_empty() {
         sf.module.clone()
+    } else if !sf.plain.is_empty() {
+        sf.plain.clone()
+    } else if sf.innermost.is_empty() && trace.is_from_start(id) && sf.user.is_empty() {
+        // No stack and live from the start: allocated before the recording began.
+        BEFORE_RECORDING.to_string()
     } else {
         sf.innermost.clone()
+    };
+    let forward_frame = forward_frame(trace, id, view);
+    // A backward allocation's user frame: the forward line that caused it, when the file
+    // links them (`forward_frames`).
+    let user_frame = if sf.user == "autograd backward" && !forward_frame.is_empty() {
+        forward_frame.clone()
+    } else {
+        sf.user
     };
     LiveEntry {
         id,
@@ -93,11 +109,11 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         name,
         label,
         frame: trace.top_frame(id).to_string(),
-        user_frame: sf.user,
+        user_frame,
         user_frame_full: sf.user_full,
         innermost: sf.innermost,
         compiled: compiled(trace, id, &sf.fx_node),
-        forward_frame: forward_frame(trace, id, view),
+        forward_frame,
         views: trace.view_count(id),
         live_views: trace.live_views_at(id, at),
         retained_by_view: trace.retained_by_view(id, at),

@@ -5,6 +5,7 @@ pub mod boundary;
 pub mod columns;
 pub mod cost;
 pub mod diff;
+pub mod external_split;
 pub mod fair;
 pub mod frames;
 pub mod grown;

@@ -5,11 +5,12 @@
 
 use super::frames::{parse_frame, FrameView};
 use super::live::entry_in;
+use super::summary::external_by_source;
 use super::trend::Trend;
 use crate::allocator::rounding::block_extent;
 use crate::allocator::{explain, History, OomExplanation, OomFacts, Op, PoolFacts};
 use crate::index::Index;
-use crate::trace::{human_bytes, MarkKind, Seq, Trace};
+use crate::trace::{human_bytes, Band, MarkKind, Seq, Trace};
 
 /// How many live allocations the advice names.
 const ADVICE_LIVE: usize = 3;
@@ -70,14 +71,20 @@ pub fn explain_ooms(
                 device: trace.device.clone(),
                 requested,
                 device_free: m.free.map(|b| b.0),
-                allocated: (!index.is_empty()).then(|| index.total(at).0),
+                // The allocator's bytes: the total less memory outside it (external).
+                allocated: (!index.is_empty()).then(|| {
+                    let external = index.bands_at(trace, at).get(Band::External);
+                    index.total(at).0.saturating_sub(external)
+                }),
                 reserved: trace.has_reserved.then(|| index.reserved_at(trace, at).0),
                 capacity: trace.capacity.map(|c| c.0),
                 pool,
                 biggest_live: biggest_live(trace, index, at),
                 rising_baseline: rising.clone(),
             };
-            explain(&facts)
+            let mut x = explain(&facts);
+            x.outside_by_source = external_by_source(trace, &index.live_at_unsorted(trace, at));
+            x
         })
         .collect()
 }
