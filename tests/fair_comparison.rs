@@ -3,6 +3,8 @@
 //! reports of `tests/fixtures/fair/README.md` and PyTorch files of a real GPU
 //! (`tests/data/gpu-h200`).
 
+#![allow(clippy::unwrap_used)]
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

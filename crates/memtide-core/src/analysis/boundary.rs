@@ -109,9 +109,7 @@ pub fn boundary(w: &Work) -> Boundary {
         BoundaryKind::FullUpdate
     } else if any_full {
         BoundaryKind::WarmUpOnly
-    } else if !w.absence_knowable {
-        BoundaryKind::CannotTell
-    } else if seen.has(Phase::Optimizer) {
+    } else if !w.absence_knowable || seen.has(Phase::Optimizer) {
         BoundaryKind::CannotTell
     } else if seen.has(Phase::Backward) {
         BoundaryKind::NoOptimizerStep
