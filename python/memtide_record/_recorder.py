@@ -95,6 +95,7 @@ class Recorder:
         max_pending=1024,
         sample_every=64,
         source=None,
+        sync_steps=False,
     ):
         self.path = os.fspath(path)
         self.models = [model] if model is not None else []
@@ -109,6 +110,11 @@ class Recorder:
         self.max_pending = max(8, int(max_pending))
         self.sample_every = max(1, int(sample_every))
         self.source = source or os.path.basename(sys.argv[0] or "python")
+        # Step marks written after torch.cuda.synchronize(): the time between two step marks
+        # is then the device's time per step, not the host's (CPU ops are synchronous).
+        self.sync_steps = bool(sync_steps) and self.device.type in ("cuda", "cpu")
+        self.sync_ns = 0  # time spent waiting in synchronize() for sync_steps
+        self.syncs = 0
         self._lock = threading.RLock()
         self._tensors = {}  # id(tensor) -> _TensorRec (only while the tensor object lives)
         self._storages = {}  # storage _cdata -> _StorageRec (only while the storage lives)
@@ -153,6 +159,8 @@ class Recorder:
         header = {"memtide": 1, "device": str(self.device), "clock": "ns", "source": self.source}
         meta = {"recorder": "memtide_record " + __version__, "torch": torch.__version__,
                 "min_bytes": self.min_bytes, "categories": "decided when the alloc line is written"}
+        if self.sync_steps:
+            meta["step_clock"] = "synchronized"
         if self._cuda:
             header["capacity"] = torch.cuda.get_device_properties(self.device).total_memory
             # Probed before the header, which says which sources of external memory exist.
@@ -191,6 +199,11 @@ class Recorder:
             self._apply_dead()
             if self._cuda:
                 self._poll_cuda(nvml=True)
+            if self.syncs:
+                # The cost of sync_steps, stated in the file itself.
+                self._writer.event("mark", kind="note", name=(
+                    f"sync_steps: {self.syncs} synchronize() calls waited "
+                    f"{self.sync_ns / 1e3:.0f} us in all"))
             self._flush(0)
             self.lines_written = self._writer.lines
             self._writer.close()
@@ -260,6 +273,11 @@ class Recorder:
     def mark(self, name, kind="note"):
         if kind not in ("step", "phase", "reset_peak", "note", "annotation"):
             raise ValueError(f"unknown mark kind {kind!r}")
+        if kind == "step" and self.sync_steps and self._cuda and self._writer is not None:
+            t0 = time.perf_counter_ns()
+            torch.cuda.synchronize(self.device)
+            self.sync_ns += time.perf_counter_ns() - t0
+            self.syncs += 1
         with self._lock:
             if self._writer is None:
                 return

@@ -26,7 +26,11 @@ fn signed(d: i128) -> String {
 }
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
-    if !a.json && !a.markdown && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if !a.json
+        && !a.markdown
+        && !a.require_parity
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
     let la = load(&a.a, &a.input)?;
@@ -50,11 +54,22 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
     };
     let split = (per(x, d.peak_a), per(y, d.peak_b));
+    let f = memtide_core::analysis::fair::fair(
+        &x.trace,
+        &x.index,
+        d.peak_a.map(|p| p.bytes.0),
+        &y.trace,
+        &y.index,
+        d.peak_b.map(|p| p.bytes.0),
+    );
     if a.json {
-        crate::out_json!(
-            "{}",
-            crate::safe_text::json_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
-        );
+        let mut v = to_json(&d, a, x, y, g.as_ref(), &split);
+        if let Some(m) = v.as_object_mut() {
+            for (k, val) in super::diff_fair::json_keys(&f) {
+                m.insert(k.to_string(), val);
+            }
+        }
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {
             frame_rules: rules,
@@ -72,15 +87,38 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
             b: &sb,
             diff: &d,
             changes: g.as_ref(),
+            fair: &f,
         });
         crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
         crate::outln!(
             "{}",
-            render(&d, a, x, y, g.as_ref(), &split).trim_end_matches('\n')
+            render(&d, a, x, y, g.as_ref(), &split, &f).trim_end_matches('\n')
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(parity_exit(a, &f))
+}
+
+/// `--require-parity`: exit 1 when the runs did different work (said on stderr too).
+fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::fair::Fair) -> ExitCode {
+    use memtide_core::analysis::parity::Verdict;
+    if !a.require_parity {
+        return ExitCode::SUCCESS;
+    }
+    match f.parity.verdict {
+        Verdict::DifferentWork => {
+            crate::errln!("memtide: parity required: {}", f.parity.words);
+            ExitCode::from(1)
+        }
+        Verdict::CannotTell => {
+            crate::errln!(
+                "memtide: parity required but not checkable: {}",
+                f.parity.words
+            );
+            ExitCode::SUCCESS
+        }
+        Verdict::SameWork => ExitCode::SUCCESS,
+    }
 }
 
 /// How many grown owners the text and JSON list.
@@ -197,11 +235,14 @@ fn render(
     y: &super::load::Indexed,
     g: Option<&OwnerChanges>,
     split: &(Option<Persistent>, Option<Persistent>),
+    f: &memtide_core::analysis::fair::Fair,
 ) -> String {
     let mut o = String::new();
     crate::report_line!(o, "memtide diff (B − A; binary units)");
     crate::report_line!(o, "A  {} · {}", a.a.display(), x.trace.device);
     crate::report_line!(o, "B  {} · {}", a.b.display(), y.trace.device);
+    o.push_str(&super::diff_fair::text(f));
+    let _ = writeln!(o);
     let pk = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| match p {
         None => "unavailable".to_string(),
         Some(p) => format!(

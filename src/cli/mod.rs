@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod diff;
+pub mod diff_fair;
 pub mod examples;
 pub mod explore;
 pub mod flags;
@@ -176,6 +177,11 @@ pub struct DiffArgs {
     /// Print a Markdown report (GitHub tables) for a pull request or `$GITHUB_STEP_SUMMARY`.
     #[arg(long)]
     pub markdown: bool,
+    /// Exit 1 when the two runs did different work (parameters, optimizer state, inputs,
+    /// steps or phases differ): a CI check that a saving is not a batch change. Prints the
+    /// report instead of opening the screen.
+    #[arg(long)]
+    pub require_parity: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

@@ -90,24 +90,52 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             crate::outln!("");
         }
     } else {
-        let shown: Vec<&Summary> = if a.input.device.is_some() {
-            vec![main]
+        let shown: Vec<(&Summary, &super::load::Indexed)> = if a.input.device.is_some() {
+            summaries
+                .iter()
+                .zip(&traces)
+                .skip(primary)
+                .take(1)
+                .collect()
         } else {
-            summaries.iter().filter(|s| s.events > 0).collect()
+            summaries
+                .iter()
+                .zip(&traces)
+                .filter(|(s, _)| s.events > 0)
+                .collect()
         };
         let view = TextView {
             all_frames: a.frames == "all",
             tree: a.tree,
             absolute_time: a.absolute_time,
         };
-        for (i, s) in shown.iter().enumerate() {
+        for (i, (s, t)) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");
             }
-            crate::outln!("{}", render_text_with(s, &view).trim_end_matches('\n'));
+            let text = with_boundary(&render_text_with(s, &view), t);
+            crate::outln!("{}", text.trim_end_matches('\n'));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The text with the run's measurement boundary (`boundary        full update after …`)
+/// after its `final` line.
+fn with_boundary(text: &str, t: &super::load::Indexed) -> String {
+    use memtide_core::analysis::boundary::boundary;
+    use memtide_core::analysis::work::work;
+    let b = boundary(&work(&t.trace, &t.index));
+    let mut out = String::with_capacity(text.len() + 128);
+    let mut done = false;
+    for l in text.split_inclusive('\n') {
+        out.push_str(l);
+        if !done && l.starts_with("final            ") {
+            crate::report_line!(out, "boundary         {}", b.words);
+            done = true;
+        }
+    }
+    out
 }
 
 /// Steps a survivor row names, at most (the rest are counted).

@@ -22,6 +22,8 @@ pub struct DiffReport<'a> {
     pub diff: &'a Diff,
     /// None: a file records no allocation identities (its live set is unknown).
     pub changes: Option<&'a OwnerChanges>,
+    /// Parity, boundaries, what the change bought and cost, methods.
+    pub fair: &'a memtide_core::analysis::fair::Fair,
 }
 
 /// How many grown owners the report lists.
@@ -69,6 +71,7 @@ pub fn render(r: &DiffReport) -> String {
         );
     }
     let _ = writeln!(o);
+    super::diff_fair::render(&mut o, r.fair);
     match (&r.a.peak, &r.b.peak) {
         (Some(p), Some(q)) => {
             let d = q.bytes as i128 - p.bytes as i128;

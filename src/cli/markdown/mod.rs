@@ -3,6 +3,7 @@
 //! trace is escaped for Markdown and HTML, and control characters never pass.
 
 pub mod diff;
+mod diff_fair;
 mod oom;
 mod owners;
 
