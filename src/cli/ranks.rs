@@ -326,8 +326,8 @@ fn table(o: &mut String, r: &Ranks, worst: Option<usize>) {
 fn lists(o: &mut String, r: &Ranks) {
     if !r.skipped.is_empty() {
         let _ = writeln!(o, "\nskipped (not traces):");
-        for s in &r.skipped {
-            let _ = writeln!(o, "  {}: {}", display_name(&s.path), s.reason);
+        for g in memtide_core::ranks::skipped::group(&r.skipped) {
+            let _ = writeln!(o, "  {}", g.line());
         }
     }
     if !r.errors.is_empty() {
@@ -390,13 +390,8 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
             cell(&x.file_name())
         );
     }
-    for s in &r.skipped {
-        let _ = writeln!(
-            o,
-            "\n- skipped {}: {}",
-            cell(&display_name(&s.path)),
-            cell(&s.reason)
-        );
+    for g in memtide_core::ranks::skipped::group(&r.skipped) {
+        let _ = writeln!(o, "\n- skipped {}", cell(&g.line()));
     }
     for e in &r.errors {
         let _ = writeln!(

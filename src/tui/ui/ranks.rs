@@ -459,7 +459,17 @@ fn draw_footer(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
             _ => String::new(),
         }
     } else {
-        format!(" skipped (not traces): {}", skipped.join(", "))
+        let count = match skipped.len() {
+            n if n > memtide_core::ranks::skipped::NAMES_SHOWN => format!(" {n}"),
+            _ => String::new(),
+        };
+        format!(
+            " skipped{count} (not traces): {}",
+            memtide_core::ranks::skipped::names_with_more(
+                &skipped,
+                memtide_core::ranks::skipped::NAMES_SHOWN
+            )
+        )
     };
     put(buf, area.x, y + 1, &extra, w, th.dim);
     let sy = y + 2;

@@ -10,12 +10,14 @@
 pub mod discover;
 pub mod load;
 pub mod row;
+pub mod skipped;
 
 pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
 pub use load::{
     default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
 };
 pub use row::{row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
+pub use skipped::SkipGroup;
 
 use std::path::PathBuf;
 
