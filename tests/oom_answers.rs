@@ -113,3 +113,200 @@ fn the_ranks_screen_counts_skipped_files() {
         "{screen}"
     );
 }
+
+// ------------------------------------------------ issue 42: what-if under the real ceiling
+
+const MIB: u64 = 1 << 20;
+
+fn fixture(rel: &str) -> PathBuf {
+    repo("tests/fixtures").join(rel)
+}
+
+fn whatif_json(args: &[&str]) -> serde_json::Value {
+    let o = memtide()
+        .arg("whatif")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn whatif_text(args: &[&str]) -> String {
+    let o = memtide().arg("whatif").args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn truth(rel: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(rel)).unwrap()).unwrap()
+}
+
+/// The allocator-faithful fixture: memtide's replays match tools/cca_model.py's, an
+/// independent model of PyTorch's allocator (the truth file), under the ceiling the run had.
+#[test]
+fn expandable_segments_would_have_fit_where_the_defaults_ran_out_as_the_independent_replay_says() {
+    let f = fixture("oom/oom_expandable_saves.pickle");
+    let t = truth("oom/oom_expandable_saves.truth.json");
+    let f = f.to_str().unwrap();
+    let v = whatif_json(&[
+        f,
+        "--alloc-conf",
+        "expandable_segments:True",
+        "--alloc-conf",
+        "max_split_size_mb:128",
+    ]);
+    // The ceiling: reserved + driver free at the file's OOM, the file's own figures.
+    assert_eq!(v["ceiling"]["source"], "oom_figures");
+    assert_eq!(v["ceiling"]["bytes"], t["ceiling"]);
+    assert_eq!(t["ceiling"], 7680 * MIB, "the README's figure");
+    let runs = v["runs"].as_array().unwrap();
+    // The file's settings reproduce the OOM at its event, short by what the model says.
+    let d = &t["replays"]["defaults"];
+    assert_eq!(runs[0]["outcome"], "oom");
+    assert_eq!(runs[0]["oom"]["index"], d["index"]);
+    assert_eq!(runs[0]["oom"]["requested_bytes"], d["request"]);
+    assert_eq!(runs[0]["oom_shortfall"], d["shortfall"]);
+    assert_eq!(runs[0]["model_check"]["result"], "reproduced");
+    assert_eq!(runs[0]["oom"]["verdict"], "fragmentation");
+    // Expandable segments and max_split_size_mb:128 would have fit, with the same peaks.
+    for (k, conf) in [
+        (1, "expandable_segments:True"),
+        (2, "max_split_size_mb:128"),
+    ] {
+        let x = &t["replays"][conf];
+        assert_eq!(x["outcome"], "would_have_fit", "{conf}");
+        assert_eq!(runs[k]["outcome"], "would_have_fit", "{conf}");
+        assert!(runs[k]["oom"].is_null(), "{conf}");
+        assert_eq!(runs[k]["reserved_peak"], x["reserved_peak"], "{conf}");
+    }
+    assert_eq!(runs[1]["reserved_peak"], 6462 * MIB, "the README's figure");
+    // The text says which ceiling, before the table, and each row's result.
+    let s = whatif_text(&[f, "--alloc-conf", "expandable_segments:True"]);
+    let ceiling = s.find("ceiling: 7.500 GiB = reserved 6.002 GiB + driver free 1.498 GiB at the file's OOM (#15)").expect(&s);
+    let table = s.find("settings ").unwrap();
+    assert!(ceiling < table, "{s}");
+    let row = |name: &str| s.lines().find(|l| l.starts_with(name)).unwrap().to_string();
+    assert!(
+        row("file's settings (defaults)")
+            .ends_with("OOM at #15: 1.953 GiB, 466.0 MiB short (as recorded)"),
+        "{s}"
+    );
+    assert!(
+        row("expandable_segments:True").ends_with("would have fit"),
+        "{s}"
+    );
+    assert!(
+        s.contains("model check: the model reproduces the file's OOM at #15"),
+        "{s}"
+    );
+    assert!(!s.contains("would have been served"), "{s}");
+}
+
+/// Live tensors: no setting helps, and the report says OOM for each, never "fits".
+#[test]
+fn a_setting_that_cannot_help_is_reported_as_oom() {
+    for (f, at) in [
+        (fixture("oom/oom_live.pickle"), 9),
+        (repo("sample-traces/cuda-oom.pickle"), 80),
+    ] {
+        let f = f.to_str().unwrap();
+        let v = whatif_json(&[
+            f,
+            "--alloc-conf",
+            "expandable_segments:True",
+            "--alloc-conf",
+            "max_split_size_mb:128",
+        ]);
+        for r in v["runs"].as_array().unwrap() {
+            assert_eq!(r["outcome"], "oom", "{f}: {}", r["alloc_conf"]);
+            assert_eq!(r["oom"]["index"], at, "{f}: {}", r["alloc_conf"]);
+            assert!(r["oom_shortfall"].as_u64().unwrap() > 0);
+        }
+        assert_eq!(v["runs"][0]["model_check"]["result"], "reproduced", "{f}");
+        let s = whatif_text(&[f, "--alloc-conf", "expandable_segments:True"]);
+        assert!(!s.contains("would have"), "{f}: {s}");
+    }
+    // The sample's ceiling is its README's: 15,362 MiB reserved + 510 MiB driver free.
+    let v = whatif_json(&[repo("sample-traces/cuda-oom.pickle").to_str().unwrap()]);
+    assert_eq!(v["ceiling"]["bytes"], 15872 * MIB);
+    assert_eq!(
+        v["runs"][0]["oom_shortfall"],
+        514 * MIB,
+        "1 GiB − 510 MiB free"
+    );
+}
+
+/// No OOM and no capacity: said once, reserved peaks only, no result column.
+#[test]
+fn without_a_ceiling_only_reserved_peaks_are_compared() {
+    // Two allocations, no OOM, no capacity in the header.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("plain.jsonl");
+    let lines = [
+        r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#.to_string(),
+        format!(
+            r#"{{"t":1,"op":"alloc","id":1,"size":{},"cat":"activation"}}"#,
+            100 * MIB
+        ),
+        r#"{"t":2,"op":"free","id":1}"#.to_string(),
+        format!(
+            r#"{{"t":3,"op":"alloc","id":2,"size":{},"cat":"activation"}}"#,
+            102 * MIB
+        ),
+    ];
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let f = p.to_str().unwrap();
+    let s = whatif_text(&[f, "--alloc-conf", "expandable_segments:True"]);
+    assert_eq!(s.matches("no ceiling").count(), 1, "{s}");
+    assert!(s.contains("compares reserved peaks only"), "{s}");
+    assert!(!s.contains("would have"), "{s}");
+    assert!(!s.contains("OOM at"), "{s}");
+    let head = s.lines().find(|l| l.starts_with("settings")).unwrap();
+    assert!(!head.contains("result"), "{head}");
+    let v = whatif_json(&[f, "--alloc-conf", "expandable_segments:True"]);
+    assert!(v["ceiling"].is_null());
+    assert!(v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["outcome"] == "no_ceiling"));
+    // With a capacity (no OOM in the file): the capacity is the ceiling, outside unknown.
+    let v = whatif_json(&[f, "--capacity", "9GiB"]);
+    assert_eq!(v["ceiling"]["source"], "capacity");
+    assert_eq!(v["ceiling"]["bytes"], 9u64 << 30);
+    assert!(v["ceiling"]["outside"].is_null());
+    assert!(v["ceiling"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("not subtracted"));
+}
+
+/// A JSONL trace's OOM mark is replayed too: the file's own request meets the ceiling.
+#[test]
+fn a_jsonl_oom_is_replayed_under_its_own_ceiling() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("oom.jsonl");
+    // 600 MiB live in a 600 MiB reserve, then a 200 MiB request with 100 MiB free on the
+    // device: the ceiling is 700 MiB, and the replay needs a new 200 MiB segment: 100 short.
+    let lines = [
+        r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#.to_string(),
+        format!(
+            r#"{{"t":1,"op":"alloc","id":1,"size":{},"cat":"activation"}}"#,
+            600 * MIB
+        ),
+        format!(r#"{{"t":2,"op":"reserve","id":100,"size":{}}}"#, 600 * MIB),
+        format!(
+            r#"{{"t":3,"op":"oom","size":{},"free":{}}}"#,
+            200 * MIB,
+            100 * MIB
+        ),
+    ];
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = whatif_json(&[p.to_str().unwrap()]);
+    assert_eq!(v["ceiling"]["bytes"], 700 * MIB, "{v}");
+    assert_eq!(v["runs"][0]["outcome"], "oom", "{v}");
+    assert_eq!(v["runs"][0]["model_check"]["result"], "reproduced", "{v}");
+    assert_eq!(v["runs"][0]["oom_shortfall"], 100 * MIB, "{v}");
+}

@@ -103,6 +103,7 @@ pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()>
         let c = super::flags::capacity(c)?;
         for t in &mut loaded.traces {
             t.capacity = Some(c);
+            t.capacity_source = Some("--capacity".into());
         }
     }
     Ok(())

@@ -97,7 +97,9 @@ pub struct WhatifArgs {
     /// (`expandable_segments:True,max_split_size_mb:128`); repeat to compare several.
     #[arg(long = "alloc-conf", value_name = "CONF")]
     pub alloc_conf: Vec<String>,
-    /// Device capacity (`80GiB`): find where the run would run out of memory.
+    /// The device's capacity (`80GiB`). Every setting is replayed under the ceiling the
+    /// allocator really had: at a recorded OOM, reserved + driver free (this capacity then
+    /// names the memory outside the allocator); else the capacity.
     #[arg(long, value_name = "SIZE")]
     pub capacity: Option<String>,
     /// Print JSON instead of text.
