@@ -310,3 +310,134 @@ fn a_jsonl_oom_is_replayed_under_its_own_ceiling() {
     assert_eq!(v["runs"][0]["model_check"]["result"], "reproduced", "{v}");
     assert_eq!(v["runs"][0]["oom_shortfall"], 100 * MIB, "{v}");
 }
+
+fn summary_json(args: &[&str]) -> serde_json::Value {
+    let o = memtide()
+        .arg("summary")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `summary`'s fix list replays under the same ceiling as `whatif` and agrees with the
+/// independent model's replays (the truth file); the pinner is X2, which splits the
+/// 4096 MiB block's free space (1200 + 1200 + 1696 MiB by hand, tools/gen_oom_faithful.py).
+#[test]
+fn the_fix_list_is_checked_by_replay_under_whatif_s_ceiling() {
+    let f = fixture("oom/oom_expandable_saves.pickle");
+    let f = f.to_str().unwrap();
+    let t = truth("oom/oom_expandable_saves.truth.json");
+    let v = summary_json(&[f]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "fragmentation");
+    assert_eq!(
+        o["reasoning"],
+        "1.953 GiB requested ≤ 2.828 GiB free in the large pool, but its largest free block is 1.656 GiB: no block large enough"
+    );
+    assert_eq!(
+        o["pool_free"],
+        serde_json::Value::Null,
+        "not a key of ooms[]"
+    );
+    let w = whatif_json(&[f]);
+    let fixes = o["fixes"].as_array().unwrap();
+    assert!(fixes.iter().all(|x| x["ceiling"] == w["ceiling"]["bytes"]));
+    assert!(o["fixes_ceiling"].as_str().unwrap().starts_with(
+        "7.500 GiB = reserved 6.002 GiB + driver free 1.498 GiB at the file's OOM (#15)"
+    ));
+    let fix = |s: &str| fixes.iter().find(|x| x["setting"] == s).unwrap();
+    for conf in ["expandable_segments:True", "max_split_size_mb:128"] {
+        let x = &t["replays"][conf];
+        assert_eq!(fix(conf)["would_have_fit"], true, "{conf}");
+        assert_eq!(fix(conf)["reserved_peak"], x["reserved_peak"], "{conf}");
+    }
+    // roundup_power2_divisions:4 rounds 2000 MiB up to 2048 MiB: still out at #15.
+    let r = fix("roundup_power2_divisions:4");
+    assert_eq!(
+        (r["would_have_fit"].clone(), r["oom_at"].clone()),
+        (false.into(), 15.into())
+    );
+    assert_eq!(r["shortfall"], 514 * MIB, "6146 + 2048 − 7680 MiB");
+    let p = o["pinners"].as_array().unwrap();
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0]["size"], 1200 * MIB);
+    assert_eq!(p[0]["largest_free_without"], 4096 * MIB);
+    assert_eq!(p[0]["allocated_at"], 9);
+    // The text names them alike.
+    let s = String::from_utf8(memtide().args(["summary", f]).output().unwrap().stdout).unwrap();
+    assert!(
+        s.contains("  pinner            1.172 GiB train.py:19 step (allocated at #9): without it the largest free run would be 4.000 GiB"),
+        "{s}"
+    );
+    assert!(
+        s.contains("  fix               expandable_segments:True: would have fit: yes (reserved peak 6.311 GiB)"),
+        "{s}"
+    );
+    // check's FAIL line says which setting replay found would have fit.
+    let o = memtide()
+        .args(["check", "--max-peak", "100GiB", f])
+        .output()
+        .unwrap();
+    let first = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        first.lines().next().unwrap().contains(
+            "checked by replay: expandable_segments:True, max_split_size_mb:128 would have fit"
+        ),
+        "{first}"
+    );
+}
+
+/// The bundled sample: `live_tensors` without --capacity (issue 38; it was `unknown`), the
+/// reasoning in numbers from its README (1 GiB requested; 258 MiB free in the reserve, 510 MiB
+/// driver free), and no setting that would have saved it.
+#[test]
+fn the_sample_oom_gets_a_definite_verdict_without_a_capacity() {
+    let v = summary_json(&[repo("sample-traces/cuda-oom.pickle").to_str().unwrap()]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "live_tensors");
+    assert_eq!(o["capacity"], serde_json::Value::Null);
+    assert_eq!(o["capacity_source"], serde_json::Value::Null);
+    let r = o["reasoning"].as_str().unwrap();
+    assert!(
+        r.starts_with("1.000 GiB requested > 258.0 MiB free in the reserve + 510.0 MiB driver free = 768.0 MiB"),
+        "{r}"
+    );
+    assert!(o["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["would_have_fit"] == false && x["oom_at"] == 80));
+    assert!(o["pinners"].as_array().unwrap().is_empty());
+}
+
+/// A free block large enough for the request contradicts a plain OOM: `unknown`, never a
+/// made-up verdict; the fixes are not judged where the file's own settings do not reproduce
+/// its OOM.
+#[test]
+fn figures_that_contradict_the_oom_are_said_so() {
+    let v = summary_json(&[repo("tests/fixtures/snapshot/two_devices_p4.pickle")
+        .to_str()
+        .unwrap()]);
+    let per = v["per_device"].as_array().unwrap();
+    let o = per
+        .iter()
+        .find_map(|d| d["ooms"].as_array().and_then(|a| a.first()).cloned())
+        .unwrap();
+    assert_eq!(o["verdict"], "unknown");
+    assert!(o["reasoning"]
+        .as_str()
+        .unwrap()
+        .contains("could hold the 6.001 MiB requested"));
+    assert!(o["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["would_have_fit"].is_null()));
+    assert!(o["fixes_ceiling"]
+        .as_str()
+        .unwrap()
+        .contains("the model is off"));
+}

@@ -177,11 +177,26 @@ fn oom_line(t: &super::load::Indexed) -> Option<String> {
         1 => String::new(),
         n => format!(" (and {} more OOM{})", n - 1, if n == 2 { "" } else { "s" }),
     };
+    let fits: Vec<&str> = x
+        .fixes
+        .iter()
+        .filter(|f| f.would_have_fit == Some(true))
+        .map(|f| f.setting.as_str())
+        .collect();
+    let fixes = match (x.fixes.is_empty(), fits.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) if x.fixes_ceiling.is_some() => {
+            "; checked by replay: no allocator setting would have fit".to_string()
+        }
+        (false, true) => String::new(),
+        (false, false) => format!("; checked by replay: {} would have fit", fits.join(", ")),
+    };
     Some(format!(
-        "FAIL: out of memory at event #{} on {}: verdict {} (requested {}, allocated {}, reserved {}, driver free {}){more}: {}",
+        "FAIL: out of memory at event #{} on {}: verdict {} — {} (requested {}, allocated {}, reserved {}, driver free {}){more}{fixes}: {}",
         x.index,
         x.device,
         x.verdict.name(),
+        x.reasoning,
         memtide_core::allocator::explain::shown(x.rounded_bytes),
         memtide_core::allocator::explain::shown(x.allocated),
         memtide_core::allocator::explain::shown(x.reserved),

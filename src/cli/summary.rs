@@ -150,8 +150,8 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     o
 }
 
-/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
-/// the advice.
+/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict, the
+/// reasoning, the advice, the pinners and the fixes checked by replay.
 fn ooms(o: &mut String, s: &Summary, v: &TextView) {
     for x in &s.ooms {
         let _ = writeln!(o);
@@ -160,11 +160,8 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
         let _ = writeln!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
-        let verdict = [
-            ("verdict", x.verdict.name().to_string()),
-            ("advice", x.advice.clone()),
-        ];
-        for (k, v) in x.figures().into_iter().chain(verdict) {
+        let verdict = [("verdict", x.verdict.name().to_string())];
+        for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
             let _ = writeln!(o, "  {k:<17} {v}");
         }
     }

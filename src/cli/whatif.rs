@@ -86,7 +86,10 @@ fn label(r: &RunResult) -> String {
 /// 490.0 MiB short` (`as recorded` when the file's own settings reproduce the file's OOM).
 fn result_cell(r: &RunResult) -> String {
     match &r.oom {
-        None => "would have fit".into(),
+        None => match r.model_check.as_ref().filter(|m| m.result == "served") {
+            Some(m) => format!("served; the file ran out at #{} (model off)", m.file_oom),
+            None => "would have fit".into(),
+        },
         Some(o) => {
             let mut s = format!(
                 "OOM at #{}: {}",
@@ -199,7 +202,11 @@ pub fn render(w: &WhatIf, file: &str, file_oom: Option<u64>) -> String {
                 o.verdict.name(),
                 o.advice
             );
-        } else if let (Some(c), true) = (&w.ceiling, r.recorded_ooms_served > 0) {
+        } else if let (Some(c), true, false) = (
+            &w.ceiling,
+            r.recorded_ooms_served > 0,
+            r.model_check.as_ref().is_some_and(|m| m.result == "served"),
+        ) {
             s += &format!(
                 "\n{}: would have fit: the whole history replays under the {} ceiling, the file's OOM request{} included (reserved peak {})\n",
                 label(r),

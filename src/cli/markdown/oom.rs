@@ -1,6 +1,7 @@
 //! The Markdown report's OOM section: each out-of-memory event with its figures
-//! ("unavailable" where the source lacks them), the verdict and the advice; then the
-//! allocator's state at the end, when the file records it.
+//! ("unavailable" where the source lacks them), the verdict, its reasoning, the advice, the
+//! pinners and the fixes checked by replay; then the allocator's state at the end, when the
+//! file records it.
 
 use super::{cell, time_text};
 use memtide_core::analysis::summary::Summary;
@@ -21,11 +22,8 @@ pub fn ooms(o: &mut String, s: &Summary) {
             x.verdict.name()
         );
         let _ = writeln!(o, "| figure | value |\n|---|---|");
-        let verdict = [
-            ("verdict", x.verdict.name().to_string()),
-            ("advice", x.advice.clone()),
-        ];
-        for (k, v) in x.figures().into_iter().chain(verdict) {
+        let verdict = [("verdict", x.verdict.name().to_string())];
+        for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
             let _ = writeln!(o, "| {k} | {} |", cell(&v));
         }
         let _ = writeln!(o);

@@ -188,7 +188,7 @@ pub fn model_check(
             result: "served",
             off_by: Some(spare),
             text: format!(
-                "the model is off: it serves the file's OOM request at #{file_oom} with {} to spare under the ceiling, so its reserve there is at least that much below what the allocator really needed",
+                "the model is off: it serves the file's OOM request at #{file_oom} with {} to spare under the ceiling (its reserve there is at least that much below what the allocator really needed)",
                 human_bytes(spare)
             ),
         }),

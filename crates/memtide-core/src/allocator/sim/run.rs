@@ -288,6 +288,7 @@ fn explain_refusal(
         allocated: Some(e.allocated()),
         reserved: Some(e.reserved()),
         capacity: opts.capacity,
+        capacity_source: None,
         pool: Some(PoolFacts {
             key: PoolKey {
                 pool_id: input
