@@ -441,3 +441,156 @@ fn figures_that_contradict_the_oom_are_said_so() {
         .unwrap()
         .contains("the model is off"));
 }
+
+// ------------------------------------------ issue 38: PyTorch's OOM message as a capacity
+
+const GIB: u64 = 1 << 30;
+
+/// The sample's OOM (README: 1 GiB requested, 510 MiB driver free, 14.75 GiB allocated,
+/// 15 GiB reserved) as each PyTorch 2.x wording prints it, on a 15.77 GiB card. The format
+/// lines of `DeviceCachingAllocator::malloc` (c10/cuda/CUDACachingAllocator.cpp) each
+/// follows are quoted above it.
+fn messages() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            // 2.0 (and 1.x):
+            //   "CUDA out of memory. Tried to allocate ", format_size(alloc_size),
+            //   " (GPU ", device, "; ", format_size(device_total), " total capacity; ",
+            //   format_size(...allocated_bytes...), " already allocated; ",
+            //   format_size(device_free), " free; ", allowed_info,
+            //   format_size(...reserved_bytes...), " reserved in total by PyTorch)",
+            //   " If reserved memory is >> allocated memory try setting max_split_size_mb ..."
+            "2.0",
+            "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 15.77 GiB total capacity; 14.75 GiB already allocated; 510.00 MiB free; 15.00 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF".into(),
+        ),
+        (
+            // 2.1 (note PyTorch's own typo "capacty"):
+            //   "CUDA out of memory. Tried to allocate ", format_size(alloc_size), ". GPU ",
+            //   device, " has a total capacty of ", format_size(device_total), " of which ",
+            //   format_size(device_free), " is free. ", proc_info, "Of the allocated memory ",
+            //   format_size(allocated_bytes), " is allocated by PyTorch, and ",
+            //   format_size(reserved_bytes - allocated_bytes),
+            //   " is reserved by PyTorch but unallocated.", ...
+            // proc_info (reportProcessMemoryInfo): per process
+            //   "Process " << pid  |  "Including non-PyTorch memory, this process",
+            //   then " has " << format_size(proc.usedGpuMemory) << " memory in use. "
+            "2.1",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacty of 15.77 GiB of which 510.00 MiB is free. Process 4242 has 15.26 GiB memory in use. Of the allocated memory 14.75 GiB is allocated by PyTorch, and 258.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF".into(),
+        ),
+        (
+            // 2.2 and later:
+            //   ". GPU ", device, " has a total capacity of ", format_size(device_total),
+            //   " of which ", format_size(device_free), " is free. ", proc_info,
+            //   allowed_info, "Of the allocated memory ",
+            //   format_size(allocated_bytes + allocated_in_private_pools),
+            //   " is allocated by PyTorch, ", private_pool_msg, "and ",
+            //   format_size(reserved_bytes - allocated_bytes - allocated_in_private_pools),
+            //   " is reserved by PyTorch but unallocated.", " If reserved but unallocated
+            //   memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ..."
+            "2.2+",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 15.77 GiB of which 510.00 MiB is free. Including non-PyTorch memory, this process has 15.26 GiB memory in use. Of the allocated memory 14.75 GiB is allocated by PyTorch, and 258.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)".into(),
+        ),
+        (
+            // 2.3 and later, with CUDA graphs' private pools and a memory fraction:
+            //   private_pool_msg = "with " + format_size(allocated_in_private_pools) +
+            //     " allocated in private pools (e.g., CUDA Graphs), "
+            //   allowed_info = format_size(allowed_memory_maximum) + " allowed; "
+            // and a job log that wrapped the message over lines.
+            "2.2+",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\nGPU 0 has a total capacity of 15.77 GiB of which 510.00 MiB is free.\nProcess 77 has 1.00 GiB memory in use. Including non-PyTorch memory, this process has 15.26 GiB memory in use. 15.50 GiB allowed; Of the allocated memory 14.75 GiB is allocated by PyTorch, with 104.00 MiB\nallocated in private pools (e.g., CUDA Graphs), and 258.00 MiB is reserved by\nPyTorch but unallocated.".into(),
+        ),
+    ]
+}
+
+/// Every wording gives the same capacity (15.77 GiB, to ± 0.005 GiB as printed), named as
+/// the source, and the outside memory 15.77 GiB − 15,362 MiB − 510 MiB = 276.5 MiB; the verdict
+/// stays live_tensors (276.5 MiB could not have covered the 514 MiB the segment lacked).
+#[test]
+fn every_pytorch_2_oom_wording_gives_the_capacity() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo("sample-traces/cuda-oom.pickle");
+    let capacity = (1577 * GIB + 50) / 100;
+    for (i, (wording, text)) in messages().into_iter().enumerate() {
+        let p = d.path().join(format!("oom{i}.txt"));
+        std::fs::write(&p, &text).unwrap();
+        let o = memtide()
+            .args(["summary", "--json", "--oom-message"])
+            .arg(&p)
+            .arg(&sample)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{wording}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.stderr.is_empty(),
+            "{wording}: figures agree: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let x = &v["ooms"][0];
+        assert_eq!(x["capacity"], capacity, "{wording}");
+        let src = x["capacity_source"].as_str().unwrap();
+        assert!(src.starts_with("PyTorch's OOM message "), "{src}");
+        assert!(
+            src.ends_with("(\"total capacity of 15.77 GiB\", ± 5.120 MiB)"),
+            "{src}"
+        );
+        // The sample's README: 15,362 MiB reserved.
+        assert_eq!(
+            x["outside_allocator"],
+            capacity - 15362 * MIB - 510 * MIB,
+            "{wording}"
+        );
+        assert_eq!(x["verdict"], "live_tensors", "{wording}");
+    }
+}
+
+/// A message of another OOM is used but said so; one memtide cannot read exits 2 naming
+/// the file, the offset and what was expected.
+#[test]
+fn a_message_that_disagrees_or_cannot_be_read_is_said_so() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo("sample-traces/cuda-oom.pickle");
+    let p = d.path().join("other.txt");
+    std::fs::write(&p, "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB of which 1.00 GiB is free. Of the allocated memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.").unwrap();
+    let o = memtide()
+        .args(["summary", "--oom-message"])
+        .arg(&p)
+        .arg(&sample)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("its driver free 1.00 GiB differs from the file's 510.0 MiB at the OOM #80"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "it tried to allocate 2.00 GiB, the file's OOM #80 needed a 1.000 GiB segment"
+        ),
+        "{err}"
+    );
+    let bad = d.path().join("bad.txt");
+    std::fs::write(
+        &bad,
+        "CUDA out of memory. Tried to allocate 1.00 GiB; GPU 0",
+    )
+    .unwrap();
+    let o = memtide()
+        .args(["summary", "--oom-message"])
+        .arg(&bad)
+        .arg(&sample)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("bad.txt"), "{err}");
+    assert!(
+        err.contains("offset 46 of the message: expected \". GPU \""),
+        "{err}"
+    );
+}

@@ -109,6 +109,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
     let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);

@@ -35,6 +35,16 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         .as_deref()
         .map(super::flags::capacity)
         .transpose()?;
+    let oom_message = match &args.input.oom_message {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("--oom-message {}: cannot read it", p.display()))?;
+            let m = memtide_core::formats::oom_message::parse(&text)
+                .with_context(|| format!("--oom-message {}", p.display()))?;
+            Some((m, p.display().to_string()))
+        }
+        None => None,
+    };
     // Bad settings fail before a long load, as `whatif`'s do.
     let whatif_conf = args
         .alloc_conf
@@ -51,6 +61,7 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     if let Some(ex) = app.explorer_mut() {
         ex.device_want = args.input.device.clone();
         ex.capacity = capacity;
+        ex.oom_message = oom_message;
         ex.whatif_conf = whatif_conf;
         ex.absolute_time = args.absolute_time;
         if args.follow.follow || args.follow.poll.is_some() {

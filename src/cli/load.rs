@@ -40,6 +40,7 @@ pub fn side_files(a: &InputArgs) -> Vec<&Path> {
         a.device_log.as_deref(),
         a.categories.as_deref(),
         a.rules.as_deref(),
+        a.oom_message.as_deref(),
     ]
     .into_iter()
     .flatten()
@@ -105,6 +106,38 @@ pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()>
             t.capacity = Some(c);
             t.capacity_source = Some("--capacity".into());
         }
+    }
+    Ok(())
+}
+
+/// Applies `--oom-message FILE` to the trace of the message's GPU (`cuda:N`; a file of one
+/// device: that one): its capacity, and its driver free where the file lacks it. Notes where
+/// the figures disagree go to stderr. Call before [`apply_capacity`] (`--capacity` wins).
+pub fn apply_oom_message(loaded: &mut Loaded, a: &InputArgs) -> Result<()> {
+    let Some(path) = &a.oom_message else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--oom-message {}: cannot read it", path.display()))?;
+    let m = memtide_core::formats::oom_message::parse(&text)
+        .with_context(|| format!("--oom-message {}", path.display()))?;
+    let name = path.display().to_string();
+    let want = format!("cuda:{}", m.gpu);
+    let one = loaded.traces.len() == 1;
+    let Some(t) = loaded
+        .traces
+        .iter_mut()
+        .enumerate()
+        .find(|(i, t)| t.device == want || (one && *i == 0))
+        .map(|(_, t)| t)
+    else {
+        bail!(
+            "--oom-message {name}: the message is of GPU {}, and the file has no {want}",
+            m.gpu
+        );
+    };
+    for note in memtide_core::formats::oom_message::apply(t, &m, &name) {
+        crate::errln!("memtide: note: --oom-message {note}");
     }
     Ok(())
 }

@@ -251,6 +251,12 @@ pub struct InputArgs {
     /// Shift added to the log's times after the zone (1.25s, -300ms, 2min).
     #[arg(long, value_name = "DURATION", requires = "device_log", value_parser = parse_offset, allow_hyphen_values = true)]
     pub device_log_offset: Option<i64>,
+    /// PyTorch's out-of-memory message, pasted from the job log into FILE ("… Tried to
+    /// allocate … GPU 0 has a total capacity of … of which … is free …", any PyTorch 2.x
+    /// wording): the device's capacity (and the driver's free bytes where the file lacks
+    /// them) for the OOM explanation, checked against the file's figures.
+    #[arg(long, value_name = "FILE")]
+    pub oom_message: Option<PathBuf>,
     /// PyTorch export_memory_timeline file whose categories label a Kineto trace.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
     let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;

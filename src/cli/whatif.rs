@@ -22,7 +22,8 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
         Some(c) => Some(super::flags::capacity(c)?.0),
         None => None,
     };
-    let loaded = load_whole(&a.file, &a.input)?;
+    let mut loaded = load_whole(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
     let Some(t) = traces.get(i) else {

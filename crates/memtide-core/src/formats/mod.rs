@@ -12,6 +12,7 @@ pub mod jsonl;
 pub mod jsonl_write;
 pub mod kineto;
 pub mod memory_timeline;
+pub mod oom_message;
 pub mod pickle;
 mod pickle_list;
 mod pickle_memo;
