@@ -16,50 +16,8 @@
 
 use serde::Serialize;
 use std::borrow::Cow;
-use std::io;
 
-/// Unicode's format characters (`Cf`) and the line and paragraph separators (`Zl`, `Zp`), as
-/// inclusive ranges (Unicode 15).
-const FORMAT_OR_SEPARATOR: &[(u32, u32)] = &[
-    (0xAD, 0xAD),
-    (0x600, 0x605),
-    (0x61C, 0x61C),
-    (0x6DD, 0x6DD),
-    (0x70F, 0x70F),
-    (0x890, 0x891),
-    (0x8E2, 0x8E2),
-    (0x180E, 0x180E),
-    (0x200B, 0x200F),
-    (0x2028, 0x202E),
-    (0x2060, 0x2064),
-    (0x2066, 0x206F),
-    (0xFEFF, 0xFEFF),
-    (0xFFF9, 0xFFFB),
-    (0x110BD, 0x110BD),
-    (0x110CD, 0x110CD),
-    (0x13430, 0x1343F),
-    (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A),
-    (0xE0001, 0xE0001),
-    (0xE0020, 0xE007F),
-];
-
-/// Whether `c` is a format character or a line/paragraph separator.
-fn is_format_or_separator(c: char) -> bool {
-    let v = u32::from(c);
-    v >= 0xAD
-        && FORMAT_OR_SEPARATOR
-            .binary_search_by(|&(lo, hi)| {
-                if hi < v {
-                    std::cmp::Ordering::Less
-                } else if lo > v {
-                    std::cmp::Ordering::Greater
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
-            .is_ok()
-}
+use memtide_core::json_text::is_format_or_separator;
 
 /// Whether `c` would be interpreted by a terminal, or disguise text, rather than be shown.
 fn is_unsafe_in_text(c: char) -> bool {
@@ -105,82 +63,49 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     escaped(s, is_unsafe_in_field)
 }
 
+/// Appends one line of a text report to `o`: what `line` formats, with any newline inside it
+/// (only a field from the file can hold one) escaped as `\n`, then the line's end.
+pub fn push_line(o: &mut String, line: std::fmt::Arguments<'_>) {
+    let start = o.len();
+    let _ = std::fmt::Write::write_fmt(o, line);
+    if o[start..].contains('\n') {
+        let text = o.split_off(start).replace('\n', "\\n");
+        o.push_str(&text);
+    }
+    o.push('\n');
+}
+
+/// What a text report is written into (a `String`, owned or borrowed: method syntax takes
+/// either).
+pub trait ReportText {
+    fn report_text(&mut self) -> &mut String;
+}
+
+impl ReportText for String {
+    fn report_text(&mut self) -> &mut String {
+        self
+    }
+}
+
+/// `writeln!(o, …)` for text reports: one line whatever the fields hold ([`push_line`]).
+#[macro_export]
+macro_rules! report_line {
+    ($o:expr, $($arg:tt)*) => {
+        {
+            use $crate::safe_text::ReportText as _;
+            $crate::safe_text::push_line($o.report_text(), format_args!($($arg)*))
+        }
+    };
+}
+
 /// `v` as pretty-printed JSON whose strings also escape DEL, C1 controls, format characters
-/// and line separators (`\u007f`, `\u202e`, `\udb40\udc41`): the same value, safe to print.
+/// and line separators (`\u007f`, `\u202e`, `\udb40\udc41`: the same value, safe to print),
+/// each at most `memtide_core::clip::TEXT_CAP` bytes as every JSON report writes them.
 pub fn json_pretty<T: Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
     let mut out = Vec::with_capacity(256);
-    json_pretty_to(&mut out, v)?;
+    memtide_core::clip::to_json_writer(&mut out, v, true)?;
     // The serializer writes UTF-8 only, and every escape is ASCII.
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
-}
-
-/// [`json_pretty`] written to `w`.
-pub fn json_pretty_to<W: io::Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_json::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(w, SafeFormatter::default());
-    v.serialize(&mut ser)
-}
-
-/// serde_json's pretty formatter, with string fragments escaped as [`json_pretty`] says.
-#[derive(Default)]
-struct SafeFormatter(serde_json::ser::PrettyFormatter<'static>);
-
-/// Whether `c` is escaped in JSON strings beyond what serde_json escapes (it escapes C0).
-fn is_escaped_in_json(c: char) -> bool {
-    ('\u{7f}'..='\u{9f}').contains(&c) || is_format_or_separator(c)
-}
-
-impl serde_json::ser::Formatter for SafeFormatter {
-    fn write_string_fragment<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let mut rest = fragment;
-        while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_escaped_in_json(c)) {
-            w.write_all(&rest.as_bytes()[..i])?;
-            let mut units = [0u16; 2];
-            for u in c.encode_utf16(&mut units) {
-                write!(w, "\\u{u:04x}")?;
-            }
-            rest = &rest[i + c.len_utf8()..];
-        }
-        w.write_all(rest.as_bytes())
-    }
-    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_array(w)
-    }
-    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array(w)
-    }
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(w, first)
-    }
-    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array_value(w)
-    }
-    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object(w)
-    }
-    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object(w)
-    }
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(w, first)
-    }
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(w)
-    }
-    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_value(w)
-    }
 }
 
 #[cfg(test)]
@@ -213,34 +138,6 @@ mod tests {
     }
 
     #[test]
-    fn table_is_sorted_and_matches_known_members() {
-        assert!(FORMAT_OR_SEPARATOR
-            .windows(2)
-            .all(|w| w[0].0 <= w[0].1 && w[0].1 < w[1].0));
-        for c in [
-            '\u{ad}',
-            '\u{61c}',
-            '\u{200d}',
-            '\u{2066}',
-            '\u{e007f}',
-            '\u{2028}',
-        ] {
-            assert!(is_format_or_separator(c), "{:x}", u32::from(c));
-        }
-        for c in [
-            'a',
-            ' ',
-            '\u{ac}',
-            '\u{ae}',
-            '\u{2030}',
-            '\u{fe0f}',
-            '\u{e0080}',
-        ] {
-            assert!(!is_format_or_separator(c), "{:x}", u32::from(c));
-        }
-    }
-
-    #[test]
     fn one_line_escapes_newlines_and_tabs() {
         assert_eq!(one_line("rank0.json\nok: all"), "rank0.json\\nok: all");
         assert_eq!(one_line("a\tb\r"), "a\\tb\\x0d");
@@ -255,9 +152,9 @@ mod tests {
             text.contains(r#"a\u007fb\u0085c\u202ed\udb40\udc41e\u2028\n\""#),
             "{text}"
         );
-        assert!(!text
-            .chars()
-            .any(|c| is_escaped_in_json(c) || (c.is_control() && c != '\n')));
+        assert!(!text.chars().any(
+            |c| memtide_core::json_text::is_escaped_in_json(c) || (c.is_control() && c != '\n')
+        ));
         // The same value reads back, and the layout is serde_json's pretty one.
         let back: serde_json::Value = serde_json::from_str(&text).expect("parse");
         assert_eq!(back["name"], s);

@@ -254,6 +254,34 @@ fn assert_no_spoofing_chars(text: &str) {
 }
 
 #[test]
+fn text_output_escapes_format_characters_and_newlines_in_names() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = spoofing_trace(dir.path());
+    for args in [
+        vec!["summary"],
+        vec!["summary", "--markdown"],
+        vec!["summary", "--tree"],
+    ] {
+        let out = memtide().args(&args).arg(&p).output().expect("runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        assert_no_spoofing_chars(&text);
+        assert!(
+            !text.lines().any(|l| l.starts_with("ok: forged")),
+            "{args:?}: a name forged a line:\n{text}"
+        );
+        assert!(
+            text.contains("\\u{202e}"),
+            "{args:?}: the override is shown:\n{text}"
+        );
+    }
+}
+
+#[test]
 fn json_output_escapes_del_c1_and_format_characters_and_reads_back_exactly() {
     let dir = tempfile::tempdir().expect("tmp");
     let p = spoofing_trace(dir.path());
@@ -373,4 +401,38 @@ fn every_help_has_examples() {
             .unwrap_or_else(|| panic!("{cmd:?}: no examples:\n{text}"));
         assert!(text[ex..].contains("memtide "), "{cmd:?}");
     }
+}
+
+/// A newline in a rank file's name cannot forge a line of `check`'s verdict.
+#[test]
+fn a_rank_file_name_cannot_forge_a_verdict_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sample = std::fs::read(sample("train-3steps.jsonl")).expect("sample");
+    std::fs::write(dir.path().join("rank0.jsonl"), &sample).expect("write");
+    std::fs::write(
+        dir.path()
+            .join("rank1.jsonl\nok: every rank is under the limit"),
+        &sample,
+    )
+    .expect("write");
+    let out = memtide()
+        .args(["check", "--max-peak", "1KiB"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.lines().any(|l| l.starts_with("ok:")),
+        "a file name forged a line:\n{text}"
+    );
+    assert!(
+        text.contains("\\nok: every rank"),
+        "the name is shown escaped:\n{text}"
+    );
 }

@@ -1,6 +1,7 @@
 //! Property tests: the JSONL reader + interval index against a brute-force oracle written
-//! straight from DESIGN §3 (equal-`t` ordering, views, release/free, zero-length intervals,
-//! unmatched frees, zero-size allocations), and chunking invariance of the decoder.
+//! straight from the JSONL spec in docs/formats.md (equal-`t` ordering, views, release/free,
+//! zero-length intervals, unmatched frees, zero-size allocations), and chunking invariance of
+//! the decoder.
 
 use memtide_core::analysis::global_peak;
 use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};

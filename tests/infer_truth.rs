@@ -21,7 +21,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// PyTorch's raw category index (PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION,
-/// GRADIENT, AUTOGRAD_DETAIL, Unknown) → band, as DESIGN §4 and the baseline tests map them.
+/// GRADIENT, AUTOGRAD_DETAIL, Unknown) → band, as docs/inference.md and the baseline tests map
+/// them.
 const BAND_OF: [Band; 8] = [
     Band::Persistent,
     Band::Persistent,

@@ -1,5 +1,5 @@
-//! Hand-written JSONL v1 traces (from DESIGN §3 only) with hand-computed expectations in
-//! `tests/fixtures/jsonl/*.expect`, and the reader's errors on bad input.
+//! Hand-written JSONL v1 traces (from the spec in docs/formats.md only) with hand-computed
+//! expectations in `tests/fixtures/jsonl/*.expect`, and the reader's errors on bad input.
 
 use memtide_core::analysis::{final_bytes, global_peak, live_entries, windows_of};
 use memtide_core::formats::{FormatError, LoadOptions, Progress};

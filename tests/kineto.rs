@@ -112,7 +112,7 @@ fn relative_timestamps_attribution_and_marks() {
         .windows
         .iter()
         .filter(|w| w.kind == "step")
-        .map(|w| (w.name.as_str(), w.peak_bytes, w.peak_index))
+        .map(|w| (&*w.name, w.peak_bytes, w.peak_index))
         .collect();
     assert_eq!(
         steps,

@@ -111,7 +111,7 @@ fn step_windows_match_refs_per_span() {
         let w = s
             .windows
             .iter()
-            .find(|w| &w.name == name)
+            .find(|w| *w.name == **name)
             .unwrap_or_else(|| panic!("a window for {name}"));
         let expect_kind = if name.starts_with("step") {
             "step"

@@ -547,7 +547,7 @@ fn check_growth_names_where_the_survivors_were_allocated() {
 }
 
 /// The leak sample's baseline growth reads the same in the text summary and the Markdown
-/// report (the figures of the README's leak example).
+/// report (the figures of the leak example in docs/exploring.md).
 #[test]
 fn growth_after_warm_up_has_one_wording_in_text_and_markdown() {
     let path = sample("train-leak.jsonl");

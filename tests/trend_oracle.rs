@@ -86,7 +86,7 @@ proptest! {
         let index = Index::build(trace);
         let tr = trend(trace, &index);
         let steps: Vec<(String, Seq, Seq)> =
-            tr.steps.iter().map(|s| (s.name.clone(), s.lo, s.hi)).collect();
+            tr.steps.iter().map(|s| (s.name.to_string(), s.lo, s.hi)).collect();
         let want = if tr.rising { oracle(trace, &index, &steps) } else { BTreeMap::new() };
         let warm = steps.first().map(|s| s.0.clone());
         let want: BTreeMap<_, _> = want
@@ -99,7 +99,12 @@ proptest! {
             .map(|g| {
                 (
                     (g.name.clone(), g.frame.clone()),
-                    (g.bytes.0, g.count, g.steps.clone(), g.ids.iter().map(|i| i.0).collect()),
+                    (
+                        g.bytes.0,
+                        g.count,
+                        g.steps.iter().map(|s| s.to_string()).collect(),
+                        g.ids.iter().map(|i| i.0).collect(),
+                    ),
                 )
             })
             .collect();
@@ -124,7 +129,7 @@ fn a_leak_in_every_step_is_found_as_the_definition_says() {
     let steps: Vec<(String, Seq, Seq)> = tr
         .steps
         .iter()
-        .map(|s| (s.name.clone(), s.lo, s.hi))
+        .map(|s| (s.name.to_string(), s.lo, s.hi))
         .collect();
     let want = oracle(trace, &index, &steps);
     // Site 1 leaks in every step; the last step's site-3 storage also outlives it (its free
@@ -132,7 +137,8 @@ fn a_leak_in_every_step_is_found_as_the_definition_says() {
     assert_eq!(tr.survivors.len(), want.len());
     for g in &tr.survivors {
         let w = &want[&(g.name.clone(), g.frame.clone())];
-        assert_eq!((g.bytes.0, g.count, &g.steps), (w.0, w.1, &w.2));
+        let steps: Vec<String> = g.steps.iter().map(|s| s.to_string()).collect();
+        assert_eq!((g.bytes.0, g.count, &steps), (w.0, w.1, &w.2));
     }
     let site1 = tr
         .survivors

@@ -287,6 +287,190 @@ fn mutate_pickle_arg(b: &mut [u8], rng: &mut Rng) -> bool {
     false
 }
 
+/// How many copies fit in what is left of a case: at most `want`.
+fn copies_that_fit(len: usize, unit: usize, want: usize) -> usize {
+    want.min(MAX_CASE.saturating_sub(len) / unit.max(1))
+}
+
+/// The end of the JSON value starting at `at` (a string, an object or an array, or a scalar
+/// up to the next `,`, `]` or `}`), by bracket depth outside strings.
+fn json_value_end(b: &[u8], at: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for (i, &c) in b.iter().enumerate().skip(at) {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => {
+                    in_str = false;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth == 0 => return Some(i),
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b',' if depth == 0 => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Deep stacks: the first element of a `stack` or `frames` array (JSON), or a memo fetch
+/// (pickle: how a snapshot shares one frame), repeated up to 200,000 times in place.
+fn deepen_stack(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    let want = if rng.chance(2) {
+        150_000
+    } else {
+        1 + rng.below(200_000)
+    };
+    for key in [&b"\"stack\":["[..], b"\"frames\":[", b"\"frames\": ["] {
+        let Some(k) = memchr::memmem::find(b, key) else {
+            continue;
+        };
+        let start = k + key.len();
+        let Some(end) = json_value_end(b, start).filter(|&e| e > start) else {
+            continue;
+        };
+        let mut elem = vec![b','];
+        elem.extend_from_slice(&b[start..end]);
+        let n = copies_that_fit(b.len(), elem.len(), want);
+        let rep: Vec<u8> = elem.iter().copied().cycle().take(elem.len() * n).collect();
+        b.splice(end..end, rep);
+        return true;
+    }
+    // Pickle: a BINGET (`h` + index) repeated where it stands.
+    let from = rng.below(b.len().max(1));
+    let Some(i) = (from..b.len())
+        .chain(0..from)
+        .find(|&i| b[i] == b'h' && i + 1 < b.len())
+    else {
+        return false;
+    };
+    let get = [b'h', b[i + 1]];
+    let n = copies_that_fit(b.len(), 2, want);
+    let rep: Vec<u8> = get.iter().copied().cycle().take(2 * n).collect();
+    b.splice(i..i, rep);
+    true
+}
+
+/// A shared long string: a pickle string that is memoized (then fetched wherever the file
+/// shares it) made 64 KiB to 1 MiB long; in text, a string value made as long.
+fn share_long_string(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    let len = (64 << 10) << rng.below(5);
+    let long: Vec<u8> =
+        std::iter::repeat_n(b'n', len.min(MAX_CASE.saturating_sub(b.len() + 16))).collect();
+    if b.first() == Some(&0x80) {
+        // SHORT_BINUNICODE n bytes, then MEMOIZE or BINPUT.
+        let from = rng.below(b.len().max(1));
+        let found = (from..b.len()).chain(0..from).find(|&i| {
+            b[i] == 0x8c
+                && i + 2 + usize::from(*b.get(i + 1).unwrap_or(&0)) < b.len()
+                && matches!(b[i + 2 + usize::from(b[i + 1])], 0x94 | b'q')
+        });
+        let Some(i) = found else {
+            return false;
+        };
+        let end = i + 2 + usize::from(b[i + 1]);
+        let mut op = vec![b'X'];
+        op.extend_from_slice(&(long.len() as u32).to_le_bytes());
+        op.extend_from_slice(&long);
+        b.splice(i..end, op);
+        return true;
+    }
+    let from = rng.below(b.len().max(1));
+    let Some(q) = (from..b.len()).chain(0..from).find(|&i| b[i] == b'"') else {
+        return false;
+    };
+    let Some(end) = json_value_end(b, q) else {
+        return false;
+    };
+    let mut s = vec![b'"'];
+    s.extend_from_slice(&long);
+    s.push(b'"');
+    b.splice(q..end, s);
+    true
+}
+
+/// Many devices: every device number in the text (`"Device Id": N`, `"device": "cuda:N"`,
+/// `"device": N`) rewritten to one of up to 10,000 distinct values.
+fn many_devices(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    let spread = 1 + rng.below(10_000);
+    let mut changed = false;
+    for key in [
+        &b"\"Device Id\": "[..],
+        b"\"device\":\"cuda:",
+        b"\"device\": \"cuda:",
+        b"\"device\": ",
+    ] {
+        let mut at = 0;
+        while let Some(k) = memchr::memmem::find(&b[at..], key) {
+            let s = at + k + key.len();
+            let e = s + b[s..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if e == s {
+                at = s;
+                continue;
+            }
+            let v = rng.below(spread).to_string();
+            b.splice(s..e, v.bytes());
+            at = s + v.len();
+            changed = true;
+            if b.len() > MAX_CASE {
+                return changed;
+            }
+        }
+    }
+    changed
+}
+
+/// Deep nesting: up to 200,000 nested brackets (text), or nested lists (pickle: EMPTY_LIST
+/// then APPEND, so each list holds the next), inserted anywhere.
+fn deep_nesting(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    let n = copies_that_fit(b.len(), 2, 1 + rng.below(200_000));
+    let at = rng.below(b.len() + 1);
+    let nest: Vec<u8> = if b.first() == Some(&0x80) {
+        std::iter::repeat_n(b']', n)
+            .chain(std::iter::repeat_n(b'a', n - n.min(1)))
+            .collect()
+    } else if rng.chance(2) {
+        std::iter::repeat_n(b'[', n)
+            .chain(std::iter::repeat_n(b']', n))
+            .collect()
+    } else {
+        let open = b"{\"a\":";
+        let k = n / open.len().max(1);
+        let mut v: Vec<u8> = open.iter().copied().cycle().take(open.len() * k).collect();
+        v.push(b'1');
+        v.extend(std::iter::repeat_n(b'}', k));
+        v
+    };
+    b.splice(at..at, nest);
+    true
+}
+
+/// A structure-aware mutation (issue classes found by hand): deep stacks, shared long
+/// strings, many devices, deep nesting.
+fn mutate_structure(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    match rng.below(4) {
+        0 => deepen_stack(b, rng),
+        1 => share_long_string(b, rng),
+        2 => many_devices(b, rng),
+        _ => deep_nesting(b, rng),
+    }
+}
+
 fn range(rng: &mut Rng, len: usize) -> (usize, usize) {
     let a = rng.below(len + 1);
     let max = (len - a).min(if rng.chance(4) { 4096 } else { 64 });
@@ -296,6 +480,9 @@ fn range(rng: &mut Rng, len: usize) -> (usize, usize) {
 /// One mutation of `b`; `pool` supplies splice material.
 fn mutate_once(b: &mut Vec<u8>, pool: &[Vec<u8>], all: &[Vec<u8>], rng: &mut Rng) {
     let len = b.len();
+    if rng.chance(32) && mutate_structure(b, rng) {
+        return;
+    }
     match rng.below(14) {
         0 | 1 if len > 0 => {
             let i = rng.below(len);
@@ -439,8 +626,18 @@ fn exercise(traces: &[Trace], summary: bool) {
         let ix = memtide_core::index::Index::build(t);
         if !ix.is_empty() {
             let _ = memtide_core::analysis::global_peak(t, &ix);
-            if summary {
-                let _ = memtide_core::analysis::Summary::build(t, &ix);
+            // Small files, and files of few events however large (deep stacks, long
+            // strings): the whole summary, as `summary --json` writes it.
+            if summary || t.len() <= 4096 {
+                let s = memtide_core::analysis::Summary::build(t, &ix);
+                let devices = [t.device.to_string()];
+                let doc = memtide_core::analysis::summary::document_json(
+                    &s,
+                    std::slice::from_ref(&s),
+                    &devices,
+                    false,
+                );
+                let _ = serde_json::to_vec(&doc);
             }
         }
     }
@@ -708,6 +905,13 @@ pub fn run(seeds: &Seeds, mut cfg: Config) -> (Vec<Stats>, Vec<Failure>) {
             }
             let case = make_case(seeds, r, cfg.seed, i);
             let len = case.len() as u64;
+            if let Some(d) = &cfg.out {
+                // A case that aborts the process (a stack overflow) cannot be caught: this
+                // names it for `--replay` (written before the case, removed after the run).
+                let _ = std::fs::create_dir_all(d).and_then(|_| {
+                    std::fs::write(d.join("in-flight"), format!("{} {i}\n", READERS[r]))
+                });
+            }
             let t0 = Instant::now();
             let out = worker.run(r, case, cfg.limit);
             let s = &mut stats[r];
@@ -751,6 +955,9 @@ pub fn run(seeds: &Seeds, mut cfg: Config) -> (Vec<Stats>, Vec<Failure>) {
                 p(&stats, start.elapsed());
             }
         }
+    }
+    if let Some(d) = &cfg.out {
+        let _ = std::fs::remove_file(d.join("in-flight"));
     }
     (stats, failures)
 }

@@ -41,6 +41,10 @@ struct Args {
     /// Run one file through `--reader` (panics are shown, not caught).
     #[arg(long)]
     replay: Option<PathBuf>,
+    /// Write cases `--first` … `--first + --cases − 1` of each `--reader` to `--out` without
+    /// running them (a case that aborted the process: `--out`'s `in-flight` file names it).
+    #[arg(long)]
+    write_cases: bool,
 }
 
 fn reader_index(name: &str) -> usize {
@@ -97,6 +101,17 @@ fn main() {
     let seeds = engine::load_seeds(&root, args.max_seed);
     for &r in &readers {
         eprintln!("{}: {} seeds", READERS[r], seeds.per_reader[r].len());
+    }
+    if args.write_cases {
+        std::fs::create_dir_all(&args.out).expect("create --out");
+        for &r in &readers {
+            for i in args.first..args.first + args.cases {
+                let p = args.out.join(format!("{}-case{i}.bin", READERS[r]));
+                std::fs::write(&p, engine::make_case(&seeds, r, args.seed, i)).expect("write");
+                println!("{}", p.display());
+            }
+        }
+        return;
     }
     let shown = readers.clone();
     let cfg = Config {

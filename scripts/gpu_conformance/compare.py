@@ -28,7 +28,9 @@ A check with `observed` instead of `memtide` compares a figure the workload meas
 expected one.
 
 `memtide` is a path into memtide's JSON output: keys joined by dots, list items as [i]
-(`ooms[0].verdict`, `runs[0].reserved_peak`). `tolerance` is relative (0 = exact; 0.01 = 1 %)
+(`ooms[0].verdict`, `runs[0].reserved_peak`), or a difference of two such paths
+(`peak.bytes - peak.bands.external`: the framework's part of a peak that includes memory
+outside it). `tolerance` is relative (0 = exact; 0.01 = 1 %)
 and applies to numbers; strings must be equal. A check whose expected value is null is
 reported as "unknown" and fails: a conformance figure must be known.
 
@@ -48,7 +50,14 @@ PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def lookup(doc, path):
-    """The value at `path` in `doc`, or raise KeyError naming the missing step."""
+    """The value at `path` in `doc` (or `a - b` of two paths), or raise KeyError naming the
+    missing step."""
+    if " - " in path:
+        a, b = path.split(" - ", 1)
+        x, y = lookup(doc, a.strip()), lookup(doc, b.strip())
+        if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
+            raise KeyError(f"{path}: not two numbers ({x!r}, {y!r})")
+        return x - y
     cur = doc
     for m in PATH_TOKEN.finditer(path):
         key, idx = m.group(1), m.group(2)

@@ -129,7 +129,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .is_some_and(crate::output_file::is_stdout)
     {
         for l in &lines {
-            crate::outln!("{l}");
+            crate::outln!("{}", crate::safe_text::one_line(l));
         }
     }
     if let Some(path) = &a.report {
@@ -298,7 +298,7 @@ fn verdict(
         .trace
         .enclosing_mark(peak.at)
         .filter(|_| !peak.at_start)
-        .map(|m| format!(" ({})", t.trace.mark_name(m)))
+        .map(|m| format!(" ({})", t.trace.mark_label(m)))
         .unwrap_or_default();
     // Where the peak holds: after an event, or in the initial state before the first one.
     let at = if peak.at_start {

@@ -124,7 +124,7 @@ fn peak_json(
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
-                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_name(m).to_string()),
+                "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
             })
         }
@@ -149,8 +149,8 @@ fn to_json(
         .map(|s| {
             json!({
                 "ordinal": s.ordinal,
-                "a": s.a.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
-                "b": s.b.as_ref().map(|r| json!({"name": r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "a": s.a.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
+                "b": s.b.as_ref().map(|r| json!({"name": &*r.name, "baseline": r.baseline.0, "peak": r.peak.0})),
                 "delta": s.delta().map(|v| v as i64),
             })
         })
@@ -180,9 +180,9 @@ fn render(
     split: &(Option<Persistent>, Option<Persistent>),
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "memtide diff (B − A; binary units)");
-    let _ = writeln!(o, "A  {} · {}", a.a.display(), x.trace.device);
-    let _ = writeln!(o, "B  {} · {}", a.b.display(), y.trace.device);
+    crate::report_line!(o, "memtide diff (B − A; binary units)");
+    crate::report_line!(o, "A  {} · {}", a.a.display(), x.trace.device);
+    crate::report_line!(o, "B  {} · {}", a.b.display(), y.trace.device);
     let pk = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| match p {
         None => "unavailable".to_string(),
         Some(p) => format!(
@@ -191,24 +191,25 @@ fn render(
             t.trace.event_number(p.at),
             t.trace
                 .enclosing_mark(p.at)
-                .map(|m| format!(" ({})", t.trace.mark_name(m)))
+                .map(|m| format!(" ({})", t.trace.mark_label(m)))
                 .unwrap_or_default()
         ),
     };
-    let _ = writeln!(o, "peak A  {}", pk(x, d.peak_a));
-    let _ = writeln!(o, "peak B  {}", pk(y, d.peak_b));
+    crate::report_line!(o, "peak A  {}", pk(x, d.peak_a));
+    crate::report_line!(o, "peak B  {}", pk(y, d.peak_b));
     if let (Some(p), Some(q)) = (d.peak_a, d.peak_b) {
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "delta   {}",
             signed(q.bytes.0 as i128 - p.bytes.0 as i128)
         );
-        let _ = writeln!(
+        let _ = writeln!(o);
+        crate::report_line!(
             o,
-            "\nbands at each one's peak:        A            B        B − A"
+            "bands at each one's peak:        A            B        B − A"
         );
         for b in Band::ALL {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  {:<12} {:>14} {:>12} {:>12}",
                 b.name(),
@@ -219,24 +220,19 @@ fn render(
         }
     }
     persistent_text(&mut o, split);
-    let _ = writeln!(o, "\nper step (aligned by {}):", d.aligned_by);
+    let _ = writeln!(o);
+    crate::report_line!(o, "per step (aligned by {}):", d.aligned_by);
     for s in &d.steps {
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let pa = s.a.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let pb = s.b.as_ref().map_or("-".into(), |r| human_bytes(r.peak.0));
         let dd = s.delta().map_or("-".into(), signed);
-        let _ = writeln!(o, "  {name:<16} {pa:>11} {pb:>11} {dd:>12}");
+        crate::report_line!(o, "  {name:<16} {pa:>11} {pb:>11} {dd:>12}");
     }
     if let Some(&k) = d.most_different.first() {
         let s = &d.steps[k];
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
-        let _ = writeln!(
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
+        crate::report_line!(
             o,
             "most different: {name} ({})",
             s.delta().map_or("-".into(), signed)
@@ -244,9 +240,10 @@ fn render(
     }
     match g {
         None => {
-            let _ = writeln!(
+            let _ = writeln!(o);
+            crate::report_line!(
                 o,
-                "\ngrew: unavailable (a file records no allocation identities)"
+                "grew: unavailable (a file records no allocation identities)"
             );
         }
         Some(c) => {
@@ -260,12 +257,14 @@ fn render(
 /// `grew at the peaks (…):` and its rows, or a line saying nothing did.
 fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
     if rows.is_empty() {
-        let _ = writeln!(o, "\n{what}: nothing (by owner, at the peaks)");
+        let _ = writeln!(o);
+        crate::report_line!(o, "{what}: nothing (by owner, at the peaks)");
         return;
     }
-    let _ = writeln!(
+    let _ = writeln!(o);
+    crate::report_line!(
         o,
-        "\n{what} at the peaks (by owner; B − A, A, B; {} of {}):",
+        "{what} at the peaks (by owner; B − A, A, B; {} of {}):",
         rows.len().min(GROWN_SHOWN),
         rows.len()
     );
@@ -276,7 +275,7 @@ fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
         } else {
             format!("{:<28} {frame}", x.label)
         };
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "  {:>11} {:>11} {:>11}  {:<16} {}",
             signed(x.delta()),
@@ -293,9 +292,10 @@ fn persistent_text(o: &mut String, (pa, pb): &(Option<Persistent>, Option<Persis
     if pa.is_none() && pb.is_none() {
         return;
     }
-    let _ = writeln!(
+    let _ = writeln!(o);
+    crate::report_line!(
         o,
-        "\npersistent at each one's peak:   A            B        B − A"
+        "persistent at each one's peak:   A            B        B − A"
     );
     type Get = fn(&Persistent) -> Option<u64>;
     let rows: [(&str, Get); 6] = [
@@ -314,12 +314,12 @@ fn persistent_text(o: &mut String, (pa, pb): &(Option<Persistent>, Option<Persis
             (Some(x), Some(y)) => signed(y as i128 - x as i128),
             _ => "-".into(),
         };
-        let _ = writeln!(o, "  {name:<12} {:>14} {:>12} {dd:>12}", shown(x), shown(y));
+        crate::report_line!(o, "  {name:<12} {:>14} {:>12} {dd:>12}", shown(x), shown(y));
     }
     let bpp = |p: &Option<Persistent>| {
         p.as_ref()
             .and_then(|p| p.bytes_per_param)
             .map_or("unavailable".into(), |b| format!("{b:.1} B/param"))
     };
-    let _ = writeln!(o, "  {:<12} {:>14} {:>12}", "per param", bpp(pa), bpp(pb));
+    crate::report_line!(o, "  {:<12} {:>14} {:>12}", "per param", bpp(pa), bpp(pb));
 }

@@ -452,6 +452,24 @@ pub fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+/// Writes a JSON document to stdout as `write` serialises it (buffered, no text of the whole
+/// held), then a newline; exits 0 on a broken pipe like [`write_out`].
+pub fn write_json_out(
+    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock<'static>>) -> serde_json::Result<()>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let done = write(&mut out)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match done {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write the JSON report")),
+        Ok(()) => Ok(()),
+    }
+}
+
 /// Exit code for errors (bad file, bad arguments); `check` uses 1 for "over the limit".
 pub const EXIT_ERROR: u8 = 2;
 

@@ -67,7 +67,7 @@ fn peak_text(k: &str, run: &Run, p: &Peak) -> String {
     } else {
         run.trace
             .enclosing_mark(p.at)
-            .map(|m| run.trace.mark_name(m).to_string())
+            .map(|m| run.trace.mark_label(m).into_owned())
     };
     format!(
         "{k} peak {} ({} B){}",

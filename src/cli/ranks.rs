@@ -174,13 +174,13 @@ pub fn render_text(r: &Ranks, title: &str) -> String {
     let mut o = String::new();
     let read = r.rows.len();
     let files = read + r.errors.len();
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "memtide ranks · {title} · {read} rank{} read of {files} file{}",
         plural(read),
         plural(files)
     );
-    let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
+    crate::report_line!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
     let spread = r.spread();
     let worst = r.worst();
     if let (Some(s), Some(w)) = (spread, worst) {
@@ -188,7 +188,7 @@ pub fn render_text(r: &Ranks, title: &str) -> String {
             .rows
             .iter()
             .find(|x| x.rank == s.best_rank && x.peak == Some(s.min));
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "spread           max/min {} (rank {} {} / rank {} {}) · max − median {} (median {})",
             ratio_text(&s),
@@ -207,7 +207,7 @@ pub fn render_text(r: &Ranks, title: &str) -> String {
         if !sp.is_empty() {
             let _ = write!(at, " · {sp}");
         }
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "worst rank       {} · peak {}{at} · {}",
             w.rank,
@@ -222,7 +222,7 @@ pub fn render_text(r: &Ranks, title: &str) -> String {
         .map(|x| format!("rank {} ({})", x.rank, x.ooms))
         .collect();
     if !oom.is_empty() {
-        let _ = writeln!(o, "out of memory    {}", oom.join(", "));
+        crate::report_line!(o, "out of memory    {}", oom.join(", "));
     }
     if !r.rows.is_empty() {
         let _ = writeln!(o);
@@ -314,36 +314,39 @@ fn table(o: &mut String, r: &Ranks, worst: Option<usize>) {
         }
         l.trim_end().to_string()
     };
-    let _ = writeln!(o, "{}", line(" ", &head.map(String::from)));
+    crate::report_line!(o, "{}", line(" ", &head.map(String::from)));
     for (row, x) in rows.iter().zip(&r.rows) {
         let mark = if Some(x.order) == worst { "*" } else { " " };
-        let _ = writeln!(o, "{}", line(mark, row));
+        crate::report_line!(o, "{}", line(mark, row));
     }
-    let _ = writeln!(o, "  (* the worst rank: the highest peak)");
+    crate::report_line!(o, "  (* the worst rank: the highest peak)");
 }
 
 /// Skipped files, unreadable files, notes and the ranks whose figures are in doubt.
 fn lists(o: &mut String, r: &Ranks) {
     if !r.skipped.is_empty() {
-        let _ = writeln!(o, "\nskipped (not traces):");
+        let _ = writeln!(o);
+        crate::report_line!(o, "skipped (not traces):");
         for g in memtide_core::ranks::skipped::group(&r.skipped) {
-            let _ = writeln!(o, "  {}", g.line());
+            crate::report_line!(o, "  {}", g.line());
         }
     }
     if !r.errors.is_empty() {
-        let _ = writeln!(o, "\nunreadable:");
+        let _ = writeln!(o);
+        crate::report_line!(o, "unreadable:");
         for e in &r.errors {
-            let _ = writeln!(o, "  {}: {}", display_name(&e.path), e.error);
+            crate::report_line!(o, "  {}: {}", display_name(&e.path), e.error);
         }
     }
     let doubtful: Vec<&RankRow> = r.rows.iter().filter(|x| !x.doubtful.is_empty()).collect();
     if !r.notes.is_empty() || !doubtful.is_empty() {
-        let _ = writeln!(o, "\nnotes:");
+        let _ = writeln!(o);
+        crate::report_line!(o, "notes:");
         for n in &r.notes {
-            let _ = writeln!(o, "  - {n}");
+            crate::report_line!(o, "  - {n}");
         }
         for x in doubtful {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  - {}: the figures may be wrong: {}",
                 who(x),
@@ -357,26 +360,26 @@ fn lists(o: &mut String, r: &Ranks) {
 pub fn render_markdown(r: &Ranks, title: &str) -> String {
     use super::markdown::cell;
     let mut o = String::new();
-    let _ = writeln!(o, "### memtide ranks · {}\n", cell(title));
+    crate::report_line!(o, "### memtide ranks · {}", cell(title));
+    let _ = writeln!(o);
     let worst = r.worst().map(|w| w.order);
     if let Some(s) = r.spread() {
-        let _ = writeln!(
+        crate::report_line!(
             o,
-            "Spread: max/min **{}** · max − median **{}** · worst rank **{}** ({})\n",
+            "Spread: max/min **{}** · max − median **{}** · worst rank **{}** ({})",
             ratio_text(&s),
             human_bytes(s.max_minus_median),
             s.worst_rank,
             human_bytes(s.max)
         );
+        let _ = writeln!(o);
     }
-    let _ = writeln!(
-        o,
-        "| rank | device | peak | step · phase | reserved | OOMs | persistent | activation | file |"
+    crate::report_line!(o, "| rank | device | peak | step · phase | reserved | OOMs | persistent | activation | file |"
     );
-    let _ = writeln!(o, "|---:|---|---:|---|---:|---:|---:|---:|---|");
+    crate::report_line!(o, "|---:|---|---:|---|---:|---:|---:|---:|---|");
     for x in &r.rows {
         let b = if Some(x.order) == worst { "**" } else { "" };
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "| {b}{}{b} | {} | {b}{}{b} | {} | {} | {} | {} | {} | {} |",
             x.rank,
@@ -391,12 +394,14 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
         );
     }
     for g in memtide_core::ranks::skipped::group(&r.skipped) {
-        let _ = writeln!(o, "\n- skipped {}", cell(&g.line()));
+        let _ = writeln!(o);
+        crate::report_line!(o, "- skipped {}", cell(&g.line()));
     }
     for e in &r.errors {
-        let _ = writeln!(
+        let _ = writeln!(o);
+        crate::report_line!(
             o,
-            "\n- unreadable {}: {}",
+            "- unreadable {}: {}",
             cell(&display_name(&e.path)),
             cell(&e.error)
         );
@@ -404,7 +409,7 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
     o
 }
 
-/// The `summary DIR --json` document (README: "Many ranks"): one element per rank, holding
+/// The `summary DIR --json` document (docs/ranks.md): one element per rank, holding
 /// that file's own `summary --json` text as it was kept, then the job's figures.
 #[derive(serde::Serialize)]
 pub struct JobJson<'a> {
@@ -522,7 +527,11 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
     let title = title(&files);
     if r.rows.is_empty() {
         for e in &r.errors {
-            crate::outln!("unreadable: {}: {}", display_name(&e.path), e.error);
+            crate::outln!(
+                "unreadable: {}: {}",
+                crate::safe_text::one_line(&display_name(&e.path)),
+                crate::safe_text::one_line(&e.error.to_string())
+            );
         }
         bail!("{}", nothing_readable(&r, &title));
     }
@@ -533,7 +542,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         .is_some_and(crate::output_file::is_stdout)
     {
         for l in &lines {
-            crate::outln!("{l}");
+            crate::outln!("{}", crate::safe_text::one_line(l));
         }
     }
     if let Some(path) = &a.report {

@@ -3,8 +3,11 @@
 use super::load::{index_all, load, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
-use memtide_core::analysis::summary::{Summary, SummaryOptions, WindowReport};
+use memtide_core::analysis::summary::{
+    names_text, table_ends, Summary, SummaryOptions, WindowReport, WINDOW_ENDS,
+};
 use memtide_core::analysis::tree::{TreeFrames, TreeNode};
+use memtide_core::analysis::trend::StepRow;
 use memtide_core::trace::units::grouped;
 use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
@@ -74,13 +77,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     if a.json {
-        let v = memtide_core::analysis::summary::document_json(
-            main,
-            &summaries,
-            &devices,
-            a.input.device.is_some(),
-        );
-        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
+        use memtide_core::analysis::summary_json::{write_document, DocumentJson};
+        let doc = DocumentJson::new(main, &summaries, &devices, a.input.device.is_some());
+        super::write_json_out(|w| write_document(w, &doc))?;
     } else if a.markdown {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]
@@ -111,6 +110,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Steps a survivor row names, at most (the rest are counted).
+pub const SURVIVOR_STEPS_NAMED: usize = 20;
 
 fn bytes_both(n: u64) -> String {
     format!("{} ({} B)", human_bytes(n), grouped(n))
@@ -160,17 +162,15 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             .time_us
             .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
-        let _ = writeln!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
+        crate::report_line!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
         let verdict = [("verdict", x.verdict.name().to_string())];
         for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
-            let _ = writeln!(o, "  {k:<17} {v}");
+            crate::report_line!(o, "  {k:<17} {v}");
         }
     }
     if let Some(e) = &s.allocator_at_end {
         let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "allocator at end {} segments · reserved {} · allocated {} · free in reserve {} · largest free block {}",
+        crate::report_line!(o, "allocator at end {} segments · reserved {} · allocated {} · free in reserve {} · largest free block {}",
             e.segments,
             human_bytes(e.reserved),
             human_bytes(e.allocated),
@@ -226,7 +226,7 @@ fn persistent(o: &mut String, s: &Summary) {
         let _ = write!(line, " → {bpp:.1} B/param × {} params", grouped(n));
     }
     let _ = write!(line, " ({}) · {}", p.model, p.source);
-    let _ = writeln!(o, "{line}");
+    crate::report_line!(o, "{line}");
 }
 
 /// The top of the stack tree at the peak.
@@ -235,23 +235,20 @@ fn tree(o: &mut String, s: &Summary) {
         return;
     };
     if let Some(why) = s.live_unavailable {
-        let _ = writeln!(
-            o,
-            "
-stack tree at the peak: {why}"
-        );
+        let _ = writeln!(o);
+        crate::report_line!(o, "stack tree at the peak: {why}");
         return;
     }
-    let _ = writeln!(
+    let _ = writeln!(o);
+    crate::report_line!(
         o,
-        "
-stack tree at the peak ({} in {} storages; outermost frame first):",
+        "stack tree at the peak ({} in {} storages; outermost frame first):",
         human_bytes(p.tree.bytes),
         grouped(p.tree.count as u64)
     );
     fn walk(o: &mut String, n: &TreeNode, depth: usize) {
         for c in &n.children {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  {:>10} {:>6}  {}{}",
                 human_bytes(c.bytes),
@@ -262,7 +259,7 @@ stack tree at the peak ({} in {} storages; outermost frame first):",
             walk(o, c, depth + 1);
         }
         if n.omitted_bytes > 0 {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  {:>10} {:>6}  {}… (more, not shown)",
                 human_bytes(n.omitted_bytes),
@@ -272,7 +269,7 @@ stack tree at the peak ({} in {} storages; outermost frame first):",
         }
     }
     if p.tree.self_bytes > 0 {
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "  {:>10} {:>6}  (no stack)",
             human_bytes(p.tree.self_bytes),
@@ -284,23 +281,25 @@ stack tree at the peak ({} in {} storages; outermost frame first):",
 
 /// Source, format, device, rank, event count.
 fn header(o: &mut String, s: &Summary) {
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "memtide summary · {} · {} · {}",
-        s.source, s.format, s.device
+        s.source,
+        s.format,
+        s.device
     );
     if let Some(d) = &s.distributed {
-        let _ = writeln!(o, "distributed      {}", d.label());
+        crate::report_line!(o, "distributed      {}", d.label());
     }
-    let _ = writeln!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
-    let _ = writeln!(o, "events           {} (event axis)", grouped(s.events));
+    crate::report_line!(o, "sizes in binary units (1 MiB = 1,048,576 B)");
+    crate::report_line!(o, "events           {} (event axis)", grouped(s.events));
 }
 
 /// The peak, where it is, and its bands.
 fn peak(o: &mut String, s: &Summary, v: &TextView) {
     match &s.peak {
         None => {
-            let _ = writeln!(o, "peak             unavailable (no events)");
+            crate::report_line!(o, "peak             unavailable (no events)");
         }
         Some(p) => {
             let mut at = if p.at_start {
@@ -318,14 +317,17 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
                 let _ = write!(at, " · {m}");
             }
             if let Some(w) = &s.window {
-                let _ = writeln!(
+                crate::report_line!(
                     o,
                     "window           {} = {} (events #{}–#{}); the peak below is measured in it",
-                    w.spec, w.label, w.first_index, w.last_index
+                    w.spec,
+                    w.label,
+                    w.first_index,
+                    w.last_index
                 );
             }
-            let _ = writeln!(o, "peak             {} {at}", bytes_both(p.bytes));
-            let _ = writeln!(o, "bands at peak    ({})", s.bands_source);
+            crate::report_line!(o, "peak             {} {at}", bytes_both(p.bytes));
+            crate::report_line!(o, "bands at peak    ({})", s.bands_source);
             for b in Band::ALL {
                 let v = p.bands[b.idx()];
                 let pct = if p.bytes > 0 {
@@ -339,7 +341,7 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
                     && v == 0
                     && s.device_log.is_none()
                     && matches!(s.format.as_str(), "snapshot" | "kineto");
-                let _ = writeln!(
+                crate::report_line!(
                     o,
                     "  {:<12} {:>12}  {:>5.1}%{}",
                     b.name(),
@@ -358,7 +360,7 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
 
 /// Reserved peak, capacity, final bytes, allocator settings, unmatched frees.
 fn figures(o: &mut String, s: &Summary) {
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "reserved peak    {}",
         match (s.reserved_peak, s.reserved_peak_index) {
@@ -370,17 +372,17 @@ fn figures(o: &mut String, s: &Summary) {
             _ => "unavailable (the source records no reserved memory)".into(),
         }
     );
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "capacity         {}",
         s.capacity.map_or("unknown".to_string(), bytes_both)
     );
-    let _ = writeln!(o, "final            {}", bytes_both(s.final_bytes));
+    crate::report_line!(o, "final            {}", bytes_both(s.final_bytes));
     if let Some(serde_json::Value::Object(a)) = &s.allocator_settings {
         let items: Vec<String> = a.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(o, "allocator        {}", items.join(" "));
+        crate::report_line!(o, "allocator        {}", items.join(" "));
     }
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "unmatched frees  {}",
         if s.unmatched_frees_known {
@@ -390,7 +392,7 @@ fn figures(o: &mut String, s: &Summary) {
         }
     );
     if s.skipped_lines > 0 {
-        let _ = writeln!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
+        crate::report_line!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
     }
 }
 
@@ -405,14 +407,14 @@ fn device_log(o: &mut String, s: &Summary) {
     let every = d.sample_interval_us.map_or(String::new(), |i| {
         format!(" every {}", external::interval(i))
     });
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "device log       {} · {} · {dev} · {} samples{every}",
         d.path,
         d.format,
         grouped(d.samples)
     );
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "  aligned        {} · shift {}",
         d.time_basis,
@@ -423,7 +425,7 @@ fn device_log(o: &mut String, s: &Summary) {
         Some(false) => " · the peak is outside the log (external there unknown, shown as 0)",
         None => "",
     };
-    let _ = writeln!(
+    crate::report_line!(
         o,
         "  coverage       {:.1}% of the trace ({} of {} events){peak}",
         d.coverage * 100.0,
@@ -431,7 +433,7 @@ fn device_log(o: &mut String, s: &Summary) {
         grouped(d.events)
     );
     if d.used_below_reserved > 0 {
-        let _ = writeln!(
+        crate::report_line!(
             o,
             "  used < reserved at {} events (by up to {})",
             grouped(d.used_below_reserved),
@@ -443,11 +445,13 @@ fn device_log(o: &mut String, s: &Summary) {
 /// The biggest storages live at the peak (or why the live set is unknown).
 fn live_set(o: &mut String, s: &Summary, v: &TextView) {
     if let (Some(_), Some(why)) = (&s.peak, s.live_unavailable) {
-        let _ = writeln!(o, "\nlive at the peak: {why}");
+        let _ = writeln!(o);
+        crate::report_line!(o, "live at the peak: {why}");
     } else if let Some(p) = &s.peak {
-        let _ = writeln!(
+        let _ = writeln!(o);
+        crate::report_line!(
             o,
-            "\ntop {} live at the peak (of {}):",
+            "top {} live at the peak (of {}):",
             p.live.len(),
             grouped(p.live_count as u64)
         );
@@ -482,7 +486,7 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
             } else {
                 format!("{:<28} {frame}", e.label)
             };
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  {:>10}  {:<10} {:<16} {}{}",
                 human_bytes(e.bytes.0),
@@ -498,37 +502,64 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
 /// The peak of each window.
 fn windows(o: &mut String, s: &Summary) {
     if !s.windows.is_empty() {
-        let _ = writeln!(o, "\nwindows:");
+        let _ = writeln!(o);
+        crate::report_line!(o, "windows:");
         for w in &s.windows {
-            let _ = writeln!(o, "  {}", window_line(w));
+            crate::report_line!(o, "  {}", window_line(w));
+        }
+        if s.windows_omitted > 0 {
+            crate::report_line!(o, "  {}", windows_omitted_text(s.windows_omitted));
         }
     }
+}
+
+/// The line that says how many windows a long run's report leaves out.
+pub fn windows_omitted_text(n: u64) -> String {
+    format!(
+        "… {} more windows not listed (listed: the first and last {WINDOW_ENDS} of each kind, and the peak's)",
+        grouped(n)
+    )
+}
+
+/// The line that stands for the steps a long run's table leaves out.
+pub fn steps_omitted_text(n: usize) -> String {
+    format!(
+        "… {} steps not shown (summary --json lists every step)",
+        grouped(n as u64)
+    )
 }
 
 /// The per-step table and the baseline trend.
 fn steps(o: &mut String, s: &Summary, v: &TextView) {
     let t = &s.trend;
     if !t.steps.is_empty() {
-        let _ = writeln!(o, "\nsteps (baseline = bytes live at the step's start):");
-        for r in &t.steps {
-            let _ = writeln!(
+        let _ = writeln!(o);
+        crate::report_line!(o, "steps (baseline = bytes live at the step's start):");
+        let (head, left_out, tail) = table_ends(&t.steps);
+        let row = |o: &mut String, r: &StepRow| {
+            crate::report_line!(
                 o,
                 "  {:<16} baseline {:>11}  peak {:>11}",
                 r.name,
                 human_bytes(r.baseline.0),
                 human_bytes(r.peak.0)
             );
+        };
+        head.iter().for_each(|r| row(o, r));
+        if left_out > 0 {
+            crate::report_line!(o, "  {}", steps_omitted_text(left_out));
         }
+        tail.iter().for_each(|r| row(o, r));
         if let Some(words) = t.growth_words() {
-            let _ = writeln!(o, "  baseline after warm-up: {words}");
+            crate::report_line!(o, "  baseline after warm-up: {words}");
         }
         if !t.survivors.is_empty() {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  allocations that survive every step boundary, biggest first:"
             );
             for sv in t.survivors.iter().take(10) {
-                let _ = writeln!(
+                crate::report_line!(
                     o,
                     "    {:>11}  {} × {}  {}  (allocated in {})",
                     human_bytes(sv.bytes.0),
@@ -539,7 +570,7 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
                     } else {
                         &sv.user_frame
                     },
-                    sv.steps.join(", ")
+                    names_text(&sv.steps, SURVIVOR_STEPS_NAMED)
                 );
             }
         }
@@ -549,20 +580,22 @@ fn steps(o: &mut String, s: &Summary, v: &TextView) {
 /// Notes, then warnings (those that put the figures in doubt marked `!`).
 fn notes_and_warnings(o: &mut String, s: &Summary) {
     if !s.notes.is_empty() {
-        let _ = writeln!(o, "\nnotes:");
+        let _ = writeln!(o);
+        crate::report_line!(o, "notes:");
         for n in &s.notes {
-            let _ = writeln!(o, "  - {n}");
+            crate::report_line!(o, "  - {n}");
         }
     }
     if !s.warnings.is_empty() {
-        let _ = writeln!(o, "\nwarnings:");
+        let _ = writeln!(o);
+        crate::report_line!(o, "warnings:");
         for w in &s.warnings {
             // Those that say the figures may be wrong are the ones `check` refuses on.
             let mark = if s.doubtful.contains(w) { "!" } else { "-" };
-            let _ = writeln!(o, "  {mark} {w}");
+            crate::report_line!(o, "  {mark} {w}");
         }
         if !s.doubtful.is_empty() {
-            let _ = writeln!(
+            crate::report_line!(
                 o,
                 "  (! = the figures may be wrong: `memtide check` exits 2 unless --allow-warnings)"
             );

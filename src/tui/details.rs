@@ -199,15 +199,15 @@ pub fn lines_in(
     if let Some(&x) = trace.extra.get(&id) {
         out.push(vec![
             t("fields: ", Tone::Dim),
-            t(trace.strings.str(x), Tone::Text),
+            t(trace.strings.shown(x), Tone::Text),
         ]);
     }
     out.push(vec![t("stack (innermost first):", Tone::Dim)]);
-    let frames = trace.stack(id);
-    if frames.is_empty() {
+    let sid = trace.stack_id(id);
+    if trace.strings.stack(sid).is_empty() {
         out.push(vec![t("  (no stack recorded)", Tone::Dim)]);
     }
-    for f in frames {
+    for f in frame_rows(trace, sid) {
         out.push(vec![t(format!("  {f}"), Tone::Frame { dim: false })]);
     }
     let views: Vec<_> = trace.views_of(id).collect();
@@ -238,7 +238,7 @@ pub fn lines_in(
                 Tone::Dim,
             ),
         ]);
-        for f in trace.stack_frames(v.stack) {
+        for f in frame_rows(trace, v.stack) {
             out.push(vec![t(format!("      {f}"), Tone::Frame { dim: true })]);
         }
     }
@@ -251,5 +251,27 @@ pub fn lines_in(
         "a: jump to alloc · f: jump to free · j/k: scroll · Esc: close",
         Tone::Dim,
     )]);
+    out
+}
+
+/// The rows of a stack, innermost first: each frame as one-line fields show it (a long text
+/// shortened, `memtide_core::clip`), a run of one frame (a recursion) as one row `frame (×N)`.
+fn frame_rows(trace: &Trace, sid: memtide_core::trace::StackId) -> Vec<String> {
+    let frames = trace.strings.stack(sid);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(&f) = frames.get(i) {
+        let run = frames[i..].iter().take_while(|&&g| g == f).count();
+        let text = trace.strings.shown(f);
+        out.push(if run > 1 {
+            format!(
+                "{text} (×{})",
+                memtide_core::trace::units::grouped(run as u64)
+            )
+        } else {
+            text.into_owned()
+        });
+        i += run;
+    }
     out
 }

@@ -218,7 +218,7 @@ pub fn segments(a: &Device, b: &Device, d: &Diff, width: usize) -> Vec<Segment> 
         let name =
             s.a.as_ref()
                 .or(s.b.as_ref())
-                .map_or_else(|| format!("step #{k}"), |r| r.name.clone());
+                .map_or_else(|| format!("step #{k}"), |r| r.name.to_string());
         out.push(Segment {
             name,
             x0: x + rest * k / n,
@@ -459,7 +459,7 @@ fn most_different(st: &mut DiffState, last: usize) -> Option<String> {
         .a
         .as_ref()
         .or(pair.b.as_ref())
-        .map_or("-", |r| r.name.as_str());
+        .map_or("-", |r| &*r.name);
     let status = format!(
         "{name}: peaks differ by {} ({} of {} by difference; m: next)",
         pair.delta().map_or("–".into(), signed_bytes),

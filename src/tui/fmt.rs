@@ -39,8 +39,8 @@ pub fn time_ns(ns: i64) -> String {
     }
 }
 
-/// `#N` (the event number, DESIGN §7 `index`) and, when the clock has time, ` t=+…` relative
-/// to the trace's first event.
+/// `#N` (the event number: docs/summary-json.md, "Event numbers") and, when the clock has
+/// time, ` t=+…` relative to the trace's first event.
 pub fn at(trace: &Trace, s: Seq) -> String {
     at_mode(trace, s, false)
 }

@@ -136,7 +136,7 @@ fn groups(tr: &Trace, view: &FrameView, ids: &[AllocId], by_band: bool) -> Vec<G
             Band::from_idx(a as usize).name().to_string()
         } else {
             let sf = view.of_stack(tr, StackId(a));
-            let name = tr.strings.str(StrId(b));
+            let name = tr.strings.shown(StrId(b));
             if !sf.user.is_empty() {
                 sf.user
             } else if !sf.innermost.is_empty() {
@@ -173,8 +173,8 @@ fn top_frame_of(tr: &Trace, sid: StackId) -> std::borrow::Cow<'_, str> {
     let frames = tr.strings.stack(sid);
     frames
         .iter()
-        .map(|&f| tr.strings.str(f))
+        .map(|&f| tr.strings.shown(f))
         .find(|s| !s.starts_with("??"))
-        .or_else(|| frames.first().map(|&f| tr.strings.str(f)))
+        .or_else(|| frames.first().map(|&f| tr.strings.shown(f)))
         .unwrap_or(std::borrow::Cow::Borrowed(""))
 }

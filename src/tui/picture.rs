@@ -213,7 +213,7 @@ pub fn svg(p: &Picture) -> Result<String> {
                 r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#666666">{}</text>"##,
                 xx + 3.0,
                 TOP + 11.0,
-                xml(trace.mark_name(m))
+                xml(&trace.mark_label(m))
             );
         }
         let _ = writeln!(s);
@@ -391,7 +391,7 @@ fn peak_marker(
     } else {
         trace
             .enclosing_mark(peak.at)
-            .map(|m| trace.mark_name(m).to_string())
+            .map(|m| trace.mark_label(m).into_owned())
     };
     let label = format!(
         "▼ peak {} ({} B){}",

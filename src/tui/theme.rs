@@ -11,6 +11,8 @@ use std::path::Path;
 const DEFAULT: &str = include_str!("../../themes/default.toml");
 const LIGHT: &str = include_str!("../../themes/light.toml");
 const MONO: &str = include_str!("../../themes/mono.toml");
+/// The most a theme file may hold (the built-in ones take about 2 KiB).
+const THEME_MAX: u64 = 1 << 20;
 
 /// Names of the built-in themes.
 pub const BUILTIN: [&str; 3] = ["default", "light", "mono"];
@@ -139,8 +141,7 @@ impl Theme {
                         BUILTIN.join(", ")
                     );
                 }
-                let text = memtide_core::formats::source::open_regular(p)
-                    .and_then(std::io::read_to_string)
+                let text = memtide_core::formats::limit::read_text_file(p, THEME_MAX, "a theme")
                     .with_context(|| format!("cannot read theme {}", p.display()))?;
                 let mut t = Theme::from_toml(&text, Some(&Theme::default()))
                     .with_context(|| format!("bad theme {}", p.display()))?;

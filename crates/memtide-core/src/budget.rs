@@ -40,6 +40,16 @@ static STRAY_SIZE: AtomicU64 = AtomicU64::new(0);
 static STRAY_LIVE: AtomicI64 = AtomicI64::new(0);
 /// The input being read, for the out-of-memory message.
 static CONTEXT: Mutex<String> = Mutex::new(String::new());
+/// Run before the out-of-memory exit (the explorer restores the terminal there).
+static BEFORE_EXIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+/// Set once the out-of-memory exit has begun (a refusal inside [`BEFORE_EXIT`] exits at once).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Sets what runs before the out-of-memory exit (once; later calls are ignored): the
+/// explorer leaves the alternate screen there, so the message is seen and the shell usable.
+pub fn before_exit(f: fn()) {
+    let _ = BEFORE_EXIT.set(f);
+}
 
 thread_local! {
     /// Set while [`try_grow`] runs: a refusal then returns null to `try_reserve`.
@@ -230,6 +240,11 @@ pub fn try_push<T>(v: &mut Vec<T>, x: T, what: &str) -> Result<(), String> {
 /// Writes the out-of-memory message without allocating and exits with status 2.
 #[cold]
 fn fail(size: usize, over_budget: bool) -> ! {
+    if !EXITING.swap(true, Ordering::SeqCst) {
+        if let Some(f) = BEFORE_EXIT.get() {
+            f();
+        }
+    }
     let mut buf = [0u8; 512];
     let mut w = &mut buf[..];
     let _ = write!(w, "memtide: error: ");

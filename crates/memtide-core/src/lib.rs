@@ -33,9 +33,11 @@
 pub mod allocator;
 pub mod analysis;
 pub mod budget;
+pub mod clip;
 pub mod device_merge;
 pub mod formats;
 pub mod index;
+pub mod json_text;
 pub mod lab;
 pub mod load;
 pub mod ranks;

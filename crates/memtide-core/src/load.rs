@@ -49,12 +49,7 @@ pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
     let Some(path) = &opts.rules else {
         return Ok(Rules::default());
     };
-    let text = source::open_regular(path)
-        .and_then(std::io::read_to_string)
-        .map_err(|e| FormatError::SideFile {
-            what: format!("cannot read rules file {}", path.display()),
-            reason: e.to_string(),
-        })?;
+    let text = read_rules_file(path)?;
     Rules::parse(&text).map_err(|e| FormatError::SideFile {
         what: format!("rules file {}", path.display()),
         reason: e.to_string(),
@@ -66,15 +61,23 @@ pub fn frame_rules(opts: &LoadOptions) -> Result<FrameRules, FormatError> {
     let Some(path) = &opts.rules else {
         return Ok(FrameRules::default());
     };
-    let text = source::open_regular(path)
-        .and_then(std::io::read_to_string)
-        .map_err(|e| FormatError::SideFile {
-            what: format!("cannot read rules file {}", path.display()),
-            reason: e.to_string(),
-        })?;
+    let text = read_rules_file(path)?;
     FrameRules::parse(&text).map_err(|e| FormatError::SideFile {
         what: format!("rules file {}", path.display()),
         reason: e.to_string(),
+    })
+}
+
+/// The most a rules file may hold (a few hundred rules take a few KiB).
+pub const RULES_MAX: u64 = 16 << 20;
+
+/// The text of a `--rules` file, refused past [`RULES_MAX`].
+fn read_rules_file(path: &Path) -> Result<String, FormatError> {
+    formats::limit::read_text_file(path, RULES_MAX, "a rules file").map_err(|e| {
+        FormatError::SideFile {
+            what: format!("cannot read rules file {}", path.display()),
+            reason: e.to_string(),
+        }
     })
 }
 

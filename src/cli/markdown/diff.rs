@@ -182,7 +182,7 @@ fn steps(o: &mut String, d: &Diff) {
         let name =
             s.a.as_ref()
                 .or(s.b.as_ref())
-                .map_or_else(|| format!("step #{k}"), |r| r.name.clone());
+                .map_or_else(|| format!("step #{k}"), |r| r.name.to_string());
         let f = |v: Option<u64>| v.map_or("-".into(), human_bytes);
         let mut delta = s.delta().map_or("-".into(), signed);
         if most == Some(k) && s.delta().is_some_and(|d| d != 0) {

@@ -7,16 +7,21 @@ mod oom;
 mod owners;
 
 use super::frames::short_frame;
+use crate::cli::summary::{steps_omitted_text, windows_omitted_text};
 use crate::safe_text::terminal_safe;
-use memtide_core::analysis::summary::{Summary, WindowReport};
+use memtide_core::analysis::summary::{table_ends, Summary, WindowReport};
+use memtide_core::analysis::trend::StepRow;
 use memtide_core::trace::units::grouped;
 use memtide_core::trace::{external, human_bytes, Band};
 use std::fmt::Write as _;
 
-/// Trace text made safe inside a Markdown table cell or line: control characters escaped,
-/// newlines flattened, and the characters Markdown or HTML would act on escaped.
+/// Trace text made safe inside a Markdown table cell or line: shortened to
+/// [`memtide_core::clip::TEXT_CAP`] bytes (a longer text ends in `… (N bytes)`), control
+/// characters escaped, newlines flattened, and the characters Markdown or HTML would act on
+/// escaped.
 pub fn cell(s: &str) -> String {
-    let s = terminal_safe(s);
+    let short = memtide_core::clip::clip(s);
+    let s = terminal_safe(&short);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -136,7 +141,7 @@ pub fn render(s: &Summary) -> String {
     device_log(&mut o, s);
     owners::live(&mut o, s);
     steps(&mut o, s);
-    windows(&mut o, &s.windows);
+    windows(&mut o, &s.windows, s.windows_omitted);
     oom::ooms(&mut o, s);
     if !s.notes.is_empty() {
         let _ = writeln!(o, "**Notes**\n");
@@ -235,7 +240,8 @@ fn steps(o: &mut String, s: &Summary) {
         o,
         "**Steps** (baseline = bytes live at the step's start)\n\n| step | baseline | peak |\n|---|---:|---:|"
     );
-    for r in &t.steps {
+    let (head, left_out, tail) = table_ends(&t.steps);
+    let row = |o: &mut String, r: &StepRow| {
         let _ = writeln!(
             o,
             "| {} | {} | {} |",
@@ -243,7 +249,12 @@ fn steps(o: &mut String, s: &Summary) {
             human_bytes(r.baseline.0),
             human_bytes(r.peak.0)
         );
+    };
+    head.iter().for_each(|r| row(o, r));
+    if left_out > 0 {
+        let _ = writeln!(o, "| {} | | |", steps_omitted_text(left_out));
     }
+    tail.iter().for_each(|r| row(o, r));
     let _ = writeln!(o);
     if let Some(words) = t.growth_words() {
         let _ = writeln!(o, "Baseline after warm-up: {words}.\n");
@@ -275,7 +286,7 @@ fn steps(o: &mut String, s: &Summary) {
     }
 }
 
-fn windows(o: &mut String, ws: &[WindowReport]) {
+fn windows(o: &mut String, ws: &[WindowReport], omitted: u64) {
     if ws.is_empty() {
         return;
     }
@@ -298,6 +309,9 @@ fn windows(o: &mut String, ws: &[WindowReport]) {
             w.last_index,
             w.peak_bytes.map_or("-".into(), human_bytes)
         );
+    }
+    if omitted > 0 {
+        let _ = writeln!(o, "\n{}", windows_omitted_text(omitted));
     }
     let _ = writeln!(o);
 }

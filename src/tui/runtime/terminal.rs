@@ -1,5 +1,8 @@
 //! Terminal setup and teardown: raw mode, alternate screen, mouse capture, restored by an
-//! RAII guard on every exit path and by a panic hook.
+//! RAII guard on every exit path, by a panic hook, before the out-of-memory exit
+//! (`memtide_core::budget::before_exit`) and, on Unix, by the binary's `SIGABRT` handler
+//! (`abort_restore`, which reads [`ACTIVE`]): an abort — a stack overflow in any thread —
+//! would otherwise leave the shell in the alternate screen with mouse reporting on.
 
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
@@ -9,6 +12,11 @@ use ratatui::crossterm::terminal::{
 };
 use ratatui::Terminal;
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the explorer holds the terminal (raw mode, alternate screen, mouse reporting):
+/// what an abort handler must undo.
+pub static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
@@ -20,6 +28,8 @@ pub struct TerminalGuard {
 impl TerminalGuard {
     pub fn new() -> io::Result<TerminalGuard> {
         install_panic_hook();
+        memtide_core::budget::before_exit(restore);
+        ACTIVE.store(true, Ordering::SeqCst);
         enable_raw_mode()?;
         let mut out = io::stdout();
         if let Err(e) = execute!(out, EnterAlternateScreen, EnableMouseCapture) {
@@ -45,6 +55,7 @@ impl Drop for TerminalGuard {
 
 /// Leaves raw mode and the alternate screen (idempotent, errors ignored: best effort).
 pub fn restore() {
+    ACTIVE.store(false, Ordering::SeqCst);
     let _ = disable_raw_mode();
     let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen);
 }

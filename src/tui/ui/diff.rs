@@ -179,7 +179,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
                 let tr = &dev.trace;
                 let m = tr
                     .enclosing_mark(p.at)
-                    .map(|m| format!(" ({})", tr.mark_name(m)))
+                    .map(|m| format!(" ({})", tr.mark_label(m)))
                     .unwrap_or_default();
                 (
                     format!("{} @ #{}", fmt::bytes(p.bytes.0), tr.event_number(p.at)),
@@ -457,10 +457,7 @@ fn draw_steps(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
             super::fill(buf, Rect::new(r.x, y, r.width, 1), sel_style);
         }
         let most = top > 0 && s.delta().is_some_and(|v| v.unsigned_abs() == top);
-        let name =
-            s.a.as_ref()
-                .or(s.b.as_ref())
-                .map_or("-", |r| r.name.as_str());
+        let name = s.a.as_ref().or(s.b.as_ref()).map_or("-", |r| &*r.name);
         let mark = if most {
             if sh.glyphs == Glyphs::Ascii {
                 "*"

@@ -78,7 +78,7 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
                 10,
             ));
             if let Some(m) = tr.enclosing_mark(p.at) {
-                parts.push(text(format!(" ({})", tr.mark_name(m)), 2));
+                parts.push(text(format!(" ({})", tr.mark_label(m)), 2));
             }
         }
     }
@@ -144,7 +144,7 @@ fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
     }
     if let Some(m) = tr.enclosing_mark(at) {
         parts.push(Part::text(
-            format!("{sep}{}", tr.mark_name(m)),
+            format!("{sep}{}", tr.mark_label(m)),
             th.header_dim,
             4,
         ));

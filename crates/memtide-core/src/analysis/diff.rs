@@ -147,7 +147,7 @@ pub fn align(d: &Diff, len_a: usize, len_b: usize) -> Vec<Span> {
         let name =
             s.a.as_ref()
                 .or(s.b.as_ref())
-                .map_or_else(|| format!("step #{k}"), |r| r.name.clone());
+                .map_or_else(|| format!("step #{k}"), |r| r.name.to_string());
         out.push(Span {
             name,
             x0: x + rest * k as f64 / n as f64,

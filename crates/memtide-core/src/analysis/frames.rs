@@ -10,6 +10,7 @@
 //! `[[frames]] user = "…"` makes a match user code whatever else it is.
 //! The *user frame* of a stack is its innermost frame that is not internal.
 
+use crate::clip::{clip, joined};
 use crate::trace::{StackId, Trace};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -288,8 +289,14 @@ impl FrameView {
     pub fn new(trace: &Trace, rules: &FrameRules) -> FrameView {
         let mut root: Option<String> = None;
         let mut seen_files = rustc_hash::FxHashSet::default();
+        // A frame's part in the root depends on the frame alone: each is read once (a deep
+        // recursion repeats one frame).
+        let mut seen = rustc_hash::FxHashSet::default();
         for sid in 0..trace.strings.stack_count() {
             for &f in trace.strings.stack(StackId(sid as u32)) {
+                if !seen.insert(f) {
+                    continue;
+                }
                 // A frame kept as parts (a long file name) is judged once per file: its
                 // verdict and directory depend on the file alone.
                 if let Some((file_id, _, name_id)) = trace.strings.frame_ids(f) {
@@ -330,10 +337,11 @@ impl FrameView {
         }
     }
 
-    /// `file.py:123 function`, the file shortened (user files lose the project root).
+    /// `file.py:123 function`, the file shortened (user files lose the project root); within
+    /// [`TEXT_CAP`](crate::clip::TEXT_CAP) bytes, a long file or name cut ([`joined`]).
     pub fn show(&self, fr: &Frame<'_>) -> String {
         if fr.file.is_empty() {
-            return fr.name.to_string();
+            return clip(fr.name).into_owned();
         }
         let file = if self.rules.is_internal(fr) {
             short_library_path(fr.file)
@@ -341,8 +349,8 @@ impl FrameView {
             fr.file.strip_prefix(self.root.as_str()).unwrap_or(fr.file)
         };
         match fr.line {
-            Some(l) => format!("{file}:{l} {}", fr.name),
-            None => format!("{file} {}", fr.name),
+            Some(l) => joined(file, &format!(":{l} "), fr.name),
+            None => joined(file, " ", fr.name),
         }
     }
 
@@ -356,11 +364,18 @@ impl FrameView {
     /// many frames costs its length only where it is shown.
     pub fn of_stack(&self, trace: &Trace, sid: StackId) -> StackFrames {
         let strings = &trace.strings;
+        let stack = strings.stack(sid);
+        // A frame repeated at once (a recursion) tells nothing new, unless it is a module's.
+        let module = |id| match strings.frame_parts(id) {
+            Some((_, _, name)) => name.starts_with("nn.Module: "),
+            None => strings.str(id).starts_with("nn.Module: "),
+        };
         self.of_sources(
-            strings
-                .stack(sid)
+            stack
                 .iter()
-                .map(|&id| match strings.frame_parts(id) {
+                .enumerate()
+                .filter(|&(i, &id)| i == 0 || stack[i - 1] != id || module(id))
+                .map(|(_, &id)| match strings.frame_parts(id) {
                     Some((file, line, name)) => FrameSource::Parts(file, line, name),
                     None => FrameSource::Text(strings.str(id)),
                 }),
@@ -388,7 +403,7 @@ impl FrameView {
                 None => fr.file.starts_with("??"),
             };
             if out.innermost.is_empty() && !fr.name.is_empty() && !unsymbolised {
-                out.innermost = fr.name.to_string();
+                out.innermost = clip(fr.name).into_owned();
             }
             if out.user.is_empty() {
                 if let Some((file, line, name, node)) = text.and_then(fx_location) {
@@ -400,21 +415,21 @@ impl FrameView {
                     };
                     if !self.rules.is_internal(&src) {
                         out.user = self.show(&src);
-                        out.user_full = format!("{file}:{line}:{name}");
-                        out.fx_node = node.to_string();
+                        out.user_full = joined(file, &format!(":{line}:"), name);
+                        out.fx_node = clip(node).into_owned();
                     }
                 }
             }
             if out.user.is_empty() && !self.rules.is_internal(&fr) {
                 out.user = self.show(&fr);
-                out.user_full = src.text().into_owned();
+                out.user_full = src.shown();
             }
             if let Some(m) = fr.name.strip_prefix("nn.Module: ") {
-                modules.push(m.to_string());
+                modules.push(clip(m).into_owned());
             }
         }
         modules.reverse();
-        out.module = modules.join(".");
+        out.module = clip(&modules.join(".")).into_owned();
         out
     }
 }
@@ -432,6 +447,14 @@ impl<'a> FrameSource<'a> {
         match self {
             FrameSource::Text(t) => t.clone(),
             FrameSource::Parts(file, line, name) => Cow::Owned(format!("{file}:{line}:{name}")),
+        }
+    }
+
+    /// The frame's text as shown, within [`TEXT_CAP`](crate::clip::TEXT_CAP) bytes.
+    fn shown(&self) -> String {
+        match self {
+            FrameSource::Text(t) => clip(t).into_owned(),
+            FrameSource::Parts(file, line, name) => joined(file, &format!(":{line}:"), name),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Category inference for traces that carry none (snapshots; Kineto without a sidecar),
-//! DESIGN §4: user rules, then frames, then lifetime.
+//! docs/inference.md: user rules, then frames, then lifetime.
 //!
 //! Frames are snapshot frames (`file:line:name`) or, for Kineto, the enclosing span names
 //! (`path/file.py(123): name`, `aten::mm`, `AddmmBackward0`, `nn.Module: Linear_0`).

@@ -31,7 +31,7 @@ pub struct LiveEntry {
     /// A backward allocation's forward line (the user frame of its `forward_frames`), or
     /// empty.
     pub forward_frame: String,
-    /// Views of the storage ever made (DESIGN §7 `views`).
+    /// Views of the storage ever made (`peak.live[].views`: docs/summary-json.md).
     pub views: usize,
     /// Views still holding the storage at this instant.
     pub live_views: usize,
@@ -72,7 +72,7 @@ pub fn entry(trace: &Trace, id: AllocId, at: Seq) -> LiveEntry {
 /// One row for storage `id` as seen at `at`, frames read through `view`.
 pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEntry {
     let cat = trace.category(id);
-    let name = trace.name(id).to_string();
+    let name = crate::clip::clip(trace.name(id)).into_owned();
     let sf = view.of_stack(trace, trace.stack_id(id));
     let label = if !name.is_empty() {
         name.clone()

@@ -8,8 +8,9 @@ use super::summary_json::SummaryJson;
 use super::tree::{stack_tree, TreeFrames, TreeNode};
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
-use super::windows::{all_windows, Window};
+use super::windows::{each_window, Window};
 use crate::index::Index;
+use crate::trace::units::grouped;
 use crate::trace::{Band, DeviceLogInfo, Trace};
 use serde_json::Value;
 
@@ -19,6 +20,9 @@ pub const TOP_N: usize = 20;
 pub const TREE_DEPTH: usize = 6;
 /// Children kept per node of `peak.tree` (the biggest; the rest counted as omitted).
 pub const TREE_WIDTH: usize = 5;
+/// Windows of one kind listed at each end when a run has more than twice as many (the
+/// windows holding the peak are listed too; the rest are counted in `windows_omitted`).
+pub const WINDOW_ENDS: usize = 250;
 
 /// How the summary reads frames.
 #[derive(Clone, Debug, Default)]
@@ -60,7 +64,11 @@ pub struct Summary {
     /// Why the live set is unavailable (None: it is known).
     pub live_unavailable: Option<&'static str>,
     pub distributed: Option<crate::trace::Distributed>,
+    /// The windows listed (all, or each kind's first and last [`WINDOW_ENDS`] and those
+    /// holding the peak).
     pub windows: Vec<WindowReport>,
+    /// Windows of the run not in `windows`.
+    pub windows_omitted: u64,
     pub bands_source: &'static str,
     pub time_available: bool,
     /// The time of the trace's first event (µs, the file's clock), None without a clock.
@@ -116,7 +124,7 @@ pub struct PeakReport {
 #[derive(Clone, Debug)]
 pub struct WindowReport {
     pub kind: &'static str,
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     pub first_index: u64,
     pub last_index: u64,
     pub first_source_index: u64,
@@ -176,7 +184,7 @@ impl Summary {
                     mark: (!p.at_start)
                         .then(|| trace.enclosing_mark(p.at))
                         .flatten()
-                        .map(|m| trace.mark_name(m).to_string()),
+                        .map(|m| trace.mark_label(m).into_owned()),
                     bands: p.bands.0,
                     live_count,
                     live: live_all
@@ -189,7 +197,8 @@ impl Summary {
                     persistent: persistent(trace, &live_all),
                 }
             });
-        let windows = all_windows(trace, index)
+        let (listed, windows_omitted) = listed_windows(each_window(trace, index), peak_at);
+        let windows = listed
             .into_iter()
             .map(|w: Window| WindowReport {
                 kind: w.kind.name(),
@@ -246,6 +255,7 @@ impl Summary {
             live_unavailable: (!trace.identities_known()).then_some(crate::trace::NO_IDENTITIES),
             distributed: trace.distributed.clone(),
             windows,
+            windows_omitted,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
             start_time_us: trace.time_us(crate::trace::Seq(0)),
@@ -298,17 +308,93 @@ impl Summary {
         self
     }
 
-    /// The DESIGN §7 JSON object (extra keys allowed, listed keys always present): the
-    /// [`SummaryJson`] schema as a value.
+    /// The `summary --json` object of docs/summary-json.md (extra keys allowed, listed keys
+    /// always present): the [`SummaryJson`] schema as a value (`summary --json` writes it
+    /// without a value tree: [`super::summary_json::write_document`]).
     pub fn to_json(&self, devices: &[String]) -> Value {
         serde_json::to_value(SummaryJson::new(self, devices))
             // Cannot fail: the schema holds only strings, numbers, maps and JSON values.
             .unwrap_or(Value::Null)
     }
+
+    /// This device's entry of `per_device`: [`Summary::to_json`] without `devices`.
+    pub fn per_device_json(&self) -> Value {
+        let mut j = SummaryJson::new(self, &[]);
+        j.devices = None;
+        serde_json::to_value(j).unwrap_or(Value::Null)
+    }
+}
+
+/// The rows a readable report (text, Markdown) shows of a long table such as the steps: all
+/// of at most 2 × [`WINDOW_ENDS`] rows, else the first and last [`WINDOW_ENDS`] with the
+/// number left out between them.
+pub fn table_ends<T>(rows: &[T]) -> (&[T], usize, &[T]) {
+    if rows.len() <= 2 * WINDOW_ENDS {
+        return (rows, 0, &[]);
+    }
+    let n = rows.len();
+    (
+        &rows[..WINDOW_ENDS],
+        n - 2 * WINDOW_ENDS,
+        &rows[n - WINDOW_ENDS..],
+    )
+}
+
+/// `a, b, c` for at most `max` names, then `and N more`.
+pub fn names_text<S: AsRef<str>>(names: &[S], max: usize) -> String {
+    let mut out: Vec<&str> = names.iter().take(max).map(AsRef::as_ref).collect();
+    let more = names.len().saturating_sub(max);
+    let tail = format!("and {} more", grouped(more as u64));
+    if more > 0 {
+        out.push(&tail);
+    }
+    out.join(", ")
+}
+
+/// The windows a report lists, in their order, and how many it leaves out: every window of a
+/// kind with at most 2 × [`WINDOW_ENDS`] windows, else its first and last [`WINDOW_ENDS`]
+/// and those holding the peak (`peak_at`: not at the start, its event).
+fn listed_windows(
+    all: impl Iterator<Item = Window>,
+    peak_at: Option<(bool, crate::trace::Seq)>,
+) -> (Vec<Window>, u64) {
+    let peak = peak_at.filter(|(at_start, _)| !at_start).map(|(_, at)| at);
+    let mut out: Vec<Window> = Vec::new();
+    let mut omitted = 0u64;
+    // Per kind: the first WINDOW_ENDS, those holding the peak, and the last WINDOW_ENDS held
+    // back in `tail` until the kind's windows end (only the tail's overflow is left out).
+    let mut tail: std::collections::VecDeque<Window> = std::collections::VecDeque::new();
+    let mut seen = 0usize;
+    let mut kind = None;
+    for w in all {
+        if kind != Some(w.kind) {
+            out.extend(tail.drain(..));
+            kind = Some(w.kind);
+            seen = 0;
+        }
+        seen += 1;
+        if seen <= WINDOW_ENDS {
+            out.push(w);
+            continue;
+        }
+        tail.push_back(w);
+        if tail.len() > WINDOW_ENDS {
+            if let Some(old) = tail.pop_front() {
+                if peak.is_some_and(|at| old.lo <= at && at <= old.hi) {
+                    out.push(old);
+                } else {
+                    omitted += 1;
+                }
+            }
+        }
+    }
+    out.extend(tail.drain(..));
+    (out, omitted)
 }
 
 /// The `summary FILE --json` document: `main`'s object, with `per_device` (every device's
-/// object) added when the trace has several devices and none was picked.
+/// object, without the `devices` list the top level holds) added when the trace has several
+/// devices and none was picked. Its size grows with the devices, never with their square.
 pub fn document_json(
     main: &Summary,
     summaries: &[Summary],
@@ -322,7 +408,7 @@ pub fn document_json(
                 "per_device".into(),
                 summaries
                     .iter()
-                    .map(|s| s.to_json(devices))
+                    .map(Summary::per_device_json)
                     .collect::<Vec<_>>()
                     .into(),
             );

@@ -1,12 +1,22 @@
-//! The `summary --json` schema (DESIGN §7) as serde-derived structs: one struct per JSON
+//! The `summary --json` schema (docs/summary-json.md) as serde-derived structs: one struct per JSON
 //! object, fields in the order the keys are written. Built from a [`Summary`]; a figure that
 //! cannot be known is `null`, never 0.
+//!
+//! Written as it is serialised ([`write_document`]: no JSON value tree of the whole report
+//! is held), through [`crate::clip::ClipFormatter`]: every string is at most
+//! [`crate::clip::TEXT_CAP`] (1,024) bytes, a longer one its head and `… (N bytes)`, N its
+//! full length (a frame shortens its file and its name, keeping its line). `windows` lists
+//! every window of a kind that has at most 500 (2 × [`super::summary::WINDOW_ENDS`]); a kind
+//! with more lists its first and last 250 and every window holding the peak, and
+//! `windows_omitted` (present only then) counts the windows left out. `steps` lists every
+//! step (the text and Markdown reports list the first and last 250 rows and say how many
+//! they leave out).
 
 use super::live::LiveEntry;
 use super::persistent::Persistent;
 use super::summary::{Summary, WindowReport};
 use super::tree::TreeNode;
-use super::trend::Trend;
+use super::trend::{StepRow, Trend};
 use crate::trace::{Band, DeviceLogInfo};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -17,7 +27,11 @@ use serde_json::Value;
 pub struct SummaryJson<'a> {
     pub source: &'a str,
     pub format: &'a str,
-    pub devices: &'a [String],
+    /// Every device of the file, in the document's top-level object only: the objects of
+    /// `per_device` leave it out (each repeating the whole list made the output grow with
+    /// the square of the devices: 86 MB for a trace of 2,000 devices).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<&'a [String]>,
     pub device: &'a str,
     pub events: u64,
     /// The index space every `index` refers to (always `"event"`).
@@ -40,7 +54,10 @@ pub struct SummaryJson<'a> {
     pub doubtful_warnings: &'a [String],
     pub distributed: Option<DistributedJson<'a>>,
     pub windows: Vec<WindowPeakJson<'a>>,
-    pub steps: Vec<StepJson<'a>>,
+    /// Windows not listed in `windows` (left out when every window is listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows_omitted: Option<u64>,
+    pub steps: StepsJson<'a>,
     pub trend: TrendJson<'a>,
     /// How `--device-log` was aligned (absent without one, so the schema is unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,7 +104,10 @@ pub struct PeakJson<'a> {
     pub persistent: Option<PersistentJson<'a>>,
 }
 
-/// One node of `peak.tree`: `bytes = self_bytes + Σ children.bytes + omitted_bytes`.
+/// One node of `peak.tree`: `bytes = self_bytes + Σ children.bytes + omitted_bytes`. A
+/// `frame` may stand for several frames of a stack (see [`super::tree`]): `train.py:3 f
+/// (×150,000)` for a run of one frame (a recursion), `… N frames …` for the middle of a path
+/// longer than 128 levels.
 #[derive(Serialize)]
 pub struct TreeJson<'a> {
     pub frame: &'a str,
@@ -230,7 +250,7 @@ pub struct SurvivorJson<'a> {
     pub frame: &'a str,
     pub bytes: u64,
     pub count: usize,
-    pub steps: &'a [String],
+    pub steps: Vec<&'a str>,
     /// The user frame of the group's first allocation; "" when none.
     pub user_frame: &'a str,
 }
@@ -279,7 +299,7 @@ impl<'a> SummaryJson<'a> {
         SummaryJson {
             source: &s.source,
             format: &s.format,
-            devices,
+            devices: Some(devices),
             device: &s.device,
             events: s.events,
             axis: "event",
@@ -347,7 +367,8 @@ impl<'a> SummaryJson<'a> {
                 backend: d.backend.as_deref(),
             }),
             windows: s.windows.iter().map(WindowPeakJson::new).collect(),
-            steps: StepJson::all(&s.trend),
+            windows_omitted: (s.windows_omitted > 0).then_some(s.windows_omitted),
+            steps: StepsJson(&s.trend.steps),
             trend: TrendJson::new(&s.trend),
             device_log: s.device_log.as_ref().map(|info| DeviceLogJson {
                 info,
@@ -357,6 +378,46 @@ impl<'a> SummaryJson<'a> {
             allocator_at_end: s.allocator_at_end.as_ref(),
         }
     }
+}
+
+/// The whole `summary FILE --json` document: the shown device's object, with `per_device`
+/// (every device's object) when the trace has several devices and none was picked.
+#[derive(Serialize)]
+pub struct DocumentJson<'a> {
+    #[serde(flatten)]
+    pub main: SummaryJson<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_device: Option<Vec<SummaryJson<'a>>>,
+}
+
+impl<'a> DocumentJson<'a> {
+    /// The document of `main` among `summaries` (`devices`: every device of the file).
+    pub fn new(
+        main: &'a Summary,
+        summaries: &'a [Summary],
+        devices: &'a [String],
+        device_picked: bool,
+    ) -> DocumentJson<'a> {
+        DocumentJson {
+            main: SummaryJson::new(main, devices),
+            per_device: (summaries.len() > 1 && !device_picked).then(|| {
+                // Each entry leaves the device list to the top-level object.
+                summaries
+                    .iter()
+                    .map(|s| SummaryJson {
+                        devices: None,
+                        ..SummaryJson::new(s, devices)
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// Writes `doc` to `w` as `summary --json` prints it (indented, strings shortened, see the
+/// module's doc), as it is serialised.
+pub fn write_document<W: std::io::Write>(w: W, doc: &DocumentJson<'_>) -> serde_json::Result<()> {
+    crate::clip::to_json_writer(w, doc, true)
 }
 
 impl<'a> LiveJson<'a> {
@@ -399,17 +460,16 @@ impl<'a> WindowPeakJson<'a> {
     }
 }
 
-impl<'a> StepJson<'a> {
-    /// The per-step table of `t`.
-    pub fn all(t: &'a Trend) -> Vec<StepJson<'a>> {
-        t.steps
-            .iter()
-            .map(|s| StepJson {
-                name: &s.name,
-                baseline: s.baseline.0,
-                peak: s.peak.0,
-            })
-            .collect()
+/// The per-step table, one [`StepJson`] per step, made as it is written.
+pub struct StepsJson<'a>(pub &'a [StepRow]);
+
+impl Serialize for StepsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|r| StepJson {
+            name: &r.name,
+            baseline: r.baseline.0,
+            peak: r.peak.0,
+        }))
     }
 }
 
@@ -429,7 +489,7 @@ impl<'a> TrendJson<'a> {
                     frame: &s.frame,
                     bytes: s.bytes.0,
                     count: s.count,
-                    steps: &s.steps,
+                    steps: s.steps.iter().map(|x| &**x).collect(),
                     user_frame: &s.user_frame,
                 })
                 .collect(),

@@ -5,10 +5,25 @@
 //! (op or function) closing a path that has no user frame. A storage is counted in every node
 //! of its path and as an *own* allocation of its last node (the root's when the path is
 //! empty), so every node's bytes are its own bytes plus its children's.
+//!
+//! A path is bounded, so the tree's depth is too whatever the stacks (every walk over a tree
+//! recurses once per level): a run of identical consecutive levels is one level
+//! `train.py:3 f (×150,000)` (a recursion), and a path still longer than
+//! [`PATH_OUTER`] + [`PATH_INNER`] levels keeps its outermost and innermost ones with one
+//! level `… N frames …` between, N the frames left out. A level's text is at most
+//! [`crate::clip::TEXT_CAP`] bytes (see [`crate::clip`]).
 
 use super::frames::{has_fx, parse_frame, short_library_path, Frame, FrameView};
+use crate::clip::{clip_to, joined, TEXT_CAP};
+use crate::trace::units::grouped;
 use crate::trace::{AllocId, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// Outermost levels a long path keeps.
+pub const PATH_OUTER: usize = 64;
+/// Innermost levels a long path keeps.
+pub const PATH_INNER: usize = 64;
 
 /// Which frames make the tree's levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -82,7 +97,83 @@ impl FileVerdicts {
     }
 }
 
-/// A stack's levels, outermost first.
+/// A path's levels as they are found, outermost first: runs of one text folded, the middle
+/// of a long path left out as it goes (memory bounded by the levels kept).
+#[derive(Default)]
+struct Levels {
+    /// The outermost levels: (text, frames in its run).
+    head: Vec<(String, u64)>,
+    /// The innermost levels so far.
+    tail: VecDeque<(String, u64)>,
+    /// Frames left out between the two.
+    left_out: u64,
+    /// Frames pushed so far.
+    frames: u64,
+}
+
+impl Levels {
+    fn last(&self) -> Option<&str> {
+        self.tail
+            .back()
+            .or_else(|| self.head.last())
+            .map(|(t, _)| t.as_str())
+    }
+
+    /// One more frame of the last level's text.
+    fn repeat(&mut self) {
+        let last = match self.tail.back_mut() {
+            Some(l) => Some(l),
+            None => self.head.last_mut(),
+        };
+        if let Some((_, run)) = last {
+            *run += 1;
+            self.frames += 1;
+        }
+    }
+
+    fn push(&mut self, text: String) {
+        self.frames += 1;
+        let last = match self.tail.back_mut() {
+            Some(l) => Some(l),
+            None => self.head.last_mut(),
+        };
+        if let Some((t, run)) = last.filter(|(t, _)| *t == text) {
+            let _ = t;
+            *run += 1;
+            return;
+        }
+        match () {
+            _ if self.head.len() < PATH_OUTER => self.head.push((text, 1)),
+            _ => {
+                self.tail.push_back((text, 1));
+                if self.tail.len() > PATH_INNER {
+                    if let Some((_, run)) = self.tail.pop_front() {
+                        self.left_out += run;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The levels' texts: a run as `text (×N)`, the left-out middle as `… N frames …`.
+    fn finish(self) -> Vec<String> {
+        let shown = |(t, run): (String, u64)| {
+            if run == 1 {
+                t
+            } else {
+                format!("{} (×{})", clip_to(&t, TEXT_CAP - 32), grouped(run))
+            }
+        };
+        let mut out: Vec<String> = self.head.into_iter().map(shown).collect();
+        if self.left_out > 0 {
+            out.push(format!("… {} frames …", grouped(self.left_out)));
+        }
+        out.extend(self.tail.into_iter().map(shown));
+        out
+    }
+}
+
+/// A stack's levels, outermost first (bounded, see the module's doc).
 fn path_of(
     trace: &Trace,
     sid: StackId,
@@ -91,8 +182,20 @@ fn path_of(
     files: &mut FileVerdicts,
 ) -> Vec<String> {
     let strings = &trace.strings;
-    let mut path: Vec<String> = Vec::new();
+    let mut path = Levels::default();
+    // The previous frame and whether it made a level: a frame repeated at once (a
+    // recursion) repeats that level without being read again.
+    let mut prev: Option<(StrId, u64)> = None;
     for &id in strings.stack(sid).iter().rev() {
+        if let Some((p, levels)) = prev {
+            if p == id {
+                if levels != path.frames {
+                    path.repeat();
+                }
+                continue;
+            }
+        }
+        prev = Some((id, path.frames));
         // A frame kept as parts, readable from its parts (as `FrameView::show` prints it).
         if let Some((file_id, line, name_id)) = strings.frame_ids(id) {
             let (file, name) = (strings.text(file_id), strings.text(name_id));
@@ -107,7 +210,7 @@ fn path_of(
                 };
                 let (internal, from) = files.of(view, file_id, &fr);
                 if mode == TreeFrames::All || !internal {
-                    path.push(format!("{}:{line} {name}", &file[from..]));
+                    path.push(joined(&file[from..], &format!(":{line} "), name));
                 }
                 continue;
             }
@@ -128,7 +231,7 @@ fn path_of(
             path.push(inner);
         }
     }
-    path
+    path.finish()
 }
 
 fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {

@@ -2,16 +2,18 @@
 //! growth, and the allocations that survive step boundaries when the baseline rises (a probable
 //! leak or retained graph).
 
-use super::windows::{windows_of, Window};
+use super::windows::each_window_of;
 use crate::index::Index;
 use crate::trace::{AllocId, Bytes, MarkKind, Seq, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One row of the per-step table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepRow {
-    pub name: String,
+    /// The step mark's name (shared with its window, see [`super::windows::Window::name`]).
+    pub name: Arc<str>,
     pub lo: Seq,
     pub hi: Seq,
     /// Bytes live just before the step's first event.
@@ -30,7 +32,7 @@ pub struct Survivor {
     pub bytes: Bytes,
     pub count: usize,
     /// Steps (names) in which they were allocated.
-    pub steps: Vec<String>,
+    pub steps: Vec<Arc<str>>,
     pub ids: Vec<AllocId>,
 }
 
@@ -76,13 +78,11 @@ fn total_before(index: &Index, at: Seq) -> Bytes {
 
 /// Computes the per-step table and leak analysis.
 pub fn trend(trace: &Trace, index: &Index) -> Trend {
-    let wins: Vec<Window> = windows_of(trace, index, MarkKind::Step);
-    let steps: Vec<StepRow> = wins
-        .iter()
+    let steps: Vec<StepRow> = each_window_of(trace, index, MarkKind::Step)
         .map(|w| {
             let p = w.peak;
             StepRow {
-                name: w.name.clone(),
+                name: w.name,
                 lo: w.lo,
                 hi: w.hi,
                 baseline: total_before(index, w.lo),
@@ -172,7 +172,8 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
     let mut seen: FxHashMap<(String, String), FxHashSet<&str>> = FxHashMap::default();
     for (k, id) in hits {
         let s = &steps[k];
-        let key = (trace.name(id).to_string(), trace.top_frame(id).to_string());
+        let name = crate::clip::clip(trace.name(id)).into_owned();
+        let key = (name, trace.top_frame(id).into_owned());
         let g = groups.entry(key.clone()).or_insert_with(|| Survivor {
             name: key.0.clone(),
             frame: key.1.clone(),
@@ -184,7 +185,7 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
         });
         g.bytes += trace.size(id);
         g.count += 1;
-        if seen.entry(key).or_default().insert(s.name.as_str()) {
+        if seen.entry(key).or_default().insert(&*s.name) {
             g.steps.push(s.name.clone());
         }
         g.ids.push(id);

@@ -1,4 +1,4 @@
-//! Choosing a measurement window (DESIGN fact 7): `steady` (the last full step after the
+//! Choosing a measurement window (docs/concepts.md, fact 7): `steady` (the last full step after the
 //! warm-up step), `step:N`, `marks:A..B`, `reset_peak` (since the last reset), or the whole run.
 
 use super::windows::windows_of;
@@ -101,7 +101,7 @@ impl WindowSpec {
                 let w = &steps[steps.len() - 1];
                 Ok(Resolved {
                     spec,
-                    label: w.name.clone(),
+                    label: w.name.to_string(),
                     lo: w.lo,
                     hi: w.hi,
                 })
@@ -111,16 +111,16 @@ impl WindowSpec {
                 let found = steps
                     .iter()
                     .find(|w| {
-                        &w.name == want || step_number(&w.name).as_deref() == Some(want.as_str())
+                        *w.name == **want || step_number(&w.name).as_deref() == Some(want.as_str())
                     })
                     .or_else(|| want.parse::<usize>().ok().and_then(|i| steps.get(i)));
                 let w = found.ok_or_else(|| {
-                    let names: Vec<&str> = steps.iter().map(|w| w.name.as_str()).collect();
+                    let names: Vec<&str> = steps.iter().map(|w| &*w.name).collect();
                     unavailable(&format!("no step {want:?}; steps: {}", names.join(", ")))
                 })?;
                 Ok(Resolved {
                     spec,
-                    label: w.name.clone(),
+                    label: w.name.to_string(),
                     lo: w.lo,
                     hi: w.hi,
                 })
@@ -148,7 +148,7 @@ impl WindowSpec {
                     .ok_or_else(|| unavailable("the trace has no reset_peak mark"))?;
                 Ok(Resolved {
                     spec,
-                    label: format!("since {}", trace.mark_name(m)),
+                    label: format!("since {}", trace.mark_label(m)),
                     lo: m.at,
                     hi: last,
                 })

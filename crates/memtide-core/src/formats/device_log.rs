@@ -71,6 +71,10 @@ pub enum DeviceLogError {
     Io { path: String, error: std::io::Error },
 }
 
+/// The largest device log read: nvidia-smi sampling 8 devices every 100 ms writes about
+/// 700 MB a day. A log is read whole, so past this it is refused, not held.
+pub const MAX_BYTES: u64 = 2 << 30;
+
 /// Reads and parses the log at `path`; `lenient` skips and counts bad data lines.
 pub fn read(path: &Path, lenient: bool) -> Result<DeviceLog, DeviceLogError> {
     let name = path.display().to_string();
@@ -78,9 +82,7 @@ pub fn read(path: &Path, lenient: bool) -> Result<DeviceLog, DeviceLogError> {
         path: name.clone(),
         error,
     };
-    let mut f = super::source::open_regular(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut f, &mut bytes).map_err(io)?;
+    let bytes = super::limit::read_file(path, MAX_BYTES, "a device log").map_err(io)?;
     let text = String::from_utf8_lossy(&bytes);
     parse(&name, &text, lenient)
 }

@@ -29,14 +29,19 @@ pub enum FormatError {
     /// (anyhow's `{:#}`) would repeat it.
     #[error("I/O error: {0}")]
     Io(std::io::Error),
+    /// A damaged gzip stream (a cut or wrong trailer, trailing garbage, corrupt data): the
+    /// offset is the file's (compressed bytes), not the decompressed stream's.
+    #[error("{0}")]
+    Gzip(super::gzip::GzipDamage),
     /// Loading was cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
 }
 
 impl From<std::io::Error> for FormatError {
+    /// A cancellation or gzip damage carried by the error keeps its meaning.
     fn from(e: std::io::Error) -> Self {
-        FormatError::Io(e)
+        super::source::io_or_cancel(e)
     }
 }
 

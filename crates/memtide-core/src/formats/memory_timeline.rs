@@ -2,12 +2,13 @@
 //! and the `.raw.json.gz` (`[[t_ns, action, bytes, category], ...]`), read on their own or as
 //! the category sidecar of a Kineto trace.
 
+mod parse;
+
 use super::error::FormatError;
+use super::limit::{Limited, TooLarge};
 use super::source::{self, Input, Progress};
 use crate::trace::{AllocId, Bytes, Category, Clock, EventKind, StackId, StorageKind, Trace, Ts};
 use rustc_hash::FxHashMap;
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use std::fmt;
 use std::path::Path;
 
 /// PyTorch's categories in export order (index 0–7); index 7 is "Unknown" (None in PyTorch).
@@ -46,7 +47,7 @@ pub enum Action {
 }
 
 impl Action {
-    fn from_i64(v: i64) -> Option<Action> {
+    pub(crate) fn from_i64(v: i64) -> Option<Action> {
         Some(match v {
             1 => Action::Preexisting,
             2 => Action::Create,
@@ -80,152 +81,9 @@ pub enum Timeline {
     Raw(Vec<RawRow>),
 }
 
-/// A JSON scalar or a flat array of scalars (every element of both shapes is one of these).
-enum Item {
-    Num(Option<i64>),
-    Arr(Vec<Option<i64>>),
-}
-
-struct Scalar(Option<i64>);
-impl<'de> de::Deserialize<'de> for Scalar {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ScalarV)
-    }
-}
-struct ScalarV;
-impl Visitor<'_> for ScalarV {
-    type Value = Scalar;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a number or null")
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
-        Ok(Scalar(Some(v)))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
-        i64::try_from(v)
-            .map(|v| Scalar(Some(v)))
-            .map_err(|_| E::custom("number too large"))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
-        Ok(Scalar(Some(v.round() as i64)))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
-        Ok(Scalar(None))
-    }
-}
-
-impl<'de> de::Deserialize<'de> for Item {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Item;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a number, null or an array of numbers")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Item, E> {
-                ScalarV.visit_i64(v).map(|s| Item::Num(s.0))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Item, E> {
-                ScalarV.visit_u64(v).map(|s| Item::Num(s.0))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Item, E> {
-                ScalarV.visit_f64(v).map(|s| Item::Num(s.0))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
-                Ok(Item::Num(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Item, A::Error> {
-                let mut v = Vec::with_capacity(s.size_hint().unwrap_or(9));
-                while let Some(x) = s.next_element::<Scalar>()? {
-                    v.push(x.0);
-                }
-                Ok(Item::Arr(v))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Parses the decompressed content of either shape.
+/// Parses the decompressed content of either shape (see [`parse::parse_reader`]).
 pub fn parse(bytes: &[u8]) -> Result<Timeline, FormatError> {
-    let top: Vec<Vec<Item>> = serde_json::from_slice(bytes).map_err(|e| {
-        let off = line_col_offset(bytes, e.line(), e.column());
-        FormatError::at(
-            off,
-            format!("not an export_memory_timeline file ({e}); expected [[times…], [[0, …8 categories], …]] or [[t, action, bytes, category], …]"),
-        )
-    })?;
-    let coalesced = top.len() == 2
-        && top[0].iter().all(|x| matches!(x, Item::Num(_)))
-        && top[1].iter().all(|x| matches!(x, Item::Arr(_)))
-        && !top[1].is_empty();
-    if coalesced || (top.len() == 2 && top[0].is_empty() && top[1].is_empty()) {
-        let mut it = top.into_iter();
-        let times = it.next().unwrap_or_default();
-        let rows = it.next().unwrap_or_default();
-        if times.len() != rows.len() {
-            return Err(FormatError::Invalid(format!(
-                "export_memory_timeline .json: {} times but {} rows",
-                times.len(),
-                rows.len()
-            )));
-        }
-        let mut times_us = Vec::with_capacity(times.len());
-        let mut out = Vec::with_capacity(rows.len());
-        for (i, (t, r)) in times.into_iter().zip(rows).enumerate() {
-            let (Item::Num(Some(t)), Item::Arr(r)) = (t, r) else {
-                return Err(FormatError::Invalid(format!(
-                    "export_memory_timeline .json: time point {i} is null or not a number"
-                )));
-            };
-            if r.len() != 9 {
-                return Err(FormatError::Invalid(format!(
-                    "export_memory_timeline .json: row {i} has {} columns, expected 9 (leading zero + 8 categories)",
-                    r.len()
-                )));
-            }
-            let mut row = [0i64; 8];
-            for (k, v) in r[1..].iter().enumerate() {
-                row[k] = v.unwrap_or(0);
-            }
-            times_us.push(t);
-            out.push(row);
-        }
-        return Ok(Timeline::Coalesced {
-            times_us,
-            rows: out,
-        });
-    }
-    let mut rows = Vec::with_capacity(top.len());
-    for (i, r) in top.into_iter().enumerate() {
-        let bad = || {
-            FormatError::Invalid(format!(
-                "export_memory_timeline raw row {i}: expected [t, action 1–4, bytes, category 0–7 or null]"
-            ))
-        };
-        if r.len() != 4 {
-            return Err(bad());
-        }
-        let num = |x: &Item| match x {
-            Item::Num(v) => Ok(*v),
-            Item::Arr(_) => Err(bad()),
-        };
-        let t = num(&r[0])?.ok_or_else(bad)?;
-        let action = num(&r[1])?.and_then(Action::from_i64).ok_or_else(bad)?;
-        let bytes = num(&r[2])?.ok_or_else(bad)?;
-        let cat = match num(&r[3])? {
-            None => None,
-            Some(c @ 0..=7) => Some(c as u8),
-            Some(_) => return Err(bad()),
-        };
-        rows.push(RawRow {
-            t,
-            action,
-            bytes,
-            cat,
-        });
-    }
-    Ok(Timeline::Raw(rows))
+    parse::parse_reader(bytes)
 }
 
 /// Byte offset of a 1-based line/column in `bytes`.
@@ -240,16 +98,35 @@ pub fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
     (start + column.saturating_sub(1)).min(bytes.len()) as u64
 }
 
-/// Reads a sidecar file (any shape, gzip or not) from a path.
+/// The most an export may hold once decompressed. PyTorch writes some 35 bytes a raw row
+/// (`[1709123456789012, 2, 4194304, 4]`), so this is about 15 million rows, more than a
+/// profile of a few steps records; every row read is kept (24 bytes, the trace's event on
+/// top), so past this the file is refused with this figure rather than read on.
+pub const MAX_BYTES: u64 = 512 << 20;
+
+/// Reads a sidecar file (any shape, gzip or not) from a path, streamed and capped at
+/// [`MAX_BYTES`].
 pub fn read_path(path: &Path) -> Result<Timeline, FormatError> {
     let input = source::open(path, &Progress::new())?;
-    parse(&input.read_all()?)
+    // A compressed stream holds at least about as much as its size: refused before reading.
+    if input.file_size > MAX_BYTES {
+        return Err(FormatError::Invalid(
+            TooLarge {
+                what: SIDECAR,
+                limit: MAX_BYTES,
+                gzip: false,
+            }
+            .to_string(),
+        ));
+    }
+    parse_input(input, SIDECAR)
 }
+
+const SIDECAR: &str = "a category sidecar (export_memory_timeline)";
 
 /// Reads an export on its own: one trace whose bands are PyTorch's categories.
 pub fn read(source_name: &str, input: Input) -> Result<Vec<Trace>, FormatError> {
-    let bytes = input.read_all()?;
-    let tl = parse(&bytes)?;
+    let tl = parse_input(input, "an export_memory_timeline file")?;
     let mut t = Trace::new("timeline", source_name, "memory_timeline");
     t.bands_source = crate::trace::BandsSource::Recorded;
     match tl {
@@ -257,6 +134,13 @@ pub fn read(source_name: &str, input: Input) -> Result<Vec<Trace>, FormatError> 
         Timeline::Raw(rows) => build_raw(&mut t, &rows),
     }
     Ok(vec![t])
+}
+
+/// Parses an opened input as it is read, refusing more than [`MAX_BYTES`] of content.
+fn parse_input(input: Input, what: &'static str) -> Result<Timeline, FormatError> {
+    let gzip = input.gzip;
+    let capped = Limited::new(input.into_reader(), MAX_BYTES, what, gzip);
+    parse::parse_reader(std::io::BufReader::with_capacity(256 << 10, capped))
 }
 
 /// Each category's level follows the rows exactly: rises open a storage of the difference,

@@ -2,7 +2,7 @@
 //! byte counter for progress and cancellation.
 
 use super::error::FormatError;
-use flate2::read::MultiGzDecoder;
+use super::gzip::GzipReader;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
@@ -68,19 +68,6 @@ pub struct Input {
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
 impl Input {
-    /// The whole decompressed content (head included).
-    pub fn read_all(mut self) -> Result<Vec<u8>, FormatError> {
-        let mut v = std::mem::take(&mut self.head);
-        let hint = if self.gzip {
-            self.file_size * 8
-        } else {
-            self.file_size
-        };
-        v.reserve(hint.saturating_sub(v.len() as u64).min(1 << 34) as usize);
-        self.rest.read_to_end(&mut v).map_err(io_or_cancel)?;
-        Ok(v)
-    }
-
     /// The same input with the rest read (and inflated) ahead on a second thread when
     /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]):
     /// any gzip file over 1 MiB, a plain one over 128 MiB (below that, measured, moving the
@@ -130,16 +117,32 @@ pub fn is_cancel(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<CancelledRead>())
 }
 
-/// Maps the cancellation marker back to [`FormatError::Cancelled`].
+/// Maps the cancellation marker back to [`FormatError::Cancelled`], and damage found in a
+/// gzip stream to [`FormatError::Gzip`] (which says where in the file).
 pub fn io_or_cancel(e: io::Error) -> FormatError {
     if is_cancel(&e) {
-        FormatError::Cancelled
-    } else {
-        FormatError::Io(e)
+        return FormatError::Cancelled;
+    }
+    if let Some(t) = super::limit::too_large(&e) {
+        return FormatError::Invalid(t.to_string());
+    }
+    if super::gzip::damage(&e).is_none() {
+        return FormatError::Io(e);
+    }
+    match e
+        .into_inner()
+        .map(|inner| inner.downcast::<super::gzip::GzipDamage>())
+    {
+        Some(Ok(d)) => FormatError::Gzip(*d),
+        Some(Err(other)) => FormatError::Io(io::Error::other(other)),
+        None => FormatError::Io(io::Error::other("I/O error")),
     }
 }
 
 const HEAD: usize = 64 * 1024;
+
+/// The compressed bytes the gzip reader takes at a time (flate2's own decoder takes 32 KiB).
+const GZIP_INPUT_BUFFER: usize = 128 << 10;
 
 /// Smaller files are read on the parser's thread (a thread costs more than it saves there).
 const GZIP_READ_AHEAD_FROM: u64 = 1 << 20;
@@ -249,19 +252,13 @@ pub fn from_reader<R: Read + Send + 'static>(
     let mut rest: Box<dyn Read + Send> = if gzip {
         Box::new(BufReader::with_capacity(
             1 << 20,
-            MultiGzDecoder::new(prefix),
+            GzipReader::new(BufReader::with_capacity(GZIP_INPUT_BUFFER, prefix)),
         ))
     } else {
         Box::new(prefix)
     };
     let mut head = vec![0u8; HEAD];
-    let n = read_up_to(&mut rest, &mut head).map_err(|e| {
-        if gzip {
-            FormatError::at(0, format!("corrupt gzip stream: {e}"))
-        } else {
-            io_or_cancel(e)
-        }
-    })?;
+    let n = read_up_to(&mut rest, &mut head).map_err(io_or_cancel)?;
     head.truncate(n);
     // No format memtide reads starts with these bytes (a pickle starts with 0x80 or an
     // opcode below 0x80), so a BOM is text's and is dropped before detection.
@@ -309,7 +306,12 @@ mod cancel_tests {
         );
         let input = from_reader(raw, len)?;
         progress.cancel();
-        input.read_all()
+        let mut all = Vec::new();
+        input
+            .into_reader()
+            .read_to_end(&mut all)
+            .map_err(io_or_cancel)?;
+        Ok(all)
     }
 
     #[test]

@@ -7,8 +7,10 @@ use super::discover::RankFile;
 use super::row::{distributed_rank, row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
 use crate::analysis::frames::FrameRules;
 use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::summary_json::{DocumentJson, StepsJson};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
+use crate::formats::limit::{Limited, TooLarge};
 use crate::formats::{source, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
 use serde_json::Value;
@@ -159,8 +161,9 @@ pub fn load_one(file: &RankFile, opts: &RankOptions, progress: &Progress) -> Fil
     }
 }
 
-/// The largest `summary --json` file read.
+/// The largest `summary --json` file read (its content, once decompressed).
 const SUMMARY_MAX: u64 = 256 << 20;
+const SUMMARY: &str = "a memtide summary";
 
 fn read_row(
     file: &RankFile,
@@ -174,23 +177,30 @@ fn read_row(
     let (summary, timeline) = if from_summary {
         if input.file_size > SUMMARY_MAX {
             return Err(FormatError::Invalid(format!(
-                "{} MB is too large for a memtide summary",
-                input.file_size >> 20
+                "{} MiB: {}",
+                input.file_size >> 20,
+                TooLarge {
+                    what: SUMMARY,
+                    limit: SUMMARY_MAX,
+                    gzip: false
+                }
             )));
         }
-        let bytes = input.read_all()?;
-        let invalid = |e: serde_json::Error| {
-            FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
+        let v = if opts.keep_summary {
+            let raw: Box<serde_json::value::RawValue> = read_summary(input)?;
+            let v = serde_json::from_str(raw.get()).map_err(summary_error)?;
+            kept = Some(raw);
+            v
+        } else {
+            read_summary(input)?
         };
-        let v: Value = serde_json::from_slice(&bytes).map_err(invalid)?;
-        if opts.keep_summary {
-            kept = Some(serde_json::from_slice(&bytes).map_err(invalid)?);
-        }
         (v, Vec::new())
     } else {
         drop(input);
         let loaded = crate::load::load(path, &opts.load, progress)?;
-        summary_json(loaded, opts).map_err(FormatError::Invalid)?
+        let s = summary_json(loaded, opts).map_err(FormatError::Invalid)?;
+        kept = s.kept;
+        (s.value, s.timeline)
     };
     let mut row = row_from_summary(&summary).map_err(FormatError::Invalid)?;
     let (rank, rank_from) = match (distributed_rank(&summary), file.name_rank) {
@@ -217,6 +227,23 @@ fn read_row(
     Ok(row)
 }
 
+/// Parses a summary file as it is read (its text is never held whole besides what `T`
+/// keeps), refusing more than [`SUMMARY_MAX`] bytes of content: a small `.gz` that inflates
+/// to gigabytes is refused at the limit.
+fn read_summary<T: serde::de::DeserializeOwned>(input: source::Input) -> Result<T, FormatError> {
+    let gzip = input.gzip;
+    let capped = Limited::new(input.into_reader(), SUMMARY_MAX, SUMMARY, gzip);
+    serde_json::from_reader(std::io::BufReader::with_capacity(256 << 10, capped))
+        .map_err(summary_error)
+}
+
+fn summary_error(e: serde_json::Error) -> FormatError {
+    if e.is_io() {
+        return source::io_or_cancel(std::io::Error::from(e));
+    }
+    FormatError::Invalid(format!("a memtide summary that is not valid JSON: {e}"))
+}
+
 /// Whether a file's first bytes are a `summary --json` object (its first key is `source`).
 pub fn looks_like_summary(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
@@ -228,10 +255,22 @@ pub fn looks_like_summary(head: &[u8]) -> bool {
     rest.starts_with(b"\"source\"")
 }
 
+/// What [`summary_json`] makes of a file.
+pub struct RankSummary {
+    /// The summary as the row reads it.
+    pub value: Value,
+    /// The whole `summary --json` document (with `opts.keep_summary`).
+    pub kept: Option<Box<serde_json::value::RawValue>>,
+    /// The sparkline of the shown device's total timeline.
+    pub timeline: Vec<u64>,
+}
+
 /// The `summary FILE --json` object of a loaded file (with `opts`' device, capacity,
-/// window and frame rules) and the sparkline of the shown device's total timeline. The
-/// trace is dropped on return.
-pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Vec<u64>), String> {
+/// window and frame rules) as the row reads it (without `per_device` and `steps`, which it
+/// does not read), the whole document as `summary --json` writes it when `opts.keep_summary`
+/// (compact), and the sparkline of the shown device's total timeline. The trace is dropped
+/// on return.
+pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummary, String> {
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {
             t.capacity = Some(crate::trace::Bytes(c));
@@ -295,9 +334,23 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<(Value, Ve
         ));
     }
     let main = summaries.get(primary).ok_or("no trace to summarise")?;
-    let v =
-        crate::analysis::summary::document_json(main, &summaries, &devices, opts.device.is_some());
-    Ok((v, timeline))
+    let mut doc = DocumentJson::new(main, &summaries, &devices, opts.device.is_some());
+    let kept = if opts.keep_summary {
+        let mut text = Vec::new();
+        crate::clip::to_json_writer(&mut text, &doc, false).map_err(|e| e.to_string())?;
+        let text = String::from_utf8(text).map_err(|e| e.to_string())?;
+        Some(serde_json::value::RawValue::from_string(text).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    doc.per_device = None;
+    doc.main.steps = StepsJson(&[]);
+    let value = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
+    Ok(RankSummary {
+        value,
+        kept,
+        timeline,
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Memory categories (fine-grained, as recorded) and the five bands they are drawn in.
 
-/// The five stacked bands of the timeline (DESIGN §1 fact 4).
+/// The five stacked bands of the timeline (docs/concepts.md, fact 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Band {
     Persistent = 0,
@@ -108,7 +108,7 @@ impl Category {
         }
     }
 
-    /// Parses a JSONL `cat` value (DESIGN §3).
+    /// Parses a JSONL `cat` value (docs/formats.md).
     pub fn parse(s: &str) -> Option<Category> {
         Some(match s {
             "param" | "parameter" => Category::Param,

@@ -145,6 +145,21 @@ impl Interner {
         }
     }
 
+    /// The text of `id` as one-line fields show it: within
+    /// [`TEXT_CAP`](crate::clip::TEXT_CAP) bytes ([`crate::clip`]); a frame kept as parts is
+    /// formatted from its shortened parts, never whole.
+    pub fn shown(&self, id: StrId) -> Cow<'_, str> {
+        match self.strings.get(id.0 as usize) {
+            Some(Entry::Text(t)) => crate::clip::clip(t),
+            Some(&Entry::Frame { file, line, name }) => Cow::Owned(crate::clip::joined(
+                self.text(file),
+                &format!(":{line}:"),
+                self.text(name),
+            )),
+            None => Cow::Borrowed(""),
+        }
+    }
+
     /// A frame kept as parts: the ids of its file and name, and its line.
     pub fn frame_ids(&self, id: StrId) -> Option<(StrId, i64, StrId)> {
         match self.strings.get(id.0 as usize) {

@@ -95,7 +95,7 @@ pub enum StorageKind {
     Segment = 1,
 }
 
-/// Kinds of marks (DESIGN §3).
+/// Kinds of marks (the JSONL `mark` op: docs/formats.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkKind {
     Step,
@@ -185,7 +185,7 @@ impl BandsSource {
     }
 }
 
-/// What the `#N` event numbers shown to users count (DESIGN §7 `index`).
+/// What the `#N` event numbers shown to users count (docs/summary-json.md, "Event numbers").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventNumbers {
     /// The source's own order: JSONL event lines in file order, snapshot trace entries.
@@ -417,7 +417,7 @@ impl Trace {
         EventKind::from_u8(self.kind.get(at.idx()).copied().unwrap_or(11))
     }
 
-    /// Index of the event in the source's own order (DESIGN §7 `index`).
+    /// Index of the event in the source's own order (`source_index`: docs/summary-json.md).
     pub fn src_index(&self, at: Seq) -> u64 {
         match &self.src {
             Some(v) => v.get(at.idx()).copied().unwrap_or(at.0),
@@ -425,7 +425,7 @@ impl Trace {
         }
     }
 
-    /// The `#N` shown to users for an event (DESIGN §7 `index`): the source index, or the
+    /// The `#N` shown to users for an event (docs/summary-json.md): the source index, or the
     /// position on the event axis where the source's order is not the axis (Kineto).
     pub fn event_number(&self, at: Seq) -> u64 {
         match self.numbers {
@@ -771,7 +771,8 @@ impl Trace {
 
     /// The top (innermost) frame worth showing: the innermost frame that is not an
     /// unsymbolised `??` frame, an ATen op or built-in call (Kineto stacks start with the ops,
-    /// the innermost of which is already the storage's name), nor the name itself.
+    /// the innermost of which is already the storage's name), nor the name itself; as
+    /// one-line fields show it ([`super::intern::Interner::shown`]: a long text shortened).
     pub fn top_frame(&self, id: AllocId) -> Cow<'_, str> {
         let sid = self
             .storages
@@ -781,12 +782,12 @@ impl Trace {
             .unwrap_or_default();
         let frames = self.strings.stack(sid);
         let name = self.name(id);
-        let shown = || frames.iter().map(|&f| self.strings.str(f));
+        let shown = || frames.iter().map(|&f| self.strings.shown(f));
         let op_like = |s: &str| s.starts_with("aten::") || s.starts_with("<built-in");
         shown()
             .find(|s| !s.starts_with("??") && !op_like(s) && *s != name)
             .or_else(|| shown().find(|s| !s.starts_with("??") && *s != name))
-            .or_else(|| frames.first().map(|&f| self.strings.str(f)))
+            .or_else(|| frames.first().map(|&f| self.strings.shown(f)))
             .unwrap_or(Cow::Borrowed(""))
     }
 
@@ -819,7 +820,7 @@ impl Trace {
     }
 
     /// True when the base tensor was released at or before `at` while the storage is still
-    /// live (so only views keep it): DESIGN fact 3, "retained by view".
+    /// live (so only views keep it): "retained by view" (docs/concepts.md, fact 3).
     pub fn retained_by_view(&self, id: AllocId, at: Seq) -> bool {
         self.base_released.get(&id).is_some_and(|&r| r <= at) && self.is_live_at(id, at)
     }
@@ -848,6 +849,12 @@ impl Trace {
 
     pub fn mark_name(&self, m: &Mark) -> &str {
         self.strings.text(m.name)
+    }
+
+    /// The mark's name as one-line fields show it (a long one shortened, see
+    /// [`crate::clip`]).
+    pub fn mark_label(&self, m: &Mark) -> Cow<'_, str> {
+        crate::clip::clip(self.strings.text(m.name))
     }
 
     /// Memory estimate of the trace columns in bytes (for benches and `--timings`).

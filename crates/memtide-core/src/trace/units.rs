@@ -196,7 +196,7 @@ mod tests {
     fn human_uses_binary_units() {
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(1536), "1.500 KiB");
-        // DESIGN fact 5: 160 MB = 152.6 MiB
+        // docs/concepts.md, fact 5: 160 MB = 152.6 MiB
         assert_eq!(human_bytes(160_000_000), "152.6 MiB");
         assert_eq!(grouped(301_460_984), "301,460,984");
         assert_eq!(grouped(12), "12");

@@ -1,6 +1,6 @@
-//! One JSONL v1 line decoded (DESIGN §3): the `op`, numbers kept exact (unsigned, signed or
-//! float, so a wrong type is reported, not rounded), `name` and `stack` interned as they are
-//! read, unknown fields kept raw. No trace semantics here.
+//! One JSONL v1 line decoded (docs/formats.md): the `op`, numbers kept exact (unsigned, signed
+//! or float, so a wrong type is reported, not rounded), `name` and `stack` interned as they
+//! are read, unknown fields kept raw. No trace semantics here.
 
 use crate::formats::bytes_memo::BytesMemo;
 use crate::trace::{EventKind, Interner, StackId, StrId};

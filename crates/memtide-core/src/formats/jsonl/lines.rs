@@ -9,6 +9,33 @@ use crate::formats::bytes_memo::BytesMemo;
 use crate::formats::error::FormatError;
 use crate::trace::{Bytes, Category, Clock, Interner, MarkKind, StackId, StrId};
 
+/// The whole blank lines (ASCII whitespace only, as [`LineText::trimmed`] has it) at the
+/// start of `b`: the bytes they take, through their last newline, and how many there are.
+/// Whitespace is tested 32 bytes at a time (the compiler vectorises the fixed-size folds).
+fn blank_lines(b: &[u8]) -> (usize, u64) {
+    if !b.first().is_some_and(u8::is_ascii_whitespace) {
+        return (0, 0);
+    }
+    let ws = |x: u8| (x == b' ') | (x == b'\n') | (x == b'\r') | (x == b'\t') | (x == b'\x0c');
+    let mut i = 0;
+    let mut lines = 0u64;
+    for c in b.chunks_exact(32) {
+        if !c.iter().fold(true, |all, &x| all & ws(x)) {
+            break;
+        }
+        lines += c.iter().fold(0u32, |n, &x| n + u32::from(x == b'\n')) as u64;
+        i += 32;
+    }
+    while i < b.len() && ws(b[i]) {
+        lines += u64::from(b[i] == b'\n');
+        i += 1;
+    }
+    match memchr::memrchr(b'\n', &b[..i]) {
+        Some(last) => (last + 1, lines),
+        None => (0, 0),
+    }
+}
+
 /// What one line means, for the half that applies it, in file order.
 #[derive(Debug)]
 pub(super) enum Item {
@@ -145,7 +172,16 @@ impl Lines {
         let whole = memchr::memrchr(b'\n', rest).unwrap_or(0);
         let text = std::str::from_utf8(&rest[..whole]).ok();
         let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', rest) {
+        loop {
+            // Runs of blank lines are counted, not framed one by one (a file padded with a
+            // gigabyte of newlines reads at memory speed).
+            let (skip, blank) = blank_lines(&rest[start..]);
+            self.line += blank;
+            start += skip;
+            let Some(k) = memchr::memchr(b'\n', &rest[start..]) else {
+                break;
+            };
+            let nl = start + k;
             let line = LineText {
                 bytes: &rest[start..nl],
                 text: text.and_then(|t| t.get(start..nl)),
@@ -158,7 +194,7 @@ impl Lines {
     }
 
     /// Ends the input: a last line without a newline is decoded, or, when it is not yet a
-    /// whole JSON object (a line still being written, DESIGN §3: not an error), left out
+    /// whole JSON object (a line still being written, not an error: docs/formats.md), left out
     /// with a warning.
     pub(super) fn finish<S: Sink>(
         &mut self,
@@ -514,5 +550,48 @@ mod tests {
             read(&bad_line, bad_line.len(), true).starts_with("Ok"),
             "the bad line is skipped"
         );
+    }
+
+    #[test]
+    fn blank_runs_are_whole_lines_counted() {
+        use super::blank_lines;
+        assert_eq!(blank_lines(b""), (0, 0));
+        assert_eq!(blank_lines(b"{}\n"), (0, 0));
+        assert_eq!(
+            blank_lines(b"   "),
+            (0, 0),
+            "no newline: not a whole line yet"
+        );
+        assert_eq!(blank_lines(b"\n\n{"), (2, 2));
+        assert_eq!(
+            blank_lines(b"\r\n \t\x0c\n  {"),
+            (6, 2),
+            "the next line keeps its indent"
+        );
+        let run = [b"\n".repeat(100), b"\r\n".repeat(50), b" \n".repeat(7)].concat();
+        let mut b = run.clone();
+        b.extend_from_slice(b"  # x\n");
+        assert_eq!(blank_lines(&b), (run.len(), 157));
+    }
+
+    #[test]
+    fn runs_of_blank_and_comment_lines_keep_every_line_number() {
+        // Blank runs of every length around the 32-byte steps, CRLF and other whitespace,
+        // comments; then a bad line whose number is counted independently here.
+        let mut doc = b"{\"memtide\":1,\"device\":\"cuda:0\"}\n".to_vec();
+        for (k, n) in [0usize, 1, 31, 32, 33, 64, 65, 200].into_iter().enumerate() {
+            doc.extend(b"\n".repeat(n));
+            doc.extend(b"\r\n \t\n".repeat(n % 3));
+            doc.extend(format!("# comment {k}\n").bytes());
+            doc.extend(format!("{{\"t\":{k},\"op\":\"alloc\",\"id\":{k},\"size\":4}}\n").bytes());
+        }
+        doc.extend(b"\n".repeat(40));
+        doc.extend(b"{\"t\":99,\"op\":\"nope\"}\n");
+        let want = doc.iter().filter(|&&c| c == b'\n').count();
+        let whole = read(&doc, doc.len(), false);
+        assert!(whole.contains(&format!("line: {want}")), "{whole}");
+        for piece in [1, 7, 31, 32, 33, 100] {
+            assert_eq!(read(&doc, piece, false), whole, "pieces of {piece}");
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! memtide JSONL v1 (DESIGN §3): an incremental decoder that turns appended bytes into trace
+//! memtide JSONL v1 (docs/formats.md): an incremental decoder that turns appended bytes into trace
 //! events. Torn last lines wait for their newline; events sharing one `t` are buffered so that
 //! frees apply before allocs, then written to the trace in application order.
 
@@ -109,7 +109,7 @@ impl JsonlDecoder {
 
     /// Ends the input: a last line without a newline is decoded, and the pending group is
     /// applied. A last line without a newline that is not yet a whole JSON object is a line
-    /// still being written (DESIGN §3: not an error): it is left out, with a warning.
+    /// still being written (not an error: docs/formats.md): it is left out, with a warning.
     pub fn finish(&mut self, trace: &mut Trace) -> Result<(), FormatError> {
         self.read(trace, |lines, strings, sink| lines.finish(strings, sink))?;
         self.flush(trace)?;

@@ -1,6 +1,12 @@
 //! Attribution of allocations to the `cpu_op` / `python_function` spans enclosing them on
 //! their thread (time containment, innermost first), computed after the pass so span order in
 //! the file does not matter.
+//!
+//! Nesting deeper than 2 × [`KEPT_SPANS`] open spans (no real profile: a hostile file of
+//! nested spans, whose stacks would otherwise cost depth × allocations in time and memory)
+//! keeps an allocation's innermost [`KEPT_SPANS`] spans and a last frame [`CUT`] saying the
+//! outer ones were left out; its op and top-level op are then looked for among the
+//! innermost and outermost [`KEPT_SPANS`] open spans only.
 
 use super::parse::{Collected, SpanKind};
 use rustc_hash::FxHashMap;
@@ -19,6 +25,10 @@ pub struct Attribution {
 }
 
 pub const NONE: u32 = u32::MAX;
+/// The outermost frame of a stack whose outer spans were left out (see the module's doc).
+pub const CUT: u32 = u32::MAX - 1;
+/// Enclosing spans kept per allocation when its thread nests deeper than twice as many.
+pub const KEPT_SPANS: usize = 256;
 
 /// Finds, for every allocation, the spans on its thread with `start <= ts < end`.
 pub fn attribute(c: &Collected) -> Attribution {
@@ -85,10 +95,16 @@ pub fn attribute(c: &Collected) -> Attribution {
         frames.clear();
         let mut op = NONE;
         let mut top_end = i64::MIN;
-        for &o in open.iter().rev() {
+        let deep = open.len() > 2 * KEPT_SPANS;
+        // A span that overlaps without nesting may sit below the top after it ended.
+        let encloses = |s: &super::parse::Span| s.end > m.ts && s.start <= m.ts;
+        for (k, &o) in open.iter().rev().enumerate() {
+            if deep && (frames.len() == KEPT_SPANS || k == 2 * KEPT_SPANS) {
+                frames.push(CUT);
+                break;
+            }
             let s = &c.spans[o as usize];
-            // A span that overlaps without nesting may sit below the top after it ended.
-            if s.end > m.ts && s.start <= m.ts {
+            if encloses(s) {
                 frames.push(s.name());
                 if s.kind() == SpanKind::CpuOp {
                     if op == NONE {
@@ -96,6 +112,19 @@ pub fn attribute(c: &Collected) -> Attribution {
                     }
                     top_end = s.end; // the last one seen is the outermost
                 }
+            }
+        }
+        if deep {
+            // The outermost spans: the top-level op, and the op when none is inner.
+            let outer = open.iter().take(KEPT_SPANS).map(|&o| &c.spans[o as usize]);
+            let ops: Vec<&super::parse::Span> = outer
+                .filter(|s| encloses(s) && s.kind() == SpanKind::CpuOp)
+                .collect();
+            if let Some(first) = ops.first() {
+                top_end = first.end;
+            }
+            if let (NONE, Some(last)) = (op, ops.last()) {
+                op = last.name();
             }
         }
         out.op[a as usize] = op;

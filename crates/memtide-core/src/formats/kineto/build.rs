@@ -15,6 +15,8 @@ use rustc_hash::FxHashMap;
 
 pub const PREEXISTING: &str = "pre-existing (allocated before profiling)";
 const NO_OP: &str = "(no enclosing op)";
+/// The outermost frame of a stack whose outer spans were not kept (`attribute::CUT`).
+const CUT_FRAME: &str = "(outer spans not kept: nested too deep)";
 
 /// c10::DeviceType names, by number (`c10/core/DeviceType.h`, lower case as PyTorch prints).
 pub const DEVICE_TYPES: [&str; 21] = [
@@ -698,9 +700,13 @@ fn names_of(
     stack_map: &mut FxHashMap<u32, StackId>,
 ) -> (StrId, StackId) {
     let mut intern = |t: &mut Trace, g: u32| -> StrId {
-        *name_map
-            .entry(g)
-            .or_insert_with(|| t.strings.intern(c.names.get(g)))
+        *name_map.entry(g).or_insert_with(|| {
+            if g == super::attribute::CUT {
+                t.strings.intern(CUT_FRAME)
+            } else {
+                t.strings.intern(c.names.get(g))
+            }
+        })
     };
     let op = attr.op.get(mi).copied().unwrap_or(NONE);
     let sid = attr.stack.get(mi).copied().unwrap_or(NONE);

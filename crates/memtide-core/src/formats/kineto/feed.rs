@@ -2,6 +2,8 @@
 //! (serde_json's fast slice reader) and the window slides on, so memory stays constant and a
 //! parse error maps to an exact byte offset.
 
+mod skip;
+
 use crate::formats::memory_timeline::line_col_offset;
 use crate::formats::source::Progress;
 use std::io::{self, Read};
@@ -55,6 +57,9 @@ pub struct Feed<R, S = ()> {
     buf_lines: u64,
     /// Whitespace is only JSON's four (space, tab, CR, LF), as serde_json has it.
     strict: bool,
+    /// Why the input ended early, when it was cut (a `.gz` cut inside its data): what was
+    /// read before the cut is parsed, and [`Feed::end`] reports the cut.
+    cut: Option<io::Error>,
     /// The newest chunk's values parsed ahead, if any.
     spec: Option<Spec<S>>,
 }
@@ -103,6 +108,7 @@ impl<R: Read, S> Feed<R, S> {
             lines: 0,
             buf_lines: 0,
             strict: false,
+            cut: None,
             spec: None,
         }
     }
@@ -121,9 +127,11 @@ impl<R: Read, S> Feed<R, S> {
 
     fn read_error(&mut self, e: io::Error) -> Result<bool, FeedError> {
         match e.kind() {
-            // A gzip stream cut short: the data before the cut is still good.
+            // A gzip stream cut short: the data before the cut is still good (a value it
+            // cuts is a truncation; a whole document is refused by `end`).
             io::ErrorKind::UnexpectedEof => {
                 self.eof = true;
+                self.cut = Some(e);
                 Ok(false)
             }
             io::ErrorKind::Interrupted if self.progress.is_cancelled() => Err(FeedError::Cancelled),
@@ -167,7 +175,23 @@ impl<R: Read, S> Feed<R, S> {
             self.pos = ns;
             self.end = GAP + n;
         } else {
-            // A value longer than the gap: keep it and append the chunk's bytes.
+            // A value longer than the gap: keep it and append the chunk's bytes, up to the
+            // limit on one value (as `fill` has it for a plain reader).
+            if left + n > MAX_VALUE {
+                ra.recycle(nb);
+                return Err(self.too_long());
+            }
+            let more = (left + n).saturating_sub(self.buf.len());
+            if let Err(msg) =
+                crate::budget::try_grow(&mut self.buf, more, "the buffer for one JSON value")
+            {
+                ra.recycle(nb);
+                return Err(FeedError::Json {
+                    offset: self.offset(),
+                    line: self.lines + 1,
+                    msg,
+                });
+            }
             self.buf.copy_within(self.pos..self.end, 0);
             self.base += self.pos as i64;
             self.end = left;
@@ -221,14 +245,7 @@ impl<R: Read, S> Feed<R, S> {
             // One value larger than the window: widen it, up to a limit (a value of a trace
             // is a few KiB; a 4 GiB string is a hostile file, not a trace).
             if self.buf.len() >= MAX_VALUE {
-                return Err(FeedError::Json {
-                    offset: self.base as u64,
-                    line: self.lines + 1,
-                    msg: format!(
-                        "a single JSON value exceeds the {} MiB limit on one value",
-                        MAX_VALUE >> 20
-                    ),
-                });
+                return Err(self.too_long());
             }
             let more = self.buf.len();
             crate::budget::try_grow(&mut self.buf, more, "the buffer for one JSON value").map_err(
@@ -257,6 +274,32 @@ impl<R: Read, S> Feed<R, S> {
         }
     }
 
+    /// The error for a value longer than [`MAX_VALUE`], at the value's start.
+    fn too_long(&self) -> FeedError {
+        FeedError::Json {
+            offset: self.offset(),
+            line: self.lines + 1,
+            msg: format!(
+                "a single JSON value exceeds the {} MiB limit on one value",
+                MAX_VALUE >> 20
+            ),
+        }
+    }
+
+    /// Reads until the window holds at least `want` unread bytes or the input ends: false
+    /// when nothing more came. A value cut off by the window's end is parsed again after
+    /// this, so asking for twice what it had keeps the work linear in the value's length.
+    fn fill_to(&mut self, want: usize) -> Result<bool, FeedError> {
+        let mut any = false;
+        while self.end - self.pos < want {
+            if !self.fill()? {
+                return Ok(any);
+            }
+            any = true;
+        }
+        Ok(any)
+    }
+
     /// The next non-whitespace byte, not consumed; None at the end of the stream.
     pub fn peek(&mut self) -> Result<Option<u8>, FeedError> {
         loop {
@@ -275,6 +318,16 @@ impl<R: Read, S> Feed<R, S> {
             if !self.fill()? {
                 return Ok(None);
             }
+        }
+    }
+
+    /// The end of a whole document (after [`Feed::peek`] found no more input): an error
+    /// when the input was cut, though the cut fell after the document's last byte (a `.gz`
+    /// whose compressed data or trailer is missing cannot be trusted).
+    pub fn end(&mut self) -> Result<(), FeedError> {
+        match self.cut.take() {
+            Some(e) => Err(FeedError::Io(e)),
+            None => Ok(()),
         }
     }
 
@@ -323,6 +376,12 @@ impl<R: Read, S> Feed<R, S> {
                 Ok(None) => {}
                 Err(e) if e.is_eof() => {}
                 Err(e) if e.is_io() => return Err(FeedError::Io(e.into())),
+                // An error at the window's last byte may be a value cut there (serde_json
+                // calls `-`, `1.` or `1e` an invalid number, not an early end): read on.
+                Err(e)
+                    if !self.eof
+                        && line_col_offset(slice, e.line(), e.column()) + 1
+                            >= slice.len() as u64 => {}
                 Err(e) => {
                     let rel = line_col_offset(slice, e.line(), e.column());
                     let line = self.lines
@@ -341,7 +400,8 @@ impl<R: Read, S> Feed<R, S> {
                     });
                 }
             }
-            if !self.fill()? {
+            let had = self.end - self.pos;
+            if !self.fill_to(had.saturating_mul(2).max(had + 1))? {
                 return Err(FeedError::Eof {
                     offset: (self.base + self.end as i64) as u64,
                 });

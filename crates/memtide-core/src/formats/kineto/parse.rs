@@ -207,12 +207,13 @@ fn scan_with<R: std::io::Read>(
     // The Chrome trace "JSON array format": the events alone, without the wrapping object.
     if feed.peek()? == Some(b'[') {
         c.saw_trace_events = true;
-        return events(feed, c, fast);
+        events(feed, c, fast)?;
+        return end_of_trace(feed);
     }
     feed.expect(b'{', "'{' (a Kineto trace is one JSON object)")?;
     if feed.peek()? == Some(b'}') {
         feed.bump();
-        return Ok(());
+        return end_of_trace(feed);
     }
     loop {
         let key: String = feed.value()?;
@@ -242,9 +243,8 @@ fn scan_with<R: std::io::Read>(
                     .filter_map(|d| d.0)
                     .collect();
             }
-            _ => {
-                feed.value::<IgnoredAny>()?;
-            }
+            // Streamed past, not held: an unknown key's value may be of any size.
+            _ => feed.skip_value()?,
         }
         match feed.peek()? {
             Some(b',') => feed.bump(),
@@ -265,10 +265,15 @@ fn scan_with<R: std::io::Read>(
             }
         }
     }
+    end_of_trace(feed)
+}
+
+/// After the trace: nothing but whitespace, to the end of an input that was not cut.
+fn end_of_trace<R: std::io::Read>(feed: &mut Feed<R, Part>) -> Result<(), FeedError> {
     match feed.peek()? {
-        None => Ok(()),
+        None => feed.end(),
         Some(x) => Err(feed.error_here(format!(
-            "unexpected {:?} after the end of the trace object",
+            "unexpected {:?} after the end of the trace",
             char::from(x)
         ))),
     }
@@ -931,6 +936,17 @@ mod tests {
         c
     }
 
+    /// Gives its bytes `.1` at a time.
+    struct Pieces<'a>(&'a [u8], usize);
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let k = self.0.len().min(self.1).min(out.len());
+            out[..k].copy_from_slice(&self.0[..k]);
+            self.0 = &self.0[k..];
+            Ok(k)
+        }
+    }
+
     fn same(bytes: &[u8]) {
         let (a, b) = (collect(bytes, true), collect(bytes, false));
         assert_eq!(a.events_read, b.events_read);
@@ -964,6 +980,22 @@ mod tests {
             "unsorted.json",
         ] {
             same(&std::fs::read(format!("{dir}/{f}")).expect("fixture"));
+        }
+        // The same fed in pieces of a few sizes: a value (a number such as `12.`, `-`, `1e`)
+        // cut by the window's end is read again with more input, never an error.
+        let small: &[u8] = br#"{"traceEvents":[{"ph":"i","name":"[memory]","ts":-12.5e1,"tid":7,"args":{"Bytes":4,"Addr":1,"Total Allocated":4.0,"extra":[-1.5e3,2.5]}},{"ph":"X","cat":"cpu_op","name":"a","ts":1.25,"dur":2E-1,"tid":7}]}"#;
+        for (doc, pieces) in [(&real[..], &[7, 4093][..]), (small, &[1, 2, 3, 5][..])] {
+            for fast in [true, false] {
+                let want = collect(doc, fast);
+                for &piece in pieces {
+                    let mut feed = Feed::new(Pieces(doc, piece), Progress::new());
+                    let mut c = Collected::new();
+                    scan_with(&mut feed, &mut c, fast).expect("parses in pieces");
+                    assert_eq!(c.events_read, want.events_read, "pieces of {piece}");
+                    assert_eq!(format!("{:?}", c.mem), format!("{:?}", want.mem));
+                    assert_eq!(format!("{:?}", c.spans), format!("{:?}", want.spans));
+                }
+            }
         }
         // Escapes, string tids and numbers, odd spacing, nested args.
         same(br#"{"traceEvents":[ {"ph":"X","cat":"cpu_op","name":"a\"b\u00e9","ts":1,"dur":2,"tid":"7"},

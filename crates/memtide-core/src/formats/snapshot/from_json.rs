@@ -447,11 +447,7 @@ impl Ctx {
     fn entry(&mut self, e: EntryIn) -> Result<u32, String> {
         let action = Action::parse(&e.action);
         if action == Action::Unknown {
-            *self
-                .raw
-                .unknown_actions
-                .entry(e.action.into_owned())
-                .or_insert(0) += 1;
+            super::raw::count_unknown_action(&mut self.raw.unknown_actions, &e.action);
         }
         let stack = match e.stack {
             StackIn::None => StackId(0),
@@ -950,7 +946,7 @@ fn scan<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fe
         }
     }
     match feed.peek()? {
-        None => Ok(()),
+        None => feed.end(),
         Some(c) => Err(feed.error_here(format!(
             "unexpected {:?} after the end of the snapshot",
             char::from(c)
@@ -1023,9 +1019,8 @@ fn top<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fee
                     });
                 }
             }
-            _ => {
-                feed.value::<IgnoredAny>()?;
-            }
+            // Streamed past, not held: an unknown key's value may be of any size.
+            _ => feed.skip_value()?,
         }
         more = next_or_close(feed, b'}', "after a top-level value")?;
     }

@@ -409,10 +409,7 @@ impl Conv {
             Val::Str(s) => match k.actions.iter().find(|(n, _)| *n == s) {
                 Some(&(_, x)) => x,
                 None => {
-                    *self
-                        .unknown_actions
-                        .entry(a.str(s).to_string())
-                        .or_insert(0) += 1;
+                    super::raw::count_unknown_action(&mut self.unknown_actions, a.str(s));
                     Action::Unknown
                 }
             },

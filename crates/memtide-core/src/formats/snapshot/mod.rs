@@ -191,17 +191,12 @@ pub fn decode(
 }
 
 /// The unpickler stops at STOP, before the gzip trailer: read on to the end of the stream
-/// (at most 64 KiB more) so a bad CRC or a cut trailer is an error, not silently accepted.
-/// Data beyond that is not looked at (pickle ignores what follows STOP).
+/// (streamed, nothing kept) so that a bad CRC, a cut trailer or trailing garbage is an error
+/// naming its offset in the file, not silently accepted.
 fn check_gzip_end<R: std::io::Read>(r: &mut R) -> Result<(), FormatError> {
-    let mut rest = std::io::Read::take(r, 64 * 1024);
-    std::io::copy(&mut rest, &mut std::io::sink())
+    std::io::copy(r, &mut std::io::sink())
         .map(|_| ())
-        .map_err(|e| {
-            FormatError::Invalid(format!(
-                "the gzip stream is damaged after the pickle (bad CRC or a cut end): {e}"
-            ))
-        })
+        .map_err(super::source::io_or_cancel)
 }
 
 /// Refuses sizes that are negative in the file (both readers keep them as 64-bit two's

@@ -125,6 +125,43 @@ pub struct Annotation {
     pub time_us: i64,
 }
 
+/// Counts one entry of the unknown action `action` in `table`, keyed by its text within
+/// [`UNKNOWN_ACTION_CAP`] bytes (a longer one its head and `… (N bytes)`, see
+/// [`crate::clip`]): a long action shared by many entries is never copied whole and costs
+/// one key, and the warning naming ten of them stays within one field's cap.
+pub fn count_unknown_action(table: &mut BTreeMap<String, u64>, action: &str) {
+    let key = crate::clip::clip_to(action, UNKNOWN_ACTION_CAP);
+    match table.get_mut(key.as_ref()) {
+        Some(n) => *n += 1,
+        None => {
+            table.insert(key.into_owned(), 1);
+        }
+    }
+}
+
+/// The most bytes of an unknown action's name the table keeps.
+pub const UNKNOWN_ACTION_CAP: usize = 80;
+
+/// Unknown actions a warning names, at most (the rest are counted).
+pub const UNKNOWN_ACTIONS_NAMED: usize = 10;
+
+/// `a ×3, b ×1` for the first [`UNKNOWN_ACTIONS_NAMED`] actions of `table`, then
+/// `and N other actions` when there are more.
+pub fn unknown_actions_text(table: &BTreeMap<String, u64>) -> String {
+    let mut names: Vec<String> = table
+        .iter()
+        .take(UNKNOWN_ACTIONS_NAMED)
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect();
+    if table.len() > UNKNOWN_ACTIONS_NAMED {
+        names.push(format!(
+            "and {} other actions",
+            table.len() - UNKNOWN_ACTIONS_NAMED
+        ));
+    }
+    names.join(", ")
+}
+
 /// The whole decoded snapshot.
 #[derive(Debug, Default)]
 pub struct Raw {

@@ -709,16 +709,11 @@ impl<'r> Replay<'r> {
             ));
         }
         if unknown > 0 {
-            let names: Vec<String> = raw
-                .unknown_actions
-                .iter()
-                .map(|(k, v)| format!("{k} ×{v}"))
-                .collect();
             // Doubtful: an action this reader does not know may have allocated or freed
             // memory (a newer PyTorch), so the figures may miss it; `check` will not vouch.
             t.warn_doubtful(format!(
                 "{unknown} trace entries with unknown actions were ignored (file-wide: {}); if they allocated or freed memory the figures miss it",
-                names.join(", ")
+                super::raw::unknown_actions_text(&raw.unknown_actions)
             ));
         }
         if ooms > 0 {
