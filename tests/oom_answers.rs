@@ -594,3 +594,38 @@ fn a_message_that_disagrees_or_cannot_be_read_is_said_so() {
         "{err}"
     );
 }
+
+// ------------------------------------------------- issue 38: a history that starts late
+
+/// tests/fixtures/oom/truncated_history.pickle: a run recorded by tools/cca_model.py, cut as
+/// a 24-entry ring buffer cuts it. Its true peak (4096 MiB, before the recording) lies within
+/// the bounds; the recorded peak is the floor; a step is 12 entries.
+#[test]
+fn a_truncated_history_gets_bounds_that_contain_the_true_peak() {
+    let f = fixture("oom/truncated_history.pickle");
+    let t = truth("oom/truncated_history.truth.json");
+    let v = summary_json(&[f.to_str().unwrap()]);
+    let b = &v["history_bounds"];
+    let (lo, hi) = (
+        b["peak_at_least"].as_u64().unwrap(),
+        b["peak_at_most"].as_u64().unwrap(),
+    );
+    let true_peak = t["true_peak"].as_u64().unwrap();
+    assert!(
+        lo <= true_peak && true_peak <= hi,
+        "{lo} ≤ {true_peak} ≤ {hi}"
+    );
+    assert_eq!(b["peak_at_least"], t["recorded_peak"]);
+    assert_eq!(b["peak_at_most"], t["reserved_at_cut"]);
+    assert_eq!(b["events_per_step"], 12);
+    assert_eq!(b["max_entries_for_a_step"], 24);
+    assert_eq!(b["predating_blocks"], 1);
+    let s = String::from_utf8(memtide().arg("summary").arg(&f).output().unwrap().stdout).unwrap();
+    assert!(
+        s.contains("history bounds: the history starts after 1 block (1.000 GiB) was allocated: the run's peak was at least 2.000 GiB (recorded) and at most 4.000 GiB"),
+        "{s}"
+    );
+    // A history that reaches back to the start has none.
+    let v = summary_json(&[fixture("oom/oom_expandable_saves.pickle").to_str().unwrap()]);
+    assert!(v.get("history_bounds").is_none());
+}

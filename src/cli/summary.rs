@@ -178,6 +178,10 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             human_bytes(e.largest_free_block)
         );
     }
+    if let Some(b) = &s.history_bounds {
+        let _ = writeln!(o);
+        crate::report_line!(o, "history bounds: {}", b.text);
+    }
 }
 
 /// A time relative to the trace's first event (`+12.345 ms`), or the file's value.

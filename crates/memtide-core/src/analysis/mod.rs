@@ -1,6 +1,7 @@
 //! Analyses over an indexed trace: peaks, windows, live sets, timeline columns, the summary.
 //! No terminal code.
 
+pub mod bounds;
 pub mod columns;
 pub mod diff;
 pub mod frames;
