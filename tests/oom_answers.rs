@@ -629,3 +629,44 @@ fn a_truncated_history_gets_bounds_that_contain_the_true_peak() {
     let v = summary_json(&[fixture("oom/oom_expandable_saves.pickle").to_str().unwrap()]);
     assert!(v.get("history_bounds").is_none());
 }
+
+/// A capped run (`set_per_process_memory_fraction`) full of live tensors (32 × 128 MiB in a
+/// 4 GiB reserve): the driver had 10 GiB free, room for the 1 GiB segment, so the cap refused
+/// it; nothing in the reserve could hold 1 GiB: live_tensors, not fragmentation; whatif
+/// replays under the cap it implies (below 4 GiB + 1 GiB) and reproduces the OOM.
+#[test]
+fn a_capped_run_is_told_by_the_driver_s_room() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("capped.jsonl");
+    let mut lines = vec![r#"{"memtide":1,"device":"cuda:0","clock":"us"}"#.to_string()];
+    lines.push(format!(
+        r#"{{"t":1,"op":"reserve","id":100,"size":{}}}"#,
+        4 * GIB
+    ));
+    for i in 0..32u64 {
+        lines.push(format!(
+            r#"{{"t":{},"op":"alloc","id":{},"size":{},"cat":"activation"}}"#,
+            2 + i,
+            1 + i,
+            128 * MIB
+        ));
+    }
+    lines.push(format!(
+        r#"{{"t":50,"op":"oom","size":{},"free":{}}}"#,
+        GIB,
+        10 * GIB
+    ));
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let f = p.to_str().unwrap();
+    let v = summary_json(&[f]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "live_tensors", "{o}");
+    assert!(o["reasoning"]
+        .as_str()
+        .unwrap()
+        .starts_with("the driver had 10.00 GiB free, room for the new 1.000 GiB segment, so the allocator's own limit"));
+    let w = whatif_json(&[f]);
+    assert_eq!(w["ceiling"]["source"], "oom_cap");
+    assert_eq!(w["ceiling"]["bytes"], 5 * GIB - 1);
+    assert_eq!(w["runs"][0]["model_check"]["result"], "reproduced", "{w}");
+}

@@ -387,6 +387,9 @@ fn decide(
             "the recorded blocks contradict a plain OOM: the block may have been waiting on another stream's work (record_stream), barred by max_split_size_mb, or the snapshot's blocks are out of step with its trace; any verdict would be a guess".into(),
         );
     }
+    if dfree >= new_segment {
+        return capped(f, &req, reserved, free, dfree, new_segment, missing);
+    }
     if avail >= rounded {
         return stranded(f, &req, &sum, free, missing);
     }
@@ -512,6 +515,62 @@ fn stranded(
             )
         }
     }
+}
+
+/// The driver had room for the whole new segment, yet the allocator refused it: its own
+/// limit (`set_per_process_memory_fraction`) was reached, somewhere in [reserved, reserved +
+/// the segment). Only the free reserve could have served the request.
+fn capped(
+    f: &OomFacts,
+    req: &str,
+    reserved: u64,
+    free: u64,
+    dfree: u64,
+    new_segment: u64,
+    missing: &mut Vec<&'static str>,
+) -> Decision {
+    let cap = format!(
+        "the driver had {} free, room for the new {} segment, so the allocator's own limit (a memory fraction: set_per_process_memory_fraction) refused it, a cap between {} and {}",
+        human_bytes(dfree),
+        human_bytes(new_segment),
+        human_bytes(reserved),
+        human_bytes(reserved.saturating_add(new_segment))
+    );
+    if free >= rounded_of(f) {
+        let sum = format!("{} free in the reserve", human_bytes(free));
+        let mut d = stranded(f, req, &sum, free, missing);
+        d.reasoning = format!("{cap}; {}", d.reasoning);
+        return d;
+    }
+    let reasoning = format!(
+        "{cap}; {req} requested > {} free in the reserve: under that cap no release could serve it; {} live of {} reserved",
+        human_bytes(free),
+        shown(f.allocated),
+        human_bytes(reserved)
+    );
+    let mut d = live_tensors(
+        f,
+        reasoning,
+        req,
+        reserved,
+        free,
+        new_segment,
+        dfree,
+        missing,
+    );
+    if d.verdict == Verdict::LiveTensors {
+        d.advice = d.advice.replacen(
+            "the device is full of live tensors",
+            "the memory this process may use (its cap) is full of live tensors",
+            1,
+        );
+    }
+    d
+}
+
+/// The rounded request of `f` (0 when unknown: only called once it is known).
+fn rounded_of(f: &OomFacts) -> u64 {
+    f.requested.and_then(round_size).unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]

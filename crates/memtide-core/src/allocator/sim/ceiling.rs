@@ -7,6 +7,7 @@
 //! the memory outside the allocator (when known) is. Without either there is no ceiling: no
 //! setting can be said to fit or not.
 
+use crate::allocator::rounding::{allocation_size, round_size};
 use crate::index::Index;
 use crate::trace::{human_bytes, MarkKind, Trace};
 use serde::Serialize;
@@ -15,8 +16,10 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Ceiling {
     pub bytes: u64,
-    /// `oom_figures` (reserved + driver free at the file's OOM), `capacity` (a capacity less
-    /// the memory outside the allocator), or `given` (a figure passed in by code).
+    /// `oom_figures` (reserved + driver free at the file's OOM), `oom_cap` (the driver had room
+    /// for the segment refused there: the allocator's own cap, below reserved + that segment),
+    /// `capacity` (a capacity less the memory outside the allocator), or `given` (a figure
+    /// passed in by code).
     pub source: &'static str,
     /// The OOM (`#N` as shown) whose figures gave it.
     pub oom_event: Option<u64>,
@@ -64,6 +67,16 @@ pub fn oom_figures(trace: &Trace, index: &Index) -> Option<(u64, u64, u64, u64)>
             let reserved = index.reserved_at(trace, m.at).0;
             Some((m.at.0, trace.event_number(m.at), reserved, free))
         })
+}
+
+/// The segment (`get_allocation_size` of the rounded request) the file's first OOM with the
+/// driver's free bytes needed.
+fn segment_needed(trace: &Trace) -> Option<u64> {
+    let m = trace
+        .marks
+        .iter()
+        .find(|m| m.kind == MarkKind::Oom && m.free.is_some())?;
+    round_size(m.size?.0).and_then(allocation_size)
 }
 
 /// The ceiling of `trace`, with `given` the capacity a user passed for this run
@@ -123,6 +136,21 @@ pub fn derive(trace: &Trace, index: &Index, given: Option<u64>) -> Option<Ceilin
             human_bytes(held)
         ),
     };
+    // The driver had room for the whole segment the request needed, yet the allocator
+    // refused it: its own cap (a memory fraction) was below reserved + that segment.
+    if let Some(need) = segment_needed(trace).filter(|&n| free >= n) {
+        let cap = reserved.saturating_add(need - 1);
+        c.bytes = cap;
+        c.source = "oom_cap";
+        c.text = format!(
+            "{} = reserved {} + the {} segment the request needed − 1 B at the file's OOM (#{event}): the driver had {} free, room for it, so the allocator's own cap (a memory fraction) refused it; the cap lies below this",
+            human_bytes(cap),
+            human_bytes(reserved),
+            human_bytes(need),
+            human_bytes(free)
+        );
+        return Some(c);
+    }
     // The outside memory, from the file's own capacity when it has one.
     let file_outside = file_cap.and_then(|fc| fc.checked_sub(held));
     match (given, file_cap, file_outside) {
