@@ -35,7 +35,7 @@ fn truth(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
 }
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "index",
     "time_us",
     "device",
@@ -55,6 +55,7 @@ const KEYS: [&str; 20] = [
     "advice",
     "pinners",
     "fixes",
+    "savings",
     "fixes_ceiling",
 ];
 

@@ -411,6 +411,21 @@ fn the_sample_oom_gets_a_definite_verdict_without_a_capacity() {
         .iter()
         .all(|x| x["would_have_fit"] == false && x["oom_at"] == 80));
     assert!(o["pinners"].as_array().unwrap().is_empty());
+    // The estimates for live tensors: the 2 × 3 GiB saved at model.py:31 forward, and half
+    // of the 6.75 GiB of activations (3 + 3 GiB + 768 MiB + 512 B), against what the request
+    // lacked: 1024 MiB − (258 MiB − 512 B free in the reserve: the 512 B loss sits in a small
+    // segment) − 510 MiB = 256 MiB + 512 B.
+    let s = o["savings"].as_array().unwrap();
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!(
+        s[0]["change"],
+        "activation checkpointing of the tensors saved at model.py:31 forward"
+    );
+    assert_eq!(s[0]["saving"], 6 * GIB);
+    assert_eq!(s[0]["shortfall"], 256 * MIB + 512);
+    assert_eq!(s[0]["covers_shortfall"], true);
+    assert_eq!(s[1]["live_bytes"], 6 * GIB + 768 * MIB + 512);
+    assert_eq!(s[1]["saving"], (6 * GIB + 768 * MIB + 512) / 2);
 }
 
 /// A free block large enough for the request contradicts a plain OOM: `unknown`, never a

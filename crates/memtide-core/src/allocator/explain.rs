@@ -134,6 +134,9 @@ pub struct OomExplanation {
     /// The allocator settings replayed from the start of the history under the ceiling the
     /// run had, each with whether it would have fit.
     pub fixes: Vec<super::fixes::Fix>,
+    /// For `live_tensors`: the largest owners at the OOM and what reducing them would save
+    /// (estimates).
+    pub savings: Vec<super::fixes::Saving>,
     /// The ceiling the fixes were replayed under, in words (null: none known; the fixes
     /// then compare reserved peaks only).
     pub fixes_ceiling: Option<String>,
@@ -178,7 +181,7 @@ impl OomExplanation {
 impl OomExplanation {
     /// What follows the verdict in every report, labelled, in order: the reasoning, the
     /// advice, where the capacity came from, the pinners, the fixes checked by replay (and
-    /// their ceiling).
+    /// their ceiling), the estimated savings of reducing live tensors.
     pub fn details(&self) -> Vec<(&'static str, String)> {
         let mut v = vec![
             ("reasoning", self.reasoning.clone()),
@@ -204,6 +207,9 @@ impl OomExplanation {
         }
         for f in &self.fixes {
             v.push(("fix", f.text()));
+        }
+        for x in &self.savings {
+            v.push(("saving", x.text()));
         }
         v
     }
@@ -280,6 +286,7 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         advice,
         pinners: Vec::new(),
         fixes: Vec::new(),
+        savings: Vec::new(),
         fixes_ceiling: None,
     }
 }

@@ -9,6 +9,42 @@ use crate::index::Index;
 use crate::trace::{human_bytes, Trace};
 use serde::Serialize;
 
+/// For live tensors: what reducing them would save, an estimate (no replay: the program
+/// would change).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Saving {
+    /// The change (`activation checkpointing of model.py:31 forward`, `a microbatch halved`).
+    pub change: String,
+    /// Bytes live at the OOM that it concerns.
+    pub live_bytes: u64,
+    /// Bytes it would save at most there (an estimate).
+    pub saving: u64,
+    /// What the request lacked: request − free reserve − driver free (null when unknown).
+    pub shortfall: Option<u64>,
+    /// Whether that covers what the request lacked (request − free reserve − driver free);
+    /// null when that is unknown.
+    pub covers_shortfall: Option<bool>,
+}
+
+impl Saving {
+    /// One line: `estimate: a microbatch halved (…): saves up to 3.375 GiB of 6.750 GiB live;
+    /// would cover the 256.0 MiB the request lacked`.
+    pub fn text(&self) -> String {
+        let lacked = self.shortfall.map_or(String::new(), human_bytes);
+        let covers = match self.covers_shortfall {
+            Some(true) => format!("; would cover the {lacked} the request lacked"),
+            Some(false) => format!("; would not cover the {lacked} the request lacked alone"),
+            None => String::new(),
+        };
+        format!(
+            "estimate: {}: saves up to {} of {} live{covers}",
+            self.change,
+            human_bytes(self.saving),
+            human_bytes(self.live_bytes)
+        )
+    }
+}
+
 /// The settings tried, as `PYTORCH_CUDA_ALLOC_CONF` strings.
 pub const SETTINGS: [&str; 4] = [
     "expandable_segments:True",

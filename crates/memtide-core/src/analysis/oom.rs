@@ -7,11 +7,12 @@
 use super::frames::{parse_frame, FrameView};
 use super::live::entry_in;
 use super::trend::Trend;
+use crate::allocator::fixes::Saving;
 use crate::allocator::pinners::{pinners, Pinner};
 use crate::allocator::rounding::block_extent;
 use crate::allocator::{explain, fixes, History, OomExplanation, OomFacts, Op, PoolFacts, Verdict};
 use crate::index::Index;
-use crate::trace::{human_bytes, AllocId, MarkKind, Seq, Trace, FLAG_FROM_START};
+use crate::trace::{human_bytes, AllocId, Band, MarkKind, Seq, Trace, FLAG_FROM_START};
 
 /// How many live allocations the advice names.
 const ADVICE_LIVE: usize = 3;
@@ -86,11 +87,71 @@ pub fn explain_ooms(
             if let (Verdict::Fragmentation, Some(s), Some(p)) = (x.verdict, state, &facts.pool) {
                 x.pinners = named(trace, index, at, pinners(s, &p.key));
             }
+            if x.verdict == Verdict::LiveTensors {
+                x.savings = savings(trace, index, at, &x);
+            }
             x.fixes = fixes.clone();
             x.fixes_ceiling = ceiling.clone();
             x
         })
         .collect()
+}
+
+/// How many owners the savings name.
+const SAVINGS_OWNERS: usize = 3;
+
+/// For live tensors: activation checkpointing of each of the largest activation owners at
+/// the OOM (grouped by what they are, those allocated in a `forward`), and a microbatch halved (half the activations), each
+/// against what the request lacked (request − free reserve − driver free). Estimates: the
+/// program would change, so nothing is replayed.
+fn savings(trace: &Trace, index: &Index, at: Seq, x: &OomExplanation) -> Vec<Saving> {
+    if !trace.identities_known() {
+        return Vec::new();
+    }
+    let lacked = match (x.rounded_bytes, x.free_in_reserve, x.device_free) {
+        (Some(r), Some(f), Some(d)) => Some(r.saturating_sub(f.saturating_add(d))),
+        _ => None,
+    };
+    let view = FrameView::new(trace, &Default::default());
+    let mut owners: Vec<(String, u64)> = Vec::new();
+    let mut activations = 0u64;
+    for id in index.live_at(trace, at) {
+        if trace.band(id) != Band::Activation {
+            continue;
+        }
+        let b = trace.size(id).0;
+        activations = activations.saturating_add(b);
+        let what = describe(trace, id, at, &view);
+        match owners.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, sum)) => *sum = sum.saturating_add(b),
+            None => owners.push((what, b)),
+        }
+    }
+    // A module's saved tensors: allocated in a forward; at least 1 MiB to be worth naming.
+    owners.retain(|(what, b)| what.ends_with(" forward") && *b >= 1 << 20);
+    owners.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let covers = |s: u64| lacked.map(|l| s >= l);
+    let mut out: Vec<Saving> = owners
+        .into_iter()
+        .take(SAVINGS_OWNERS)
+        .map(|(what, b)| Saving {
+            change: format!("activation checkpointing of the tensors saved at {what}"),
+            live_bytes: b,
+            saving: b,
+            shortfall: lacked,
+            covers_shortfall: covers(b),
+        })
+        .collect();
+    if activations > 0 {
+        out.push(Saving {
+            change: "a microbatch halved (activations scale with it)".into(),
+            live_bytes: activations,
+            saving: activations / 2,
+            shortfall: lacked,
+            covers_shortfall: covers(activations / 2),
+        });
+    }
+    out
 }
 
 /// The pinners with what they are and when they were allocated: the live storage at the
