@@ -138,10 +138,10 @@ pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, 
         oom,
         estimate,
         ceiling: ceiling.map(|c| {
-            let from = if c.source == "oom_figures" {
-                "reserved + driver free at the file's OOM"
-            } else {
-                "the capacity"
+            let from = match c.source {
+                "oom_figures" => "reserved + driver free at the file's OOM",
+                "oom_cap" => "the cap the file's OOM implies",
+                _ => "the capacity",
             };
             format!("{} ceiling ({from})", fmt::bytes(c.bytes))
         }),
