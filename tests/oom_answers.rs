@@ -685,3 +685,23 @@ fn a_capped_run_is_told_by_the_driver_s_room() {
     assert_eq!(w["ceiling"]["bytes"], 5 * GIB - 1);
     assert_eq!(w["runs"][0]["model_check"]["result"], "reproduced", "{w}");
 }
+
+/// The bundled Kineto trace records no driver free at its OOM (`unknown` alone); PyTorch's
+/// message supplies it, and the verdict follows: 1 GiB > 258 MiB free in the reserve
+/// (reserved − allocated) + 510 MiB.
+#[test]
+fn the_oom_message_completes_a_kineto_oom() {
+    let k = repo("sample-traces/cuda-oom.pt.trace.json.gz");
+    let k = k.to_str().unwrap();
+    assert_eq!(summary_json(&[k])["ooms"][0]["verdict"], "unknown");
+    let m = fixture("oom/cuda_oom_message.txt");
+    let v = summary_json(&[k, "--oom-message", m.to_str().unwrap()]);
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "live_tensors", "{o}");
+    assert_eq!(o["device_free"], 510 * MIB);
+    assert_eq!(o["capacity"], 16 * GIB);
+    assert!(o["capacity_source"]
+        .as_str()
+        .unwrap()
+        .ends_with("the driver free at the OOM, 510.00 MiB, from it too (the file records none)"));
+}

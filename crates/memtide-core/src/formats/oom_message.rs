@@ -340,7 +340,15 @@ pub fn apply(trace: &mut Trace, m: &OomMessage, name: &str) -> Vec<String> {
     let n = numbers.first().copied().unwrap_or(0);
     let off = |a: u64, b: &Printed| a.abs_diff(b.bytes) > b.precision;
     match k.free {
-        None => k.free = Some(Bytes(m.free.bytes)),
+        None => {
+            k.free = Some(Bytes(m.free.bytes));
+            if let Some(src) = &mut trace.capacity_source {
+                src.push_str(&format!(
+                    "; the driver free at the OOM, {}, from it too (the file records none)",
+                    m.free.text
+                ));
+            }
+        }
         Some(f) if off(f.0, &m.free) => notes.push(format!(
             "{name}: its driver free {} differs from the file's {} at the OOM #{n}: the message may be of another OOM",
             m.free.text,
