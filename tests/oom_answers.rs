@@ -705,3 +705,20 @@ fn the_oom_message_completes_a_kineto_oom() {
         .unwrap()
         .ends_with("the driver free at the OOM, 510.00 MiB, from it too (the file records none)"));
 }
+
+/// A whole job log with bytes that are not UTF-8 around the message is read.
+#[test]
+fn the_oom_message_may_sit_in_a_job_log_that_is_not_utf8() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("job.log");
+    let mut bytes = b"epoch 3 \xff\xfe progress\n".to_vec();
+    bytes.extend(std::fs::read(fixture("oom/cuda_oom_message.txt")).unwrap());
+    bytes.extend(b"\n\xc3 trailing\n");
+    std::fs::write(&p, bytes).unwrap();
+    let v = summary_json(&[
+        repo("sample-traces/cuda-oom.pickle").to_str().unwrap(),
+        "--oom-message",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(v["ooms"][0]["capacity"], 16 * GIB);
+}

@@ -35,16 +35,12 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         .as_deref()
         .map(super::flags::capacity)
         .transpose()?;
-    let oom_message = match &args.input.oom_message {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("--oom-message {}: cannot read it", p.display()))?;
-            let m = memtide_core::formats::oom_message::parse(&text)
-                .with_context(|| format!("--oom-message {}", p.display()))?;
-            Some((m, p.display().to_string()))
-        }
-        None => None,
-    };
+    let oom_message = args
+        .input
+        .oom_message
+        .as_deref()
+        .map(super::load::read_oom_message)
+        .transpose()?;
     // Bad settings fail before a long load, as `whatif`'s do.
     let whatif_conf = args
         .alloc_conf
