@@ -120,7 +120,7 @@ pub fn parse(text: &str) -> Result<OomMessage, OomMessageError> {
         return old_wording(c, tried);
     }
     c.lit(". GPU ")?;
-    let gpu = c.int()? as u32;
+    let gpu = c.gpu()?;
     let wording = if c.opt(" has a total capacty of ") {
         "2.1"
     } else {
@@ -184,7 +184,7 @@ pub fn parse(text: &str) -> Result<OomMessage, OomMessageError> {
 /// `(GPU N; S total capacity; S already allocated; S free; [S allowed; ]S reserved in total
 /// by PyTorch)`, after `Tried to allocate S`.
 fn old_wording(mut c: Cursor<'_>, tried: Printed) -> Result<OomMessage, OomMessageError> {
-    let gpu = c.int()? as u32;
+    let gpu = c.gpu()?;
     c.lit("; ")?;
     let capacity = c.size()?;
     c.lit(" total capacity; ")?;
@@ -262,6 +262,16 @@ impl Cursor<'_> {
             }
             None => self.fail("a whole number"),
         }
+    }
+
+    /// A device ordinal (fits 32 bits).
+    fn gpu(&mut self) -> Result<u32, OomMessageError> {
+        let at = self.at;
+        let n = self.int()?;
+        u32::try_from(n).or_else(|_| {
+            self.at = at;
+            self.fail("a device number below 2^32")
+        })
     }
 
     fn peek_size(&self) -> bool {
@@ -403,5 +413,7 @@ mod tests {
         assert!(e.expected.contains("GPU"), "{e}");
         assert!(parse("no message here").is_err());
         assert!(parse("Tried to allocate 99999999999999999999.00 GiB. GPU 0").is_err());
+        let e = parse("Tried to allocate 1.00 GiB. GPU 4294967296 has").unwrap_err();
+        assert!(e.expected.contains("device number"), "{e}");
     }
 }
