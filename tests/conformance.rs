@@ -62,7 +62,9 @@ fn repository_traces_agree_with_the_replay() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("total: 22 files, 22 agree"),
+        // 22, and the 17 traces of tests/data/gpu-h200 (12 training and 2 OOM snapshots, a
+        // Kineto trace, 2 ranks): real GPU files, where the replay counts blocks as PyTorch does.
+        Some("total: 39 files, 39 agree"),
         "{stdout}"
     );
     // Truth files, categories sidecars and other non-trace JSON: one count line, not a list.
@@ -72,11 +74,16 @@ fn repository_traces_agree_with_the_replay() {
         .collect();
     assert_eq!(
         skipped,
-        ["skipped 21 other JSON files (not traces; --verbose lists them)"],
+        // tests/data/gpu-h200 adds cases.json and the 6 files of cases.d/.
+        ["skipped 28 other JSON files (not traces; --verbose lists them)"],
         "{stdout}"
     );
     let r = rows(&stdout);
-    assert_eq!(r.len(), 30, "one row per file and device:\n{stdout}");
+    assert_eq!(
+        r.len(),
+        48,
+        "one row per file and device (30, and 18 for gpu-h200: its Kineto trace has cpu and cuda:0):\n{stdout}"
+    );
     assert!(r.values().all(|c| c.last().is_some_and(|v| v == "agree")));
     for (file, dev) in [
         ("tests/fixtures/snapshot/no_history.pickle", "cuda:1"),
@@ -171,7 +178,7 @@ fn a_wrong_figure_is_a_disagreement() {
     };
     // A "memtide" whose peak is 1 byte off and whose only window ends before it starts.
     fake_summary(
-        r#"{"device": "cuda:0", "events": 126, "peak": {"bytes": 52045781, "index": 94, "at": "event"}, "final_bytes": 29494525, "reserved_peak": 148897792, "windows": [{"name": "w", "first_index": 9, "last_index": 3, "peak_index": 5, "peak_bytes": 1}]}"#,
+        r#"{"device": "cuda:0", "events": 126, "peak": {"bytes": 52050945, "index": 94, "at": "event"}, "final_bytes": 29498880, "reserved_peak": 148897792, "windows": [{"name": "w", "first_index": 9, "last_index": 3, "peak_index": 5, "peak_bytes": 1}]}"#,
     );
     let out = conformance(&["tests/fixtures/snapshot/small.json"], &fake);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -187,7 +194,7 @@ fn a_wrong_figure_is_a_disagreement() {
     // Right figures, wrong instant: late_start's peak is the initial state, not event #0, and
     // it has 129 events, not 128.
     fake_summary(
-        r#"{"device": "cuda:0", "events": 128, "peak": {"bytes": 50331748, "index": 0, "at": "event"}, "final_bytes": 32531354, "reserved_peak": 205520896, "windows": []}"#,
+        r#"{"device": "cuda:0", "events": 128, "peak": {"bytes": 50332160, "index": 0, "at": "event"}, "final_bytes": 32534528, "reserved_peak": 205520896, "windows": []}"#,
     );
     let out = conformance(&["tests/fixtures/snapshot/late_start.pickle"], &fake);
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -20,7 +20,7 @@ fn mutated_fixtures_never_panic_or_hang() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let cases: Vec<u64> = [50, 50, 300, 1000, 300, 1000, 1000]
+    let cases: Vec<u64> = [50, 50, 300, 1000, 300, 1000, 1000, 1000]
         .iter()
         .map(|c| c * scale)
         .collect();

@@ -35,7 +35,7 @@ fn truth(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
 }
 
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 22] = [
     "index",
     "time_us",
     "device",
@@ -50,6 +50,7 @@ const KEYS: [&str; 21] = [
     "capacity",
     "capacity_source",
     "outside_allocator",
+    "outside_by_source",
     "verdict",
     "reasoning",
     "advice",

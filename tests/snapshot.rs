@@ -1,5 +1,6 @@
 //! PyTorch snapshot reader against independent ground truth: the real-run baseline's (tests/data)
-//! `baseline.truth.json` (computed from the file by PyTorch-side tooling) and the fixtures'
+//! `baseline.truth.json` (computed from the file by PyTorch-side tooling; block sizes by
+//! `scripts/conformance --replay`, equal to the emulator's own) and the fixtures'
 //! `.truth.json` (brute-force replay in `tools/gen_snapshots.py`).
 #![allow(clippy::unwrap_used)]
 
@@ -48,10 +49,33 @@ fn baseline_matches_truth() {
     assert_eq!(s.device, "cuda:0");
     assert_eq!(s.events, truth["entries"].as_u64().unwrap());
     let p = s.peak.as_ref().expect("peak");
-    assert_eq!(p.bytes, truth["peak_allocated_bytes"].as_u64().unwrap());
-    // MemoryViz-style (unmatched frees and ghosts live from the start) coincides here.
-    assert_eq!(p.bytes, truth["peak_with_initial_bytes"].as_u64().unwrap());
+    // Blocks as memory_allocated() counts them: the independent replay's figure, which is
+    // also the allocator emulation's own (it made the file).
+    let blocks = &truth["block_sizes"];
+    assert_eq!(p.bytes, blocks["peak_allocated_bytes"].as_u64().unwrap());
+    assert_eq!(
+        p.bytes,
+        truth["generator_stats"]["emulator_peak_allocated_bytes_blocks"]
+            .as_u64()
+            .unwrap()
+    );
+    assert_eq!(p.index, blocks["peak_index"].as_u64().unwrap());
     assert_eq!(p.index, truth["peak_index"].as_u64().unwrap());
+    // The requests stay visible: at that instant they sum to the requested-bytes peak.
+    let loaded = memtide_core::load::load(
+        &data("snapshot-baseline/baseline.pickle"),
+        &LoadOptions::default(),
+        &Progress::new(),
+    )
+    .unwrap();
+    let t = &loaded.traces[0];
+    let live = Index::build(t).live_at(t, memtide_core::trace::Seq(p.index));
+    assert_eq!(live.len(), p.live_count);
+    let requested: u64 = live
+        .iter()
+        .map(|&id| t.requested_size(id).unwrap_or(t.size(id)).0)
+        .sum();
+    assert_eq!(requested, truth["peak_allocated_bytes"].as_u64().unwrap());
     assert_eq!(
         p.time_us.map(|t| t as u64),
         truth["peak_time_us"].as_u64(),
@@ -63,7 +87,7 @@ fn baseline_matches_truth() {
     );
     assert_eq!(
         s.final_bytes,
-        truth["final_allocated_bytes"].as_u64().unwrap()
+        blocks["final_allocated_bytes"].as_u64().unwrap()
     );
     assert_eq!(s.reserved_peak, truth["peak_reserved_bytes"].as_u64());
     assert_eq!(
@@ -553,14 +577,17 @@ fn hand_computed_expandable_segments() {
                 {"size": 3 * MIB, "requested_size": 0, "state": "inactive", "frames": []}]}],
         "device_traces": [[
             // reserved: final 4 MiB - net (8 - 4) MiB = 0 before the first event
+            // blocks: the unmatched free's 300 B rounds to 512 B, live from the start
             {"action": "segment_map", "addr": 0x100000, "size": 8 * MIB, "time_us": 10},   // 0: reserved 8 MiB
+            // still allocated at the dump: the final segments give its block, 1 MiB
             {"action": "alloc", "addr": 0x100000, "size": 1_000_000, "time_us": 11,
              "frames": [{"filename": "/w/train.py", "line": 3, "name": "forward"},
-                        {"filename": "??", "line": 0, "name": "aten::empty"}]},             // 1: 1,000,300
+                        {"filename": "??", "line": 0, "name": "aten::empty"}]},             // 1: 1,049,088
             {"action": "segment_unmap", "addr": 0x500000, "size": 4 * MIB, "time_us": 12}, // 2: reserved 4 MiB
-            {"action": "alloc", "addr": 0x200000, "size": 2_000_000, "time_us": 13},        // 3: 3,000,300 (peak)
-            {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,000,300
-            {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,000,000
+            // 2,000,000 B rounds to 2,000,384 (3,907 × 512); expandable: split, not whole
+            {"action": "alloc", "addr": 0x200000, "size": 2_000_000, "time_us": 13},        // 3: 3,049,472 (peak)
+            {"action": "free_completed", "addr": 0x200000, "size": 2_000_000, "time_us": 14}, // 4: 1,049,088
+            {"action": "free_completed", "addr": 0x900000, "size": 300, "time_us": 15},     // 5: unmatched: 1,048,576
             {"action": "oom", "size": 5, "device_free": 7, "time_us": 16},                  // 6
             {"action": "user_defined", "addr": 0, "size": 0, "time_us": 17}                 // 7: a mark
         ]]
@@ -574,16 +601,26 @@ fn hand_computed_expandable_segments() {
     let s = Summary::build(t, &ix);
     let p = s.peak.as_ref().unwrap();
     assert_eq!(s.events, 8);
-    assert_eq!((p.bytes, p.index), (3_000_300, 3));
+    assert_eq!((p.bytes, p.index), (3_049_472, 3));
     assert_eq!(p.time_us, Some(13.0));
-    assert_eq!(s.final_bytes, 1_000_000);
+    assert_eq!(s.final_bytes, MIB);
+    // Each block keeps what was asked for.
+    let asked: Vec<(u64, u64)> = p
+        .live
+        .iter()
+        .map(|l| (l.bytes.0, l.requested.map_or(0, |r| r.0)))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![(2_000_384, 2_000_000), (MIB, 1_000_000), (512, 300)]
+    );
     assert_eq!(s.unmatched_frees, 1);
     assert_eq!(s.reserved_peak, Some(8 * MIB));
     assert_eq!(s.reserved_peak_index, Some(0));
     assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(2)).0, 4 * MIB);
     assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(7)).0, 4 * MIB);
     // the total before event 0 includes the unmatched free (live from the start)
-    assert_eq!(ix.total(memtide_core::trace::Seq(0)).0, 300);
+    assert_eq!(ix.total(memtide_core::trace::Seq(0)).0, 512);
     let oom = t
         .marks
         .iter()
@@ -658,7 +695,13 @@ fn cli_summary_and_check_on_new_shapes() {
             .unwrap();
         assert!(out.status.success(), "{f}: {out:?}");
         let j: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(j["peak"]["bytes"], 13_654_741, "{f}");
+        // Σ block sizes of the dump (the generator's truth; 13,654,741 B requested).
+        let truth = read_json(&fixture(&format!(
+            "{}.truth.json",
+            f.split('.').next().unwrap()
+        )));
+        assert_eq!(j["peak"]["bytes"], truth["devices"]["cuda:0"]["peak_bytes"]);
+        assert_eq!(j["peak"]["bytes"], 13_657_600, "{f}");
         assert_eq!(j["reserved_peak"], 106_954_752, "{f}");
         let code = |limit: &str| {
             Command::new(env!("CARGO_BIN_EXE_memtide"))

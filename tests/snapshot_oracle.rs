@@ -1,5 +1,7 @@
 //! Property tests: the snapshot reader + index + peak against a brute-force oracle written
-//! from the rules (MemoryViz matching; the initial state is the first peak candidate;
+//! from the rules (MemoryViz matching; blocks at the size `memory_allocated()` counts: every
+//! request here is below 1 MiB, so rounded up to 512 B, and a block known only from the dump
+//! at its final `size`; the initial state is the first peak candidate;
 //! reserved = mapped pages, counted one by one on a page bitmap, with the initial pages
 //! solved by undoing the trace's segment events from the final segments).
 #![allow(clippy::unwrap_used)]
@@ -65,6 +67,11 @@ struct Truth {
     reserved_at: Option<usize>,
 }
 
+/// PyTorch's `round_size` for requests of the small pool: 512 B steps, at least 512 B.
+fn round512(n: u64) -> u64 {
+    n.max(1).div_ceil(512) * 512
+}
+
 fn oracle(ops: &[Op], segs: &[(u64, u64, u64)]) -> Truth {
     // Allocations: (from_start, start, end, size)
     let mut iv: Vec<(bool, usize, Option<usize>, u64)> = Vec::new();
@@ -73,19 +80,19 @@ fn oracle(ops: &[Op], segs: &[(u64, u64, u64)]) -> Truth {
         match *o {
             Op::Alloc { slot, size } => {
                 live.insert(slot, iv.len());
-                iv.push((false, i, None, size));
+                iv.push((false, i, None, round512(size)));
             }
             Op::Free { slot, size } => match live.remove(&slot) {
                 Some(k) => iv[k].2 = Some(i),
-                None => iv.push((true, 0, Some(i), size)),
+                None => iv.push((true, 0, Some(i), round512(size))),
             },
             _ => {}
         }
     }
-    // Ghosts never collide with the heap slots.
+    // Ghosts never collide with the heap slots; `doc` gives each a 4096 B block.
     for &(_, _, b) in segs {
         if b > 0 {
-            iv.push((true, 0, None, b));
+            iv.push((true, 0, None, 4096));
         }
     }
     let total = |p: Option<usize>| -> u64 {

@@ -10,7 +10,9 @@ as `DeviceCachingAllocator::malloc` records it (`device_free` = what the driver 
 (blocks tiling each segment, free gaps as `inactive` blocks), `device_traces`,
 `allocator_settings`. Beside each `.pickle` a `.truth.json` holds the figures computed here,
 from this script's own state (not by memtide): the OOM's request, driver free, allocated (sum
-of the live allocations' requested sizes, the timeline's figure), reserved, free in the
+of the live allocations' block sizes — each request rounded to 512 B, as
+`memory_allocated()` counts it and the timeline shows it; no scenario leaves a remainder
+that PyTorch's `should_split` would keep with a block), reserved, free in the
 reserve, the largest free block of the pool the request needs, the memory outside the
 allocator for the capacity the test passes, the verdict a person gives, and
 `allocator_at_end` computed from the dumped `segments`.
@@ -153,7 +155,7 @@ def truth(sim, idx, requested, verdict, doc):
             "rounded_bytes": rounded,
             "pool": kind,
             "device_free": sim.device_free(),
-            "allocated": sum(req for _, req in sim.blocks.values()),
+            "allocated": sum(size for size, _ in sim.blocks.values()),
             "reserved": sim.reserved(),
             "free_in_reserve": at_end(snap["segments"])["free_in_reserve"],
             "largest_free_block": largest,

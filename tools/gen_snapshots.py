@@ -13,10 +13,23 @@ Usage:
   tools/gen_snapshots.py --big /tmp/big.json --entries 12000     # the same as JSON (~60 MB)
 
 MemoryViz convention used by the truth replay (every trace entry is one position):
-  alloc opens a block (size = entry 'size'); free_completed closes the block at that addr;
+  alloc opens a block; free_completed closes the block at that addr;
   a free_completed with no open block is an unmatched free: live from before position 0
   until (excluding) its own position; active_allocated blocks in `segments` whose address
-  is not open at the end are ghosts, live at every position (size = requested_size).
+  is not open at the end are ghosts, live at every position.
+  A block counts its block size, what torch.cuda.memory_allocated() counts (pinned host
+  memory counts the entry's 'size'): an alloc entry's 'size' is the request (orig_size in
+  PyTorch's record_trace(TraceEntry::ALLOC, ...)); allocated_bytes grows by block->size
+  (alloc_found_block, c10/cuda/CUDACachingAllocator.cpp). block = round_size(size) (512 B
+  steps, min 512 B; roundup_power2_divisions from allocator_settings), except that a
+  large-pool request (rounded > 1 MiB) with expandable_segments off, in a segment not
+  mapped by segment_map / not is_expandable, whose address starts a free run (the
+  segment's start or the end of a live block) of `run` bytes (to the next live block or the
+  segment's end) gets the whole run when should_split refuses (run - rounded <= 1 MiB, or
+  rounded >= max_split_size). Segments: the final ones (boundaries kept) with the trace's
+  segment events undone, then replayed. An alloc still open at the end whose address holds
+  an active final block of the same requested_size: that block's size. Ghosts: their
+  block's size; unmatched frees: round_size(size).
   bytes(p) = sum of sizes live after applying entry p; the initial state (p = -1: before
   the first entry, everything live from the start) is a candidate too and comes first;
   peak = max, at the first instant reaching it ("start" or the entry index).
@@ -26,7 +39,8 @@ MemoryViz convention used by the truth replay (every trace entry is one position
   segment_alloc/map adds its range and segment_free/unmap removes whatever it overlaps;
   reserved_peak = max(initial, running), first instant reaching it.
   A device without history (no entries) is one instant, the dump: entry #0, where its
-  active_allocated blocks (requested_size) and its segments appear.
+  active_allocated blocks (their block size; host memory: requested_size) and its
+  segments appear.
 """
 import argparse
 import gzip
@@ -326,12 +340,105 @@ def measure(ivs):
     return sum(e_ - s_ for s_, e_ in ivs)
 
 
-def truth_device(trace, segments, device=None):
-    """One device. `device` None: every segment belongs (host memory)."""
+def round_size(n, settings):
+    """PyTorch's round_size (with roundup_power2_divisions when the settings give any)."""
+    if n < 512:
+        return 512
+    table = [0] * 16
+    for k, v in (settings.get("roundup_power2_divisions") or {}).items():
+        mb = int(k)
+        if mb > 0 and mb & (mb - 1) == 0:
+            table[min(mb.bit_length() - 1, 15)] = int(v)
+    div = table[min(max(n.bit_length() - 21, 0), 15)]
+    if div > 1 and n > 512 * div and n & (n - 1):
+        floor = 1 << (n.bit_length() - 1)
+        step = floor >> (div.bit_length() - 1)
+        return floor * 2 if step == 0 else -(-n // step) * step
+    return -(-n // 512) * 512
+
+
+def seg_cut(segs, a, b):
+    """Segments [start, end, expandable] minus [a, b), boundaries kept."""
+    out = []
+    for s_, e_, x in segs:
+        if e_ <= a or s_ >= b:
+            out.append((s_, e_, x))
+        else:
+            out += [(s_, a, x)] * (s_ < a) + [(b, e_, x)] * (e_ > b)
+    return out
+
+
+def seg_put(segs, a, b, x):
+    """Segments plus the uncovered parts of [a, b), each its own segment."""
+    out = list(segs)
+    for s_, e_, _ in sorted(t for t in segs if t[0] < b and t[1] > a):
+        if s_ > a:
+            out.append((a, s_, x))
+        a = max(a, e_)
+    if a < b:
+        out.append((a, b, x))
+    return out
+
+
+def block_sizes(trace, segments, intervals, settings):
+    """Sets each interval's size (index 2) to its block size, brute force: every alloc looks
+    at the segments and live blocks just before its position."""
+    max_split = settings.get("max_split_size", -1)
+    max_split = 1 << 64 if max_split is None or max_split < 0 else max_split
+    segs = [(t["address"], t["address"] + t["total_size"], bool(t.get("is_expandable")))
+            for t in segments]
+    for e in reversed(trace):
+        a, b = e.get("addr", 0), e.get("addr", 0) + e.get("size", 0)
+        if e["action"] in ("segment_alloc", "segment_map"):
+            segs = seg_cut(segs, a, b)
+        elif e["action"] in ("segment_free", "segment_unmap"):
+            segs = seg_put(segs, a, b, e["action"] == "segment_unmap")
+    segs_at = []  # segments just before each position
+    for e in trace:
+        segs_at.append(segs)
+        a, b = e.get("addr", 0), e.get("addr", 0) + e.get("size", 0)
+        if e["action"] in ("segment_alloc", "segment_map"):
+            segs = seg_put(segs, a, b, e["action"] == "segment_map")
+        elif e["action"] in ("segment_free", "segment_unmap"):
+            segs = seg_cut(segs, a, b)
+    finals = {}
+    for t in segments:
+        addr = t["address"]
+        for b in t["blocks"]:
+            if b["state"] in ("active_allocated", "active_pending_free"):
+                finals[addr] = (b["requested_size"], b["size"])
+            addr += b["size"]
+    for iv in intervals:
+        if iv[3] and iv[1] is not None:  # unmatched free: only its request is known
+            iv[2] = round_size(iv[2], settings)
+    for iv in sorted((iv for iv in intervals if not iv[3]), key=lambda iv: iv[0]):
+        p, req, addr = iv[0], iv[2], iv[5]
+        rounded = round_size(req, settings)
+        iv[2] = rounded
+        if iv[1] is None and finals.get(addr, (None,))[0] == req:
+            iv[2] = finals[addr][1]
+            continue
+        if rounded <= MB or settings.get("expandable_segments") is True:
+            continue
+        live = [(o[5], o[2]) for o in intervals if o is not iv and (o[3] or o[0] < p)
+                and (o[1] is None or o[1] > p)]
+        home = [t for t in segs_at[p] if t[0] <= addr < t[1]]
+        if not home or home[0][2] or any(a <= addr < a + n for a, n in live):
+            continue
+        if addr != home[0][0] and not any(a + n == addr for a, n in live):
+            continue
+        run = min([a for a, _ in live if addr < a < home[0][1]] + [home[0][1]]) - addr
+        if run >= rounded and not (rounded < max_split and run - rounded > MB):
+            iv[2] = run
+
+
+def truth_device(trace, segments, device=None, settings=None):
+    """One device. `device` None: every segment belongs (host memory), counted at the
+    entries' sizes; else `settings` are the snapshot's allocator_settings."""
     segments = [s for s in segments if device is None or s["device"] == device]
     history_less = len(trace) == 0
     n = len(trace) if not history_less else 1  # no history: one instant, the dump (#0)
-    intervals = []  # [start, end, size, from_start, frames]
+    intervals = []  # [start, end, size, from_start, frames, addr]
     live = {}
     unmatched = 0
     for i, e in enumerate(trace):
@@ -340,12 +447,12 @@ def truth_device(trace, segments, device=None):
             if e["addr"] in live:
                 pass  # MemoryViz keeps the earlier element live
             live[e["addr"]] = len(intervals)
-            intervals.append([i, None, e["size"], False, e.get("frames", [])])
+            intervals.append([i, None, e["size"], False, e.get("frames", []), e["addr"]])
         elif act == "free_completed":
             k = live.pop(e["addr"], None)
             if k is None:
                 unmatched += 1
-                intervals.append([-1, i, e["size"], True, e.get("frames", [])])
+                intervals.append([-1, i, e["size"], True, e.get("frames", []), e["addr"]])
             else:
                 intervals[k][1] = i
     ghosts = 0
@@ -354,10 +461,13 @@ def truth_device(trace, segments, device=None):
         for b in s["blocks"]:
             if b["state"] == "active_allocated" and addr not in live:
                 # without history the blocks appear at the dump (#0), else before the start
-                intervals.append([0 if history_less else -1, None, b["requested_size"],
-                                  not history_less, b.get("frames", [])])
+                size = b["requested_size"] if settings is None else b["size"]
+                intervals.append([0 if history_less else -1, None, size,
+                                  not history_less, b.get("frames", []), addr])
                 ghosts += 1
             addr += b["size"]
+    if settings is not None and not history_less:
+        block_sizes(trace, segments, intervals, settings)
 
     def alive(iv, p):
         # p = -1 is the initial state: before the first event
@@ -428,16 +538,17 @@ def truth_device(trace, segments, device=None):
 
 def truth(snap, encoding):
     if isinstance(snap, list):  # torch.cuda.memory_snapshot(): the bare segment list
-        segs, traces = snap, []
+        segs, traces, settings = snap, [], {}
     else:
         segs, traces = snap.get("segments", []), snap.get("device_traces", [])
+        settings = snap.get("allocator_settings") or {}
     ndev = max([len(traces)] + [s["device"] + 1 for s in segs])
     per = {}
     for d in range(ndev):
         tr = traces[d] if d < len(traces) else []
         if not tr and not any(s["device"] == d for s in segs):
             continue
-        per["cuda:%d" % d] = truth_device(tr, segs, d)
+        per["cuda:%d" % d] = truth_device(tr, segs, d, settings)
     if isinstance(snap, dict) and (snap.get("host_traces") or snap.get("host_segments")):
         per["host:pinned"] = truth_device(snap.get("host_traces") or [],
                                           snap.get("host_segments") or [], None)

@@ -13,6 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _stacks
+from ._sources import probe as probe_sources
 from ._writer import Alloc, Writer
 
 from ._version import __version__
@@ -134,6 +135,7 @@ class Recorder:
         self._reserved = 0
         self._segments = []  # (jid, size) of reserve lines, newest last
         self._nvml = None
+        self._sources = None
         self._orig_reset_peak = None
         self.overhead_ns = 0  # time spent in the recorder's own bookkeeping
         self.lines_written = 0  # set when recording stops
@@ -153,6 +155,9 @@ class Recorder:
                 "min_bytes": self.min_bytes, "categories": "decided when the alloc line is written"}
         if self._cuda:
             header["capacity"] = torch.cuda.get_device_properties(self.device).total_memory
+            # Probed before the header, which says which sources of external memory exist.
+            self._sources = self._probe_sources()
+            meta["external_sources"] = self._sources.status
         n = self._param_count()
         if n is not None:
             header["param_count"] = n
@@ -502,7 +507,9 @@ class Recorder:
                     self._flush(0)
 
     # ---- CUDA-only sources -----------------------------------------------------------------
-    def _init_cuda(self):
+    def _probe_sources(self):
+        """NVML (this process's used memory), NCCL's memory_stats(), pinned host memory:
+        each probed, each optional (see _sources.py)."""
         try:
             import pynvml  # nvidia-ml-py; optional
 
@@ -516,6 +523,12 @@ class Recorder:
             self._nvml = (pynvml, h)
         except Exception:  # noqa: BLE001 - no NVML: external memory stays unavailable
             self._nvml = None
+        pynvml, h = self._nvml if self._nvml is not None else (None, None)
+        dist = getattr(torch, "distributed", None)
+        return probe_sources(self.device, pynvml=pynvml, handle=h, dist=dist,
+                             torch_cuda=torch.cuda)
+
+    def _init_cuda(self):
         orig = torch.cuda.memory.reset_peak_memory_stats
         self._orig_reset_peak = orig
         rec = self
@@ -550,12 +563,12 @@ class Recorder:
                 w.event("reserve", id=jid, size=-gone)
                 self._segments.append((jid, -gone))
         self._reserved = r
-        if nvml and self._nvml is not None:
-            pynvml, h = self._nvml
-            try:
-                w.event("sample", used=int(pynvml.nvmlDeviceGetMemoryInfo(h).used))
-            except Exception:  # noqa: BLE001 - a failing NVML query loses one sample
-                pass
+        if nvml and self._sources is not None:
+            # This process's used memory (not the device's) and the sources that name parts
+            # of it; None when it cannot be read now (external stays unknown, not 0).
+            fields = self._sources.sample()
+            if fields is not None:
+                w.event("sample", **fields)
 
     def _oom(self, e):
         msg = str(e)

@@ -25,7 +25,8 @@ cases.json:
 
 A check with `observed` instead of `memtide` compares a figure the workload measured itself
 (e.g. that the file holds NVML samples); `op` "ge" means memtide's figure must be at least the
-expected one.
+expected one; `op` "le" means at most the expected one and, with a tolerance, no further below
+it than that (a figure that can only see part of what the counter counts).
 
 `memtide` is a path into memtide's JSON output: keys joined by dots, list items as [i]
 (`ooms[0].verdict`, `runs[0].reserved_peak`), or a difference of two such paths
@@ -74,14 +75,18 @@ def lookup(doc, path):
 
 
 def judge(expected, got, tolerance, op="eq"):
-    """'pass' or 'FAIL' for one figure: equal (within a relative tolerance for numbers), or
-    at least the expected value (op "ge")."""
+    """'pass' or 'FAIL' for one figure: equal (within a relative tolerance for numbers), at
+    least the expected value (op "ge"), or at most it and within the tolerance below (op
+    "le")."""
     if expected is None or got is None:
         return "FAIL"
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool)
                   for v in (expected, got))
     if op == "ge":
         return "pass" if numbers and got >= expected else "FAIL"
+    if op == "le":
+        floor = expected - tolerance * max(abs(expected), 1)
+        return "pass" if numbers and floor <= got <= expected else "FAIL"
     if isinstance(expected, bool) or isinstance(got, bool):
         return "pass" if expected == got else "FAIL"
     if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
@@ -188,6 +193,8 @@ def report(manifest, results):
             tol = "exact" if r["tolerance"] == 0 else f"{r['tolerance'] * 100:g} %"
             if r["op"] == "ge":
                 tol = "at least"
+            elif r["op"] == "le":
+                tol = f"at most, {tol} below"
             lines.append(f"| {cell(case['name'])} | {cell(r['figure'])} | {cell(counter)} | "
                          f"{cell(binary(r['expected']))} | {cell(binary(r['memtide']))} | {tol} | "
                          f"{r['verdict']} |")

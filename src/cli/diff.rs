@@ -116,9 +116,14 @@ fn peak_json(
     match p {
         None => serde_json::Value::Null,
         Some(p) => {
+            // The external band is null where the run measures none (never 0).
             let bands: serde_json::Map<String, serde_json::Value> = Band::ALL
                 .iter()
-                .map(|b| (b.name().to_string(), p.bands.get(*b).into()))
+                .map(|b| {
+                    let known = *b != Band::External || t.trace.external_known;
+                    let v = known.then(|| p.bands.get(*b));
+                    (b.name().to_string(), v.into())
+                })
                 .collect();
             json!({
                 "bytes": p.bytes.0,
@@ -126,6 +131,16 @@ fn peak_json(
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
+                // The external band at the peak by source (null where unavailable).
+                "external_by_source": memtide_core::analysis::summary::external_by_source(
+                    &t.trace,
+                    &t.index.live_at_unsorted(&t.trace, p.at),
+                )
+                .map(|v| {
+                    v.into_iter()
+                        .map(|(k, b)| (k, serde_json::Value::from(b)))
+                        .collect::<serde_json::Map<String, serde_json::Value>>()
+                }),
             })
         }
     }
@@ -141,7 +156,11 @@ fn to_json(
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
-        .map(|b| (b.name().to_string(), (d.band_delta[b.idx()] as i64).into()))
+        .map(|b| {
+            let known = d.band_known(*b) == [true; 2];
+            let v = known.then(|| d.band_delta[b.idx()] as i64);
+            (b.name().to_string(), v.into())
+        })
         .collect();
     let steps: Vec<serde_json::Value> = d
         .steps
@@ -209,13 +228,25 @@ fn render(
             "bands at each one's peak:        A            B        B − A"
         );
         for b in Band::ALL {
+            let [ka, kb] = d.band_known(b);
+            let shown = |known: bool, v: u64| {
+                if known {
+                    human_bytes(v)
+                } else {
+                    "unavailable".into()
+                }
+            };
             crate::report_line!(
                 o,
                 "  {:<12} {:>14} {:>12} {:>12}",
                 b.name(),
-                human_bytes(p.bands.get(b)),
-                human_bytes(q.bands.get(b)),
-                signed(d.band_delta[b.idx()])
+                shown(ka, p.bands.get(b)),
+                shown(kb, q.bands.get(b)),
+                if ka && kb {
+                    signed(d.band_delta[b.idx()])
+                } else {
+                    "unavailable".into()
+                }
             );
         }
     }

@@ -20,6 +20,7 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
             tz_east_us: a.device_log_tz,
             offset_us: a.device_log_offset.unwrap_or(0),
         }),
+        nsys: a.nsys.clone(),
         threads: if a.single_thread {
             Threads::One
         } else {
@@ -38,6 +39,7 @@ pub fn load_options(a: &InputArgs) -> LoadOptions {
 pub fn side_files(a: &InputArgs) -> Vec<&Path> {
     [
         a.device_log.as_deref(),
+        a.nsys.as_deref(),
         a.categories.as_deref(),
         a.rules.as_deref(),
         a.oom_message.as_deref(),

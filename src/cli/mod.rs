@@ -257,6 +257,13 @@ pub struct InputArgs {
     /// them) for the OOM explanation, checked against the file's figures.
     #[arg(long, value_name = "FILE")]
     pub oom_message: Option<PathBuf>,
+    /// Nsight Systems SQLite export of the same run, merged with a snapshot: memory outside
+    /// PyTorch by library (NCCL, cuDNN, cuBLAS, …); PyTorch's own segments are matched and
+    /// left out. Record with `nsys profile --cuda-memory-usage=true --trace=cuda python
+    /// train.py`, export with `nsys export --type sqlite -o run.sqlite report.nsys-rep`, then
+    /// `memtide summary snapshot.pickle --nsys run.sqlite`.
+    #[arg(long, value_name = "SQLITE")]
+    pub nsys: Option<PathBuf>,
     /// PyTorch export_memory_timeline file whose categories label a Kineto trace.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,

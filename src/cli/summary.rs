@@ -142,6 +142,7 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     persistent(&mut o, s);
     figures(&mut o, s);
     device_log(&mut o, s);
+    nsys(&mut o, s);
     live_set(&mut o, s, v);
     if v.tree {
         tree(&mut o, s);
@@ -339,26 +340,39 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
                 } else {
                     0.0
                 };
-                // Snapshots and Kineto traces record no memory outside the allocator: 0 there
-                // means not measured, unless a device log measured it.
-                let unmeasured = b == Band::External
-                    && v == 0
-                    && s.device_log.is_none()
-                    && matches!(s.format.as_str(), "snapshot" | "kineto");
+                if b == Band::External && !s.external_known {
+                    // Not measured: a figure that cannot be known is not 0.
+                    crate::report_line!(
+                        o,
+                        "  {:<12} {:>12}  {EXTERNAL_UNAVAILABLE}",
+                        b.name(),
+                        "unavailable"
+                    );
+                    continue;
+                }
                 crate::report_line!(
                     o,
-                    "  {:<12} {:>12}  {:>5.1}%{}",
+                    "  {:<12} {:>12}  {:>5.1}%",
                     b.name(),
                     human_bytes(v),
-                    pct,
-                    if unmeasured {
-                        "  unavailable: the file records none (--device-log measures it)"
-                    } else {
-                        ""
-                    }
+                    pct
                 );
+                if b == Band::External {
+                    external_sources(o, p);
+                }
             }
         }
+    }
+}
+
+/// Why the external band is unavailable, and what measures it.
+pub const EXTERNAL_UNAVAILABLE: &str =
+    "no source of memory outside the framework (--nsys, --device-log or the recorder's NVML samples measure it)";
+
+/// The external band's lines by source (`nccl`, `cudnn`, …), indented under it.
+fn external_sources(o: &mut String, p: &memtide_core::analysis::summary::PeakReport) {
+    for (src, b) in p.external_by_source.iter().flatten() {
+        crate::report_line!(o, "    {:<20} {:>12}", src, human_bytes(*b));
     }
 }
 
@@ -397,6 +411,22 @@ fn figures(o: &mut String, s: &Summary) {
     );
     if s.skipped_lines > 0 {
         crate::report_line!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
+    }
+}
+
+/// How `--nsys` was put on the trace: process, matches, what was left out and unseen.
+fn nsys(o: &mut String, s: &Summary) {
+    let Some(n) = &s.nsys else {
+        return;
+    };
+    crate::report_line!(o, "nsys             {}", n.label());
+    crate::report_line!(
+        o,
+        "                 {} device allocations of the process: {} PyTorch segments (left out: reserved already), {} external; {} made before the capture, {} never freed, {} between two events (unseen), {} outside the trace; {} host allocations not counted",
+        n.allocations, n.pytorch_segments, n.external, n.before_capture, n.never_freed, n.between_events, n.outside_trace, n.host
+    );
+    for u in &n.unseen {
+        crate::report_line!(o, "                 not seen: {u}");
     }
 }
 

@@ -78,6 +78,39 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     )
 }
 
+/// An external storage's source (the library that made it), kind, process and the times
+/// its source recorded it made and freed (UTC).
+fn external_line(trace: &Trace, id: AllocId) -> Line {
+    let mut l = vec![
+        t("outside the framework: ", Tone::Dim),
+        t(
+            trace.external_source(id).to_string(),
+            Tone::Band(memtide_core::trace::Band::External),
+        ),
+    ];
+    if let Some(d) = trace.ext_detail.get(&id) {
+        let when = |us: Option<i64>, none: &str| {
+            us.map_or(none.to_string(), |u| {
+                format!("{} UTC", memtide_core::device_merge::utc_text(u))
+            })
+        };
+        l.push(t(
+            format!(
+                " · {} memory of pid {} · made {} · freed {}",
+                d.kind,
+                d.pid,
+                when(d.alloc_us, "before the capture range"),
+                when(d.free_us, "never (within the capture)")
+            ),
+            Tone::Dim,
+        ));
+        if d.frames.is_empty() {
+            l.push(t(" · no call chain recorded", Tone::Dim));
+        }
+    }
+    l
+}
+
 /// How the inspector names where a storage lives: a block's address in hex (`addresses`: the
 /// source's ids are block addresses, as in snapshots), else the source's id.
 fn source_id(trace: &Trace, id: AllocId, addresses: bool) -> String {
@@ -129,6 +162,17 @@ pub fn lines_in(
             Tone::Dim,
         ),
     ]);
+    if let Some(r) = e.requested {
+        // The size shown is the allocator's block (what memory_allocated() counts).
+        out.push(vec![t(
+            format!(
+                "requested {} B, block {} B (the allocator's rounded or unsplit block)",
+                fmt::thousands(r.0),
+                fmt::thousands(trace.size(id).0)
+            ),
+            Tone::Text,
+        )]);
+    }
     let start = if trace.is_from_start(id) {
         "before the trace".to_string()
     } else {
@@ -158,6 +202,16 @@ pub fn lines_in(
         t(format!("at cursor {}: ", at_text(at)), Tone::Dim),
         t(why, tone),
     ]);
+    // Why an inferred category was chosen where the file shows it only indirectly.
+    if let Some(why) = trace.evidence.get(&id) {
+        out.push(vec![
+            t("inferred ", Tone::Dim),
+            t(format!("{} because {why}", cat.name()), Tone::Text),
+        ]);
+    }
+    if band == memtide_core::trace::Band::External {
+        out.push(external_line(trace, id));
+    }
     // Where in the user's code: the user frame with its full path, the op, torch.compile.
     if !e.user_frame_full.is_empty() {
         let mut l = vec![
@@ -168,6 +222,18 @@ pub fn lines_in(
             l.push(t(format!("  ← {}", e.innermost), Tone::Dim));
         }
         out.push(l);
+    } else if !e.user_frame.is_empty() {
+        // "autograd backward", or the forward line of a backward allocation.
+        out.push(vec![
+            t("user frame ", Tone::Dim),
+            t(
+                format!(
+                    "{} (made on the autograd engine's thread: no frame of your code)",
+                    e.user_frame
+                ),
+                Tone::Text,
+            ),
+        ]);
     } else if !e.innermost.is_empty() {
         out.push(vec![
             t("op ", Tone::Dim),

@@ -2,6 +2,7 @@
 //! the UI thread), what the loaders hand back, and which device of a file to show.
 
 use memtide_core::allocator::{History, Model, OomExplanation};
+use memtide_core::analysis::external_split::ExternalSplit;
 use memtide_core::analysis::frames::{FrameRules, FrameView};
 use memtide_core::analysis::{global_peak, windows_of, Peak, Window};
 use memtide_core::formats::jsonl::JsonlDecoder;
@@ -33,6 +34,9 @@ pub struct Device {
     pub frames: FrameView,
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms[k]`'s event).
     pub ooms: Vec<OomExplanation>,
+    /// The external band by source at every event (None: external memory unavailable, or
+    /// none in the trace), for the timeline's sub-bands.
+    pub ext_split: Option<ExternalSplit>,
 }
 
 impl Device {
@@ -72,6 +76,7 @@ impl Device {
             allocator: model.map(Arc::new),
             frames,
             ooms: Vec::new(),
+            ext_split: None,
         };
         d.refresh_marks();
         d
@@ -131,6 +136,7 @@ impl Device {
             .map(|m| m.at)
             .collect();
         self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
+        self.ext_split = ExternalSplit::of(trace);
         if self.ooms.len() != self.oom_at.len() {
             self.refresh_ooms();
         }

@@ -204,7 +204,13 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
         }
         p = q;
     }
-    t.add_intervals(&spans, Category::External);
+    let ids = t.add_intervals(&spans, Category::External);
+    let unattributed = t.strings.intern(crate::trace::external::UNATTRIBUTED);
+    for id in ids {
+        t.ext_source.insert(id, unattributed);
+    }
+    // External is measured where the log covers the trace.
+    t.external_known |= info.covered_events > 0;
 
     // Capacity: the log's memory.total where the trace has none.
     match (t.capacity, info.capacity) {

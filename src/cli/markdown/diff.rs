@@ -118,13 +118,25 @@ fn bands(o: &mut String, r: &DiffReport, a: [u64; Band::COUNT], b: [u64; Band::C
         "**Bands at each one's peak**\n\n| band | A | B | B − A |\n|---|---:|---:|---:|"
     );
     for band in Band::ALL {
+        let [ka, kb] = r.diff.band_known(band);
+        let shown = |known: bool, v: u64| {
+            if known {
+                human_bytes(v)
+            } else {
+                "unavailable".into()
+            }
+        };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} |",
             band.name(),
-            human_bytes(a[band.idx()]),
-            human_bytes(b[band.idx()]),
-            signed(r.diff.band_delta[band.idx()])
+            shown(ka, a[band.idx()]),
+            shown(kb, b[band.idx()]),
+            if ka && kb {
+                signed(r.diff.band_delta[band.idx()])
+            } else {
+                "unavailable".into()
+            }
         );
     }
     let _ = writeln!(o);

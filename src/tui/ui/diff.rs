@@ -8,6 +8,7 @@ use super::timeline::{eighths, paint_stack};
 use crate::tui::diffview::{segment_at, signed_bytes, DiffLayout, DiffState, Side};
 use crate::tui::fmt;
 use crate::tui::shared::Shared;
+use crate::tui::theme::Fill;
 use crate::tui::theme::{Glyphs, Theme};
 use memtide_core::analysis::columns::Column;
 use memtide_core::trace::Band;
@@ -290,7 +291,8 @@ fn draw_plot(
     }
     for (i, col) in cols.iter().enumerate().take(plot.width as usize) {
         let x = plot.x + i as u16;
-        let mut bounds: [(Band, u32, u32); Band::COUNT] = [(Band::Unknown, 0, 0); Band::COUNT];
+        let mut bounds: [(Fill, u32, u32); Band::COUNT] =
+            [(Fill::Band(Band::Unknown), 0, 0); Band::COUNT];
         let mut nb = 0;
         let (mut cum, mut prev) = (0u64, 0u32);
         if !col.empty {
@@ -302,7 +304,7 @@ fn draw_plot(
                 cum = cum.saturating_add(val);
                 let e = eighths(cum, st.ymax, rows);
                 if e > prev {
-                    bounds[nb] = (b, prev, e);
+                    bounds[nb] = (Fill::Band(b), prev, e);
                     nb += 1;
                     prev = e;
                 }
@@ -401,11 +403,17 @@ fn draw_bands(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
             break;
         }
         let x = put(buf, r.x, y, &format!(" {name:<11}"), r.width, style);
+        let [ka, kb] = Band::parse(&name).map_or([true; 2], |band| d.band_known(band));
+        let shown = |known: bool, v: u64| if known { size(v, wide) } else { "n/a".into() };
         let rest = format!(
             "{:>vw$}{:>vw$}{:>vw$}",
-            size(a, wide),
-            size(b, wide),
-            delta(dd, wide)
+            shown(ka, a),
+            shown(kb, b),
+            if ka && kb {
+                delta(dd, wide)
+            } else {
+                "n/a".into()
+            }
         );
         let st = if dd != 0 {
             th.text.add_modifier(Modifier::BOLD)

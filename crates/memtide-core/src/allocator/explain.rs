@@ -125,6 +125,11 @@ pub struct OomExplanation {
     /// Where `capacity` came from (null: no capacity known).
     pub capacity_source: Option<String>,
     pub outside_allocator: Option<u64>,
+    /// The memory outside the allocator the trace's sources name at the OOM, by source
+    /// (`{"nccl": …, "cudnn": …}`, biggest first: `--nsys`, a device log, the recorder);
+    /// null when the trace has no source of external memory.
+    #[serde(serialize_with = "by_source")]
+    pub outside_by_source: Option<Vec<(String, u64)>>,
     pub verdict: Verdict,
     /// Why that verdict, in one line of numbers.
     pub reasoning: String,
@@ -151,6 +156,24 @@ fn micros<S: serde::Serializer>(t: &Option<f64>, s: S) -> Result<S::Ok, S::Error
     }
 }
 
+/// `[(name, bytes)]` as a JSON object in its order, or null.
+fn by_source<S: serde::Serializer>(
+    v: &Option<Vec<(String, u64)>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match v {
+        None => s.serialize_none(),
+        Some(v) => {
+            let mut m = s.serialize_map(Some(v.len()))?;
+            for (k, b) in v {
+                m.serialize_entry(k, b)?;
+            }
+            m.end()
+        }
+    }
+}
+
 /// "1.000 GiB" or "unavailable".
 pub fn shown(b: Option<u64>) -> String {
     b.map_or("unavailable".to_string(), human_bytes)
@@ -173,8 +196,24 @@ impl OomExplanation {
             ("free in reserve", shown(self.free_in_reserve)),
             ("largest free", shown(self.largest_free_block)),
             ("capacity", shown(self.capacity)),
-            ("outside allocator", shown(self.outside_allocator)),
+            ("outside allocator", self.outside_text()),
         ]
+    }
+
+    /// The outside-allocator figure, followed by what the trace's sources name at the OOM
+    /// (`1.500 GiB (sources: nccl 1.000 GiB, cudnn 256.0 MiB)`).
+    fn outside_text(&self) -> String {
+        let base = shown(self.outside_allocator);
+        match self.outside_by_source.as_deref() {
+            Some(v) if !v.is_empty() => {
+                let named: Vec<String> = v
+                    .iter()
+                    .map(|(k, b)| format!("{k} {}", human_bytes(*b)))
+                    .collect();
+                format!("{base} (sources: {})", named.join(", "))
+            }
+            _ => base,
+        }
     }
 }
 
@@ -281,6 +320,7 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         capacity: f.capacity,
         capacity_source: f.capacity.and(f.capacity_source.clone()),
         outside_allocator: outside,
+        outside_by_source: None,
         verdict: d.verdict,
         reasoning: d.reasoning,
         advice,

@@ -1,6 +1,7 @@
 //! The caching-allocator model: segments and blocks by address over time, replayed from a
 //! snapshot's trace entries and anchored to its final `segments`, with checkpoints so the
-//! state at any event is a copy plus a short replay; PyTorch's rounding rules; the totals of
+//! state at any event is a copy plus a short replay; PyTorch's rounding and splitting rules
+//! (the block each allocation holds, `extent`); the totals of
 //! the final segments (`allocator_at_end`); and the OOM explanation.
 //!
 //! This module depends on no reader: `formats::snapshot` turns a decoded file into a
@@ -26,6 +27,7 @@ pub mod at_end;
 pub mod building;
 pub mod entries;
 pub mod explain;
+pub mod extent;
 pub mod fixes;
 pub mod pinners;
 pub mod replay;

@@ -6,7 +6,9 @@
 //! applied forward.
 
 use super::entries::Entries;
-use super::rounding::{block_extent, segment_kind, PoolKind, LARGE_BUFFER};
+use super::extent::block_for;
+use super::rounding::{segment_kind, PoolKind, LARGE_BUFFER};
+use super::sim::config::AllocConf;
 use super::state::{Active, BlockState, PoolId, SegMeta, State};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
@@ -77,7 +79,7 @@ impl FinalSegment {
         self.kind.unwrap_or_else(|| segment_kind(self.total_size))
     }
 
-    fn meta(&self) -> SegMeta {
+    pub(crate) fn meta(&self) -> SegMeta {
         SegMeta {
             stream: self.stream,
             pool_id: self.pool_id,
@@ -99,6 +101,9 @@ pub struct History {
     /// Pool ids named by entries (index 0 is the default pool).
     pub pools: Vec<PoolId>,
     pub segments: Vec<FinalSegment>,
+    /// The recorded allocator settings (`allocator_settings`; PyTorch's defaults when the
+    /// file has none): how requests were rounded and whether blocks were split.
+    pub conf: AllocConf,
 }
 
 /// What the replay met that a faithful file would not have.
@@ -199,7 +204,8 @@ impl History {
                     st.put_block(
                         e.addr,
                         Active {
-                            size: block_extent(e.size),
+                            // Its free run is unknown: the rounded request, a lower bound.
+                            size: self.conf.round_size(e.size).unwrap_or(e.size),
                             requested: e.size,
                             pending: false,
                         },
@@ -384,9 +390,10 @@ fn apply(st: &mut State, e: &Entry, h: &History, finals: &Finals, rep: &mut Repl
     let (a, b) = (e.addr, e.addr.saturating_add(e.size));
     match e.op {
         Op::Alloc => {
+            // A block still there at the dump says its own size; else PyTorch's rules place it.
             let size = match finals.blocks.get(&e.addr) {
                 Some(&(req, size)) if req == e.size => size,
-                _ => block_extent(e.size),
+                _ => block_for(st, &h.conf, e.addr, e.size).size,
             };
             rep.overwritten += st.alloc_sized(e.addr, e.size, size);
         }

@@ -23,7 +23,16 @@
 //!   `record_trace(TraceEntry::OOM, device_free, params.size(), params.stream(), …)`, so a
 //!   snapshot's `oom` entry already carries the *rounded* size and the driver's free bytes
 //!   (in `addr`, written out as `device_free`); `alloc` entries carry `orig_size` (what the
-//!   caller asked for), which is why a block's extent is its rounded size.
+//!   caller asked for), which is why a block's extent is its rounded size;
+//! - `DeviceCachingAllocator::should_split(block, size)`: `remaining = block->size - size`;
+//!   a small-pool block, or any block while `expandable_segments` is on, is split when
+//!   `remaining >= kMinBlockSize`; a large-pool block only when `size <
+//!   max_split_size()` and `remaining > kSmallSize`. An unsplit block is handed out whole
+//!   (`alloc_found_block(…, split_remainder = false)`), and `allocated_bytes` — what
+//!   `memory_allocated()` reports — grows by `block->size`, the whole block
+//!   (`stats.allocated_bytes[stat_type].increase(block->size)` in `alloc_found_block`).
+//!   PyTorch 1.x had no `expandable_segments` branch and no `max_split_size` condition
+//!   (`remaining > kSmallSize` alone): the same rule with both settings at their defaults.
 
 /// All sizes are rounded to at least this (`kMinBlockSize`).
 pub const MIN_BLOCK_SIZE: u64 = 512;
@@ -72,6 +81,24 @@ pub fn round_size(size: u64) -> Option<u64> {
 /// block; what the file says is all there is).
 pub fn block_extent(size: u64) -> u64 {
     round_size(size).unwrap_or(size)
+}
+
+/// `should_split`: whether a free block of `size + remaining` bytes is split when a rounded
+/// request of `size` bytes takes its front (`small`: the small pool; `expandable`: the
+/// `expandable_segments` setting; `max_split_size`: `u64::MAX` when unset). When it is not,
+/// the request gets the whole block.
+pub fn should_split(
+    small: bool,
+    expandable: bool,
+    max_split_size: u64,
+    size: u64,
+    remaining: u64,
+) -> bool {
+    if small || expandable {
+        remaining >= MIN_BLOCK_SIZE
+    } else {
+        size < max_split_size && remaining > SMALL_SIZE
+    }
 }
 
 /// `get_pool`: the pool a rounded request is served from.
@@ -123,6 +150,22 @@ mod tests {
         assert_eq!(allocation_size((10 << 20) - 512), Some(20 << 20));
         assert_eq!(allocation_size(10 << 20), Some(10 << 20));
         assert_eq!(allocation_size((10 << 20) + 512), Some(12 << 20));
+    }
+
+    #[test]
+    fn split_rules_match_should_split() {
+        const MIB: u64 = 1 << 20;
+        // Small pool: any remainder of 512 B or more is split off.
+        assert!(should_split(true, false, u64::MAX, 512, 512));
+        assert!(!should_split(true, false, u64::MAX, 512, 0));
+        // Large pool: only a remainder above 1 MiB.
+        assert!(!should_split(false, false, u64::MAX, 11 * MIB, MIB));
+        assert!(should_split(false, false, u64::MAX, 11 * MIB, MIB + 512));
+        // A request of max_split_size or more is never split.
+        assert!(!should_split(false, false, 64 * MIB, 64 * MIB, 20 * MIB));
+        assert!(should_split(false, false, 64 * MIB, 63 * MIB, 20 * MIB));
+        // Expandable segments: the small-pool rule for every block.
+        assert!(should_split(false, true, u64::MAX, 11 * MIB, 512));
     }
 
     #[test]

@@ -220,6 +220,35 @@ impl State {
         self.blocks.insert(addr, b);
     }
 
+    /// The free run that begins at `addr`: its length (up to the next active block or the end
+    /// of the segment holding `addr`) and that segment's description. None when `addr` lies
+    /// outside every segment, inside an active block, or after free bytes of the same run
+    /// (PyTorch merges neighbouring free blocks and an allocation takes the front of one, so
+    /// such an address means the replay and the file disagree).
+    pub fn free_run_at(&self, addr: u64) -> Option<(u64, SegMeta)> {
+        let (&start, seg) = self.segs.range(..=addr).next_back()?;
+        if seg.end <= addr {
+            return None;
+        }
+        let before = self
+            .blocks
+            .range(..=addr)
+            .next_back()
+            .map(|(&s, b)| s.saturating_add(b.size));
+        if before.is_some_and(|end| end > addr) {
+            return None;
+        }
+        if addr != start && before != Some(addr) {
+            return None;
+        }
+        let next = self
+            .blocks
+            .range(addr..seg.end)
+            .next()
+            .map_or(seg.end, |(&s, _)| s);
+        Some((next - addr, seg.meta))
+    }
+
     /// `free_requested`: the block stays active, pending. False when no block is there.
     pub fn free_requested(&mut self, addr: u64) -> bool {
         match self.blocks.get_mut(&addr) {

@@ -282,6 +282,27 @@ pub struct StackFrames {
     pub module: String,
     /// The FX node of compiled code the user frame was read from (`addmm`), or empty.
     pub fx_node: String,
+    /// What the stack is in plain words where its innermost function is an internal name a
+    /// user does not know (`gradient` for `AccumulateGrad`, `optimizer state` for
+    /// `_init_group`, `autograd backward` for the engine's thread), or empty.
+    pub plain: String,
+}
+
+/// The plain word for a frame whose name is PyTorch-internal, if it has one.
+fn plain_word(text: &str, name: &str) -> Option<&'static str> {
+    if text.contains("AccumulateGrad") {
+        Some("gradient")
+    } else if name == "_init_group" || name.contains("_init_state") {
+        Some("optimizer state")
+    } else if text.contains("autograd::Engine::")
+        || text.contains("autograd::generated::")
+        || name == "_engine_run_backward"
+        || name == "run_backward"
+    {
+        Some("autograd backward")
+    } else {
+        None
+    }
 }
 
 impl FrameView {
@@ -385,6 +406,8 @@ impl FrameView {
     fn of_sources<'a>(&self, frames: impl IntoIterator<Item = FrameSource<'a>>) -> StackFrames {
         let mut out = StackFrames::default();
         let mut modules: Vec<String> = Vec::new();
+        let mut plain: Option<&'static str> = None;
+        let mut backward = false;
         for src in frames {
             let src = src.plain();
             let (fr, text) = match &src {
@@ -402,8 +425,32 @@ impl FrameView {
                 Some(t) => t.starts_with("??"),
                 None => fr.file.starts_with("??"),
             };
-            if out.innermost.is_empty() && !fr.name.is_empty() && !unsymbolised {
+            // A thread's entry point (libstdc++'s `execute_native_thread_routine`, libc's
+            // `start_thread`/`clone`) is no function a user would name.
+            let thread_entry = matches!(
+                fr.name,
+                "execute_native_thread_routine" | "start_thread" | "clone" | "__clone" | "__clone3"
+            );
+            if out.innermost.is_empty() && !fr.name.is_empty() && !unsymbolised && !thread_entry {
                 out.innermost = clip(fr.name).into_owned();
+            }
+            // The innermost internal name with a plain word (a user frame further out does
+            // not hide that the allocation is a gradient or optimizer state).
+            if plain.is_none() && out.user.is_empty() {
+                let t = match (text, &src) {
+                    (Some(t), _) => Cow::Borrowed(t),
+                    (None, FrameSource::Parts(file, line, name)) => {
+                        Cow::Owned(judged_text(file, *line, name))
+                    }
+                    (None, FrameSource::Text(t)) => Cow::Borrowed(t.as_ref()),
+                };
+                // Judged on the name's first 4 KiB, as the frame's text is (a shared 1 MiB
+                // name is scanned once per use otherwise).
+                plain = plain_word(
+                    &t,
+                    &fr.name[..crate::clip::floor_char_boundary(fr.name, 4096)],
+                );
+                backward |= plain.is_some_and(|w| w != "optimizer state");
             }
             if out.user.is_empty() {
                 if let Some((file, line, name, node)) = text.and_then(fx_location) {
@@ -430,12 +477,33 @@ impl FrameView {
         }
         modules.reverse();
         out.module = clip(&modules.join(".")).into_owned();
+        out.plain = plain.unwrap_or_default().to_string();
+        // A backward allocation on the autograd engine's thread has no frame of the user's
+        // and no named function (only C++ frames): say so, never the thread's entry point.
+        if out.user.is_empty() && out.innermost.is_empty() && backward {
+            out.user = "autograd backward".to_string();
+        }
         out
     }
 }
 
 /// One frame of a stack as the interner holds it: text, or the parts of a frame with a long
 /// file name (see `Interner::intern_frame`).
+/// A frame kept as parts (a very long file or name) as the rules judge it: its file's last and
+/// its name's first 4 KiB. The rules look at path tails and names, and scanning a shared
+/// 1 MiB name once per use would be quadratic.
+pub(crate) fn judged_text(file: &str, line: i64, name: &str) -> String {
+    const KEPT: usize = 4096;
+    let cut = (file.len().saturating_sub(KEPT)..=file.len())
+        .find(|&i| file.is_char_boundary(i))
+        .unwrap_or(file.len());
+    let end = (0..=name.len().min(KEPT))
+        .rev()
+        .find(|&i| name.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}:{line}:{}", &file[cut..], &name[..end])
+}
+
 enum FrameSource<'a> {
     Text(Cow<'a, str>),
     Parts(&'a str, i64, &'a str),

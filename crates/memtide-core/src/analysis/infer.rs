@@ -3,15 +3,21 @@
 //!
 //! Frames are snapshot frames (`file:line:name`) or, for Kineto, the enclosing span names
 //! (`path/file.py(123): name`, `aten::mm`, `AddmmBackward0`, `nn.Module: Linear_0`).
+//! Each frame may say what is made under it ([`Kind`]); the *innermost* frame that says
+//! anything decides, not any frame anywhere: Lightning runs `training_step` inside
+//! `optimizer.step(closure)`, so a forward activation has `/optim/` frames further out.
 //! Order (first match wins), per block storage:
 //! 1. a user rule (`[[rule]] match = "optimizer.py" band = "persistent"`) whose text occurs
 //!    in a frame;
-//! 2. optimizer-state creation (`_init_group`) → optimizer; parameter creation (module
-//!    `__init__`/`reset_parameters`, `to()`/`cuda()`/`_apply`/`convert`, `Parameter`) → param;
+//! 2. innermost meaningful frame: optimizer-state creation (`_init_group`) → optimizer;
+//!    parameter creation or loading (module `__init__`/`reset_parameters`,
+//!    `to()`/`cuda()`/`_apply`/`convert`, `Parameter`, FSDP/ZeRO parameter shards and
+//!    gathers, vLLM/SGLang weight loaders) → param; a KV cache → buffer;
 //! 3. freed inside the top-level op it was made in (Kineto, where the reader knows the op:
 //!    PyTorch's TEMPORARY rule), else freed within a few events of its alloc → temp
 //!    (workspace);
-//! 4. other optimizer code (`/optim/`, `step`) → optimizer when still alive at the next
+//! 4. (innermost meaningful frame, continued) other optimizer code (`/optim/`, `step`) →
+//!    optimizer when still alive at the next
 //!    optimizer phase (or at the end), else temp (the optimizer's own intermediates);
 //! 5. `AccumulateGrad` → grad; made under `backward` (or an autograd node such as
 //!    `AddmmBackward0`) and still alive when the next optimizer phase starts → grad,
@@ -103,16 +109,35 @@ fn band_category(b: Band) -> Category {
     }
 }
 
+/// What one frame says about the allocations made under it; the innermost frame that says
+/// anything decides (a module `forward` called by `optimizer.step(closure)` is an activation,
+/// `_init_group` under `step` is optimizer state, `AccumulateGrad` a gradient).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Optimizer-state creation (`_init_group`, `_init_state`; DeepSpeed's fp32 partitions).
+    OptimizerState,
+    /// Parameter creation or loading (module `__init__`, `to()`, `Parameter`; FSDP flat
+    /// parameters and unsharded copies; DeepSpeed ZeRO partitions and gathers; vLLM/SGLang
+    /// weight loaders).
+    Param,
+    /// A long-lived buffer an inference server allocates (vLLM/SGLang KV cache).
+    Buffer,
+    /// Other optimizer code (`/optim/`, `Optimizer.step`, DeepSpeed/apex fused Adam).
+    Optimizer,
+    /// A gradient (`AccumulateGrad`; FSDP/DeepSpeed gradient reduce-scatter buffers).
+    Grad,
+    /// Backward code (`backward`, autograd nodes, the autograd engine).
+    Backward,
+    /// A module's forward.
+    Forward,
+}
+
 /// What a stack's frames say (computed once per distinct stack).
 #[derive(Clone, Copy, Debug, Default)]
 struct Facts {
     user: Option<Category>,
-    init_group: bool,
-    param: bool,
-    optim: bool,
-    backward: bool,
-    accumulate_grad: bool,
-    forward: bool,
+    /// The innermost meaningful frame's kind.
+    kind: Option<Kind>,
     has_frames: bool,
 }
 
@@ -150,26 +175,95 @@ fn is_backward_node(s: &str) -> bool {
     t.len() < s.len() && t.ends_with("Backward") && !t.contains(['/', ':', ' '])
 }
 
+/// What one frame (split into file and name; `text` whole) says, if anything.
+fn frame_kind(text: &str, file: &str, name: &str) -> Option<Kind> {
+    let file_n: std::borrow::Cow<str> = if file.contains('\\') {
+        std::borrow::Cow::Owned(file.replace('\\', "/"))
+    } else {
+        std::borrow::Cow::Borrowed(file)
+    };
+    let file = file_n.as_ref();
+    let module = file.contains("/nn/modules/") || file.ends_with("module.py");
+    let gradish = name.contains("grad") || name.contains("reduce") || name.contains("ipg");
+    if name == "_init_group" || name.contains("_init_state") {
+        return Some(Kind::OptimizerState);
+    }
+    // Sharded training: FSDP (1: `fsdp/_flat_param.py`, `_runtime_utils.py`; 2:
+    // `fsdp/_fully_shard/`, `_composable/fsdp/`) and DeepSpeed ZeRO
+    // (`runtime/zero/partition_parameters.py`, `stage_1_and_2.py`, `stage3.py`).
+    if file.contains("/fsdp/") || file.contains("deepspeed/runtime/zero/") {
+        if gradish || name == "post_backward" || name.contains("average_tensor") {
+            return Some(Kind::Grad);
+        }
+        if name.contains("fp32") || name == "initialize_optimizer_states" {
+            return Some(Kind::OptimizerState);
+        }
+        if file.ends_with("_flat_param.py")
+            || file.ends_with("partition_parameters.py")
+            || file.ends_with("_fsdp_param.py")
+            || name.contains("gather")
+            || name.contains("unshard")
+            || name.contains("flat_param")
+        {
+            return Some(Kind::Param);
+        }
+    }
+    if (module && (name == "__init__" || name == "reset_parameters"))
+        || (file.ends_with("module.py") && matches!(name, "to" | "cuda" | "_apply" | "convert"))
+        || file.ends_with("nn/parameter.py")
+        || name == "register_parameter"
+        || file.contains("/model_loader/")
+        || name == "create_weights"
+        || name.contains("load_weights")
+        || name == "weight_loader"
+    {
+        return Some(Kind::Param);
+    }
+    if name.contains("kv_cache") || file.contains("/mem_cache/memory_pool") {
+        return Some(Kind::Buffer);
+    }
+    if file.contains("/optim/")
+        || name.contains("Optimizer.step")
+        || file.contains("deepspeed/ops/adam/")
+        || file.contains("apex/optimizers/")
+    {
+        return Some(Kind::Optimizer);
+    }
+    if text.contains("AccumulateGrad") {
+        return Some(Kind::Grad);
+    }
+    if name == "backward"
+        || name == "_engine_run_backward"
+        || text.contains("evaluate_function")
+        || text.contains("run_backward")
+        || text.contains("autograd::Engine::thread_main")
+        || text.contains("autograd::generated::")
+        || is_backward_node(text)
+    {
+        return Some(Kind::Backward);
+    }
+    if name == "forward"
+        || name == "_call_impl"
+        || name == "_wrapped_call_impl"
+        || text.starts_with("nn.Module: ")
+    {
+        return Some(Kind::Forward);
+    }
+    None
+}
+
 fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
     let frames = trace.strings.stack(sid);
     let mut x = Facts {
         has_frames: !frames.is_empty(),
         ..Facts::default()
     };
+    // Frames are innermost first: the first frame that says anything decides.
     for &f in frames {
-        // A frame kept as parts (a very long file or name) is judged on its file's last and
-        // its name's first 4 KiB: the facts below look at path tails and names, and scanning
-        // a shared 1 MiB file name once per frame would be quadratic.
+        // A frame kept as parts (a very long file or name) is judged on its bounded ends.
         let s = match trace.strings.frame_parts(f) {
             Some((file, line, name)) => {
-                let cut = (file.len().saturating_sub(4096)..=file.len())
-                    .find(|&i| file.is_char_boundary(i))
-                    .unwrap_or(file.len());
-                let end = (0..=name.len().min(4096))
-                    .rev()
-                    .find(|&i| name.is_char_boundary(i))
-                    .unwrap_or(0);
-                std::borrow::Cow::Owned(format!("{}:{line}:{}", &file[cut..], &name[..end]))
+                std::borrow::Cow::Owned(super::frames::judged_text(file, line, name))
             }
             None => trace.strings.str(f),
         };
@@ -180,38 +274,12 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
                 .find(|r| s.contains(&r.pattern))
                 .map(|r| r.category);
         }
-        let (file, name) = split_frame(&s);
-        let module = file.contains("/nn/modules/") || file.ends_with("module.py");
-        if name == "_init_group" || name.contains("_init_state") {
-            x.init_group = true;
+        if x.kind.is_none() {
+            let (file, name) = split_frame(&s);
+            x.kind = frame_kind(&s, file, name);
         }
-        if (module && (name == "__init__" || name == "reset_parameters"))
-            || (file.ends_with("module.py") && matches!(name, "to" | "cuda" | "_apply" | "convert"))
-            || file.ends_with("nn/parameter.py")
-            || name == "register_parameter"
-        {
-            x.param = true;
-        }
-        if file.contains("/optim/") || name.contains("Optimizer.step") {
-            x.optim = true;
-        }
-        if s.contains("AccumulateGrad") {
-            x.accumulate_grad = true;
-        }
-        if name == "backward"
-            || name == "_engine_run_backward"
-            || s.contains("evaluate_function")
-            || s.contains("run_backward")
-            || is_backward_node(&s)
-        {
-            x.backward = true;
-        }
-        if name == "forward"
-            || name == "_call_impl"
-            || name == "_wrapped_call_impl"
-            || s.starts_with("nn.Module: ")
-        {
-            x.forward = true;
+        if x.user.is_some() && x.kind.is_some() {
+            break;
         }
     }
     x
@@ -241,6 +309,7 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
     steps.dedup();
     optim_starts.sort_unstable();
     let step_spans = prefix_max_ends(step_spans);
+    let mut pairs = Pairing::default();
 
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
@@ -281,43 +350,141 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
             }
         };
 
-        let cat = if let Some(c) = fx.user {
-            c
-        } else if fx.init_group {
-            Category::Optimizer
-        } else if fx.param {
-            Category::Param
-        } else if short {
-            Category::Temp
-        } else if fx.optim {
+        let cat = match (fx.user, fx.kind) {
+            (Some(c), _) => c,
+            (None, Some(Kind::OptimizerState)) => Category::Optimizer,
+            (None, Some(Kind::Param)) => Category::Param,
+            (None, Some(Kind::Buffer)) => Category::Buffer,
+            _ if short => Category::Temp,
             // Optimizer state survives into the next optimizer phase (or to the end); the
             // optimizer's own intermediates die before it.
-            if survives_to_next_optimizer() {
-                Category::Optimizer
-            } else {
-                Category::Temp
-            }
-        } else if fx.accumulate_grad {
-            Category::Grad
-        } else if fx.backward {
+            (None, Some(Kind::Optimizer)) if survives_to_next_optimizer() => Category::Optimizer,
+            (None, Some(Kind::Optimizer)) => Category::Temp,
+            (None, Some(Kind::Grad)) => Category::Grad,
             // A gradient survives into the next optimizer phase; other backward buffers die.
-            if survives_to_next_optimizer() {
-                Category::Grad
-            } else {
-                Category::AutogradDetail
+            (None, Some(Kind::Backward)) if survives_to_next_optimizer() => Category::Grad,
+            (None, Some(Kind::Backward)) => Category::AutogradDetail,
+            (None, Some(Kind::Forward)) => Category::Activation,
+            (None, None)
+                if (from_start || !inside_span(&step_spans, start))
+                    && persistent_by_lifetime(&steps, start, from_start, end) =>
+            {
+                Category::InferredPersistent
             }
-        } else if fx.forward {
-            Category::Activation
-        } else if (from_start || !inside_span(&step_spans, start))
-            && persistent_by_lifetime(&steps, start, from_start, end)
-        {
-            Category::InferredPersistent
-        } else if fx.has_frames {
-            Category::Activation
-        } else {
-            Category::Unknown
+            (None, None) if fx.has_frames => Category::Activation,
+            (None, None) => Category::Unknown,
         };
         trace.set_category(id, cat, true);
+        let made = match fx.kind {
+            Some(Kind::Grad) => Some(&mut pairs.grads),
+            Some(Kind::OptimizerState) => Some(&mut pairs.states),
+            _ => None,
+        };
+        if let (Some(v), None) = (made, fx.user) {
+            v.push((trace.size(id).0, start, end.unwrap_or(u64::MAX)));
+        }
+        if from_start && !fx.has_frames && fx.user.is_none() {
+            pairs.before.push(id);
+        }
+    }
+    pair_before_recording(trace, pairs);
+}
+
+/// Memory from before the recording, and what the file made that pairs with it by size.
+#[derive(Default)]
+struct Pairing {
+    /// Storages live from the start without a stack.
+    before: Vec<AllocId>,
+    /// Gradients (`AccumulateGrad`, sharded reduce buffers): (size, start, end).
+    grads: Vec<(u64, u64, u64)>,
+    /// Optimizer state made by `_init_group` and the like: (size, start, end).
+    states: Vec<(u64, u64, u64)>,
+}
+
+/// The most storages of each size live at one instant.
+fn max_live_by_size(v: &[(u64, u64, u64)]) -> rustc_hash::FxHashMap<u64, usize> {
+    let mut ev: Vec<(u64, u64, i8)> = Vec::with_capacity(v.len() * 2);
+    for &(size, s, e) in v {
+        ev.push((size, s, 1));
+        ev.push((size, e, -1));
+    }
+    // Per size, by time; a free before an alloc at the same instant.
+    ev.sort_unstable();
+    let mut out = rustc_hash::FxHashMap::default();
+    let mut cur: (u64, i64) = (u64::MAX, 0);
+    for (size, _, d) in ev {
+        if size != cur.0 {
+            cur = (size, 0);
+        }
+        cur.1 += i64::from(d);
+        let m = out.entry(size).or_insert(0usize);
+        *m = (*m).max(usize::try_from(cur.1).unwrap_or(0));
+    }
+    out
+}
+
+/// Names memory from before the recording where the file proves what it is: blocks of a size
+/// that pairs one-to-one with the gradients of that size (as many live at once as there are
+/// blocks, or more) are parameters; three blocks per gradient are a parameter and its two
+/// Adam states; blocks with two optimizer states of their size each (Adam's pairs) are
+/// parameters. Anything else stays unknown. The evidence goes to [`Trace::evidence`].
+fn pair_before_recording(trace: &mut Trace, p: Pairing) {
+    if p.before.is_empty() || (p.grads.is_empty() && p.states.is_empty()) {
+        return;
+    }
+    let grads = max_live_by_size(&p.grads);
+    let states = max_live_by_size(&p.states);
+    let mut by_size: std::collections::BTreeMap<u64, Vec<AllocId>> = Default::default();
+    for id in p.before {
+        if matches!(
+            trace.category(id),
+            Category::Unknown | Category::InferredPersistent
+        ) {
+            by_size.entry(trace.size(id).0).or_default().push(id);
+        }
+    }
+    for (size, ids) in by_size {
+        let a = ids.len();
+        let g = grads.get(&size).copied().unwrap_or(0);
+        let o = states.get(&size).copied().unwrap_or(0);
+        let shown = crate::trace::human_bytes(size);
+        let (params, opt) = if g > 0 && a <= g {
+            (a, 0)
+        } else if g > 0 && a == 3 * g && o == 0 {
+            (g, 2 * g)
+        } else if g == 0 && o > 0 && o == 2 * a {
+            (a, 0)
+        } else {
+            continue;
+        };
+        let why_param = if g > 0 {
+            format!(
+                "live before the recording began; its size ({shown}) pairs one-to-one with a gradient made by AccumulateGrad ({a} such block{}, {g} gradient{} of this size live at once)",
+                if a == 1 { "" } else { "s" },
+                if g == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "live before the recording began; the optimizer made two states of its size ({shown}) per such block, as Adam does for each parameter ({a} block{}, {o} states)",
+                if a == 1 { "" } else { "s" }
+            )
+        };
+        for (k, &id) in ids.iter().enumerate() {
+            let (cat, why) = if k < params {
+                (Category::Param, why_param.clone())
+            } else if k < params + opt {
+                (
+                    Category::Optimizer,
+                    format!(
+                        "live before the recording began; three blocks of its size ({shown}) per gradient of that size: a parameter and its two Adam states (which of the {a} is which is by order)"
+                    ),
+                )
+            } else {
+                continue;
+            };
+            trace.set_category(id, cat, true);
+            trace.evidence.insert(id, why);
+        }
     }
 }
 

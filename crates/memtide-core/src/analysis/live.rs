@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 pub struct LiveEntry {
     pub id: AllocId,
     pub bytes: Bytes,
+    /// What the caller asked for, when `bytes` is a larger allocator block (a CUDA snapshot's
+    /// rounded or unsplit block); None when `bytes` is what was asked for.
+    pub requested: Option<Bytes>,
     pub band: Band,
     pub category: &'static str,
     /// The source's name for the storage (`user_metadata`, JSONL `name`), or empty.
@@ -39,6 +42,9 @@ pub struct LiveEntry {
     pub retained_by_view: bool,
     pub inferred: bool,
 }
+
+/// The label of a storage live before the recording began, without a stack.
+pub const BEFORE_RECORDING: &str = "before recording";
 
 /// The live set at `at`, biggest first; `limit` rows at most (None: all); frames under the
 /// built-in rules.
@@ -78,22 +84,36 @@ pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEn
         name.clone()
     } else if !sf.module.is_empty() {
         sf.module.clone()
+    } else if !sf.plain.is_empty() {
+        sf.plain.clone()
+    } else if sf.innermost.is_empty() && trace.is_from_start(id) && sf.user.is_empty() {
+        // No stack and live from the start: allocated before the recording began.
+        BEFORE_RECORDING.to_string()
     } else {
         sf.innermost.clone()
+    };
+    let forward_frame = forward_frame(trace, id, view);
+    // A backward allocation's user frame: the forward line that caused it, when the file
+    // links them (`forward_frames`).
+    let user_frame = if sf.user == "autograd backward" && !forward_frame.is_empty() {
+        forward_frame.clone()
+    } else {
+        sf.user
     };
     LiveEntry {
         id,
         bytes: trace.size(id),
+        requested: trace.requested_size(id),
         band: cat.band(),
         category: cat.name(),
         name,
         label,
         frame: trace.top_frame(id).to_string(),
-        user_frame: sf.user,
+        user_frame,
         user_frame_full: sf.user_full,
         innermost: sf.innermost,
         compiled: compiled(trace, id, &sf.fx_node),
-        forward_frame: forward_frame(trace, id, view),
+        forward_frame,
         views: trace.view_count(id),
         live_views: trace.live_views_at(id, at),
         retained_by_view: trace.retained_by_view(id, at),

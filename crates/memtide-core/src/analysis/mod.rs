@@ -4,6 +4,7 @@
 pub mod bounds;
 pub mod columns;
 pub mod diff;
+pub mod external_split;
 pub mod frames;
 pub mod grown;
 pub mod infer;

@@ -6,6 +6,7 @@
 
 use super::frames::{parse_frame, FrameView};
 use super::live::entry_in;
+use super::summary::external_by_source;
 use super::trend::Trend;
 use crate::allocator::fixes::Saving;
 use crate::allocator::pinners::{pinners, Pinner};
@@ -75,7 +76,11 @@ pub fn explain_ooms(
                 device: trace.device.clone(),
                 requested,
                 device_free: m.free.map(|b| b.0),
-                allocated: (!index.is_empty()).then(|| index.total(at).0),
+                // The allocator's bytes: the total less memory outside it (external).
+                allocated: (!index.is_empty()).then(|| {
+                    let external = index.bands_at(trace, at).get(Band::External);
+                    index.total(at).0.saturating_sub(external)
+                }),
                 reserved: trace.has_reserved.then(|| index.reserved_at(trace, at).0),
                 capacity: trace.capacity.map(|c| c.0),
                 capacity_source: trace.capacity_source.clone(),
@@ -84,6 +89,7 @@ pub fn explain_ooms(
                 rising_baseline: rising.clone(),
             };
             let mut x = explain(&facts);
+            x.outside_by_source = external_by_source(trace, &index.live_at_unsorted(trace, at));
             if let (Verdict::Fragmentation, Some(s), Some(p)) = (x.verdict, state, &facts.pool) {
                 x.pinners = named(trace, index, at, pinners(s, &p.key));
             }

@@ -83,6 +83,26 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
     })
 }
 
+/// Why an *inferred* split is doubtful: more optimizer state or gradient bytes than any usual
+/// training set-up holds per parameter byte (optimizer state over 6× the parameters, the
+/// most mixed-precision Adam keeps: fp32 master weights and two fp32 moments for 2-byte
+/// weights; gradients over 2×), as when forward activations are read as optimizer state.
+/// Fewer gradients than parameters (a peak inside backward) is usual, not doubtful. None when
+/// the split fits, or when the categories were recorded.
+pub fn doubt(p: &Persistent) -> Option<String> {
+    let params = p.params.filter(|&n| n > 0)?;
+    if p.source != "inferred" {
+        return None;
+    }
+    let ratio = |x: Option<u64>| x.unwrap_or(0) as f64 / params as f64;
+    let (g, o) = (ratio(p.grads), ratio(p.optimizer));
+    (o > 6.05 || g > 2.05).then(|| {
+        format!(
+            "the inferred persistent split at the peak fits no usual model (optimizer = {o:.2}× params, grads = {g:.2}× params): some stacks were likely misread (pass --rules to correct them)"
+        )
+    })
+}
+
 /// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
 fn param_count(trace: &Trace) -> Option<u64> {
     for (k, v) in &trace.meta {

@@ -62,6 +62,9 @@ pub struct SummaryJson<'a> {
     /// How `--device-log` was aligned (absent without one, so the schema is unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_log: Option<DeviceLogJson<'a>>,
+    /// How `--nsys` was put on the trace (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nsys: Option<&'a crate::trace::NsysInfo>,
     /// Every OOM explained (left out when the trace has none).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub ooms: &'a [crate::allocator::OomExplanation],
@@ -93,7 +96,11 @@ pub struct PeakJson<'a> {
     pub at: &'static str,
     pub time_us: Micros,
     pub mark: Option<&'a str>,
+    /// Bytes per band; `external` is null when no source of external memory was read.
     pub bands: BandBytes,
+    /// The external band by source (`{"nccl": …, "cudnn": …}`, biggest first); null when
+    /// external memory is unavailable.
+    pub external_by_source: Option<SourceBytes<'a>>,
     pub bands_source: &'a str,
     /// Null (with `live_unavailable` saying why) when the source names no allocation.
     pub live_count: Option<usize>,
@@ -169,7 +176,12 @@ impl<'a> PersistentJson<'a> {
 /// One live storage at the peak.
 #[derive(Serialize)]
 pub struct LiveJson<'a> {
+    /// Bytes the storage holds (a CUDA snapshot: the allocator's block, as
+    /// `memory_allocated()` counts it).
     pub bytes: u64,
+    /// What the caller asked for, only where it differs from `bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_bytes: Option<u64>,
     pub band: &'a str,
     pub category: &'a str,
     pub name: &'a str,
@@ -282,15 +294,34 @@ impl std::fmt::Display for Micros {
     }
 }
 
-/// Bytes per band, keyed by band name in band order.
+/// Bytes per band, keyed by band name in band order; the external band is `null` when
+/// the trace measures no external memory (the second field false).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BandBytes(pub [u64; Band::COUNT]);
+pub struct BandBytes(pub [u64; Band::COUNT], pub bool);
 
 impl Serialize for BandBytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(Band::COUNT))?;
         for b in Band::ALL {
-            m.serialize_entry(b.name(), &self.0[b.idx()])?;
+            if b == Band::External && !self.1 {
+                m.serialize_entry(b.name(), &Option::<u64>::None)?;
+            } else {
+                m.serialize_entry(b.name(), &self.0[b.idx()])?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Bytes per source, keyed by source name, in the order given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourceBytes<'a>(pub &'a [(String, u64)]);
+
+impl Serialize for SourceBytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            m.serialize_entry(k, v)?;
         }
         m.end()
     }
@@ -313,7 +344,8 @@ impl<'a> SummaryJson<'a> {
                 at: if p.at_start { "start" } else { "event" },
                 time_us: Micros(p.time_us),
                 mark: p.mark.as_deref(),
-                bands: BandBytes(p.bands),
+                bands: BandBytes(p.bands, s.external_known),
+                external_by_source: p.external_by_source.as_deref().map(SourceBytes),
                 bands_source: s.bands_source,
                 live_count: s.live_unavailable.is_none().then_some(p.live_count),
                 live: s
@@ -377,6 +409,7 @@ impl<'a> SummaryJson<'a> {
                 info,
                 peak_covered: s.device_log_peak_covered,
             }),
+            nsys: s.nsys.as_ref(),
             ooms: &s.ooms,
             allocator_at_end: s.allocator_at_end.as_ref(),
             history_bounds: s.history_bounds.as_ref(),
@@ -428,6 +461,7 @@ impl<'a> LiveJson<'a> {
     fn new(e: &'a LiveEntry) -> LiveJson<'a> {
         LiveJson {
             bytes: e.bytes.0,
+            requested_bytes: e.requested.map(|r| r.0),
             band: e.band.name(),
             category: e.category,
             name: &e.name,

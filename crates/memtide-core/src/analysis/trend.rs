@@ -49,6 +49,10 @@ pub struct Trend {
     /// True when every boundary after the warm-up is higher than the one before.
     pub rising: bool,
     pub survivors: Vec<Survivor>,
+    /// The last step is complete, so the end of the trace is a step boundary; false when the
+    /// trace stops inside it (an OOM inside it, or a step span never closed): then growth and
+    /// survivors are read over the complete steps only.
+    pub last_step_complete: bool,
 }
 
 impl Trend {
@@ -64,7 +68,14 @@ impl Trend {
         } else {
             ""
         };
-        Some(format!("{sign}{bytes} ({:+.1} %){rising}", g * 100.0))
+        let open = match self.steps.last() {
+            Some(last) if !self.last_step_complete => format!(
+                " (over complete steps: the trace ends inside {}, so its end is no step boundary)",
+                last.name
+            ),
+            _ => String::new(),
+        };
+        Some(format!("{sign}{bytes} ({:+.1} %){rising}{open}", g * 100.0))
     }
 }
 
@@ -92,9 +103,11 @@ pub fn trend(trace: &Trace, index: &Index) -> Trend {
         })
         .collect();
     let final_bytes = super::peak::final_bytes(index);
-    // Boundaries after warm-up: the start of steps 1.., then the end of the trace.
+    let last_step_complete = last_step_complete(trace);
+    // Boundaries after warm-up: the start of steps 1.., then the end of the trace when the
+    // last step ended there (a trace that stops mid-step has no boundary at its end).
     let mut bounds: Vec<u64> = steps.iter().skip(1).map(|s| s.baseline.0).collect();
-    if !steps.is_empty() {
+    if !steps.is_empty() && last_step_complete {
         bounds.push(final_bytes.0);
     }
     let (growth, growth_bytes, rising) = if bounds.len() >= 2 {
@@ -114,7 +127,12 @@ pub fn trend(trace: &Trace, index: &Index) -> Trend {
         (None, None, false)
     };
     let survivors = if rising {
-        survivors(trace, index, &steps)
+        let complete = if last_step_complete {
+            &steps[..]
+        } else {
+            &steps[..steps.len().saturating_sub(1)]
+        };
+        survivors(trace, index, complete)
     } else {
         Vec::new()
     };
@@ -125,7 +143,27 @@ pub fn trend(trace: &Trace, index: &Index) -> Trend {
         growth_bytes,
         rising,
         survivors,
+        last_step_complete,
     }
+}
+
+/// Whether the trace's last step is complete (its end is a step boundary): not when the run
+/// ran out of memory inside it, nor when the source records step ends (spans) and the last
+/// one has none. Point step marks without an OOM after them: complete (nothing says
+/// otherwise).
+pub fn last_step_complete(trace: &Trace) -> bool {
+    let mut steps = trace.marks.iter().filter(|m| m.kind == MarkKind::Step);
+    let Some(last) = steps.clone().max_by_key(|m| m.at) else {
+        return true;
+    };
+    let spans = steps.any(|m| m.end.is_some());
+    if spans && last.end.is_none() {
+        return false;
+    }
+    let after = last.end.unwrap_or(last.at);
+    !trace.marks.iter().any(|m| {
+        m.kind == MarkKind::Oom && m.at >= last.at && (last.end.is_none() || m.at <= after)
+    })
 }
 
 /// Allocations made inside a step after the warm-up and still live at every later boundary,

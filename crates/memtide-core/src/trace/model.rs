@@ -5,7 +5,7 @@
 //! incrementally, so appending never forces a rebuild.
 
 use super::band::{Band, Category};
-use super::external::DeviceLogInfo;
+use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
@@ -263,6 +263,19 @@ impl Storages {
     }
 }
 
+/// A block a merge step adds over events already read ([`Trace::add_blocks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewBlock {
+    /// The first event it is live after; None: live from before the first event.
+    pub start: Option<Seq>,
+    /// The first event it is no longer live after; None: live to the end.
+    pub end: Option<Seq>,
+    pub size: Bytes,
+    pub name: StrId,
+    pub stack: StackId,
+    pub src_id: u64,
+}
+
 /// A fully decoded trace of one device.
 #[derive(Debug, Clone)]
 pub struct Trace {
@@ -292,6 +305,14 @@ pub struct Trace {
     pub base_released: FxHashMap<AllocId, Seq>,
     /// Unknown fields of a storage's alloc line, kept as JSON text.
     pub extra: FxHashMap<AllocId, StrId>,
+    /// Why an inferred category was chosen where the file shows it only indirectly (memory
+    /// from before the recording, paired by size with gradients or optimizer state): the
+    /// inspector's evidence line.
+    pub evidence: FxHashMap<AllocId, String>,
+    /// What the caller asked for, for storages whose size is a larger block the allocator
+    /// holds for them (CUDA snapshots: the request rounded, or a whole unsplit block, as
+    /// `memory_allocated()` counts it). Absent: the size is what was asked for.
+    pub requested: FxHashMap<AllocId, u64>,
     pub marks: Vec<Mark>,
     pub changes: Vec<Change>,
 
@@ -321,6 +342,17 @@ pub struct Trace {
     pub wall_offset_ns: Option<i64>,
     /// How a merged device-usage log was aligned (None: no log was merged).
     pub device_log: Option<DeviceLogInfo>,
+    /// How a merged Nsight Systems export was aligned (None: none was merged).
+    pub nsys: Option<NsysInfo>,
+    /// Whether memory outside the framework is measured at all (a recorder's `external`
+    /// spans or `sample` lines, a device log that covers the trace, an Nsight Systems
+    /// export). False: the external band is unavailable, never 0.
+    pub external_known: bool,
+    /// The source of each external storage a side source added (`nccl`, `cudnn`,
+    /// `library-internal`, …); see [`Trace::external_source`].
+    pub ext_source: FxHashMap<AllocId, StrId>,
+    /// The call chain of an external storage, when its source recorded one.
+    pub ext_detail: FxHashMap<AllocId, ExternalDetail>,
 }
 
 impl Trace {
@@ -342,6 +374,8 @@ impl Trace {
             views_of: FxHashMap::default(),
             base_released: FxHashMap::default(),
             extra: FxHashMap::default(),
+            evidence: FxHashMap::default(),
+            requested: FxHashMap::default(),
             marks: Vec::new(),
             changes: Vec::new(),
             unmatched_frees: 0,
@@ -356,6 +390,10 @@ impl Trace {
             anon_baseline: 0,
             wall_offset_ns: None,
             device_log: None,
+            nsys: None,
+            external_known: false,
+            ext_source: FxHashMap::default(),
+            ext_detail: FxHashMap::default(),
         }
     }
 
@@ -612,24 +650,55 @@ impl Trace {
     /// reader, e.g. a device log's external memory): each `(start, end, size, name)` is live
     /// from event `start` up to, excluding, `end` (None: to the end). The change log is merged
     /// back into position order (the new entries after the old ones at one position).
-    pub fn add_intervals(&mut self, spans: &[(Seq, Option<Seq>, Bytes, StrId)], cat: Category) {
-        let mut extra: Vec<Change> = Vec::with_capacity(spans.len() * 2);
-        for &(start, end, size, name) in spans {
+    pub fn add_intervals(
+        &mut self,
+        spans: &[(Seq, Option<Seq>, Bytes, StrId)],
+        cat: Category,
+    ) -> Vec<AllocId> {
+        let blocks: Vec<NewBlock> = spans
+            .iter()
+            .map(|&(start, end, size, name)| NewBlock {
+                start: Some(start),
+                end,
+                size,
+                name,
+                stack: StackId(0),
+                src_id: u64::MAX,
+            })
+            .collect();
+        self.add_blocks(&blocks, cat)
+    }
+
+    /// [`Trace::add_intervals`] with stacks, source ids and blocks live from before the
+    /// first event (`start: None`); returns the new storages' ids, in order.
+    pub fn add_blocks(&mut self, blocks: &[NewBlock], cat: Category) -> Vec<AllocId> {
+        let mut extra: Vec<Change> = Vec::with_capacity(blocks.len() * 2);
+        let mut ids = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let start = b.start.unwrap_or(Seq(0));
             let id = self.new_storage(
                 start,
-                size,
+                b.size,
                 cat,
                 StorageKind::Block,
-                name,
-                StackId(0),
-                u64::MAX,
+                b.name,
+                b.stack,
+                b.src_id,
             );
-            extra.push(Change {
-                at: start,
-                storage: id,
-                open: true,
-            });
-            if let Some(e) = end.filter(|&e| e > start) {
+            ids.push(id);
+            if b.start.is_none() {
+                self.add_flag(id, FLAG_FROM_START);
+            } else {
+                extra.push(Change {
+                    at: start,
+                    storage: id,
+                    open: true,
+                });
+            }
+            if let Some(e) = b
+                .end
+                .filter(|&e| e > start || (b.start.is_none() && e >= start))
+            {
                 if let Some(x) = self.storages.end.get_mut(id.idx()) {
                     *x = e.0;
                 }
@@ -641,7 +710,7 @@ impl Trace {
             }
         }
         if extra.is_empty() {
-            return;
+            return ids;
         }
         extra.sort_by_key(|c| c.at);
         let old = std::mem::take(&mut self.changes);
@@ -655,6 +724,16 @@ impl Trace {
         }
         merged.extend(new);
         self.changes = merged;
+        ids
+    }
+
+    /// Where an external storage's bytes come from: the source a side source gave it, else
+    /// `recorded` (a recorder's `external` span) or `unattributed` (used − reserved).
+    pub fn external_source(&self, id: AllocId) -> &str {
+        match self.ext_source.get(&id) {
+            Some(&s) => self.strings.text(s),
+            None => crate::trace::external::RECORDED,
+        }
     }
 
     fn last_seq(&self) -> Seq {
@@ -667,6 +746,15 @@ impl Trace {
 
     pub fn size(&self, id: AllocId) -> Bytes {
         Bytes(self.storages.size.get(id.idx()).copied().unwrap_or(0))
+    }
+
+    /// The bytes the caller asked for when the storage's size is a larger allocator block
+    /// (see [`Trace::requested`]); None when the size is what was asked for.
+    pub fn requested_size(&self, id: AllocId) -> Option<Bytes> {
+        self.requested
+            .get(&id)
+            .map(|&r| Bytes(r))
+            .filter(|&r| r != self.size(id))
     }
 
     pub fn category(&self, id: AllocId) -> Category {
@@ -831,18 +919,23 @@ impl Trace {
         self.marks.push(m);
     }
 
-    /// The nearest mark at or before `at` (preferring steps), for "enclosing mark" labels.
+    /// The nearest mark at or before `at` (preferring steps) that still encloses it (a span
+    /// mark's recorded end at or after `at`), for "enclosing mark" labels: a phase that ended
+    /// before `at` does not name it.
     pub fn enclosing_mark(&self, at: Seq) -> Option<&Mark> {
         let upto = self.marks.partition_point(|m| m.at <= at);
         let before = &self.marks[..upto];
+        let open = |m: &&Mark| m.end.is_none_or(|e| at <= e);
         before
             .iter()
             .rev()
-            .find(|m| m.kind == MarkKind::Step && m.end.is_none_or(|e| at <= e))
+            .filter(open)
+            .find(|m| m.kind == MarkKind::Step)
             .or_else(|| {
                 before
                     .iter()
                     .rev()
+                    .filter(open)
                     .find(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
             })
     }

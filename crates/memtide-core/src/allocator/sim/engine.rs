@@ -10,10 +10,12 @@
 
 use super::config::AllocConf;
 use crate::allocator::rounding::{
-    allocation_size, LARGE_BUFFER, MIN_BLOCK_SIZE, SMALL_BUFFER, SMALL_SIZE,
+    allocation_size, should_split, LARGE_BUFFER, SMALL_BUFFER, SMALL_SIZE,
 };
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
+
+mod seed;
 
 /// No block.
 pub const NIL: u32 = u32::MAX;
@@ -195,6 +197,9 @@ pub struct Engine {
     pool_of: FxHashMap<(u32, bool), u32>,
     expandable: Vec<ExpSeg>,
     next_addr: u64,
+    /// Address ranges the model holds (`cudaMalloc` segments, expandable address space):
+    /// start → end. A recorded address is used only where it is free.
+    spans: BTreeMap<u64, u64>,
     /// `total_allocated_memory` / reserved bytes.
     reserved: u64,
     /// `allocated_bytes` (block sizes of allocated, not free-requested blocks).
@@ -223,6 +228,9 @@ struct Params {
     stream: u64,
     pool: u32,
     alloc_size: u64,
+    /// Where the recorded run's `cudaMalloc` put the segment this request made, if it made
+    /// one (used when that range is free in the model).
+    hint: Option<u64>,
 }
 
 impl Engine {
@@ -238,6 +246,7 @@ impl Engine {
             pool_of: FxHashMap::default(),
             expandable: Vec::new(),
             next_addr: BASE,
+            spans: BTreeMap::new(),
             reserved: 0,
             allocated: 0,
             plain_segments: 0,
@@ -371,6 +380,20 @@ impl Engine {
         pool: u32,
         tag: u32,
     ) -> Result<u32, Refusal> {
+        self.malloc_at(orig_size, stream, pool, tag, None)
+    }
+
+    /// [`Engine::malloc`] of a request for which the recorded run's `cudaMalloc` returned
+    /// `hint` (a new segment there, when the model needs one of that size and the range is
+    /// free in it).
+    pub fn malloc_at(
+        &mut self,
+        orig_size: u64,
+        stream: u64,
+        pool: u32,
+        tag: u32,
+        hint: Option<u64>,
+    ) -> Result<u32, Refusal> {
         let rounded = self.conf.round_size(orig_size);
         let small = rounded.is_some_and(|s| s <= SMALL_SIZE);
         let refusal = Refusal {
@@ -395,6 +418,7 @@ impl Engine {
             stream: sidx,
             pool: self.get_pool(pool, small),
             alloc_size,
+            hint,
         };
         let mut found = self.get_free_block(&p);
         if found.is_none() {
@@ -489,12 +513,13 @@ impl Engine {
     /// large pool → the request is below `max_split_size` and the remainder above 1 MiB.
     fn should_split(&self, i: u32, size: u64) -> bool {
         let b = self.b(i);
-        let remaining = b.size - size;
-        if self.pools[b.pool as usize].small || self.conf.expandable_segments {
-            remaining >= MIN_BLOCK_SIZE
-        } else {
-            size < self.conf.max_split_size && remaining > SMALL_SIZE
-        }
+        should_split(
+            self.pools[b.pool as usize].small,
+            self.conf.expandable_segments,
+            self.conf.max_split_size,
+            size,
+            b.size - size,
+        )
     }
 
     /// `alloc_found_block`: splits the front `size` bytes off the found block when asked (the
@@ -634,12 +659,19 @@ impl Engine {
         if !fits(p.alloc_size, self) {
             return None;
         }
-        let addr = self.next_addr;
-        self.next_addr = p
-            .alloc_size
-            .div_ceil(SMALL_BUFFER)
-            .checked_mul(SMALL_BUFFER)
-            .and_then(|span| addr.checked_add(span))?;
+        let addr = match p.hint.filter(|&a| self.span_free(a, p.alloc_size)) {
+            Some(a) => a,
+            None => {
+                let addr = self.next_addr;
+                self.next_addr = p
+                    .alloc_size
+                    .div_ceil(SMALL_BUFFER)
+                    .checked_mul(SMALL_BUFFER)
+                    .and_then(|span| addr.checked_add(span))?;
+                addr
+            }
+        };
+        self.spans.insert(addr, addr.saturating_add(p.alloc_size));
         let i = self.new_block(Block {
             addr,
             size: p.alloc_size,
@@ -705,6 +737,7 @@ impl Engine {
         // Aligned to the page, apart from everything else.
         let base = self.next_addr.div_ceil(page) * page;
         self.next_addr = base + va;
+        self.spans.insert(base, base + va);
         self.expandable.push(ExpSeg {
             base,
             page,
@@ -909,15 +942,30 @@ impl Engine {
             if !b.mapped && !b.is_split() {
                 // release_expandable_segment
                 self.remove_unmapped(i);
-                self.expandable[b.es as usize].live = false;
+                let es = &mut self.expandable[b.es as usize];
+                es.live = false;
+                let base = es.base;
+                self.spans.remove(&base);
                 self.drop_block(i);
             }
         }
     }
 
+    /// Whether `[addr, addr + size)` overlaps nothing the model holds.
+    fn span_free(&self, addr: u64, size: u64) -> bool {
+        let Some(end) = addr.checked_add(size) else {
+            return false;
+        };
+        self.spans
+            .range(..end)
+            .next_back()
+            .is_none_or(|(_, &e)| e <= addr)
+    }
+
     /// `release_block`: `cudaFree` of an unsplit cached segment.
     fn release_block(&mut self, i: u32) {
         let b = *self.b(i);
+        self.spans.remove(&b.addr);
         self.remove_free(i);
         self.reserved -= b.size;
         self.plain_segments -= 1;

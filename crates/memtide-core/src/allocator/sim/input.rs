@@ -2,6 +2,7 @@
 //! streams and private pools when the file has them), from a snapshot's allocator history or
 //! from any [`Trace`] (JSONL, Kineto, memory timelines).
 
+use super::layout::{layout_of, segment_hint, Layout};
 use crate::allocator::replay::{History, Op};
 use crate::allocator::state::PoolId;
 use crate::trace::{MarkKind, Seq, StorageKind, Trace};
@@ -43,6 +44,12 @@ pub struct SimInput {
     pub streams: usize,
     /// What the sequence lacks, in words.
     pub notes: Vec<String>,
+    /// A snapshot's state before its history, at its recorded addresses (the prologue's
+    /// blocks are `layout.blocks`, in the same order).
+    pub layout: Option<Layout>,
+    /// For allocations for which the recorded run made a segment: op index → the address its
+    /// `cudaMalloc` returned.
+    pub seg_hints: FxHashMap<usize, u64>,
 }
 
 impl SimInput {
@@ -113,6 +120,7 @@ impl SimInput {
             }
             n += 1;
         }
+        s.layout = Some(layout_of(h, &start, &mut pool_index, &mut s.pools));
         s.prologue = s.ops.len();
         if s.prologue > 0 {
             s.notes.push(format!(
@@ -129,6 +137,9 @@ impl SimInput {
                 Op::Alloc => {
                     let place = h.place_of(&e);
                     streams.insert(place.stream, ());
+                    if let Some(a) = segment_hint(h, i as usize) {
+                        s.seg_hints.insert(s.ops.len(), a);
+                    }
                     s.push(
                         SimOp::Alloc {
                             size: e.size,

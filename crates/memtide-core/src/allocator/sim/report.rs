@@ -103,7 +103,12 @@ pub fn whatif_under(
         Some(c) => (c.clone(), "recorded"),
         None => (AllocConf::default(), "defaults"),
     };
-    let mut r = run(&input, &first, &opts);
+    // The file's own run starts from its recorded layout.
+    let own_opts = RunOptions {
+        recorded_layout: true,
+        ..opts.clone()
+    };
+    let mut r = run(&input, &first, &own_opts);
     r.settings_source = source.into();
     if ceiling.is_some() {
         r.model_check = model_check(trace, history, &input, &r);

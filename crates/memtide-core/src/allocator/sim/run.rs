@@ -28,6 +28,10 @@ pub struct RunOptions {
     pub no_recorded_ooms: bool,
     /// Device name for the OOM explanation.
     pub device: String,
+    /// Start from the recorded state before the history at its recorded addresses and take
+    /// the addresses the recorded run's `cudaMalloc` returned (the run under the file's own
+    /// settings): else the prologue is allocated first at the model's own addresses.
+    pub recorded_layout: bool,
 }
 
 /// The result of one run (the `runs[]` object of `whatif --json`).
@@ -87,10 +91,20 @@ pub struct RunResult {
     pub prologue_segment_events: usize,
 }
 
-/// What every run simplifies, in words.
-pub fn simplifications(input: &SimInput, opts: &RunOptions, conf: &AllocConf) -> Vec<String> {
+/// What every run simplifies, in words (`seeded`: the run starts from the recorded layout).
+pub fn simplifications(
+    input: &SimInput,
+    opts: &RunOptions,
+    conf: &AllocConf,
+    seeded: bool,
+) -> Vec<String> {
+    let addresses = if seeded {
+        "addresses are the recorded run's where the model does what it did (the state before the history, and each segment made where the run made one of that size), else the model's own, above them: equal-sized free blocks are chosen in address order, as PyTorch chooses them"
+    } else {
+        "addresses are the model's own (segments laid out in order): equal-sized free blocks are chosen in that order, which a real cudaMalloc's addresses may not follow"
+    };
     let mut v = vec![
-        "addresses are the model's own (segments laid out in order): equal-sized free blocks are chosen in that order, which a real cudaMalloc's addresses may not follow".to_string(),
+        addresses.to_string(),
         "memory outside the caching allocator (CUDA context, NCCL, other processes) is not modelled: with --capacity, leave room for it".to_string(),
         "CUDA-graph private pools keep their blocks (never freed as a whole when a graph is destroyed); freeable-pool release is not modelled".to_string(),
         "free_completed happens where the file recorded it (cross-stream event timing is not re-simulated); release_cached_blocks completes pending frees early".to_string(),
@@ -113,7 +127,12 @@ pub fn simplifications(input: &SimInput, opts: &RunOptions, conf: &AllocConf) ->
             "sizes are the trace's allocation sizes; PyTorch's rounding is applied to them".into(),
         );
     }
-    if input.prologue > 0 {
+    if input.prologue > 0 && seeded {
+        v.push(format!(
+            "{} blocks live before the history began start where the recorded run had them, in its segments",
+            input.prologue
+        ));
+    } else if input.prologue > 0 {
         v.push(format!(
             "{} blocks live before the history began are allocated first, in address order (their real order and the segments they came from are unknown)",
             input.prologue
@@ -135,6 +154,10 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
     if opts.segment_events {
         e.events = Some(Vec::new());
     }
+    let seeded = match &input.layout {
+        Some(l) if opts.recorded_layout => e.seed(l),
+        _ => None,
+    };
     let mut handles: Vec<u32> = Vec::with_capacity(input.ops.len() / 2 + 1);
     const GONE: u32 = u32::MAX;
     let mut r = RunResult {
@@ -160,7 +183,7 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         model_check: None,
         ops: 0,
         estimate: !input.from_snapshot,
-        simplifications: simplifications(input, opts, conf),
+        simplifications: simplifications(input, opts, conf, seeded.is_some()),
         timeline: Vec::new(),
         segment_events: Vec::new(),
         prologue_segment_events: 0,
@@ -177,9 +200,18 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         let at = input.at.get(k).copied().unwrap_or(0);
         let mut refused: Option<(Refusal, bool)> = None;
         match *op {
+            // Placed by the seed already.
+            SimOp::Alloc { .. } if k < input.prologue && seeded.is_some() => {
+                let h = seeded.as_ref().and_then(|s| s.get(handles.len()).copied());
+                handles.push(h.unwrap_or(GONE));
+            }
             SimOp::Alloc { size, stream, pool } => {
                 let tag = handles.len() as u32;
-                match e.malloc(size, stream, pool, tag) {
+                let hint = match opts.recorded_layout {
+                    true => input.seg_hints.get(&k).copied(),
+                    false => None,
+                };
+                match e.malloc_at(size, stream, pool, tag, hint) {
                     Ok(b) => handles.push(b),
                     Err(x) => {
                         handles.push(GONE);

@@ -66,6 +66,7 @@ pub fn reserved_series(
         capacity,
         timeline: true,
         device: trace.device.clone(),
+        recorded_layout: source != "--alloc-conf",
         ..RunOptions::default()
     };
     let mut r = run(&input, &conf, &opts);

@@ -114,6 +114,7 @@ pub fn validate(h: &History, conf: &AllocConf) -> Validation {
             timeline: true,
             segment_events: true,
             no_recorded_ooms: true,
+            recorded_layout: true,
             ..RunOptions::default()
         },
     );

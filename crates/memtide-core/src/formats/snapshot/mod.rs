@@ -5,6 +5,7 @@
 //! (`crate::load` infers them). A snapshot without history
 //! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
+mod block_sizes;
 mod entry_bytes;
 pub mod from_json;
 pub mod from_pickle;

@@ -312,15 +312,16 @@ impl Frames {
     /// Interns `filename:line:name`; returns the id with [`CPP_BIT`] set for C++ frames.
     pub fn frame(&mut self, strings: &mut Interner, filename: &str, line: i64, name: &str) -> u32 {
         // Long file names stay shared: the frame keeps ids, not a copy of the text.
+        let cpp = is_cpp(filename) && !is_autograd_marker(name);
         if filename.len() + name.len() > crate::trace::intern::LONG_FRAME {
             let id = strings.intern_frame(filename, line, name).0 & !CPP_BIT;
-            return if is_cpp(filename) { id | CPP_BIT } else { id };
+            return if cpp { id | CPP_BIT } else { id };
         }
         use std::fmt::Write as _;
         self.buf.clear();
         let _ = write!(self.buf, "{filename}:{line}:{name}");
         let id = strings.intern(&self.buf).0 & !CPP_BIT;
-        if is_cpp(filename) {
+        if cpp {
             id | CPP_BIT
         } else {
             id
@@ -352,6 +353,16 @@ impl Frames {
         self.tmp.extend_from_slice(&self.tail);
         strings.intern_stack(&self.tmp)
     }
+}
+
+/// The C++ frames of the autograd engine that say what an allocation is (a gradient made by
+/// `AccumulateGrad`, an autograd node's backward, the engine's thread): kept in the stack even
+/// when C++ frames are not, since a CUDA backward runs on the engine's own thread and has no
+/// Python frame to tell (docs/inference.md).
+pub fn is_autograd_marker(name: &str) -> bool {
+    name.contains("torch::autograd::AccumulateGrad::")
+        || name.contains("torch::autograd::generated::")
+        || name.contains("torch::autograd::Engine::thread_main")
 }
 
 /// C++ frames: unsymbolised (`??`), C/C++ sources, or PyTorch's `csrc` tree.

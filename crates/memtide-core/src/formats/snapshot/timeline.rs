@@ -6,6 +6,7 @@
 //! remove what they overlap), seeded by undoing the trace's segment events from the final
 //! segments. A device without history is one instant: the dump, event #0.
 
+use super::block_sizes::{self, SegEvent};
 use super::raw::{Action, Annotation, Raw, Row, Segment};
 use super::rows::Reader;
 use crate::trace::{
@@ -237,7 +238,17 @@ pub fn build(raw: &Raw, d: usize, source: &str) -> Trace {
         format!("cuda:{d}"),
         Some(d as u64),
         source,
+        Sizes::Blocks,
     )
+}
+
+/// What a device's replay counts for a block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sizes {
+    /// The block the caching allocator held (CUDA devices: what `memory_allocated()` counts).
+    Blocks,
+    /// What the caller asked for (pinned host memory, whose allocator rounds differently).
+    Requested,
 }
 
 /// Builds the trace of pinned host memory (`host_traces` / `host_segments`).
@@ -250,6 +261,7 @@ pub fn build_host(raw: &Raw, source: &str) -> Trace {
         "host:pinned".into(),
         None,
         source,
+        Sizes::Requested,
     );
     t.meta.push((
         "note".into(),
@@ -282,6 +294,7 @@ fn build_one(
     device: String,
     ann_device: Option<u64>,
     source: &str,
+    sizes: Sizes,
 ) -> Trace {
     let mut r = Replay::new(raw, rows, device, source);
     r.open_initial_reserve(segs, rows);
@@ -289,8 +302,11 @@ fn build_one(
         r.entry(i, row);
     }
     r.rows.end_pass();
-    let dump = r.open_dump_blocks(segs);
+    let dump = r.open_dump_blocks(segs, sizes);
     r.check_reserve(segs, dump.final_reserved);
+    if sizes == Sizes::Blocks && !r.history_less {
+        block_sizes::apply(&mut r.t, raw, segs, &r.seg_events);
+    }
     if let Some(d) = ann_device {
         add_annotations(&mut r.t, &raw.annotations, d);
     }
@@ -328,6 +344,8 @@ struct Replay<'r> {
     loc: Localize,
     live: FxHashMap<u64, AllocId>,
     mapped: Mapped,
+    /// The segment entries in order, for the block sizes' replay.
+    seg_events: Vec<SegEvent>,
     has_time: bool,
     history_less: bool,
     last_ts: i64,
@@ -363,6 +381,7 @@ impl<'r> Replay<'r> {
             loc: Localize::new(raw),
             live: FxHashMap::default(),
             mapped: Mapped::default(),
+            seg_events: Vec::new(),
             has_time,
             history_less,
             last_ts: 0,
@@ -440,13 +459,15 @@ impl<'r> Replay<'r> {
             Action::FreeRequested => self.free_requested(ts, &row),
             Action::FreeCompleted => self.free_completed(ts, r, &row),
             Action::SegmentAlloc | Action::SegmentMap => {
-                self.t.push_event(ts, EventKind::Reserve);
+                let at = self.t.push_event(ts, EventKind::Reserve);
+                self.note_segment(at, &row);
                 let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
                 let (a, b) = range(row.addr, row.size);
                 self.mapped.map(&mut self.t, a, b, stack);
             }
             Action::SegmentFree | Action::SegmentUnmap => {
-                self.t.push_event(ts, EventKind::Unreserve);
+                let at = self.t.push_event(ts, EventKind::Unreserve);
+                self.note_segment(at, &row);
                 let (a, b) = range(row.addr, row.size);
                 self.mapped.unmap(&mut self.t, a, b);
             }
@@ -461,6 +482,16 @@ impl<'r> Replay<'r> {
                 self.n.unknown += 1;
             }
         }
+    }
+
+    /// Keeps a segment entry for the block sizes' replay.
+    fn note_segment(&mut self, at: Seq, row: &Row) {
+        self.seg_events.push(SegEvent {
+            at,
+            action: row.action,
+            addr: row.addr,
+            size: row.size,
+        });
     }
 
     /// Keeps the fields of row `r` the reader kept (`extra`) with storage `id`.
@@ -583,8 +614,10 @@ impl<'r> Replay<'r> {
 
     /// Blocks allocated at dump time that the trace never allocated ("ghosts"): live for the
     /// whole trace, with the block's own stack. Addresses are running sums, as MemoryViz
-    /// does. Without history they open at the dump (event #0) instead.
-    fn open_dump_blocks(&mut self, segs: &[&Segment]) -> DumpBlocks {
+    /// does. Without history they open at the dump (event #0) instead. A CUDA device counts
+    /// each at its block size (the request is kept beside it), pinned host memory at its
+    /// request.
+    fn open_dump_blocks(&mut self, segs: &[&Segment], sizes: Sizes) -> DumpBlocks {
         let raw = self.raw;
         let mut d = DumpBlocks {
             final_reserved: segs
@@ -606,13 +639,20 @@ impl<'r> Replay<'r> {
                                 .and_then(|m| m.as_str().map(String::from))
                         })
                         .map_or(StrId(0), |n| self.t.strings.intern(&n));
+                    let counted = match sizes {
+                        Sizes::Blocks => b.size,
+                        Sizes::Requested => b.requested,
+                    };
                     let (size, kind, flag) =
-                        (Bytes(b.requested), Category::Unknown, StorageKind::Block);
+                        (Bytes(counted), Category::Unknown, StorageKind::Block);
                     let id = if self.history_less {
                         self.t.open(size, kind, flag, name, stack, addr)
                     } else {
                         self.t.open_from_start(size, kind, flag, name, stack, addr)
                     };
+                    if counted != b.requested {
+                        self.t.requested.insert(id, b.requested);
+                    }
                     if let Some(x) = text {
                         let x = self.t.strings.intern(&x);
                         self.t.extra.insert(id, x);
@@ -677,8 +717,8 @@ impl<'r> Replay<'r> {
             t.meta.push(("note".into(), note));
         } else if dump.count > 0 {
             t.warn(format!(
-                "{} blocks ({} B) allocated at dump time have no alloc in the trace: counted live for the whole trace",
-                dump.count, dump.requested
+                "{} blocks ({} B requested, {} B in blocks) allocated at dump time have no alloc in the trace: counted live for the whole trace",
+                dump.count, dump.requested, dump.rounded
             ));
         }
         if t.unmatched_frees > 0 {

@@ -3,6 +3,7 @@
 //! pool, and the final segments with their blocks, pool, stream, type and expandability.
 
 use super::raw::{Action, BlockState as RawState, Raw, Segment};
+use crate::allocator::sim::AllocConf;
 use crate::allocator::{
     BlockState, Entry, FinalBlock, FinalSegment, History, Op, Place, PoolId, PoolKind,
 };
@@ -50,7 +51,7 @@ fn op(a: Action) -> Op {
     }
 }
 
-fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
+pub(crate) fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
     let x = parse_extra(raw, s.extra);
     FinalSegment {
         address: s.address,
@@ -135,10 +136,21 @@ pub fn history(raw: &Raw, d: usize) -> History {
     h
 }
 
+/// The recorded allocator settings (PyTorch's defaults when the file has none or they cannot
+/// be read: 512 B rounding, no `max_split_size`).
+pub fn settings(raw: &Raw) -> AllocConf {
+    raw.allocator_settings
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| AllocConf::from_settings(&v).ok())
+        .unwrap_or_default()
+}
+
 /// The history of CUDA device `d` without its entries: the final segments only.
 pub fn final_only(raw: &Raw, d: usize) -> History {
     History {
         device: format!("cuda:{d}"),
+        conf: settings(raw),
         places: vec![Place::default()],
         pools: vec![PoolId(0, 0)],
         segments: raw
