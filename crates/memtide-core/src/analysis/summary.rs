@@ -90,6 +90,8 @@ pub struct Summary {
     pub ooms: Vec<crate::allocator::OomExplanation>,
     /// Snapshots: the totals of the final `segments` (None for other sources).
     pub allocator_at_end: Option<crate::allocator::AllocatorAtEnd>,
+    /// Snapshots whose history starts after blocks were live: bounds on the run's peak.
+    pub history_bounds: Option<super::bounds::HistoryBounds>,
 }
 
 /// The window a summary's peak was measured in, with its source indices.
@@ -302,6 +304,7 @@ impl Summary {
             ),
             ooms: Vec::new(),
             allocator_at_end: None,
+            history_bounds: None,
         }
         .explained(trace, index, None)
         .doubting_the_model()
@@ -333,6 +336,7 @@ impl Summary {
     ) -> Summary {
         self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
+        self.history_bounds = super::bounds::bounds(trace, index, history);
         self
     }
 
