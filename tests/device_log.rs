@@ -219,7 +219,11 @@ fn without_the_zone_the_misalignment_is_warned_and_nothing_is_invented() {
     let log = write(&f.dir, "gpu.csv", &nvidia_smi_log());
     let snap = f.snapshot.display().to_string();
     let v = summary_json(&[&snap, "--device-log", &log]);
-    assert_eq!(v["peak"]["bands"]["external"], 0);
+    assert_eq!(
+        v["peak"]["bands"]["external"],
+        Value::Null,
+        "a log that covers nothing measures nothing"
+    );
     assert_eq!(v["peak"]["bytes"], PEAK_ALLOCATED);
     let d = &v["device_log"];
     assert_eq!(d["covered_events"], 0);
@@ -473,12 +477,12 @@ fn jsonl_refuses_a_device_log_and_no_log_changes_nothing() {
     let out = memtide().args(["summary", &snap]).output().expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("external              0 B    0.0%  unavailable: the file records none"),
+        text.contains("  external      unavailable  no source of memory outside the framework"),
         "{text}"
     );
     let out = memtide().arg("summary").arg(&jsonl).output().expect("runs");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("unavailable: the file records none"));
-    assert_eq!(v["peak"]["bands"]["external"], 0);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no source of memory outside"));
+    assert_eq!(v["peak"]["bands"]["external"], Value::Null);
     assert_eq!(v["capacity"], Value::Null);
 }
 

@@ -49,7 +49,9 @@ def record(path, model=None, optimizer=None, **options):
     ``min_bytes`` (storages smaller than this are not recorded), ``stacks`` (capture Python
     stacks, default True), ``max_frames`` (8), ``max_delay`` (seconds an alloc line may wait
     for its category, 0.25), ``max_pending`` (lines that may wait, 1024), ``sample_every``
-    (ops between NVML samples on CUDA, 64), ``source`` (header source name).
+    (ops between NVML samples on CUDA, 64), ``source`` (header source name), ``sync_steps``
+    (write each step mark after ``torch.cuda.synchronize()``: step times are the device's,
+    ``"step_clock": "synchronized"`` in the header; default False).
     """
     rec = _load_recorder().Recorder(path, model=model, optimizer=optimizer, **options)
     rec.start()

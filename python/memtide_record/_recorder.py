@@ -13,6 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _stacks
+from ._sources import probe as probe_sources
 from ._writer import Alloc, Writer
 
 from ._version import __version__
@@ -94,6 +95,7 @@ class Recorder:
         max_pending=1024,
         sample_every=64,
         source=None,
+        sync_steps=False,
     ):
         self.path = os.fspath(path)
         self.models = [model] if model is not None else []
@@ -108,6 +110,11 @@ class Recorder:
         self.max_pending = max(8, int(max_pending))
         self.sample_every = max(1, int(sample_every))
         self.source = source or os.path.basename(sys.argv[0] or "python")
+        # Step marks written after torch.cuda.synchronize(): the time between two step marks
+        # is then the device's time per step, not the host's (CPU ops are synchronous).
+        self.sync_steps = bool(sync_steps) and self.device.type in ("cuda", "cpu")
+        self.sync_ns = 0  # time spent waiting in synchronize() for sync_steps
+        self.syncs = 0
         self._lock = threading.RLock()
         self._tensors = {}  # id(tensor) -> _TensorRec (only while the tensor object lives)
         self._storages = {}  # storage _cdata -> _StorageRec (only while the storage lives)
@@ -134,6 +141,7 @@ class Recorder:
         self._reserved = 0
         self._segments = []  # (jid, size) of reserve lines, newest last
         self._nvml = None
+        self._sources = None
         self._orig_reset_peak = None
         self.overhead_ns = 0  # time spent in the recorder's own bookkeeping
         self.lines_written = 0  # set when recording stops
@@ -151,8 +159,13 @@ class Recorder:
         header = {"memtide": 1, "device": str(self.device), "clock": "ns", "source": self.source}
         meta = {"recorder": "memtide_record " + __version__, "torch": torch.__version__,
                 "min_bytes": self.min_bytes, "categories": "decided when the alloc line is written"}
+        if self.sync_steps:
+            meta["step_clock"] = "synchronized"
         if self._cuda:
             header["capacity"] = torch.cuda.get_device_properties(self.device).total_memory
+            # Probed before the header, which says which sources of external memory exist.
+            self._sources = self._probe_sources()
+            meta["external_sources"] = self._sources.status
         n = self._param_count()
         if n is not None:
             header["param_count"] = n
@@ -186,6 +199,11 @@ class Recorder:
             self._apply_dead()
             if self._cuda:
                 self._poll_cuda(nvml=True)
+            if self.syncs:
+                # The cost of sync_steps, stated in the file itself.
+                self._writer.event("mark", kind="note", name=(
+                    f"sync_steps: {self.syncs} synchronize() calls waited "
+                    f"{self.sync_ns / 1e3:.0f} us in all"))
             self._flush(0)
             self.lines_written = self._writer.lines
             self._writer.close()
@@ -255,6 +273,11 @@ class Recorder:
     def mark(self, name, kind="note"):
         if kind not in ("step", "phase", "reset_peak", "note", "annotation"):
             raise ValueError(f"unknown mark kind {kind!r}")
+        if kind == "step" and self.sync_steps and self._cuda and self._writer is not None:
+            t0 = time.perf_counter_ns()
+            torch.cuda.synchronize(self.device)
+            self.sync_ns += time.perf_counter_ns() - t0
+            self.syncs += 1
         with self._lock:
             if self._writer is None:
                 return
@@ -503,7 +526,9 @@ class Recorder:
                     self._flush(0)
 
     # ---- CUDA-only sources -----------------------------------------------------------------
-    def _init_cuda(self):
+    def _probe_sources(self):
+        """NVML (this process's used memory), NCCL's memory_stats(), pinned host memory:
+        each probed, each optional (see _sources.py)."""
         try:
             import pynvml  # nvidia-ml-py; optional
 
@@ -517,6 +542,12 @@ class Recorder:
             self._nvml = (pynvml, h)
         except Exception:  # noqa: BLE001 - no NVML: external memory stays unavailable
             self._nvml = None
+        pynvml, h = self._nvml if self._nvml is not None else (None, None)
+        dist = getattr(torch, "distributed", None)
+        return probe_sources(self.device, pynvml=pynvml, handle=h, dist=dist,
+                             torch_cuda=torch.cuda)
+
+    def _init_cuda(self):
         orig = torch.cuda.memory.reset_peak_memory_stats
         self._orig_reset_peak = orig
         rec = self
@@ -551,12 +582,12 @@ class Recorder:
                 w.event("reserve", id=jid, size=-gone)
                 self._segments.append((jid, -gone))
         self._reserved = r
-        if nvml and self._nvml is not None:
-            pynvml, h = self._nvml
-            try:
-                w.event("sample", used=int(pynvml.nvmlDeviceGetMemoryInfo(h).used))
-            except Exception:  # noqa: BLE001 - a failing NVML query loses one sample
-                pass
+        if nvml and self._sources is not None:
+            # This process's used memory (not the device's) and the sources that name parts
+            # of it; None when it cannot be read now (external stays unknown, not 0).
+            fields = self._sources.sample()
+            if fields is not None:
+                w.event("sample", **fields)
 
     def _oom(self, e):
         msg = str(e)

@@ -25,6 +25,11 @@ Cases (each figure names its counter and window in report.md):
   recorder     memtide_record on CUDA (NVML when nvidia-ml-py is installed): its peak vs
                max_memory_allocated(), reserved vs max_memory_reserved(), NVML samples
                present, external at the peak ≥ the CUDA context (mem_get_info()).
+  recorder_external  memtide_record around one 64 MiB tensor (no matmul: no cuBLAS
+               workspace the recorder cannot see): final_bytes vs memory_allocated() + NVML
+               per-process used (this pid) − memory_reserved(), 1 % — the recorded external
+               figure against NVML read independently; skipped, with the recorder's reason,
+               where NVML does not list the process.
   two_ranks    two processes on one GPU (gloo; NCCL refuses two ranks on one device), one
                snapshot each: the ranks overview must name the rank with the larger
                max_memory_allocated().
@@ -263,11 +268,9 @@ def worker_recorder(out_dir):
         rpeak = torch.cuda.max_memory_reserved()
     samples = sum(1 for line in open(path, encoding="utf-8") if '"op":"sample"' in
                   line.replace(" ", ""))
-    try:
-        import pynvml  # noqa: F401
-        nvml = True
-    except ImportError:
-        nvml = False
+    with open(path, encoding="utf-8") as f:
+        status = json.loads(f.readline()).get("meta", {}).get("external_sources", {})
+    nvml = status.get("process") == "ok"
     window = "reset_peak_memory_stats() before memtide_record.record() .. the end of the block"
     checks = [
         # The recording's peak includes memory outside PyTorch (NVML samples): the
@@ -289,14 +292,73 @@ def worker_recorder(out_dir):
                             "(mem_get_info total − free) − memory_reserved(): the CUDA context",
                             "before the block", op="ge"))
         checks.append({"figure": "NVML sample lines", "observed": samples > 0,
-                       "expected": True, "counter": "nvmlDeviceGetMemoryInfo via the recorder",
+                       "expected": True,
+                       "counter": "nvmlDeviceGetComputeRunningProcesses (this pid) via the recorder",
                        "window": "the block", "tolerance": 0, "op": "eq"})
     else:
-        skipped.append({"name": "recorder_nvml", "reason": "nvidia-ml-py is not installed"})
+        skipped.append({"name": "recorder_nvml",
+                        "reason": "the recorder's per-process NVML source is unavailable: "
+                                  + str(status.get("process", "no status in the header"))})
     cases = [{"name": "recorder", "file": os.path.basename(path),
               "what": "memtide_record around an MLP, 3 Adam steps on CUDA",
               "command": ["summary", "--json", "{file}"], "checks": checks}]
     write_cases(out_dir, "recorder", cases, skipped)
+
+
+def worker_recorder_external(out_dir):
+    """The recorded external memory against NVML's used memory of this process − reserved,
+    read independently right after the recording's last sample. No matmul runs (no cuBLAS
+    workspace the recorder cannot see), so memtide's final bytes are the one 64 MiB tensor
+    plus the external memory: final_bytes = memory_allocated() + process used − reserved."""
+    import torch
+    import memtide_record
+    path = os.path.join(out_dir, "recorder_external.jsonl")
+    x = torch.zeros(1, device="cuda")  # the CUDA context and a first segment
+    del x
+    torch.cuda.synchronize()
+    with memtide_record.record(path, device="cuda"):
+        keep = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        allocated_end = torch.cuda.memory_allocated()
+        reserved_end = torch.cuda.memory_reserved()
+    # The recorder's last sample was taken as the block closed; nothing allocates since.
+    process_used = nvml_process_used(torch)
+    del keep
+    with open(path, encoding="utf-8") as f:
+        status = json.loads(f.readline()).get("meta", {}).get("external_sources", {})
+    if status.get("process") != "ok" or process_used is None:
+        write_cases(out_dir, "recorder_external", [], [{
+            "name": "recorder_external",
+            "reason": "NVML per-process used memory unavailable: "
+                      + str(status.get("process", "no status in the header"))}])
+        return
+    window = "the end of the recording (its last sample) .. right after"
+    checks = [check("final bytes (allocated + process used − reserved)", "final_bytes",
+                    allocated_end + process_used - reserved_end,
+                    "memory_allocated() + NVML per-process used "
+                    "(nvmlDeviceGetComputeRunningProcesses, this pid) − memory_reserved()",
+                    window, tolerance=0.01)]
+    cases = [{"name": "recorder_external", "file": os.path.basename(path),
+              "what": "memtide_record around one 64 MiB tensor on CUDA: external memory "
+                      "= this process's NVML used − reserved",
+              "command": ["summary", "--json", "{file}"], "checks": checks}]
+    write_cases(out_dir, "recorder_external", cases)
+
+
+def nvml_process_used(torch):
+    """NVML's used device memory of this process (None: no nvidia-ml-py, or NVML does not
+    list this pid, e.g. in a container's pid namespace)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+            if p.pid == os.getpid() and isinstance(p.usedGpuMemory, int) \
+                    and p.usedGpuMemory < (1 << 63):
+                return p.usedGpuMemory
+    except Exception:  # noqa: BLE001 - the check is skipped, with the recorder's reason
+        return None
+    return None
 
 
 def worker_rank(out_dir, rank):
@@ -388,7 +450,8 @@ def parent(out_dir):
     manifest = {"versions": versions(), "cases": [], "skipped": []}
     jobs = [(f"train_{label}", ["train", label, conf],
              {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}) for label, conf in SETTINGS]
-    jobs += [("oom", ["oom"], {}), ("kineto", ["kineto"], {}), ("recorder", ["recorder"], {})]
+    jobs += [("oom", ["oom"], {}), ("kineto", ["kineto"], {}), ("recorder", ["recorder"], {}),
+             ("recorder_external", ["recorder_external"], {})]
     for name, args, env in jobs:
         try:
             p = run_worker(out_dir, args, env)
@@ -433,6 +496,8 @@ def main():
             worker_kineto(out_dir)
         elif kind == "recorder":
             worker_recorder(out_dir)
+        elif kind == "recorder_external":
+            worker_recorder_external(out_dir)
         elif kind == "rank":
             worker_rank(out_dir, int(rest[0]))
         else:

@@ -26,7 +26,11 @@ fn signed(d: i128) -> String {
 }
 
 pub fn run(a: &DiffArgs) -> Result<ExitCode> {
-    if !a.json && !a.markdown && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if !a.json
+        && !a.markdown
+        && !a.require_parity
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
     let la = load(&a.a, &a.input)?;
@@ -50,11 +54,22 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
     };
     let split = (per(x, d.peak_a), per(y, d.peak_b));
+    let f = memtide_core::analysis::fair::fair(
+        &x.trace,
+        &x.index,
+        d.peak_a.map(|p| p.bytes.0),
+        &y.trace,
+        &y.index,
+        d.peak_b.map(|p| p.bytes.0),
+    );
     if a.json {
-        crate::out_json!(
-            "{}",
-            crate::safe_text::json_pretty(&to_json(&d, a, x, y, g.as_ref(), &split))?
-        );
+        let mut v = to_json(&d, a, x, y, g.as_ref(), &split);
+        if let Some(m) = v.as_object_mut() {
+            for (k, val) in super::diff_fair::json_keys(&f) {
+                m.insert(k.to_string(), val);
+            }
+        }
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {
             frame_rules: rules,
@@ -72,15 +87,38 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
             b: &sb,
             diff: &d,
             changes: g.as_ref(),
+            fair: &f,
         });
         crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
         crate::outln!(
             "{}",
-            render(&d, a, x, y, g.as_ref(), &split).trim_end_matches('\n')
+            render(&d, a, x, y, g.as_ref(), &split, &f).trim_end_matches('\n')
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(parity_exit(a, &f))
+}
+
+/// `--require-parity`: exit 1 when the runs did different work (said on stderr too).
+fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::fair::Fair) -> ExitCode {
+    use memtide_core::analysis::parity::Verdict;
+    if !a.require_parity {
+        return ExitCode::SUCCESS;
+    }
+    match f.parity.verdict {
+        Verdict::DifferentWork => {
+            crate::errln!("memtide: parity required: {}", f.parity.words);
+            ExitCode::from(1)
+        }
+        Verdict::CannotTell => {
+            crate::errln!(
+                "memtide: parity required but not checkable: {}",
+                f.parity.words
+            );
+            ExitCode::SUCCESS
+        }
+        Verdict::SameWork => ExitCode::SUCCESS,
+    }
 }
 
 /// How many grown owners the text and JSON list.
@@ -116,9 +154,14 @@ fn peak_json(
     match p {
         None => serde_json::Value::Null,
         Some(p) => {
+            // The external band is null where the run measures none (never 0).
             let bands: serde_json::Map<String, serde_json::Value> = Band::ALL
                 .iter()
-                .map(|b| (b.name().to_string(), p.bands.get(*b).into()))
+                .map(|b| {
+                    let known = *b != Band::External || t.trace.external_known;
+                    let v = known.then(|| p.bands.get(*b));
+                    (b.name().to_string(), v.into())
+                })
                 .collect();
             json!({
                 "bytes": p.bytes.0,
@@ -126,6 +169,16 @@ fn peak_json(
                 "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
+                // The external band at the peak by source (null where unavailable).
+                "external_by_source": memtide_core::analysis::summary::external_by_source(
+                    &t.trace,
+                    &t.index.live_at_unsorted(&t.trace, p.at),
+                )
+                .map(|v| {
+                    v.into_iter()
+                        .map(|(k, b)| (k, serde_json::Value::from(b)))
+                        .collect::<serde_json::Map<String, serde_json::Value>>()
+                }),
             })
         }
     }
@@ -141,7 +194,11 @@ fn to_json(
 ) -> serde_json::Value {
     let deltas: serde_json::Map<String, serde_json::Value> = Band::ALL
         .iter()
-        .map(|b| (b.name().to_string(), (d.band_delta[b.idx()] as i64).into()))
+        .map(|b| {
+            let known = d.band_known(*b) == [true; 2];
+            let v = known.then(|| d.band_delta[b.idx()] as i64);
+            (b.name().to_string(), v.into())
+        })
         .collect();
     let steps: Vec<serde_json::Value> = d
         .steps
@@ -178,11 +235,14 @@ fn render(
     y: &super::load::Indexed,
     g: Option<&OwnerChanges>,
     split: &(Option<Persistent>, Option<Persistent>),
+    f: &memtide_core::analysis::fair::Fair,
 ) -> String {
     let mut o = String::new();
     crate::report_line!(o, "memtide diff (B − A; binary units)");
     crate::report_line!(o, "A  {} · {}", a.a.display(), x.trace.device);
     crate::report_line!(o, "B  {} · {}", a.b.display(), y.trace.device);
+    o.push_str(&super::diff_fair::text(f));
+    let _ = writeln!(o);
     let pk = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| match p {
         None => "unavailable".to_string(),
         Some(p) => format!(
@@ -209,13 +269,25 @@ fn render(
             "bands at each one's peak:        A            B        B − A"
         );
         for b in Band::ALL {
+            let [ka, kb] = d.band_known(b);
+            let shown = |known: bool, v: u64| {
+                if known {
+                    human_bytes(v)
+                } else {
+                    "unavailable".into()
+                }
+            };
             crate::report_line!(
                 o,
                 "  {:<12} {:>14} {:>12} {:>12}",
                 b.name(),
-                human_bytes(p.bands.get(b)),
-                human_bytes(q.bands.get(b)),
-                signed(d.band_delta[b.idx()])
+                shown(ka, p.bands.get(b)),
+                shown(kb, q.bands.get(b)),
+                if ka && kb {
+                    signed(d.band_delta[b.idx()])
+                } else {
+                    "unavailable".into()
+                }
             );
         }
     }

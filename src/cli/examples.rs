@@ -14,6 +14,7 @@ Examples:
   memtide summary sample-traces/train-3steps.jsonl --json  the same as JSON (schema: docs/)
   memtide summary run.pickle --markdown >> $GITHUB_STEP_SUMMARY
   memtide summary run.pickle --window 'step 3'             the peak inside one window
+  memtide summary run.pickle --nsys run.sqlite             + memory outside PyTorch by library
   memtide summary job_dir/                                 one row per rank";
 
 pub const CHECK: &str = "\

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
     let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
@@ -90,24 +91,52 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             crate::outln!("");
         }
     } else {
-        let shown: Vec<&Summary> = if a.input.device.is_some() {
-            vec![main]
+        let shown: Vec<(&Summary, &super::load::Indexed)> = if a.input.device.is_some() {
+            summaries
+                .iter()
+                .zip(&traces)
+                .skip(primary)
+                .take(1)
+                .collect()
         } else {
-            summaries.iter().filter(|s| s.events > 0).collect()
+            summaries
+                .iter()
+                .zip(&traces)
+                .filter(|(s, _)| s.events > 0)
+                .collect()
         };
         let view = TextView {
             all_frames: a.frames == "all",
             tree: a.tree,
             absolute_time: a.absolute_time,
         };
-        for (i, s) in shown.iter().enumerate() {
+        for (i, (s, t)) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");
             }
-            crate::outln!("{}", render_text_with(s, &view).trim_end_matches('\n'));
+            let text = with_boundary(&render_text_with(s, &view), t);
+            crate::outln!("{}", text.trim_end_matches('\n'));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The text with the run's measurement boundary (`boundary        full update after …`)
+/// after its `final` line.
+fn with_boundary(text: &str, t: &super::load::Indexed) -> String {
+    use memtide_core::analysis::boundary::boundary;
+    use memtide_core::analysis::work::work;
+    let b = boundary(&work(&t.trace, &t.index));
+    let mut out = String::with_capacity(text.len() + 128);
+    let mut done = false;
+    for l in text.split_inclusive('\n') {
+        out.push_str(l);
+        if !done && l.starts_with("final            ") {
+            crate::report_line!(out, "boundary         {}", b.words);
+            done = true;
+        }
+    }
+    out
 }
 
 /// Steps a survivor row names, at most (the rest are counted).
@@ -141,6 +170,7 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     persistent(&mut o, s);
     figures(&mut o, s);
     device_log(&mut o, s);
+    nsys(&mut o, s);
     live_set(&mut o, s, v);
     if v.tree {
         tree(&mut o, s);
@@ -152,8 +182,8 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     o
 }
 
-/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
-/// the advice.
+/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict, the
+/// reasoning, the advice, the pinners and the fixes checked by replay.
 fn ooms(o: &mut String, s: &Summary, v: &TextView) {
     for x in &s.ooms {
         let _ = writeln!(o);
@@ -162,11 +192,8 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
         crate::report_line!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
-        let verdict = [
-            ("verdict", x.verdict.name().to_string()),
-            ("advice", x.advice.clone()),
-        ];
-        for (k, v) in x.figures().into_iter().chain(verdict) {
+        let verdict = [("verdict", x.verdict.name().to_string())];
+        for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
             crate::report_line!(o, "  {k:<17} {v}");
         }
     }
@@ -179,6 +206,10 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             human_bytes(e.free_in_reserve),
             human_bytes(e.largest_free_block)
         );
+    }
+    if let Some(b) = &s.history_bounds {
+        let _ = writeln!(o);
+        crate::report_line!(o, "history bounds: {}", b.text);
     }
 }
 
@@ -337,26 +368,39 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
                 } else {
                     0.0
                 };
-                // Snapshots and Kineto traces record no memory outside the allocator: 0 there
-                // means not measured, unless a device log measured it.
-                let unmeasured = b == Band::External
-                    && v == 0
-                    && s.device_log.is_none()
-                    && matches!(s.format.as_str(), "snapshot" | "kineto");
+                if b == Band::External && !s.external_known {
+                    // Not measured: a figure that cannot be known is not 0.
+                    crate::report_line!(
+                        o,
+                        "  {:<12} {:>12}  {EXTERNAL_UNAVAILABLE}",
+                        b.name(),
+                        "unavailable"
+                    );
+                    continue;
+                }
                 crate::report_line!(
                     o,
-                    "  {:<12} {:>12}  {:>5.1}%{}",
+                    "  {:<12} {:>12}  {:>5.1}%",
                     b.name(),
                     human_bytes(v),
-                    pct,
-                    if unmeasured {
-                        "  unavailable: the file records none (--device-log measures it)"
-                    } else {
-                        ""
-                    }
+                    pct
                 );
+                if b == Band::External {
+                    external_sources(o, p);
+                }
             }
         }
+    }
+}
+
+/// Why the external band is unavailable, and what measures it.
+pub const EXTERNAL_UNAVAILABLE: &str =
+    "no source of memory outside the framework (--nsys, --device-log or the recorder's NVML samples measure it)";
+
+/// The external band's lines by source (`nccl`, `cudnn`, …), indented under it.
+fn external_sources(o: &mut String, p: &memtide_core::analysis::summary::PeakReport) {
+    for (src, b) in p.external_by_source.iter().flatten() {
+        crate::report_line!(o, "    {:<20} {:>12}", src, human_bytes(*b));
     }
 }
 
@@ -395,6 +439,22 @@ fn figures(o: &mut String, s: &Summary) {
     );
     if s.skipped_lines > 0 {
         crate::report_line!(o, "skipped lines    {} (--lenient)", s.skipped_lines);
+    }
+}
+
+/// How `--nsys` was put on the trace: process, matches, what was left out and unseen.
+fn nsys(o: &mut String, s: &Summary) {
+    let Some(n) = &s.nsys else {
+        return;
+    };
+    crate::report_line!(o, "nsys             {}", n.label());
+    crate::report_line!(
+        o,
+        "                 {} device allocations of the process: {} PyTorch segments (left out: reserved already), {} external; {} made before the capture, {} never freed, {} between two events (unseen), {} outside the trace; {} host allocations not counted",
+        n.allocations, n.pytorch_segments, n.external, n.before_capture, n.never_freed, n.between_events, n.outside_trace, n.host
+    );
+    for u in &n.unseen {
+        crate::report_line!(o, "                 not seen: {u}");
     }
 }
 

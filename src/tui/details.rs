@@ -94,6 +94,39 @@ pub fn lines(trace: &Trace, id: AllocId, at: Seq) -> Vec<Line> {
     )
 }
 
+/// An external storage's source (the library that made it), kind, process and the times
+/// its source recorded it made and freed (UTC).
+fn external_line(trace: &Trace, id: AllocId) -> Line {
+    let mut l = vec![
+        t("outside the framework: ", Tone::Dim),
+        t(
+            trace.external_source(id).to_string(),
+            Tone::Band(memtide_core::trace::Band::External),
+        ),
+    ];
+    if let Some(d) = trace.ext_detail.get(&id) {
+        let when = |us: Option<i64>, none: &str| {
+            us.map_or(none.to_string(), |u| {
+                format!("{} UTC", memtide_core::device_merge::utc_text(u))
+            })
+        };
+        l.push(t(
+            format!(
+                " · {} memory of pid {} · made {} · freed {}",
+                d.kind,
+                d.pid,
+                when(d.alloc_us, "before the capture range"),
+                when(d.free_us, "never (within the capture)")
+            ),
+            Tone::Dim,
+        ));
+        if d.frames.is_empty() {
+            l.push(t(" · no call chain recorded", Tone::Dim));
+        }
+    }
+    l
+}
+
 /// How the inspector names where a storage lives: a block's address in hex (`addresses`: the
 /// source's ids are block addresses, as in snapshots), else the source's id.
 fn source_id(trace: &Trace, id: AllocId, addresses: bool) -> String {
@@ -214,6 +247,9 @@ pub fn lines_in(
             t("inferred ", Tone::Dim),
             t(format!("{} because {why}", cat.name()), Tone::Text),
         ]);
+    }
+    if band == memtide_core::trace::Band::External {
+        out.push(external_line(trace, id));
     }
     // Where in the user's code: the user frame with its full path, the op, torch.compile.
     if !e.user_frame_full.is_empty() {

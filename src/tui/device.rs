@@ -2,6 +2,7 @@
 //! the UI thread), what the loaders hand back, and which device of a file to show.
 
 use memtide_core::allocator::{History, Model, OomExplanation};
+use memtide_core::analysis::external_split::ExternalSplit;
 use memtide_core::analysis::frames::{FrameRules, FrameView};
 use memtide_core::analysis::{global_peak, windows_of, Peak, Window};
 use memtide_core::formats::jsonl::JsonlDecoder;
@@ -36,6 +37,9 @@ pub struct Device {
     /// Why the figures may be wrong, as `summary`'s `doubtful_warnings` (the header marks
     /// them, the inspector lists them).
     pub doubtful: Vec<String>,
+    /// The external band by source at every event (None: external memory unavailable, or
+    /// none in the trace), for the timeline's sub-bands.
+    pub ext_split: Option<ExternalSplit>,
 }
 
 impl Device {
@@ -76,6 +80,7 @@ impl Device {
             frames,
             ooms: Vec::new(),
             doubtful: Vec::new(),
+            ext_split: None,
         };
         d.refresh_marks();
         d
@@ -94,6 +99,7 @@ impl Device {
     /// explains the OOMs again with it.
     pub fn set_capacity(&mut self, capacity: Bytes) {
         self.trace.capacity = Some(capacity);
+        self.trace.capacity_source = Some("--capacity".into());
         self.refresh_ooms();
     }
 
@@ -135,6 +141,7 @@ impl Device {
             .collect();
         self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
         self.doubtful = memtide_core::analysis::persistent::run_doubts(trace, index);
+        self.ext_split = ExternalSplit::of(trace);
         if self.ooms.len() != self.oom_at.len() {
             self.refresh_ooms();
         }

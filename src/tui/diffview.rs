@@ -83,6 +83,8 @@ pub struct DiffState {
     pub cursor: usize,
     /// Position in `diff.most_different` of the last `m` jump.
     pub most: Option<usize>,
+    /// Parity, boundaries, what the change bought and cost (set with `diff`).
+    pub fair: Option<memtide_core::analysis::fair::Fair>,
 }
 
 impl DiffState {
@@ -103,6 +105,7 @@ impl DiffState {
             ymax: 1,
             cursor: 0,
             most: None,
+            fair: None,
         }
     }
 
@@ -346,6 +349,14 @@ fn loaded(sh: &mut Shared, st: &mut DiffState, gen: u64, result: Result<Vec<Arc<
             .map_or(0, |p| p.bytes.0)
             .max(d.peak_b.map_or(0, |p| p.bytes.0))
             .max(1);
+        st.fair = Some(memtide_core::analysis::fair::fair(
+            &a.trace,
+            &a.index,
+            d.peak_a.map(|p| p.bytes.0),
+            &b.trace,
+            &b.index,
+            d.peak_b.map(|p| p.bytes.0),
+        ));
         st.diff = Some(d);
         refresh(sh, st);
         st.cursor = st.peak_col_a.or(st.peak_col_b).unwrap_or(0);

@@ -3,12 +3,13 @@
 //! capacity line, step marks, the peak with its exact bytes, OOMs. Used by `memtide plot` and
 //! the explorer's `e` (export the view).
 
-use super::theme::Theme;
+use super::theme::{Fill, Theme};
 use anyhow::{bail, Context, Result};
+use memtide_core::analysis::external_split::ExternalSplit;
 use memtide_core::analysis::{event_columns, window_peak, Column};
 use memtide_core::index::Index;
 use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, Band, MarkKind, Seq, Trace};
+use memtide_core::trace::{external, human_bytes, Band, MarkKind, Seq, Trace};
 use ratatui::style::Color;
 use std::fmt::Write as _;
 
@@ -172,6 +173,10 @@ pub fn svg(p: &Picture) -> Result<String> {
     );
     y_axis(&mut s, top, LEFT, cw, &y);
     bands(&mut s, &cols, theme, &x, &y, colw);
+    let split = named_split(trace);
+    if let Some(split) = &split {
+        sources(&mut s, &cols, split, theme, &x, &y, colw);
+    }
     reserved(&mut s, &cols, theme, &x, &y, colw);
     if let Some(c) = capacity {
         let _ = writeln!(
@@ -242,6 +247,7 @@ pub fn svg(p: &Picture) -> Result<String> {
         colw,
         theme,
         LEFT + cw * 0.55,
+        split.as_ref(),
     );
     let _ = writeln!(s, "</g>");
     // X axis: event numbers at both ends and the middle.
@@ -258,7 +264,16 @@ pub fn svg(p: &Picture) -> Result<String> {
             trace.event_number(Seq(pos))
         );
     }
-    legend(&mut s, theme, h);
+    legend(&mut s, theme, h, trace.external_known, split.as_ref());
+    if !trace.external_known {
+        // No band drawn for it: a note says why, rather than a band of 0.
+        let _ = writeln!(
+            s,
+            r##"<text id="external-note" x="{:.1}" y="{:.1}" text-anchor="end" font-size="10" fill="#666666">external memory unavailable: no source of it (--nsys, --device-log)</text>"##,
+            w - RIGHT,
+            TOP - 6.0
+        );
+    }
     let _ = writeln!(s, "</svg>");
     Ok(s)
 }
@@ -364,6 +379,7 @@ fn peak_marker(
     colw: f64,
     theme: &Theme,
     right_half: f64,
+    split: Option<&ExternalSplit>,
 ) {
     let Some(c) = col_of(peak.at) else { return };
     let _ = write!(s, r#"<g id="peak-column" data-bytes="{}">"#, peak.bytes.0);
@@ -380,6 +396,32 @@ fn peak_marker(
                 y0 - y1,
                 css(theme.bands[b.idx()].fg, "#888888")
             );
+        }
+        if let (Band::External, Some(split)) = (b, split) {
+            // Its sources over it, stacked in the band's place.
+            let at = split.at(peak.at);
+            let parts = if peak.at_start {
+                split.initial()
+            } else {
+                &at[..]
+            };
+            let mut under = below;
+            for (k, &w) in parts.iter().enumerate() {
+                let w = w.min((below + v).saturating_sub(under));
+                if w == 0 {
+                    continue;
+                }
+                let (y0, y1) = (y(under), y(under + w));
+                let _ = write!(
+                    s,
+                    r#"<rect data-source="{}" x="{:.2}" y="{y1:.2}" width="{colw:.2}" height="{:.2}" fill="{}"/>"#,
+                    xml(&split.sources[k]),
+                    x(c),
+                    y0 - y1,
+                    css(theme.fill(Fill::Source(k.min(255) as u8)).fg, "#888888")
+                );
+                under += w;
+            }
         }
         below += v;
     }
@@ -412,10 +454,90 @@ fn peak_marker(
     );
 }
 
-fn legend(s: &mut String, theme: &Theme, h: f64) {
+/// The external band's split by source when it names any (not a lone `recorded` /
+/// `unattributed` source).
+fn named_split(trace: &Trace) -> Option<ExternalSplit> {
+    let split = ExternalSplit::of(trace)?;
+    let anonymous = |n: &str| n == external::RECORDED || n == external::UNATTRIBUTED;
+    match split.sources.as_slice() {
+        [one] if anonymous(one) => None,
+        _ => Some(split),
+    }
+}
+
+/// The external band of each column drawn again as one sub-band per source, stacked in the
+/// band's place (the band's own colour first).
+fn sources(
+    s: &mut String,
+    cols: &[Column],
+    split: &ExternalSplit,
+    theme: &Theme,
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(u64) -> f64,
+    colw: f64,
+) {
+    let mut paths: Vec<String> = vec![String::new(); split.sources.len()];
+    for (c, col) in cols.iter().enumerate() {
+        if col.empty {
+            continue;
+        }
+        let mut below: u64 = Band::ALL
+            .iter()
+            .take_while(|o| **o != Band::External)
+            .map(|o| col.bands.get(*o))
+            .sum();
+        let room = col.bands.get(Band::External);
+        let mut used = 0u64;
+        for (k, v) in split.at(col.at).into_iter().enumerate() {
+            let v = v.min(room.saturating_sub(used));
+            if v == 0 {
+                continue;
+            }
+            used += v;
+            let (y0, y1) = (y(below), y(below + v));
+            below += v;
+            if let Some(d) = paths.get_mut(k) {
+                let _ = write!(
+                    d,
+                    "M{:.2} {:.2}h{:.2}V{:.2}h{:.2}Z",
+                    x(c),
+                    y0,
+                    colw,
+                    y1,
+                    -colw
+                );
+            }
+        }
+    }
+    for (k, d) in paths.iter().enumerate() {
+        if d.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<path class="source" data-source="{}" fill="{}" d="{d}"/>"#,
+            xml(&split.sources[k]),
+            css(theme.fill(Fill::Source(k.min(255) as u8)).fg, "#888888")
+        );
+    }
+}
+
+/// The most sources named in the legend (the rest: "+N more").
+const LEGEND_SOURCES: usize = 6;
+
+fn legend(
+    s: &mut String,
+    theme: &Theme,
+    h: f64,
+    external_known: bool,
+    split: Option<&ExternalSplit>,
+) {
     let mut xx = LEFT;
     let yy = h - 14.0;
     for b in Band::ALL {
+        if b == Band::External && !external_known {
+            continue;
+        }
         let _ = write!(
             s,
             r#"<rect x="{xx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{yy:.1}">{}</text>"#,
@@ -435,6 +557,35 @@ fn legend(s: &mut String, theme: &Theme, h: f64) {
         css(theme.reserved.fg, "#8f7f00"),
         xx + 18.0
     );
+    // The sources of the external band, on a row under the title.
+    let Some(split) = split else {
+        return;
+    };
+    let (mut xx, yy) = (LEFT, TOP - 10.0);
+    let _ = write!(
+        s,
+        r##"<text x="{xx:.1}" y="{yy:.1}" fill="#555555">external by source:</text>"##
+    );
+    xx += 130.0;
+    for (k, name) in split.sources.iter().enumerate().take(LEGEND_SOURCES) {
+        let _ = write!(
+            s,
+            r#"<rect x="{xx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text class="source-legend" x="{:.1}" y="{yy:.1}">{}</text>"#,
+            yy - 10.0,
+            css(theme.fill(Fill::Source(k as u8)).fg, "#888888"),
+            xx + 16.0,
+            xml(name)
+        );
+        xx += 24.0 + 7.0 * name.chars().count() as f64;
+    }
+    if split.sources.len() > LEGEND_SOURCES {
+        let _ = write!(
+            s,
+            r##"<text x="{xx:.1}" y="{yy:.1}" fill="#555555">+{} more</text>"##,
+            split.sources.len() - LEGEND_SOURCES
+        );
+    }
+    let _ = writeln!(s);
 }
 
 /// The SVG rendered to PNG (fonts from the system; without any, the text is left out).

@@ -214,6 +214,21 @@ impl Theme {
         self.bands[b.idx()]
     }
 
+    /// The style of a timeline fill: a band's, or the `k`th source of external memory's
+    /// (the external band's colour first, then a fixed palette of its neighbours; in mono
+    /// themes every source is the external band's style).
+    pub fn fill(&self, f: Fill) -> Style {
+        match f {
+            Fill::Band(b) => self.band(b),
+            Fill::Source(0) => self.band(Band::External),
+            Fill::Source(_) if self.mono => self.band(Band::External),
+            Fill::Source(k) => {
+                let c = SOURCE_PALETTE[(k as usize - 1) % SOURCE_PALETTE.len()];
+                self.band(Band::External).fg(c)
+            }
+        }
+    }
+
     /// A `*_bg` token is written as a colour; use it as a background (or as reverse in mono).
     pub fn as_bg(style: Style) -> Style {
         match style.fg {
@@ -252,6 +267,24 @@ pub enum Glyphs {
     Ascii,
 }
 
+/// What one segment of a timeline column is filled with: a band, or (the external band
+/// split by source) the `k`th source in the split's stacking order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    Band(Band),
+    Source(u8),
+}
+
+/// Colours of the external band's sources after the first (which keeps the band's colour):
+/// purples and pinks, apart from the other bands' blue, orange, green and grey.
+const SOURCE_PALETTE: [Color; 5] = [
+    Color::Rgb(0xd7, 0x5f, 0xd7),
+    Color::Rgb(0x87, 0x87, 0xff),
+    Color::Rgb(0xff, 0x87, 0xd7),
+    Color::Rgb(0x87, 0x5f, 0xaf),
+    Color::Rgb(0xd7, 0xaf, 0xff),
+];
+
 impl Glyphs {
     pub fn pick(theme: &Theme, ascii: bool) -> Glyphs {
         if ascii {
@@ -269,6 +302,14 @@ impl Glyphs {
             Glyphs::Blocks => '█',
             Glyphs::Shades => ['▓', '▒', '░', '█', '·'][b.idx()],
             Glyphs::Ascii => ['#', '=', '+', '%', ':'][b.idx()],
+        }
+    }
+
+    /// The cell glyph of a fill (sources of external memory: the external band's).
+    pub fn fill_char(self, f: Fill) -> char {
+        match f {
+            Fill::Band(b) => self.band_fill(b),
+            Fill::Source(_) => self.band_fill(Band::External),
         }
     }
 

@@ -37,7 +37,7 @@ fn suffix(len: usize) -> String {
 }
 
 /// The largest char boundary of `s` at or below `i`.
-fn floor_char_boundary(s: &str, i: usize) -> usize {
+pub(crate) fn floor_char_boundary(s: &str, i: usize) -> usize {
     (0..=i.min(s.len()))
         .rev()
         .find(|&k| s.is_char_boundary(k))

@@ -204,11 +204,20 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
         }
         p = q;
     }
-    t.add_intervals(&spans, Category::External);
+    let ids = t.add_intervals(&spans, Category::External);
+    let unattributed = t.strings.intern(crate::trace::external::UNATTRIBUTED);
+    for id in ids {
+        t.ext_source.insert(id, unattributed);
+    }
+    // External is measured where the log covers the trace.
+    t.external_known |= info.covered_events > 0;
 
     // Capacity: the log's memory.total where the trace has none.
     match (t.capacity, info.capacity) {
-        (None, Some(c)) => t.capacity = Some(Bytes(c)),
+        (None, Some(c)) => {
+            t.capacity = Some(Bytes(c));
+            t.capacity_source = Some(format!("device log {name} (memory.total)"));
+        }
         (Some(c), Some(l)) if c.0 != l => info.warnings.push(format!(
             "device log {name}: memory.total {} differs from the trace's capacity {}: the trace's is shown",
             human_bytes(l),

@@ -40,6 +40,7 @@ pub mod index;
 pub mod json_text;
 pub mod lab;
 pub mod load;
+pub mod nsys_merge;
 pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;

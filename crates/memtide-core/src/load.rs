@@ -1,6 +1,7 @@
 //! Loading a file for analysis: read it ([`crate::formats`]), infer the categories a file does
 //! not carry ([`crate::analysis::infer`]), merge a device-usage log when one is named
-//! ([`crate::device_merge`]), check the byte sums. The one entry point the
+//! ([`crate::device_merge`]) and an Nsight Systems export ([`crate::nsys_merge`]), check the
+//! byte sums. The one entry point the
 //! binary, the tests and the benchmarks use.
 
 use crate::analysis::frames::FrameRules;
@@ -21,8 +22,21 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         Some(d) => Some(device_log::read(&d.path, opts.lenient)?),
         None => None,
     };
+    let nsys = match &opts.nsys {
+        Some(p) => Some(formats::nsys::read(p)?),
+        None => None,
+    };
     let mut loaded = formats::read(path, opts, progress)?;
     infer_missing(&mut loaded.traces, &rules);
+    if let Some(export) = &nsys {
+        if !matches!(loaded.format, Format::SnapshotPickle | Format::SnapshotJson) {
+            return Err(FormatError::Invalid(format!(
+                "--nsys merges with a PyTorch memory snapshot (its segments tell PyTorch's own cudaMalloc calls apart from other libraries'); {} is not one",
+                path.display()
+            )));
+        }
+        crate::nsys_merge::merge_all(&mut loaded.traces, export)?;
+    }
     if let (Some(log), Some(d)) = (&log, &opts.device_log) {
         if !matches!(
             loaded.format,
@@ -129,6 +143,12 @@ pub fn load_followable(
     if n == 0 || formats::detect(&head[..n]) == Some(Format::Jsonl) {
         if opts.device_log.is_some() {
             return Err(jsonl_refuses_log(path));
+        }
+        if opts.nsys.is_some() {
+            return Err(FormatError::Invalid(format!(
+                "--nsys merges with a PyTorch memory snapshot; {} is memtide JSONL (its recorder measures external memory itself)",
+                path.display()
+            )));
         }
         let (trace, decoder, offset) = formats::read_jsonl_resumable(path, opts, progress)?;
         return Ok(Followable {

@@ -22,6 +22,8 @@ pub struct DiffReport<'a> {
     pub diff: &'a Diff,
     /// None: a file records no allocation identities (its live set is unknown).
     pub changes: Option<&'a OwnerChanges>,
+    /// Parity, boundaries, what the change bought and cost, methods.
+    pub fair: &'a memtide_core::analysis::fair::Fair,
 }
 
 /// How many grown owners the report lists.
@@ -69,6 +71,7 @@ pub fn render(r: &DiffReport) -> String {
         );
     }
     let _ = writeln!(o);
+    super::diff_fair::render(&mut o, r.fair);
     match (&r.a.peak, &r.b.peak) {
         (Some(p), Some(q)) => {
             let d = q.bytes as i128 - p.bytes as i128;
@@ -118,13 +121,25 @@ fn bands(o: &mut String, r: &DiffReport, a: [u64; Band::COUNT], b: [u64; Band::C
         "**Bands at each one's peak**\n\n| band | A | B | B − A |\n|---|---:|---:|---:|"
     );
     for band in Band::ALL {
+        let [ka, kb] = r.diff.band_known(band);
+        let shown = |known: bool, v: u64| {
+            if known {
+                human_bytes(v)
+            } else {
+                "unavailable".into()
+            }
+        };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} |",
             band.name(),
-            human_bytes(a[band.idx()]),
-            human_bytes(b[band.idx()]),
-            signed(r.diff.band_delta[band.idx()])
+            shown(ka, a[band.idx()]),
+            shown(kb, b[band.idx()]),
+            if ka && kb {
+                signed(r.diff.band_delta[band.idx()])
+            } else {
+                "unavailable".into()
+            }
         );
     }
     let _ = writeln!(o);

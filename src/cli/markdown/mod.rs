@@ -3,6 +3,7 @@
 //! trace is escaped for Markdown and HTML, and control characters never pass.
 
 pub mod diff;
+mod diff_fair;
 mod oom;
 mod owners;
 
@@ -127,6 +128,9 @@ pub fn render(s: &Summary) -> String {
     if let Some(d) = &s.distributed {
         let _ = writeln!(o, "| distributed | {} |", cell(&d.label()));
     }
+    if let Some(n) = &s.nsys {
+        let _ = writeln!(o, "| nsys | {} |", cell(&n.label()));
+    }
     if let Some(d) = &s.device_log {
         let _ = writeln!(
             o,
@@ -179,9 +183,31 @@ fn bands(o: &mut String, s: &Summary) {
         } else {
             0.0
         };
+        if b == Band::External && !s.external_known {
+            // Not measured: "unavailable", never 0.
+            let _ = writeln!(o, "| external | unavailable | - |");
+            continue;
+        }
         let _ = writeln!(o, "| {} | {} | {pct:.1} % |", b.name(), human_bytes(v));
+        if b == Band::External {
+            for (src, bytes) in p.external_by_source.iter().flatten() {
+                let _ = writeln!(
+                    o,
+                    "| &nbsp;&nbsp;{} | {} | |",
+                    cell(src),
+                    human_bytes(*bytes)
+                );
+            }
+        }
     }
     let _ = writeln!(o);
+    if !s.external_known {
+        let _ = writeln!(
+            o,
+            "External memory (outside the framework) is unavailable: {}.\n",
+            crate::cli::summary::EXTERNAL_UNAVAILABLE
+        );
+    }
 }
 
 /// How `--device-log` was read and aligned: source, device, samples, shift, coverage.

@@ -8,6 +8,7 @@ use super::timeline::{eighths, paint_stack};
 use crate::tui::diffview::{segment_at, signed_bytes, DiffLayout, DiffState, Side};
 use crate::tui::fmt;
 use crate::tui::shared::Shared;
+use crate::tui::theme::Fill;
 use crate::tui::theme::{Glyphs, Theme};
 use memtide_core::analysis::columns::Column;
 use memtide_core::trace::Band;
@@ -157,20 +158,37 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
     let r = l.header;
     let sep = format!(" {} ", sh.glyphs.sep());
     let Some(d) = &st.diff else { return };
-    let x = put(buf, 0, r.y, " memtide diff", r.width, th.header_title);
-    put(
-        buf,
-        x,
-        r.y,
-        &format!(
-            "{sep}A {}{sep}B {}{sep}aligned by {}{sep}same y scale",
-            st.a.name(),
-            st.b.name(),
-            d.aligned_by
-        ),
-        r.width.saturating_sub(x),
+    // The parity verdict and what the change bought and cost outlast the file names.
+    let mut top = vec![Part::text(" memtide diff", th.header_title, 10)];
+    if let Some(f) = &st.fair {
+        use memtide_core::analysis::parity::Verdict;
+        let style = match f.parity.verdict {
+            Verdict::SameWork => th.header_title,
+            Verdict::DifferentWork => th.error,
+            Verdict::CannotTell => th.header_dim,
+        };
+        let warn = if f.boundary_warning.is_some() {
+            " (windows differ)"
+        } else {
+            ""
+        };
+        top.push(Part::text(
+            format!("{sep}{}{warn}", f.parity.verdict.words()),
+            style,
+            9,
+        ));
+    }
+    top.push(Part::text(
+        format!("{sep}A {}{sep}B {}", st.a.name(), st.b.name()),
         th.header_text,
-    );
+        6,
+    ));
+    top.push(Part::text(
+        format!("{sep}aligned by {}{sep}same y scale", d.aligned_by),
+        th.header_text,
+        1,
+    ));
+    fit::draw(buf, 0, r.y, r.right(), &top);
     // Peaks: each run's bytes and event, and their difference, stay longest; the marks go
     // first on a narrow terminal.
     let peak = |side: &Side, p: Option<memtide_core::analysis::Peak>| -> (String, String) {
@@ -216,6 +234,9 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
             8,
         ));
     }
+    if let Some(f) = &st.fair {
+        parts.push(Part::text(short_cost(f, &sep), th.header_text, 3));
+    }
     fit::draw(buf, 0, r.y + 1, r.right(), &parts);
     // Cursor readout: each run's state at the cursor column.
     let at = |side: &Side, cols: &[Column]| -> (String, Option<u64>) {
@@ -243,6 +264,19 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
         ));
     }
     put(buf, 0, r.y + 2, &s, r.width, th.header_dim);
+}
+
+/// ` · reserved −256.0 MiB · step time +25.0 %` (B − A; empty when unknowable).
+fn short_cost(f: &memtide_core::analysis::fair::Fair, sep: &str) -> String {
+    let c = &f.cost;
+    let mut s = String::new();
+    if let Some(d) = c.reserved_delta {
+        s.push_str(&format!("{sep}reserved {}", signed_bytes(d as i128)));
+    }
+    if let Some(t) = c.step_time_change {
+        s.push_str(&format!("{sep}step time {:+.1} %", t * 100.0).replacen('-', "−", 1));
+    }
+    s
 }
 
 fn draw_yaxis(buf: &mut Buffer, r: Rect, name: &str, ymax: u64, sh: &Shared) {
@@ -290,7 +324,8 @@ fn draw_plot(
     }
     for (i, col) in cols.iter().enumerate().take(plot.width as usize) {
         let x = plot.x + i as u16;
-        let mut bounds: [(Band, u32, u32); Band::COUNT] = [(Band::Unknown, 0, 0); Band::COUNT];
+        let mut bounds: [(Fill, u32, u32); Band::COUNT] =
+            [(Fill::Band(Band::Unknown), 0, 0); Band::COUNT];
         let mut nb = 0;
         let (mut cum, mut prev) = (0u64, 0u32);
         if !col.empty {
@@ -302,7 +337,7 @@ fn draw_plot(
                 cum = cum.saturating_add(val);
                 let e = eighths(cum, st.ymax, rows);
                 if e > prev {
-                    bounds[nb] = (b, prev, e);
+                    bounds[nb] = (Fill::Band(b), prev, e);
                     nb += 1;
                     prev = e;
                 }
@@ -401,11 +436,17 @@ fn draw_bands(buf: &mut Buffer, r: Rect, sh: &Shared, st: &DiffState) {
             break;
         }
         let x = put(buf, r.x, y, &format!(" {name:<11}"), r.width, style);
+        let [ka, kb] = Band::parse(&name).map_or([true; 2], |band| d.band_known(band));
+        let shown = |known: bool, v: u64| if known { size(v, wide) } else { "n/a".into() };
         let rest = format!(
             "{:>vw$}{:>vw$}{:>vw$}",
-            size(a, wide),
-            size(b, wide),
-            delta(dd, wide)
+            shown(ka, a),
+            shown(kb, b),
+            if ka && kb {
+                delta(dd, wide)
+            } else {
+                "n/a".into()
+            }
         );
         let st = if dd != 0 {
             th.text.add_modifier(Modifier::BOLD)

@@ -8,6 +8,7 @@ use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
+use crate::tui::theme::Fill;
 use memtide_core::analysis::persistent::Persistent;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
@@ -96,6 +97,12 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
     if let Some(d) = &tr.device_log {
         parts.push(text(format!("{sep}{}", d.label()), 2));
     }
+    if let Some(n) = &tr.nsys {
+        parts.push(text(format!("{sep}{}", n.label()), 2));
+    }
+    if !tr.external_known {
+        parts.push(text(format!("{sep}external unavailable"), 1));
+    }
     parts
 }
 
@@ -145,6 +152,11 @@ fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
             ],
             keep: 9,
         });
+        if b == Band::External {
+            if let Some(p) = source_parts(sh, dev, at) {
+                parts.push(p);
+            }
+        }
     }
     if let Some(m) = tr.enclosing_mark(at) {
         parts.push(Part::text(
@@ -161,6 +173,41 @@ fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
         ));
     }
     parts
+}
+
+/// The external band's sources at `at`, each in its sub-band's colour (the legend of the
+/// timeline's sub-bands): ` (█nccl 64Mi █cudnn 16Mi)`; None without a split or with only
+/// one source that names nothing (`recorded`, `unattributed`).
+fn source_parts(sh: &Shared, dev: &Device, at: memtide_core::trace::Seq) -> Option<Part> {
+    let split = dev.ext_split.as_ref()?;
+    let anonymous = |s: &str| {
+        s == memtide_core::trace::external::RECORDED
+            || s == memtide_core::trace::external::UNATTRIBUTED
+    };
+    if let [one] = split.sources.as_slice() {
+        if anonymous(one) {
+            return None;
+        }
+    }
+    let th = &sh.theme;
+    let mut spans = vec![(" (".to_string(), th.header_dim)];
+    let mut any = false;
+    for (k, (name, v)) in split.sources.iter().zip(split.at(at)).enumerate() {
+        if v == 0 {
+            continue;
+        }
+        let f = Fill::Source(k.min(255) as u8);
+        if any {
+            spans.push((" ".to_string(), th.header_dim));
+        }
+        any = true;
+        spans.push((
+            format!("{}{} {}", sh.glyphs.fill_char(f), name, fmt::bytes_short(v)),
+            th.fill(f),
+        ));
+    }
+    spans.push((")".to_string(), th.header_dim));
+    any.then_some(Part { spans, keep: 3 })
 }
 
 /// The persistent band's split, short: `params 1.0Gi + grads 1.0Gi + optim 2.0Gi · 16.0

@@ -176,7 +176,20 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                 }
             }
             GroupMode::ByBand | GroupMode::ByFrame => {
-                let Some(gr) = lv.groups.get(idx) else { break };
+                let Some(gr) = lv.groups.get(idx) else {
+                    // By band, after the bands: the external one when nothing measures it.
+                    if lv.group == GroupMode::ByBand
+                        && idx == lv.groups.len()
+                        && !dev.trace.external_known
+                    {
+                        let text = format!(
+                            "  {:>10} {:>7} external (no source: --nsys, --device-log, the recorder's samples)",
+                            "unavailable", ""
+                        );
+                        put(buf, r.x, y, &text, r.width, th.dim);
+                    }
+                    break;
+                };
                 let st = match memtide_core::trace::Band::parse(&gr.key) {
                     Some(b) if lv.group == GroupMode::ByBand => th.band(b),
                     _ => th.text,

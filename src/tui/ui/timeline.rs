@@ -8,7 +8,7 @@ use crate::tui::explorer::{whatif, ExplorerState};
 use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
-use crate::tui::theme::{Glyphs, Theme};
+use crate::tui::theme::{Fill, Glyphs, Theme};
 use crate::tui::view::{F_LIFETIME, F_MARK, F_MATCH, F_OOM, F_PEAK};
 use memtide_core::analysis::columns::Axis;
 use memtide_core::trace::Band;
@@ -78,30 +78,13 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
     for (i, col) in v.columns.iter().enumerate().take(plot.width as usize) {
         let x = plot.x + i as u16;
         // Band boundaries in eighths, bottom up, shown bands only.
-        let mut bounds: [(Band, u32, u32); Band::COUNT] = [(Band::Unknown, 0, 0); Band::COUNT];
-        let mut nb = 0;
-        let mut cum = 0u64;
-        let mut prev = 0u32;
-        if !col.empty {
-            for b in Band::ALL {
-                if !ex.bands_shown[b.idx()] {
-                    continue;
-                }
-                let val = col.bands.get(b);
-                if val == 0 {
-                    continue;
-                }
-                cum = cum.saturating_add(val);
-                let e = eighths(cum, ymax, rows);
-                if e > prev {
-                    bounds[nb] = (b, prev, e);
-                    nb += 1;
-                    prev = e;
-                }
-            }
-        }
-        let top = prev;
-        let segs = &bounds[..nb];
+        let bounds = if col.empty {
+            Vec::new()
+        } else {
+            column_fills(col, ex, ymax, rows)
+        };
+        let top = bounds.last().map_or(0, |s| s.2);
+        let segs = &bounds[..];
         let reserved_e = if col.empty || solo {
             0
         } else {
@@ -177,6 +160,50 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState) {
     }
     draw_ticks(buf, l, sh, ex);
     draw_legend(buf, l, sh, ex);
+}
+
+/// A column's fills in eighths, bottom up, shown bands only; the external band split into
+/// one sub-band per source (in the split's stacking order) where the device has a split.
+fn column_fills(
+    col: &memtide_core::analysis::Column,
+    ex: &ExplorerState,
+    ymax: u64,
+    rows: u16,
+) -> Vec<(Fill, u32, u32)> {
+    let split = ex.device().and_then(|d| d.ext_split.as_ref());
+    let mut out: Vec<(Fill, u32, u32)> = Vec::with_capacity(Band::COUNT + 4);
+    let mut cum = 0u64;
+    let mut prev = 0u32;
+    let mut push = |f: Fill, val: u64, out: &mut Vec<(Fill, u32, u32)>| {
+        if val == 0 {
+            return;
+        }
+        cum = cum.saturating_add(val);
+        let e = eighths(cum, ymax, rows);
+        if e > prev {
+            out.push((f, prev, e));
+            prev = e;
+        }
+    };
+    for b in Band::ALL {
+        if !ex.bands_shown[b.idx()] {
+            continue;
+        }
+        let val = col.bands.get(b);
+        match split {
+            Some(s) if b == Band::External => {
+                let parts = s.at(col.at);
+                // What the split does not name (none, unless the two disagree) stays the band's.
+                let named: u64 = parts.iter().sum();
+                for (k, v) in parts.iter().enumerate() {
+                    push(Fill::Source(k.min(255) as u8), (*v).min(val), &mut out);
+                }
+                push(Fill::Band(b), val.saturating_sub(named), &mut out);
+            }
+            _ => push(Fill::Band(b), val, &mut out),
+        }
+    }
+    out
 }
 
 /// The legend row of the what-if overlay: the recorded outline, the simulated line named
@@ -312,7 +339,7 @@ fn axis_glyph(f: u8, cursor: bool, g: Glyphs, th: &Theme) -> (char, Style) {
 /// Paints one filled cell covering eighths `[lo, hi)` of a column with band segments `segs`.
 pub(crate) fn paint_stack(
     cell: &mut ratatui::buffer::Cell,
-    segs: &[(Band, u32, u32)],
+    segs: &[(Fill, u32, u32)],
     lo: u32,
     hi: u32,
     g: Glyphs,
@@ -320,12 +347,12 @@ pub(crate) fn paint_stack(
 ) {
     let top = segs.last().map_or(0, |s| s.2);
     let cover = top.min(hi) - lo;
-    let overlap = |s: &(Band, u32, u32)| s.2.min(hi).saturating_sub(s.1.max(lo));
+    let overlap = |s: &(Fill, u32, u32)| s.2.min(hi).saturating_sub(s.1.max(lo));
     let dominant = segs
         .iter()
         .filter(|s| overlap(s) > 0)
         .max_by_key(|s| overlap(s))
-        .map_or(Band::Unknown, |s| s.0);
+        .map_or(Fill::Band(Band::Unknown), |s| s.0);
     let bottom = segs
         .iter()
         .find(|s| s.1 <= lo && s.2 > lo)
@@ -335,31 +362,31 @@ pub(crate) fn paint_stack(
         Glyphs::Blocks => {
             if cover < 8 {
                 cell.set_char(g.eighth(cover as u8))
-                    .set_style(th.band(dominant));
+                    .set_style(th.fill(dominant));
             } else if bottom.2 >= hi {
-                cell.set_char('█').set_style(th.band(bottom.0));
+                cell.set_char('█').set_style(th.fill(bottom.0));
             } else {
                 let e = bottom.2 - lo;
                 let upper = segs
                     .iter()
                     .find(|s| s.1 < hi && s.2 >= hi)
                     .map_or(dominant, |s| s.0);
-                let bg = th.band(upper).fg.unwrap_or_default();
+                let bg = th.fill(upper).fg.unwrap_or_default();
                 cell.set_char(g.eighth(e as u8))
-                    .set_style(th.band(bottom.0).bg(bg));
+                    .set_style(th.fill(bottom.0).bg(bg));
             }
         }
         Glyphs::Shades | Glyphs::Ascii => {
             let ch = if cover >= 4 || lo == 0 {
                 if cover >= 4 {
-                    g.band_fill(dominant)
+                    g.fill_char(dominant)
                 } else {
                     g.eighth(cover as u8)
                 }
             } else {
                 ' '
             };
-            cell.set_char(ch).set_style(th.band(dominant));
+            cell.set_char(ch).set_style(th.fill(dominant));
         }
     }
 }

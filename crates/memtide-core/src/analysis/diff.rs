@@ -32,6 +32,20 @@ pub struct Diff {
     /// Ordinals of `steps` sorted by |delta|, biggest first.
     pub most_different: Vec<usize>,
     pub aligned_by: &'static str,
+    /// Whether each run (A, B) measures memory outside the framework: where one does not,
+    /// its external band and the external delta are unavailable, not 0.
+    pub external_known: [bool; 2],
+}
+
+impl Diff {
+    /// Whether band `b` is known in both runs (the external band may not be).
+    pub fn band_known(&self, b: Band) -> [bool; 2] {
+        if b == Band::External {
+            self.external_known
+        } else {
+            [true; 2]
+        }
+    }
 }
 
 pub fn diff(ta: &Trace, ia: &Index, tb: &Trace, ib: &Index) -> Diff {
@@ -90,6 +104,7 @@ pub fn diff(ta: &Trace, ia: &Index, tb: &Trace, ib: &Index) -> Diff {
         steps,
         most_different: most,
         aligned_by,
+        external_known: [ta.external_known, tb.external_known],
     }
 }
 
@@ -189,6 +204,7 @@ mod tests {
                 .collect(),
             most_different: Vec::new(),
             aligned_by: "step marks",
+            external_known: [true; 2],
         }
     }
 

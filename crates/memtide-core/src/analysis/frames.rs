@@ -437,11 +437,19 @@ impl FrameView {
             // The innermost internal name with a plain word (a user frame further out does
             // not hide that the allocation is a gradient or optimizer state).
             if plain.is_none() && out.user.is_empty() {
-                let t = match text {
-                    Some(t) => Cow::Borrowed(t),
-                    None => src.text(),
+                let t = match (text, &src) {
+                    (Some(t), _) => Cow::Borrowed(t),
+                    (None, FrameSource::Parts(file, line, name)) => {
+                        Cow::Owned(judged_text(file, *line, name))
+                    }
+                    (None, FrameSource::Text(t)) => Cow::Borrowed(t.as_ref()),
                 };
-                plain = plain_word(&t, fr.name);
+                // Judged on the name's first 4 KiB, as the frame's text is (a shared 1 MiB
+                // name is scanned once per use otherwise).
+                plain = plain_word(
+                    &t,
+                    &fr.name[..crate::clip::floor_char_boundary(fr.name, 4096)],
+                );
                 backward |= plain.is_some_and(|w| w != "optimizer state");
             }
             if out.user.is_empty() {
@@ -481,6 +489,21 @@ impl FrameView {
 
 /// One frame of a stack as the interner holds it: text, or the parts of a frame with a long
 /// file name (see `Interner::intern_frame`).
+/// A frame kept as parts (a very long file or name) as the rules judge it: its file's last and
+/// its name's first 4 KiB. The rules look at path tails and names, and scanning a shared
+/// 1 MiB name once per use would be quadratic.
+pub(crate) fn judged_text(file: &str, line: i64, name: &str) -> String {
+    const KEPT: usize = 4096;
+    let cut = (file.len().saturating_sub(KEPT)..=file.len())
+        .find(|&i| file.is_char_boundary(i))
+        .unwrap_or(file.len());
+    let end = (0..=name.len().min(KEPT))
+        .rev()
+        .find(|&i| name.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}:{line}:{}", &file[cut..], &name[..end])
+}
+
 enum FrameSource<'a> {
     Text(Cow<'a, str>),
     Parts(&'a str, i64, &'a str),

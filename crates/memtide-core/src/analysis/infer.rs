@@ -260,19 +260,10 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
     };
     // Frames are innermost first: the first frame that says anything decides.
     for &f in frames {
-        // A frame kept as parts (a very long file or name) is judged on its file's last and
-        // its name's first 4 KiB: the facts below look at path tails and names, and scanning
-        // a shared 1 MiB file name once per frame would be quadratic.
+        // A frame kept as parts (a very long file or name) is judged on its bounded ends.
         let s = match trace.strings.frame_parts(f) {
             Some((file, line, name)) => {
-                let cut = (file.len().saturating_sub(4096)..=file.len())
-                    .find(|&i| file.is_char_boundary(i))
-                    .unwrap_or(file.len());
-                let end = (0..=name.len().min(4096))
-                    .rev()
-                    .find(|&i| name.is_char_boundary(i))
-                    .unwrap_or(0);
-                std::borrow::Cow::Owned(format!("{}:{line}:{}", &file[cut..], &name[..end]))
+                std::borrow::Cow::Owned(super::frames::judged_text(file, line, name))
             }
             None => trace.strings.str(f),
         };

@@ -1,13 +1,20 @@
 //! Analyses over an indexed trace: peaks, windows, live sets, timeline columns, the summary.
 //! No terminal code.
 
+pub mod boundary;
+pub mod bounds;
 pub mod columns;
+pub mod cost;
 pub mod diff;
+pub mod external_split;
+pub mod fair;
 pub mod frames;
 pub mod grown;
 pub mod infer;
 pub mod live;
+pub mod methods;
 pub mod oom;
+pub mod parity;
 pub mod peak;
 pub mod persistent;
 pub mod retained;
@@ -17,6 +24,7 @@ pub mod tree;
 pub mod trend;
 pub mod window_spec;
 pub mod windows;
+pub mod work;
 
 pub use columns::{event_columns, time_columns, Axis, Column};
 pub use live::{live_entries, LiveEntry};

@@ -117,7 +117,7 @@ pub fn run_doubts(trace: &Trace, index: &Index) -> Vec<String> {
 }
 
 /// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
-fn param_count(trace: &Trace) -> Option<u64> {
+pub fn param_count(trace: &Trace) -> Option<u64> {
     for (k, v) in &trace.meta {
         if k == "param_count" {
             if let Ok(n) = v.trim().parse::<u64>() {

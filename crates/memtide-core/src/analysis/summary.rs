@@ -79,6 +79,11 @@ pub struct Summary {
     pub trend: Trend,
     /// How a merged device log was aligned (None: no `--device-log`).
     pub device_log: Option<DeviceLogInfo>,
+    /// How a merged Nsight Systems export was aligned (None: no `--nsys`).
+    pub nsys: Option<crate::trace::NsysInfo>,
+    /// Whether memory outside the framework is measured (else the external band is
+    /// unavailable: `null` in JSON, "unavailable" in text).
+    pub external_known: bool,
     /// Whether the peak's instant lies between the log's first and last sample (its
     /// external bytes come from the log); None without a log or a peak.
     pub device_log_peak_covered: Option<bool>,
@@ -86,6 +91,8 @@ pub struct Summary {
     pub ooms: Vec<crate::allocator::OomExplanation>,
     /// Snapshots: the totals of the final `segments` (None for other sources).
     pub allocator_at_end: Option<crate::allocator::AllocatorAtEnd>,
+    /// Snapshots whose history starts after blocks were live: bounds on the run's peak.
+    pub history_bounds: Option<super::bounds::HistoryBounds>,
 }
 
 /// The window a summary's peak was measured in, with its source indices.
@@ -119,6 +126,10 @@ pub struct PeakReport {
     pub tree: TreeNode,
     /// The persistent band split by category (None: nothing persistent is live).
     pub persistent: Option<Persistent>,
+    /// The external band split by source (`nccl`, `cudnn`, `library-internal`, `other`,
+    /// `unattributed`, …), biggest first; None when no source of external memory was read
+    /// (then the external band is unavailable, not 0).
+    pub external_by_source: Option<Vec<(String, u64)>>,
 }
 
 /// The peak of one window.
@@ -196,6 +207,7 @@ impl Summary {
                     tree: stack_tree(trace, &live_all, &view, opts.tree_frames)
                         .bounded(TREE_DEPTH, TREE_WIDTH),
                     persistent: persistent(trace, &live_all),
+                    external_by_source: external_by_source(trace, &live_all),
                 }
             });
         let (listed, windows_omitted) = listed_windows(each_window(trace, index), peak_at);
@@ -278,6 +290,8 @@ impl Summary {
                 t
             },
             device_log: trace.device_log.clone(),
+            nsys: trace.nsys.clone(),
+            external_known: trace.external_known,
             device_log_peak_covered: trace.device_log.as_ref().zip(peak_at).map(
                 |(d, (at_start, at))| {
                     let wall_us = trace
@@ -291,6 +305,7 @@ impl Summary {
             ),
             ooms: Vec::new(),
             allocator_at_end: None,
+            history_bounds: None,
         }
         .explained(trace, index, None)
         .doubting_the_model()
@@ -322,6 +337,7 @@ impl Summary {
     ) -> Summary {
         self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
+        self.history_bounds = super::bounds::bounds(trace, index, history);
         self
     }
 
@@ -340,6 +356,31 @@ impl Summary {
         j.devices = None;
         serde_json::to_value(j).unwrap_or(Value::Null)
     }
+}
+
+/// Bytes of the external storages in `live`, by source, biggest first (ties by name); None
+/// when the trace measures no external memory.
+pub fn external_by_source(
+    trace: &Trace,
+    live: &[crate::trace::AllocId],
+) -> Option<Vec<(String, u64)>> {
+    if !trace.external_known {
+        return None;
+    }
+    let mut by: Vec<(String, u64)> = Vec::new();
+    for &id in live {
+        if trace.band(id) != Band::External {
+            continue;
+        }
+        let src = trace.external_source(id);
+        let sz = trace.size(id).0;
+        match by.iter_mut().find(|(s, _)| s == src) {
+            Some((_, b)) => *b = b.saturating_add(sz),
+            None => by.push((src.to_string(), sz)),
+        }
+    }
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Some(by)
 }
 
 /// The rows a readable report (text, Markdown) shows of a long table such as the steps: all

@@ -62,12 +62,18 @@ pub struct SummaryJson<'a> {
     /// How `--device-log` was aligned (absent without one, so the schema is unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_log: Option<DeviceLogJson<'a>>,
+    /// How `--nsys` was put on the trace (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nsys: Option<&'a crate::trace::NsysInfo>,
     /// Every OOM explained (left out when the trace has none).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub ooms: &'a [crate::allocator::OomExplanation],
     /// Snapshots: the totals of the final `segments` (left out for other sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocator_at_end: Option<&'a crate::allocator::AllocatorAtEnd>,
+    /// Snapshots whose history starts late: bounds on the peak (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_bounds: Option<&'a super::bounds::HistoryBounds>,
 }
 
 /// The device log's alignment report and whether the peak lies inside the log.
@@ -90,7 +96,11 @@ pub struct PeakJson<'a> {
     pub at: &'static str,
     pub time_us: Micros,
     pub mark: Option<&'a str>,
+    /// Bytes per band; `external` is null when no source of external memory was read.
     pub bands: BandBytes,
+    /// The external band by source (`{"nccl": …, "cudnn": …}`, biggest first); null when
+    /// external memory is unavailable.
+    pub external_by_source: Option<SourceBytes<'a>>,
     pub bands_source: &'a str,
     /// Null (with `live_unavailable` saying why) when the source names no allocation.
     pub live_count: Option<usize>,
@@ -288,15 +298,34 @@ impl std::fmt::Display for Micros {
     }
 }
 
-/// Bytes per band, keyed by band name in band order.
+/// Bytes per band, keyed by band name in band order; the external band is `null` when
+/// the trace measures no external memory (the second field false).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BandBytes(pub [u64; Band::COUNT]);
+pub struct BandBytes(pub [u64; Band::COUNT], pub bool);
 
 impl Serialize for BandBytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(Band::COUNT))?;
         for b in Band::ALL {
-            m.serialize_entry(b.name(), &self.0[b.idx()])?;
+            if b == Band::External && !self.1 {
+                m.serialize_entry(b.name(), &Option::<u64>::None)?;
+            } else {
+                m.serialize_entry(b.name(), &self.0[b.idx()])?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Bytes per source, keyed by source name, in the order given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourceBytes<'a>(pub &'a [(String, u64)]);
+
+impl Serialize for SourceBytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            m.serialize_entry(k, v)?;
         }
         m.end()
     }
@@ -319,7 +348,8 @@ impl<'a> SummaryJson<'a> {
                 at: if p.at_start { "start" } else { "event" },
                 time_us: Micros(p.time_us),
                 mark: p.mark.as_deref(),
-                bands: BandBytes(p.bands),
+                bands: BandBytes(p.bands, s.external_known),
+                external_by_source: p.external_by_source.as_deref().map(SourceBytes),
                 bands_source: s.bands_source,
                 live_count: s.live_unavailable.is_none().then_some(p.live_count),
                 live: s
@@ -383,8 +413,10 @@ impl<'a> SummaryJson<'a> {
                 info,
                 peak_covered: s.device_log_peak_covered,
             }),
+            nsys: s.nsys.as_ref(),
             ooms: &s.ooms,
             allocator_at_end: s.allocator_at_end.as_ref(),
+            history_bounds: s.history_bounds.as_ref(),
         }
     }
 }

@@ -235,10 +235,12 @@ fn path_of(
 }
 
 fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {
-    node.bytes += bytes;
+    // Saturating: a reader that skips the load-time overflow check (the fuzz driver)
+    // must not panic here; the CLI refuses such traces before any tree is built.
+    node.bytes = node.bytes.saturating_add(bytes);
     node.count += count;
     let Some((first, rest)) = path.split_first() else {
-        node.self_bytes += bytes;
+        node.self_bytes = node.self_bytes.saturating_add(bytes);
         node.self_count += count;
         return;
     };

@@ -14,6 +14,8 @@ pub mod jsonl_write;
 pub mod kineto;
 pub mod limit;
 pub mod memory_timeline;
+pub mod nsys;
+pub mod oom_message;
 pub mod pickle;
 mod pickle_list;
 mod pickle_memo;
@@ -42,6 +44,9 @@ pub struct LoadOptions {
     pub rules: Option<PathBuf>,
     /// A device-usage log merged with a snapshot or Kineto trace (`--device-log`).
     pub device_log: Option<device_log::DeviceLogOptions>,
+    /// An Nsight Systems SQLite export merged with a snapshot (`--nsys`): memory outside
+    /// PyTorch, by library.
+    pub nsys: Option<PathBuf>,
     /// Whether a second thread reads ahead or parses (the results are the same either way).
     pub threads: Threads,
     /// Snapshots: replay each allocator history into its model while loading (on the second
@@ -110,6 +115,11 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
     if input.head.is_empty() {
         return Err(FormatError::Empty(
             "the file is empty: expected a memtide JSONL v1 file, a PyTorch snapshot (pickle or JSON) or a Kineto trace".into(),
+        ));
+    }
+    if input.head.starts_with(b"SQLite format 3\0") {
+        return Err(FormatError::Unrecognised(
+            "an SQLite database, not a trace: an Nsight Systems export is read beside the run's PyTorch snapshot, `memtide summary snapshot.pickle --nsys FILE.sqlite`".into(),
         ));
     }
     let Some(format) = detect(&input.head) else {

@@ -1,7 +1,102 @@
-//! Where a trace's external band came from when a device-usage log was merged into it: the
-//! alignment report (`summary --json` key `device_log`, the explorer's header).
+//! Where a trace's external band came from: the source of each external storage, and the
+//! alignment reports of the side files merged into it (`summary --json` keys `device_log`
+//! and `nsys`, the explorer's header).
 
 use serde::Serialize;
+
+/// The source of an external storage a recorder wrote as an `external` span.
+pub const RECORDED: &str = "recorded";
+/// The source of used − reserved (a device log, a recorder's `sample` lines): memory outside
+/// the allocator that no source names (the CUDA context, libraries, other processes where
+/// the figure is device-wide).
+pub const UNATTRIBUTED: &str = "unattributed";
+
+/// What a side source knows about one external storage beyond its size and lifetime.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExternalDetail {
+    /// The call chain, innermost first (`symbol (module)`), empty when none was recorded.
+    pub frames: Vec<String>,
+    /// The kind of memory (`device`, `managed`, `device static`, …).
+    pub kind: &'static str,
+    /// When it was made and freed, UTC µs since the epoch (None: before the capture range /
+    /// never freed within it).
+    pub alloc_us: Option<i64>,
+    pub free_us: Option<i64>,
+    /// The process and the address, as the source recorded them.
+    pub pid: u32,
+    pub address: u64,
+}
+
+/// How an Nsight Systems export (`--nsys`) was put on one device's trace, and what it gave.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NsysInfo {
+    /// The export as the user named it.
+    pub path: String,
+    /// The process and CUDA device whose allocations were used (None: none matched).
+    pub pid: Option<u32>,
+    pub device: Option<u32>,
+    /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs` in µs: export time 0 on the trace's clock.
+    pub session_start_us: i64,
+    /// Device allocations of that process and device in the export.
+    pub allocations: u64,
+    /// Of those, PyTorch's own segments (matched by address and size to the trace's
+    /// `segment_alloc`/`segment_free`): left out, counted once, in reserved.
+    pub pytorch_segments: u64,
+    /// Segments of the trace the export has no allocation for (made with cuMemMap by
+    /// expandable segments, which the export does not record, or outside the capture).
+    pub segments_not_in_export: u64,
+    /// Allocations added as external memory.
+    pub external: u64,
+    /// Allocations made before the capture range (`start = 0`): live from the first event.
+    pub before_capture: u64,
+    /// Allocations never freed within the export: live to the last event.
+    pub never_freed: u64,
+    /// Allocations made and freed between two events of the trace (no event sees them).
+    pub between_events: u64,
+    /// Allocations wholly before the first or after the last event of the trace.
+    pub outside_trace: u64,
+    /// Host allocations (pinned, pageable) of the process: not device memory, not counted.
+    pub host: u64,
+    /// Deallocations without an allocation in the export.
+    pub unmatched_frees: u64,
+    /// Allocations per source (`nccl`, `cudnn`, `library-internal`, `other`, …): count and
+    /// the largest bytes live at once on the trace's events.
+    pub sources: Vec<NsysSource>,
+    /// What the export cannot see, said rather than counted as 0.
+    pub unseen: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// One source of external memory in an export.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NsysSource {
+    pub source: String,
+    pub allocations: u64,
+    pub bytes: u64,
+}
+
+impl NsysInfo {
+    /// One line for headers: `external from run.sqlite (pid 4242, device 0) · 12 allocations ·
+    /// 3 PyTorch segments left out`.
+    pub fn label(&self) -> String {
+        let name = std::path::Path::new(&self.path)
+            .file_name()
+            .map_or(self.path.clone(), |n| n.to_string_lossy().into_owned());
+        let mut s = format!("external from {name}");
+        match (self.pid, self.device) {
+            (Some(p), Some(d)) => s.push_str(&format!(" (pid {p}, device {d})")),
+            _ => s.push_str(" (no matching process)"),
+        }
+        s.push_str(&format!(
+            " · {} allocations · {} PyTorch segments left out",
+            self.external, self.pytorch_segments
+        ));
+        if !self.warnings.is_empty() {
+            s.push_str(&format!(" · {} warnings", self.warnings.len()));
+        }
+        s
+    }
+}
 
 /// How a device log (`--device-log`) was aligned with one device's trace, and what it gave.
 /// Times are µs; `null` in JSON where a figure is unknown.

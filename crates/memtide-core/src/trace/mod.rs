@@ -8,10 +8,10 @@ pub mod model;
 pub mod units;
 
 pub use band::{Band, BandTotals, Category};
-pub use external::DeviceLogInfo;
+pub use external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 pub use intern::Interner;
 pub use model::{
-    BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, StorageKind,
-    Storages, Trace, View, FLAG_FROM_START, FLAG_INFERRED, NO_IDENTITIES, OPEN_END,
+    BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, NewBlock,
+    StorageKind, Storages, Trace, View, FLAG_FROM_START, FLAG_INFERRED, NO_IDENTITIES, OPEN_END,
 };
 pub use units::{human_bytes, parse_size, AllocId, Bytes, Seq, StackId, StrId, Ts};

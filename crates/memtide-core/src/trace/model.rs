@@ -5,7 +5,7 @@
 //! incrementally, so appending never forces a rebuild.
 
 use super::band::{Band, Category};
-use super::external::DeviceLogInfo;
+use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
@@ -266,6 +266,19 @@ impl Storages {
     }
 }
 
+/// A block a merge step adds over events already read ([`Trace::add_blocks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewBlock {
+    /// The first event it is live after; None: live from before the first event.
+    pub start: Option<Seq>,
+    /// The first event it is no longer live after; None: live to the end.
+    pub end: Option<Seq>,
+    pub size: Bytes,
+    pub name: StrId,
+    pub stack: StackId,
+    pub src_id: u64,
+}
+
 /// A fully decoded trace of one device.
 #[derive(Debug, Clone)]
 pub struct Trace {
@@ -274,6 +287,9 @@ pub struct Trace {
     pub format: &'static str,
     pub clock: Clock,
     pub capacity: Option<Bytes>,
+    /// Where `capacity` came from (`--capacity`, `Kineto deviceProperties.totalGlobalMem`,
+    /// a device log's `memory.total`, the JSONL header, PyTorch's OOM message), for reports.
+    pub capacity_source: Option<String>,
     pub bands_source: BandsSource,
     pub strings: Interner,
 
@@ -333,6 +349,17 @@ pub struct Trace {
     /// (`crate::load::share_time_origin`), so relative times on every device of one file count
     /// from one instant. None: this trace's own first event.
     pub time_origin_ns: Option<i64>,
+    /// How a merged Nsight Systems export was aligned (None: none was merged).
+    pub nsys: Option<NsysInfo>,
+    /// Whether memory outside the framework is measured at all (a recorder's `external`
+    /// spans or `sample` lines, a device log that covers the trace, an Nsight Systems
+    /// export). False: the external band is unavailable, never 0.
+    pub external_known: bool,
+    /// The source of each external storage a side source added (`nccl`, `cudnn`,
+    /// `library-internal`, …); see [`Trace::external_source`].
+    pub ext_source: FxHashMap<AllocId, StrId>,
+    /// The call chain of an external storage, when its source recorded one.
+    pub ext_detail: FxHashMap<AllocId, ExternalDetail>,
 }
 
 impl Trace {
@@ -343,6 +370,7 @@ impl Trace {
             format,
             clock: Clock::Us,
             capacity: None,
+            capacity_source: None,
             bands_source: BandsSource::Recorded,
             strings: Interner::new(),
             ts: Vec::new(),
@@ -370,6 +398,10 @@ impl Trace {
             wall_offset_ns: None,
             device_log: None,
             time_origin_ns: None,
+            nsys: None,
+            external_known: false,
+            ext_source: FxHashMap::default(),
+            ext_detail: FxHashMap::default(),
         }
     }
 
@@ -641,24 +673,55 @@ impl Trace {
     /// reader, e.g. a device log's external memory): each `(start, end, size, name)` is live
     /// from event `start` up to, excluding, `end` (None: to the end). The change log is merged
     /// back into position order (the new entries after the old ones at one position).
-    pub fn add_intervals(&mut self, spans: &[(Seq, Option<Seq>, Bytes, StrId)], cat: Category) {
-        let mut extra: Vec<Change> = Vec::with_capacity(spans.len() * 2);
-        for &(start, end, size, name) in spans {
+    pub fn add_intervals(
+        &mut self,
+        spans: &[(Seq, Option<Seq>, Bytes, StrId)],
+        cat: Category,
+    ) -> Vec<AllocId> {
+        let blocks: Vec<NewBlock> = spans
+            .iter()
+            .map(|&(start, end, size, name)| NewBlock {
+                start: Some(start),
+                end,
+                size,
+                name,
+                stack: StackId(0),
+                src_id: u64::MAX,
+            })
+            .collect();
+        self.add_blocks(&blocks, cat)
+    }
+
+    /// [`Trace::add_intervals`] with stacks, source ids and blocks live from before the
+    /// first event (`start: None`); returns the new storages' ids, in order.
+    pub fn add_blocks(&mut self, blocks: &[NewBlock], cat: Category) -> Vec<AllocId> {
+        let mut extra: Vec<Change> = Vec::with_capacity(blocks.len() * 2);
+        let mut ids = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let start = b.start.unwrap_or(Seq(0));
             let id = self.new_storage(
                 start,
-                size,
+                b.size,
                 cat,
                 StorageKind::Block,
-                name,
-                StackId(0),
-                u64::MAX,
+                b.name,
+                b.stack,
+                b.src_id,
             );
-            extra.push(Change {
-                at: start,
-                storage: id,
-                open: true,
-            });
-            if let Some(e) = end.filter(|&e| e > start) {
+            ids.push(id);
+            if b.start.is_none() {
+                self.add_flag(id, FLAG_FROM_START);
+            } else {
+                extra.push(Change {
+                    at: start,
+                    storage: id,
+                    open: true,
+                });
+            }
+            if let Some(e) = b
+                .end
+                .filter(|&e| e > start || (b.start.is_none() && e >= start))
+            {
                 if let Some(x) = self.storages.end.get_mut(id.idx()) {
                     *x = e.0;
                 }
@@ -670,7 +733,7 @@ impl Trace {
             }
         }
         if extra.is_empty() {
-            return;
+            return ids;
         }
         extra.sort_by_key(|c| c.at);
         let old = std::mem::take(&mut self.changes);
@@ -684,6 +747,16 @@ impl Trace {
         }
         merged.extend(new);
         self.changes = merged;
+        ids
+    }
+
+    /// Where an external storage's bytes come from: the source a side source gave it, else
+    /// `recorded` (a recorder's `external` span) or `unattributed` (used − reserved).
+    pub fn external_source(&self, id: AllocId) -> &str {
+        match self.ext_source.get(&id) {
+            Some(&s) => self.strings.text(s),
+            None => crate::trace::external::RECORDED,
+        }
     }
 
     fn last_seq(&self) -> Seq {

@@ -29,7 +29,17 @@ pub(super) struct Ev {
     pub(super) kind: MarkKind,
     pub(super) stack: StackId,
     pub(super) extra: Option<StrId>,
+    /// A `sample`'s parts, interned by the reading half: `(source, storage name, bytes)`,
+    /// the named sources then the rest (`unattributed`, bytes [`SAMPLE_REST`]).
+    pub(super) parts: Option<Box<SampleParts>>,
 }
+
+/// A `sample`'s parts (boxed behind one thin pointer: every event line carries the field).
+#[derive(Clone, Debug, Default)]
+pub(super) struct SampleParts(pub(super) Vec<(StrId, StrId, u64)>);
+
+/// The bytes of a sample part that is "what the named sources leave".
+pub(super) const SAMPLE_REST: u64 = u64::MAX;
 
 /// Opens and closes decided while applying one equal-`t` group, logged when it ends.
 #[derive(Debug, Default)]
@@ -191,6 +201,8 @@ impl Applier {
             );
         }
         let cat = if e.op == Op::External {
+            // The recorder measured memory outside the framework.
+            trace.external_known = true;
             e.cat.unwrap_or(Category::External)
         } else {
             e.cat.unwrap_or(Category::Unknown)
@@ -400,26 +412,57 @@ impl Applier {
         at: Seq,
         fx: &mut GroupFx,
     ) -> Result<(), FormatError> {
+        // A device sample measures external memory (used − reserved) from here on.
+        trace.external_known = true;
         if self.external_seen {
             return Ok(());
         }
-        if let Some(prev) = self.sample_storage.take() {
+        for prev in std::mem::take(&mut self.sample_storage) {
             fx.close(trace, prev, at);
         }
         let ext = e.used.saturating_sub(self.reserved_now);
-        // Named by the reading half (`lines::SAMPLE_EXTERNAL_NAME`).
+        // The parts a source names (NCCL's memory_stats()), then the rest: unattributed.
+        let parts: &[(StrId, StrId, u64)] = e.parts.as_deref().map_or(&[], |p| &p.0);
+        let mut rest = ext;
+        for &(source, name, bytes) in parts.iter().filter(|p| p.2 != SAMPLE_REST) {
+            let part = bytes.min(rest);
+            if part < bytes {
+                trace.warn(format!(
+                    "line {}: a source of the sample names {bytes} B, more than the {rest} B of used − reserved left for it: counted as {part} B",
+                    e.line
+                ));
+            }
+            rest -= part;
+            self.sample_part(trace, at, part, name, source, fx);
+        }
+        if let Some(&(source, name, _)) = parts.iter().find(|p| p.2 == SAMPLE_REST) {
+            self.sample_part(trace, at, rest, name, source, fx);
+        }
+        Ok(())
+    }
+
+    /// One external storage of a sample, live until the next sample.
+    fn sample_part(
+        &mut self,
+        trace: &mut Trace,
+        at: Seq,
+        bytes: u64,
+        name: StrId,
+        source: StrId,
+        fx: &mut GroupFx,
+    ) {
         let id = trace.new_storage(
             at,
-            Bytes(ext),
+            Bytes(bytes),
             Category::External,
             StorageKind::Block,
-            e.name,
+            name,
             StackId(0),
             u64::MAX,
         );
         fx.open(id);
-        self.sample_storage = Some(id);
-        Ok(())
+        trace.ext_source.insert(id, source);
+        self.sample_storage.push(id);
     }
 
     /// `mark`: a step, phase or user annotation.

@@ -85,6 +85,7 @@ impl Header {
             trace.clock = c;
         }
         if let Some(c) = self.capacity {
+            trace.capacity_source = c.map(|_| "the JSONL header's capacity".to_string());
             trace.capacity = c;
         }
         trace.meta.extend(self.meta);
@@ -321,6 +322,7 @@ impl Lines {
             kind: MarkKind::Note,
             stack: StackId(0),
             extra: None,
+            parts: None,
         };
         match op {
             Op::Alloc | Op::External | Op::Reserve => {
@@ -372,6 +374,22 @@ impl Lines {
         }
         if let Some(st) = l.stack {
             ev.stack = st;
+        }
+        if op == Op::Sample {
+            // Interned here: the applying half has no interner.
+            let mut parts: Vec<(StrId, StrId, u64)> = sample_sources(&l.extra)?
+                .into_iter()
+                .map(|(k, b)| {
+                    let name = strings.intern(&format!("external: {k} (recorder)"));
+                    (strings.intern(&k), name, b)
+                })
+                .collect();
+            parts.push((
+                strings.intern(crate::trace::external::UNATTRIBUTED),
+                strings.intern(SAMPLE_EXTERNAL_NAME),
+                super::apply::SAMPLE_REST,
+            ));
+            ev.parts = Some(Box::new(super::apply::SampleParts(parts)));
         }
         if !l.extra.is_empty() && matches!(op, Op::Alloc | Op::External) {
             let mut s = String::from("{");
@@ -489,6 +507,39 @@ fn describe_start(b: &[u8]) -> String {
         Some(c) => format!("byte 0x{c:02x}"),
         None => "end of line".into(),
     }
+}
+
+/// A `sample` line's `sources` (`{"nccl": 1048576}`: bytes of its external memory that a
+/// recorder's source names), checked; empty when absent. `scope` (`process` or `device`)
+/// and `host_pinned` (host bytes, never on the device) are informational.
+fn sample_sources(
+    extra: &[(std::borrow::Cow<'_, str>, &serde_json::value::RawValue)],
+) -> Result<Vec<(String, u64)>, String> {
+    let Some((_, raw)) = extra.iter().find(|(k, _)| k == "sources") else {
+        return Ok(Vec::new());
+    };
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(raw.get()).map_err(|_| {
+            format!(
+                "\"sources\" must be an object of source name -> bytes, got {}",
+                raw.get()
+            )
+        })?;
+    let mut out = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        let Some(b) = v.as_u64() else {
+            return Err(format!(
+                "\"sources\".{k:?} must be a non-negative byte count, got {v}"
+            ));
+        };
+        if k.is_empty() || k.len() > 64 {
+            return Err(format!(
+                "\"sources\" names must be 1 to 64 bytes long, got {k:?}"
+            ));
+        }
+        out.push((k, b));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

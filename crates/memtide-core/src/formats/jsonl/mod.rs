@@ -53,7 +53,8 @@ struct Applier {
     view_tensors: FxHashMap<AllocId, Vec<u64>>,
     segments: FxHashMap<u64, AllocId>,
     reserved_now: u64,
-    sample_storage: Option<AllocId>,
+    /// The storages the last `sample` line stands for (its named sources, then the rest).
+    sample_storage: Vec<AllocId>,
     external_seen: bool,
     first_skip: Option<String>,
     unmatched_examples: u32,
@@ -77,7 +78,7 @@ impl JsonlDecoder {
                 view_tensors: FxHashMap::default(),
                 segments: FxHashMap::default(),
                 reserved_now: 0,
-                sample_storage: None,
+                sample_storage: Vec::new(),
                 external_seen: opts.has_external_spans.unwrap_or(false),
                 first_skip: None,
                 unmatched_examples: 0,

@@ -1,0 +1,192 @@
+//! The memory-saving methods a run shows in its frames and names: activation checkpointing
+//! (recomputed forward frames under `torch/utils/checkpoint.py`), mixed precision (autocast,
+//! grad scalers, fp32 master weights), offloading (CPU offload, `save_on_cpu`, pinned staging
+//! buffers); and, between two runs, a batch or sequence change (their inputs differ).
+
+use super::parity::{LineState, Parity};
+use crate::trace::{human_bytes, AllocId, StorageKind, Trace};
+use serde::Serialize;
+
+/// A method recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    ActivationCheckpointing,
+    MixedPrecision,
+    Offloading,
+    BatchOrSequenceChange,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::ActivationCheckpointing => "activation checkpointing",
+            Method::MixedPrecision => "mixed precision",
+            Method::Offloading => "offloading",
+            Method::BatchOrSequenceChange => "batch or sequence change",
+        }
+    }
+
+    /// Lower-case fragments of a frame or allocation name that show the method.
+    fn signs(self) -> &'static [&'static str] {
+        match self {
+            Method::ActivationCheckpointing => &[
+                "torch/utils/checkpoint.py",
+                "checkpointfunction",
+                "checkpoint_wrapper",
+                "activation_checkpointing",
+            ],
+            Method::MixedPrecision => &[
+                "autocast",
+                "torch/amp/",
+                "torch/cuda/amp/",
+                "grad_scaler",
+                "aten::_amp_",
+                "master_param",
+                "bf16_optimizer",
+                "fp16_optimizer",
+                "mixed_precision",
+            ],
+            Method::Offloading => &[
+                "offload",
+                "save_on_cpu",
+                "pin_memory",
+                "aten::_pin_memory",
+                "cpu_offload",
+            ],
+            Method::BatchOrSequenceChange => &[],
+        }
+    }
+}
+
+const FRAME_METHODS: [Method; 3] = [
+    Method::ActivationCheckpointing,
+    Method::MixedPrecision,
+    Method::Offloading,
+];
+
+/// What shows a method in one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Evidence {
+    /// Allocations whose frames or name show it, and their bytes.
+    pub allocations: u64,
+    pub bytes: u64,
+    /// One such frame (or name).
+    pub example: String,
+}
+
+/// A method and which run shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MethodFinding {
+    pub method: Method,
+    pub a: Option<Evidence>,
+    pub b: Option<Evidence>,
+    /// `B adds activation checkpointing (…)`.
+    pub words: String,
+}
+
+/// The frame-shown methods of one run.
+pub fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
+    let mut found: Vec<Option<Evidence>> = vec![None; FRAME_METHODS.len()];
+    let mut cache: rustc_hash::FxHashMap<u32, [Option<usize>; 3]> = Default::default();
+    for i in 0..trace.storage_count() {
+        let id = AllocId(i as u32);
+        if trace.storage_kind(id) != StorageKind::Block {
+            continue;
+        }
+        let sid = trace.stack_id(id);
+        let by_stack = *cache.entry(sid.0).or_insert_with(|| {
+            let frames = trace.stack_frames(sid);
+            let mut hit = [None; 3];
+            for (k, m) in FRAME_METHODS.iter().enumerate() {
+                hit[k] = frames.iter().position(|f| shows(f, *m));
+            }
+            hit
+        });
+        let name = trace.name(id);
+        for (k, m) in FRAME_METHODS.iter().enumerate() {
+            let example = match by_stack[k] {
+                Some(pos) => trace
+                    .stack_frames(sid)
+                    .get(pos)
+                    .map(|f| f.to_string())
+                    .unwrap_or_default(),
+                None if shows(name, *m) => name.to_string(),
+                None => continue,
+            };
+            let e = found[k].get_or_insert_with(|| Evidence {
+                allocations: 0,
+                bytes: 0,
+                example: crate::clip::clip(&example).into_owned(),
+            });
+            e.allocations += 1;
+            e.bytes += trace.size(id).0;
+        }
+    }
+    FRAME_METHODS
+        .iter()
+        .zip(found)
+        .filter_map(|(m, e)| e.map(|e| (*m, e)))
+        .collect()
+}
+
+fn shows(text: &str, m: Method) -> bool {
+    let l = text.to_ascii_lowercase();
+    m.signs().iter().any(|s| l.contains(s))
+}
+
+fn evidence_words(e: &Evidence) -> String {
+    format!(
+        "{} allocations, {}, e.g. {}",
+        crate::trace::units::grouped(e.allocations),
+        human_bytes(e.bytes),
+        e.example
+    )
+}
+
+/// The methods of two runs, compared; a batch or sequence change when their inputs differ.
+pub fn compare_methods(ta: &Trace, tb: &Trace, parity: &Parity) -> Vec<MethodFinding> {
+    let (ma, mb) = (methods_of(ta), methods_of(tb));
+    let get = |v: &[(Method, Evidence)], m: Method| {
+        v.iter().find(|(x, _)| *x == m).map(|(_, e)| e.clone())
+    };
+    let mut out = Vec::new();
+    for m in FRAME_METHODS {
+        let (a, b) = (get(&ma, m), get(&mb, m));
+        let words = match (&a, &b) {
+            (None, None) => continue,
+            (None, Some(e)) => format!("B adds {} ({})", m.name(), evidence_words(e)),
+            (Some(e), None) => format!("B drops {} (A: {})", m.name(), evidence_words(e)),
+            (Some(x), Some(y)) => format!(
+                "both use {} (A: {}; B: {})",
+                m.name(),
+                evidence_words(x),
+                evidence_words(y)
+            ),
+        };
+        out.push(MethodFinding {
+            method: m,
+            a,
+            b,
+            words,
+        });
+    }
+    if let Some(l) = parity
+        .lines
+        .iter()
+        .find(|l| l.line == "inputs" && l.state == LineState::Differs)
+    {
+        out.push(MethodFinding {
+            method: Method::BatchOrSequenceChange,
+            a: None,
+            b: None,
+            words: format!(
+                "batch or sequence change (inputs {}): a throughput experiment, not a memory saving",
+                l.words
+                    .trim_start_matches("differs: ")
+                    .trim_end_matches(" — a batch or sequence change")
+            ),
+        });
+    }
+    out
+}

@@ -1,0 +1,574 @@
+//! What one run did, as a fair comparison needs it: its updates (steps, or optimizer steps
+//! when no step is marked), the phases seen in each (forward, backward, optimizer step), the
+//! input allocations of each, the parameters and the optimizer state — each figure `None`
+//! when the file cannot say, never guessed.
+
+use super::windows::each_window_of;
+use crate::trace::{AllocId, Category, MarkKind, Seq, StorageKind, Trace, FLAG_INFERRED};
+use serde::Serialize;
+
+/// A phase of a training update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Forward, Phase::Backward, Phase::Optimizer];
+
+    /// The word reports use (`forward`, `backward`, `optimizer step`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer step",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Phases(u8);
+
+impl Phases {
+    pub fn has(self, p: Phase) -> bool {
+        self.0 & p.bit() != 0
+    }
+    pub fn add(&mut self, p: Phase) {
+        self.0 |= p.bit();
+    }
+    pub fn union(self, o: Phases) -> Phases {
+        Phases(self.0 | o.0)
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+    pub fn from_bits(b: u8) -> Phases {
+        Phases(b & 0b111)
+    }
+    pub fn list(self) -> Vec<Phase> {
+        Phase::ALL.into_iter().filter(|&p| self.has(p)).collect()
+    }
+    /// `forward, backward, optimizer step`, or `none`.
+    pub fn words(self) -> String {
+        let v: Vec<&str> = self.list().into_iter().map(Phase::name).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    }
+}
+
+/// What delimits a run's updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdatesBy {
+    /// Step marks (JSONL `step`, `ProfilerStep#N`).
+    StepMarks,
+    /// No step is marked: each optimizer-step phase (`Optimizer.step#Adam.step`) ends one.
+    OptimizerSteps,
+    /// Neither: the whole run is one region.
+    None,
+}
+
+impl UpdatesBy {
+    pub fn words(self) -> &'static str {
+        match self {
+            UpdatesBy::StepMarks => "step marks",
+            UpdatesBy::OptimizerSteps => "optimizer steps (no step marks)",
+            UpdatesBy::None => "no step marks and no optimizer steps",
+        }
+    }
+}
+
+/// One update (a step) of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Update {
+    pub name: String,
+    pub lo: Seq,
+    pub hi: Seq,
+    /// Phases seen in it.
+    pub phases: Phases,
+    /// Sizes of its input allocations, ascending.
+    pub inputs: Vec<u64>,
+    /// Bytes of optimizer state allocated in it (the lazy first-step allocation).
+    pub optimizer_state_made: u64,
+}
+
+/// How the input allocations were found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputsSource {
+    /// The file labels them (`cat: input`, PyTorch's INPUT category).
+    Recorded,
+    /// Allocations made in a step before its first forward allocation, by no forward,
+    /// backward, optimizer or parameter code.
+    Inferred,
+}
+
+/// The facts of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Work {
+    pub updates_by: UpdatesBy,
+    /// The updates (one whole-run region when `updates_by` is `None`).
+    pub updates: Vec<Update>,
+    /// Phases seen anywhere in the run's updates.
+    pub phases: Phases,
+    /// Phases the file shows in every update that runs them (through marks or frames); a
+    /// phase seen only through categories (optimizer state made once, in the first step) is
+    /// not expected in every update.
+    pub per_update: Phases,
+    /// Whether a phase not seen can be said to be absent: the file has stacks on most
+    /// allocations, phase marks, or recorded categories. False: a phase not seen is unknown.
+    pub absence_knowable: bool,
+    /// What makes `absence_knowable` true (`stacks`, `phase marks`, `recorded categories`).
+    pub evidence: Vec<&'static str>,
+    /// `param_count` from the header.
+    pub param_count: Option<u64>,
+    /// Most parameter bytes live at once; None when the file does not split the persistent
+    /// band or no parameter was identified in inferred categories.
+    pub param_bytes: Option<u64>,
+    /// Most optimizer-state bytes live at once (0: none); None when unknowable.
+    pub optimizer_bytes: Option<u64>,
+    /// How inputs were found; None: no input allocation was found or none can be.
+    pub inputs_source: Option<InputsSource>,
+}
+
+impl Work {
+    /// Number of updates measured; None when the run marks none (no steps, no optimizer step).
+    pub fn steps(&self) -> Option<usize> {
+        (self.updates_by != UpdatesBy::None).then_some(self.updates.len())
+    }
+
+    /// The phases update `k` shows, with those the file cannot show per update assumed
+    /// present wherever the run shows any phase.
+    pub fn effective_phases(&self, k: usize) -> Phases {
+        let u = self.updates[k].phases;
+        if u.is_empty() {
+            return u;
+        }
+        let hidden = Phases::from_bits(self.phases.bits() & !self.per_update.bits());
+        u.union(hidden)
+    }
+
+    /// Index of the update in which optimizer state was first allocated.
+    pub fn lazy_state_update(&self) -> Option<usize> {
+        self.updates.iter().position(|u| u.optimizer_state_made > 0)
+    }
+}
+
+/// A phase named by a phase mark (`forward`, `backward`, `Optimizer.step#Adam.step`).
+pub fn phase_of_mark(name: &str) -> Option<Phase> {
+    let l = name.to_ascii_lowercase();
+    if l.contains("backward") || l.contains("bwd") {
+        Some(Phase::Backward)
+    } else if l.contains("zero_grad") {
+        None
+    } else if l.contains("optim") {
+        Some(Phase::Optimizer)
+    } else if l.contains("forward") || l.contains("fwd") {
+        Some(Phase::Forward)
+    } else {
+        None
+    }
+}
+
+/// Op names that make or move a tensor without computing (a batch's `randn`, `.to(device)`).
+const FACTORY_OPS: [&str; 16] = [
+    "aten::empty",
+    "aten::empty_strided",
+    "aten::empty_like",
+    "aten::randn",
+    "aten::rand",
+    "aten::randint",
+    "aten::randperm",
+    "aten::zeros",
+    "aten::ones",
+    "aten::full",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+    "aten::pin_memory",
+    "aten::_pin_memory",
+    "aten::lift_fresh",
+];
+
+/// The phase one stack's frames say (innermost first): backward first (a recomputed forward
+/// under `backward` is backward work), then optimizer, then forward. None: none of them
+/// (setup, data, or a frame-less allocation).
+pub fn phase_of_frames<'a>(frames: impl Iterator<Item = &'a str>) -> Option<Phase> {
+    let mut forward = false;
+    let mut optim = false;
+    for f in frames {
+        let l = f.to_ascii_lowercase();
+        if l.contains("backward") || l.contains("accumulategrad") {
+            return Some(Phase::Backward);
+        }
+        if l.contains("/optim/") || l.contains("optimizer.") || l.contains("_init_group") {
+            optim = true;
+        }
+        if l.contains("forward")
+            || l.contains("_call_impl")
+            || l.starts_with("nn.module: ")
+            || (l.starts_with("aten::") && !FACTORY_OPS.contains(&l.as_str()))
+        {
+            forward = true;
+        }
+    }
+    if optim {
+        Some(Phase::Optimizer)
+    } else if forward {
+        Some(Phase::Forward)
+    } else {
+        None
+    }
+}
+
+/// The phase a recorded category implies.
+fn phase_of_category(c: Category) -> Option<Phase> {
+    match c {
+        Category::Grad | Category::AutogradDetail => Some(Phase::Backward),
+        Category::Optimizer => Some(Phase::Optimizer),
+        Category::Activation => Some(Phase::Forward),
+        _ => None,
+    }
+}
+
+/// Phase windows of the run: `[lo, hi]` and the phase their mark names.
+fn phase_windows(trace: &Trace, index: &crate::index::Index) -> Vec<(Seq, Seq, Phase)> {
+    let mut v: Vec<(Seq, Seq, Phase)> = each_window_of(trace, index, MarkKind::Phase)
+        .filter_map(|w| phase_of_mark(&w.name).map(|p| (w.lo, w.hi, p)))
+        .collect();
+    v.sort_by_key(|w| w.0);
+    v
+}
+
+/// The update regions: step windows, else the spans ending with each optimizer-step phase.
+fn regions(
+    trace: &Trace,
+    index: &crate::index::Index,
+    phases: &[(Seq, Seq, Phase)],
+) -> (UpdatesBy, Vec<(String, Seq, Seq)>) {
+    let steps: Vec<(String, Seq, Seq)> = each_window_of(trace, index, MarkKind::Step)
+        .map(|w| (w.name.to_string(), w.lo, w.hi))
+        .collect();
+    if !steps.is_empty() {
+        return (UpdatesBy::StepMarks, steps);
+    }
+    let n = index.len() as u64;
+    let mut out = Vec::new();
+    let mut lo = 0u64;
+    for &(plo, phi, p) in phases {
+        if p != Phase::Optimizer || phi.0 < lo {
+            continue;
+        }
+        out.push((
+            format!(
+                "update {} (optimizer step #{}–#{})",
+                out.len() + 1,
+                trace.event_number(plo),
+                trace.event_number(phi)
+            ),
+            Seq(lo),
+            phi,
+        ));
+        lo = phi.0 + 1;
+    }
+    if out.is_empty() {
+        let whole = vec![("whole run".to_string(), Seq(0), Seq(n.saturating_sub(1)))];
+        return (UpdatesBy::None, whole);
+    }
+    (UpdatesBy::OptimizerSteps, out)
+}
+
+/// Most bytes of storages of category `cat` live at once.
+fn most_live(trace: &Trace, cat: Category) -> u64 {
+    let mut ev: Vec<(u64, i128)> = Vec::new();
+    for i in 0..trace.storage_count() {
+        let id = AllocId(i as u32);
+        if trace.storage_kind(id) != StorageKind::Block || trace.category(id) != cat {
+            continue;
+        }
+        let size = trace.size(id).0 as i128;
+        let start = if trace.is_from_start(id) {
+            0
+        } else {
+            trace.start(id).0
+        };
+        ev.push((start, size));
+        if let Some(e) = trace.end(id) {
+            ev.push((e.0, -size));
+        }
+    }
+    // At one position, frees before allocations (a storage is live on [start, end)).
+    ev.sort_by_key(|&(at, d)| (at, d > 0));
+    let (mut cur, mut best) = (0i128, 0i128);
+    for (_, d) in ev {
+        cur += d;
+        best = best.max(cur);
+    }
+    u64::try_from(best).unwrap_or(0)
+}
+
+/// The phase named by the innermost phase window holding `at` (windows sorted by start;
+/// nested spans are looked through, a few deep).
+fn marked_phase(windows: &[(Seq, Seq, Phase)], at: Seq) -> Option<Phase> {
+    let after = windows.partition_point(|w| w.0 <= at);
+    windows[..after]
+        .iter()
+        .rev()
+        .take(8)
+        .find(|w| at <= w.1)
+        .map(|w| w.2)
+}
+
+/// What one storage is, for the scan.
+struct Seen {
+    update: usize,
+    start: Seq,
+    phase: Option<Phase>,
+    /// The phase comes from a mark or frames (visible in every update that runs it), not
+    /// only from a category (visible only where the phase allocates something new).
+    shown: bool,
+    size: u64,
+    cat: Category,
+    inferred: bool,
+    has_stack: bool,
+    survives_update: bool,
+}
+
+/// The facts of one run.
+pub fn work(trace: &Trace, index: &crate::index::Index) -> Work {
+    let phase_marks = phase_windows(trace, index);
+    let (updates_by, regions) = regions(trace, index, &phase_marks);
+    // Categories the file states (not inferred, not `unknown`).
+    let recorded = (0..trace.storage_count()).any(|i| {
+        let id = AllocId(i as u32);
+        trace.storage_kind(id) == StorageKind::Block
+            && trace.category(id) != Category::Unknown
+            && trace.flags(id) & FLAG_INFERRED == 0
+    });
+    let mut cache: rustc_hash::FxHashMap<u32, Option<Phase>> = Default::default();
+    let mut seen: Vec<Seen> = Vec::new();
+    let (mut blocks, mut with_stack) = (0u64, 0u64);
+    let mut recorded_inputs = false;
+    for i in 0..trace.storage_count() {
+        let id = AllocId(i as u32);
+        if trace.storage_kind(id) != StorageKind::Block || trace.is_from_start(id) {
+            continue;
+        }
+        blocks += 1;
+        let sid = trace.stack_id(id);
+        let has_stack = !trace.strings.stack(sid).is_empty();
+        with_stack += u64::from(has_stack);
+        let start = trace.start(id);
+        let update = regions.partition_point(|r| r.1 <= start);
+        let Some(update) = update.checked_sub(1).filter(|&u| regions[u].2 >= start) else {
+            continue;
+        };
+        let cat = trace.category(id);
+        let inferred = trace.flags(id) & FLAG_INFERRED != 0;
+        recorded_inputs |= cat == Category::Input && !inferred;
+        let marked = marked_phase(&phase_marks, start);
+        let framed = *cache.entry(sid.0).or_insert_with(|| {
+            let frames = trace.stack_frames(sid);
+            phase_of_frames(frames.iter().map(|f| f.as_ref()))
+        });
+        // A snapshot's allocations without Python frames come from a thread that runs no
+        // Python: on a GPU, the autograd engine's (the backward pass).
+        let threadless = !has_stack && trace.format == "snapshot";
+        let shown = marked.or(framed).or(threadless.then_some(Phase::Backward));
+        let phase = shown.or((!inferred).then(|| phase_of_category(cat)).flatten());
+        let survives_update = trace.end(id).is_none_or(|e| e > regions[update].2);
+        seen.push(Seen {
+            update,
+            start,
+            phase,
+            shown: shown.is_some(),
+            size: trace.size(id).0,
+            cat,
+            inferred,
+            has_stack,
+            survives_update,
+        });
+    }
+    let stacks_known = blocks > 0 && with_stack * 2 >= blocks;
+    let mut evidence = Vec::new();
+    if stacks_known {
+        evidence.push("stacks");
+    }
+    if !phase_marks.is_empty() {
+        evidence.push("phase marks");
+    }
+    if recorded {
+        evidence.push("recorded categories");
+    }
+    let mut updates: Vec<Update> = regions
+        .iter()
+        .map(|(name, lo, hi)| Update {
+            name: name.clone(),
+            lo: *lo,
+            hi: *hi,
+            phases: Phases::default(),
+            inputs: Vec::new(),
+            optimizer_state_made: 0,
+        })
+        .collect();
+    // The snapshot's frame-less rule only where most allocations have frames.
+    for s in &mut seen {
+        if s.phase == Some(Phase::Backward) && !s.has_stack && !stacks_known && s.inferred {
+            s.phase = None;
+        }
+    }
+    let mut first_forward: Vec<Option<Seq>> = vec![None; updates.len()];
+    for s in seen.iter().filter(|s| s.phase == Some(Phase::Forward)) {
+        let f = &mut first_forward[s.update];
+        *f = Some(f.map_or(s.start, |f| f.min(s.start)));
+    }
+    for s in &seen {
+        let u = &mut updates[s.update];
+        if let Some(p) = s.phase {
+            u.phases.add(p);
+        }
+        if s.cat == Category::Optimizer && s.survives_update {
+            u.optimizer_state_made += s.size;
+        }
+        let input = if recorded_inputs {
+            s.cat == Category::Input && !s.inferred
+        } else {
+            s.has_stack
+                && s.phase.is_none()
+                && s.cat.band() != crate::trace::Band::Persistent
+                && first_forward[s.update].is_some_and(|f| s.start < f)
+        };
+        if input {
+            u.inputs.push(s.size);
+        }
+    }
+    for u in &mut updates {
+        u.inputs.sort_unstable();
+    }
+    let phases = updates
+        .iter()
+        .fold(Phases::default(), |acc, u| acc.union(u.phases));
+    let mut per_update = Phases::default();
+    for s in seen.iter().filter(|s| s.shown) {
+        if let Some(p) = s.phase {
+            per_update.add(p);
+        }
+    }
+    let split = (0..trace.storage_count()).any(|i| {
+        matches!(
+            trace.category(AllocId(i as u32)),
+            Category::Param | Category::Grad | Category::Optimizer | Category::Buffer
+        )
+    });
+    let params = most_live(trace, Category::Param);
+    let param_bytes = (split && (recorded || params > 0)).then_some(params);
+    // Inferred categories that found no optimizer state in a run that steps an optimizer:
+    // the state may predate the recording (unknown, not 0).
+    let state = most_live(trace, Category::Optimizer);
+    let optimizer_bytes = if recorded || state > 0 {
+        Some(state)
+    } else if stacks_known && !phases.has(Phase::Optimizer) {
+        Some(0)
+    } else {
+        None
+    };
+    let any_inputs = updates.iter().any(|u| !u.inputs.is_empty());
+    let inputs_source = match (recorded_inputs, any_inputs) {
+        (true, _) => Some(InputsSource::Recorded),
+        (false, true) => Some(InputsSource::Inferred),
+        (false, false) => None,
+    };
+    Work {
+        updates_by,
+        updates,
+        phases,
+        per_update,
+        absence_knowable: !evidence.is_empty(),
+        evidence,
+        param_count: super::persistent::param_count(trace),
+        param_bytes,
+        optimizer_bytes,
+        inputs_source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(frames: &[&str]) -> Option<Phase> {
+        phase_of_frames(frames.iter().copied())
+    }
+
+    #[test]
+    fn frames_of_each_source_name_their_phase() {
+        // Snapshot frames (file:line:name).
+        assert_eq!(
+            phase(&[
+                "/x/torch/nn/modules/linear.py:134:forward",
+                "run.py:80:train_steps"
+            ]),
+            Some(Phase::Forward)
+        );
+        assert_eq!(
+            phase(&[
+                "/x/torch/optim/adam.py:178:_init_group",
+                "run.py:82:train_steps"
+            ]),
+            Some(Phase::Optimizer)
+        );
+        // A recomputed forward under backward is backward work.
+        assert_eq!(
+            phase(&[
+                "model.py:20 forward",
+                "torch/utils/checkpoint.py:320 recompute_fn",
+                "autograd: layers.1 backward"
+            ]),
+            Some(Phase::Backward)
+        );
+        // Kineto op spans: compute ops are forward, factory ops (the batch) are nothing.
+        assert_eq!(
+            phase(&["aten::addmm", "aten::linear"]),
+            Some(Phase::Forward)
+        );
+        assert_eq!(phase(&["aten::empty", "aten::randn"]), None);
+        assert_eq!(
+            phase(&[
+                "aten::mm",
+                "AddmmBackward0",
+                "autograd::engine::evaluate_function: AddmmBackward0"
+            ]),
+            Some(Phase::Backward)
+        );
+        assert_eq!(
+            phase(&["data.py:10 __next__", "train.py:50 train_step"]),
+            None
+        );
+    }
+
+    #[test]
+    fn phase_marks_name_phases() {
+        assert_eq!(
+            phase_of_mark("Optimizer.step#Adam.step"),
+            Some(Phase::Optimizer)
+        );
+        assert_eq!(phase_of_mark("Optimizer.zero_grad#Adam.zero_grad"), None);
+        assert_eq!(phase_of_mark("forward"), Some(Phase::Forward));
+        assert_eq!(phase_of_mark("loss.backward"), Some(Phase::Backward));
+        assert_eq!(phase_of_mark("setup"), None);
+    }
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/fair/*.jsonl: pairs of toy training runs for `memtide diff`'s fair
+comparison (parity, boundary, bought and cost, methods). Every figure is a round MiB so the
+expected reports in tests/fixtures/fair/README.md are computed by hand from this schedule.
+
+    python3 tools/gen_fair_fixtures.py tests/fixtures/fair
+"""
+import json
+import os
+import sys
+
+MiB = 1 << 20
+LAYER_PARAMS = 16 * MiB  # 16,777,216 fp32 weights = 64 MiB per layer
+
+
+class Run:
+    def __init__(self, name, layers=2, meta=None):
+        self.lines = []
+        self.next_id = 1
+        self.name = name
+        self.layers = layers
+        head = {"memtide": 1, "device": "cuda:0", "clock": "us", "source": "tools/gen_fair_fixtures.py",
+                "param_count": layers * LAYER_PARAMS, "meta": {"variant": name, **(meta or {})}}
+        self.lines.append(json.dumps(head, separators=(",", ":")))
+
+    def op(self, t, op, **kw):
+        d = {"t": t, "op": op}
+        d.update(kw)
+        self.lines.append(json.dumps(d, separators=(",", ":")))
+
+    def alloc(self, t, size_mib, cat, name, stack):
+        i = self.next_id
+        self.next_id += 1
+        self.op(t, "alloc", id=i, size=size_mib * MiB, cat=cat, name=name, stack=stack)
+        return i
+
+    def free(self, t, i):
+        self.op(t, "free", id=i)
+
+    def write(self, out):
+        with open(os.path.join(out, self.name + ".jsonl"), "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+def train(name, steps=3, step_us=1000, inp=4, act=256, temp=32, reserved=1280, layers=2,
+          mode="plain", forward_only=False, cut_last=False, meta=None):
+    """`mode`: plain, checkpoint (32 MiB kept per layer, recomputed in backward), amp (half-size
+    activations plus a 32 MiB bf16 weight copy per layer), offload (activations moved to the
+    host in forward, staged back in backward)."""
+    r = Run(name, layers, meta)
+    r.op(1, "reserve", id=10_000, size=reserved * MiB)
+    r.op(2, "mark", name="setup", kind="phase")
+    params = [r.alloc(10 + k, 64, "param", f"layers.{k}.weight", ["model.py:12 __init__", "train.py:30 build"])
+              for k in range(layers)]
+    grads = []
+    n_steps = steps + (1 if cut_last else 0)
+    for k in range(n_steps):
+        t0 = 1000 + k * step_us
+        partial = cut_last and k == steps
+        r.op(t0, "mark", name=f"step {k}", kind="step")
+        x = r.alloc(t0 + 10, inp, "input", "batch", ["data.py:10 __next__", "train.py:50 train_step"])
+        kept = []
+        casts = []
+        for i in range(layers):
+            t = t0 + 100 + i * 100
+            fwd = [f"model.py:20 forward (layers.{i})", "train.py:51 train_step"]
+            if mode == "checkpoint":
+                kept.append(r.alloc(t, 32, "activation", f"checkpoint layers.{i}",
+                                    ["model.py:20 forward (layers.{})".format(i), "torch/utils/checkpoint.py:488 checkpoint",
+                                     "train.py:51 train_step"]))
+            elif mode == "amp":
+                casts.append(r.alloc(t, 32, "activation", f"layers.{i}.weight (bf16 copy)",
+                                     ["at::autocast::cached_cast", f"model.py:20 forward (layers.{i})"]))
+                kept.append(r.alloc(t + 5, act // 2, "activation", f"act layers.{i} (bf16)", fwd))
+            elif mode == "offload":
+                a = r.alloc(t, act, "activation", f"act layers.{i}", fwd)
+                r.free(t + 20, a)  # copied to the host by save_on_cpu's pack hook
+                kept.append(None)
+            else:
+                kept.append(r.alloc(t, act, "activation", f"act layers.{i}", fwd))
+            if forward_only:
+                r.free(t + 50, kept[-1])
+        if partial:
+            break  # the recording stops after the forward
+        if not forward_only:
+            for j, i in enumerate(reversed(range(layers))):
+                t = t0 + 400 + j * 100
+                bwd = [f"autograd: layers.{i} backward", "train.py:52 train_step"]
+                extra = None
+                if mode == "checkpoint":
+                    extra = r.alloc(t - 5, act, "activation", f"recomputed act layers.{i}",
+                                    ["torch/utils/checkpoint.py:320 recompute_fn", f"autograd: layers.{i} backward"])
+                elif mode == "offload":
+                    extra = r.alloc(t - 5, act, "activation", f"offload staging layers.{i}",
+                                    ["torch/autograd/graph.py:330 unpack_from_cpu (save_on_cpu)",
+                                     f"autograd: layers.{i} backward"])
+                if k == 0:
+                    grads.append(r.alloc(t, 64, "grad", f"layers.{i}.weight.grad", ["AccumulateGrad"] + bwd))
+                tmp = r.alloc(t + 10, temp, "temp", "grad_input temp", bwd)
+                r.free(t + 20, tmp)
+                if kept[i] is not None:
+                    r.free(t + 30, kept[i])
+                if extra is not None:
+                    r.free(t + 30, extra)
+            opt = ["torch/optim/adam.py:200 _init_group", "train.py:53 train_step"]
+            if k == 0:
+                for i in range(layers):
+                    r.alloc(t0 + 700 + 2 * i, 64, "optimizer", f"exp_avg[layers.{i}]", opt)
+                    r.alloc(t0 + 701 + 2 * i, 64, "optimizer", f"exp_avg_sq[layers.{i}]", opt)
+            tmp = r.alloc(t0 + 750, 64, "temp", "adam foreach temp",
+                          ["torch/optim/adam.py:540 _multi_tensor_adam", "train.py:53 train_step"])
+            r.free(t0 + 760, tmp)
+        for c in casts:
+            r.free(t0 + 790, c)
+        r.free(t0 + 800, x)
+    return r
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    runs = [
+        train("base"),
+        train("checkpointed", step_us=1250, reserved=1024, mode="checkpoint"),
+        train("seq2x", inp=8, act=512, temp=64, reserved=2048),
+        train("forward-only", forward_only=True),
+        train("amp", mode="amp", step_us=900),
+        train("offload", mode="offload", step_us=1500),
+        train("one-step", steps=1),
+        train("cut", cut_last=True),
+        train("three-layers", layers=3, reserved=1536),
+        train("two-steps", steps=2),
+        train("base-synced", step_us=1100, meta={"step_clock": "synchronized"}),
+    ]
+    for r in runs:
+        r.write(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/fair")
