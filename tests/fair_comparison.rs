@@ -392,3 +392,57 @@ fn the_diff_screen_shows_the_verdict_at_80x24() {
         "{row1}"
     );
 }
+
+fn summary_json_path(p: &Path) -> Value {
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(p)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn summary_json_carries_the_same_boundary_object_as_each_side_of_diff() {
+    // README: base is a full update after the state (2 of 3 steps, 256 MiB lazily in
+    // step 0); forward-only shows no backward or optimizer step in its 3 steps; cut ends
+    // inside its last step.
+    let d = diff_json("base", "forward-only");
+    let base = summary_json_path(&fixture("base"));
+    assert_eq!(base["boundary"], d["boundary"]["a"]);
+    assert_eq!(base["boundary"]["kind"], "full_update");
+    assert_eq!(base["boundary"]["full_updates"], 2);
+    assert_eq!(base["boundary"]["lazy_state"]["bytes"], 256 * MIB);
+    let fwd = summary_json_path(&fixture("forward-only"));
+    assert_eq!(fwd["boundary"], d["boundary"]["b"]);
+    assert_eq!(fwd["boundary"]["kind"], "forward_only");
+    assert_eq!(fwd["boundary"]["lazy_state"], Value::Null);
+    let cut = summary_json_path(&fixture("cut"));
+    assert_eq!(
+        cut["boundary"]["cut"]["missing"],
+        serde_json::json!(["backward", "optimizer"])
+    );
+}
+
+#[test]
+fn summary_json_boundary_is_null_when_the_trace_holds_no_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("samples-only.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n",
+            "{\"t\":1,\"op\":\"sample\",\"used\":1048576,\"scope\":\"process\"}\n",
+            "{\"t\":2,\"op\":\"sample\",\"used\":2097152,\"scope\":\"process\"}\n",
+        ),
+    )
+    .unwrap();
+    let v = summary_json_path(&p);
+    assert!(v.as_object().unwrap().contains_key("boundary"));
+    assert_eq!(v["boundary"], Value::Null);
+}

@@ -59,11 +59,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             },
         };
         summaries.push(
-            Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
-                &t.trace,
-                &t.index,
-                t.allocator.as_ref(),
-            ),
+            Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
+                .explained(&t.trace, &t.index, t.allocator.as_ref())
+                .bounded(&t.trace, &t.index),
         );
     }
     let Some(main) = summaries.get(primary) else {
@@ -109,11 +107,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             tree: a.tree,
             absolute_time: a.absolute_time,
         };
-        for (i, (s, t)) in shown.iter().enumerate() {
+        for (i, (s, _)) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");
             }
-            let text = with_boundary(&render_text_with(s, &view), t);
+            let text = with_boundary(&render_text_with(s, &view), s);
             crate::outln!("{}", text.trim_end_matches('\n'));
         }
     }
@@ -121,11 +119,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
 }
 
 /// The text with the run's measurement boundary (`boundary        full update after …`)
-/// after its `final` line.
-fn with_boundary(text: &str, t: &super::load::Indexed) -> String {
-    use memtide_core::analysis::boundary::boundary;
-    use memtide_core::analysis::work::work;
-    let b = boundary(&work(&t.trace, &t.index));
+/// after its `final` line (none when the trace holds no allocation).
+fn with_boundary(text: &str, s: &Summary) -> String {
+    let Some(b) = &s.boundary else {
+        return text.to_string();
+    };
     let mut out = String::with_capacity(text.len() + 128);
     let mut done = false;
     for l in text.split_inclusive('\n') {
