@@ -446,3 +446,67 @@ fn summary_json_boundary_is_null_when_the_trace_holds_no_allocation() {
     assert!(v.as_object().unwrap().contains_key("boundary"));
     assert_eq!(v["boundary"], Value::Null);
 }
+
+/// `f` on the diff screen opens the fair-comparison panel: every parity line, both
+/// boundaries, the boundary warning and the bought/cost table, wrapped to 80 columns and
+/// scrolled with `j`/`k`; `f` or Esc closes it; `?` lists the key (insta snapshot at 80×24).
+#[test]
+fn f_opens_the_fair_comparison_panel_at_80x24() {
+    use memtide::tui::app::App;
+    use memtide::tui::testing::Harness;
+    use memtide::tui::theme::Theme;
+    let app = App::new_diff(
+        fixture("base"),
+        fixture("forward-only"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let mut h = Harness::with_app(app, 80, 24);
+    assert!(!h.screen().contains("boundary A"));
+    h.press("f");
+    let screen = h.screen();
+    // README: forward-only differs in optimizer state and phases; its boundary is
+    // forward-only; the windows differ.
+    for want in [
+        "fair comparison",
+        "parity           different work: optimizer state, phases differ",
+        "  parameters      same: 33,554,432 parameters, 128.0 MiB",
+        "  optimizer state differs: A 256.0 MiB vs B none",
+        "  inputs          same: 1 × 4.000 MiB per step",
+        "  steps           same: 3 steps",
+        "boundary A       full update after the optimizer state exists: 2 of 3 steps;",
+        "boundary B       forward-only: no backward or optimizer step in 3 steps",
+        "warning: the runs measured different windows",
+    ] {
+        assert!(screen.contains(want), "{want}\n{screen}");
+    }
+    insta::assert_snapshot!(screen);
+    // The rest (the bought/cost table, the methods) is below: j scrolls to it.
+    h.press("jjjjjjjjjjjj");
+    let scrolled = h.screen();
+    for want in [
+        "peak allocated   1.035 GiB    388.0 MiB   −672.0 MiB (−63.4 %)",
+        "peak reserved    1.250 GiB    1.250 GiB          0 B (+0.0 %)",
+        "methods          none recognised",
+    ] {
+        assert!(scrolled.contains(want), "{want}\n{scrolled}");
+    }
+    let d = h.app.diff().unwrap();
+    let max = d.fair_scroll;
+    assert!(max > 0);
+    h.press("j");
+    assert_eq!(h.app.diff().unwrap().fair_scroll, max, "clamped at the end");
+    h.press("k");
+    assert_eq!(h.app.diff().unwrap().fair_scroll, max - 1);
+    h.press("<Esc>");
+    assert!(!h.app.diff().unwrap().fair_open);
+    assert!(!h.screen().contains("boundary A"));
+    h.press("f");
+    assert!(h.app.diff().unwrap().fair_open);
+    h.press("f");
+    assert!(!h.app.diff().unwrap().fair_open);
+    h.press("?");
+    let help = h.screen();
+    assert!(help.contains("fair comparison: parity lines"), "{help}");
+}
