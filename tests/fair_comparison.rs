@@ -510,3 +510,29 @@ fn f_opens_the_fair_comparison_panel_at_80x24() {
     let help = h.screen();
     assert!(help.contains("fair comparison: parity lines"), "{help}");
 }
+
+/// Offloading named by no frame (README `offload-copies`): the staging buffers are copies
+/// made by `aten::_to_copy` under a backward node, so the trace itself shows the method.
+#[test]
+fn offloading_is_recognised_from_copies_back_onto_the_device_in_backward() {
+    let v = diff_json("base", "offload-copies");
+    assert_eq!(v["parity"]["verdict"], "same_work");
+    assert_eq!(v["b"]["peak"]["bytes"], 804 * MIB);
+    let m = v["methods"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0]["method"], "offloading");
+    assert!(m[0]["a"].is_null());
+    let b = &m[0]["b"];
+    assert_eq!(b["allocations"], 6);
+    assert_eq!(b["bytes"], 6 * 256 * MIB);
+    assert_eq!(
+        b["example"],
+        "aten::_to_copy during backward (a copy onto the device)"
+    );
+    assert!(diff_text("base", "offload-copies").contains(
+        "B adds offloading (6 allocations, 1.500 GiB, e.g. aten::_to_copy during backward (a copy onto the device))"
+    ));
+    // The base run copies nothing back: no method on either side against itself.
+    let v = diff_json("base", "base");
+    assert_eq!(v["methods"], serde_json::json!([]));
+}
