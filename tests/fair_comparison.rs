@@ -536,3 +536,28 @@ fn offloading_is_recognised_from_copies_back_onto_the_device_in_backward() {
     let v = diff_json("base", "base");
     assert_eq!(v["methods"], serde_json::json!([]));
 }
+
+/// A real `save_on_cpu` run (H200, `tests/data/gpu-h200/fair`): the trace names no offloading,
+/// but its saved tensors come back onto the device through `aten::_to_copy` in backward —
+/// by hand 20 per step, 186 MiB (see that README), 60 allocations and 558 MiB over its 3
+/// steps; the plain run copies nothing back.
+#[test]
+fn a_real_save_on_cpu_trace_shows_offloading_by_its_copies_back() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpu-h200/fair");
+    let v = diff_json_paths(
+        &dir.join("kineto_base.pt.trace.json.gz"),
+        &dir.join("kineto_save_on_cpu.pt.trace.json.gz"),
+        &[],
+    );
+    let m = v["methods"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0]["method"], "offloading");
+    assert!(m[0]["a"].is_null(), "the plain run copies nothing back");
+    assert_eq!(m[0]["b"]["allocations"], 60);
+    assert_eq!(m[0]["b"]["bytes"], 558 * MIB);
+    assert_eq!(line(&v, "steps")["state"], "same");
+    assert_eq!(
+        line(&v, "inputs")["a"]["per_step"][0]["sizes"],
+        serde_json::json!([2 * MIB])
+    );
+}
