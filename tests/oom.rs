@@ -35,7 +35,7 @@ fn truth(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
 }
 
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 22] = [
     "index",
     "time_us",
     "device",
@@ -48,10 +48,16 @@ const KEYS: [&str; 16] = [
     "free_in_reserve",
     "largest_free_block",
     "capacity",
+    "capacity_source",
     "outside_allocator",
     "outside_by_source",
     "verdict",
+    "reasoning",
     "advice",
+    "pinners",
+    "fixes",
+    "savings",
+    "fixes_ceiling",
 ];
 
 #[test]
@@ -131,8 +137,25 @@ fn without_capacity_the_figures_are_null_and_the_verdict_says_what_is_missing() 
     let o = &got["ooms"][0];
     assert_eq!(o["capacity"], Value::Null);
     assert_eq!(o["outside_allocator"], Value::Null);
+    // 2 GiB requested > 2 MiB − 4 KiB free in the reserve + 1534 MiB driver free: no
+    // release could serve it, whatever lies outside the allocator (issue 38).
+    assert_eq!(o["verdict"], "live_tensors");
+    let r = o["reasoning"].as_str().unwrap_or("");
+    assert!(
+        r.starts_with("2.000 GiB requested > 1.996 MiB free in the reserve + 1.498 GiB driver free = 1.500 GiB"),
+        "{r}"
+    );
+    assert!(
+        r.contains("outside the allocator unknown (no capacity)"),
+        "{r}"
+    );
+    // 16 GiB > reserved 1 GiB + driver free 6.5 GiB: too large or outside; the capacity
+    // decides, and the advice says which two remain.
+    let got = summary("oom_too_large.pickle", &[]);
+    let o = &got["ooms"][0];
     assert_eq!(o["verdict"], "unknown");
     let a = o["advice"].as_str().unwrap_or("");
+    assert!(a.contains("request_too_large or outside_allocator"), "{a}");
     assert!(a.contains("--capacity"), "{a}");
     // Fragmentation needs no capacity.
     let got = summary("oom_fragmented.pickle", &[]);
@@ -167,8 +190,18 @@ fn text_summary_explains_the_oom_and_says_unavailable() {
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("out of memory at event #9"), "{text}");
-    assert!(text.contains("verdict           unknown"), "{text}");
+    assert!(text.contains("verdict           live_tensors"), "{text}");
     assert!(text.contains("capacity          unavailable"), "{text}");
+    assert!(
+        text.contains("  reasoning         2.000 GiB requested > "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  fix               expandable_segments:True: would have fit: no — OOM at #9"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -336,6 +369,10 @@ fn jsonl_oom_uses_reserve_spans_and_oom_lines() {
     assert_eq!(o["verdict"], "unknown");
     let a = o["advice"].as_str().unwrap_or("");
     assert!(a.contains("free blocks of each pool"), "{a}");
+    assert!(
+        a.contains("fragmentation") && a.contains("live_tensors"),
+        "{a}"
+    );
     // No OOM: no `ooms` key at all (the schema of such files is unchanged).
     let v = run(&[head, r#"{"t":1,"op":"alloc","id":1,"size":1024}"#]);
     assert!(v.get("ooms").is_none() && v.get("allocator_at_end").is_none());

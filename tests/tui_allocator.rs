@@ -88,14 +88,18 @@ fn the_panel_shows_the_explanation_with_unavailable_figures_and_the_verdict() {
     assert!(s.contains("outside allocator 512.0 MiB"), "{s}");
     assert!(s.contains("verdict           live_tensors"), "{s}");
     assert!(s.contains("empty_cache() will not help"), "{s}");
-    // Without --capacity the file does not say the device's size: unavailable, verdict unknown.
+    // Without --capacity the file does not say the device's size: unavailable, and the
+    // verdict comes from the file's own figures (issue 38), with its reasoning.
     let mut h = open("oom_live.pickle", None, 120, 40);
     h.press("o");
     let s = h.screen();
     assert!(s.contains("capacity          unavailable"), "{s}");
     assert!(s.contains("outside allocator unavailable"), "{s}");
-    assert!(s.contains("verdict           unknown"), "{s}");
-    assert!(s.contains("the device capacity"), "{s}");
+    assert!(s.contains("verdict           live_tensors"), "{s}");
+    assert!(
+        s.contains("reasoning         2.000 GiB requested > "),
+        "{s}"
+    );
 }
 
 #[test]

@@ -95,14 +95,30 @@ fn w_asks_a_worker_then_the_reply_draws_the_overlay_and_w_hides_it() {
         &memtide_core::formats::Progress::new(),
     )
     .unwrap();
-    let w = core_whatif(&l.traces[0], Some(&l.allocators[0]), &[expandable()], None).unwrap();
+    // Replayed under the ceiling the allocator really had (issue 42): reserved + driver free
+    // at the file's OOM, 15,362 + 510 = 15,872 MiB (the sample's README).
+    let w = core_whatif(
+        &l.traces[0],
+        Some(&l.allocators[0]),
+        &[expandable()],
+        Some(15872 * MIB),
+    )
+    .unwrap();
     let o = overlay(&h).expect("the reply sets the overlay");
     assert_eq!(o.peak, w.runs[1].reserved_peak);
-    assert_eq!(o.series.len(), l.traces[0].len(), "one value per event");
+    let oom = w.runs[1]
+        .oom
+        .as_ref()
+        .expect("live tensors: expandable segments do not save the run");
+    assert_eq!(o.series.len() as u64, oom.index + 1, "one value per event");
     assert_eq!(o.series.iter().max().copied(), Some(o.peak));
     assert!(!o.estimate);
     assert_eq!(o.label, "whatif reserved (expandable_segments:True)");
-    assert!(o.oom.is_none(), "no capacity: no OOM");
+    assert_eq!(o.oom.as_ref().map(|x| x.at.0), Some(oom.index));
+    assert_eq!(
+        o.ceiling.as_deref(),
+        Some("15.50 GiB ceiling (reserved + driver free at the file's OOM)")
+    );
     let v = &h.explorer().view;
     assert_eq!(v.whatif.len(), v.columns.len());
     assert!(v.whatif.iter().all(|x| x.is_some()), "every column drawn");
@@ -119,9 +135,10 @@ fn w_asks_a_worker_then_the_reply_draws_the_overlay_and_w_hides_it() {
     assert!(!h.screen().contains("whatif reserved"));
     assert!(press_w(&mut h).is_empty(), "shown again without a rerun");
     assert!(overlay(&h).is_some());
+    // The legend (shortened beside the OOM mark) names the settings.
     assert!(h
         .screen()
-        .contains("whatif reserved (expandable_segments:True)"));
+        .contains("┄ whatif (expandable_segments:True) · peak 14.8Gi · ✖ OOM at #80"));
 }
 
 #[test]

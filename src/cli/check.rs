@@ -132,6 +132,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
     let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
@@ -201,11 +202,26 @@ fn oom_line(t: &super::load::Indexed) -> Option<String> {
         1 => String::new(),
         n => format!(" (and {} more OOM{})", n - 1, if n == 2 { "" } else { "s" }),
     };
+    let fits: Vec<&str> = x
+        .fixes
+        .iter()
+        .filter(|f| f.would_have_fit == Some(true))
+        .map(|f| f.setting.as_str())
+        .collect();
+    let fixes = match (x.fixes.is_empty(), fits.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) if x.fixes_ceiling.is_some() => {
+            "; checked by replay: no allocator setting would have fit".to_string()
+        }
+        (false, true) => String::new(),
+        (false, false) => format!("; checked by replay: {} would have fit", fits.join(", ")),
+    };
     Some(format!(
-        "out of memory at event #{} on {}: verdict {} (requested {}, allocated {}, reserved {}, driver free {}){more}: {}",
+        "out of memory at event #{} on {}: verdict {} — {} (requested {}, allocated {}, reserved {}, driver free {}){more}{fixes}: {}",
         x.index,
         x.device,
         x.verdict.name(),
+        x.reasoning,
         memtide_core::allocator::explain::shown(x.rounded_bytes),
         memtide_core::allocator::explain::shown(x.allocated),
         memtide_core::allocator::explain::shown(x.reserved),

@@ -35,6 +35,12 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         .as_deref()
         .map(super::flags::capacity)
         .transpose()?;
+    let oom_message = args
+        .input
+        .oom_message
+        .as_deref()
+        .map(super::load::read_oom_message)
+        .transpose()?;
     // Bad settings fail before a long load, as `whatif`'s do.
     let whatif_conf = args
         .alloc_conf
@@ -51,6 +57,7 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     if let Some(ex) = app.explorer_mut() {
         ex.device_want = args.input.device.clone();
         ex.capacity = capacity;
+        ex.oom_message = oom_message;
         ex.whatif_conf = whatif_conf;
         ex.absolute_time = args.absolute_time;
         if args.follow.follow || args.follow.poll.is_some() {

@@ -42,6 +42,7 @@ pub fn side_files(a: &InputArgs) -> Vec<&Path> {
         a.nsys.as_deref(),
         a.categories.as_deref(),
         a.rules.as_deref(),
+        a.oom_message.as_deref(),
     ]
     .into_iter()
     .flatten()
@@ -105,7 +106,62 @@ pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()>
         let c = super::flags::capacity(c)?;
         for t in &mut loaded.traces {
             t.capacity = Some(c);
+            t.capacity_source = Some("--capacity".into());
         }
+    }
+    Ok(())
+}
+
+/// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
+/// file is refused rather than read into memory).
+const OOM_MESSAGE_MAX: u64 = 256 << 20;
+
+/// Reads and parses `--oom-message FILE` (bytes that are not UTF-8, as job logs may hold,
+/// read as U+FFFD); returns the message and the file's name for reports.
+pub fn read_oom_message(
+    path: &Path,
+) -> Result<(memtide_core::formats::oom_message::OomMessage, String)> {
+    let name = path.display().to_string();
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("--oom-message {name}: cannot read it"))?
+        .len();
+    if len > OOM_MESSAGE_MAX {
+        bail!(
+            "--oom-message {name}: {len} bytes, more than the {} MiB read: paste PyTorch's message into a file of its own",
+            OOM_MESSAGE_MAX >> 20
+        );
+    }
+    let bytes =
+        std::fs::read(path).with_context(|| format!("--oom-message {name}: cannot read it"))?;
+    let m = memtide_core::formats::oom_message::parse(&String::from_utf8_lossy(&bytes))
+        .with_context(|| format!("--oom-message {name}"))?;
+    Ok((m, name))
+}
+
+/// Applies `--oom-message FILE` to the trace of the message's GPU (`cuda:N`; a file of one
+/// device: that one): its capacity, and its driver free where the file lacks it. Notes where
+/// the figures disagree go to stderr. Call before [`apply_capacity`] (`--capacity` wins).
+pub fn apply_oom_message(loaded: &mut Loaded, a: &InputArgs) -> Result<()> {
+    let Some(path) = &a.oom_message else {
+        return Ok(());
+    };
+    let (m, name) = read_oom_message(path)?;
+    let want = format!("cuda:{}", m.gpu);
+    let one = loaded.traces.len() == 1;
+    let Some(t) = loaded
+        .traces
+        .iter_mut()
+        .enumerate()
+        .find(|(i, t)| t.device == want || (one && *i == 0))
+        .map(|(_, t)| t)
+    else {
+        bail!(
+            "--oom-message {name}: the message is of GPU {}, and the file has no {want}",
+            m.gpu
+        );
+    };
+    for note in memtide_core::formats::oom_message::apply(t, &m, &name) {
+        crate::errln!("memtide: note: --oom-message {note}");
     }
     Ok(())
 }

@@ -98,7 +98,9 @@ pub struct WhatifArgs {
     /// (`expandable_segments:True,max_split_size_mb:128`); repeat to compare several.
     #[arg(long = "alloc-conf", value_name = "CONF")]
     pub alloc_conf: Vec<String>,
-    /// Device capacity (`80GiB`): find where the run would run out of memory.
+    /// The device's capacity (`80GiB`). Every setting is replayed under the ceiling the
+    /// allocator really had: at a recorded OOM, reserved + driver free (this capacity then
+    /// names the memory outside the allocator); else the capacity.
     #[arg(long, value_name = "SIZE")]
     pub capacity: Option<String>,
     /// Print JSON instead of text.
@@ -255,6 +257,12 @@ pub struct InputArgs {
     /// Shift added to the log's times after the zone (1.25s, -300ms, 2min).
     #[arg(long, value_name = "DURATION", requires = "device_log", value_parser = parse_offset, allow_hyphen_values = true)]
     pub device_log_offset: Option<i64>,
+    /// PyTorch's out-of-memory message, pasted from the job log into FILE ("… Tried to
+    /// allocate … GPU 0 has a total capacity of … of which … is free …", any PyTorch 2.x
+    /// wording): the device's capacity (and the driver's free bytes where the file lacks
+    /// them) for the OOM explanation, checked against the file's figures.
+    #[arg(long, value_name = "FILE")]
+    pub oom_message: Option<PathBuf>,
     /// Nsight Systems SQLite export of the same run, merged with a snapshot: memory outside
     /// PyTorch by library (NCCL, cuDNN, cuBLAS, …); PyTorch's own segments are matched and
     /// left out. Record with `nsys profile --cuda-memory-usage=true --trace=cuda python

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
     let mut loaded = load(&a.file, &a.input)?;
+    super::load::apply_oom_message(&mut loaded, &a.input)?;
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let t_load = t0.elapsed();
     let primary = pick_device(&loaded, a.input.device.as_deref())?;
@@ -179,8 +180,8 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     o
 }
 
-/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict and
-/// the advice.
+/// Each OOM explained: the figures (unavailable when the source lacks them), the verdict, the
+/// reasoning, the advice, the pinners and the fixes checked by replay.
 fn ooms(o: &mut String, s: &Summary, v: &TextView) {
     for x in &s.ooms {
         let _ = writeln!(o);
@@ -189,11 +190,8 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             .map(|t| format!(" · {}", time_text(s, t, v)))
             .unwrap_or_default();
         crate::report_line!(o, "out of memory at event #{}{t} · {}", x.index, x.device);
-        let verdict = [
-            ("verdict", x.verdict.name().to_string()),
-            ("advice", x.advice.clone()),
-        ];
-        for (k, v) in x.figures().into_iter().chain(verdict) {
+        let verdict = [("verdict", x.verdict.name().to_string())];
+        for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
             crate::report_line!(o, "  {k:<17} {v}");
         }
     }
@@ -206,6 +204,10 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
             human_bytes(e.free_in_reserve),
             human_bytes(e.largest_free_block)
         );
+    }
+    if let Some(b) = &s.history_bounds {
+        let _ = writeln!(o);
+        crate::report_line!(o, "history bounds: {}", b.text);
     }
 }
 

@@ -95,6 +95,7 @@ impl Device {
     /// explains the OOMs again with it.
     pub fn set_capacity(&mut self, capacity: Bytes) {
         self.trace.capacity = Some(capacity);
+        self.trace.capacity_source = Some("--capacity".into());
         self.refresh_ooms();
     }
 

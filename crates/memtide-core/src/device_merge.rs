@@ -214,7 +214,10 @@ pub fn merge(t: &mut Trace, ordinal: u32, log: &DeviceLog, opts: &DeviceLogOptio
 
     // Capacity: the log's memory.total where the trace has none.
     match (t.capacity, info.capacity) {
-        (None, Some(c)) => t.capacity = Some(Bytes(c)),
+        (None, Some(c)) => {
+            t.capacity = Some(Bytes(c));
+            t.capacity_source = Some(format!("device log {name} (memory.total)"));
+        }
         (Some(c), Some(l)) if c.0 != l => info.warnings.push(format!(
             "device log {name}: memory.total {} differs from the trace's capacity {}: the trace's is shown",
             human_bytes(l),

@@ -1,6 +1,7 @@
 //! The Markdown report's OOM section: each out-of-memory event with its figures
-//! ("unavailable" where the source lacks them), the verdict and the advice; then the
-//! allocator's state at the end, when the file records it.
+//! ("unavailable" where the source lacks them), the verdict, its reasoning, the advice, the
+//! pinners and the fixes checked by replay; then the allocator's state at the end, when the
+//! file records it, and the bounds of a history that starts late.
 
 use super::{cell, time_text};
 use memtide_core::analysis::summary::Summary;
@@ -21,11 +22,8 @@ pub fn ooms(o: &mut String, s: &Summary) {
             x.verdict.name()
         );
         let _ = writeln!(o, "| figure | value |\n|---|---|");
-        let verdict = [
-            ("verdict", x.verdict.name().to_string()),
-            ("advice", x.advice.clone()),
-        ];
-        for (k, v) in x.figures().into_iter().chain(verdict) {
+        let verdict = [("verdict", x.verdict.name().to_string())];
+        for (k, v) in x.figures().into_iter().chain(verdict).chain(x.details()) {
             let _ = writeln!(o, "| {k} | {} |", cell(&v));
         }
         let _ = writeln!(o);
@@ -40,5 +38,8 @@ pub fn ooms(o: &mut String, s: &Summary) {
             human_bytes(e.free_in_reserve),
             human_bytes(e.largest_free_block)
         );
+    }
+    if let Some(b) = &s.history_bounds {
+        let _ = writeln!(o, "History bounds: {}.\n", cell(&b.text));
     }
 }

@@ -58,7 +58,7 @@ pub fn loaded(
     };
     let offset = load.offset;
     let mut devices = load.devices;
-    nav::apply_capacity(ex.capacity, &mut devices);
+    nav::apply_capacity(ex.capacity, ex.oom_message.as_ref(), &mut devices);
     ex.current = pick_device(&devices, ex.device_want.as_deref());
     ex.devices = devices;
     ex.screen = Screen::Ready;

@@ -232,6 +232,9 @@ pub struct ExplorerState {
     /// `--capacity SIZE`: the device's memory when the file does not record it (the OOM
     /// explanation needs it); set on every device once loaded.
     pub capacity: Option<Bytes>,
+    /// `--oom-message FILE`, read: PyTorch's OOM message and the file's name (its capacity,
+    /// and driver free where the file lacks it; `--capacity` still wins).
+    pub oom_message: Option<(memtide_core::formats::oom_message::OomMessage, String)>,
     /// Times as the file's values (`T`) instead of relative to the trace's first event.
     pub absolute_time: bool,
     /// The OOM panel is pinned open (`x`): it shows the last OOM at or before the cursor;
@@ -264,6 +267,7 @@ impl ExplorerState {
             bands_cycle: 0,
             follow: None,
             capacity: None,
+            oom_message: None,
             absolute_time: false,
             oom_pinned: false,
             alloc: None,

@@ -104,7 +104,7 @@ fn loaded(
         Ok(_) => return nav::fail(sh, ex, "the file holds no device traces".into()),
         Err(e) => return nav::fail(sh, ex, e),
     };
-    nav::apply_capacity(ex.capacity, &mut devs);
+    nav::apply_capacity(ex.capacity, ex.oom_message.as_ref(), &mut devs);
     ex.current = pick_device(&devs, ex.device_want.as_deref());
     let note = ex
         .device_want

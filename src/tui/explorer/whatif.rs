@@ -52,6 +52,9 @@ pub struct Overlay {
     pub oom: Option<SimOom>,
     /// The source records no allocator: the figures estimate a CUDA run.
     pub estimate: bool,
+    /// The ceiling the run was replayed under, in words (None: no ceiling; reserved peaks
+    /// only).
+    pub ceiling: Option<String>,
 }
 
 /// The overlay's state.
@@ -100,12 +103,14 @@ fn settings(r: &RunResult) -> String {
     }
 }
 
-/// Runs the simulation for `dev` (the worker's side): under `conf`, on the device's
-/// capacity (`--capacity` or the file's).
+/// Runs the simulation for `dev` (the worker's side): under `conf`, below the ceiling the
+/// allocator really had (`whatif`'s: reserved + driver free at the file's OOM, else the
+/// device's capacity from `--capacity` or the file).
 pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, String> {
     let tr = &dev.trace;
     let history = dev.allocator.as_ref().map(|m| m.history());
-    let capacity = tr.capacity.map(|c| c.0);
+    let ceiling = memtide_core::allocator::sim::ceiling::derive(tr, &dev.index, None);
+    let capacity = ceiling.as_ref().map(|c| c.bytes);
     let s = reserved_series(tr, history, conf, capacity)
         .map_err(|e| format!("the file's allocator_settings: {e}"))?;
     if s.run.ops == 0 {
@@ -132,6 +137,14 @@ pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, 
         series: s.reserved,
         oom,
         estimate,
+        ceiling: ceiling.map(|c| {
+            let from = match c.source {
+                "oom_figures" => "reserved + driver free at the file's OOM",
+                "oom_cap" => "the cap the file's OOM implies",
+                _ => "the capacity",
+            };
+            format!("{} ceiling ({from})", fmt::bytes(c.bytes))
+        }),
     })
 }
 
@@ -204,14 +217,29 @@ pub fn done(sh: &mut Shared, ex: &mut ExplorerState, gen: u64, result: Result<Ov
 /// What the status line says when the overlay is shown: the OOM, or the peak beside the
 /// recorded one.
 fn summary(o: &Overlay, dev: &Device) -> String {
+    let under = o
+        .ceiling
+        .as_ref()
+        .map_or("no ceiling: reserved peaks only".to_string(), |c| {
+            format!("under the {c}")
+        });
     if let Some(x) = &o.oom {
-        return format!("whatif: {} — {}", x.text, o.label);
+        return format!("whatif: {} {under} — {}", x.text, o.label);
     }
     let rec = match dev.reserved_peak {
         Some(r) => format!(" (recorded {})", fmt::bytes(r.0)),
         None => String::new(),
     };
-    format!("{}: peak {}{rec} · w hides", o.label, fmt::bytes(o.peak))
+    let fit = if o.ceiling.is_some() {
+        " · would have fit"
+    } else {
+        ""
+    };
+    format!(
+        "{}: peak {}{rec}{fit} · {under} · w hides",
+        o.label,
+        fmt::bytes(o.peak)
+    )
 }
 
 /// The plot's scale: the device's own, raised to the simulated peak while it is shown.

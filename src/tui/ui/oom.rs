@@ -1,7 +1,8 @@
 //! The OOM panel: one out-of-memory event explained (the core's `allocator::explain`, as
 //! `summary` prints it) — requested, rounded, pool, driver free, allocated, reserved, free in
 //! reserve, largest free block, capacity, outside the allocator ("unavailable" where the
-//! source lacks the figure), then the verdict and the advice, wrapped.
+//! source lacks the figure), then the verdict, its reasoning, the advice, the pinners and the
+//! fixes checked by replay, wrapped.
 
 use super::put;
 use crate::tui::explorer::ExplorerState;
@@ -19,12 +20,17 @@ fn grid_cols(width: u16) -> usize {
     (width.saturating_sub(1) as usize / CELL_W).clamp(1, 5)
 }
 
-/// The advice wrapped to the panel's width.
-fn advice_lines(x: &OomExplanation, width: u16) -> Vec<String> {
-    wrap(
-        &x.advice,
-        (width as usize).saturating_sub(LABEL_W + 3).max(10),
-    )
+/// The reasoning, the advice, the pinners and the checked fixes, each wrapped to the panel's
+/// width, labelled on their first row.
+fn advice_lines(x: &OomExplanation, width: u16) -> Vec<(&'static str, String)> {
+    let w = (width as usize).saturating_sub(LABEL_W + 3).max(10);
+    let mut out = Vec::new();
+    for (label, text) in x.details() {
+        for (i, line) in wrap(&text, w).into_iter().enumerate() {
+            out.push((if i == 0 { label } else { "" }, line));
+        }
+    }
+    out
 }
 
 /// Rows the panel needs at `width` to show everything.
@@ -143,8 +149,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     y += 1;
     let lines = advice_lines(x, r.width);
     let room = r.bottom().saturating_sub(y) as usize;
-    for (i, line) in lines.iter().enumerate().take(room) {
-        let label = if i == 0 { "advice" } else { "" };
+    for (i, (label, line)) in lines.iter().enumerate().take(room) {
         let lx = put(
             buf,
             r.x + 2,

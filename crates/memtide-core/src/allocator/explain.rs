@@ -94,6 +94,9 @@ pub struct OomFacts {
     pub allocated: Option<u64>,
     pub reserved: Option<u64>,
     pub capacity: Option<u64>,
+    /// Where `capacity` came from (`--capacity`, a device log, a Kineto trace's device
+    /// properties, PyTorch's OOM message).
+    pub capacity_source: Option<String>,
     /// The allocator state (None: the source records no segments and blocks).
     pub pool: Option<PoolFacts>,
     /// The biggest live allocations ("1.000 GiB name  file:line func"), for the advice.
@@ -119,6 +122,8 @@ pub struct OomExplanation {
     pub free_in_reserve: Option<u64>,
     pub largest_free_block: Option<u64>,
     pub capacity: Option<u64>,
+    /// Where `capacity` came from (null: no capacity known).
+    pub capacity_source: Option<String>,
     pub outside_allocator: Option<u64>,
     /// The memory outside the allocator the trace's sources name at the OOM, by source
     /// (`{"nccl": …, "cudnn": …}`, biggest first: `--nsys`, a device log, the recorder);
@@ -126,7 +131,20 @@ pub struct OomExplanation {
     #[serde(serialize_with = "by_source")]
     pub outside_by_source: Option<Vec<(String, u64)>>,
     pub verdict: Verdict,
+    /// Why that verdict, in one line of numbers.
+    pub reasoning: String,
     pub advice: String,
+    /// For `fragmentation`: the live blocks that split the needed pool's free space.
+    pub pinners: Vec<super::pinners::Pinner>,
+    /// The allocator settings replayed from the start of the history under the ceiling the
+    /// run had, each with whether it would have fit.
+    pub fixes: Vec<super::fixes::Fix>,
+    /// For `live_tensors`: the largest owners at the OOM and what reducing them would save
+    /// (estimates).
+    pub savings: Vec<super::fixes::Saving>,
+    /// The ceiling the fixes were replayed under, in words (null: none known; the fixes
+    /// then compare reserved peaks only).
+    pub fixes_ceiling: Option<String>,
 }
 
 /// A time in µs: an integer when whole, null when unknown (as the summary's other times).
@@ -199,19 +217,64 @@ impl OomExplanation {
     }
 }
 
+impl OomExplanation {
+    /// What follows the verdict in every report, labelled, in order: the reasoning, the
+    /// advice, where the capacity came from, the pinners, the fixes checked by replay (and
+    /// their ceiling), the estimated savings of reducing live tensors.
+    pub fn details(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            ("reasoning", self.reasoning.clone()),
+            ("advice", self.advice.clone()),
+        ];
+        if let (Some(c), Some(src)) = (self.capacity, &self.capacity_source) {
+            v.push(("capacity from", format!("{} from {src}", human_bytes(c))));
+        }
+        for p in &self.pinners {
+            v.push(("pinner", p.text()));
+        }
+        if !self.fixes.is_empty() {
+            v.push((
+                "fixes replayed",
+                match &self.fixes_ceiling {
+                    Some(c) => format!("from the start of the history under the ceiling {c}"),
+                    None => {
+                        "from the start of the history with no ceiling known: reserved peaks only"
+                            .into()
+                    }
+                },
+            ));
+        }
+        for f in &self.fixes {
+            v.push(("fix", f.text()));
+        }
+        for x in &self.savings {
+            v.push(("saving", x.text()));
+        }
+        v
+    }
+}
+
 /// Memory outside the allocator counts as the cause when it alone would have covered what
 /// the driver lacked and it is at least this fraction of the device.
 const OUTSIDE_SHARE: u64 = 10;
 
 /// Explains one OOM.
 ///
-/// The verdict, in order: `request_too_large` when the rounded request exceeds the capacity;
-/// `fragmentation` when the pool the request needs (pool id, small/large, stream) holds at
-/// least the rounded request in free bytes but no free block that large; `outside_allocator`
-/// when capacity − reserved − driver-free covers what the driver lacked for the new segment
-/// (`get_allocation_size` of the request, minus driver-free) and is at least a tenth of the
-/// device; otherwise `live_tensors`. Whatever a step needs that the source lacks makes it
-/// `unknown`, naming the missing figure.
+/// The verdict, in order (docs/oom-verdicts.md):
+/// 1. `request_too_large`: the rounded request exceeds the capacity (or 64 bits).
+/// 2. `fragmentation`: the pool the request needs (pool id, small/large, stream) holds at
+///    least the request in free bytes but no free block that large.
+/// 3. The request fits in free reserve + driver free together: the bytes were there but in
+///    pieces — `fragmentation` when the file records the free blocks (what PyTorch could
+///    release it did, before giving up), else `unknown` between fragmentation and live
+///    tensors (the free blocks decide).
+/// 4. It fits in no combination of them: `outside_allocator` when capacity − reserved −
+///    driver free covers what the driver lacked for the new segment and is at least a tenth
+///    of the device; else `live_tensors`. Without a capacity: `live_tensors` (outside memory
+///    unknown, never the reason), unless the request exceeds reserved + driver free — then
+///    `unknown` between `request_too_large` and `outside_allocator` (the capacity decides).
+///
+/// A figure a step needs that the source lacks makes it `unknown`, naming what is missing.
 pub fn explain(f: &OomFacts) -> OomExplanation {
     let rounded = f.requested.and_then(round_size);
     let pool = match (&f.pool, rounded) {
@@ -232,14 +295,15 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         _ => None,
     };
     let mut missing: Vec<&str> = Vec::new();
-    let (verdict, advice) = decide(f, rounded, free_in_reserve, outside, &mut missing);
-    let advice = if verdict == Verdict::Unknown {
+    let d = decide(f, rounded, free_in_reserve, outside, &mut missing);
+    let advice = if d.verdict == Verdict::Unknown && !missing.is_empty() {
         format!(
-            "cannot tell the cause: missing {}. {advice}",
-            missing.join("; ")
+            "cannot tell the cause: missing {}. {}",
+            missing.join("; "),
+            d.advice
         )
     } else {
-        advice
+        d.advice
     };
     OomExplanation {
         index: f.index,
@@ -254,10 +318,16 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         free_in_reserve,
         largest_free_block: f.pool.as_ref().map(|p| p.largest_free_block),
         capacity: f.capacity,
+        capacity_source: f.capacity.and(f.capacity_source.clone()),
         outside_allocator: outside,
         outside_by_source: None,
-        verdict,
+        verdict: d.verdict,
+        reasoning: d.reasoning,
         advice,
+        pinners: Vec::new(),
+        fixes: Vec::new(),
+        savings: Vec::new(),
+        fixes_ceiling: None,
     }
 }
 
@@ -268,25 +338,52 @@ pub fn unservable(requested: u64) -> String {
     )
 }
 
+/// A verdict with its one line of numbers and its advice.
+struct Decision {
+    verdict: Verdict,
+    reasoning: String,
+    advice: String,
+}
+
+fn decision(verdict: Verdict, reasoning: String, advice: String) -> Decision {
+    Decision {
+        verdict,
+        reasoning,
+        advice,
+    }
+}
+
 fn decide(
     f: &OomFacts,
     rounded: Option<u64>,
     free_in_reserve: Option<u64>,
     outside: Option<u64>,
     missing: &mut Vec<&'static str>,
-) -> (Verdict, String) {
+) -> Decision {
     let Some(rounded) = rounded else {
         if let Some(r) = f.requested {
-            return (Verdict::RequestTooLarge, unservable(r));
+            return decision(
+                Verdict::RequestTooLarge,
+                format!("{r} B requested: no block or segment size of 64 bits holds it"),
+                unservable(r),
+            );
         }
         missing.push("the requested size (the OOM event records none)");
-        return (Verdict::Unknown, String::new());
+        return decision(
+            Verdict::Unknown,
+            "the OOM event records no requested size".into(),
+            String::new(),
+        );
     };
     let req = human_bytes(rounded);
     if let Some(c) = f.capacity {
         if rounded > c {
-            return (
+            return decision(
                 Verdict::RequestTooLarge,
+                format!(
+                    "{req} requested > the device's {} capacity",
+                    human_bytes(c)
+                ),
                 format!(
                     "one request of {req} exceeds the whole device ({}): no setting makes it fit; split the tensor (a smaller batch or sequence, sharding, chunked ops)",
                     human_bytes(c)
@@ -295,85 +392,254 @@ fn decide(
         }
     }
     let Some(new_segment) = allocation_size(rounded) else {
-        return (Verdict::RequestTooLarge, unservable(rounded));
+        return decision(
+            Verdict::RequestTooLarge,
+            format!("{req} requested: no segment size of 64 bits holds it"),
+            unservable(rounded),
+        );
     };
-    match &f.pool {
-        Some(p) if p.pool_free >= rounded && p.largest_free_block < rounded => {
-            return (
+    if let Some(p) = &f.pool {
+        if p.pool_free >= rounded && p.largest_free_block < rounded {
+            return decision(
                 Verdict::Fragmentation,
                 format!(
-                    "the {} pool had {} free but its largest free block was {} (< {req}): the free memory is split into pieces no request this size fits. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow instead of splitting), or max_split_size_mb to stop large cached blocks from being split; {} would have been free in that pool",
-                    p.key.label(),
+                    "{req} requested ≤ {} free in the {} pool, but its largest free block is {}: no block large enough",
                     human_bytes(p.pool_free),
-                    human_bytes(p.largest_free_block),
-                    human_bytes(p.pool_free)
+                    p.key.label(),
+                    human_bytes(p.largest_free_block)
                 ),
+                fragmentation_advice(&p.key.label(), p.pool_free, p.largest_free_block, &req),
             );
         }
-        Some(_) => {}
-        None => {
-            if let Some(free) = free_in_reserve.filter(|&x| x >= rounded) {
-                missing.push("the free blocks of each pool (this file records no allocator segments), so fragmentation cannot be ruled out");
-                return (
-                    Verdict::Unknown,
+    }
+    let (Some(reserved), Some(dfree), Some(free)) = (f.reserved, f.device_free, free_in_reserve)
+    else {
+        return lacking(f, new_segment, missing);
+    };
+    let avail = free.saturating_add(dfree);
+    let sum = format!(
+        "{} free in the reserve + {} driver free = {}",
+        human_bytes(free),
+        human_bytes(dfree),
+        human_bytes(avail)
+    );
+    if let Some(p) = f.pool.as_ref().filter(|p| p.largest_free_block >= rounded) {
+        return decision(
+            Verdict::Unknown,
+            format!(
+                "a free block of {} in the {} pool could hold the {req} requested: the allocator would have used it, so the file's figures do not explain this OOM",
+                human_bytes(p.largest_free_block),
+                p.key.label()
+            ),
+            "the recorded blocks contradict a plain OOM: the block may have been waiting on another stream's work (record_stream), barred by max_split_size_mb, or the snapshot's blocks are out of step with its trace; any verdict would be a guess".into(),
+        );
+    }
+    if dfree >= new_segment {
+        return capped(f, &req, reserved, free, dfree, new_segment, missing);
+    }
+    if avail >= rounded {
+        return stranded(f, &req, &sum, free, missing);
+    }
+    let none_fits =
+        format!("{req} requested > {sum}: no release or rearrangement of the cache could serve it");
+    let live = format!(
+        "{} live of {} reserved",
+        shown(f.allocated),
+        human_bytes(reserved)
+    );
+    match (f.capacity, outside) {
+        (Some(cap), Some(outside)) => {
+            let lacked = new_segment.saturating_sub(dfree);
+            if lacked > 0 && outside >= lacked && outside >= cap / OUTSIDE_SHARE {
+                return decision(
+                    Verdict::OutsideAllocator,
                     format!(
-                        "the reserve held up to {} not used by live tensors, more than the {req} requested",
-                        human_bytes(free)
+                        "{none_fits}; outside the allocator {} (capacity {} − reserved {} − driver free {}) ≥ the {} the new {} segment lacked",
+                        human_bytes(outside),
+                        human_bytes(cap),
+                        human_bytes(reserved),
+                        human_bytes(dfree),
+                        human_bytes(lacked),
+                        human_bytes(new_segment)
+                    ),
+                    format!(
+                        "{} of the {} device is outside PyTorch's allocator (capacity − reserved {} − driver free {}): other processes, NCCL buffers, the CUDA context and libraries. PyTorch's counters cannot see it; without it the new {} segment would have fit. Check nvidia-smi for other processes, NCCL_BUFFSIZE / NCCL buffers, and library workspaces",
+                        human_bytes(outside),
+                        human_bytes(cap),
+                        human_bytes(reserved),
+                        human_bytes(dfree),
+                        human_bytes(new_segment)
                     ),
                 );
             }
-            if free_in_reserve.is_none() {
-                missing.push("reserved memory (the file records none)");
-                return (Verdict::Unknown, String::new());
-            }
-        }
-    }
-    let (Some(cap), Some(reserved), Some(dfree), Some(outside)) =
-        (f.capacity, f.reserved, f.device_free, outside)
-    else {
-        if f.capacity.is_none() {
-            missing.push("the device capacity (pass --capacity SIZE), to tell live tensors from memory outside the allocator");
-        }
-        if f.device_free.is_none() {
-            missing.push("the driver's free bytes at the OOM (device_free)");
-        }
-        if f.reserved.is_none() {
-            missing.push("reserved memory");
-        }
-        return (
-            Verdict::Unknown,
-            format!(
-                "allocated {}, reserved {}, driver free {}; the request needed a new {} segment",
-                shown(f.allocated),
-                shown(f.reserved),
-                shown(f.device_free),
-                human_bytes(new_segment)
-            ),
-        );
-    };
-    let shortfall = new_segment.saturating_sub(dfree);
-    if shortfall > 0 && outside >= shortfall && outside >= cap / OUTSIDE_SHARE {
-        return (
-            Verdict::OutsideAllocator,
-            format!(
-                "{} of the {} device is outside PyTorch's allocator (capacity − reserved {} − driver free {}): other processes, NCCL buffers, the CUDA context and libraries. PyTorch's counters cannot see it; without it the new {} segment would have fit. Check nvidia-smi for other processes, NCCL_BUFFSIZE / NCCL buffers, and library workspaces",
+            let reasoning = format!(
+                "{none_fits}; {live}; outside the allocator {} (capacity {} from {}), less than would have saved it",
                 human_bytes(outside),
                 human_bytes(cap),
-                human_bytes(reserved),
-                human_bytes(dfree),
-                human_bytes(new_segment)
+                f.capacity_source.as_deref().unwrap_or("the file")
+            );
+            live_tensors(
+                f,
+                reasoning,
+                &req,
+                reserved,
+                free,
+                new_segment,
+                dfree,
+                missing,
+            )
+        }
+        _ if rounded > reserved.saturating_add(dfree) => {
+            missing.push("the device capacity (--capacity SIZE, --oom-message FILE, a device log)");
+            decision(
+                Verdict::Unknown,
+                format!(
+                    "{req} requested > reserved {} + driver free {}: even with no live tensor it would not fit, so either the request exceeds the device (request_too_large) or memory outside the allocator took the rest (outside_allocator); the capacity decides",
+                    human_bytes(reserved),
+                    human_bytes(dfree)
+                ),
+                "two verdicts remain: request_too_large or outside_allocator".into(),
+            )
+        }
+        _ => {
+            let reasoning = format!(
+                "{none_fits}; {live}; outside the allocator unknown (no capacity), not needed for this verdict"
+            );
+            live_tensors(
+                f,
+                reasoning,
+                &req,
+                reserved,
+                free,
+                new_segment,
+                dfree,
+                missing,
+            )
+        }
+    }
+}
+
+fn fragmentation_advice(pool: &str, pool_free: u64, largest: u64, req: &str) -> String {
+    format!(
+        "the {pool} pool had {} free but its largest free block was {} (< {req}): the free memory is split into pieces no request this size fits. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow instead of splitting), or max_split_size_mb to stop large cached blocks from being split; {} would have been free in that pool",
+        human_bytes(pool_free),
+        human_bytes(largest),
+        human_bytes(pool_free)
+    )
+}
+
+/// The request fits in the free reserve and driver free together, but in no one block.
+fn stranded(
+    f: &OomFacts,
+    req: &str,
+    sum: &str,
+    free: u64,
+    missing: &mut Vec<&'static str>,
+) -> Decision {
+    let reasoning = format!(
+        "{req} requested ≤ {sum}, but no free block holds it and the driver cannot: the free bytes are in pieces"
+    );
+    match &f.pool {
+        Some(p) => decision(
+            Verdict::Fragmentation,
+            format!("{reasoning} (every cached segment PyTorch could release it had released; the rest are pinned by live blocks)"),
+            format!(
+                "the free memory is split between blocks of the reserve pinned by live tensors ({} free, the largest in the {} pool {}) and the driver's free memory: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, so a free block at a segment's end grows into driver memory instead of needing a whole new segment",
+                human_bytes(free),
+                p.key.label(),
+                human_bytes(p.largest_free_block)
             ),
+        ),
+        None => {
+            missing.push("the free blocks of each pool (this file records no allocator segments)");
+            decision(
+                Verdict::Unknown,
+                format!("{reasoning} — or rounding inside live blocks: without the free blocks the free reserve is reserved − allocated"),
+                format!(
+                    "two verdicts remain: fragmentation (the {} not used by live tensors is free but in pieces) or live_tensors (it is rounding inside live blocks); the free blocks of each pool decide — record a memory snapshot (torch.cuda.memory._record_memory_history)",
+                    human_bytes(free)
+                ),
+            )
+        }
+    }
+}
+
+/// The driver had room for the whole new segment, yet the allocator refused it: its own
+/// limit (`set_per_process_memory_fraction`) was reached, somewhere in [reserved, reserved +
+/// the segment). Only the free reserve could have served the request.
+fn capped(
+    f: &OomFacts,
+    req: &str,
+    reserved: u64,
+    free: u64,
+    dfree: u64,
+    new_segment: u64,
+    missing: &mut Vec<&'static str>,
+) -> Decision {
+    let cap = format!(
+        "the driver had {} free, room for the new {} segment, so the allocator's own limit (a memory fraction: set_per_process_memory_fraction) refused it, a cap between {} and {}",
+        human_bytes(dfree),
+        human_bytes(new_segment),
+        human_bytes(reserved),
+        human_bytes(reserved.saturating_add(new_segment))
+    );
+    if free >= rounded_of(f) {
+        let sum = format!("{} free in the reserve", human_bytes(free));
+        let mut d = stranded(f, req, &sum, free, missing);
+        d.reasoning = format!("{cap}; {}", d.reasoning);
+        return d;
+    }
+    let reasoning = format!(
+        "{cap}; {req} requested > {} free in the reserve: under that cap no release could serve it; {} live of {} reserved",
+        human_bytes(free),
+        shown(f.allocated),
+        human_bytes(reserved)
+    );
+    let mut d = live_tensors(
+        f,
+        reasoning,
+        req,
+        reserved,
+        free,
+        new_segment,
+        dfree,
+        missing,
+    );
+    if d.verdict == Verdict::LiveTensors {
+        d.advice = d.advice.replacen(
+            "the device is full of live tensors",
+            "the memory this process may use (its cap) is full of live tensors",
+            1,
         );
     }
+    d
+}
+
+/// The rounded request of `f` (0 when unknown: only called once it is known).
+fn rounded_of(f: &OomFacts) -> u64 {
+    f.requested.and_then(round_size).unwrap_or(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn live_tensors(
+    f: &OomFacts,
+    reasoning: String,
+    req: &str,
+    reserved: u64,
+    free: u64,
+    new_segment: u64,
+    dfree: u64,
+    missing: &mut Vec<&'static str>,
+) -> Decision {
     let Some(allocated) = f.allocated else {
         missing.push("the bytes allocated at the OOM");
-        return (Verdict::Unknown, String::new());
+        return decision(Verdict::Unknown, reasoning, String::new());
     };
     let mut s = format!(
         "the device is full of live tensors: {} allocated of {} reserved ({} free in the reserve, none of it usable for {req}); the request needed a new {} segment and the driver had {} free",
         human_bytes(allocated),
         human_bytes(reserved),
-        shown(free_in_reserve),
+        human_bytes(free),
         human_bytes(new_segment),
         human_bytes(dfree)
     );
@@ -386,5 +652,31 @@ fn decide(
         ));
     }
     s.push_str(". Reduce what is live: activation checkpointing, a smaller microbatch; empty_cache() will not help");
-    (Verdict::LiveTensors, s)
+    decision(Verdict::LiveTensors, reasoning, s)
+}
+
+/// A figure the verdict needs is missing (no reserve or driver-free figures).
+fn lacking(f: &OomFacts, new_segment: u64, missing: &mut Vec<&'static str>) -> Decision {
+    if f.device_free.is_none() {
+        missing.push("the driver's free bytes at the OOM (device_free)");
+    }
+    if f.reserved.is_none() {
+        missing.push("reserved memory (the file records none)");
+    }
+    if f.allocated.is_none() && f.pool.is_none() {
+        missing.push("the bytes allocated at the OOM");
+    }
+    decision(
+        Verdict::Unknown,
+        format!(
+            "allocated {}, reserved {}, driver free {}: without the reserve and the driver's free bytes live tensors, fragmentation and outside memory cannot be told apart",
+            shown(f.allocated),
+            shown(f.reserved),
+            shown(f.device_free)
+        ),
+        format!(
+            "the request needed a new {} segment",
+            human_bytes(new_segment)
+        ),
+    )
 }

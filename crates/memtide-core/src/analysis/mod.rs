@@ -2,6 +2,7 @@
 //! No terminal code.
 
 pub mod boundary;
+pub mod bounds;
 pub mod columns;
 pub mod cost;
 pub mod diff;

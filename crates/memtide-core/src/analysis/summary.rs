@@ -94,6 +94,8 @@ pub struct Summary {
     /// forward-only, …); None until [`Summary::bounded`] is called, or when the trace holds
     /// no allocation of the framework (only device samples or external memory): unknowable.
     pub boundary: Option<super::boundary::Boundary>,
+    /// Snapshots whose history starts after blocks were live: bounds on the run's peak.
+    pub history_bounds: Option<super::bounds::HistoryBounds>,
 }
 
 /// The window a summary's peak was measured in, with its source indices.
@@ -307,6 +309,7 @@ impl Summary {
             ooms: Vec::new(),
             allocator_at_end: None,
             boundary: None,
+            history_bounds: None,
         }
         .explained(trace, index, None)
         .doubting_the_model()
@@ -338,6 +341,7 @@ impl Summary {
     ) -> Summary {
         self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
+        self.history_bounds = super::bounds::bounds(trace, index, history);
         self
     }
 

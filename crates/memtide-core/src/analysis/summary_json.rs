@@ -74,6 +74,9 @@ pub struct SummaryJson<'a> {
     /// Snapshots: the totals of the final `segments` (left out for other sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocator_at_end: Option<&'a crate::allocator::AllocatorAtEnd>,
+    /// Snapshots whose history starts late: bounds on the peak (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_bounds: Option<&'a super::bounds::HistoryBounds>,
 }
 
 /// The device log's alignment report and whether the peak lies inside the log.
@@ -413,6 +416,7 @@ impl<'a> SummaryJson<'a> {
             nsys: s.nsys.as_ref(),
             ooms: &s.ooms,
             allocator_at_end: s.allocator_at_end.as_ref(),
+            history_bounds: s.history_bounds.as_ref(),
         }
     }
 }

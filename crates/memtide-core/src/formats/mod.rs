@@ -15,6 +15,7 @@ pub mod kineto;
 pub mod limit;
 pub mod memory_timeline;
 pub mod nsys;
+pub mod oom_message;
 pub mod pickle;
 mod pickle_list;
 mod pickle_memo;

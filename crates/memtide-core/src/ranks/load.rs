@@ -274,6 +274,7 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummar
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {
             t.capacity = Some(crate::trace::Bytes(c));
+            t.capacity_source = Some("--capacity".into());
         }
     }
     if loaded.traces.is_empty() {

@@ -284,6 +284,9 @@ pub struct Trace {
     pub format: &'static str,
     pub clock: Clock,
     pub capacity: Option<Bytes>,
+    /// Where `capacity` came from (`--capacity`, `Kineto deviceProperties.totalGlobalMem`,
+    /// a device log's `memory.total`, the JSONL header, PyTorch's OOM message), for reports.
+    pub capacity_source: Option<String>,
     pub bands_source: BandsSource,
     pub strings: Interner,
 
@@ -360,6 +363,7 @@ impl Trace {
             format,
             clock: Clock::Us,
             capacity: None,
+            capacity_source: None,
             bands_source: BandsSource::Recorded,
             strings: Interner::new(),
             ts: Vec::new(),

@@ -215,6 +215,10 @@ pub struct Engine {
     pending: Vec<u32>,
     /// Streams seen; blocks and keys carry the index (at most 65,535).
     streams: Vec<u64>,
+    /// Bytes the last attempt to grow the reserve needed (a `cudaMalloc` segment, or the
+    /// pages an expandable segment had to map): with the reserve at a refusal, what the
+    /// request lacked under the capacity.
+    pub last_need: u64,
 }
 
 /// `AllocParams`.
@@ -251,6 +255,7 @@ impl Engine {
             completed_early: Vec::new(),
             pending: Vec::new(),
             streams: Vec::new(),
+            last_need: 0,
         }
     }
 
@@ -399,6 +404,7 @@ impl Engine {
             stream,
             pool,
         };
+        self.last_need = refusal.alloc_size.unwrap_or(u64::MAX);
         // No device holds 256 TiB (the packed keys' limit); a size beyond 64 bits fits none.
         let (Some(size), Some(alloc_size), Some(sidx)) = (
             rounded,
@@ -643,6 +649,7 @@ impl Engine {
                 .checked_add(extra)
                 .is_some_and(|r| s.capacity.is_none_or(|c| r <= c))
         };
+        self.last_need = p.alloc_size;
         if self.set_fraction && !fits(p.alloc_size, self) {
             return None;
         }
@@ -811,6 +818,7 @@ impl Engine {
     /// `try_allocate_expandable_block`: maps what the found range lacks, page by page range.
     fn try_allocate_expandable_block(&mut self, p: &Params) -> Option<u32> {
         let mut c = self.find_expandable_block(p);
+        self.last_need = self.pages_to_map(c, p.size);
         if !self.b(c).mapped {
             let s = self.b(c).size.min(p.size);
             if !self.map_block(c, s) {
@@ -831,6 +839,29 @@ impl Engine {
         }
         self.remove_free(c);
         Some(c)
+    }
+
+    /// The bytes of whole pages `try_allocate_expandable_block` maps to cover `size` from block
+    /// `c` (unmapped ranges start on a page boundary: mapping covers whole pages from there).
+    fn pages_to_map(&self, c: u32, size: u64) -> u64 {
+        let (mut covered, mut need, mut i) = (0u64, 0u64, c);
+        while covered < size && i != NIL {
+            let b = self.b(i);
+            if b.mapped {
+                covered += b.size;
+            } else {
+                let page = self.expandable.get(b.es as usize).map_or(1, |e| e.page);
+                let m = (size - covered)
+                    .div_ceil(page)
+                    .saturating_mul(page)
+                    .min(b.size);
+                need += m;
+                covered += m;
+            }
+            i = b.next;
+        }
+        // What the segment's address space cannot hold would have to be mapped too.
+        need.saturating_add(size.saturating_sub(covered))
     }
 
     /// `release_available_cached_blocks` (only with `max_split_size` set): frees the smallest

@@ -5,7 +5,7 @@
 use super::layout::{layout_of, segment_hint, Layout};
 use crate::allocator::replay::{History, Op};
 use crate::allocator::state::PoolId;
-use crate::trace::{Seq, StorageKind, Trace};
+use crate::trace::{MarkKind, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
 
 /// One step of the replay. `alloc` numbers count [`SimOp::Alloc`] ops from 0.
@@ -184,10 +184,36 @@ impl SimInput {
     }
 
     /// The sequence of any trace: each allocated storage's open and close, in event order,
-    /// on one stream of the default pool (the source records no streams). A source that
+    /// on one stream of the default pool (the source records no streams); each OOM mark with
+    /// a requested size becomes a [`SimOp::RecordedOom`] at its place. A source that
     /// names no allocation (old Kineto `[memory]` events with only `Bytes`) is read from its
     /// byte changes: a rise is an allocation, a fall frees the latest live one of that size.
     pub fn from_trace(t: &Trace) -> SimInput {
+        let mut ooms: Vec<(u64, u64)> = t
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Oom)
+            .filter_map(|m| Some((m.at.0, m.size?.0)))
+            .collect();
+        ooms.sort_unstable();
+        let mut ooms = ooms.into_iter().peekable();
+        // The OOM requests placed before event `before` (all of them: u64::MAX).
+        let mut ooms_before = |s: &mut SimInput, before: u64| {
+            while let Some(&(at, size)) = ooms.peek() {
+                if at >= before {
+                    break;
+                }
+                s.push(
+                    SimOp::RecordedOom {
+                        size,
+                        stream: 0,
+                        pool: 0,
+                    },
+                    at,
+                );
+                ooms.next();
+            }
+        };
         let mut s = SimInput {
             pools: vec![PoolId::default()],
             streams: 1,
@@ -202,6 +228,7 @@ impl SimInput {
             let mut by_size: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
             let mut n = 0u32;
             for at in 0..t.len() as u64 {
+                ooms_before(&mut s, at);
                 let d = t.delta(Seq(at));
                 if d > 0 {
                     s.push(
@@ -220,11 +247,13 @@ impl SimInput {
                     }
                 }
             }
+            ooms_before(&mut s, u64::MAX);
             return s;
         }
         let mut alloc_of: FxHashMap<u32, u32> = FxHashMap::default();
         let mut n = 0u32;
         for c in &t.changes {
+            ooms_before(&mut s, c.at.0);
             let id = c.storage;
             if t.storage_kind(id) != StorageKind::Block {
                 continue;
@@ -244,6 +273,7 @@ impl SimInput {
                 s.push(SimOp::Free { alloc: a }, c.at.0);
             }
         }
+        ooms_before(&mut s, u64::MAX);
         s
     }
 }

@@ -28,6 +28,7 @@
 //! assert_eq!((e.reserved_peak, e.segments), (120 << 20, 1));
 //! ```
 
+pub mod ceiling;
 pub mod config;
 pub mod engine;
 pub mod input;
@@ -37,11 +38,12 @@ pub mod run;
 pub mod series;
 pub mod validate;
 
+pub use ceiling::Ceiling;
 pub use config::{AllocConf, ConfError};
 pub use engine::{Engine, SegEvent, SegKind};
 pub use input::{SimInput, SimOp};
 pub use layout::{Layout, SeedBlock, SeedSegment};
-pub use report::{input_for, recorded_conf, whatif, Recorded, WhatIf};
+pub use report::{input_for, recorded_conf, whatif, whatif_under, ModelCheck, Recorded, WhatIf};
 pub use run::{run, RunOptions, RunResult};
 pub use series::{reserved_series, stepped, ReservedSeries};
 pub use validate::{recorded_peak, recorded_reserved, validate, Validation};

@@ -3,12 +3,13 @@
 //! there is one, else from the trace's allocations (an estimate), beside what the file
 //! recorded.
 
+use super::ceiling::Ceiling;
 use super::config::AllocConf;
-use super::input::SimInput;
+use super::input::{SimInput, SimOp};
 use super::run::{run, RunOptions, RunResult};
-use super::validate::recorded_peak;
+use super::validate::{recorded_peak, recorded_reserved};
 use crate::allocator::replay::History;
-use crate::trace::Trace;
+use crate::trace::{human_bytes, Seq, Trace};
 use serde::Serialize;
 
 /// What the file recorded (snapshots with segments).
@@ -31,7 +32,24 @@ pub struct WhatIf {
     pub runs: Vec<RunResult>,
     /// Whether the figures are estimates (no allocator information in the source).
     pub estimate: bool,
+    /// The capacity given for this run (or the file's), as the ceiling's text names it.
     pub capacity: Option<u64>,
+    /// What every run is replayed under (None: no ceiling, reserved peaks only).
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The file's own settings replayed against the file's own OOM.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ModelCheck {
+    /// The file's first OOM (`#N` as shown).
+    pub file_oom: u64,
+    /// `reproduced` (the model runs out at that very request), `ran_out_earlier` or
+    /// `served` (the model is off).
+    pub result: &'static str,
+    /// How far off the model is, in bytes (0 when reproduced; for `served`, a lower bound).
+    pub off_by: Option<u64>,
+    /// One line in words.
+    pub text: String,
 }
 
 /// The file's own allocator settings (`allocator_settings`), when it records them.
@@ -50,17 +68,33 @@ pub fn input_for(trace: &Trace, history: Option<&History>) -> SimInput {
     }
 }
 
-/// Runs the file's own settings (or the defaults) and then each of `confs`.
+/// Runs the file's own settings (or the defaults) and then each of `confs`, on a device
+/// that holds at most `capacity` bytes (None: unlimited). [`whatif_under`] with that figure as
+/// the ceiling.
 pub fn whatif(
     trace: &Trace,
     history: Option<&History>,
     confs: &[AllocConf],
     capacity: Option<u64>,
 ) -> Result<WhatIf, super::ConfError> {
+    let mut w = whatif_under(trace, history, confs, capacity.map(Ceiling::given).as_ref())?;
+    w.capacity = capacity;
+    Ok(w)
+}
+
+/// Runs the file's own settings (or the defaults) and then each of `confs`, every one under
+/// the same `ceiling` ([`super::ceiling::derive`]); the first run is checked against the
+/// file's own OOM ([`ModelCheck`]).
+pub fn whatif_under(
+    trace: &Trace,
+    history: Option<&History>,
+    confs: &[AllocConf],
+    ceiling: Option<&Ceiling>,
+) -> Result<WhatIf, super::ConfError> {
     let input = input_for(trace, history);
     let own = recorded_conf(trace).transpose()?;
     let opts = RunOptions {
-        capacity,
+        capacity: ceiling.map(|c| c.bytes),
         device: trace.device.clone(),
         ..RunOptions::default()
     };
@@ -76,11 +110,20 @@ pub fn whatif(
     };
     let mut r = run(&input, &first, &own_opts);
     r.settings_source = source.into();
+    if ceiling.is_some() {
+        r.model_check = model_check(trace, history, &input, &r);
+    }
     runs.push(r);
     for c in confs {
         let mut r = run(&input, c, &opts);
         r.settings_source = "--alloc-conf".into();
         runs.push(r);
+    }
+    // Positions on the event axis become the `#N` users see (as `summary`'s OOMs).
+    for r in &mut runs {
+        if let Some(o) = &mut r.oom {
+            o.index = trace.event_number(Seq(o.index));
+        }
     }
     let recorded = history.filter(|h| !h.segments.is_empty() || !h.entries.is_empty());
     let recorded = recorded.and_then(|h| {
@@ -97,6 +140,63 @@ pub fn whatif(
         recorded,
         estimate: !input.from_snapshot,
         runs,
-        capacity,
+        capacity: ceiling.and_then(|c| c.capacity),
+        ceiling: ceiling.cloned(),
     })
+}
+
+/// The first run (the file's own settings) against the file's first OOM request: where the
+/// model ran out, or that it served the request, and by how much it is off.
+pub fn model_check(
+    trace: &Trace,
+    history: Option<&History>,
+    input: &SimInput,
+    r: &RunResult,
+) -> Option<ModelCheck> {
+    let file_at = input
+        .ops
+        .iter()
+        .zip(&input.at)
+        .find(|(op, _)| matches!(op, SimOp::RecordedOom { .. }))
+        .map(|(_, &at)| at)?;
+    let n = |at: u64| trace.event_number(Seq(at));
+    let file_oom = n(file_at);
+    let shortfall = r.oom_shortfall.map_or("?".into(), human_bytes);
+    match (&r.oom, r.recorded_oom_spare) {
+        (Some(o), _) if o.index == file_at => Some(ModelCheck {
+            file_oom,
+            result: "reproduced",
+            off_by: Some(0),
+            text: format!(
+                "the model reproduces the file's OOM at #{file_oom}: the {} request is {shortfall} short under the ceiling",
+                o.requested_bytes.map_or("?".into(), human_bytes)
+            ),
+        }),
+        (Some(o), _) if o.index < file_at => {
+            let recorded = history
+                .and_then(|h| recorded_reserved(h).get(o.index as usize).copied())
+                .map_or(String::new(), |b| {
+                    format!(" (the file's reserve there: {})", human_bytes(b))
+                });
+            Some(ModelCheck {
+                file_oom,
+                result: "ran_out_earlier",
+                off_by: r.oom_shortfall,
+                text: format!(
+                    "the model is off: it runs out at #{}, before the file's OOM at #{file_oom}, needing {shortfall} more than the ceiling where the recorded run was served{recorded}",
+                    n(o.index)
+                ),
+            })
+        }
+        (_, Some((_, spare))) => Some(ModelCheck {
+            file_oom,
+            result: "served",
+            off_by: Some(spare),
+            text: format!(
+                "the model is off: it serves the file's OOM request at #{file_oom} with {} to spare under the ceiling (its reserve there is at least that much below what the allocator really needed)",
+                human_bytes(spare)
+            ),
+        }),
+        _ => None,
+    }
 }

@@ -56,9 +56,24 @@ pub struct RunResult {
     /// The first request the model could not serve (with `--capacity`); the run stops
     /// there, as the program would.
     pub oom: Option<OomExplanation>,
+    /// What the refused request lacked under the capacity: the reserve at the refusal (after
+    /// releasing what could be released) plus the segment or pages it needed, less the
+    /// capacity. None without an OOM (or a request no size can hold).
+    pub oom_shortfall: Option<u64>,
     /// The file's own OOM requests: how many the model served and refused.
     pub recorded_ooms_served: u64,
     pub recorded_ooms_refused: u64,
+    /// Where the model served the first of the file's OOM requests: (source event, bytes
+    /// left under the capacity once it was served). None when it served none or there is no
+    /// capacity.
+    #[serde(skip)]
+    pub recorded_oom_spare: Option<(u64, u64)>,
+    /// With a ceiling: `would_have_fit` (the whole history replayed under it) or `oom`;
+    /// without one: `no_ceiling`. Set by [`super::report::whatif_under`].
+    pub outcome: &'static str,
+    /// The file's own settings against the file's OOM (the first run only, when the file
+    /// records an OOM and there is a ceiling).
+    pub model_check: Option<super::report::ModelCheck>,
     /// Ops replayed.
     pub ops: u64,
     /// True when the source records no allocator (the figures estimate what a CUDA run with
@@ -156,8 +171,16 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         segments_at_end: 0,
         fragmentation_at_peak: None,
         oom: None,
+        oom_shortfall: None,
         recorded_ooms_served: 0,
         recorded_ooms_refused: 0,
+        recorded_oom_spare: None,
+        outcome: if opts.capacity.is_some() {
+            "would_have_fit"
+        } else {
+            "no_ceiling"
+        },
+        model_check: None,
         ops: 0,
         estimate: !input.from_snapshot,
         simplifications: simplifications(input, opts, conf, seeded.is_some()),
@@ -222,6 +245,10 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
                     Ok(b) => {
                         r.recorded_ooms_served += 1;
                         note_peaks(&mut r, &e, at);
+                        if r.recorded_oom_spare.is_none() {
+                            r.recorded_oom_spare =
+                                opts.capacity.map(|c| (at, c.saturating_sub(e.reserved())));
+                        }
                         e.free(b);
                     }
                     Err(x) => {
@@ -249,6 +276,13 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         last_reserved = e.reserved();
         if let Some((x, _recorded)) = refused {
             r.oom = Some(explain_refusal(&e, &x, at, opts, input));
+            r.outcome = "oom";
+            r.oom_shortfall = match (x.rounded, x.alloc_size, opts.capacity) {
+                (Some(_), Some(_), Some(c)) => {
+                    Some(e.reserved().saturating_add(e.last_need).saturating_sub(c))
+                }
+                _ => None,
+            };
             break;
         }
     }
@@ -286,6 +320,7 @@ fn explain_refusal(
         allocated: Some(e.allocated()),
         reserved: Some(e.reserved()),
         capacity: opts.capacity,
+        capacity_source: None,
         pool: Some(PoolFacts {
             key: PoolKey {
                 pool_id: input

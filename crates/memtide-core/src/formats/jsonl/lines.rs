@@ -85,6 +85,7 @@ impl Header {
             trace.clock = c;
         }
         if let Some(c) = self.capacity {
+            trace.capacity_source = c.map(|_| "the JSONL header's capacity".to_string());
             trace.capacity = c;
         }
         trace.meta.extend(self.meta);

@@ -349,6 +349,9 @@ fn device_trace(sh: &Shared<'_>, dev: Device) -> Trace {
             .find(|p| p.id == Some(dev.id as i64))
             .and_then(|p| p.total_global_mem)
             .map(Bytes);
+        t.capacity_source = t
+            .capacity
+            .map(|_| "the Kineto trace's deviceProperties.totalGlobalMem".to_string());
     }
     for (w, doubtful) in sh.warnings {
         if *doubtful {

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/oom/oom_expandable_saves.pickle and its .truth.json (stdlib only,
+deterministic): a run recorded allocator-faithfully by tools/cca_model.py (PyTorch's rules,
+defaults) that dies of fragmentation an expandable segment would have avoided, and the
+figures of replaying its recording under other settings with that same independent model.
+
+    python3 tools/gen_oom_faithful.py --out tests/fixtures/oom
+
+The run, on an 8 GiB device whose CUDA context and libraries hold 512 MiB outside the
+allocator (so the allocator can reserve at most 7680 MiB):
+  W    2048 MiB of weights (kept)                      -> a 2048 MiB segment
+  loss 512 B (kept)                                    -> a 2 MiB small-pool segment
+  A    a 4096 MiB activation, freed                    -> a 4096 MiB segment, cached
+  X1, X2, X3  1200 MiB each from the cached 4096 MiB block (split), then X1 and X3 freed:
+       free 1200 + 1696 MiB, X2 pins the middle
+  Y    2000 MiB: no free block that large, a new 2000 MiB segment would make 8146 MiB >
+       7680 MiB, nothing unsplit to release: OutOfMemoryError, the driver reports
+       7680 - 6146 = 1534 MiB free.
+Under expandable segments the same requests tile one growing segment (20 MiB pages); Y
+extends the free 1712 MiB tail by 300 MiB of pages: the reserve peaks at 6462 MiB.
+"""
+
+import argparse
+import json
+import os
+import pickle
+
+from cca_model import Allocator, Conf, GiB, MiB, Oom, replay
+
+T0 = 1_800_000_000_000_000
+CAPACITY = 8 * GiB
+OUTSIDE = 512 * MiB
+SETTINGS = {
+    "PYTORCH_CUDA_ALLOC_CONF": "",
+    "max_split_size": -1,
+    "garbage_collection_threshold": 0.0,
+    "expandable_segments": False,
+    "roundup_power2_divisions": {str(1 << k): 0 for k in range(16)},
+}
+REPLAYS = ["", "expandable_segments:True", "max_split_size_mb:128"]
+
+
+def frames_of(name, line):
+    return [{"filename": "/home/alice/train.py", "line": line, "name": name},
+            {"filename": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py",
+             "line": 1527, "name": "_call_impl"}]
+
+
+def record():
+    """The recorded run: its trace entries, final segments and OOM facts."""
+    trace = []
+    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
+    names = {}
+
+    def alloc(name, size, line):
+        b = a.malloc(size)
+        names[b.addr] = (name, line)
+        return b
+
+    alloc("weights", 2048 * MiB, 12)
+    alloc("loss", 512, 40)
+    act = alloc("activation", 4096 * MiB, 20)
+    a.free_(act)
+    xs = [alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
+    a.free_(xs[0])
+    a.free_(xs[2])
+    try:
+        alloc("y", 2000 * MiB, 35)
+        raise AssertionError("the defaults should run out of memory")
+    except Oom as x:
+        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
+        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
+               "reserved": a.reserved, "allocated": a.allocated()}
+    large = [b for b in a.free["large"]]
+    oom["pool_free"] = sum(b.size for b in large)
+    oom["largest_free_block"] = max(b.size for b in large)
+    oom["free_in_reserve"] = sum(b.size for p in a.free.values() for b in p)
+    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
+    for i, e in enumerate(trace):
+        e["time_us"] = T0 + 100 * i
+        e["stream"] = 0
+        e["frames"] = frames_of("step", 10 + i)
+    return trace, segments, oom
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    out = ap.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    trace, segments, oom = record()
+    snap = {"segments": segments, "device_traces": [trace], "allocator_settings": SETTINGS,
+            "external_annotations": []}
+    ceiling = oom["reserved"] + oom["device_free"]
+    truth = {
+        "doc": "tools/gen_oom_faithful.py: recorded and replayed by tools/cca_model.py, an allocator model independent of memtide's",
+        "capacity": CAPACITY,
+        "outside_allocator": OUTSIDE,
+        "ceiling": ceiling,
+        "oom": oom,
+        "replays": {conf or "defaults": replay(trace, conf, ceiling) for conf in REPLAYS},
+    }
+    with open(os.path.join(out, "oom_expandable_saves.pickle"), "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    with open(os.path.join(out, "oom_expandable_saves.truth.json"), "w") as f:
+        json.dump(truth, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
