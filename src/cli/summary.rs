@@ -59,11 +59,18 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 TreeFrames::User
             },
         };
-        summaries.push(
-            Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
-                .explained(&t.trace, &t.index, t.allocator.as_ref())
-                .bounded(&t.trace, &t.index),
+        let s = Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
+            &t.trace,
+            &t.index,
+            t.allocator.as_ref(),
         );
+        // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
+        // the Markdown report, which does not show it, skips it.
+        summaries.push(if a.markdown && !a.json {
+            s
+        } else {
+            s.bounded(&t.trace, &t.index)
+        });
     }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
