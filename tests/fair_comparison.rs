@@ -561,3 +561,20 @@ fn a_real_save_on_cpu_trace_shows_offloading_by_its_copies_back() {
         serde_json::json!([2 * MIB])
     );
 }
+
+/// In a diff opened from the ranks overview, Esc closes the fair-comparison panel first,
+/// then goes back to the overview.
+#[test]
+fn esc_in_a_ranks_diff_closes_the_fair_panel_before_going_back() {
+    use memtide::tui::testing::Harness;
+    let mut h = Harness::open_ranks(&[PathBuf::from("tests/fixtures/ranks")], 100, 30);
+    h.press(" jj d"); // ranks 0 and 2, then their diff
+    assert!(h.app.diff().is_some_and(|d| d.fair.is_some()));
+    h.press("f");
+    assert!(h.app.diff().unwrap().fair_open);
+    h.press("<Esc>");
+    let d = h.app.diff().expect("still the diff screen");
+    assert!(!d.fair_open);
+    h.press("<Esc>");
+    assert!(h.app.ranks().is_some(), "then back to the overview");
+}
