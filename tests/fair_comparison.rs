@@ -392,3 +392,189 @@ fn the_diff_screen_shows_the_verdict_at_80x24() {
         "{row1}"
     );
 }
+
+fn summary_json_path(p: &Path) -> Value {
+    let out = memtide()
+        .args(["summary", "--json"])
+        .arg(p)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn summary_json_carries_the_same_boundary_object_as_each_side_of_diff() {
+    // README: base is a full update after the state (2 of 3 steps, 256 MiB lazily in
+    // step 0); forward-only shows no backward or optimizer step in its 3 steps; cut ends
+    // inside its last step.
+    let d = diff_json("base", "forward-only");
+    let base = summary_json_path(&fixture("base"));
+    assert_eq!(base["boundary"], d["boundary"]["a"]);
+    assert_eq!(base["boundary"]["kind"], "full_update");
+    assert_eq!(base["boundary"]["full_updates"], 2);
+    assert_eq!(base["boundary"]["lazy_state"]["bytes"], 256 * MIB);
+    let fwd = summary_json_path(&fixture("forward-only"));
+    assert_eq!(fwd["boundary"], d["boundary"]["b"]);
+    assert_eq!(fwd["boundary"]["kind"], "forward_only");
+    assert_eq!(fwd["boundary"]["lazy_state"], Value::Null);
+    let cut = summary_json_path(&fixture("cut"));
+    assert_eq!(
+        cut["boundary"]["cut"]["missing"],
+        serde_json::json!(["backward", "optimizer"])
+    );
+}
+
+#[test]
+fn summary_json_boundary_is_null_when_the_trace_holds_no_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("samples-only.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n",
+            "{\"t\":1,\"op\":\"sample\",\"used\":1048576,\"scope\":\"process\"}\n",
+            "{\"t\":2,\"op\":\"sample\",\"used\":2097152,\"scope\":\"process\"}\n",
+        ),
+    )
+    .unwrap();
+    let v = summary_json_path(&p);
+    assert!(v.as_object().unwrap().contains_key("boundary"));
+    assert_eq!(v["boundary"], Value::Null);
+}
+
+/// `f` on the diff screen opens the fair-comparison panel: every parity line, both
+/// boundaries, the boundary warning and the bought/cost table, wrapped to 80 columns and
+/// scrolled with `j`/`k`; `f` or Esc closes it; `?` lists the key (insta snapshot at 80×24).
+#[test]
+fn f_opens_the_fair_comparison_panel_at_80x24() {
+    use memtide::tui::app::App;
+    use memtide::tui::testing::Harness;
+    use memtide::tui::theme::Theme;
+    let app = App::new_diff(
+        fixture("base"),
+        fixture("forward-only"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let mut h = Harness::with_app(app, 80, 24);
+    assert!(!h.screen().contains("boundary A"));
+    h.press("f");
+    let screen = h.screen();
+    // README: forward-only differs in optimizer state and phases; its boundary is
+    // forward-only; the windows differ.
+    for want in [
+        "fair comparison",
+        "parity           different work: optimizer state, phases differ",
+        "  parameters      same: 33,554,432 parameters, 128.0 MiB",
+        "  optimizer state differs: A 256.0 MiB vs B none",
+        "  inputs          same: 1 × 4.000 MiB per step",
+        "  steps           same: 3 steps",
+        "boundary A       full update after the optimizer state exists: 2 of 3 steps;",
+        "boundary B       forward-only: no backward or optimizer step in 3 steps",
+        "warning: the runs measured different windows",
+    ] {
+        assert!(screen.contains(want), "{want}\n{screen}");
+    }
+    insta::assert_snapshot!(screen);
+    // The rest (the bought/cost table, the methods) is below: j scrolls to it.
+    h.press("jjjjjjjjjjjj");
+    let scrolled = h.screen();
+    for want in [
+        "peak allocated   1.035 GiB    388.0 MiB   −672.0 MiB (−63.4 %)",
+        "peak reserved    1.250 GiB    1.250 GiB          0 B (+0.0 %)",
+        "methods          none recognised",
+    ] {
+        assert!(scrolled.contains(want), "{want}\n{scrolled}");
+    }
+    let d = h.app.diff().unwrap();
+    let max = d.fair_scroll;
+    assert!(max > 0);
+    h.press("j");
+    assert_eq!(h.app.diff().unwrap().fair_scroll, max, "clamped at the end");
+    h.press("k");
+    assert_eq!(h.app.diff().unwrap().fair_scroll, max - 1);
+    h.press("<Esc>");
+    assert!(!h.app.diff().unwrap().fair_open);
+    assert!(!h.screen().contains("boundary A"));
+    h.press("f");
+    assert!(h.app.diff().unwrap().fair_open);
+    h.press("f");
+    assert!(!h.app.diff().unwrap().fair_open);
+    h.press("?");
+    let help = h.screen();
+    assert!(help.contains("fair comparison: parity lines"), "{help}");
+}
+
+/// Offloading named by no frame (README `offload-copies`): the staging buffers are copies
+/// made by `aten::_to_copy` under a backward node, so the trace itself shows the method.
+#[test]
+fn offloading_is_recognised_from_copies_back_onto_the_device_in_backward() {
+    let v = diff_json("base", "offload-copies");
+    assert_eq!(v["parity"]["verdict"], "same_work");
+    assert_eq!(v["b"]["peak"]["bytes"], 804 * MIB);
+    let m = v["methods"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0]["method"], "offloading");
+    assert!(m[0]["a"].is_null());
+    let b = &m[0]["b"];
+    assert_eq!(b["allocations"], 6);
+    assert_eq!(b["bytes"], 6 * 256 * MIB);
+    assert_eq!(
+        b["example"],
+        "aten::_to_copy during backward (a copy onto the device)"
+    );
+    assert!(diff_text("base", "offload-copies").contains(
+        "B adds offloading (6 allocations, 1.500 GiB, e.g. aten::_to_copy during backward (a copy onto the device))"
+    ));
+    // The base run copies nothing back: no method on either side against itself.
+    let v = diff_json("base", "base");
+    assert_eq!(v["methods"], serde_json::json!([]));
+}
+
+/// A real `save_on_cpu` run (H200, `tests/data/gpu-h200/fair`): the trace names no offloading,
+/// but its saved tensors come back onto the device through `aten::_to_copy` in backward —
+/// by hand 20 per step, 186 MiB (see that README), 60 allocations and 558 MiB over its 3
+/// steps; the plain run copies nothing back.
+#[test]
+fn a_real_save_on_cpu_trace_shows_offloading_by_its_copies_back() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpu-h200/fair");
+    let v = diff_json_paths(
+        &dir.join("kineto_base.pt.trace.json.gz"),
+        &dir.join("kineto_save_on_cpu.pt.trace.json.gz"),
+        &[],
+    );
+    let m = v["methods"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0]["method"], "offloading");
+    assert!(m[0]["a"].is_null(), "the plain run copies nothing back");
+    assert_eq!(m[0]["b"]["allocations"], 60);
+    assert_eq!(m[0]["b"]["bytes"], 558 * MIB);
+    assert_eq!(line(&v, "steps")["state"], "same");
+    assert_eq!(
+        line(&v, "inputs")["a"]["per_step"][0]["sizes"],
+        serde_json::json!([2 * MIB])
+    );
+}
+
+/// In a diff opened from the ranks overview, Esc closes the fair-comparison panel first,
+/// then goes back to the overview.
+#[test]
+fn esc_in_a_ranks_diff_closes_the_fair_panel_before_going_back() {
+    use memtide::tui::testing::Harness;
+    let mut h = Harness::open_ranks(&[PathBuf::from("tests/fixtures/ranks")], 100, 30);
+    h.press(" jj d"); // ranks 0 and 2, then their diff
+    assert!(h.app.diff().is_some_and(|d| d.fair.is_some()));
+    h.press("f");
+    assert!(h.app.diff().unwrap().fair_open);
+    h.press("<Esc>");
+    let d = h.app.diff().expect("still the diff screen");
+    assert!(!d.fair_open);
+    h.press("<Esc>");
+    assert!(h.app.ranks().is_some(), "then back to the overview");
+}

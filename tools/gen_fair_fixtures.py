@@ -46,7 +46,9 @@ def train(name, steps=3, step_us=1000, inp=4, act=256, temp=32, reserved=1280, l
           mode="plain", forward_only=False, cut_last=False, meta=None):
     """`mode`: plain, checkpoint (32 MiB kept per layer, recomputed in backward), amp (half-size
     activations plus a 32 MiB bf16 weight copy per layer), offload (activations moved to the
-    host in forward, staged back in backward)."""
+    host in forward, staged back in backward), offload_copies (the same schedule with no frame
+    naming offloading: the staging buffers come from `aten::_to_copy` under the backward node,
+    as a profiler trace records a saved tensor brought back from the host)."""
     r = Run(name, layers, meta)
     r.op(1, "reserve", id=10_000, size=reserved * MiB)
     r.op(2, "mark", name="setup", kind="phase")
@@ -72,7 +74,7 @@ def train(name, steps=3, step_us=1000, inp=4, act=256, temp=32, reserved=1280, l
                 casts.append(r.alloc(t, 32, "activation", f"layers.{i}.weight (bf16 copy)",
                                      ["at::autocast::cached_cast", f"model.py:20 forward (layers.{i})"]))
                 kept.append(r.alloc(t + 5, act // 2, "activation", f"act layers.{i} (bf16)", fwd))
-            elif mode == "offload":
+            elif mode in ("offload", "offload_copies"):
                 a = r.alloc(t, act, "activation", f"act layers.{i}", fwd)
                 r.free(t + 20, a)  # copied to the host by save_on_cpu's pack hook
                 kept.append(None)
@@ -94,6 +96,10 @@ def train(name, steps=3, step_us=1000, inp=4, act=256, temp=32, reserved=1280, l
                     extra = r.alloc(t - 5, act, "activation", f"offload staging layers.{i}",
                                     ["torch/autograd/graph.py:330 unpack_from_cpu (save_on_cpu)",
                                      f"autograd: layers.{i} backward"])
+                elif mode == "offload_copies":
+                    extra = r.alloc(t - 5, act, "activation", f"act layers.{i} (back on the device)",
+                                    ["aten::empty_strided", "aten::_to_copy", "aten::to",
+                                     "autograd::engine::evaluate_function: MmBackward0"])
                 if k == 0:
                     grads.append(r.alloc(t, 64, "grad", f"layers.{i}.weight.grad", ["AccumulateGrad"] + bwd))
                 tmp = r.alloc(t + 10, temp, "temp", "grad_input temp", bwd)
@@ -125,6 +131,7 @@ def main(out):
         train("forward-only", forward_only=True),
         train("amp", mode="amp", step_us=900),
         train("offload", mode="offload", step_us=1500),
+        train("offload-copies", mode="offload_copies", step_us=1500),
         train("one-step", steps=1),
         train("cut", cut_last=True),
         train("three-layers", layers=3, reserved=1536),

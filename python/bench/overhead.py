@@ -1,7 +1,8 @@
 """Measures the recorder's overhead on the test model (3-layer MLP, Adam, CPU) and on a small
 transformer encoder: CPU time per training step (process time, the minimum over repeats: robust
 on a shared machine) without recording, under an empty TorchDispatchMode (the floor any
-dispatch-mode recorder pays), and recording with each option set.
+dispatch-mode recorder pays), and recording with each option set (`phases=False`: without the
+phase marks and input labels the default writes from module and optimizer hooks).
 
     python python/bench/overhead.py [steps] [repeats]
 """
@@ -86,7 +87,8 @@ def main():
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     torch.set_num_threads(1)
     configs = [("off", None), ("empty mode", "empty"), ("default", {}),
-               ("stacks=False", {"stacks": False}), ("min_bytes=64KiB", {"min_bytes": 64 << 10})]
+               ("phases=False", {"phases": False}), ("stacks=False", {"stacks": False}),
+               ("min_bytes=64KiB", {"min_bytes": 64 << 10})]
     print(f"CPU ms per step, min of {repeats} x {steps} steps; torch {torch.__version__}")
     for name, make in (("mlp (332k params)", mlp), ("encoder (2 layers, d=128)", encoder)):
         base = None

@@ -51,7 +51,9 @@ def record(path, model=None, optimizer=None, **options):
     for its category, 0.25), ``max_pending`` (lines that may wait, 1024), ``sample_every``
     (ops between NVML samples on CUDA, 64), ``source`` (header source name), ``sync_steps``
     (write each step mark after ``torch.cuda.synchronize()``: step times are the device's,
-    ``"step_clock": "synchronized"`` in the header; default False).
+    ``"step_clock": "synchronized"`` in the header; default False), ``phases`` (hooks on the
+    model and optimizer write ``forward`` / ``backward`` / ``Optimizer.step#…`` phase marks
+    and label the model's gradient-free tensor arguments ``input``; default True).
     """
     rec = _load_recorder().Recorder(path, model=model, optimizer=optimizer, **options)
     rec.start()

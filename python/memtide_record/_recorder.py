@@ -96,6 +96,7 @@ class Recorder:
         sample_every=64,
         source=None,
         sync_steps=False,
+        phases=True,
     ):
         self.path = os.fspath(path)
         self.models = [model] if model is not None else []
@@ -113,6 +114,9 @@ class Recorder:
         # Step marks written after torch.cuda.synchronize(): the time between two step marks
         # is then the device's time per step, not the host's (CPU ops are synchronous).
         self.sync_steps = bool(sync_steps) and self.device.type in ("cuda", "cpu")
+        # Phase marks (forward, backward, Optimizer.step#…) and the batch labelled `input`,
+        # from hooks on the models and optimizers: what `memtide diff`'s parity reads.
+        self.phases = bool(phases)
         self.sync_ns = 0  # time spent waiting in synchronize() for sync_steps
         self.syncs = 0
         self._lock = threading.RLock()
@@ -231,6 +235,10 @@ class Recorder:
                 self._note_optimizer(optimizer)
 
     def _note_model(self, model):
+        if self.phases:
+            self._handles.append(
+                model.register_forward_pre_hook(self._before_forward, with_kwargs=True))
+            self._handles.append(model.register_forward_hook(self._after_forward))
         for name, p in model.named_parameters(remove_duplicate=False):
             self._see(p, cat="param", name=name)
             if p.grad is not None:
@@ -248,6 +256,8 @@ class Recorder:
                 if isinstance(v, torch.Tensor):
                     base = names.get(id(p))
                     self._see(v, cat="optimizer", name=f"{base}.{k}" if base else k)
+        if self.phases:
+            self._handles.append(opt.register_step_pre_hook(self._before_optimizer_step))
         self._handles.append(opt.register_step_post_hook(self._after_optimizer_step))
 
     def _param_count(self):
@@ -286,6 +296,53 @@ class Recorder:
                 self._poll_cuda(nvml=True)
             self._writer.event("mark", name=str(name), kind=kind)
             self._flush(0)
+
+    # ---- phases and inputs, from hooks ------------------------------------------------------
+    def _before_forward(self, module, args, kwargs):
+        """A watched model's forward starts: its tensor arguments that need no gradient are
+        the batch (`input`), then the `forward` phase mark."""
+        if self._writer is None or self._suspended:
+            return None
+        with self._lock:
+            for t in _tensors_in((args, kwargs)):
+                if not t.requires_grad:
+                    self._label(t, "input", "input")
+        self.mark("forward", kind="phase")
+        return None
+
+    def _after_forward(self, module, args, out):
+        """Hooks the forward's outputs: the first gradient to reach one starts `backward`."""
+        if self._writer is None or self._suspended:
+            return None
+        outs = [t for t in _tensors_in(out) if t.requires_grad]
+        if outs and torch.is_grad_enabled():
+            done = []
+
+            def started(_grad):
+                if not done:
+                    done.append(True)
+                    self.mark("backward", kind="phase")
+
+            for t in outs:
+                t.register_hook(started)
+        return None
+
+    def _before_optimizer_step(self, opt, args, kwargs):
+        name = type(opt).__name__
+        self.mark(f"Optimizer.step#{name}.step", kind="phase")
+
+    def _label(self, t, cat, name):
+        """Gives `t`'s storage category `cat` while its alloc line still waits (a tensor the
+        recorder saw made); a tensor it never saw is registered with it."""
+        trec = self._tensors.get(id(t))
+        if trec is None:
+            self._see(t, cat=cat, name=name)
+            return
+        a = trec.srec.alloc
+        if a is not None and a.cat is None:
+            a.cat = cat
+            if a.name is None:
+                a.name = name
 
     def _after_optimizer_step(self, opt, args, kwargs):
         with self._lock:
@@ -596,6 +653,19 @@ class Recorder:
             self._writer.event("oom", size=_parse_size(_SIZE_RE.search(msg)) or 0,
                                free=_parse_size(_FREE_RE.search(msg)))
             self._flush(0)
+
+
+def _tensors_in(obj, depth=0):
+    """The tensors in a forward's arguments or outputs (tuples, lists, dicts, a few deep)."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if depth > 3:
+        return []
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in _tensors_in(x, depth + 1)]
+    return []
 
 
 def _unpack(t):

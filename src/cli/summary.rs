@@ -59,13 +59,18 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 TreeFrames::User
             },
         };
-        summaries.push(
-            Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
-                &t.trace,
-                &t.index,
-                t.allocator.as_ref(),
-            ),
+        let s = Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
+            &t.trace,
+            &t.index,
+            t.allocator.as_ref(),
         );
+        // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
+        // the Markdown report, which does not show it, skips it.
+        summaries.push(if a.markdown && !a.json {
+            s
+        } else {
+            s.bounded(&t.trace, &t.index)
+        });
     }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
@@ -110,11 +115,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             tree: a.tree,
             absolute_time: a.absolute_time,
         };
-        for (i, (s, t)) in shown.iter().enumerate() {
+        for (i, (s, _)) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");
             }
-            let text = with_boundary(&render_text_with(s, &view), t);
+            let text = with_boundary(&render_text_with(s, &view), s);
             crate::outln!("{}", text.trim_end_matches('\n'));
         }
     }
@@ -122,11 +127,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
 }
 
 /// The text with the run's measurement boundary (`boundary        full update after …`)
-/// after its `final` line.
-fn with_boundary(text: &str, t: &super::load::Indexed) -> String {
-    use memtide_core::analysis::boundary::boundary;
-    use memtide_core::analysis::work::work;
-    let b = boundary(&work(&t.trace, &t.index));
+/// after its `final` line (none when the trace holds no allocation).
+fn with_boundary(text: &str, s: &Summary) -> String {
+    let Some(b) = &s.boundary else {
+        return text.to_string();
+    };
     let mut out = String::with_capacity(text.len() + 128);
     let mut done = false;
     for l in text.split_inclusive('\n') {

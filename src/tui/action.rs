@@ -94,6 +94,12 @@ pub enum DiffAction {
     PeakA,
     PeakB,
     MostDifferent,
+    /// Opens or closes the fair-comparison panel (parity lines, boundaries, cost).
+    Fair,
+    /// Closes the fair-comparison panel.
+    CloseFair,
+    /// Scrolls the fair-comparison panel by this many rows (clamped).
+    FairScroll(i32),
     Help,
     /// A mouse click at a terminal cell.
     ClickAt {

@@ -85,6 +85,10 @@ pub struct DiffState {
     pub most: Option<usize>,
     /// Parity, boundaries, what the change bought and cost (set with `diff`).
     pub fair: Option<memtide_core::analysis::fair::Fair>,
+    /// Whether the fair-comparison panel (`f`) covers the plots.
+    pub fair_open: bool,
+    /// The panel's first row shown.
+    pub fair_scroll: usize,
 }
 
 impl DiffState {
@@ -106,6 +110,8 @@ impl DiffState {
             cursor: 0,
             most: None,
             fair: None,
+            fair_open: false,
+            fair_scroll: 0,
         }
     }
 
@@ -409,6 +415,16 @@ pub fn action(sh: &mut Shared, st: &mut DiffState, a: A) -> Vec<Effect> {
         A::PeakA => peak(st, st.peak_col_a, "A"),
         A::PeakB => peak(st, st.peak_col_b, "B"),
         A::MostDifferent => most_different(st, last),
+        A::Fair => {
+            st.fair_open = !st.fair_open && st.fair.is_some();
+            st.fair_scroll = 0;
+            None
+        }
+        A::CloseFair => {
+            st.fair_open = false;
+            None
+        }
+        A::FairScroll(by) => scroll_fair(sh, st, by),
         A::ClickAt { col, row } => {
             let l = DiffLayout::new(sh.width, sh.height);
             let inside =
@@ -422,6 +438,18 @@ pub fn action(sh: &mut Shared, st: &mut DiffState, a: A) -> Vec<Effect> {
         }
     };
     Vec::new()
+}
+
+/// `j` / `k` with the fair-comparison panel open: scrolls it within its lines.
+fn scroll_fair(sh: &Shared, st: &mut DiffState, by: i32) -> Option<String> {
+    let f = st.fair.as_ref().filter(|_| st.fair_open)?;
+    let inner = super::fairpanel::rect(sh.width, sh.height)
+        .width
+        .saturating_sub(2);
+    let total = super::fairpanel::lines(f, inner as usize).len();
+    let max = total.saturating_sub(super::fairpanel::visible_rows(sh.width, sh.height));
+    st.fair_scroll = (st.fair_scroll as i64 + i64::from(by)).clamp(0, max as i64) as usize;
+    None
 }
 
 /// Moves the cursor; no status.

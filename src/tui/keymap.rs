@@ -333,6 +333,26 @@ pub const DIFF: &[Binding] = &[
         d(D::MostDifferent),
         "next of the steps that differ most",
     ),
+    row(
+        &[c("f")],
+        d(D::Fair),
+        "fair comparison: parity lines, each run's boundary, what B bought and cost (f closes)",
+    ),
+    row(
+        &[c("j"), DOWN],
+        d(D::FairScroll(1)),
+        "scroll the fair-comparison panel down",
+    ),
+    row(
+        &[c("k"), UP],
+        d(D::FairScroll(-1)),
+        "scroll the fair-comparison panel up",
+    ),
+    row(
+        &[k("Esc", KeyCode::Esc)],
+        d(D::CloseFair),
+        "close the fair-comparison panel",
+    ),
     row(&[c("?")], d(D::Help), "this help"),
     row(&[c("q"), CTRL_C], Action::Quit, "quit (cancels a load)"),
     row(

@@ -13,6 +13,7 @@ pub mod device;
 pub mod diffview;
 pub mod effect;
 pub mod explorer;
+pub mod fairpanel;
 pub mod find;
 pub mod fmt;
 pub mod keymap;

@@ -476,7 +476,8 @@ pub fn esc_goes_back(app: &App) -> bool {
                 ex.mode() == Mode::Normal && ex.inspect.is_none() && ex.search.query.is_empty()
             }
         },
-        Page::Diff(_) => true,
+        // Esc closes the diff's fair-comparison panel first.
+        Page::Diff(st) => !st.fair_open,
         _ => false,
     }
 }

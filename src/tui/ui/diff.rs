@@ -104,6 +104,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, st: &DiffState) {
     draw_bands(buf, l.bands, sh, st);
     draw_steps(buf, l.steps, sh, st);
     draw_status(buf, l.status, sh);
+    super::fair::draw(buf, area, sh, st);
 }
 
 fn draw_loading(buf: &mut Buffer, area: Rect, sh: &Shared, st: &DiffState) {
@@ -550,6 +551,7 @@ fn draw_status(buf: &mut Buffer, r: Rect, sh: &Shared) {
         ("[ ]", "steps"),
         ("p/P", "peak A/B"),
         ("m", "most different"),
+        ("f", "fair"),
         ("?", "help"),
         ("q", "quit"),
     ] {

@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod diff;
 pub mod error;
+pub mod fair;
 pub mod fit;
 pub mod header;
 pub mod help;

@@ -1,7 +1,10 @@
 //! The memory-saving methods a run shows in its frames and names: activation checkpointing
 //! (recomputed forward frames under `torch/utils/checkpoint.py`), mixed precision (autocast,
 //! grad scalers, fp32 master weights), offloading (CPU offload, `save_on_cpu`, pinned staging
-//! buffers); and, between two runs, a batch or sequence change (their inputs differ).
+//! buffers) — or, without any such name, from what the trace shows: device allocations made
+//! by a copy op (`aten::_to_copy`, `aten::to`, `aten::copy_`) during backward, tensors brought
+//! back onto the device (a dtype cast's `ToCopyBackward0` is not one); and, between two runs,
+//! a batch or sequence change (their inputs differ).
 
 use super::parity::{LineState, Parity};
 use crate::trace::{human_bytes, AllocId, StorageKind, Trace};
@@ -85,10 +88,30 @@ pub struct MethodFinding {
     pub words: String,
 }
 
+/// Op frames that copy a tensor (onto the device when the allocation is the device's).
+const COPY_OPS: [&str; 3] = ["aten::_to_copy", "aten::to", "aten::copy_"];
+
+/// Where in `frames` (innermost first) a device allocation is a copy brought back onto the
+/// device during backward: a copy op's frame, under backward frames, not under a dtype
+/// cast's backward node (`ToCopyBackward0`). None: not such a copy.
+pub fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
+    let at = frames
+        .iter()
+        .position(|f| COPY_OPS.contains(&f.as_ref().to_ascii_lowercase().as_str()))?;
+    let cast = frames
+        .iter()
+        .any(|f| f.as_ref().to_ascii_lowercase().contains("tocopybackward"));
+    let backward = super::work::phase_of_frames(frames.iter().map(|f| f.as_ref()))
+        == Some(super::work::Phase::Backward);
+    (backward && !cast).then_some(at)
+}
+
 /// The frame-shown methods of one run.
 pub fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
     let mut found: Vec<Option<Evidence>> = vec![None; FRAME_METHODS.len()];
     let mut cache: rustc_hash::FxHashMap<u32, [Option<usize>; 3]> = Default::default();
+    let mut copies: rustc_hash::FxHashMap<u32, Option<usize>> = Default::default();
+    let mut copied_back: Option<Evidence> = None;
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
         if trace.storage_kind(id) != StorageKind::Block {
@@ -104,6 +127,21 @@ pub fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
             hit
         });
         let name = trace.name(id);
+        let copy_at = *copies
+            .entry(sid.0)
+            .or_insert_with(|| copy_back_frame(&trace.stack_frames(sid)));
+        if let Some(pos) = copy_at {
+            let e = copied_back.get_or_insert_with(|| Evidence {
+                allocations: 0,
+                bytes: 0,
+                example: format!(
+                    "{} during backward (a copy onto the device)",
+                    crate::clip::clip(&trace.stack_frames(sid)[pos])
+                ),
+            });
+            e.allocations += 1;
+            e.bytes += trace.size(id).0;
+        }
         for (k, m) in FRAME_METHODS.iter().enumerate() {
             let example = match by_stack[k] {
                 Some(pos) => trace
@@ -122,6 +160,10 @@ pub fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
             e.allocations += 1;
             e.bytes += trace.size(id).0;
         }
+    }
+    // Offloading named by no frame still shows in its copies back onto the device.
+    if found[2].is_none() {
+        found[2] = copied_back;
     }
     FRAME_METHODS
         .iter()
@@ -189,4 +231,41 @@ pub fn compare_methods(ta: &Trace, tb: &Trace, parity: &Parity) -> Vec<MethodFin
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_back_onto_the_device_in_backward_are_offloading_and_casts_are_not() {
+        // A saved tensor brought back from the host by an unpack hook, in a Kineto op stack.
+        let back = [
+            "aten::empty_strided",
+            "aten::_to_copy",
+            "aten::to",
+            "autograd::engine::evaluate_function: MmBackward0",
+        ];
+        assert_eq!(copy_back_frame(&back), Some(1));
+        // The same copy in forward (the batch, a prefetch) is not counted.
+        assert_eq!(
+            copy_back_frame(&["aten::_to_copy", "aten::to", "train.py:50 train_step"]),
+            None
+        );
+        // A dtype cast's backward (autocast's ToCopyBackward0) is not a copy from the host.
+        let cast = [
+            "aten::_to_copy",
+            "aten::to",
+            "autograd::engine::evaluate_function: ToCopyBackward0",
+        ];
+        assert_eq!(copy_back_frame(&cast), None);
+        // Compute in backward is not a copy.
+        assert_eq!(
+            copy_back_frame(&[
+                "aten::mm",
+                "autograd::engine::evaluate_function: MmBackward0"
+            ]),
+            None
+        );
+    }
 }

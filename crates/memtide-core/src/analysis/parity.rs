@@ -139,7 +139,7 @@ fn parameters(a: &Work, b: &Work) -> ParityLine {
 
 fn who_lacks(a: bool, b: bool, what: &str) -> String {
     match (a, b) {
-        (true, true) => format!("neither file {what}"),
+        (true, true) => format!("each file {what}"),
         (true, false) => format!("A {what}"),
         _ => format!("B {what}"),
     }

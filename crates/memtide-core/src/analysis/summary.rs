@@ -91,6 +91,10 @@ pub struct Summary {
     pub ooms: Vec<crate::allocator::OomExplanation>,
     /// Snapshots: the totals of the final `segments` (None for other sources).
     pub allocator_at_end: Option<crate::allocator::AllocatorAtEnd>,
+    /// The run's measurement boundary (full update after the optimizer state exists,
+    /// forward-only, …); None until [`Summary::bounded`] is called, or when the trace holds
+    /// no allocation of the framework (only device samples or external memory): unknowable.
+    pub boundary: Option<super::boundary::Boundary>,
     /// Snapshots whose history starts after blocks were live: bounds on the run's peak.
     pub history_bounds: Option<super::bounds::HistoryBounds>,
 }
@@ -305,6 +309,7 @@ impl Summary {
             ),
             ooms: Vec::new(),
             allocator_at_end: None,
+            boundary: None,
             history_bounds: None,
         }
         .explained(trace, index, None)
@@ -338,6 +343,20 @@ impl Summary {
         self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
         self.history_bounds = super::bounds::bounds(trace, index, history);
+        self
+    }
+
+    /// Adds the run's measurement boundary (the whole run's, whatever the window): None when
+    /// the trace holds no allocation to read phases or steps from.
+    pub fn bounded(mut self, trace: &Trace, index: &Index) -> Summary {
+        // Memory outside the framework (samples, external spans) says nothing of the work.
+        let any_block = (0..trace.storage_count()).any(|i| {
+            let id = crate::trace::AllocId(i as u32);
+            trace.storage_kind(id) == crate::trace::StorageKind::Block
+                && trace.category(id).band() != crate::trace::Band::External
+        });
+        self.boundary =
+            any_block.then(|| super::boundary::boundary(&super::work::work(trace, index)));
         self
     }
 

@@ -59,6 +59,9 @@ pub struct SummaryJson<'a> {
     pub windows_omitted: Option<u64>,
     pub steps: StepsJson<'a>,
     pub trend: TrendJson<'a>,
+    /// The run's measurement boundary (diff --json's per-side `boundary`); null when the
+    /// trace holds no allocation.
+    pub boundary: Option<&'a super::boundary::Boundary>,
     /// How `--device-log` was aligned (absent without one, so the schema is unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_log: Option<DeviceLogJson<'a>>,
@@ -409,6 +412,7 @@ impl<'a> SummaryJson<'a> {
             windows_omitted: (s.windows_omitted > 0).then_some(s.windows_omitted),
             steps: StepsJson(&s.trend.steps),
             trend: TrendJson::new(&s.trend),
+            boundary: s.boundary.as_ref(),
             device_log: s.device_log.as_ref().map(|info| DeviceLogJson {
                 info,
                 peak_covered: s.device_log_peak_covered,

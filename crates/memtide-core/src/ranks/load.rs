@@ -318,11 +318,9 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummar
             _ => None,
         };
         summaries.push(
-            Summary::build_with(&trace, &index, resolved.as_ref(), &sopts).explained(
-                &trace,
-                &index,
-                allocator.as_ref(),
-            ),
+            Summary::build_with(&trace, &index, resolved.as_ref(), &sopts)
+                .explained(&trace, &index, allocator.as_ref())
+                .bounded(&trace, &index),
         );
         if i == primary {
             timeline = sparkline(index.totals(), opts.sparkline_points);
