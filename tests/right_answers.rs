@@ -332,7 +332,7 @@ fn before_recording_paired_with_gradients() {
             .collect();
         if t.category(id) == memtide_core::trace::Category::Param {
             assert!(
-                text.contains("inferred param because live before the recording began; its size (64.00 MiB) pairs one-to-one with a gradient made by AccumulateGrad (4 such blocks, 4 gradients of this size live at once)"),
+                text.contains("inferred param because live before the recording began; its size (64.00 MiB) pairs with a gradient of that size (4 such blocks, 4 gradients of this size live at once)"),
                 "{text}"
             );
             with_evidence += 1;

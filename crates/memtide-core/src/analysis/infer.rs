@@ -375,9 +375,11 @@ pub fn infer(trace: &mut Trace, rules: &Rules) {
             (None, None) => Category::Unknown,
         };
         trace.set_category(id, cat, true);
-        let made = match fx.kind {
-            Some(Kind::Grad) => Some(&mut pairs.grads),
-            Some(Kind::OptimizerState) => Some(&mut pairs.states),
+        // Gradients by what they became, not only those AccumulateGrad made: AccumulateGrad
+        // steals the incoming gradient, whose allocation then names the backward op.
+        let made = match cat {
+            Category::Grad => Some(&mut pairs.grads),
+            Category::Optimizer => Some(&mut pairs.states),
             _ => None,
         };
         if let (Some(v), None) = (made, fx.user) {
@@ -427,7 +429,9 @@ fn max_live_by_size(v: &[(u64, u64, u64)]) -> rustc_hash::FxHashMap<u64, usize> 
 /// that pairs one-to-one with the gradients of that size (as many live at once as there are
 /// blocks, or more) are parameters; three blocks per gradient are a parameter and its two
 /// Adam states; blocks with two optimizer states of their size each (Adam's pairs) are
-/// parameters. Anything else stays unknown. The evidence goes to [`Trace::evidence`].
+/// parameters; of more blocks than gradients of a size, as many as there are gradients are
+/// parameters (by order). Anything else stays unknown. The evidence goes to
+/// [`Trace::evidence`].
 fn pair_before_recording(trace: &mut Trace, p: Pairing) {
     if p.before.is_empty() || (p.grads.is_empty() && p.states.is_empty()) {
         return;
@@ -454,14 +458,23 @@ fn pair_before_recording(trace: &mut Trace, p: Pairing) {
             (g, 2 * g)
         } else if g == 0 && o > 0 && o == 2 * a {
             (a, 0)
+        } else if g > 0 {
+            // More blocks of this size than gradients: as many as there are gradients are
+            // parameters (which ones is by order); the rest stay unknown.
+            (g, 0)
         } else {
             continue;
         };
         let why_param = if g > 0 {
             format!(
-                "live before the recording began; its size ({shown}) pairs one-to-one with a gradient made by AccumulateGrad ({a} such block{}, {g} gradient{} of this size live at once)",
+                "live before the recording began; its size ({shown}) pairs with a gradient of that size ({a} such block{}, {g} gradient{} of this size live at once{})",
                 if a == 1 { "" } else { "s" },
-                if g == 1 { "" } else { "s" }
+                if g == 1 { "" } else { "s" },
+                if a > g {
+                    format!(": {g} of the {a} are taken as parameters, by order")
+                } else {
+                    String::new()
+                }
             )
         } else {
             format!(
