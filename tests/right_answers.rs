@@ -297,6 +297,24 @@ fn load_fixture(rel: &str) -> memtide_core::trace::Trace {
 /// 8 MiB block that pairs with nothing stays unknown. Rows say "before recording", never
 /// "(unnamed)".
 #[test]
+fn before_recording_paired_with_stolen_gradients() {
+    // Real CUDA gradients are allocated by the backward op (AccumulateGrad steals them):
+    // they pair with memory from before the recording as well; of five blocks of the size
+    // of four gradients, four are parameters and one stays unknown.
+    check_stack("before_recording_stolen.json");
+    let j = summary_json("tests/fixtures/stacks/before_recording_stolen.json");
+    let live = j["peak"]["live"].as_array().expect("live rows");
+    let before: Vec<&serde_json::Value> = live
+        .iter()
+        .filter(|r| r["label"] == "before recording")
+        .collect();
+    assert_eq!(before.len(), 5, "{live:?}");
+    let params = before.iter().filter(|r| r["category"] == "param").count();
+    let unknown = before.iter().filter(|r| r["category"] == "unknown").count();
+    assert_eq!((params, unknown), (4, 1));
+}
+
+#[test]
 fn before_recording_paired_with_gradients() {
     check_stack("before_recording.json");
     let j = summary_json("tests/fixtures/stacks/before_recording.json");

@@ -380,6 +380,15 @@ FIXTURES = {
                          ("keep", 64, grad_stack()), ("keep", 64, grad_stack()),
                          ("keep", 64, grad_stack()), ("keep", 64, grad_stack())] +
                         [("keep", 64, PLAIN_STATE) for _ in range(8)],
+    # The same weights, with the gradients as real CUDA runs allocate them: AccumulateGrad
+    # steals the incoming gradient, so each 64 MiB gradient's allocation names the backward
+    # op (AddmmBackward0 on the engine thread), kept to the end; five 64 MiB blocks before
+    # the recording and four gradients of that size: four parameters (by order), one unknown.
+    "before_recording_stolen": [("pre", 64, []) for _ in range(5)] +
+                               [("tmp", 1, bwd_stack()),
+                                ("keep", 32, PLAIN_FWD)] +
+                               [("keep", 64, bwd_stack()) for _ in range(4)] +
+                               [("keep", 64, PLAIN_STATE) for _ in range(8)],
 }
 
 
