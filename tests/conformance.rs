@@ -62,9 +62,10 @@ fn repository_traces_agree_with_the_replay() {
     );
     assert_eq!(
         stdout.lines().last(),
-        // 22, and the 17 traces of tests/data/gpu-h200 (12 training and 2 OOM snapshots, a
-        // Kineto trace, 2 ranks): real GPU files, where the replay counts blocks as PyTorch does.
-        Some("total: 39 files, 39 agree"),
+        // 22, and the 19 traces of tests/data/gpu-h200 (12 training and 2 OOM snapshots, a
+        // Kineto trace, 2 ranks, and fair/'s two Kineto traces of a plain and an offloading
+        // run): real GPU files, where the replay counts blocks as PyTorch does.
+        Some("total: 41 files, 41 agree"),
         "{stdout}"
     );
     // Truth files, categories sidecars and other non-trace JSON: one count line, not a list.
@@ -81,8 +82,8 @@ fn repository_traces_agree_with_the_replay() {
     let r = rows(&stdout);
     assert_eq!(
         r.len(),
-        48,
-        "one row per file and device (30, and 18 for gpu-h200: its Kineto trace has cpu and cuda:0):\n{stdout}"
+        52,
+        "one row per file and device (30, and 22 for gpu-h200: its three Kineto traces have cpu and cuda:0):\n{stdout}"
     );
     assert!(r.values().all(|c| c.last().is_some_and(|v| v == "agree")));
     for (file, dev) in [

@@ -6,8 +6,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/pickle_writer.rs"]
+mod pickle_writer;
 #[path = "support/pty.rs"]
 mod support;
+
+use pickle_writer::snapshot;
 
 use assert_cmd::Command;
 use memtide::tui::testing::Harness;
@@ -17,64 +21,6 @@ use std::path::{Path, PathBuf};
 /// The cap on one-line texts (`memtide_core::clip::TEXT_CAP`), restated: the tests check the
 /// documented figure, not whatever the constant says.
 const CAP: usize = 1024;
-
-/// A protocol-4 pickle writer with just the opcodes these tests need.
-struct P(Vec<u8>);
-
-impl P {
-    fn new() -> P {
-        P(vec![0x80, 4])
-    }
-    fn op(&mut self, b: u8) -> &mut P {
-        self.0.push(b);
-        self
-    }
-    fn s(&mut self, t: &str) -> &mut P {
-        if t.len() < 256 {
-            self.0.push(0x8c);
-            self.0.push(t.len() as u8);
-        } else {
-            self.0.push(b'X');
-            self.0.extend_from_slice(&(t.len() as u32).to_le_bytes());
-        }
-        self.0.extend_from_slice(t.as_bytes());
-        self
-    }
-    fn i(&mut self, v: i32) -> &mut P {
-        self.0.push(b'J');
-        self.0.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-    fn put(&mut self, idx: u32) -> &mut P {
-        self.0.push(b'r');
-        self.0.extend_from_slice(&idx.to_le_bytes());
-        self
-    }
-    fn get(&mut self, idx: u32) -> &mut P {
-        self.0.push(b'j');
-        self.0.extend_from_slice(&idx.to_le_bytes());
-        self
-    }
-}
-
-/// A snapshot pickle `{segments: [], device_traces: [[entries]]}`; `entry(p, i)` writes the
-/// key/value items of entry `i` (inside its dict's MARK).
-fn snapshot(n: usize, mut entry: impl FnMut(&mut P, usize)) -> Vec<u8> {
-    let mut p = P::new();
-    p.op(b'}')
-        .op(b'(')
-        .s("segments")
-        .op(b']')
-        .s("device_traces");
-    p.op(b']').op(b'(').op(b']').op(b'(');
-    for i in 0..n {
-        p.op(b'}').op(b'(');
-        entry(&mut p, i);
-        p.op(b'u');
-    }
-    p.op(b'e').op(b'e').op(b'u').op(b'.');
-    p.0
-}
 
 /// Two allocations whose stacks are `depth` copies of one frame dict (shared by memo).
 fn deep_pickle(depth: usize) -> Vec<u8> {
