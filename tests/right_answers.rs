@@ -292,41 +292,56 @@ fn load_fixture(rel: &str) -> memtide_core::trace::Trace {
     l.traces.remove(0)
 }
 
+/// The live rows at the peak of stack fixture `file` that say "before recording", checked
+/// against the README's bands first; with every live row.
+fn before_recording_rows(file: &str) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    check_stack(file);
+    let j = summary_json(&format!("tests/fixtures/stacks/{file}"));
+    let live = j["peak"]["live"].as_array().expect("live rows").clone();
+    let before = live
+        .iter()
+        .filter(|r| r["label"] == "before recording")
+        .cloned()
+        .collect();
+    (before, live)
+}
+
+/// How many of `rows` are of `category`.
+fn count_category(rows: &[serde_json::Value], category: &str) -> usize {
+    rows.iter().filter(|r| r["category"] == category).count()
+}
+
+/// Real CUDA gradients are allocated by the backward op (AccumulateGrad steals them): they
+/// pair with memory from before the recording as well; of five blocks of the size of four
+/// gradients, four are parameters and one stays unknown.
+#[test]
+fn before_recording_paired_with_stolen_gradients() {
+    let (before, live) = before_recording_rows("before_recording_stolen.json");
+    assert_eq!(before.len(), 5, "{live:?}");
+    assert_eq!(
+        (
+            count_category(&before, "param"),
+            count_category(&before, "unknown")
+        ),
+        (4, 1)
+    );
+}
+
 /// Four 64 MiB blocks live before the recording pair one-to-one with four 64 MiB
 /// AccumulateGrad gradients: parameters, inferred, with the evidence in the inspector; an
 /// 8 MiB block that pairs with nothing stays unknown. Rows say "before recording", never
 /// "(unnamed)".
 #[test]
-fn before_recording_paired_with_stolen_gradients() {
-    // Real CUDA gradients are allocated by the backward op (AccumulateGrad steals them):
-    // they pair with memory from before the recording as well; of five blocks of the size
-    // of four gradients, four are parameters and one stays unknown.
-    check_stack("before_recording_stolen.json");
-    let j = summary_json("tests/fixtures/stacks/before_recording_stolen.json");
-    let live = j["peak"]["live"].as_array().expect("live rows");
-    let before: Vec<&serde_json::Value> = live
-        .iter()
-        .filter(|r| r["label"] == "before recording")
-        .collect();
-    assert_eq!(before.len(), 5, "{live:?}");
-    let params = before.iter().filter(|r| r["category"] == "param").count();
-    let unknown = before.iter().filter(|r| r["category"] == "unknown").count();
-    assert_eq!((params, unknown), (4, 1));
-}
-
-#[test]
 fn before_recording_paired_with_gradients() {
-    check_stack("before_recording.json");
-    let j = summary_json("tests/fixtures/stacks/before_recording.json");
-    let live = j["peak"]["live"].as_array().expect("live rows");
-    let before: Vec<&serde_json::Value> = live
-        .iter()
-        .filter(|r| r["label"] == "before recording")
-        .collect();
+    let (before, live) = before_recording_rows("before_recording.json");
     assert_eq!(before.len(), 5, "{live:?}");
-    let params = before.iter().filter(|r| r["category"] == "param").count();
-    let unknown = before.iter().filter(|r| r["category"] == "unknown").count();
-    assert_eq!((params, unknown), (4, 1));
+    assert_eq!(
+        (
+            count_category(&before, "param"),
+            count_category(&before, "unknown")
+        ),
+        (4, 1)
+    );
     assert!(before.iter().all(|r| r["inferred"] == true));
     assert!(live.iter().all(|r| r["label"] != ""), "no unnamed row");
     let (_, text, _) = memtide(&["summary", "tests/fixtures/stacks/before_recording.json"]);
