@@ -1,11 +1,110 @@
-"""memtide: the memory-timeline explorer for PyTorch runs, as installed by pip.
+"""memtide: the memory-timeline explorer for PyTorch runs, from Python.
 
-The wheel puts the ``memtide`` binary on PATH (``memtide FILE``, ``memtide summary FILE``);
-this package adds the recorder under its new name, ``memtide.record`` (the same module as the
-older ``memtide_record``, which keeps working), and ``python -m memtide`` for environments
-whose scripts directory is not on PATH.
+    import memtide
+    t = memtide.open("snapshot.pickle")       # any format memtide reads; pickle never runs
+    t.peak.bytes, t.peak.bands.activation      # the same figures as `memtide summary --json`
+    t.summary()                                # that whole document, as a dict
+    t.live_at_peak().to_pandas()               # who holds the memory (pandas optional)
+    assert memtide.check("run.pickle", max_peak="70GiB")   # fails with the reason
+
+The wheel (``memtide-cli``) also installs the ``memtide`` command (the explorer, ``summary``,
+``check``, …) and the recorder, ``memtide.record`` (the same module as ``memtide_record``).
 """
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from memtide_record import __version__
 
-__all__ = ["__version__"]
+from memtide import _native
+from memtide._check import CheckResult
+from memtide._errors import Cancelled, DeviceError, FormatError, MemtideError, ReadError
+from memtide._progress import wait as _wait
+from memtide._trace import Trace
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "__version__",
+    "open",
+    "check",
+    "diff",
+    "whatif",
+    "Trace",
+    "CheckResult",
+    "MemtideError",
+    "FormatError",
+    "ReadError",
+    "DeviceError",
+    "Cancelled",
+]
+
+
+def _path(p: Any) -> str:
+    if isinstance(p, Trace):
+        return p.path
+    return os.fspath(p)
+
+
+def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] = None,
+         device_log: Optional[PathLike] = None, *, device_log_tz: Optional[int] = None,
+         device_log_offset: Optional[int] = None, oom_message: Optional[PathLike] = None,
+         nsys: Optional[PathLike] = None, categories: Optional[PathLike] = None,
+         rules: Optional[PathLike] = None, lenient: bool = False, cpp_frames: bool = False,
+         single_thread: bool = False, allocator_history: bool = False,
+         progress: Optional[bool] = None) -> Trace:
+    """Reads ``path`` (memtide JSONL, a CUDA memory snapshot pickle/JSON, a Kineto trace,
+    an ``export_memory_timeline`` file; ``.gz`` too) with memtide's own readers — no
+    ``pickle.load`` — on a thread, the GIL free. The options are the CLI's flags
+    (``device="cuda:1"``, ``capacity="80GiB"``, ``device_log="smi.csv"``, …);
+    ``allocator_history=True`` keeps the allocator history for :meth:`Trace.allocator_at`.
+    ``progress``: None shows a bar when interactive (tqdm if installed), False never.
+    Raises :class:`FormatError` (with ``path``, ``offset``/``line``, ``reason``),
+    :class:`ReadError`, :class:`DeviceError` or :class:`MemtideError`."""
+    p = os.fspath(path)
+
+    def opt(v: Any) -> Optional[str]:
+        return None if v is None else os.fspath(v)
+
+    loading = _native.start_open(
+        p, device=device, capacity=capacity, device_log=opt(device_log),
+        device_log_tz=device_log_tz, device_log_offset=device_log_offset,
+        oom_message=opt(oom_message), nsys=opt(nsys), categories=opt(categories),
+        rules=opt(rules), lenient=lenient, cpp_frames=cpp_frames, single_thread=single_thread,
+        allocator_history=allocator_history)
+    native = _wait(loading, progress, f"memtide: reading {os.path.basename(p)}")
+    return Trace(native)
+
+
+def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
+          max_growth: Optional[str] = None, *, window: Optional[str] = None,
+          capacity: Optional[str] = None, device: Optional[str] = None,
+          allow_warnings: bool = False, lenient: bool = False) -> CheckResult:
+    """``memtide check``: true when the peak is within ``max_peak`` ("70GiB") and the step
+    baseline grows by at most ``max_growth`` ("5%"); ``str()`` is the reason. Exit 2 of the
+    command (bad input, figures the reader doubts) raises :class:`MemtideError`."""
+    p = _path(path)
+    code, lines = _native.check(p, max_peak=max_peak, max_growth=max_growth, window=window,
+                                capacity=capacity, device=device,
+                                allow_warnings=allow_warnings, lenient=lenient)
+    return CheckResult(p, code, lines)
+
+
+def diff(a: Union[PathLike, Trace], b: Union[PathLike, Trace], *, device: Optional[str] = None,
+         lenient: bool = False) -> Dict[str, Any]:
+    """``memtide diff A B --json`` as a dict: both peaks, band deltas, steps aligned, what
+    grew and shrank, whether the runs did the same work."""
+    return json.loads(_native.diff(_path(a), _path(b), device=device, lenient=lenient))
+
+
+def whatif(trace: Union[PathLike, Trace], alloc_conf: Union[str, Sequence[str], None] = None, *,
+           capacity: Optional[str] = None, device: Optional[str] = None,
+           lenient: bool = False) -> Dict[str, Any]:
+    """``memtide whatif FILE --alloc-conf CONF… --json`` as a dict: the run replayed through
+    PyTorch's caching allocator under its own settings and each ``alloc_conf``
+    ("expandable_segments:True")."""
+    confs: List[str] = [] if alloc_conf is None else (
+        [alloc_conf] if isinstance(alloc_conf, str) else list(alloc_conf))
+    return json.loads(_native.whatif(_path(trace), alloc_conf=confs, capacity=capacity,
+                                     device=device, lenient=lenient))

@@ -1,32 +1,9 @@
-"""``python -m memtide ARGS``: runs the ``memtide`` binary this wheel installed, with ARGS."""
+"""``python -m memtide ARGS``: the ``memtide`` command (for environments whose scripts
+directory is not on PATH)."""
 
-import os
-import shutil
 import sys
-import sysconfig
 
-
-def _binary():
-    name = "memtide.exe" if os.name == "nt" else "memtide"
-    here = os.path.join(sysconfig.get_path("scripts"), name)
-    if os.path.isfile(here):
-        return here
-    return shutil.which("memtide")
-
-
-def main():
-    exe = _binary()
-    if exe is None:
-        sys.stderr.write("memtide: the memtide binary is not installed next to this Python "
-                         "(pip install . from a memtide checkout installs the memtide-cli wheel)\n")
-        return 2
-    if os.name == "nt":
-        import subprocess
-
-        return subprocess.call([exe, *sys.argv[1:]])
-    os.execv(exe, [exe, *sys.argv[1:]])
-    return 0
-
+from memtide._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -117,6 +117,26 @@ fn refuse_nothing_to_gate(file: &Path, t: &super::load::Indexed) -> Result<()> {
 }
 
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
+    let (code, lines, t) = evaluate(a)?;
+    if !a
+        .report
+        .as_deref()
+        .is_some_and(crate::output_file::is_stdout)
+    {
+        for l in &lines {
+            crate::outln!("{}", crate::safe_text::one_line(l));
+        }
+    }
+    if let Some(path) = &a.report {
+        write_report(a, &t, &lines, path)?;
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// Reads the file and judges it: the exit code (0 within the limits, 1 over them), the
+/// lines that say why, and the checked device. An error is exit 2. `check` prints these;
+/// the Python module's `memtide.check` returns them.
+pub fn evaluate(a: &CheckArgs) -> Result<(u8, Vec<String>, super::load::Indexed)> {
     let limit = a
         .max_peak
         .as_deref()
@@ -136,30 +156,18 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let Some(t) = traces.into_iter().nth(i) else {
         anyhow::bail!("no trace to check");
     };
     if t.index.is_empty() {
         anyhow::bail!("{}: the trace has no events", a.file.display());
     }
     refuse_doubtful(&a.file, &t.trace, a.allow_warnings)?;
-    refuse_doubtful_model(&a.file, t, a.allow_warnings)?;
-    refuse_nothing_to_gate(&a.file, t)?;
+    refuse_doubtful_model(&a.file, &t, a.allow_warnings)?;
+    refuse_nothing_to_gate(&a.file, &t)?;
     let note = allowed_note(&t.trace);
-    let (code, lines) = verdict(a, t, limit, growth_limit, &note)?;
-    if !a
-        .report
-        .as_deref()
-        .is_some_and(crate::output_file::is_stdout)
-    {
-        for l in &lines {
-            crate::outln!("{}", crate::safe_text::one_line(l));
-        }
-    }
-    if let Some(path) = &a.report {
-        write_report(a, t, &lines, path)?;
-    }
-    Ok(code)
+    let (code, lines) = verdict(a, &t, limit, growth_limit, &note)?;
+    Ok((code, lines, t))
 }
 
 /// The `--report` file: the verdict, then the Markdown summary of the checked device.
@@ -237,7 +245,7 @@ fn verdict(
     limit: Option<memtide_core::trace::Bytes>,
     growth_limit: Option<f64>,
     note: &str,
-) -> Result<(ExitCode, Vec<String>)> {
+) -> Result<(u8, Vec<String>)> {
     let mut lines: Vec<String> = Vec::new();
     let mut failed = false;
     // An OOM fails the peak gate (the run asked for more than the device held); with only
@@ -300,14 +308,7 @@ fn verdict(
         }
     }
     let Some(limit) = limit else {
-        return Ok((
-            if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            },
-            lines,
-        ));
+        return Ok((u8::from(failed), lines));
     };
     let (lo, hi, wlabel) = match a.window.as_deref() {
         Some(w) => {
@@ -345,7 +346,7 @@ fn verdict(
     };
     if peak.bytes <= limit {
         if failed {
-            return Ok((ExitCode::from(1), lines));
+            return Ok((1, lines));
         }
         lines.push(format!(
             "ok: peak {} ({} B){wlabel} {at}{mark} is within --max-peak {}{note}",
@@ -353,7 +354,7 @@ fn verdict(
             peak.bytes.0,
             human_bytes(limit.0)
         ));
-        return Ok((ExitCode::SUCCESS, lines));
+        return Ok((0, lines));
     }
     lines.push(format!(
         "FAIL: peak {} ({} B){wlabel} {at}{mark} exceeds --max-peak {} by {}; biggest live: {}",
@@ -363,5 +364,5 @@ fn verdict(
         human_bytes(peak.bytes.0 - limit.0),
         biggest_live(&t.trace, &t.index, &peak)
     ));
-    Ok((ExitCode::from(1), lines))
+    Ok((1, lines))
 }

@@ -33,42 +33,19 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
-    let la = load(&a.a, &a.input)?;
-    let ia = pick_device(&la, a.input.device.as_deref())?;
-    let lb = load(&a.b, &a.input)?;
-    let ib = pick_device(&lb, a.input.device.as_deref())?;
-    let (_, ta) = index_all(la);
-    let (_, tb) = index_all(lb);
-    let (Some(x), Some(y)) = (ta.get(ia), tb.get(ib)) else {
-        bail!("nothing to compare");
-    };
-    let d = diff(&x.trace, &x.index, &y.trace, &y.index);
-    let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
-    let g = match (&d.peak_a, &d.peak_b) {
-        (Some(p), Some(q)) => {
-            owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)
-        }
-        _ => None,
-    };
-    let per = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| {
-        p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
-    };
-    let split = (per(x, d.peak_a), per(y, d.peak_b));
-    let f = memtide_core::analysis::fair::fair(
-        &x.trace,
-        &x.index,
-        d.peak_a.map(|p| p.bytes.0),
-        &y.trace,
-        &y.index,
-        d.peak_b.map(|p| p.bytes.0),
-    );
+    let c = compare(a)?;
+    let Compared {
+        x,
+        y,
+        d,
+        g,
+        split,
+        f,
+        rules,
+    } = &c;
+    let (x, y, rules) = (x, y, rules.clone());
     if a.json {
-        let mut v = to_json(&d, a, x, y, g.as_ref(), &split);
-        if let Some(m) = v.as_object_mut() {
-            for (k, val) in super::diff_fair::json_keys(&f) {
-                m.insert(k.to_string(), val);
-            }
-        }
+        let v = json(a, &c);
         crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else if a.markdown {
         let opts = memtide_core::analysis::summary::SummaryOptions {
@@ -85,18 +62,82 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
             b_name: &nb,
             a: &sa,
             b: &sb,
-            diff: &d,
+            diff: d,
             changes: g.as_ref(),
-            fair: &f,
+            fair: f,
         });
         crate::outln!("{}", md.trim_end_matches('\n'));
     } else {
         crate::outln!(
             "{}",
-            render(&d, a, x, y, g.as_ref(), &split, &f).trim_end_matches('\n')
+            render(d, a, x, y, g.as_ref(), split, f).trim_end_matches('\n')
         );
     }
-    Ok(parity_exit(a, &f))
+    Ok(parity_exit(a, f))
+}
+
+/// Both runs read and compared: what every output of `diff` is made of.
+pub struct Compared {
+    pub x: super::load::Indexed,
+    pub y: super::load::Indexed,
+    pub d: Diff,
+    pub g: Option<OwnerChanges>,
+    pub split: (Option<Persistent>, Option<Persistent>),
+    pub f: memtide_core::analysis::fair::Fair,
+    pub rules: memtide_core::analysis::frames::FrameRules,
+}
+
+/// Reads both runs (`a.a`, `a.b`) and compares them.
+pub fn compare(a: &DiffArgs) -> Result<Compared> {
+    let la = load(&a.a, &a.input)?;
+    let ia = pick_device(&la, a.input.device.as_deref())?;
+    let lb = load(&a.b, &a.input)?;
+    let ib = pick_device(&lb, a.input.device.as_deref())?;
+    let (_, ta) = index_all(la);
+    let (_, tb) = index_all(lb);
+    let (Some(x), Some(y)) = (ta.into_iter().nth(ia), tb.into_iter().nth(ib)) else {
+        bail!("nothing to compare");
+    };
+    let d = diff(&x.trace, &x.index, &y.trace, &y.index);
+    let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
+    let g = match (&d.peak_a, &d.peak_b) {
+        (Some(p), Some(q)) => {
+            owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)
+        }
+        _ => None,
+    };
+    let per = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| {
+        p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
+    };
+    let split = (per(&x, d.peak_a), per(&y, d.peak_b));
+    let f = memtide_core::analysis::fair::fair(
+        &x.trace,
+        &x.index,
+        d.peak_a.map(|p| p.bytes.0),
+        &y.trace,
+        &y.index,
+        d.peak_b.map(|p| p.bytes.0),
+    );
+    Ok(Compared {
+        x,
+        y,
+        d,
+        g,
+        split,
+        f,
+        rules,
+    })
+}
+
+/// The document `diff --json` prints.
+pub fn json(a: &DiffArgs, c: &Compared) -> serde_json::Value {
+    let mut v = to_json(&c.d, a, &c.x, &c.y, c.g.as_ref(), &c.split);
+    if let Some(m) = v.as_object_mut() {
+        for (k, val) in super::diff_fair::json_keys(&c.f) {
+            m.insert(k.to_string(), val);
+        }
+    }
+    v
 }
 
 /// `--require-parity`: exit 1 when the runs did different work (said on stderr too).

@@ -40,38 +40,18 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
-    let spec = a
-        .window
-        .as_deref()
-        .map(memtide_core::analysis::window_spec::WindowSpec::parse)
-        .transpose()?;
-    let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
-    for t in &traces {
-        let resolved = match &spec {
-            Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
-            _ => None,
-        };
-        let opts = SummaryOptions {
-            frame_rules: frame_rules.clone(),
-            tree_frames: if a.frames == "all" {
-                TreeFrames::All
-            } else {
-                TreeFrames::User
-            },
-        };
-        let s = Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
-            &t.trace,
-            &t.index,
-            t.allocator.as_ref(),
-        );
-        // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
-        // the Markdown report, which does not show it, skips it.
-        summaries.push(if a.markdown && !a.json {
-            s
+    let opts = SummaryOptions {
+        frame_rules,
+        tree_frames: if a.frames == "all" {
+            TreeFrames::All
         } else {
-            s.bounded(&t.trace, &t.index)
-        });
-    }
+            TreeFrames::User
+        },
+    };
+    // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
+    // the Markdown report, which does not show it, skips it.
+    let bounded = !a.markdown || a.json;
+    let summaries = summarise(&traces, a.window.as_deref(), &opts, bounded)?;
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
     };
@@ -124,6 +104,38 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every device's summary (`--window` resolved on each device that has events), explained;
+/// `bounded` adds the measurement boundary (one more pass over the storages). What `summary`
+/// prints, and what the Python module's `Trace.summary()` returns, are made of these.
+pub fn summarise(
+    traces: &[super::load::Indexed],
+    window: Option<&str>,
+    opts: &SummaryOptions,
+    bounded: bool,
+) -> Result<Vec<Summary>> {
+    let spec = window
+        .map(memtide_core::analysis::window_spec::WindowSpec::parse)
+        .transpose()?;
+    let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
+    for t in traces {
+        let resolved = match &spec {
+            Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
+            _ => None,
+        };
+        let s = Summary::build_with(&t.trace, &t.index, resolved.as_ref(), opts).explained(
+            &t.trace,
+            &t.index,
+            t.allocator.as_ref(),
+        );
+        summaries.push(if bounded {
+            s.bounded(&t.trace, &t.index)
+        } else {
+            s
+        });
+    }
+    Ok(summaries)
 }
 
 /// The text with the run's measurement boundary (`boundary        full update after …`)

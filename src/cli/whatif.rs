@@ -12,6 +12,23 @@ use memtide_core::trace::human_bytes;
 use std::process::ExitCode;
 
 pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
+    let (w, t) = replay(a)?;
+    if a.json {
+        let v = json(a, &w)?;
+        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
+    } else {
+        let file_oom = file_oom(&t.trace);
+        crate::outln!(
+            "{}",
+            render(&w, &a.file.display().to_string(), file_oom).trim_end()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the file and replays it under the file's settings and each `--alloc-conf`: what
+/// `whatif` prints (and the Python module's `memtide.whatif` returns), with the device read.
+pub fn replay(a: &WhatifArgs) -> Result<(WhatIf, super::load::Indexed)> {
     // Bad settings fail before a long load.
     let confs: Vec<AllocConf> = a
         .alloc_conf
@@ -26,7 +43,7 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
     super::load::apply_oom_message(&mut loaded, &a.input)?;
     let i = pick_device(&loaded, a.input.device.as_deref())?;
     let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let Some(t) = traces.into_iter().nth(i) else {
         bail!("no trace to replay");
     };
     let ceiling = memtide_core::allocator::sim::ceiling::derive(&t.trace, &t.index, given);
@@ -39,23 +56,19 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
             t.trace.device
         );
     }
-    if a.json {
-        let mut v = serde_json::to_value(&w)?;
-        if let Some(m) = v.as_object_mut() {
-            m.insert(
-                "file".into(),
-                serde_json::Value::String(a.file.display().to_string()),
-            );
-        }
-        crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
-    } else {
-        let file_oom = file_oom(&t.trace);
-        crate::outln!(
-            "{}",
-            render(&w, &a.file.display().to_string(), file_oom).trim_end()
+    Ok((w, t))
+}
+
+/// The document `whatif --json` prints.
+pub fn json(a: &WhatifArgs, w: &WhatIf) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(w)?;
+    if let Some(m) = v.as_object_mut() {
+        m.insert(
+            "file".into(),
+            serde_json::Value::String(a.file.display().to_string()),
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(v)
 }
 
 /// The file's first OOM, `#N` as shown.

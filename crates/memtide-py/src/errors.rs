@@ -1,0 +1,114 @@
+//! Errors as typed Python exceptions: the classes live in `memtide._errors` (plain Python, so
+//! they pickle and subclass like any exception); this file picks the class and its fields
+//! (`path`, `offset`, `line`, `reason`, `devices`) from the core's typed errors.
+
+use crate::open::OpenFail;
+use memtide_core::formats::FormatError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
+use std::path::Path;
+
+/// Builds `memtide._errors.<class>(message, **fields)` as a Python error.
+fn raise(py: Python<'_>, class: &str, message: String, fields: &[(&str, Py<PyAny>)]) -> PyErr {
+    let made = (|| -> PyResult<PyErr> {
+        let cls = py.import("memtide._errors")?.getattr(class)?;
+        let kw = PyDict::new(py);
+        for (k, v) in fields {
+            kw.set_item(k, v)?;
+        }
+        let e = cls.call((message.clone(),), Some(&kw))?;
+        Ok(PyErr::from_value(e))
+    })();
+    made.unwrap_or_else(|e| e)
+}
+
+fn obj<'py, T: IntoPyObjectExt<'py>>(py: Python<'py>, v: T) -> Py<PyAny> {
+    v.into_py_any(py).unwrap_or_else(|_| py.None())
+}
+
+/// A reader's error on `path` (the trace, or a side file the error names).
+/// `path` is None where the file is not known (the message then names it).
+pub fn format_error(py: Python<'_>, path: Option<&Path>, e: &FormatError) -> PyErr {
+    // A side file's error names that file: "cannot read TRACE" would blame the trace.
+    let side = matches!(e, FormatError::DeviceLog(_) | FormatError::SideFile { .. });
+    let shown = path.filter(|_| !side).map(|p| p.display().to_string());
+    let message = match &shown {
+        Some(s) => format!("cannot read {s}: {e}"),
+        None => e.to_string(),
+    };
+    let (offset, line, reason) = match e {
+        FormatError::At { offset, reason } => (Some(*offset), None, reason.clone()),
+        FormatError::Line { line, reason } => (None, Some(*line), reason.clone()),
+        FormatError::Gzip(g) => (Some(g.offset), None, g.reason.clone()),
+        other => (None, None, other.to_string()),
+    };
+    if let FormatError::Io(io) = e {
+        return raise(
+            py,
+            "ReadError",
+            message,
+            &[
+                ("path", obj(py, shown)),
+                ("reason", obj(py, reason)),
+                ("errno", obj(py, io.raw_os_error())),
+            ],
+        );
+    }
+    let class = if matches!(e, FormatError::Cancelled) {
+        "Cancelled"
+    } else {
+        "FormatError"
+    };
+    raise(
+        py,
+        class,
+        message,
+        &[
+            ("path", obj(py, shown)),
+            ("offset", obj(py, offset)),
+            ("line", obj(py, line)),
+            ("reason", obj(py, reason)),
+        ],
+    )
+}
+
+/// Why `open` failed, as the matching exception.
+pub fn open_error(py: Python<'_>, path: &Path, e: &OpenFail) -> PyErr {
+    match e {
+        OpenFail::Format(f) => format_error(py, Some(path), f),
+        OpenFail::Device(d) => raise(
+            py,
+            "DeviceError",
+            d.to_string(),
+            &[
+                ("wanted", obj(py, d.want.clone())),
+                ("devices", obj(py, d.available.clone())),
+            ],
+        ),
+        OpenFail::Other(a) => other_error(py, Some(path), a),
+    }
+}
+
+/// An error from a command's code (anyhow, as the CLI prints it after `memtide: error:`):
+/// a reader's error inside it keeps its class and fields.
+pub fn other_error(py: Python<'_>, path: Option<&Path>, e: &anyhow::Error) -> PyErr {
+    if let Some(f) = e.downcast_ref::<FormatError>() {
+        let err = format_error(py, path, f);
+        // The message the CLI prints (with its context), the fields of the reader's error.
+        let _ = err.value(py).setattr("args", (format!("{e:#}"),));
+        return err;
+    }
+    if let Some(d) = e.downcast_ref::<memtide_core::load::UnknownDevice>() {
+        return raise(
+            py,
+            "DeviceError",
+            format!("{e:#}"),
+            &[
+                ("wanted", obj(py, d.want.clone())),
+                ("devices", obj(py, d.available.clone())),
+            ],
+        );
+    }
+    raise(py, "MemtideError", format!("{e:#}"), &[])
+}

@@ -1,0 +1,151 @@
+"""``memtide.Trace``: one device of an opened file, answering from the Rust core — the
+summary document of ``memtide summary --json`` and the parts of it as attributes, the live
+set at any event, the timeline, the allocator's state, and in Jupyter the plot."""
+
+import json
+from types import SimpleNamespace
+from typing import Any, Dict, List, Optional
+
+from memtide._table import Columns, Rows
+
+
+def _ns(d: Any) -> Any:
+    """Dicts as attribute namespaces (``peak.bands.activation``), lists kept."""
+    if isinstance(d, dict):
+        return SimpleNamespace(**{k: _ns(v) for k, v in d.items()})
+    if isinstance(d, list):
+        return [_ns(v) for v in d]
+    return d
+
+
+def _human(n: Optional[int]) -> str:
+    if n is None:
+        return "unavailable"
+    x = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{int(x)} B" if unit == "B" else f"{x:.2f} {unit}"
+        x /= 1024
+    return f"{n} B"
+
+
+class Trace:
+    """A file opened by :func:`memtide.open` (one device of it: ``device``)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._summary: Optional[Dict[str, Any]] = None
+
+    # -- the file -----------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._native.path
+
+    @property
+    def format(self) -> str:
+        return self._native.format
+
+    @property
+    def devices(self) -> List[str]:
+        return list(self._native.devices)
+
+    @property
+    def device(self) -> str:
+        return self._native.device
+
+    @property
+    def events(self) -> int:
+        return self._native.events
+
+    # -- the summary --------------------------------------------------------------------------
+    def summary(self, window: Optional[str] = None, frames: str = "user") -> Dict[str, Any]:
+        """The document ``memtide summary FILE --json`` prints, as a dict (a fresh copy)."""
+        if window is None and frames == "user":
+            if self._summary is None:
+                self._summary = json.loads(self._native.summary_json())
+            return json.loads(json.dumps(self._summary))
+        return json.loads(self._native.summary_json(window=window, frames=frames))
+
+    def _s(self) -> Dict[str, Any]:
+        if self._summary is None:
+            self._summary = json.loads(self._native.summary_json())
+        return self._summary
+
+    @property
+    def peak(self) -> Any:
+        """The peak: ``bytes``, ``index``, ``time_us``, ``bands``, ``persistent`` split, ``live``
+        (top rows), … as in ``summary --json``'s ``peak`` (None for a trace with no events)."""
+        p = self._s().get("peak")
+        if p is None:
+            return None
+        return _ns(p)
+
+    @property
+    def reserved_peak(self) -> Any:
+        """``bytes`` and ``index`` of the highest reserved memory (None where not recorded)."""
+        s = self._s()
+        if s.get("reserved_peak") is None:
+            return None
+        return SimpleNamespace(bytes=s.get("reserved_peak"), index=s.get("reserved_peak_index"),
+                               source_index=s.get("reserved_peak_source_index"))
+
+    @property
+    def ooms(self) -> List[Any]:
+        """Each out-of-memory event explained: ``verdict``, ``reasoning``, ``advice``, figures."""
+        return _ns(self._s().get("ooms") or [])
+
+    @property
+    def steps(self) -> List[Any]:
+        """Per step: ``name``, ``baseline`` (bytes live at its start), ``peak``, …"""
+        return _ns(self._s().get("steps") or [])
+
+    # -- questions at an instant ---------------------------------------------------------------
+    def live_at(self, index: int, limit: Optional[int] = None) -> Rows:
+        """The storages live after event ``index`` (numbered as ``peak.index``), biggest first:
+        size, band, category, user frame, stack, lifetime (``allocated_at``/``freed_at``), views."""
+        d = json.loads(self._native.live_json(index=int(index), limit=limit))
+        return Rows(d["rows"], index=d["index"], at_start=d["at_start"], time_us=d["time_us"],
+                    device=d["device"])
+
+    def live_at_peak(self, limit: Optional[int] = None) -> Rows:
+        """:meth:`live_at` at the peak (also when the peak is the initial state)."""
+        d = json.loads(self._native.live_json(index=None, limit=limit))
+        return Rows(d["rows"], index=d["index"], at_start=d["at_start"], time_us=d["time_us"],
+                    device=d["device"])
+
+    def timeline(self, points: int = 1000) -> Columns:
+        """The bands over the run in ``points`` columns (each at the highest instant of its
+        range, so the peak is never averaged away): ``index``, ``time_us``, ``total``, one list
+        per band, ``reserved``."""
+        return Columns(json.loads(self._native.timeline_json(int(points))))
+
+    def allocator_at(self, index: int) -> Any:
+        """The caching allocator's ``segments`` (each with its ``blocks``) and ``totals`` after
+        event ``index`` (snapshots opened with ``allocator_history=True``)."""
+        d = json.loads(self._native.allocator_json(int(index)))
+        blocks = [dict(b, segment=s["address"]) for s in d["segments"] for b in s["blocks"]]
+        return SimpleNamespace(index=d["index"], device=d["device"], totals=d["totals"],
+                               segments=Rows(d["segments"]), blocks=Rows(blocks))
+
+    # -- pictures -----------------------------------------------------------------------------
+    def svg(self, width: int = 1200, height: int = 480) -> str:
+        """The stacked timeline ``memtide plot FILE -o out.svg`` draws, peak marked."""
+        return self._native.svg(width, height)
+
+    def _repr_svg_(self) -> Optional[str]:
+        try:
+            return self.svg()
+        except Exception:
+            return None
+
+    def __repr__(self) -> str:
+        try:
+            s = self._s()
+        except Exception as e:  # a trace with no events still shows itself
+            return f"<memtide.Trace {self.path} · {self.format} · {self.device} · {e}>"
+        p = s.get("peak")
+        at = "" if p is None else f" at #{p['index']}" if p.get("at") != "start" else " at start"
+        peak = "no events" if p is None else f"peak {_human(p['bytes'])}{at}"
+        extra = f" · {len(s.get('ooms') or [])} OOM" if s.get("ooms") else ""
+        return (f"<memtide.Trace {self.path} · {self.format} · {self.device} · "
+                f"{s.get('events')} events · {peak}{extra}>")
