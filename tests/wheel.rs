@@ -1,6 +1,7 @@
 //! `pip install .` (the `memtide-cli` wheel): builds the wheel with maturin, installs it into a
-//! fresh virtual environment and uses it as a user would: the `memtide` binary on PATH, the
-//! recorder importable as `memtide_record` and `memtide.record`, a tiny recording read back;
+//! fresh virtual environment and uses it as a user would: the `memtide` command on PATH (an
+//! entry point into the `memtide._native` extension), the recorder importable as
+//! `memtide_record` and `memtide.record`, a tiny recording read back;
 //! the wheel carries a manylinux tag, its name is ours, and the licenses ship in it.
 
 use std::path::{Path, PathBuf};
@@ -92,6 +93,13 @@ fn wheel_installs_the_binary_and_the_recorder() {
             .arg(&wheel),
         "list the wheel",
     );
+    assert!(
+        text(&listing)
+            .lines()
+            .any(|l| l.starts_with("memtide/_native.") && l.ends_with(".so")),
+        "the extension memtide/_native is not in the wheel:\n{}",
+        text(&listing)
+    );
     for license in ["LICENSE-MIT", "LICENSE-APACHE"] {
         assert!(
             text(&listing).lines().any(|l| l.ends_with(license)),
@@ -131,7 +139,7 @@ fn wheel_installs_the_binary_and_the_recorder() {
         "pip install the wheel",
     );
 
-    // 3. The binary on the venv's PATH.
+    // 3. The command on the venv's PATH (the extension's `main`), reading as cargo's binary.
     let bin = venv.join("bin/memtide");
     let v = run(Command::new(&bin).arg("--version"), "memtide --version");
     assert!(text(&v).starts_with(&format!("memtide {}", env!("CARGO_PKG_VERSION"))));

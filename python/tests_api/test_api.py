@@ -1,0 +1,170 @@
+"""The rest of the API, each answer held to an independent figure: the live rows at the peak
+add up to the peak's bytes, the timeline's highest column is the peak, the allocator's
+totals match the file's reserved memory, diff and whatif equal their commands' JSON, errors
+carry the file, offset and reason, and no pickle code runs."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import memtide
+import pytest
+from conftest import ROOT, cli_json
+
+OOM = str(ROOT / "sample-traces/cuda-oom.pickle")
+STEPS = str(ROOT / "sample-traces/train-3steps.jsonl")
+H200 = str(ROOT / "tests/data/gpu-h200/train_mlp_fp32_default.pickle")
+
+
+def test_live_at_peak_adds_up_to_the_peak():
+    t = memtide.open(H200, progress=False)
+    rows = t.live_at_peak()
+    assert rows.index == t.peak.index
+    assert sum(r["bytes"] for r in rows) == t.peak.bytes
+    assert len(rows) == t.peak.live_count
+    top = rows[0]
+    for key in ("bytes", "band", "category", "user_frame", "stack", "allocated_at", "freed_at",
+                "views"):
+        assert key in top
+    assert isinstance(top["stack"], list)
+    # A storage live at the peak was allocated at or before it and freed after it (or never).
+    for r in rows:
+        assert r["allocated_at"] is None or r["allocated_at"] <= t.peak.index
+        assert r["freed_at"] is None or r["freed_at"] > t.peak.index
+    # live_at at the peak's event is the same set.
+    again = t.live_at(t.peak.index)
+    assert sorted(r["bytes"] for r in again) == sorted(r["bytes"] for r in rows)
+
+
+def test_live_at_band_sums_match_the_bands():
+    t = memtide.open(STEPS, progress=False)
+    rows = t.live_at_peak()
+    bands = vars(t.peak.bands)
+    for band in ("persistent", "activation", "workspace"):
+        assert sum(r["bytes"] for r in rows if r["band"] == band) == bands[band]
+
+
+def test_timeline_keeps_the_peak():
+    t = memtide.open(STEPS, progress=False)
+    tl = t.timeline(points=7)
+    assert len(tl["total"]) == len(tl["index"]) <= 7
+    assert max(tl["total"]) == t.peak.bytes
+    i = tl["total"].index(max(tl["total"]))
+    assert tl["index"][i] == t.peak.index
+    for k in ("persistent", "activation", "workspace", "unknown"):
+        assert len(tl[k]) == len(tl["total"])
+
+
+def test_allocator_at_the_end_matches_the_file():
+    t = memtide.open(OOM, progress=False, allocator_history=True)
+    s = t.summary()
+    last = s["events"] - 1
+    a = t.allocator_at(last)
+    end = s["allocator_at_end"]
+    assert a.totals["reserved"] == end["reserved"]
+    assert a.totals["segments"] == end["segments"]
+    assert sum(seg["size"] for seg in a.segments) == end["reserved"]
+    assert sum(b["size"] for b in a.blocks) == end["reserved"]
+
+
+def test_allocator_at_needs_the_history():
+    # Without an OOM to explain, summary's reading keeps only the final segments.
+    t = memtide.open(H200, progress=False)
+    with pytest.raises(memtide.MemtideError, match="allocator_history=True"):
+        t.allocator_at(3)
+
+
+def test_diff_and_whatif_equal_their_commands():
+    os.chdir(ROOT)
+    a, b = "sample-traces/train-3steps.jsonl", "sample-traces/train-checkpointed.jsonl"
+    assert memtide.diff(a, b) == cli_json("diff", "--json", a, b)
+    assert memtide.diff(memtide.open(a, progress=False), b) == cli_json("diff", "--json", a, b)
+    f = "sample-traces/cuda-oom.pickle"
+    want = cli_json("whatif", f, "--alloc-conf", "expandable_segments:True", "--json")
+    assert memtide.whatif(f, alloc_conf="expandable_segments:True") == want
+
+
+def test_format_error_carries_path_offset_and_reason(tmp_path):
+    bad = tmp_path / "cut.pickle"
+    data = open(OOM, "rb").read()
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(memtide.FormatError) as e:
+        memtide.open(bad, progress=False)
+    assert e.value.path == str(bad)
+    assert isinstance(e.value.offset, int) and 0 < e.value.offset <= len(data) // 2
+    assert e.value.reason and e.value.reason in str(e.value)
+    assert str(bad) in str(e.value)
+
+
+def test_jsonl_error_has_a_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = open(STEPS).read().splitlines()
+    lines[3] = "{not json"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(memtide.FormatError) as e:
+        memtide.open(bad, progress=False)
+    assert e.value.line == 4
+
+
+def test_missing_file_and_unknown_device(tmp_path):
+    with pytest.raises(memtide.ReadError) as e:
+        memtide.open(tmp_path / "nope.pickle", progress=False)
+    assert isinstance(e.value, OSError) and e.value.errno == 2
+    with pytest.raises(memtide.DeviceError) as d:
+        memtide.open(OOM, device="cuda:5", progress=False)
+    assert d.value.devices == ["cuda:0"] and d.value.wanted == "cuda:5"
+
+
+def test_jupyter_picture_and_repr():
+    t = memtide.open(OOM, progress=False)
+    svg = t._repr_svg_()
+    assert svg.startswith("<svg") and "</svg>" in svg
+    # The plot command's picture, byte for byte.
+    out = subprocess.run([os.environ.get("MEMTIDE_BIN", str(ROOT / "target/debug/memtide")),
+                          "plot", OOM, "-o", "-"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert svg == out.stdout.rstrip("\n") or svg == out.stdout
+    r = repr(t)
+    assert "\n" not in r and "14.75 GiB" in r and "#79" in r
+
+
+def test_no_pickle_runs():
+    code = (
+        "import sys, memtide\n"
+        "calls = []\n"
+        "sys.addaudithook(lambda ev, args: calls.append(ev) if ev.startswith('pickle') else None)\n"
+        f"t = memtide.open({OOM!r}, progress=False)\n"
+        "t.summary()\n"
+        "print('pickle' in sys.modules, '_pickle' in sys.modules, len(calls))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "0"]
+
+
+def test_to_pandas_is_optional():
+    t = memtide.open(STEPS, progress=False)
+    rows = t.live_at_peak()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            rows.to_pandas()
+    else:
+        assert len(rows.to_pandas()) == len(rows)
+    assert isinstance(rows, list) and isinstance(rows[0], dict)
+
+
+def test_the_command_from_the_wheel(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "memtide")
+    r = subprocess.run([exe, "check", STEPS, "--max-peak", "1KiB"], capture_output=True, text=True)
+    want = subprocess.run([os.environ.get("MEMTIDE_BIN", str(ROOT / "target/debug/memtide")),
+                           "check", STEPS, "--max-peak", "1KiB"], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (want.returncode, want.stdout, want.stderr)
+    gz = tmp_path / "t.jsonl.gz"
+    gz.write_bytes(gzip.compress(open(STEPS, "rb").read()))
+    assert memtide.open(gz, progress=False).peak.bytes == json.loads(
+        subprocess.run([exe, "summary", "--json", STEPS], capture_output=True, text=True).stdout
+    )["peak"]["bytes"]

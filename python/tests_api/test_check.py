@@ -1,0 +1,78 @@
+"""``memtide.check`` agrees with ``memtide check`` in exit meaning (true: 0, false: 1, raises:
+2) and says the command's reason; ``assert memtide.check(...)`` fails with that reason."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import memtide
+import pytest
+from conftest import ROOT, cli
+
+CASES = [
+    ("sample-traces/cuda-oom.pickle", {"max_peak": "10GiB"}),
+    ("sample-traces/cuda-oom.pickle", {"max_peak": "100GiB"}),
+    ("sample-traces/train-3steps.jsonl", {"max_peak": "100GiB"}),
+    ("sample-traces/train-3steps.jsonl", {"max_peak": "1GiB"}),
+    ("sample-traces/train-3steps.jsonl", {"max_growth": "5%"}),
+    ("sample-traces/train-leak.jsonl", {"max_growth": "1%"}),
+    ("sample-traces/train-leak.jsonl", {"max_growth": "50%", "max_peak": "70GiB"}),
+    ("sample-traces/train-checkpointed.jsonl", {"max_peak": "4GiB"}),
+    ("sample-traces/cuda-oom.pt.trace.json.gz", {"max_peak": "70GiB"}),
+    ("sample-traces/cuda-oom.pickle", {"max_growth": "5%"}),  # no steps: exit 2
+    ("sample-traces/cuda-oom.pickle", {"max_peak": "lots"}),  # bad size: exit 2
+    ("tests/data/gpu-h200/train_mlp_fp32_default.pickle", {"max_peak": "1GiB"}),
+    ("tests/data/gpu-h200/train_mlp_fp32_default.pickle", {"max_peak": "70GiB"}),
+    ("tests/data/gpu-h200/oom_fragmented.pickle", {"max_peak": "70GiB"}),
+    ("no-such-file.pickle", {"max_peak": "1GiB"}),
+]
+
+
+def flags(kw):
+    out = []
+    for k, v in kw.items():
+        out += ["--" + k.replace("_", "-"), v]
+    return out
+
+
+@pytest.mark.parametrize("path,kw", CASES, ids=[f"{p}-{k}" for p, k in CASES])
+def test_check_agrees_with_the_command(path, kw):
+    os.chdir(ROOT)
+    r = cli("check", path, *flags(kw))
+    assert r.returncode in (0, 1, 2), r
+    if r.returncode == 2:
+        with pytest.raises(memtide.MemtideError) as e:
+            memtide.check(path, **kw)
+        # The command's message after `memtide: error: `.
+        assert str(e.value) in r.stderr
+        return
+    res = memtide.check(path, **kw)
+    assert bool(res) == (r.returncode == 0)
+    assert res.exit_code == r.returncode
+    assert res.reasons == r.stdout.strip().splitlines()
+
+
+def test_failing_assert_shows_the_reason(tmp_path):
+    os.chdir(ROOT)
+    reason = cli("check", "sample-traces/train-leak.jsonl", "--max-growth", "1%").stdout.strip()
+    assert reason.startswith("FAIL: step baseline grew by")
+    test = tmp_path / "test_gate.py"
+    test.write_text(textwrap.dedent(f"""
+        import memtide
+
+        def test_memory_gate():
+            assert memtide.check({str(ROOT / 'sample-traces/train-leak.jsonl')!r}, max_growth="1%")
+    """))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    # pytest's assertion line shows the result, whose repr is the reason.
+    assert "AssertionError" in r.stdout
+    assert "step baseline grew by 1.000 GiB (+15.38%) after warm-up, over --max-growth 1.00%" in r.stdout, r.stdout
+
+
+def test_passing_check_is_true():
+    res = memtide.check(ROOT / "sample-traces/train-3steps.jsonl", max_peak="70GiB")
+    assert res
+    assert str(res).startswith("ok: peak ")
