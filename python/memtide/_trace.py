@@ -2,6 +2,7 @@
 summary document of ``memtide summary --json`` and the parts of it as attributes, the live
 set at any event, the timeline, the allocator's state, and in Jupyter the plot."""
 
+import html
 import json
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
@@ -137,6 +138,12 @@ class Trace:
             return self.svg()
         except Exception:
             return None
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the one-line summary over the stacked timeline picture (peak marked)."""
+        line = html.escape(repr(self))
+        pic = self._repr_svg_()
+        return f"<div><code>{line}</code></div>" + (f"<div>{pic}</div>" if pic else "")
 
     def __repr__(self) -> str:
         try:

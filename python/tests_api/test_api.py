@@ -128,6 +128,8 @@ def test_jupyter_picture_and_repr():
     assert svg == out.stdout.rstrip("\n") or svg == out.stdout
     r = repr(t)
     assert "\n" not in r and "14.75 GiB" in r and "#79" in r
+    page = t._repr_html_()
+    assert "14.75 GiB" in page and svg in page
 
 
 def test_no_pickle_runs():
