@@ -2,7 +2,7 @@
 //! 2 on bad input, and on a trace whose reader warned that its figures may be wrong (unless
 //! `--allow-warnings`).
 
-use super::load::{index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::CheckArgs;
 use anyhow::Result;
 use memtide_core::analysis::live::entry_in;
@@ -27,7 +27,7 @@ pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
 
 /// Refuses a trace whose inferred persistent split at the peak fits no usual model (unless
 /// `allow`): the bands are then likely misread, and `check` must not vouch for them.
-fn refuse_doubtful_model(file: &Path, t: &super::load::Indexed, allow: bool) -> Result<()> {
+fn refuse_doubtful_model(file: &Path, t: &memtide_core::open::Device, allow: bool) -> Result<()> {
     if allow || !t.trace.identities_known() {
         return Ok(());
     }
@@ -100,7 +100,7 @@ pub fn inputs(a: &CheckArgs) -> Vec<&Path> {
 
 /// Refuses a trace in which nothing holds memory: every gate would pass on a peak of 0 B
 /// (a file whose entries were all ignored, say), which checks nothing.
-fn refuse_nothing_to_gate(file: &Path, t: &super::load::Indexed) -> Result<()> {
+fn refuse_nothing_to_gate(file: &Path, t: &memtide_core::open::Device) -> Result<()> {
     if t.index.totals().iter().any(|&b| b > 0) {
         return Ok(());
     }
@@ -133,10 +133,10 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(code))
 }
 
-/// Reads the file and judges it: the exit code (0 within the limits, 1 over them), the
-/// lines that say why, and the checked device. An error is exit 2. `check` prints these;
+/// Reads the file and judges it: the exit status (0 within the limits, 1 over them), the
+/// lines that say why, and the checked device; an error is exit 2. `check` prints these;
 /// the Python module's `memtide.check` returns them.
-pub fn evaluate(a: &CheckArgs) -> Result<(u8, Vec<String>, super::load::Indexed)> {
+pub fn evaluate(a: &CheckArgs) -> Result<(u8, Vec<String>, memtide_core::open::Device)> {
     let limit = a
         .max_peak
         .as_deref()
@@ -151,12 +151,9 @@ pub fn evaluate(a: &CheckArgs) -> Result<(u8, Vec<String>, super::load::Indexed)
         // Before the (long) load: the report is never one of the inputs.
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
-    let mut loaded = load(&a.file, &a.input)?;
-    super::load::apply_oom_message(&mut loaded, &a.input)?;
-    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let (_, traces) = index_all(loaded);
-    let Some(t) = traces.into_iter().nth(i) else {
+    let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(t) = opened.take(i) else {
         anyhow::bail!("no trace to check");
     };
     if t.index.is_empty() {
@@ -173,7 +170,7 @@ pub fn evaluate(a: &CheckArgs) -> Result<(u8, Vec<String>, super::load::Indexed)
 /// The `--report` file: the verdict, then the Markdown summary of the checked device.
 fn write_report(
     a: &CheckArgs,
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     lines: &[String],
     path: &Path,
 ) -> Result<()> {
@@ -185,12 +182,12 @@ fn write_report(
         None => None,
     };
     let opts = memtide_core::analysis::summary::SummaryOptions {
-        frame_rules: memtide_core::load::frame_rules(&super::load::load_options(&a.input))?,
+        frame_rules: memtide_core::open::frame_rules(&super::load::load_options(&a.input))
+            .map_err(super::load::open_error)?,
+        boundary: false,
         ..Default::default()
     };
-    let s =
-        memtide_core::analysis::Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
-            .explained(&t.trace, &t.index, t.allocator.as_ref());
+    let s = t.summary(&opts, resolved.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
@@ -201,10 +198,8 @@ fn write_report(
 }
 
 /// `out of memory …` with the first OOM's verdict, when the trace has any OOM.
-fn oom_line(t: &super::load::Indexed) -> Option<String> {
-    let tr = memtide_core::analysis::trend::trend(&t.trace, &t.index);
-    let ooms =
-        memtide_core::analysis::oom::explain_ooms(&t.trace, &t.index, t.allocator.as_ref(), &tr);
+fn oom_line(t: &memtide_core::open::Device) -> Option<String> {
+    let ooms = t.ooms();
     let x = ooms.first()?;
     let more = match ooms.len() {
         1 => String::new(),
@@ -241,7 +236,7 @@ fn oom_line(t: &super::load::Indexed) -> Option<String> {
 /// The gate itself: exit code and the lines that say why.
 fn verdict(
     a: &CheckArgs,
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     limit: Option<memtide_core::trace::Bytes>,
     growth_limit: Option<f64>,
     note: &str,

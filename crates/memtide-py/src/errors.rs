@@ -4,6 +4,7 @@
 
 use crate::open::OpenFail;
 use memtide_core::formats::FormatError;
+use memtide_core::open::OpenError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
@@ -76,7 +77,9 @@ pub fn format_error(py: Python<'_>, path: Option<&Path>, e: &FormatError) -> PyE
 /// Why `open` failed, as the matching exception.
 pub fn open_error(py: Python<'_>, path: &Path, e: &OpenFail) -> PyErr {
     match e {
-        OpenFail::Format(f) => format_error(py, Some(path), f),
+        OpenFail::Open(OpenError::Read { path, source }) => format_error(py, Some(path), source),
+        OpenFail::Open(OpenError::SideFile(source)) => format_error(py, None, source),
+        OpenFail::Open(other) => raise(py, "MemtideError", other.to_string(), &[]),
         OpenFail::Device(d) => raise(
             py,
             "DeviceError",
@@ -99,7 +102,7 @@ pub fn other_error(py: Python<'_>, path: Option<&Path>, e: &anyhow::Error) -> Py
         let _ = err.value(py).setattr("args", (format!("{e:#}"),));
         return err;
     }
-    if let Some(d) = e.downcast_ref::<memtide_core::load::UnknownDevice>() {
+    if let Some(d) = e.downcast_ref::<memtide_core::open::UnknownDevice>() {
         return raise(
             py,
             "DeviceError",

@@ -1,11 +1,11 @@
 //! The one door into the core: a file read, its devices indexed, the device picked. Every
 //! Python entry that opens a file goes through [`open`].
 
-use memtide::cli::load::{apply_capacity, apply_oom_message, index_all, load_options, Indexed};
+use memtide::cli::load::open_options;
 use memtide::cli::InputArgs;
 use memtide_core::analysis::frames::FrameRules;
-use memtide_core::formats::{Format, FormatError, Histories, Progress};
-use memtide_core::load::UnknownDevice;
+use memtide_core::formats::{Format, Histories, Progress};
+use memtide_core::open::{Device, OpenError, UnknownDevice};
 use std::path::{Path, PathBuf};
 
 /// What `memtide.open` asks for beyond the path.
@@ -24,7 +24,7 @@ pub struct Options {
 pub struct Opened {
     pub path: PathBuf,
     pub format: Format,
-    pub devices: Vec<Indexed>,
+    pub devices: Vec<Device>,
     /// The device asked for (`device=`), else the first with events.
     pub primary: usize,
     /// Whether `device=` was given (`summary --json` then says so).
@@ -36,45 +36,41 @@ pub struct Opened {
 /// Why a file could not be opened.
 #[derive(Debug)]
 pub enum OpenFail {
-    /// The reader refused the file (or a side file): where and why.
-    Format(FormatError),
+    /// The core's door refused the file (or a side file): where and why.
+    Open(OpenError),
     /// `device=` names no device of the file.
     Device(UnknownDevice),
     /// Anything else (a bad `capacity=`, an `--oom-message` file that does not fit).
     Other(anyhow::Error),
 }
 
-/// Reads `path` as `memtide summary` does (same options, same device rule), indexing every
-/// device. The only function of this crate that loads a file.
+/// Opens `path` through the core's door (`memtide_core::open`) with the options `memtide
+/// summary` reads with (the same flags, the same device rule); the opening's notes go to
+/// stderr as the commands say them. The only function of this crate that opens a file.
 pub fn open(path: &Path, o: &Options, progress: &Progress) -> Result<Opened, OpenFail> {
-    let mut opts = load_options(&o.input);
+    let mut opts = open_options(&o.input, o.capacity.as_deref()).map_err(OpenFail::Other)?;
     if o.whole_histories {
-        opts.histories = Histories::Whole;
+        opts.read.histories = Histories::Whole;
     }
-    let mut loaded = memtide_core::load::load(path, &opts, progress).map_err(OpenFail::Format)?;
-    apply_oom_message(&mut loaded, &o.input).map_err(OpenFail::Other)?;
-    apply_capacity(&mut loaded, o.capacity.as_deref()).map_err(OpenFail::Other)?;
-    if loaded.traces.is_empty() {
-        return Err(OpenFail::Other(anyhow::anyhow!(
-            "the file holds no device traces"
-        )));
+    let opened = memtide_core::open::open(path, &opts, progress).map_err(OpenFail::Open)?;
+    for note in &opened.notes {
+        memtide::errln!("memtide: note: {note}");
     }
-    let primary = memtide_core::load::pick_device(
-        loaded
-            .traces
-            .iter()
-            .map(|t| (t.device.as_str(), !t.is_empty())),
-        o.input.device.as_deref(),
-    )
-    .map_err(OpenFail::Device)?;
-    let frame_rules = memtide_core::load::frame_rules(&opts).map_err(OpenFail::Format)?;
-    let (format, devices) = index_all(loaded);
+    if opened.devices.is_empty() {
+        return Err(OpenFail::Open(OpenError::NoDevices));
+    }
+    let want = o.input.device.as_deref();
+    let primary = opened.pick(want).map_err(OpenFail::Device)?;
+    if let Some(note) = opened.alias_note(want, primary) {
+        memtide::errln!("memtide: note: {note}");
+    }
+    let frame_rules = memtide_core::open::frame_rules(&opts.read).map_err(OpenFail::Open)?;
     Ok(Opened {
         path: path.to_path_buf(),
-        format,
-        devices,
+        format: opened.format,
+        devices: opened.devices,
         primary,
-        device_given: o.input.device.is_some(),
+        device_given: want.is_some(),
         frame_rules,
     })
 }

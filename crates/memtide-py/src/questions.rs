@@ -2,10 +2,10 @@
 //! the live set at an event, the timeline columns, the allocator's state, the plot.
 
 use anyhow::{bail, Result};
-use memtide::cli::load::Indexed;
 use memtide_core::analysis::columns::event_columns;
 use memtide_core::analysis::frames::{FrameRules, FrameView};
 use memtide_core::analysis::live::entry_in;
+use memtide_core::open::Device;
 use memtide_core::trace::{AllocId, Band, Seq, Trace};
 use serde_json::{json, Map, Value};
 
@@ -65,7 +65,7 @@ fn row(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> Value {
 
 /// The live set after event `index` (None: at the global peak), biggest first.
 pub fn live(
-    t: &Indexed,
+    t: &Device,
     rules: &FrameRules,
     index: Option<u64>,
     limit: Option<usize>,
@@ -107,7 +107,7 @@ pub fn live(
 
 /// The bands over the whole run in `points` columns, each at the instant where the total
 /// is highest in its range (the peak is never averaged away).
-pub fn timeline(t: &Indexed, points: usize) -> Result<String> {
+pub fn timeline(t: &Device, points: usize) -> Result<String> {
     let (trace, ix) = (&t.trace, &t.index);
     if !(1..=1_000_000).contains(&points) {
         bail!("points={points}: expected 1 to 1,000,000");
@@ -158,8 +158,8 @@ pub fn timeline(t: &Indexed, points: usize) -> Result<String> {
 
 /// The allocator's segments (with their blocks) and totals after event `index`, replayed
 /// from the snapshot's allocator history.
-pub fn allocator(t: &Indexed, index: u64) -> Result<String> {
-    let Some(h) = t.allocator.as_ref() else {
+pub fn allocator(t: &Device, index: u64) -> Result<String> {
+    let Some(h) = t.history() else {
         bail!(
             "{}: no allocator history (only CUDA memory snapshots record segments and blocks)",
             t.trace.device
@@ -187,7 +187,7 @@ pub fn allocator(t: &Indexed, index: u64) -> Result<String> {
 }
 
 /// The stacked timeline picture of `memtide plot` (light theme), as SVG text.
-pub fn svg(t: &Indexed, name: &str, width: u32, height: u32) -> Result<String> {
+pub fn svg(t: &Device, name: &str, width: u32, height: u32) -> Result<String> {
     if !(200..=8000).contains(&width) || !(120..=8000).contains(&height) {
         bail!("width must be 200–8000 and height 120–8000 pixels (got {width}×{height})");
     }

@@ -4,10 +4,10 @@
 
 use crate::open::Opened;
 use crate::questions;
-use memtide::cli::load::Indexed;
 use memtide_core::analysis::summary::SummaryOptions;
 use memtide_core::analysis::summary_json::{write_document, DocumentJson};
 use memtide_core::analysis::tree::TreeFrames;
+use memtide_core::open::Device;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::OnceLock;
@@ -29,7 +29,7 @@ impl NativeTrace {
     }
 
     /// The device asked for (the one every question is about).
-    pub fn main(&self) -> PyResult<&Indexed> {
+    pub fn main(&self) -> PyResult<&Device> {
         self.opened
             .devices
             .get(self.opened.primary)
@@ -45,8 +45,9 @@ impl NativeTrace {
                 "user" => TreeFrames::User,
                 other => anyhow::bail!("frames={other:?}: expected \"user\" or \"all\""),
             },
+            boundary: true,
         };
-        let summaries = memtide::cli::summary::summarise(&o.devices, window, &opts, true)?;
+        let summaries = memtide::cli::summary::summarise(&o.devices, window, &opts)?;
         let Some(main) = summaries.get(o.primary) else {
             anyhow::bail!("no trace to summarise");
         };
