@@ -52,6 +52,16 @@ pub struct OpenOptions {
     pub oom_message: Option<OomMessageFile>,
 }
 
+impl From<LoadOptions> for OpenOptions {
+    /// Reader options alone: no `--capacity`, no `--oom-message`.
+    fn from(read: LoadOptions) -> OpenOptions {
+        OpenOptions {
+            read,
+            ..OpenOptions::default()
+        }
+    }
+}
+
 /// PyTorch's OOM message as read from a file, with the file's name for reports.
 #[derive(Clone, Debug)]
 pub struct OomMessageFile {
