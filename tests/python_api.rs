@@ -92,7 +92,10 @@ fn the_python_api_from_the_wheel() {
         "find pytest",
     );
     let site = run(
-        Command::new(&py).args(["-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]),
+        Command::new(&py).args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ]),
         "venv site-packages",
     );
     std::fs::write(
