@@ -75,7 +75,8 @@ fn man_page_is_roff_with_the_commands() {
     assert!(page.contains("summary") && page.contains("check"));
 }
 
-/// The wheel's version comes from Cargo.toml (maturin, `dynamic = ["version"]`); the recorder
+/// The wheel's version comes from Cargo.toml (maturin, `dynamic = ["version"]`: the extension
+/// crate's, which is the workspace's); the recorder
 /// states its own for files it writes, and the recorder-only package in python/ has one too:
 /// all must be Cargo's.
 #[test]
@@ -84,7 +85,12 @@ fn python_packaging_agrees_with_cargo_on_the_version() {
     let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
     let pyproject = read("pyproject.toml");
     assert!(pyproject.contains("dynamic = [\"version\"]"));
-    assert!(pyproject.contains("bindings = \"bin\""));
+    assert!(pyproject.contains("bindings = \"pyo3\""));
+    assert!(pyproject.contains("manifest-path = \"crates/memtide-py/Cargo.toml\""));
+    assert!(
+        read("crates/memtide-py/Cargo.toml").contains("version.workspace = true"),
+        "crates/memtide-py takes the workspace's version"
+    );
     let v = env!("CARGO_PKG_VERSION");
     assert!(
         read("python/memtide_record/_version.py").contains(&format!("__version__ = \"{v}\"")),
