@@ -12,7 +12,7 @@ use crate::tui::effect::Effect;
 use crate::tui::fmt;
 use crate::tui::liveset::GroupMode;
 use crate::tui::msg::Msg;
-use crate::tui::picture;
+use crate::picture;
 use crate::tui::shared::Shared;
 use memtide_core::analysis::columns::Axis;
 use memtide_core::formats::Progress;
