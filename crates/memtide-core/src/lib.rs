@@ -62,6 +62,7 @@ pub mod analysis;
 pub mod budget;
 pub mod clip;
 pub mod device_merge;
+pub mod digits;
 pub mod formats;
 pub mod index;
 pub mod json_text;
