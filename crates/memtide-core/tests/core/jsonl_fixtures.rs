@@ -112,7 +112,7 @@ fn bad_inputs_give_clear_errors_with_line_numbers() {
     let e = err(b"\x00\x01\x02\xff garbage");
     assert!(e.contains("unrecognised format"), "{e}");
     // A cut line followed by another is an error (a torn *last* line is a line still being
-    // written: tests/hostile.rs).
+    // written: tests/cli/hostile.rs).
     let e = err(format!("{H}{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":10\n{{\"t\":2,\"op\":\"free\",\"id\":1}}\n").as_bytes());
     assert!(
         e.starts_with("line 2:") && e.contains("invalid JSON"),
