@@ -1,12 +1,9 @@
 //! The binary's headless commands: exit codes, output shape, clear errors.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::Path;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn sample(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,15 +9,11 @@ use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
 use memtide_core::load::load;
 use memtide_core::trace::Trace;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 fn open(path: &Path) -> (Trace, Index) {
     let mut l = load(path, &LoadOptions::default(), &Progress::new()).expect("load");

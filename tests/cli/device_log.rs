@@ -2,7 +2,6 @@
 //! logs generated from the same list (used = reserved + 1.5 GiB, local time two hours ahead
 //! of UTC, 100 ms samples). Every expected figure comes from that list, not from memtide.
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -17,9 +16,7 @@ const DAY0_US: i64 = 1_795_910_400_000_000;
 /// The trace starts at 10:00:00 UTC that day.
 const T0_US: i64 = DAY0_US + 10 * 3_600_000_000;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 /// One snapshot trace entry: (ms after T0, action, address, size).
 type Entry = (i64, &'static str, u64, u64);

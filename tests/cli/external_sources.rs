@@ -4,7 +4,6 @@
 //! them, and the expected bytes per library at the peak, computed by hand). Every expected
 //! figure comes from those lists, not from memtide.
 
-use assert_cmd::Command;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -25,9 +24,7 @@ const CUDNN: u64 = 0x7f20_0000_0000;
 const INTERNAL: u64 = 0x7f30_0000_0000;
 const OTHER: u64 = 0x7f40_0000_0000;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 /// The snapshot's entries: (µs after T0, action, address, size). Events e0..e8, 10 µs apart.
 fn entries() -> Vec<(i64, &'static str, u64, u64)> {

@@ -8,7 +8,6 @@ use memtide_core::index::Index;
 use memtide_core::load::load;
 use memtide_core::trace::MarkKind;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -16,11 +15,7 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_memtide")
 }
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 #[test]
 fn writer_round_trip_keeps_peaks() {

@@ -9,16 +9,12 @@
 
 use serde_json::{json, Value};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root_buf as root;
 
-fn memtide() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide_path as memtide;
 
 fn python(args: &[&str]) -> Output {
     Command::new("python3")
@@ -214,7 +210,7 @@ fn tolerance_at_least_observed_and_a_command_memtide_lacks() {
 #[test]
 fn the_kineto_figure_is_the_traces_own_total_allocated() {
     // The helper run.py uses for Kineto cases, on a fixture of eight hand-written events
-    // (tests/kineto.rs spells them out): cuda:0's Total Allocated reaches 6 MiB, cuda:1's
+    // (tests/cli/kineto.rs spells them out): cuda:0's Total Allocated reaches 6 MiB, cuda:1's
     // 512 B; the CPU event is not a CUDA device.
     let o = python(&[
         "-c",

@@ -34,9 +34,7 @@ const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[(
 /// How many checks `cases.json` holds: a case that vanishes is noticed.
 const CHECKS: usize = 70;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root_buf as root;
 
 fn data() -> PathBuf {
     root().join("tests/data/gpu-h200")

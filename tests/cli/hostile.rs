@@ -1,12 +1,9 @@
 //! Hostile input, end to end through the binary: what a file says never drives the terminal,
 //! never destroys a file, and never hangs or aborts (issue 16's findings, one test each).
 
-use assert_cmd::Command;
 use std::path::Path;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 /// Bytes a terminal would act on: C0 controls except newline and tab, DEL, and C1 controls
 /// (raw or UTF-8 encoded).

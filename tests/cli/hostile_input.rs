@@ -2,19 +2,13 @@
 //! memory for shared long file names, declared lengths refused before allocation, a memory
 //! budget that errors instead of aborting, checked byte sums and refused negative sizes.
 
-
 use crate::support::pickle_writer;
 
-use assert_cmd::Command;
 use pickle_writer::{snapshot, P};
 use std::io::Write as _;
 use std::path::Path;
 
-fn memtide() -> Command {
-    let mut c = Command::cargo_bin("memtide").expect("binary");
-    c.env_remove("MEMTIDE_MAX_MEMORY");
-    c
-}
+use crate::support::repo::memtide_unlimited as memtide;
 
 /// Runs `memtide summary` on `path`; returns (exit code, stderr). A signal (abort) fails.
 fn summary(path: &Path, budget: Option<&str>) -> (i32, String) {

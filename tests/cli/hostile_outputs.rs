@@ -6,19 +6,12 @@
 //! file they are about; one rank over the memory budget fails alone. Every input is made
 //! here, in a temporary directory.
 
-use assert_cmd::Command;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -4,16 +4,11 @@
 //! memory budget and refused past their limits; `summary --json` linear in the devices;
 //! unknown values of any size skipped without holding them.
 
-use assert_cmd::Command;
 use memtide_core::formats::{FormatError, LoadOptions, Progress};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-fn memtide() -> Command {
-    let mut c = Command::cargo_bin("memtide").expect("binary");
-    c.env_remove("MEMTIDE_MAX_MEMORY");
-    c
-}
+use crate::support::repo::memtide_unlimited as memtide;
 
 fn gz(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

@@ -2,19 +2,12 @@
 //! (parsed back with a CommonMark parser), carry the exact peak of `summary --json`, keep
 //! trace text from breaking out of its cell, and `check` keeps its exit codes.
 
-use assert_cmd::Command;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use std::path::{Path, PathBuf};
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 /// The tables of a Markdown text: each a list of rows of cell texts (header row first).
 fn tables(md: &str) -> Vec<Vec<Vec<String>>> {

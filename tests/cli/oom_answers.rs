@@ -4,12 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

@@ -2,7 +2,6 @@
 //! against figures computed by hand (or by an independent replay in the test) from JSONL
 //! written here.
 
-use assert_cmd::Command;
 use memtide_core::analysis::frames::FrameView;
 use memtide_core::analysis::global_peak;
 use memtide_core::analysis::summary::Summary;
@@ -181,9 +180,7 @@ proptest! {
     }
 }
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn sample(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,18 +2,11 @@
 //! peak to the pixel, the label carries the exact bytes of `summary --json`, and a PNG of the
 //! sample decodes to the asked size.
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 fn plot(file: &Path, out: &Path, extra: &[&str]) {
     let o = memtide()

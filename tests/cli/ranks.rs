@@ -5,13 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn job() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ranks")

@@ -1,12 +1,9 @@
 //! Shell habits: `--version` names the formats, `completions` writes scripts the shells
 //! accept, `man` writes a roff page, and the packaging metadata agrees on one version.
 
-use assert_cmd::Command;
 use std::path::Path;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn stdout_of(args: &[&str]) -> String {
     let out = memtide().args(args).output().expect("runs");

@@ -10,7 +10,6 @@ use memtide_core::formats::source::{self, Progress};
 use memtide_core::formats::{detect, Format, Histories, LoadOptions, Threads};
 use std::path::{Path, PathBuf};
 
-
 use crate::support::fixtures;
 
 fn snapshots() -> Vec<PathBuf> {

@@ -1,7 +1,7 @@
 //! The whole `summary --json` document of each sample and of one fixture per reader, pinned by
 //! insta: any change to a key, its order, a figure or a null is a visible snapshot diff (the
 //! schema is serde-derived in `memtide_core::analysis::summary_json`; docs/summary-json.md lists
-//! the keys, `tests/cli.rs` checks they are all present).
+//! the keys, `tests/cli/cli.rs` checks they are all present).
 
 use assert_cmd::Command;
 

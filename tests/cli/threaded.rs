@@ -7,7 +7,6 @@ use memtide_core::formats::{LoadOptions, Progress, Threads};
 use memtide_core::load::load;
 use std::path::{Path, PathBuf};
 
-
 use crate::support::fixtures;
 
 /// Every trace-like file under the repository's fixtures, data and samples.

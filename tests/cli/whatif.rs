@@ -14,7 +14,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::Command;
 use memtide_core::allocator::sim::{recorded_conf, validate, AllocConf};
 use memtide_core::formats::{LoadOptions, Progress};
 use serde_json::Value;
@@ -22,9 +21,7 @@ use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
 
-fn memtide() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide;
 
 fn fixture(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

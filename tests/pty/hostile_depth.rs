@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-
 use crate::support::pickle_writer;
 
 use crate::support::pty as support;

@@ -5,22 +5,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-
 use crate::support::pty as support;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const ROWS: u16 = 30;
 const COLS: u16 = 100;
 
 use support::timeout;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tui")
-        .join(name)
-}
+use crate::support::repo::tui_fixture as fixture;
 
 /// The memtide binary on a `ROWS` × `COLS` PTY, with the tests' timeout.
 struct Pty(support::Pty);
@@ -160,11 +155,7 @@ fn follow_shows_appends_and_survives_truncation_and_rotation() {
     assert!(!p.alternate_screen());
 }
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 #[test]
 fn diff_a_b_shows_both_peaks_and_quits_cleanly() {

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-
 use crate::support::pty as support;
 
 use std::path::Path;

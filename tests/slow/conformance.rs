@@ -4,12 +4,10 @@
 //! pickle is refused without running it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root_buf as root;
 
 fn conformance(args: &[&str], bin: &Path) -> Output {
     Command::new("python3")
@@ -21,9 +19,7 @@ fn conformance(args: &[&str], bin: &Path) -> Output {
         .expect("python3 runs (install Python 3 to run this test)")
 }
 
-fn memtide() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_memtide"))
-}
+use crate::support::repo::memtide_path as memtide;
 
 /// Rows of the table: (file, device) → the columns after them.
 fn rows(stdout: &str) -> HashMap<(String, String), Vec<String>> {

@@ -7,7 +7,7 @@
 //!   from `memory_timeline.raw.json.gz` rows up to the peak's time; misplaced ≥ ½ Σ|Δ band|.
 //! - **per allocation**: each allocation live at the peak, its inferred band vs the band of the
 //!   category PyTorch gave it (matched through `--categories`, which
-//!   `tests/kineto_baseline.rs` checks against every row of PyTorch's timeline, and which
+//!   `crates/memtide-core/tests/core/kineto_baseline.rs` checks against every row of PyTorch's timeline, and which
 //!   `categories_follow_the_raw_rows` below checks here).
 
 use memtide_core::analysis::Summary;

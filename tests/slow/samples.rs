@@ -8,9 +8,7 @@ use memtide_core::load::load;
 use memtide_core::trace::{Band, EventKind, MarkKind};
 use std::path::Path;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root;
 
 struct Row {
     file: String,

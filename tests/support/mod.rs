@@ -5,3 +5,4 @@
 pub mod fixtures;
 pub mod pickle_writer;
 pub mod pty;
+pub mod repo;

@@ -10,15 +10,11 @@ use memtide::tui::diffview::{col_of, segment_at, DiffState};
 use memtide::tui::msg::Msg;
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MIB: i128 = 1 << 20;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 fn open(a: &str, b: &str, w: u16, h: u16) -> Harness {
     let app = App::new_diff(

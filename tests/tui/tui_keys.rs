@@ -5,11 +5,9 @@
 #![allow(clippy::unwrap_used)]
 
 use memtide::tui::testing::{keys, Harness};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root;
 
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/tui").join(name)

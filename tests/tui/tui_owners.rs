@@ -10,11 +10,9 @@
 use memtide::tui::app::GroupMode;
 use memtide::tui::testing::Harness;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo::root;
 
 fn sample(name: &str) -> PathBuf {
     root().join("sample-traces").join(name)
@@ -173,7 +171,7 @@ fn inspector_shows_the_full_path_compiled_region_and_forward_frame() {
     insta::assert_snapshot!("inspector_compiled_120x40", h.terminal().backend());
 }
 
-/// fp32 Adam on 1,500 parameters (tests/owners.rs works the figures by hand): params
+/// fp32 Adam on 1,500 parameters (tests/cli/owners.rs works the figures by hand): params
 /// 6,000 B, grads 6,000 B, optimizer 12,008 B, a 100 B buffer: (6,000 + 6,000 + 12,008) /
 /// 1,500 = 16.0 B/param.
 const ADAM: &str = r#"{"memtide":1,"device":"cpu","clock":"us","param_count":1500}

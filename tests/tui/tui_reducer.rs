@@ -12,16 +12,12 @@ use memtide::tui::theme::Theme;
 use memtide::tui::update::{start, update};
 use memtide_core::index::Index;
 use memtide_core::trace::{Bytes, Category, EventKind, Seq, StorageKind, Trace, Ts};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 const MIB: u64 = 1 << 20;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tui")
-        .join(name)
-}
+use crate::support::repo::tui_fixture as fixture;
 
 fn train3() -> Harness {
     Harness::open(&fixture("train3.jsonl"), 100, 30)

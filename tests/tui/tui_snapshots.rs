@@ -5,13 +5,9 @@
 
 use memtide::tui::testing::Harness;
 use memtide::tui::theme::Theme;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tui")
-        .join(name)
-}
+use crate::support::repo::tui_fixture as fixture;
 
 /// Absolute paths differ between machines; only file names reach the snapshots.
 fn scrub(s: String) -> String {
@@ -168,11 +164,7 @@ fn capacity_ceiling_80x24() {
     insta::assert_snapshot!(s.replace(&dir.path().display().to_string(), "<tmp>"));
 }
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 /// Every screen and overlay at 80×24, the size of a fresh SSH session: (name, file, keys).
 const SCREENS_80X24: [(&str, &str, &str); 9] = [

@@ -15,15 +15,11 @@ use memtide::tui::theme::Theme;
 use memtide::tui::update::update;
 use memtide_core::allocator::sim::{whatif as core_whatif, AllocConf};
 use memtide_core::trace::{Bytes, MarkKind};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
-fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
-}
+use crate::support::repo::sample;
 
 fn expandable() -> AllocConf {
     AllocConf::parse("expandable_segments:True").unwrap()
