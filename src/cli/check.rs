@@ -2,7 +2,7 @@
 //! 2 on bad input, and on a trace whose reader warned that its figures may be wrong (unless
 //! `--allow-warnings`).
 
-use super::load::{index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::CheckArgs;
 use anyhow::Result;
 use memtide_core::analysis::live::entry_in;
@@ -27,7 +27,7 @@ pub fn refuse_doubtful(file: &Path, trace: &Trace, allow: bool) -> Result<()> {
 
 /// Refuses a trace whose inferred persistent split at the peak fits no usual model (unless
 /// `allow`): the bands are then likely misread, and `check` must not vouch for them.
-fn refuse_doubtful_model(file: &Path, t: &super::load::Indexed, allow: bool) -> Result<()> {
+fn refuse_doubtful_model(file: &Path, t: &memtide_core::open::Device, allow: bool) -> Result<()> {
     if allow || !t.trace.identities_known() {
         return Ok(());
     }
@@ -100,7 +100,7 @@ pub fn inputs(a: &CheckArgs) -> Vec<&Path> {
 
 /// Refuses a trace in which nothing holds memory: every gate would pass on a peak of 0 B
 /// (a file whose entries were all ignored, say), which checks nothing.
-fn refuse_nothing_to_gate(file: &Path, t: &super::load::Indexed) -> Result<()> {
+fn refuse_nothing_to_gate(file: &Path, t: &memtide_core::open::Device) -> Result<()> {
     if t.index.totals().iter().any(|&b| b > 0) {
         return Ok(());
     }
@@ -131,12 +131,9 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         // Before the (long) load: the report is never one of the inputs.
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
-    let mut loaded = load(&a.file, &a.input)?;
-    super::load::apply_oom_message(&mut loaded, &a.input)?;
-    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(t) = opened.devices.get(i) else {
         anyhow::bail!("no trace to check");
     };
     if t.index.is_empty() {
@@ -165,7 +162,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
 /// The `--report` file: the verdict, then the Markdown summary of the checked device.
 fn write_report(
     a: &CheckArgs,
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     lines: &[String],
     path: &Path,
 ) -> Result<()> {
@@ -177,12 +174,12 @@ fn write_report(
         None => None,
     };
     let opts = memtide_core::analysis::summary::SummaryOptions {
-        frame_rules: memtide_core::load::frame_rules(&super::load::load_options(&a.input))?,
+        frame_rules: memtide_core::open::frame_rules(&super::load::load_options(&a.input))
+            .map_err(super::load::open_error)?,
+        boundary: false,
         ..Default::default()
     };
-    let s =
-        memtide_core::analysis::Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
-            .explained(&t.trace, &t.index, t.allocator.as_ref());
+    let s = t.summary(&opts, resolved.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
@@ -193,10 +190,8 @@ fn write_report(
 }
 
 /// `out of memory …` with the first OOM's verdict, when the trace has any OOM.
-fn oom_line(t: &super::load::Indexed) -> Option<String> {
-    let tr = memtide_core::analysis::trend::trend(&t.trace, &t.index);
-    let ooms =
-        memtide_core::analysis::oom::explain_ooms(&t.trace, &t.index, t.allocator.as_ref(), &tr);
+fn oom_line(t: &memtide_core::open::Device) -> Option<String> {
+    let ooms = t.ooms();
     let x = ooms.first()?;
     let more = match ooms.len() {
         1 => String::new(),
@@ -233,7 +228,7 @@ fn oom_line(t: &super::load::Indexed) -> Option<String> {
 /// The gate itself: exit code and the lines that say why.
 fn verdict(
     a: &CheckArgs,
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     limit: Option<memtide_core::trace::Bytes>,
     growth_limit: Option<f64>,
     note: &str,
