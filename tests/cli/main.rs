@@ -21,6 +21,7 @@ mod jsonl_fuzz;
 mod kineto;
 mod lab;
 mod markdown;
+mod one_door;
 mod oom;
 mod oom_answers;
 mod owners;
