@@ -36,6 +36,7 @@ pub mod budget;
 pub mod clip;
 pub mod device_merge;
 pub mod formats;
+pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;

@@ -1,0 +1,1 @@
+//! Unit tests of the gate on hand-built traces.
