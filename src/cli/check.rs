@@ -30,7 +30,11 @@ pub fn inputs(a: &CheckArgs) -> Vec<&Path> {
 
 /// Refuses `--json` with `--report -`: both would print on standard output.
 pub fn refuse_json_and_stdout_report(a: &CheckArgs) -> Result<()> {
-    if a.json && a.report.as_deref().is_some_and(crate::output_file::is_stdout) {
+    if a.json
+        && a.report
+            .as_deref()
+            .is_some_and(crate::output_file::is_stdout)
+    {
         anyhow::bail!("--json and --report - both print on standard output: give --report a file");
     }
     Ok(())
@@ -39,6 +43,8 @@ pub fn refuse_json_and_stdout_report(a: &CheckArgs) -> Result<()> {
 /// The `check --json` document (docs/ci-gates.md): the file, the exit code and the verdict.
 #[derive(serde::Serialize)]
 pub struct CheckJson<'a, V: serde::Serialize> {
+    /// `device` (one trace) or `job` (a directory or several files).
+    pub kind: &'static str,
     pub file: String,
     pub exit_code: u8,
     #[serde(flatten)]
@@ -48,6 +54,7 @@ pub struct CheckJson<'a, V: serde::Serialize> {
 /// Prints the verdict: its lines, or `--json`; nothing when `--report -` prints the report.
 pub fn print<V: serde::Serialize>(
     a: &CheckArgs,
+    kind: &'static str,
     file: String,
     code: u8,
     verdict: &V,
@@ -55,6 +62,7 @@ pub fn print<V: serde::Serialize>(
 ) -> Result<()> {
     if a.json {
         let doc = CheckJson {
+            kind,
             file,
             exit_code: code,
             verdict,
@@ -104,7 +112,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         .map_err(|e| gate_error(&a.file, e))?;
     let lines = super::gate_text::device_lines(&v);
     let code = v.outcome.exit_code();
-    print(a, a.file.display().to_string(), code, &v, &lines)?;
+    print(a, "device", a.file.display().to_string(), code, &v, &lines)?;
     if let Some(path) = &a.report {
         write_report(a, t, &lines, path)?;
     }

@@ -84,7 +84,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
     memtide_core::gate::refuse_doubtful(&f.trace, a.allow_warnings)
-                    .map_err(|e| super::check::gate_error(&a.file, e))?;
+        .map_err(|e| super::check::gate_error(&a.file, e))?;
     if let Some(p) = over(&f, 0, limit) {
         return Ok(fail(&f, &p, limit));
     }

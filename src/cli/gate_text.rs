@@ -163,8 +163,7 @@ pub fn biggest_live_text(live: Option<&[LiveItem]>) -> String {
     live.iter()
         .map(|e| {
             // The row's label (name, module path or op) and its user frame.
-            let frame =
-                super::frames::shown_frame_of(&e.frame, &e.user_frame, &e.innermost, false);
+            let frame = super::frames::shown_frame_of(&e.frame, &e.user_frame, &e.innermost, false);
             let what = match (e.label.is_empty(), frame.is_empty()) {
                 (false, false) => format!("{} ({frame})", e.label),
                 (false, true) => e.label.clone(),

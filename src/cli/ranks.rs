@@ -537,7 +537,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
     let v = gate::check_job(&r, &limits)?;
     let lines = super::gate_text::job_lines(&v);
     let code = v.outcome.exit_code();
-    super::check::print(a, title.clone(), code, &v, &lines)?;
+    super::check::print(a, "job", title.clone(), code, &v, &lines)?;
     if let Some(path) = &a.report {
         let mut md = String::from("## memtide check\n\n");
         for l in &lines {

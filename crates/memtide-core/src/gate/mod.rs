@@ -33,8 +33,8 @@ mod tests;
 
 pub use device::{check_device, refuse_doubtful, GrowthGate, Limits, OomGate, PeakGate, Verdict};
 pub use evidence::{
-    biggest_live, oom_evidence, peak_evidence, LiveItem, OomEvidence, PeakEvidence,
-    SurvivorItem, WindowEvidence,
+    biggest_live, oom_evidence, peak_evidence, LiveItem, OomEvidence, PeakEvidence, SurvivorItem,
+    WindowEvidence,
 };
 pub use job::{
     check_job, ImbalanceGate, JobGrowthGate, JobLimits, JobOomGate, JobPeakGate, JobVerdict,
@@ -75,7 +75,10 @@ pub enum GateError {
         "cannot vouch for the figures of {device}: the reader reported that they may be wrong: {} (pass --allow-warnings to check it anyway)",
         reasons.join("; ")
     )]
-    Doubtful { device: String, reasons: Vec<String> },
+    Doubtful {
+        device: String,
+        reasons: Vec<String>,
+    },
     #[error("cannot vouch for the figures of {device}: {why} (pass --allow-warnings to check it anyway)")]
     DoubtfulModel { device: String, why: String },
     #[error(

@@ -165,7 +165,10 @@ fn doubtful_figures_stop_the_gate_unless_allowed() {
 fn a_trace_holding_nothing_cannot_be_gated() {
     let (t, i) = trace("{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":0}\n");
     let e = check_device(&t, &i, None, &peak_limit(1)).unwrap_err();
-    assert!(matches!(e, GateError::NothingToGate { events: 1, .. }), "{e:?}");
+    assert!(
+        matches!(e, GateError::NothingToGate { events: 1, .. }),
+        "{e:?}"
+    );
     assert!(e.about_file());
 }
 
@@ -190,7 +193,10 @@ fn the_window_measures_the_peak_inside_it() {
         ..peak_limit(1)
     };
     let e = check_device(&t, &i, None, &limits).unwrap_err();
-    assert!(matches!(e, GateError::Window(_)) && !e.about_file(), "{e:?}");
+    assert!(
+        matches!(e, GateError::Window(_)) && !e.about_file(),
+        "{e:?}"
+    );
 }
 
 fn row(rank: u64, peak: Option<u64>, growth: Option<f64>, doubtful: bool) -> RankRow {
@@ -200,7 +206,11 @@ fn row(rank: u64, peak: Option<u64>, growth: Option<f64>, doubtful: bool) -> Ran
         file: format!("rank{rank}.pickle").into(),
         peak,
         growth,
-        doubtful: if doubtful { vec!["truncated".into()] } else { vec![] },
+        doubtful: if doubtful {
+            vec!["truncated".into()]
+        } else {
+            vec![]
+        },
         ..RankRow::default()
     }
 }
@@ -226,17 +236,27 @@ fn a_job_fails_on_the_rank_over_and_on_the_spread() {
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!((v.ranks, v.ranks_checked), (4, 3));
     let p = v.peak.unwrap();
-    assert_eq!(p.over.iter().map(|x| (x.rank.rank, x.peak)).collect::<Vec<_>>(), [(1, 300)]);
+    assert_eq!(
+        p.over
+            .iter()
+            .map(|x| (x.rank.rank, x.peak))
+            .collect::<Vec<_>>(),
+        [(1, 300)]
+    );
     // Rank 3's 1000 B is doubted, so not the highest.
     assert_eq!(p.highest.map(|h| h.peak), Some(300));
     // 300 / 100 = 3: an imbalance of 2 (200%).
     let i = v.imbalance.unwrap();
-    assert_eq!((i.ratio, i.imbalance, i.passed), (Some(3.0), Some(2.0), false));
+    assert_eq!(
+        (i.ratio, i.imbalance, i.passed),
+        (Some(3.0), Some(2.0), false)
+    );
     let g = v.growth.unwrap();
     assert_eq!((g.checked, g.over.len(), g.over[0].rank.rank), (2, 1, 1));
     let ranks = |v: &[RankRef]| v.iter().map(|x| x.rank).collect::<Vec<_>>();
     match v.unchecked.as_slice() {
-        [Unchecked::NoPeak { ranks: a }, Unchecked::NoSteps { count: 1 }, Unchecked::Doubted { ranks: b }] => {
+        [Unchecked::NoPeak { ranks: a }, Unchecked::NoSteps { count: 1 }, Unchecked::Doubted { ranks: b }] =>
+        {
             assert_eq!((ranks(a), ranks(b)), (vec![2], vec![3]));
         }
         other => panic!("{other:?}"),
@@ -246,7 +266,10 @@ fn a_job_fails_on_the_rank_over_and_on_the_spread() {
 #[test]
 fn a_job_that_passes_with_an_unreadable_file_is_incomplete() {
     let r = Ranks {
-        rows: vec![row(0, Some(100), None, false), row(1, Some(105), None, false)],
+        rows: vec![
+            row(0, Some(100), None, false),
+            row(1, Some(105), None, false),
+        ],
         errors: vec![Failed {
             path: "runs/rank2.pickle".into(),
             error: "bad magic".into(),
