@@ -1,6 +1,8 @@
 //! Unit tests of the gate on hand-built traces (memtide JSONL), every figure worked out by
 //! hand from the lines of each trace.
 
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 use crate::formats::jsonl::{JsonlDecoder, JsonlOptions};
 use crate::index::Index;
