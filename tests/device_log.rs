@@ -570,7 +570,7 @@ fn explorer_header_says_where_external_came_from() {
         }),
         ..LoadOptions::default()
     };
-    let app = App::new(f.snapshot.clone(), opts, Theme::default(), false);
+    let app = App::new(f.snapshot.clone(), opts.into(), Theme::default(), false);
     let h = Harness::with_app(app, 240, 30);
     let screen = h.screen();
     assert!(

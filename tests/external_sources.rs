@@ -632,8 +632,11 @@ fn diff_plot_markdown_and_text_say_unavailable_or_give_the_sources() {
 
 /// The explorer opened on the snapshot with the export, at the peak (`p`).
 fn explorer_at_peak(f: &Files, export: &Path) -> memtide::tui::testing::Harness {
-    let opts = memtide_core::formats::LoadOptions {
-        nsys: Some(export.to_path_buf()),
+    let opts = memtide_core::open::OpenOptions {
+        read: memtide_core::formats::LoadOptions {
+            nsys: Some(export.to_path_buf()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let app = memtide::tui::app::App::new(

@@ -85,9 +85,12 @@ fn the_explorer_s_devices_are_the_same_on_one_thread_and_two() {
         .filter(|f| f.extension().is_some_and(|x| x == "pickle"))
     {
         let devices = |threads| {
-            let opts = LoadOptions {
-                threads,
-                ..LoadOptions::default()
+            let opts = memtide_core::open::OpenOptions {
+                read: LoadOptions {
+                    threads,
+                    ..LoadOptions::default()
+                },
+                ..Default::default()
             };
             memtide::tui::runtime::workers::load(f, &opts, &Progress::new())
                 .map(|d| format!("{d:?}"))

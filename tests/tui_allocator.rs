@@ -31,7 +31,7 @@ fn truth(name: &str) -> serde_json::Value {
 fn open(name: &str, capacity: Option<u64>, w: u16, h: u16) -> Harness {
     let mut app = App::new(fixture(name), Default::default(), Theme::default(), false);
     if let Some(ex) = app.explorer_mut() {
-        ex.capacity = capacity.map(Bytes);
+        ex.opts.capacity = capacity.map(Bytes);
     }
     Harness::with_app(app, w, h)
 }

@@ -39,7 +39,7 @@ fn open(path: &Path, conf: Option<AllocConf>, capacity: Option<u64>) -> Harness 
     );
     let ex = app.explorer_mut().unwrap();
     ex.whatif_conf = conf;
-    ex.capacity = capacity.map(Bytes);
+    ex.opts.capacity = capacity.map(Bytes);
     Harness::with_app(app, 100, 30)
 }
 

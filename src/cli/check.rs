@@ -3,7 +3,7 @@
 //! `--allow-warnings`). The verdict is [`memtide_core::gate`]'s; this file reads the flags,
 //! loads the trace and prints the verdict as text (`gate_text`), JSON (`--json`) or a report.
 
-use super::load::{index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::CheckArgs;
 use anyhow::Result;
 use memtide_core::gate::{self, GateError, Limits};
@@ -100,15 +100,12 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         // Before the (long) load: the report is never one of the inputs.
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
-    let mut loaded = load(&a.file, &a.input)?;
-    super::load::apply_oom_message(&mut loaded, &a.input)?;
-    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(t) = opened.devices.get(i) else {
         anyhow::bail!("no trace to check");
     };
-    let v = gate::check_device(&t.trace, &t.index, t.allocator.as_ref(), &limits)
+    let v = gate::check_device(&t.trace, &t.index, t.history(), &limits)
         .map_err(|e| gate_error(&a.file, e))?;
     let lines = super::gate_text::device_lines(&v);
     let code = v.outcome.exit_code();
@@ -122,7 +119,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
 /// The `--report` file: the verdict, then the Markdown summary of the checked device.
 fn write_report(
     a: &CheckArgs,
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     lines: &[String],
     path: &Path,
 ) -> Result<()> {
@@ -134,12 +131,12 @@ fn write_report(
         None => None,
     };
     let opts = memtide_core::analysis::summary::SummaryOptions {
-        frame_rules: memtide_core::load::frame_rules(&super::load::load_options(&a.input))?,
+        frame_rules: memtide_core::open::frame_rules(&super::load::load_options(&a.input))
+            .map_err(super::load::open_error)?,
+        boundary: false,
         ..Default::default()
     };
-    let s =
-        memtide_core::analysis::Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts)
-            .explained(&t.trace, &t.index, t.allocator.as_ref());
+    let s = t.summary(&opts, resolved.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));

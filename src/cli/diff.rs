@@ -2,7 +2,7 @@
 //! per-step table aligned by step marks (the steps that differ most first), and the
 //! allocations that grew with their user frames; as text, JSON or Markdown.
 
-use super::load::{index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::DiffArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{diff, Diff};
@@ -33,24 +33,23 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
     {
         return super::explore::diff(&a.a, &a.b, &a.input);
     }
-    let la = load(&a.a, &a.input)?;
+    let la = open(&a.a, &a.input, None)?;
     let ia = pick_device(&la, a.input.device.as_deref())?;
-    let lb = load(&a.b, &a.input)?;
+    let lb = open(&a.b, &a.input, None)?;
     let ib = pick_device(&lb, a.input.device.as_deref())?;
-    let (_, ta) = index_all(la);
-    let (_, tb) = index_all(lb);
-    let (Some(x), Some(y)) = (ta.get(ia), tb.get(ib)) else {
+    let (Some(x), Some(y)) = (la.devices.get(ia), lb.devices.get(ib)) else {
         bail!("nothing to compare");
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
-    let rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
+    let rules = memtide_core::open::frame_rules(&super::load::load_options(&a.input))
+        .map_err(super::load::open_error)?;
     let g = match (&d.peak_a, &d.peak_b) {
         (Some(p), Some(q)) => {
             owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)
         }
         _ => None,
     };
-    let per = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| {
+    let per = |t: &memtide_core::open::Device, p: Option<memtide_core::analysis::Peak>| {
         p.and_then(|p| persistent(&t.trace, &p.live(&t.trace, &t.index)))
     };
     let split = (per(x, d.peak_a), per(y, d.peak_b));
@@ -75,7 +74,7 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
             frame_rules: rules,
             ..Default::default()
         };
-        let sum = |t: &super::load::Indexed| {
+        let sum = |t: &memtide_core::open::Device| {
             memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts)
         };
         let (sa, sb) = (sum(x), sum(y));
@@ -148,7 +147,7 @@ fn owners_json(g: Option<&[Grown]>) -> serde_json::Value {
 }
 
 fn peak_json(
-    t: &super::load::Indexed,
+    t: &memtide_core::open::Device,
     p: Option<memtide_core::analysis::Peak>,
 ) -> serde_json::Value {
     match p {
@@ -187,8 +186,8 @@ fn peak_json(
 fn to_json(
     d: &Diff,
     a: &DiffArgs,
-    x: &super::load::Indexed,
-    y: &super::load::Indexed,
+    x: &memtide_core::open::Device,
+    y: &memtide_core::open::Device,
     g: Option<&OwnerChanges>,
     split: &(Option<Persistent>, Option<Persistent>),
 ) -> serde_json::Value {
@@ -231,8 +230,8 @@ fn to_json(
 fn render(
     d: &Diff,
     a: &DiffArgs,
-    x: &super::load::Indexed,
-    y: &super::load::Indexed,
+    x: &memtide_core::open::Device,
+    y: &memtide_core::open::Device,
     g: Option<&OwnerChanges>,
     split: &(Option<Persistent>, Option<Persistent>),
     f: &memtide_core::analysis::fair::Fair,
@@ -243,7 +242,7 @@ fn render(
     crate::report_line!(o, "B  {} · {}", a.b.display(), y.trace.device);
     o.push_str(&super::diff_fair::text(f));
     let _ = writeln!(o);
-    let pk = |t: &super::load::Indexed, p: Option<memtide_core::analysis::Peak>| match p {
+    let pk = |t: &memtide_core::open::Device, p: Option<memtide_core::analysis::Peak>| match p {
         None => "unavailable".to_string(),
         Some(p) => format!(
             "{} at #{}{}",

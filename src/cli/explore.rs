@@ -30,17 +30,8 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         bail!("no trace file given: usage `memtide FILE` (or `memtide --help`)");
     };
     let theme = tui::theme(args.theme.as_deref())?;
-    let capacity = args
-        .capacity
-        .as_deref()
-        .map(super::flags::capacity)
-        .transpose()?;
-    let oom_message = args
-        .input
-        .oom_message
-        .as_deref()
-        .map(super::load::read_oom_message)
-        .transpose()?;
+    // A bad capacity or OOM message fails before the screen opens.
+    let opts = super::load::open_options(&args.input, args.capacity.as_deref())?;
     // Bad settings fail before a long load, as `whatif`'s do.
     let whatif_conf = args
         .alloc_conf
@@ -48,16 +39,9 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
         .map(memtide_core::allocator::sim::AllocConf::parse)
         .transpose()
         .context("--alloc-conf")?;
-    let mut app = App::new(
-        path.clone(),
-        super::load::load_options(&args.input),
-        theme,
-        args.ascii,
-    );
+    let mut app = App::new(path.clone(), opts, theme, args.ascii);
     if let Some(ex) = app.explorer_mut() {
         ex.device_want = args.input.device.clone();
-        ex.capacity = capacity;
-        ex.oom_message = oom_message;
         ex.whatif_conf = whatif_conf;
         ex.absolute_time = args.absolute_time;
         if args.follow.follow || args.follow.poll.is_some() {
@@ -140,7 +124,7 @@ fn open_diff(
     let mut app = App::new_diff(
         a.to_path_buf(),
         b.to_path_buf(),
-        super::load::load_options(input),
+        super::load::open_options(input, None)?,
         theme,
         ascii,
     );

@@ -7,47 +7,50 @@ use crate::follow::{TailEvent, Tailer, Watcher};
 use anyhow::{Context, Result};
 use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::Progress;
-use memtide_core::index::Index;
-use memtide_core::load::load_followable;
-use memtide_core::trace::{human_bytes, Bytes, Seq, Trace};
+use memtide_core::open::Device;
+use memtide_core::trace::{human_bytes, Bytes, Seq};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// A followed trace: the trace, its index, and for JSONL the decoder to continue with.
+/// A followed device, and for JSONL the decoder to continue with.
 struct Followed {
-    trace: Trace,
-    index: Index,
+    device: Device,
     decoder: Option<JsonlDecoder>,
     offset: u64,
 }
 
 fn open(a: &CheckArgs) -> Result<Followed> {
-    let opts = super::load::load_options(&a.input);
-    let f = load_followable(&a.file, &opts, &Progress::new())
-        .with_context(|| format!("cannot read {}", a.file.display()))?;
-    let mut loaded = f.loaded;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let trace = loaded.traces.swap_remove(i);
-    let index = Index::build(&trace);
+    let opts = super::load::open_options(&a.input, None)?;
+    let opened = memtide_core::open::open_followed(&a.file, &opts, &Progress::new())
+        .map_err(super::load::open_error)?;
+    for note in &opened.notes {
+        crate::errln!("memtide: note: {note}");
+    }
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let mut opened = opened;
+    let follow = opened.follow.take();
+    let device = opened
+        .take(i)
+        .with_context(|| format!("{}: no trace", a.file.display()))?;
+    let (decoder, offset) = follow.map_or((None, 0), |f| (f.decoder, f.offset));
     Ok(Followed {
-        trace,
-        index,
-        decoder: f.decoder,
-        offset: f.offset,
+        device,
+        decoder,
+        offset,
     })
 }
 
 /// The peak of the events from `from` on (the initial state too when `from` is 0), if it is
 /// over `limit`.
 fn over(f: &Followed, from: usize, limit: Bytes) -> Option<memtide_core::analysis::Peak> {
-    if f.index.len() <= from {
+    if f.device.index.len() <= from {
         return None;
     }
     let p = memtide_core::analysis::window_peak(
-        &f.trace,
-        &f.index,
+        &f.device.trace,
+        &f.device.index,
         Seq(from as u64),
-        Seq(f.index.len() as u64 - 1),
+        Seq(f.device.index.len() as u64 - 1),
     )?;
     (p.bytes > limit).then_some(p)
 }
@@ -55,12 +58,13 @@ fn over(f: &Followed, from: usize, limit: Bytes) -> Option<memtide_core::analysi
 fn fail(f: &Followed, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
     // The core's evidence; a followed file numbers its events as it grows, so the file's own
     // numbering is not given beside them.
-    let ev = memtide_core::gate::peak_evidence(&f.trace, p);
+    let (trace, index) = (&f.device.trace, &f.device.index);
+    let ev = memtide_core::gate::peak_evidence(trace, p);
     let at = match ev.event {
         None => "at start (before the first event)".to_string(),
         Some(e) => format!("at event #{e}"),
     };
-    let live = memtide_core::gate::biggest_live(&f.trace, &f.index, p, 3);
+    let live = memtide_core::gate::biggest_live(trace, index, p, 3);
     crate::outln!(
         "FAIL: peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
         human_bytes(ev.bytes),
@@ -83,7 +87,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     }
     let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
-    memtide_core::gate::refuse_doubtful(&f.trace, a.allow_warnings)
+    memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
         .map_err(|e| super::check::gate_error(&a.file, e))?;
     if let Some(p) = over(&f, 0, limit) {
         return Ok(fail(&f, &p, limit));
@@ -110,12 +114,11 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                     }
                 }
                 Some(TailEvent::Appended(bytes)) => {
-                    let from = f.index.len();
+                    let from = f.device.index.len();
                     if let Some(dec) = f.decoder.as_mut() {
-                        dec.feed(&mut f.trace, &bytes)
-                            .with_context(|| format!("in {}", a.file.display()))?;
+                        let (_, r) = f.device.append(dec, Some(&bytes));
+                        r.with_context(|| format!("in {}", a.file.display()))?;
                     }
-                    f.index.extend(&f.trace);
                     last_growth = Instant::now();
                     flushed = false;
                     if let Some(p) = over(&f, from, limit) {
@@ -126,11 +129,11 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         }
         // After a quiet moment, apply the last equal-t group too.
         if !flushed && last_growth.elapsed() >= Duration::from_millis(200) {
-            let from = f.index.len();
+            let from = f.device.index.len();
             if let Some(dec) = f.decoder.as_mut() {
-                dec.flush(&mut f.trace)?;
+                let (_, r) = f.device.append(dec, None);
+                r?;
             }
-            f.index.extend(&f.trace);
             flushed = true;
             if let Some(p) = over(&f, from, limit) {
                 return Ok(fail(&f, &p, limit));
@@ -138,16 +141,17 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         }
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
-                memtide_core::gate::refuse_doubtful(&f.trace, a.allow_warnings)
+                memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
                     .map_err(|e| super::check::gate_error(&a.file, e))?;
-                let peak = memtide_core::analysis::global_peak(&f.trace, &f.index)
+                let peak = memtide_core::analysis::global_peak(&f.device.trace, &f.device.index)
                     .filter(|p| p.bytes.0 > 0);
-                let Some((b, idx)) = peak.map(|p| (p.bytes.0, f.trace.event_number(p.at))) else {
+                let Some((b, idx)) = peak.map(|p| (p.bytes.0, f.device.trace.event_number(p.at)))
+                else {
                     anyhow::bail!(
                         "{}: nothing was checked: idle for {:.1} s and no event of the {} read holds any memory",
                         a.file.display(),
                         idle.as_secs_f64(),
-                        f.index.len()
+                        f.device.index.len()
                     );
                 };
                 crate::outln!(

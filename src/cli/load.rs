@@ -1,11 +1,11 @@
-//! Loading a file for a headless command: read, pick the device, index.
+//! The command line's way into the core's one door ([`memtide_core::open`]): the input
+//! flags as open options, the core's errors with the file they concern, the device picked.
 
 use super::InputArgs;
 use anyhow::{bail, Context, Result};
 use memtide_core::formats::device_log::DeviceLogOptions;
-use memtide_core::formats::{self, Histories, LoadOptions, Loaded, Progress, Threads};
-use memtide_core::index::Index;
-use memtide_core::trace::Trace;
+use memtide_core::formats::{Histories, LoadOptions, Progress, Threads};
+use memtide_core::open::{OpenError, OpenOptions, Opened};
 use std::path::Path;
 
 /// Converts CLI input flags to reader options.
@@ -49,142 +49,77 @@ pub fn side_files(a: &InputArgs) -> Vec<&Path> {
     .collect()
 }
 
-/// Reads `path` with context for error messages.
-pub fn load(path: &Path, a: &InputArgs) -> Result<Loaded> {
-    load_with(path, &load_options(a))
-}
-
-/// As [`load`], with every allocator history whole (`whatif` replays them).
-pub fn load_whole(path: &Path, a: &InputArgs) -> Result<Loaded> {
-    let opts = LoadOptions {
-        histories: Histories::Whole,
-        ..load_options(a)
+/// The open options of the input flags, `--oom-message` read, and `capacity` (the
+/// command's `--capacity`, parsed; None where the command does not apply one).
+pub fn open_options(a: &InputArgs, capacity: Option<&str>) -> Result<OpenOptions> {
+    let oom_message = match &a.oom_message {
+        Some(p) => Some(memtide_core::open::read_oom_message(p).map_err(open_error)?),
+        None => None,
     };
-    load_with(path, &opts)
+    let capacity = capacity.map(super::flags::capacity).transpose()?;
+    Ok(OpenOptions {
+        read: load_options(a),
+        capacity,
+        oom_message,
+    })
 }
 
-fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
-    let progress = Progress::new();
-    match memtide_core::load::load(path, opts, &progress) {
-        Ok(l) => Ok(l),
-        // A side file's error names that file: "cannot read TRACE" would blame the trace.
-        Err(e @ (formats::FormatError::DeviceLog(_) | formats::FormatError::SideFile { .. })) => {
-            Err(e.into())
+/// Opens `path` through the core's door with the input flags and `--capacity`; the notes of
+/// the opening go to stderr.
+pub fn open(path: &Path, a: &InputArgs, capacity: Option<&str>) -> Result<Opened> {
+    open_with(path, &open_options(a, capacity)?)
+}
+
+/// As [`open`], with every allocator history whole (`whatif` replays them).
+pub fn open_whole(path: &Path, a: &InputArgs) -> Result<Opened> {
+    let mut opts = open_options(a, None)?;
+    opts.read.histories = Histories::Whole;
+    open_with(path, &opts)
+}
+
+/// Opens `path` with `opts`, saying the opening's notes on stderr.
+pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Opened> {
+    let opened = memtide_core::open::open(path, opts, &Progress::new()).map_err(open_error)?;
+    for note in &opened.notes {
+        crate::errln!("memtide: note: {note}");
+    }
+    Ok(opened)
+}
+
+/// The core's opening error as the command line says it: the trace's error under "cannot
+/// read TRACE", a side file's as it names itself.
+pub fn open_error(e: OpenError) -> anyhow::Error {
+    match e {
+        OpenError::Read { path, source } => {
+            anyhow::Error::new(source).context(format!("cannot read {}", path.display()))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        OpenError::SideFile(source) => source.into(),
+        other => other.into(),
     }
 }
 
-/// Index of the device the user asked for, else the first device with events
-/// ([`memtide_core::load::pick_device`]).
-pub fn pick_device(loaded: &Loaded, want: Option<&str>) -> Result<usize> {
-    let traces = &loaded.traces;
-    if traces.is_empty() {
+/// Index of the device the user asked for, else the first device with events (the core's
+/// rule: [`Opened::pick`]).
+pub fn pick_device(opened: &Opened, want: Option<&str>) -> Result<usize> {
+    if opened.devices.is_empty() {
         bail!("the file holds no device traces");
     }
-    let devices = traces.iter().map(|t| (t.device.as_str(), !t.is_empty()));
-    let i = memtide_core::load::pick_device(devices, want)?;
-    if let Some(w) = want.filter(|w| memtide_core::load::is_rocm_alias(w, &traces[i].device)) {
-        crate::errln!(
-            "memtide: note: --device {w} taken as this file's {} (PyTorch on ROCm names its hip devices cuda)",
-            traces[i].device
-        );
+    let i = opened.pick(want)?;
+    if let Some(note) = opened.alias_note(want, i) {
+        crate::errln!("memtide: note: {note}");
     }
     Ok(i)
 }
 
-/// A trace with its index and, for a snapshot's CUDA device, its allocator history.
-pub struct Indexed {
-    pub trace: Trace,
-    pub index: Index,
-    pub allocator: Option<memtide_core::allocator::History>,
-}
-
-/// Sets every trace's capacity from `--capacity SIZE` (the user's figure wins over the file's).
-pub fn apply_capacity(loaded: &mut Loaded, capacity: Option<&str>) -> Result<()> {
-    if let Some(c) = capacity {
-        let c = super::flags::capacity(c)?;
-        for t in &mut loaded.traces {
-            t.capacity = Some(c);
-            t.capacity_source = Some("--capacity".into());
-        }
-    }
-    Ok(())
-}
-
-/// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
-/// file is refused rather than read into memory).
-const OOM_MESSAGE_MAX: u64 = 256 << 20;
-
-/// Reads and parses `--oom-message FILE` (bytes that are not UTF-8, as job logs may hold,
-/// read as U+FFFD); returns the message and the file's name for reports.
-pub fn read_oom_message(
+/// Opens `path` and takes the device the user asked for.
+pub fn open_device(
     path: &Path,
-) -> Result<(memtide_core::formats::oom_message::OomMessage, String)> {
-    let name = path.display().to_string();
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("--oom-message {name}: cannot read it"))?
-        .len();
-    if len > OOM_MESSAGE_MAX {
-        bail!(
-            "--oom-message {name}: {len} bytes, more than the {} MiB read: paste PyTorch's message into a file of its own",
-            OOM_MESSAGE_MAX >> 20
-        );
-    }
-    let bytes =
-        std::fs::read(path).with_context(|| format!("--oom-message {name}: cannot read it"))?;
-    let m = memtide_core::formats::oom_message::parse(&String::from_utf8_lossy(&bytes))
-        .with_context(|| format!("--oom-message {name}"))?;
-    Ok((m, name))
-}
-
-/// Applies `--oom-message FILE` to the trace of the message's GPU (`cuda:N`; a file of one
-/// device: that one): its capacity, and its driver free where the file lacks it. Notes where
-/// the figures disagree go to stderr. Call before [`apply_capacity`] (`--capacity` wins).
-pub fn apply_oom_message(loaded: &mut Loaded, a: &InputArgs) -> Result<()> {
-    let Some(path) = &a.oom_message else {
-        return Ok(());
-    };
-    let (m, name) = read_oom_message(path)?;
-    let want = format!("cuda:{}", m.gpu);
-    let one = loaded.traces.len() == 1;
-    let Some(t) = loaded
-        .traces
-        .iter_mut()
-        .enumerate()
-        .find(|(i, t)| t.device == want || (one && *i == 0))
-        .map(|(_, t)| t)
-    else {
-        bail!(
-            "--oom-message {name}: the message is of GPU {}, and the file has no {want}",
-            m.gpu
-        );
-    };
-    for note in memtide_core::formats::oom_message::apply(t, &m, &name) {
-        crate::errln!("memtide: note: --oom-message {note}");
-    }
-    Ok(())
-}
-
-/// Indexes every trace of a loaded file.
-pub fn index_all(loaded: Loaded) -> (formats::Format, Vec<Indexed>) {
-    let format = loaded.format;
-    let mut allocators = loaded.allocators;
-    let v = loaded
-        .traces
-        .into_iter()
-        .map(|trace| {
-            let index = Index::build(&trace);
-            let allocator = allocators
-                .iter()
-                .position(|h| h.device == trace.device)
-                .map(|i| allocators.swap_remove(i));
-            Indexed {
-                trace,
-                index,
-                allocator,
-            }
-        })
-        .collect();
-    (format, v)
+    a: &InputArgs,
+    capacity: Option<&str>,
+) -> Result<memtide_core::open::Device> {
+    let opened = open(path, a, capacity)?;
+    let i = pick_device(&opened, a.device.as_deref())?;
+    opened
+        .take(i)
+        .with_context(|| format!("{}: no trace", path.display()))
 }

@@ -239,6 +239,8 @@ fn parse_offset(s: &str) -> Result<i64, String> {
 }
 
 /// Options shared by every command that reads a trace.
+// The field docs are the `--help` text (brackets there are literal, not links).
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Args, Clone, Default)]
 pub struct InputArgs {
     /// Device to read: an ordinal (0, 1, ...) or a name (cuda:1).

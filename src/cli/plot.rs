@@ -4,7 +4,7 @@
 //! columns (drawn by `tui::picture`); with two files, both runs aligned by step
 //! (`plot_diff`).
 
-use super::load::{apply_capacity, index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::PlotArgs;
 use crate::tui::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
@@ -49,11 +49,9 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
     if let Some(b) = &a.file_b {
         return two(a, b, theme);
     }
-    let mut loaded = load(&a.file, &a.input)?;
-    apply_capacity(&mut loaded, a.capacity.as_deref())?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(t) = opened.devices.get(i) else {
         bail!("no trace to plot");
     };
     if t.index.is_empty() {
@@ -117,12 +115,10 @@ fn two(a: &PlotArgs, b: &Path, theme: Theme) -> Result<ExitCode> {
     if a.height < 200 {
         bail!("--height must be at least 200 pixels for two runs (labels and legend take 142)");
     }
-    let side = |f: &Path| -> Result<super::load::Indexed> {
-        let mut loaded = load(f, &a.input)?;
-        apply_capacity(&mut loaded, a.capacity.as_deref())?;
-        let i = pick_device(&loaded, a.input.device.as_deref())?;
-        let (_, traces) = index_all(loaded);
-        let Some(t) = traces.into_iter().nth(i) else {
+    let side = |f: &Path| -> Result<memtide_core::open::Device> {
+        let opened = open(f, &a.input, a.capacity.as_deref())?;
+        let i = pick_device(&opened, a.input.device.as_deref())?;
+        let Some(t) = opened.take(i) else {
             bail!("{}: no trace to plot", f.display());
         };
         if t.index.is_empty() {

@@ -35,9 +35,9 @@ pub fn options(
     all_frames: bool,
 ) -> Result<RankOptions> {
     let load = super::load::load_options(input);
-    let frame_rules = memtide_core::load::frame_rules(&load)?;
+    let frame_rules = memtide_core::open::frame_rules(&load).map_err(super::load::open_error)?;
     // A bad rules file fails once, before any rank is read.
-    memtide_core::load::rules(&load)?;
+    memtide_core::open::check_rules(&load).map_err(super::load::open_error)?;
     Ok(RankOptions {
         device: input.device.clone(),
         capacity: capacity

@@ -1,7 +1,7 @@
 //! `memtide replay SRC OUT.jsonl --rate N`: writes a trace as JSONL progressively, so anyone
 //! can demo and test the live view without a GPU.
 
-use super::load::{load, pick_device};
+use super::load::{open, pick_device};
 use super::ReplayArgs;
 use anyhow::{Context, Result};
 use memtide_core::formats::jsonl_write::JsonlWriter;
@@ -87,9 +87,9 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
         crate::errln!("replayed {} events to {shown}", pacer.sent);
         return Ok(ExitCode::SUCCESS);
     }
-    let loaded = load(&a.src, &a.input)?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let Some(trace) = loaded.traces.get(i) else {
+    let opened = open(&a.src, &a.input, None)?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(trace) = opened.devices.get(i).map(|d| &d.trace) else {
         anyhow::bail!("no trace to replay");
     };
     if !trace.identities_known() {

@@ -1,6 +1,6 @@
 //! `memtide summary`: the readable report and the stable JSON.
 
-use super::load::{index_all, load, pick_device};
+use super::load::{open, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
 use memtide_core::analysis::summary::{
@@ -14,15 +14,12 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
-    let t0 = std::time::Instant::now();
-    let mut loaded = load(&a.file, &a.input)?;
-    super::load::apply_oom_message(&mut loaded, &a.input)?;
-    super::load::apply_capacity(&mut loaded, a.capacity.as_deref())?;
-    let t_load = t0.elapsed();
-    let primary = pick_device(&loaded, a.input.device.as_deref())?;
-    let frame_rules = memtide_core::load::frame_rules(&super::load::load_options(&a.input))?;
-    let (_, traces) = index_all(loaded);
-    let t_index = t0.elapsed() - t_load;
+    let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
+    let (t_load, t_index) = (opened.timings.read, opened.timings.index);
+    let primary = pick_device(&opened, a.input.device.as_deref())?;
+    let frame_rules = memtide_core::open::frame_rules(&super::load::load_options(&a.input))
+        .map_err(super::load::open_error)?;
+    let traces = opened.devices;
     if a.timings {
         let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
         let events: usize = traces.iter().map(|t| t.trace.len()).sum();
@@ -45,32 +42,24 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         .as_deref()
         .map(memtide_core::analysis::window_spec::WindowSpec::parse)
         .transpose()?;
+    let opts = SummaryOptions {
+        frame_rules,
+        tree_frames: if a.frames == "all" {
+            TreeFrames::All
+        } else {
+            TreeFrames::User
+        },
+        // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
+        // the Markdown report, which does not show it, skips it.
+        boundary: !a.markdown || a.json,
+    };
     let mut summaries: Vec<Summary> = Vec::with_capacity(traces.len());
     for t in &traces {
         let resolved = match &spec {
             Some(s) if !t.index.is_empty() => Some(s.resolve(&t.trace, &t.index)?),
             _ => None,
         };
-        let opts = SummaryOptions {
-            frame_rules: frame_rules.clone(),
-            tree_frames: if a.frames == "all" {
-                TreeFrames::All
-            } else {
-                TreeFrames::User
-            },
-        };
-        let s = Summary::build_with(&t.trace, &t.index, resolved.as_ref(), &opts).explained(
-            &t.trace,
-            &t.index,
-            t.allocator.as_ref(),
-        );
-        // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
-        // the Markdown report, which does not show it, skips it.
-        summaries.push(if a.markdown && !a.json {
-            s
-        } else {
-            s.bounded(&t.trace, &t.index)
-        });
+        summaries.push(t.summary(&opts, resolved.as_ref()));
     }
     let Some(main) = summaries.get(primary) else {
         bail!("no trace to summarise");
@@ -96,7 +85,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             crate::outln!("");
         }
     } else {
-        let shown: Vec<(&Summary, &super::load::Indexed)> = if a.input.device.is_some() {
+        let shown: Vec<(&Summary, &memtide_core::open::Device)> = if a.input.device.is_some() {
             summaries
                 .iter()
                 .zip(&traces)

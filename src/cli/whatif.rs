@@ -4,7 +4,7 @@
 //! fragmentation at the reserved peak and any OOM side by side with what the file recorded
 //! (`memtide_core::allocator::sim`).
 
-use super::load::{index_all, load_whole, pick_device};
+use super::load::{open_whole, pick_device};
 use super::WhatifArgs;
 use anyhow::{bail, Context, Result};
 use memtide_core::allocator::sim::{whatif_under, AllocConf, RunResult, WhatIf};
@@ -22,15 +22,13 @@ pub fn run(a: &WhatifArgs) -> Result<ExitCode> {
         Some(c) => Some(super::flags::capacity(c)?.0),
         None => None,
     };
-    let mut loaded = load_whole(&a.file, &a.input)?;
-    super::load::apply_oom_message(&mut loaded, &a.input)?;
-    let i = pick_device(&loaded, a.input.device.as_deref())?;
-    let (_, traces) = index_all(loaded);
-    let Some(t) = traces.get(i) else {
+    let opened = open_whole(&a.file, &a.input)?;
+    let i = pick_device(&opened, a.input.device.as_deref())?;
+    let Some(t) = opened.devices.get(i) else {
         bail!("no trace to replay");
     };
     let ceiling = memtide_core::allocator::sim::ceiling::derive(&t.trace, &t.index, given);
-    let w = whatif_under(&t.trace, t.allocator.as_ref(), &confs, ceiling.as_ref())
+    let w = whatif_under(&t.trace, t.history(), &confs, ceiling.as_ref())
         .with_context(|| format!("{}: allocator_settings", a.file.display()))?;
     if w.runs.first().is_some_and(|r| r.ops == 0) {
         bail!(

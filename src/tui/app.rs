@@ -7,7 +7,7 @@ use super::keymap::Mode;
 use super::lab::LabState;
 use super::ranks::RanksState;
 use super::theme::Theme;
-use memtide_core::formats::LoadOptions;
+use memtide_core::open::OpenOptions;
 use std::path::PathBuf;
 
 pub use super::device::{Device, LoadState};
@@ -40,7 +40,7 @@ pub struct App {
 
 impl App {
     /// An app showing the explorer on `path` (`update::start` asks for the load).
-    pub fn new(path: PathBuf, opts: LoadOptions, theme: Theme, ascii: bool) -> App {
+    pub fn new(path: PathBuf, opts: OpenOptions, theme: Theme, ascii: bool) -> App {
         App {
             back: Vec::new(),
             shared: Shared::new(theme, ascii),
@@ -49,7 +49,7 @@ impl App {
     }
 
     /// An app showing the diff of `a` and `b` (`update::start` asks for both loads).
-    pub fn new_diff(a: PathBuf, b: PathBuf, opts: LoadOptions, theme: Theme, ascii: bool) -> App {
+    pub fn new_diff(a: PathBuf, b: PathBuf, opts: OpenOptions, theme: Theme, ascii: bool) -> App {
         App {
             back: Vec::new(),
             shared: Shared::new(theme, ascii),

@@ -12,7 +12,8 @@ use super::msg::Msg;
 use super::shared::{Outcome, Shared};
 use memtide_core::analysis::columns::{event_columns, Column};
 use memtide_core::analysis::diff::{diff, Diff};
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::Progress;
+use memtide_core::open::OpenOptions;
 use memtide_core::trace::{BandTotals, Bytes, Seq};
 use ratatui::layout::Rect;
 use std::path::PathBuf;
@@ -66,7 +67,7 @@ pub struct Segment {
 pub struct DiffState {
     pub a: Side,
     pub b: Side,
-    pub opts: LoadOptions,
+    pub opts: OpenOptions,
     pub device_want: Option<String>,
     pub error: Option<String>,
     pub diff: Option<Diff>,
@@ -93,7 +94,7 @@ pub struct DiffState {
 
 impl DiffState {
     /// The diff of `a` and `b`, before loading (`start` asks for both loads).
-    pub fn new(a: PathBuf, b: PathBuf, opts: LoadOptions) -> DiffState {
+    pub fn new(a: PathBuf, b: PathBuf, opts: OpenOptions) -> DiffState {
         DiffState {
             a: Side::new(a),
             b: Side::new(b),

@@ -2,7 +2,8 @@
 //! writes) and feeds results back as `Msg`s.
 
 use super::device::Device;
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::Progress;
+use memtide_core::open::OpenOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ pub enum Effect {
     Load {
         gen: u64,
         path: PathBuf,
-        opts: LoadOptions,
+        opts: OpenOptions,
         progress: Progress,
     },
     /// Fuzzy-search names and frames on a worker; reply `Msg::SearchDone`.
@@ -33,7 +34,7 @@ pub enum Effect {
     LoadFollow {
         gen: u64,
         path: PathBuf,
-        opts: LoadOptions,
+        opts: OpenOptions,
         progress: Progress,
     },
     /// Watch the file from `offset` (None: its current end) on a worker; replies `Msg::Tail`

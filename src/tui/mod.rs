@@ -2,7 +2,7 @@
 //! → [`update::update`] (the only mutator, no I/O) → [`effect::Effect`]s run by the
 //! [`runtime`] on worker threads → [`msg::Msg`]s back; [`ui::draw`] is pure.
 //!
-//! It takes plain options (paths, [`memtide_core::formats::LoadOptions`], a theme) and ends
+//! It takes plain options (paths, [`memtide_core::open::OpenOptions`], a theme) and ends
 //! with an [`app::Outcome`]; the command line (`crate::cli::explore`) builds the app and maps
 //! the outcome to an exit status, so nothing here depends on `cli`.
 

@@ -416,7 +416,7 @@ fn open_rank(app: &mut App) -> Vec<Effect> {
     let (mut ex, fresh) = match st.cache.iter().position(|c| c.slot == i) {
         Some(k) => (st.cache.remove(k).state, false),
         None => {
-            let mut ex = Box::new(ExplorerState::new(path, st.opts.load.clone()));
+            let mut ex = Box::new(ExplorerState::new(path, st.opts.open_options()));
             ex.device_want = st.opts.device.clone();
             (ex, true)
         }
@@ -447,7 +447,7 @@ fn open_diff(app: &mut App) -> Vec<Effect> {
     let mut d = Box::new(DiffState::new(
         a.file.clone(),
         b.file.clone(),
-        st.opts.load.clone(),
+        st.opts.open_options(),
     ));
     d.device_want = st.opts.device.clone();
     st.marked.clear();

@@ -42,6 +42,7 @@ pub mod json_text;
 pub mod lab;
 pub mod load;
 pub mod nsys_merge;
+pub mod open;
 pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;

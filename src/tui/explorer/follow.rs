@@ -6,7 +6,7 @@
 use super::nav;
 use super::state::{ExplorerState, Screen};
 use crate::follow::TailEvent;
-use crate::tui::device::{pick_device, Device, FollowLoad};
+use crate::tui::device::{pick_device, FollowLoad};
 use crate::tui::effect::Effect;
 use crate::tui::shared::Shared;
 use crate::tui::view::Viewport;
@@ -57,8 +57,7 @@ pub fn loaded(
         }
     };
     let offset = load.offset;
-    let mut devices = load.devices;
-    nav::apply_capacity(ex.capacity, ex.oom_message.as_ref(), &mut devices);
+    let devices = load.devices;
     ex.current = pick_device(&devices, ex.device_want.as_deref());
     ex.devices = devices;
     ex.screen = Screen::Ready;
@@ -215,21 +214,12 @@ fn append(
     };
     // Copy-on-write: a search or live-set worker may still hold the old snapshot.
     let dev = Arc::make_mut(slot);
-    let before = dev.index.len();
     let old_peak = dev.peak.map(|p| p.bytes);
-    let r = match bytes {
-        Some(b) => dec.feed(&mut dev.trace, b),
-        None => dec.flush(&mut dev.trace),
-    };
+    let (added, r) = dev.append(dec, bytes);
     f.pending_flush = bytes.is_some();
     if let Err(e) = r {
         f.error = Some(e.to_string());
         sh.status = Some(format!("follow stopped: {e}"));
-    }
-    dev.index.extend(&dev.trace);
-    let added = dev.index.len() - before;
-    if added > 0 {
-        refresh_facts(dev, before);
     }
     let new_peak = dev.peak.map(|p| p.bytes);
     let last = dev.last();
@@ -273,19 +263,6 @@ fn append(
     }
     nav::refresh_view(sh, ex);
     nav::refresh_live(sh, ex)
-}
-
-/// Recomputes the per-device facts after events were appended from position `from`.
-fn refresh_facts(dev: &mut Device, from: usize) {
-    let last = Seq(dev.index.len() as u64 - 1);
-    if let Some(p) =
-        memtide_core::analysis::window_peak(&dev.trace, &dev.index, Seq(from as u64), last)
-    {
-        if dev.peak.is_none_or(|old| p.bytes > old.bytes) {
-            dev.peak = Some(p);
-        }
-    }
-    dev.refresh_marks();
 }
 
 /// `F`: resume or pause following.

@@ -18,31 +18,6 @@ pub fn fail(sh: &mut Shared, ex: &mut ExplorerState, e: String) -> Vec<Effect> {
     Vec::new()
 }
 
-/// Sets `--oom-message` on the device of the message's GPU (a file of one device: that one)
-/// and `--capacity` on every device (the user's figure wins over the file's and the
-/// message's), and explains their OOMs again; a fresh load holds the only reference, so
-/// nothing is copied.
-pub fn apply_capacity(
-    capacity: Option<memtide_core::trace::Bytes>,
-    message: Option<&(memtide_core::formats::oom_message::OomMessage, String)>,
-    devs: &mut [std::sync::Arc<Device>],
-) {
-    if let Some((m, name)) = message {
-        let want = format!("cuda:{}", m.gpu);
-        let one = devs.len() == 1;
-        if let Some(d) = devs.iter_mut().find(|d| one || d.trace.device == want) {
-            let d = std::sync::Arc::make_mut(d);
-            memtide_core::formats::oom_message::apply(&mut d.trace, m, name);
-            d.refresh_ooms();
-        }
-    }
-    if let Some(c) = capacity {
-        for d in devs {
-            std::sync::Arc::make_mut(d).set_capacity(c);
-        }
-    }
-}
-
 /// Resets the view for the current device: whole trace, cursor at the global peak.
 pub fn init_device(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
     let Some(dev) = ex.devices.get(ex.current).cloned() else {
@@ -135,7 +110,7 @@ pub fn apply_live(sh: &Shared, ex: &mut ExplorerState, dev: &Device, r: LiveResu
                     ex.absolute_time,
                     dev.allocator.is_some(),
                 ),
-                &dev.doubtful,
+                dev.doubtful(),
             ),
             scroll,
         });

@@ -14,7 +14,7 @@ use memtide_core::analysis::live::{Group, LiveEntry};
 use memtide_core::analysis::persistent::Persistent;
 use memtide_core::analysis::tree::TreeNode;
 use memtide_core::formats::jsonl::JsonlDecoder;
-use memtide_core::formats::LoadOptions;
+use memtide_core::open::OpenOptions;
 use memtide_core::trace::{AllocId, Band, BandTotals, Bytes, Seq};
 use rustc_hash::FxHashSet;
 use std::path::PathBuf;
@@ -214,7 +214,8 @@ impl FollowState {
 #[derive(Debug)]
 pub struct ExplorerState {
     pub path: PathBuf,
-    pub opts: LoadOptions,
+    /// How the file is opened (reader options, `--capacity`, `--oom-message`).
+    pub opts: OpenOptions,
     pub device_want: Option<String>,
     pub screen: Screen,
     pub devices: Vec<Arc<Device>>,
@@ -229,12 +230,6 @@ pub struct ExplorerState {
     pub bands_cycle: usize,
     /// Live tail (`-f`): None when not following a file.
     pub follow: Option<FollowState>,
-    /// `--capacity SIZE`: the device's memory when the file does not record it (the OOM
-    /// explanation needs it); set on every device once loaded.
-    pub capacity: Option<Bytes>,
-    /// `--oom-message FILE`, read: PyTorch's OOM message and the file's name (its capacity,
-    /// and driver free where the file lacks it; `--capacity` still wins).
-    pub oom_message: Option<(memtide_core::formats::oom_message::OomMessage, String)>,
     /// Times as the file's values (`T`) instead of relative to the trace's first event.
     pub absolute_time: bool,
     /// The OOM panel is pinned open (`x`): it shows the last OOM at or before the cursor;
@@ -250,7 +245,7 @@ pub struct ExplorerState {
 }
 
 impl ExplorerState {
-    pub fn new(path: PathBuf, opts: LoadOptions) -> ExplorerState {
+    pub fn new(path: PathBuf, opts: OpenOptions) -> ExplorerState {
         ExplorerState {
             path,
             opts,
@@ -266,8 +261,6 @@ impl ExplorerState {
             bands_shown: [true; Band::COUNT],
             bands_cycle: 0,
             follow: None,
-            capacity: None,
-            oom_message: None,
             absolute_time: false,
             oom_pinned: false,
             alloc: None,
@@ -339,7 +332,7 @@ impl ExplorerState {
         } else if let Some(k) = self.panel_oom() {
             let need = self
                 .device()
-                .and_then(|d| d.ooms.get(k))
+                .and_then(|d| d.ooms().get(k))
                 .map_or(3, |x| crate::tui::ui::oom::height(x, width));
             let body = l.live.height;
             // Keep a few live rows below when the body has room for them.

@@ -99,12 +99,11 @@ fn loaded(
     if !matches!(&ex.screen, Screen::Loading(l) if l.gen == gen) {
         return Vec::new(); // stale
     }
-    let mut devs = match result {
+    let devs = match result {
         Ok(devs) if !devs.is_empty() => devs,
         Ok(_) => return nav::fail(sh, ex, "the file holds no device traces".into()),
         Err(e) => return nav::fail(sh, ex, e),
     };
-    nav::apply_capacity(ex.capacity, ex.oom_message.as_ref(), &mut devs);
     ex.current = pick_device(&devs, ex.device_want.as_deref());
     let note = ex
         .device_want
@@ -137,8 +136,8 @@ fn loaded(
 /// The device's first doubt (`summary`'s `doubtful_warnings`), said on opening; the header
 /// keeps "! doubtful" and the inspector lists every doubt.
 fn doubt_caveat(dev: &Device) -> Option<String> {
-    let first = dev.doubtful.first()?;
-    let more = match dev.doubtful.len() {
+    let first = dev.doubtful().first()?;
+    let more = match dev.doubtful().len() {
         1 => String::new(),
         n => format!(" (and {} more)", n - 1),
     };
@@ -699,7 +698,7 @@ fn oom_jump(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<
     };
     let fx = jump(sh, ex, dev.oom_at[k]);
     fix_scroll(sh, ex);
-    let verdict = dev.ooms.get(k).map_or("unknown", |x| x.verdict.name());
+    let verdict = dev.ooms().get(k).map_or("unknown", |x| x.verdict.name());
     sh.status = Some(format!(
         "OOM {}/{}: verdict {verdict}",
         k + 1,
@@ -794,7 +793,7 @@ fn open_inspect(sh: &Shared, ex: &mut ExplorerState, dev: &Device, id: AllocId) 
                 ex.absolute_time,
                 dev.allocator.is_some(),
             ),
-            &dev.doubtful,
+            dev.doubtful(),
         ),
         scroll: 0,
     });
@@ -834,9 +833,9 @@ fn click(sh: &mut Shared, ex: &mut ExplorerState, col: u16, row: u16) -> Vec<Eff
 /// categories, rules) and the theme TOML; an export never overwrites one.
 fn export_inputs(ex: &ExplorerState, theme: &crate::tui::theme::Theme) -> Vec<std::path::PathBuf> {
     let mut v = vec![ex.path.clone()];
-    v.extend(ex.opts.device_log.as_ref().map(|d| d.path.clone()));
-    v.extend(ex.opts.categories.clone());
-    v.extend(ex.opts.rules.clone());
+    v.extend(ex.opts.read.device_log.as_ref().map(|d| d.path.clone()));
+    v.extend(ex.opts.read.categories.clone());
+    v.extend(ex.opts.read.rules.clone());
     v.extend(theme.file.clone());
     v
 }

@@ -6,76 +6,67 @@ use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
-use memtide_core::allocator::Model;
-use memtide_core::analysis::frames::FrameRules;
-use memtide_core::formats::{Histories, LoadOptions, Progress};
-use memtide_core::index::Index;
+use memtide_core::formats::{Histories, Progress};
+use memtide_core::open::{OpenError, OpenOptions};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Reads and indexes every device of `path`.
+/// Opens `path` through the core's door, every device ready (facts computed here, off the
+/// UI thread).
 pub fn load(
     path: &Path,
-    opts: &LoadOptions,
+    opts: &OpenOptions,
     progress: &Progress,
 ) -> Result<Vec<Arc<Device>>, String> {
-    let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
-    let loaded =
-        memtide_core::load::load(path, &with_models(opts), progress).map_err(|e| e.to_string())?;
-    Ok(index_devices(loaded, &rules))
+    let opened = memtide_core::open::open(path, &with_models(opts), progress)
+        .map_err(|e| open_error_text(&e))?;
+    Ok(ready(opened.devices))
 }
 
-/// The explorer's load options: the allocator models are replayed while the file loads (on
+/// The explorer's open options: the allocator models are replayed while the file loads (on
 /// the second thread, beside the timeline, then beside the index).
-fn with_models(opts: &LoadOptions) -> LoadOptions {
-    LoadOptions {
-        allocator_models: true,
-        histories: Histories::Whole,
-        ..opts.clone()
+fn with_models(opts: &OpenOptions) -> OpenOptions {
+    let mut o = opts.clone();
+    o.read.allocator_models = true;
+    o.read.histories = Histories::Whole;
+    o
+}
+
+/// The error as the explorer's error screen says it (the reader's error, a side file's as it
+/// names itself).
+fn open_error_text(e: &OpenError) -> String {
+    match e {
+        OpenError::Read { source, .. } => source.to_string(),
+        other => other.to_string(),
     }
 }
 
-/// Indexes each trace into a device, with its allocator model (snapshots) when the file has
-/// one for that device.
-fn index_devices(loaded: memtide_core::formats::Loaded, rules: &FrameRules) -> Vec<Arc<Device>> {
-    // Indexed, with the facts every page needs, while the models may still be replaying on
-    // their thread.
-    let mut devices: Vec<Device> = loaded
-        .traces
+/// The devices with every fact computed, shared.
+fn ready(devices: Vec<Device>) -> Vec<Arc<Device>> {
+    devices
         .into_iter()
-        .map(|trace| {
-            let index = Index::build(&trace);
-            Device::with_built_model(trace, index, None, rules)
+        .map(|d| {
+            d.warm();
+            Arc::new(d)
         })
-        .collect();
-    let mut models = loaded.models.wait();
-    // (A load without models gives histories: replayed here.)
-    models.extend(loaded.allocators.into_iter().map(Model::build));
-    for m in models {
-        if let Some(d) = devices
-            .iter_mut()
-            .find(|d| d.allocator.is_none() && d.trace.device == m.history().device)
-        {
-            d.attach_model(m);
-        }
-    }
-    devices.into_iter().map(Arc::new).collect()
+        .collect()
 }
 
-/// Reads a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
+/// Opens a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
 pub fn load_follow(
     path: &Path,
-    opts: &LoadOptions,
+    opts: &OpenOptions,
     progress: &Progress,
 ) -> Result<FollowLoad, String> {
-    let rules = memtide_core::load::frame_rules(opts).map_err(|e| e.to_string())?;
-    let f = memtide_core::load::load_followable(path, &with_models(opts), progress)
-        .map_err(|e| e.to_string())?;
+    let mut opened = memtide_core::open::open_followed(path, &with_models(opts), progress)
+        .map_err(|e| open_error_text(&e))?;
+    let follow = opened.follow.take();
+    let (decoder, offset) = follow.map_or((None, 0), |f| (f.decoder, f.offset));
     Ok(FollowLoad {
-        devices: index_devices(f.loaded, &rules),
-        appendable: f.decoder.is_some(),
-        decoder: f.decoder.map(Box::new),
-        offset: f.offset,
+        devices: ready(opened.devices),
+        appendable: decoder.is_some(),
+        decoder: decoder.map(Box::new),
+        offset,
     })
 }
 

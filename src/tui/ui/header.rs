@@ -60,7 +60,7 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
         device.push_str(&format!(" [{}/{}]", ex.current + 1, ex.devices.len()));
     }
     parts.push(text(device, 7));
-    if !dev.doubtful.is_empty() {
+    if !dev.doubtful().is_empty() {
         // The figures may be wrong: said as long as the peak is (Enter lists why).
         parts.push(Part::text(format!("{sep}! doubtful"), th.error, 10));
     }
@@ -179,7 +179,7 @@ fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
 /// timeline's sub-bands): ` (█nccl 64Mi █cudnn 16Mi)`; None without a split or with only
 /// one source that names nothing (`recorded`, `unattributed`).
 fn source_parts(sh: &Shared, dev: &Device, at: memtide_core::trace::Seq) -> Option<Part> {
-    let split = dev.ext_split.as_ref()?;
+    let split = dev.ext_split()?;
     let anonymous = |s: &str| {
         s == memtide_core::trace::external::RECORDED
             || s == memtide_core::trace::external::UNATTRIBUTED

@@ -71,7 +71,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     let (Some(dev), Some(k)) = (ex.device(), ex.panel_oom()) else {
         return;
     };
-    let Some(x) = dev.ooms.get(k) else {
+    let Some(x) = dev.ooms().get(k) else {
         return;
     };
     let at = dev.oom_at.get(k).copied().unwrap_or(ex.view.cursor);

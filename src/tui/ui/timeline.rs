@@ -170,7 +170,7 @@ fn column_fills(
     ymax: u64,
     rows: u16,
 ) -> Vec<(Fill, u32, u32)> {
-    let split = ex.device().and_then(|d| d.ext_split.as_ref());
+    let split = ex.device().and_then(|d| d.ext_split());
     let mut out: Vec<(Fill, u32, u32)> = Vec::with_capacity(Band::COUNT + 4);
     let mut cum = 0u64;
     let mut prev = 0u32;

@@ -3,7 +3,7 @@
 //!
 //! Frames are snapshot frames (`file:line:name`) or, for Kineto, the enclosing span names
 //! (`path/file.py(123): name`, `aten::mm`, `AddmmBackward0`, `nn.Module: Linear_0`).
-//! Each frame may say what is made under it ([`Kind`]); the *innermost* frame that says
+//! Each frame may say what is made under it (`Kind`); the *innermost* frame that says
 //! anything decides, not any frame anywhere: Lightning runs `training_step` inside
 //! `optimizer.step(closure)`, so a forward activation has `/optim/` frames further out.
 //! Order (first match wins), per block storage:

@@ -1,4 +1,4 @@
-//! Every OOM of a trace explained ([`crate::allocator::explain`]): the figures at the event
+//! Every OOM of a trace explained ([`crate::allocator::explain()`]): the figures at the event
 //! from the timeline (allocated, reserved, the driver's free bytes, capacity) and, for
 //! snapshots, from the allocator state replayed to that event (the free blocks of the pool
 //! the request needed, and for fragmentation the live blocks that pin it); and the fix list,

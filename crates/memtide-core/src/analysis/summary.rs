@@ -24,13 +24,26 @@ pub const TREE_WIDTH: usize = 5;
 /// windows holding the peak are listed too; the rest are counted in `windows_omitted`).
 pub const WINDOW_ENDS: usize = 250;
 
-/// How the summary reads frames.
-#[derive(Clone, Debug, Default)]
+/// How the summary reads frames, and what it measures.
+#[derive(Clone, Debug)]
 pub struct SummaryOptions {
     /// User patterns (`[[frames]]` in the rules TOML).
     pub frame_rules: FrameRules,
     /// The tree's levels: user frames (default) or every frame.
     pub tree_frames: TreeFrames,
+    /// Measure the run's boundary ([`Summary::bounded`]: one more pass over the storages;
+    /// the Markdown report, which does not show it, skips it). Default: yes.
+    pub boundary: bool,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            frame_rules: FrameRules::default(),
+            tree_frames: TreeFrames::default(),
+            boundary: true,
+        }
+    }
 }
 
 /// Everything `summary` reports about one device's trace.

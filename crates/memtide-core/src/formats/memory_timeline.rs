@@ -81,7 +81,7 @@ pub enum Timeline {
     Raw(Vec<RawRow>),
 }
 
-/// Parses the decompressed content of either shape (see [`parse::parse_reader`]).
+/// Parses the decompressed content of either shape (see `parse::parse_reader`).
 pub fn parse(bytes: &[u8]) -> Result<Timeline, FormatError> {
     parse::parse_reader(bytes)
 }

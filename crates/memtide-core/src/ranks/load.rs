@@ -11,8 +11,8 @@ use crate::analysis::summary_json::{DocumentJson, StepsJson};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
 use crate::formats::limit::{Limited, TooLarge};
-use crate::formats::{source, FormatError, LoadOptions, Loaded, Progress};
-use crate::index::Index;
+use crate::formats::{source, FormatError, LoadOptions, Progress};
+use crate::open::{OpenError, OpenOptions, Opened};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -49,6 +49,18 @@ impl Default for RankOptions {
             all_frames: false,
             keep_summary: false,
             sparkline_points: 120,
+        }
+    }
+}
+
+impl RankOptions {
+    /// How each rank's file is opened (the reader options and `--capacity`): for the
+    /// overview's rows and for a rank opened from it.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            read: self.load.clone(),
+            capacity: self.capacity.map(crate::trace::Bytes),
+            oom_message: None,
         }
     }
 }
@@ -197,8 +209,12 @@ fn read_row(
         (v, Vec::new())
     } else {
         drop(input);
-        let loaded = crate::load::load(path, &opts.load, progress)?;
-        let s = summary_json(loaded, opts).map_err(FormatError::Invalid)?;
+        let opened =
+            crate::open::open(path, &opts.open_options(), progress).map_err(|e| match e {
+                OpenError::Read { source, .. } | OpenError::SideFile(source) => source,
+                other => FormatError::Invalid(other.to_string()),
+            })?;
+        let s = summary_json(opened, opts).map_err(FormatError::Invalid)?;
         kept = s.kept;
         (s.value, s.timeline)
     };
@@ -265,36 +281,28 @@ pub struct RankSummary {
     pub timeline: Vec<u64>,
 }
 
-/// The `summary FILE --json` object of a loaded file (with `opts`' device, capacity,
-/// window and frame rules) as the row reads it (without `per_device` and `steps`, which it
-/// does not read), the whole document as `summary --json` writes it when `opts.keep_summary`
-/// (compact), and the sparkline of the shown device's total timeline. The trace is dropped
-/// on return.
-pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummary, String> {
-    if let Some(c) = opts.capacity {
-        for t in &mut loaded.traces {
-            t.capacity = Some(crate::trace::Bytes(c));
-            t.capacity_source = Some("--capacity".into());
-        }
-    }
-    if loaded.traces.is_empty() {
+/// The `summary FILE --json` object of an opened file (with `opts`' device, window and
+/// frame rules; its capacity was applied when it was opened) as the row reads it (without
+/// `per_device` and `steps`, which it does not read), the whole document as `summary --json`
+/// writes it when `opts.keep_summary` (compact), and the sparkline of the shown device's
+/// total timeline. The trace is dropped on return.
+pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, String> {
+    if opened.devices.is_empty() {
         return Err("the file holds no device traces".into());
     }
-    let primary = crate::load::pick_device(
-        loaded
-            .traces
-            .iter()
-            .map(|t| (t.device.as_str(), !t.is_empty())),
-        opts.device.as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let source = loaded
-        .traces
+    let primary = opened
+        .pick(opts.device.as_deref())
+        .map_err(|e| e.to_string())?;
+    let source = opened
+        .devices
         .first()
-        .map(|t| t.source.clone())
+        .map(|d| d.trace.source.clone())
         .unwrap_or_default();
-    let devices: Vec<String> = loaded.traces.iter().map(|t| t.device.clone()).collect();
-    let mut allocators = loaded.allocators;
+    let devices: Vec<String> = opened
+        .devices
+        .iter()
+        .map(|d| d.name().to_string())
+        .collect();
     let sopts = SummaryOptions {
         frame_rules: opts.frame_rules.clone(),
         tree_frames: if opts.all_frames {
@@ -302,28 +310,20 @@ pub fn summary_json(mut loaded: Loaded, opts: &RankOptions) -> Result<RankSummar
         } else {
             TreeFrames::User
         },
+        boundary: true,
     };
-    let mut summaries: Vec<Summary> = Vec::with_capacity(loaded.traces.len());
+    let mut summaries: Vec<Summary> = Vec::with_capacity(opened.devices.len());
     let mut timeline = Vec::new();
-    for (i, trace) in loaded.traces.into_iter().enumerate() {
-        let index = Index::build(&trace);
-        let allocator = allocators
-            .iter()
-            .position(|h| h.device == trace.device)
-            .map(|k| allocators.swap_remove(k));
+    for (i, d) in opened.devices.iter().enumerate() {
         let resolved = match &opts.window {
-            Some(s) if !index.is_empty() => {
-                Some(s.resolve(&trace, &index).map_err(|e| e.to_string())?)
+            Some(s) if !d.index.is_empty() => {
+                Some(s.resolve(&d.trace, &d.index).map_err(|e| e.to_string())?)
             }
             _ => None,
         };
-        summaries.push(
-            Summary::build_with(&trace, &index, resolved.as_ref(), &sopts)
-                .explained(&trace, &index, allocator.as_ref())
-                .bounded(&trace, &index),
-        );
+        summaries.push(d.summary(&sopts, resolved.as_ref()));
         if i == primary {
-            timeline = sparkline(index.totals(), opts.sparkline_points);
+            timeline = sparkline(d.index.totals(), opts.sparkline_points);
         }
     }
     if summaries.iter().all(|s| s.events == 0) {

@@ -1,4 +1,4 @@
-//! A distributed job, one file per rank: find the rank files ([`discover`]), read them in
+//! A distributed job, one file per rank: find the rank files ([`discover()`]), read them in
 //! parallel into one compact [`RankRow`] each ([`load`]: the summary figures and a short
 //! sparkline, never the trace, so memory stays bounded however many ranks there are), and
 //! compare them ([`Spread`]: max / min, max − median, the worst rank).

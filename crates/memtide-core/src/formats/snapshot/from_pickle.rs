@@ -1,7 +1,7 @@
 //! Snapshot pickle → [`Raw`], the reading half: a [`Hook`] that checks each trace-entry dict
 //! and defines its row the moment it is appended to its device list (so entries never pile
 //! up as generic values), each memo-shared frame list once; the building half
-//! ([`super::pickle_build`]) interns what it defines, on a second thread for a long file.
+//! (`pickle_build`) interns what it defines, on a second thread for a long file.
 
 use super::entry_bytes;
 use super::pickle_build::{FrameDef, Ops, Rare, RowDef, BATCH_OPS};
@@ -654,7 +654,7 @@ pub fn read_in_batches(
     read_with(r, cpp_frames, true, threads, batch_ops)
 }
 
-/// [`read`] with every trace entry read opcode by opcode (no [`entry_bytes`] fast path), on
+/// [`read`] with every trace entry read opcode by opcode (no `entry_bytes` fast path), on
 /// this thread only: the reference the fast path is tested against.
 pub fn read_opcode_by_opcode(r: impl Read, cpp_frames: bool) -> Result<Raw, FormatError> {
     read_with(r, cpp_frames, false, Threads::One, BATCH_OPS)

@@ -1,0 +1,267 @@
+//! One opened device: its trace, index, allocator history or model, and the facts every
+//! consumer asks for (peak, reserved peak, steps, marks, OOM explanations, doubts), computed
+//! once here instead of by each command or screen.
+
+use crate::allocator::{History, Model, OomExplanation};
+use crate::analysis::external_split::ExternalSplit;
+use crate::analysis::frames::{FrameRules, FrameView};
+use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::window_spec::Resolved;
+use crate::analysis::{global_peak, window_peak, windows_of, Peak, Window};
+use crate::formats::jsonl::JsonlDecoder;
+use crate::formats::FormatError;
+use crate::index::Index;
+use crate::trace::{Bytes, MarkKind, Seq, Trace};
+use std::sync::{Arc, OnceLock};
+
+/// One device's trace, indexed, with the facts every page and command needs. The dearer
+/// facts (OOM explanations, doubts, the external split) are computed on first ask and kept;
+/// [`Device::warm`] computes them all at once (the explorer does, off its UI thread).
+#[derive(Debug, Clone)]
+pub struct Device {
+    pub trace: Trace,
+    pub index: Index,
+    /// The highest allocated figure of the whole run (None: no events).
+    pub peak: Option<Peak>,
+    /// Step windows with their own peaks.
+    pub steps: Vec<Window>,
+    /// Positions of step/phase marks, sorted.
+    pub mark_at: Vec<Seq>,
+    /// Positions of OOM marks.
+    pub oom_at: Vec<Seq>,
+    /// Highest reserved bytes, if the source records reserved memory.
+    pub reserved_peak: Option<Bytes>,
+    /// Snapshots: the allocator's segments and blocks over time, replayed (None: the source
+    /// records no segments, or the model was not asked for: see [`Device::history`]).
+    pub allocator: Option<Arc<Model>>,
+    /// How this trace's frames are printed (user frame, project root stripped).
+    pub frames: FrameView,
+    /// The allocator history when it was kept unreplayed (the headless commands).
+    history: Option<History>,
+    ooms: OnceLock<Vec<OomExplanation>>,
+    doubtful: OnceLock<Vec<String>>,
+    ext_split: OnceLock<Option<ExternalSplit>>,
+}
+
+impl Device {
+    /// A device without allocator history, frames read with no user patterns.
+    pub fn new(trace: Trace, index: Index) -> Device {
+        Device::with_model(trace, index, None, &FrameRules::default())
+    }
+
+    /// A device with its allocator history (snapshots) replayed into a model, frames read
+    /// under `rules`.
+    pub fn with_model(
+        trace: Trace,
+        index: Index,
+        history: Option<History>,
+        rules: &FrameRules,
+    ) -> Device {
+        Device::with_built_model(trace, index, history.map(Model::build), rules)
+    }
+
+    /// [`Device::with_model`] with the model already replayed (the loader builds it on a
+    /// second thread while it indexes).
+    pub fn with_built_model(
+        trace: Trace,
+        index: Index,
+        model: Option<Model>,
+        rules: &FrameRules,
+    ) -> Device {
+        let mut d = Device::bare(trace, index, rules);
+        d.allocator = model.map(Arc::new);
+        d
+    }
+
+    /// A device keeping its allocator history as read, unreplayed (what the headless
+    /// commands ask of a history: an OOM's explanation, the segments at the end).
+    pub fn with_history(
+        trace: Trace,
+        index: Index,
+        history: Option<History>,
+        rules: &FrameRules,
+    ) -> Device {
+        let mut d = Device::bare(trace, index, rules);
+        d.history = history;
+        d
+    }
+
+    fn bare(trace: Trace, index: Index, rules: &FrameRules) -> Device {
+        let peak = global_peak(&trace, &index);
+        let frames = FrameView::new(&trace, rules);
+        let mut d = Device {
+            trace,
+            index,
+            peak,
+            steps: Vec::new(),
+            mark_at: Vec::new(),
+            oom_at: Vec::new(),
+            reserved_peak: None,
+            allocator: None,
+            frames,
+            history: None,
+            ooms: OnceLock::new(),
+            doubtful: OnceLock::new(),
+            ext_split: OnceLock::new(),
+        };
+        d.refresh_marks();
+        d
+    }
+
+    /// The allocator history: the replayed model's, else the one kept as read.
+    pub fn history(&self) -> Option<&History> {
+        self.allocator
+            .as_deref()
+            .map(Model::history)
+            .or(self.history.as_ref())
+    }
+
+    /// Attaches the allocator model replayed apart (the loader builds the device while the
+    /// model replays); the OOMs are explained again with its history.
+    pub fn attach_model(&mut self, model: Model) {
+        self.allocator = Some(Arc::new(model));
+        self.history = None;
+        self.ooms = OnceLock::new();
+    }
+
+    /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's);
+    /// the OOMs are explained again with it.
+    pub fn set_capacity(&mut self, capacity: Bytes) {
+        self.trace.capacity = Some(capacity);
+        self.trace.capacity_source = Some("--capacity".into());
+        self.ooms = OnceLock::new();
+    }
+
+    /// Every OOM explained, in event order (`oom_at[k]` is `ooms()[k]`'s event): the core's
+    /// explanation, as `summary` prints it.
+    pub fn ooms(&self) -> &[OomExplanation] {
+        self.ooms.get_or_init(|| {
+            if self.oom_at.is_empty() {
+                return Vec::new();
+            }
+            let trend = crate::analysis::trend::trend(&self.trace, &self.index);
+            crate::analysis::oom::explain_ooms(&self.trace, &self.index, self.history(), &trend)
+        })
+    }
+
+    /// The explanation of the OOM at `at`, if an OOM is there.
+    pub fn oom_explained(&self, at: Seq) -> Option<&OomExplanation> {
+        let k = self.oom_at.iter().position(|&m| m == at)?;
+        self.ooms().get(k)
+    }
+
+    /// Why the figures may be wrong, as `summary`'s `doubtful_warnings`.
+    pub fn doubtful(&self) -> &[String] {
+        self.doubtful
+            .get_or_init(|| crate::analysis::persistent::run_doubts(&self.trace, &self.index))
+    }
+
+    /// The external band by source at every event (None: external memory unavailable, or
+    /// none in the trace).
+    pub fn ext_split(&self) -> Option<&ExternalSplit> {
+        self.ext_split
+            .get_or_init(|| ExternalSplit::of(&self.trace))
+            .as_ref()
+    }
+
+    /// Computes every fact now (a consumer that must not wait later, such as a UI thread).
+    pub fn warm(&self) {
+        let _ = (self.ooms(), self.doubtful(), self.ext_split());
+    }
+
+    /// Recomputes step windows, mark and OOM positions and the reserved peak (after
+    /// appends); the dearer facts are computed again on next ask.
+    pub fn refresh_marks(&mut self) {
+        let (trace, index) = (&self.trace, &self.index);
+        self.steps = windows_of(trace, index, MarkKind::Step);
+        let mut mark_at: Vec<Seq> = trace
+            .marks
+            .iter()
+            .filter(|m| matches!(m.kind, MarkKind::Step | MarkKind::Phase))
+            .map(|m| m.at)
+            .collect();
+        mark_at.dedup();
+        self.mark_at = mark_at;
+        self.oom_at = trace
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Oom)
+            .map(|m| m.at)
+            .collect();
+        self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
+        self.doubtful = OnceLock::new();
+        self.ext_split = OnceLock::new();
+        if self
+            .ooms
+            .get()
+            .is_some_and(|o| o.len() != self.oom_at.len())
+        {
+            self.ooms = OnceLock::new();
+        }
+    }
+
+    /// Feeds bytes appended to a followed file through its decoder (None: apply the last
+    /// group it holds back) and brings the index and the facts up to date. Returns the events
+    /// added and the decoder's verdict (the events before a bad line are kept).
+    pub fn append(
+        &mut self,
+        decoder: &mut JsonlDecoder,
+        bytes: Option<&[u8]>,
+    ) -> (usize, Result<(), FormatError>) {
+        let before = self.index.len();
+        let r = match bytes {
+            Some(b) => decoder.feed(&mut self.trace, b),
+            None => decoder.flush(&mut self.trace),
+        };
+        self.index.extend(&self.trace);
+        let added = self.index.len() - before;
+        if added > 0 {
+            self.appended_from(before);
+        }
+        (added, r)
+    }
+
+    /// Brings the peak and the facts up to date after events were added from position `from`.
+    fn appended_from(&mut self, from: usize) {
+        let last = self.last();
+        if let Some(p) = window_peak(&self.trace, &self.index, Seq(from as u64), last) {
+            if self.peak.is_none_or(|old| p.bytes > old.bytes) {
+                self.peak = Some(p);
+            }
+        }
+        self.refresh_marks();
+    }
+
+    /// Everything `summary` reports of this device, in `window` when given: the one summary
+    /// every command, report and API builds.
+    pub fn summary(&self, opts: &SummaryOptions, window: Option<&Resolved>) -> Summary {
+        let s = Summary::build_with(&self.trace, &self.index, window, opts).explained(
+            &self.trace,
+            &self.index,
+            self.history(),
+        );
+        if opts.boundary {
+            s.bounded(&self.trace, &self.index)
+        } else {
+            s
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The last event's position (0 when there is none).
+    pub fn last(&self) -> Seq {
+        Seq(self.len().saturating_sub(1) as u64)
+    }
+
+    /// The device's name (`cuda:0`).
+    pub fn name(&self) -> &str {
+        &self.trace.device
+    }
+}

@@ -1,0 +1,347 @@
+//! The one door into the core: [`open`] reads a file (any format memtide reads), infers the
+//! categories it lacks, merges its side sources (`--device-log`, `--nsys`), checks its sums,
+//! applies what the user says of the device (`--oom-message`, `--capacity`), and hands back
+//! each device indexed with the facts every consumer asks for ([`Device`]). The explorer,
+//! every command, the ranks overview, `follow` and the Python API all stand on it.
+//!
+//! ```
+//! use memtide_core::open::{open, OpenOptions};
+//! use memtide_core::formats::Progress;
+//!
+//! let dir = std::env::temp_dir().join(format!("memtide-open-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("run.jsonl");
+//! std::fs::write(&path, concat!(
+//!     "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n",
+//!     "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":4096,\"cat\":\"param\"}\n",
+//!     "{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":1024,\"cat\":\"activation\"}\n",
+//!     "{\"t\":3,\"op\":\"free\",\"id\":2}\n",
+//! )).unwrap();
+//! let opened = open(&path, &OpenOptions::default(), &Progress::new()).unwrap();
+//! let device = &opened.devices[opened.pick(None).unwrap()];
+//! assert_eq!(device.name(), "cuda:0");
+//! assert_eq!(device.peak.unwrap().bytes.0, 5120);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+mod device;
+mod pick;
+
+pub use device::Device;
+pub use pick::{is_rocm_alias, pick_device, UnknownDevice};
+
+use crate::allocator::{History, Model};
+use crate::analysis::frames::FrameRules;
+use crate::formats::jsonl::JsonlDecoder;
+use crate::formats::oom_message::{self, OomMessage};
+use crate::formats::{Format, FormatError, LoadOptions, Loaded, Progress};
+use crate::index::Index;
+use crate::trace::Bytes;
+use std::path::{Path, PathBuf};
+
+/// What to open a file with: how to read it, and what the user says of its device.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// How the file and its side files are read.
+    pub read: LoadOptions,
+    /// `--capacity`: the device's memory; the user's figure wins over the file's and the
+    /// message's.
+    pub capacity: Option<Bytes>,
+    /// `--oom-message`: PyTorch's OOM message, read ([`read_oom_message`]), for the capacity
+    /// and the driver's free bytes where the file lacks them.
+    pub oom_message: Option<OomMessageFile>,
+}
+
+impl From<LoadOptions> for OpenOptions {
+    /// Reader options alone: no `--capacity`, no `--oom-message`.
+    fn from(read: LoadOptions) -> OpenOptions {
+        OpenOptions {
+            read,
+            ..OpenOptions::default()
+        }
+    }
+}
+
+/// PyTorch's OOM message as read from a file, with the file's name for reports.
+#[derive(Clone, Debug)]
+pub struct OomMessageFile {
+    pub message: OomMessage,
+    pub name: String,
+}
+
+/// A file opened: its format and devices, ready to analyse.
+#[derive(Debug)]
+pub struct Opened {
+    pub format: Format,
+    /// Every device of the file, in file order.
+    pub devices: Vec<Device>,
+    /// What the user should be told of the opening (where `--oom-message`'s figures differ
+    /// from the file's, say), one line each.
+    pub notes: Vec<String>,
+    /// A followed file: how to read on ([`open_followed`]); None for [`open`].
+    pub follow: Option<Follow>,
+    /// How long reading and then indexing took (`summary --timings`).
+    pub timings: Timings,
+}
+
+/// Where an opening's time went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// Reading, inferring, merging and checking the file.
+    pub read: std::time::Duration,
+    /// Indexing the devices and computing their facts (and waiting for the allocator models).
+    pub index: std::time::Duration,
+}
+
+/// How a followed file is read on: for JSONL the decoder that continues after `offset`
+/// bytes; other formats are opened again whole when they change.
+#[derive(Debug)]
+pub struct Follow {
+    pub decoder: Option<JsonlDecoder>,
+    /// Bytes of the file already read.
+    pub offset: u64,
+}
+
+/// Why a file could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The file itself: not readable, not a format memtide reads, or bad inside.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: FormatError,
+    },
+    /// A side file (`--device-log`, `--rules`, `--nsys`, …): its error names it.
+    #[error(transparent)]
+    SideFile(FormatError),
+    /// `--oom-message`: unreadable, not PyTorch's message, or of a GPU the file lacks.
+    #[error("--oom-message {name}: {reason}")]
+    OomMessage { name: String, reason: String },
+    /// The file holds no device at all.
+    #[error("the file holds no device traces")]
+    NoDevices,
+}
+
+impl OpenError {
+    /// The reader's error, where the file itself was at fault.
+    pub fn format_error(&self) -> Option<&FormatError> {
+        match self {
+            OpenError::Read { source, .. } | OpenError::SideFile(source) => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl Opened {
+    /// The device the user means ([`pick_device`]: a name, an ordinal, or None for the
+    /// first device with events).
+    pub fn pick(&self, want: Option<&str>) -> Result<usize, UnknownDevice> {
+        pick_device(names(&self.devices), want)
+    }
+
+    /// A note when `want` named device `i` under PyTorch's other name for it (ROCm).
+    pub fn alias_note(&self, want: Option<&str>, i: usize) -> Option<String> {
+        let d = self.devices.get(i)?;
+        let w = want.filter(|w| is_rocm_alias(w, d.name()))?;
+        Some(format!(
+            "--device {w} taken as this file's {} (PyTorch on ROCm names its hip devices cuda)",
+            d.name()
+        ))
+    }
+
+    /// Takes device `i` out of the file (None past the end).
+    pub fn take(mut self, i: usize) -> Option<Device> {
+        (i < self.devices.len()).then(|| self.devices.swap_remove(i))
+    }
+}
+
+/// Each device's name and whether it has events, as [`pick_device`] takes them.
+pub fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
+    devices.iter().map(|d| (d.name(), !d.is_empty()))
+}
+
+/// Opens `path`: read, infer, merge side sources, check the sums, then per device the index,
+/// the allocator history (replayed into its model on the second thread when
+/// `opts.read.allocator_models` asks) and the facts every consumer asks for.
+pub fn open(path: &Path, opts: &OpenOptions, progress: &Progress) -> Result<Opened, OpenError> {
+    let rules = frame_rules(&opts.read)?;
+    let t0 = std::time::Instant::now();
+    let loaded = crate::load::load(path, &opts.read, progress).map_err(|e| read_error(path, e))?;
+    finish(loaded, None, opts, &rules, t0)
+}
+
+/// [`open`] for a file that may still be growing: JSONL keeps its decoder and offset in
+/// [`Opened::follow`] to read appends with ([`Device::append`]); other formats are read
+/// whole (open them again when they change).
+pub fn open_followed(
+    path: &Path,
+    opts: &OpenOptions,
+    progress: &Progress,
+) -> Result<Opened, OpenError> {
+    let rules = frame_rules(&opts.read)?;
+    let t0 = std::time::Instant::now();
+    let f = crate::load::load_followable(path, &opts.read, progress)
+        .map_err(|e| read_error(path, e))?;
+    let follow = Follow {
+        decoder: f.decoder,
+        offset: f.offset,
+    };
+    finish(f.loaded, Some(follow), opts, &rules, t0)
+}
+
+/// Reads `--oom-message FILE` (a job log is fine: bytes that are not UTF-8 read as U+FFFD;
+/// past [`OOM_MESSAGE_MAX`] refused).
+pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
+    let name = path.display().to_string();
+    let fail = |reason: String| OpenError::OomMessage {
+        name: name.clone(),
+        reason,
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| fail(format!("cannot read it: {e}")))?
+        .len();
+    if len > OOM_MESSAGE_MAX {
+        return Err(fail(format!(
+            "{len} bytes, more than the {} MiB read: paste PyTorch's message into a file of its own",
+            OOM_MESSAGE_MAX >> 20
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let message =
+        oom_message::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| fail(e.to_string()))?;
+    Ok(OomMessageFile { message, name })
+}
+
+/// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
+/// file is refused rather than read into memory).
+pub const OOM_MESSAGE_MAX: u64 = 256 << 20;
+
+/// The user's frame patterns (`[[frames]]` of `--rules`).
+pub fn frame_rules(read: &LoadOptions) -> Result<FrameRules, OpenError> {
+    crate::load::frame_rules(read).map_err(OpenError::SideFile)
+}
+
+/// Reads the category rules of `--rules` once, so a bad rules file fails before a long read
+/// (the ranks overview checks it before any rank).
+pub fn check_rules(read: &LoadOptions) -> Result<(), OpenError> {
+    crate::load::rules(read)
+        .map(drop)
+        .map_err(OpenError::SideFile)
+}
+
+/// A reader's error: a side file's names that file ("cannot read TRACE" would blame the
+/// trace), any other names the trace.
+fn read_error(path: &Path, e: FormatError) -> OpenError {
+    match e {
+        e @ (FormatError::DeviceLog(_) | FormatError::SideFile { .. }) => OpenError::SideFile(e),
+        source => OpenError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// From the read file to ready devices: the user's figures applied, each trace indexed, its
+/// allocator history or model attached.
+fn finish(
+    mut loaded: Loaded,
+    follow: Option<Follow>,
+    opts: &OpenOptions,
+    rules: &FrameRules,
+    t0: std::time::Instant,
+) -> Result<Opened, OpenError> {
+    let read = t0.elapsed();
+    let mut notes = Vec::new();
+    if let Some(m) = &opts.oom_message {
+        notes.extend(apply_oom_message(&mut loaded, m)?);
+    }
+    if let Some(c) = opts.capacity {
+        for t in &mut loaded.traces {
+            t.capacity = Some(c);
+            t.capacity_source = Some("--capacity".into());
+        }
+    }
+    let format = loaded.format;
+    let devices = devices(loaded, rules);
+    Ok(Opened {
+        format,
+        devices,
+        notes,
+        follow,
+        timings: Timings {
+            read,
+            index: t0.elapsed().saturating_sub(read),
+        },
+    })
+}
+
+/// Applies the OOM message to the trace of its GPU (`cuda:N`; a file of one device: that
+/// one); returns the notes where the figures disagree.
+fn apply_oom_message(loaded: &mut Loaded, m: &OomMessageFile) -> Result<Vec<String>, OpenError> {
+    let want = format!("cuda:{}", m.message.gpu);
+    let one = loaded.traces.len() == 1;
+    let Some(t) = loaded
+        .traces
+        .iter_mut()
+        .enumerate()
+        .find(|(i, t)| t.device == want || (one && *i == 0))
+        .map(|(_, t)| t)
+    else {
+        return Err(OpenError::OomMessage {
+            name: m.name.clone(),
+            reason: format!(
+                "the message is of GPU {}, and the file has no {want}",
+                m.message.gpu
+            ),
+        });
+    };
+    Ok(oom_message::apply(t, &m.message, &m.name)
+        .into_iter()
+        .map(|note| format!("--oom-message {note}"))
+        .collect())
+}
+
+/// Indexes each trace into a device with its allocator history: replayed models when the
+/// load made them (waited for after indexing, which ran beside them), else the histories as
+/// read.
+fn devices(loaded: Loaded, rules: &FrameRules) -> Vec<Device> {
+    let Loaded {
+        traces,
+        allocators,
+        models,
+        ..
+    } = loaded;
+    let mut histories: Vec<Option<History>> = Vec::new();
+    let mut allocators = allocators;
+    for t in &traces {
+        histories.push(
+            allocators
+                .iter()
+                .position(|h| h.device == t.device)
+                .map(|i| allocators.swap_remove(i)),
+        );
+    }
+    let mut devices: Vec<Device> = traces
+        .into_iter()
+        .zip(histories)
+        .map(|(trace, history)| {
+            let index = Index::build(&trace);
+            Device::with_history(trace, index, history, rules)
+        })
+        .collect();
+    for m in models.wait() {
+        attach(&mut devices, m);
+    }
+    devices
+}
+
+/// Gives the model to the first device of its name that has none.
+fn attach(devices: &mut [Device], m: Model) {
+    if let Some(d) = devices
+        .iter_mut()
+        .find(|d| d.allocator.is_none() && d.name() == m.history().device)
+    {
+        d.attach_model(m);
+    }
+}
