@@ -2,7 +2,7 @@
 //! the JSONL writer's round trip.
 
 use memtide_core::analysis::{final_bytes, global_peak, windows_of};
-use memtide_core::formats::jsonl_write::JsonlWriter;
+use memtide_core::formats::jsonl::write::JsonlWriter;
 use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
 use memtide_core::load::load;

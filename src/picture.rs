@@ -1,9 +1,10 @@
 //! The timeline as a picture (SVG text; PNG rendered from it by resvg): stacked bands in the
 //! theme's colours on the explorer's peak-preserving columns, the reserved outline, the
-//! capacity line, step marks, the peak with its exact bytes, OOMs. Used by `memtide plot` and
-//! the explorer's `e` (export the view).
+//! capacity line, step marks, the peak with its exact bytes, OOMs. Used by `memtide plot`
+//! (`cli/plot.rs`, `cli/plot_diff.rs`) and the explorer's `e` (export the view), so it sits
+//! beside `tui`, not inside it; it takes its colours from `tui::theme`.
 
-use super::theme::{Fill, Theme};
+use crate::tui::theme::{Fill, Theme};
 use anyhow::{bail, Context, Result};
 use memtide_core::analysis::external_split::ExternalSplit;
 use memtide_core::analysis::{event_columns, window_peak, Column};

@@ -72,7 +72,7 @@ impl Input {
     /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]):
     /// any gzip file over 1 MiB, a plain one over 128 MiB (below that, measured, moving the
     /// read calls to a thread gained nothing).
-    pub fn read_ahead(mut self, threads: super::Threads) -> Input {
+    pub fn read_ahead(mut self, threads: crate::formats::Threads) -> Input {
         let from = if self.gzip {
             GZIP_READ_AHEAD_FROM
         } else {

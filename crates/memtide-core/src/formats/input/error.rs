@@ -24,7 +24,7 @@ pub enum FormatError {
     SideFile { what: String, reason: String },
     /// A device-usage log (`--device-log`) that cannot be read.
     #[error(transparent)]
-    DeviceLog(#[from] super::device_log::DeviceLogError),
+    DeviceLog(#[from] crate::formats::device_log::DeviceLogError),
     /// Not a `source`: the message already holds the I/O error's text, and a chain printer
     /// (anyhow's `{:#}`) would repeat it.
     #[error("I/O error: {0}")]

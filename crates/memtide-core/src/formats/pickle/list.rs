@@ -3,7 +3,7 @@
 //! file order), 16 bytes each, which were a sixth of the decode's memory at its peak.
 //! [`ListItems`] reads either form as the same values.
 
-use super::pickle::Val;
+use super::Val;
 
 /// Consecutive handles `Done(kind, first)`, `Done(kind, first + 1)`, …: `len` of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! or a container a hook converted: a kind and a 32-bit id), each packed into one word. A
 //! number (Python's pickler never memoizes one, a hand-made file may) goes to a side table.
 
-use super::pickle::Val;
+use super::Val;
 use rustc_hash::FxHashMap;
 
 const NONE: u64 = 0;

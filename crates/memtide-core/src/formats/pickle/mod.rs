@@ -9,11 +9,14 @@
 //! its own (the snapshot reader turns trace-entry dicts into columnar rows there); the
 //! replaced containers are released to a free list so the arena stays small while streaming.
 
+mod list;
+mod memo;
+
 use super::error::FormatError;
-use super::pickle_list::Items;
-pub use super::pickle_list::ListItems;
-use super::pickle_memo::Memo;
 use super::source::io_or_cancel;
+use list::Items;
+pub use list::ListItems;
+use memo::Memo;
 use rustc_hash::FxHashMap;
 use std::io::Read;
 
