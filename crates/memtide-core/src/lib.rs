@@ -64,6 +64,7 @@ pub mod clip;
 pub mod device_merge;
 pub mod digits;
 pub mod formats;
+pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;
