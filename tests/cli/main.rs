@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod check_json;
 mod cli;
 mod compare;
 mod device_log;
