@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod follow;
 pub mod output_file;
+pub mod picture;
 pub mod safe_text;
 pub mod tui;
 

@@ -50,9 +50,13 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-/// README.md and every page of the guide, as (repository-relative path, text).
+/// README.md, CONTRIBUTING.md and every page of the guide, as (repository-relative path,
+/// text).
 fn documents() -> Vec<(String, String)> {
-    let mut docs = vec![("README.md".to_string(), read("README.md"))];
+    let mut docs = vec![
+        ("README.md".to_string(), read("README.md")),
+        ("CONTRIBUTING.md".to_string(), read("CONTRIBUTING.md")),
+    ];
     let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -601,7 +605,7 @@ fn documented_screens_are_what_the_explorer_draws() {
 }
 
 /// The README's table of the keys used most: ten rows, each a row of `docs/keys.md` (which
-/// `tests/tui_keys.rs` keeps equal to the keymap).
+/// `tests/tui/tui_keys.rs` keeps equal to the keymap).
 #[test]
 fn readme_keys_are_rows_of_the_keymap() {
     let readme = read("README.md");
@@ -905,4 +909,161 @@ fn no_man_page_is_named_that_is_not_generated() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// docs/architecture.md: the map of the repository
+// ---------------------------------------------------------------------------------------
+
+/// Folders whose entries each need a row of the map in `docs/architecture.md`, and whether
+/// only their sub-folders count (the repository's top and `crates/`) or every module.
+const MAPPED: &[(&str, bool)] = &[
+    ("", true),
+    ("crates", true),
+    ("src", false),
+    ("src/tui", false),
+    ("crates/memtide-core/src", false),
+    ("crates/memtide-core/src/formats", false),
+];
+
+/// The first cells of the map's table rows (`| \`path\` | … |`), without their backquotes.
+fn map_rows(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |").map(|(cell, _)| cell.to_string()))
+        .collect()
+}
+
+/// Root-level folders `.gitignore` names (`target/`, `/bench-data/`): build outputs, no row.
+fn ignored_top_folders() -> HashSet<String> {
+    std::fs::read_to_string(root().join(".gitignore"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.ends_with('/') && !l.starts_with('#'))
+        .map(|l| l.trim_matches('/').to_string())
+        .collect()
+}
+
+/// Every folder and module the map must name, as the row would spell it (`src/tui/`,
+/// `src/picture.rs`), read from the filesystem.
+fn mapped_entries() -> Vec<String> {
+    let ignored = ignored_top_folders();
+    let mut out = Vec::new();
+    for &(dir, folders_only) in MAPPED {
+        let mut names: Vec<(String, bool)> = std::fs::read_dir(root().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.path().is_dir(),
+                )
+            })
+            .collect();
+        names.sort();
+        for (name, is_dir) in names {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            if is_dir {
+                let hidden = name.starts_with('.') && name != ".ci";
+                if !(dir.is_empty() && (hidden || ignored.contains(&name))) {
+                    out.push(format!("{prefix}{name}/"));
+                }
+            } else if !folders_only && name.ends_with(".rs") && name != "mod.rs" {
+                out.push(format!("{prefix}{name}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every folder at the top, every crate, and every module of the binary, its screens, the
+/// core and the core's readers has a row in docs/architecture.md's map; every path a row
+/// names exists. A module added without a row fails here, naming the row to add.
+#[test]
+fn architecture_map_names_every_folder_and_module() {
+    let text = read("docs/architecture.md");
+    let rows = map_rows(&text);
+    let named: HashSet<&str> = rows.iter().map(String::as_str).collect();
+    let mut failures = Vec::new();
+    let entries = mapped_entries();
+    for e in &entries {
+        if !named.contains(e.as_str()) {
+            failures.push(format!(
+                "docs/architecture.md has no row for {e}: add the row | `{e}` | what it holds | to its table"
+            ));
+        }
+    }
+    let mut paths = 0;
+    for r in &rows {
+        // A Rust path (`memtide_core::open`) or a crate name marks a module on its way.
+        if !r.contains('/') {
+            continue;
+        }
+        paths += 1;
+        if !root().join(r).exists() {
+            failures.push(format!(
+                "docs/architecture.md has a row for {r}, which does not exist: remove or rename it"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The table was found and read, not skipped: the folders and modules above.
+    assert!(entries.len() >= 60, "only {} entries found", entries.len());
+    assert!(paths >= entries.len(), "{paths} path rows");
+    for must in [
+        "src/tui/layout.rs",
+        "crates/memtide-core/src/formats/input/",
+        "tests/",
+    ] {
+        assert!(entries.iter().any(|e| e == must), "{must} not derived");
+    }
+}
+
+/// The reducers never call the drawing (`tui::ui`) for sizes or rows: what both need is in
+/// `src/tui/layout.rs` (docs/architecture.md). Only the runtime and the test harness draw.
+#[test]
+fn tui_reducers_do_not_call_the_drawing() {
+    let mut failures = Vec::new();
+    for f in files_under("src/tui") {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel.starts_with("src/tui/ui/")
+            || rel.starts_with("src/tui/runtime/")
+            || rel == "src/tui/testing.rs"
+            || rel == "src/tui/mod.rs"
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            // `ui::…` as a path of its own (not the tail of `ratatui::`), or `ui` imported
+            // in a group (`use crate::tui::{ui, …}`).
+            let as_path = code.match_indices("ui::").any(|(i, _)| {
+                code[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+            });
+            let in_group = code.trim_start().starts_with("use ")
+                && ["{ui,", "{ui}", " ui,", " ui}"]
+                    .iter()
+                    .any(|p| code.contains(p));
+            if as_path || in_group {
+                failures.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "reducer code calls tui::ui:\n{}",
+        failures.join("\n")
+    );
 }

@@ -82,13 +82,22 @@ def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
           capacity: Optional[str] = None, device: Optional[str] = None,
           allow_warnings: bool = False, lenient: bool = False) -> CheckResult:
     """``memtide check``: true when the peak is within ``max_peak`` ("70GiB") and the step
-    baseline grows by at most ``max_growth`` ("5%"); ``str()`` is the reason. Exit 2 of the
-    command (bad input, figures the reader doubts) raises :class:`MemtideError`."""
-    p = _path(path)
-    code, lines = _native.check(p, max_peak=max_peak, max_growth=max_growth, window=window,
-                                capacity=capacity, device=device,
-                                allow_warnings=allow_warnings, lenient=lenient)
-    return CheckResult(p, code, lines)
+    baseline grows by at most ``max_growth`` ("5%"); ``str()`` is the reason, ``.verdict``
+    the ``check --json`` document. What the command exits 2 on (bad input, figures the reader
+    doubts) raises :class:`MemtideError`. An opened :class:`Trace` is judged as it was opened
+    (no second read; ``capacity``/``device``/``lenient`` are then the opening's)."""
+    if isinstance(path, Trace):
+        if capacity is not None or device is not None or lenient:
+            raise MemtideError("capacity, device and lenient are memtide.open's for an opened "
+                               "Trace: open it with them")
+        code, lines, doc = path._native.check(max_peak=max_peak, max_growth=max_growth,
+                                              window=window, allow_warnings=allow_warnings)
+        return CheckResult(path.path, code, lines, json.loads(doc))
+    p = os.fspath(path)
+    code, lines, doc = _native.check(p, max_peak=max_peak, max_growth=max_growth, window=window,
+                                     capacity=capacity, device=device,
+                                     allow_warnings=allow_warnings, lenient=lenient)
+    return CheckResult(p, code, lines, json.loads(doc))
 
 
 def diff(a: Union[PathLike, Trace], b: Union[PathLike, Trace], *, device: Optional[str] = None,

@@ -23,13 +23,17 @@ def trace_files():
     """Every bundled sample, fixture and real H200 file memtide reads as a trace."""
     roots = [ROOT / "sample-traces", ROOT / "tests/fixtures", ROOT / "tests/data/gpu-h200"]
     out = []
+    found = []
     for r in roots:
-        for p in sorted(r.rglob("*")):
-            if not p.is_file() or p.name.endswith(SKIP_SUFFIXES) or p.name.startswith("cases"):
-                continue
-            if "tui" in p.relative_to(ROOT).parts:  # screen snapshots, not traces
-                continue
-            out.append(p)
+        # Fixture folders may be links into crates/memtide-core/tests/fixtures: followed.
+        for d, _, names in os.walk(r, followlinks=True):
+            found += [Path(d) / n for n in names]
+    for p in sorted(found):
+        if not p.is_file() or p.name.endswith(SKIP_SUFFIXES) or p.name.startswith("cases"):
+            continue
+        if "tui" in p.relative_to(ROOT).parts:  # screen snapshots, not traces
+            continue
+        out.append(p)
     return out
 
 

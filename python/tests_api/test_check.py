@@ -1,6 +1,7 @@
 """``memtide.check`` agrees with ``memtide check`` in exit meaning (true: 0, false: 1, raises:
 2) and says the command's reason; ``assert memtide.check(...)`` fails with that reason."""
 
+import json
 import os
 import subprocess
 import sys
@@ -51,6 +52,10 @@ def test_check_agrees_with_the_command(path, kw):
     assert bool(res) == (r.returncode == 0)
     assert res.exit_code == r.returncode
     assert res.reasons == r.stdout.strip().splitlines()
+    # The same verdict as `check --json`, and from an opened trace without a second read.
+    assert res.verdict == json.loads(cli("check", path, *flags(kw), "--json").stdout)
+    again = memtide.check(memtide.open(path, progress=False), **kw)
+    assert (again.exit_code, again.reasons) == (res.exit_code, res.reasons)
 
 
 def test_failing_assert_shows_the_reason(tmp_path):

@@ -1,12 +1,12 @@
 //! `memtide plot FILE -o out.svg|png`: the stacked band timeline as a picture to paste into a
 //! pull request or an issue — bands in the theme's colours, the reserved outline, the capacity
 //! line, step marks, the peak with its exact bytes, OOMs — on the explorer's peak-preserving
-//! columns (drawn by `tui::picture`); with two files, both runs aligned by step
+//! columns (drawn by `picture`); with two files, both runs aligned by step
 //! (`plot_diff`).
 
 use super::load::{open, pick_device};
 use super::PlotArgs;
-use crate::tui::picture::{svg, to_png, Picture};
+use crate::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::trace::Seq;

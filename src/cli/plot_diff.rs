@@ -3,7 +3,7 @@
 //! columns, both peaks marked with their exact bytes, step boundaries, OOMs, and a legend
 //! naming the files.
 
-use crate::tui::picture::{css, nice_top, xml, y_axis};
+use crate::picture::{css, nice_top, xml, y_axis};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{align, Diff, Span};

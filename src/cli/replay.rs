@@ -4,7 +4,7 @@
 use super::load::{open, pick_device};
 use super::ReplayArgs;
 use anyhow::{Context, Result};
-use memtide_core::formats::jsonl_write::JsonlWriter;
+use memtide_core::formats::jsonl::write::JsonlWriter;
 use memtide_core::formats::{detect, Format};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;

@@ -148,7 +148,7 @@ pub fn with_doubts(mut lines: Vec<Line>, doubts: &[String]) -> Vec<Line> {
     let rows: Vec<Line> = doubts
         .iter()
         .flat_map(|d| {
-            crate::tui::ui::oom::wrap(&format!("doubtful: {d}"), DOUBT_WIDTH)
+            fmt::wrap(&format!("doubtful: {d}"), DOUBT_WIDTH)
                 .into_iter()
                 .enumerate()
                 .map(|(i, row)| {

@@ -160,6 +160,33 @@ pub fn trunc_words(s: &str, w: usize) -> String {
     out
 }
 
+/// Greedy word wrap to `w` columns (a word longer than `w` is cut).
+pub fn wrap(text: &str, w: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let n = line.chars().count();
+        let wn = word.chars().count();
+        if n > 0 && n + 1 + wn > w {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        while line.chars().count() > w {
+            let head: String = line.chars().take(w).collect();
+            let tail: String = line.chars().skip(w).collect();
+            out.push(head);
+            line = tail;
+        }
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -196,5 +223,14 @@ mod tests {
         assert_eq!(trunc_left("/a/b/ranks", 6), "…ranks");
         assert_eq!(trunc_left("ranks", 6), "ranks");
         assert_eq!(addr(139_897_518_161_920), "0x7f3c6de00000");
+    }
+
+    #[test]
+    fn wrap_keeps_words_and_width() {
+        let w = wrap("the device is full of live tensors", 12);
+        assert_eq!(w, ["the device", "is full of", "live tensors"]);
+        assert!(wrap("abcdefghijklmnop", 5)
+            .iter()
+            .all(|l| l.chars().count() <= 5));
     }
 }

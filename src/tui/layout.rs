@@ -10,6 +10,8 @@
 //! status      1        key hints / search prompt / messages
 //! ```
 
+use crate::tui::fmt::wrap;
+use memtide_core::allocator::OomExplanation;
 use ratatui::layout::Rect;
 
 /// Smallest usable terminal; below it a "terminal too small" message is shown.
@@ -152,5 +154,84 @@ impl HelpGeometry {
             visible,
             max_scroll: per_col - visible,
         }
+    }
+}
+
+/// The OOM panel's figure grid: width of one figure cell (label and value).
+pub const OOM_CELL_W: usize = 37;
+/// The OOM panel: width of a label (figures, verdict and advice rows).
+pub const OOM_LABEL_W: usize = 18;
+
+/// Figure cells side by side in an OOM panel `width` columns wide.
+pub fn oom_grid_cols(width: u16) -> usize {
+    (width.saturating_sub(1) as usize / OOM_CELL_W).clamp(1, 5)
+}
+
+/// The OOM panel's reasoning, advice, pinners and checked fixes, each wrapped to the panel's
+/// width, labelled on their first row.
+pub fn oom_advice_lines(x: &OomExplanation, width: u16) -> Vec<(&'static str, String)> {
+    let w = (width as usize).saturating_sub(OOM_LABEL_W + 3).max(10);
+    let mut out = Vec::new();
+    for (label, text) in x.details() {
+        for (i, line) in wrap(&text, w).into_iter().enumerate() {
+            out.push((if i == 0 { label } else { "" }, line));
+        }
+    }
+    out
+}
+
+/// Rows the OOM panel needs at `width` to show everything.
+pub fn oom_panel_height(x: &OomExplanation, width: u16) -> u16 {
+    let rows = x.figures().len().div_ceil(oom_grid_cols(width));
+    (2 + rows + oom_advice_lines(x, width).len()) as u16
+}
+
+/// Rows of the allocator view above its segment rows besides the pool rows: title, totals,
+/// column header.
+pub const ALLOC_FIXED_ROWS: u16 = 3;
+
+/// Pool rows the allocator view shows, of `pools`, in a panel `height` rows high (at least
+/// three segment rows stay).
+pub fn alloc_pool_rows(pools: usize, height: u16) -> usize {
+    let room = height.saturating_sub(ALLOC_FIXED_ROWS + 3) as usize;
+    pools.min(room).min(4)
+}
+
+/// Segment and block rows visible in an allocator view `height` rows high, of `pools` pools.
+pub fn alloc_segment_rows(pools: usize, height: u16) -> usize {
+    (height.saturating_sub(ALLOC_FIXED_ROWS) as usize)
+        .saturating_sub(alloc_pool_rows(pools, height))
+}
+
+#[cfg(test)]
+mod panel_tests {
+    use super::*;
+
+    #[test]
+    fn allocator_view_keeps_three_segment_rows() {
+        // 20 rows, 2 pools: title, totals, header, 2 pool rows, 15 segment rows.
+        assert_eq!(alloc_pool_rows(2, 20), 2);
+        assert_eq!(alloc_segment_rows(2, 20), 15);
+        // At most four pool rows, whatever the height.
+        assert_eq!(alloc_pool_rows(9, 60), 4);
+        // A short panel gives up pool rows before segment rows.
+        for height in 6..40 {
+            for pools in 0..8 {
+                let segs = alloc_segment_rows(pools, height);
+                assert!(segs >= 3, "{pools} pools, {height} rows: {segs}");
+                assert_eq!(
+                    usize::from(ALLOC_FIXED_ROWS) + alloc_pool_rows(pools, height) + segs,
+                    usize::from(height)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn oom_grid_columns_fit_the_width() {
+        assert_eq!(oom_grid_cols(10), 1);
+        assert_eq!(oom_grid_cols(38), 1);
+        assert_eq!(oom_grid_cols(75), 2);
+        assert_eq!(oom_grid_cols(500), 5);
     }
 }

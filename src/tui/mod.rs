@@ -21,7 +21,6 @@ pub mod lab;
 pub mod layout;
 pub mod liveset;
 pub mod msg;
-pub mod picture;
 pub mod ranks;
 pub mod runtime;
 pub mod shared;

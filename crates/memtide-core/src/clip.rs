@@ -9,7 +9,7 @@
 //! never a thousand copies; the JSON writer shortens every string it writes
 //! ([`ClipFormatter`]), the one place `summary --json` goes through.
 
-use crate::trace::units::grouped;
+use crate::digits::grouped;
 use std::borrow::Cow;
 use std::io;
 

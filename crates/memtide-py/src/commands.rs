@@ -1,10 +1,14 @@
-//! `memtide.check`, `memtide.diff`, `memtide.whatif`: the commands' own code (`check::evaluate`,
-//! `diff::compare` + `diff::json`, `whatif::replay` + `whatif::json`), run with the GIL
-//! released; the answers as the commands print them (verdict lines, `--json` documents).
+//! `memtide.check`, `memtide.diff`, `memtide.whatif`: the commands' own code (the core's gate
+//! with `check`'s lines and JSON, `diff::compare` + `diff::json`, `whatif::replay` +
+//! `whatif::json`), run with the GIL released; the answers as the commands print them.
 
-use memtide::cli::{CheckArgs, DiffArgs, FollowArgs, InputArgs, WhatifArgs};
+use crate::open::{open, Options};
+use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
+use memtide_core::formats::Progress;
+use memtide_core::gate::{self, Limits};
+use memtide_core::open::Device;
 use pyo3::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The reading options `memtide.check` / `diff` / `whatif` take, as the CLI's flags.
 fn input(device: Option<String>, lenient: bool) -> InputArgs {
@@ -15,7 +19,49 @@ fn input(device: Option<String>, lenient: bool) -> InputArgs {
     }
 }
 
-/// `memtide check PATH …`: `(exit status 0 or 1, the verdict lines)`; exit 2 is an exception.
+/// `check`'s limits from its flags' texts (`"70GiB"`, `"5%"`), parsed as the CLI parses them.
+pub fn limits(
+    max_peak: Option<&str>,
+    max_growth: Option<&str>,
+    window: Option<String>,
+    allow_warnings: bool,
+) -> anyhow::Result<Limits> {
+    if max_peak.is_none() && max_growth.is_none() {
+        anyhow::bail!("check needs max_peak or max_growth (or both)");
+    }
+    Ok(Limits {
+        max_peak: max_peak
+            .map(|s| memtide::cli::flags::size("--max-peak", s))
+            .transpose()?,
+        max_growth: max_growth
+            .map(|s| memtide::cli::flags::percent("--max-growth", s))
+            .transpose()?,
+        window,
+        allow_warnings,
+    })
+}
+
+/// The core's gate on one device: `(exit status 0 or 1, the lines `memtide check` prints,
+/// the `check --json` document)`; what the command exits 2 on is an error.
+pub fn judge(
+    t: &Device,
+    file: &Path,
+    limits: &Limits,
+) -> anyhow::Result<(u8, Vec<String>, String)> {
+    let v = gate::check_device(&t.trace, &t.index, t.history(), limits)
+        .map_err(|e| memtide::cli::check::gate_error(file, e))?;
+    let lines = memtide::cli::gate_text::device_lines(&v);
+    let code = v.outcome.exit_code();
+    let doc = memtide::cli::check::CheckJson {
+        kind: "device",
+        file: file.display().to_string(),
+        exit_code: code,
+        verdict: &v,
+    };
+    Ok((code, lines, serde_json::to_string(&doc)?))
+}
+
+/// `memtide check PATH …`: opens the file (the one door, as `check` reads it) and judges it.
 #[pyfunction]
 #[pyo3(signature = (path, *, max_peak=None, max_growth=None, window=None, capacity=None,
     device=None, allow_warnings=false, lenient=false))]
@@ -30,29 +76,14 @@ pub fn check(
     device: Option<String>,
     allow_warnings: bool,
     lenient: bool,
-) -> PyResult<(u8, Vec<String>)> {
-    if max_peak.is_none() && max_growth.is_none() {
-        return Err(crate::errors::other_error(
-            py,
-            None,
-            &anyhow::anyhow!("check needs max_peak or max_growth (or both)"),
-        ));
-    }
-    let a = CheckArgs {
-        file: path.clone(),
-        more: Vec::new(),
-        max_peak,
-        max_imbalance: None,
-        jobs: 0,
-        max_growth,
+) -> PyResult<(u8, Vec<String>, String)> {
+    let lim = limits(
+        max_peak.as_deref(),
+        max_growth.as_deref(),
         window,
-        capacity,
-        follow: FollowArgs::default(),
-        idle_exit: None,
         allow_warnings,
-        report: None,
-        input: input(device, lenient),
-    };
+    )
+    .map_err(|e| crate::errors::other_error(py, Some(&path), &e))?;
     if path.is_dir() {
         return Err(crate::errors::other_error(
             py,
@@ -63,11 +94,23 @@ pub fn check(
             ),
         ));
     }
-    let judged = py.detach(|| memtide::cli::check::evaluate(&a));
-    match judged {
-        Ok((code, lines, _)) => Ok((code, lines)),
-        Err(e) => Err(crate::errors::other_error(py, Some(&path), &e)),
-    }
+    let options = Options {
+        input: input(device, lenient),
+        capacity,
+        whole_histories: false,
+    };
+    let opened = py
+        .detach(|| open(&path, &options, &Progress::new()))
+        .map_err(|e| crate::errors::open_error(py, &path, &e))?;
+    let Some(t) = opened.devices.get(opened.primary) else {
+        return Err(crate::errors::other_error(
+            py,
+            Some(&path),
+            &anyhow::anyhow!("no trace to check"),
+        ));
+    };
+    py.detach(|| judge(t, &path, &lim))
+        .map_err(|e| crate::errors::other_error(py, Some(&path), &e))
 }
 
 /// `memtide diff A B --json`: the document, as JSON text.

@@ -195,7 +195,7 @@ pub fn svg(t: &Device, name: &str, width: u32, height: u32) -> Result<String> {
         bail!("the trace has no events");
     }
     let theme = memtide::tui::theme::Theme::resolve(Some("light"), false)?;
-    memtide::tui::picture::svg(&memtide::tui::picture::Picture {
+    memtide::picture::svg(&memtide::picture::Picture {
         trace: &t.trace,
         index: &t.index,
         theme: &theme,

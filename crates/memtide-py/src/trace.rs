@@ -150,6 +150,23 @@ impl NativeTrace {
             .map_err(|e| self.err(py, &e))
     }
 
+    /// `memtide check FILE …` on this trace (no second read): `(status 0/1, lines, JSON)`.
+    #[pyo3(signature = (*, max_peak=None, max_growth=None, window=None, allow_warnings=false))]
+    fn check(
+        &self,
+        py: Python<'_>,
+        max_peak: Option<&str>,
+        max_growth: Option<&str>,
+        window: Option<String>,
+        allow_warnings: bool,
+    ) -> PyResult<(u8, Vec<String>, String)> {
+        let t = self.main()?;
+        let path = &self.opened.path;
+        crate::commands::limits(max_peak, max_growth, window, allow_warnings)
+            .and_then(|lim| py.detach(|| crate::commands::judge(t, path, &lim)))
+            .map_err(|e| self.err(py, &e))
+    }
+
     /// The picture `memtide plot FILE -o out.svg` draws.
     #[pyo3(signature = (width=1200, height=480))]
     fn svg(&self, py: Python<'_>, width: u32, height: u32) -> PyResult<String> {

@@ -134,7 +134,8 @@ pub fn flatten_tree(ex: &mut ExplorerState) {
 pub fn fix_alloc_scroll(sh: &Shared, ex: &mut ExplorerState) {
     let panel = ex.layout(sh.width, sh.height).panel;
     if let Some(a) = ex.alloc.as_mut() {
-        let rows = crate::tui::ui::allocator::segment_rows(a, panel.height);
+        let pools = a.totals.as_ref().map_or(0, |t| t.pools.len());
+        let rows = crate::tui::layout::alloc_segment_rows(pools, panel.height);
         a.fix_scroll(rows);
     }
 }

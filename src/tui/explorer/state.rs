@@ -333,7 +333,7 @@ impl ExplorerState {
             let need = self
                 .device()
                 .and_then(|d| d.ooms().get(k))
-                .map_or(3, |x| crate::tui::ui::oom::height(x, width));
+                .map_or(3, |x| crate::tui::layout::oom_panel_height(x, width));
             let body = l.live.height;
             // Keep a few live rows below when the body has room for them.
             let h = if body >= 12 { need.min(body - 4) } else { body };

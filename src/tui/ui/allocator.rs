@@ -10,6 +10,7 @@ use super::put;
 use crate::tui::explorer::alloc::{AllocRow, AllocView};
 use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
+use crate::tui::layout::alloc_pool_rows;
 use crate::tui::shared::Shared;
 use crate::tui::theme::{Glyphs, Theme};
 use memtide_core::allocator::{BlockState, SegmentView};
@@ -17,21 +18,6 @@ use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-
-/// Rows above the segment rows besides the pool rows: title, totals, column header.
-const FIXED: u16 = 3;
-
-/// Pool rows shown in a panel `height` rows high (at least three segment rows stay).
-fn pool_lines(view: &AllocView, height: u16) -> usize {
-    let pools = view.totals.as_ref().map_or(0, |t| t.pools.len());
-    let room = height.saturating_sub(FIXED + 3) as usize;
-    pools.min(room).min(4)
-}
-
-/// Segment and block rows visible in a panel `height` rows high.
-pub fn segment_rows(view: &AllocView, height: u16) -> usize {
-    (height.saturating_sub(FIXED) as usize).saturating_sub(pool_lines(view, height))
-}
 
 fn plural(n: u64, what: &str) -> String {
     if n == 1 {
@@ -158,7 +144,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         ];
         let wrapped = lines
             .iter()
-            .flat_map(|l| super::oom::wrap(l, (r.width as usize).saturating_sub(4).max(10)));
+            .flat_map(|l| fmt::wrap(l, (r.width as usize).saturating_sub(4).max(10)));
         for (i, l) in wrapped.enumerate() {
             let y = r.y + 1 + i as u16;
             if y >= r.bottom() {
@@ -222,7 +208,11 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
             fit::draw(buf, r.x, y, r.right(), &fit::longest(figures, r.width));
             y += 1;
         }
-        for p in t.pools.iter().take(pool_lines(view, r.height)) {
+        for p in t
+            .pools
+            .iter()
+            .take(alloc_pool_rows(t.pools.len(), r.height))
+        {
             if y >= r.bottom() {
                 break;
             }

@@ -3,25 +3,20 @@
 //! [`crate::trace::BandsSource::Inferred`], and [`crate::load`] runs the inference after
 //! reading. No terminal code.
 
-mod bytes_memo;
-pub mod detect;
 pub mod device_log;
-pub mod error;
-pub mod gzip;
-mod json_scan;
+pub mod input;
+mod json;
 pub mod jsonl;
-pub mod jsonl_write;
 pub mod kineto;
-pub mod limit;
 pub mod memory_timeline;
 pub mod nsys;
 pub mod oom_message;
 pub mod pickle;
-mod pickle_list;
-mod pickle_memo;
-pub mod read_ahead;
 pub mod snapshot;
-pub mod source;
+
+// The input plumbing keeps its paths (`formats::source`, `formats::gzip`, …).
+use input::bytes_memo;
+pub use input::{detect, error, gzip, limit, read_ahead, source};
 
 pub use detect::{detect, Format};
 pub use error::FormatError;

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// A byte count. Always shown with binary units (KiB, MiB, GiB).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct Bytes(pub u64);
 
 /// A timestamp in nanoseconds on the trace's own clock (see [`crate::trace::Clock`]).
@@ -107,18 +107,8 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Bytes with thousands separators: `301,460,984`.
-pub fn grouped(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// Bytes with thousands separators (kept at this path; [`crate::digits`]).
+pub use crate::digits::grouped;
 
 /// Error from [`parse_size`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -198,7 +188,5 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.500 KiB");
         // docs/concepts.md, fact 5: 160 MB = 152.6 MiB
         assert_eq!(human_bytes(160_000_000), "152.6 MiB");
-        assert_eq!(grouped(301_460_984), "301,460,984");
-        assert_eq!(grouped(12), "12");
     }
 }

@@ -14,6 +14,7 @@ mod line;
 mod lines;
 mod pipeline;
 mod scan;
+pub mod write;
 
 use super::error::FormatError;
 use crate::trace::{AllocId, Trace};

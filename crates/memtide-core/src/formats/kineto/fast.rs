@@ -5,7 +5,7 @@
 //! only checked for balanced brackets and strings.
 
 use super::parse::{ArgsOut, Cat, RawEvent, TidKey};
-use crate::formats::json_scan::{skip_value, ws};
+use crate::formats::json::scan::{skip_value, ws};
 use std::borrow::Cow;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -71,7 +71,7 @@ fn plain_str<'a>(s: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
     Some(&s[start..k])
 }
 
-/// Skips any string, escapes included, `i` at its opening quote (as `json_scan::skip_str`).
+/// Skips any string, escapes included, `i` at its opening quote (as `json::scan::skip_str`).
 #[inline]
 fn skip_string(s: &[u8], i: &mut usize) -> Option<()> {
     let mut j = *i + 1;
@@ -86,7 +86,7 @@ fn skip_string(s: &[u8], i: &mut usize) -> Option<()> {
     }
 }
 
-/// Skips one value of any type: exactly what `json_scan::skip_value` accepts (brackets only
+/// Skips one value of any type: exactly what `json::scan::skip_value` accepts (brackets only
 /// counted, strings skipped), searching eight bytes at a time for the bytes that matter.
 fn skip_any(s: &[u8], i: &mut usize) -> Option<()> {
     match *s.get(*i)? {
@@ -526,7 +526,7 @@ mod tests {
         }
     }
 
-    /// `skip_any` accepts and ends exactly where `json_scan::skip_value` does, also on every
+    /// `skip_any` accepts and ends exactly where `json::scan::skip_value` does, also on every
     /// cut-off prefix.
     #[test]
     fn skip_any_equals_skip_value() {

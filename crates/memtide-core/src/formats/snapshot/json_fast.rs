@@ -8,7 +8,7 @@
 //! again: its stack is known.
 
 use super::from_json::{EntryIn, FrameIn, KnownStacks, Meta, Num, Scanned, StackIn};
-use crate::formats::json_scan::{skip_str, skip_value, ws};
+use crate::formats::json::scan::{skip_str, skip_value, ws};
 use serde::de::IgnoredAny;
 use std::borrow::Cow;
 
