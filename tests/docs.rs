@@ -605,7 +605,7 @@ fn documented_screens_are_what_the_explorer_draws() {
 }
 
 /// The README's table of the keys used most: ten rows, each a row of `docs/keys.md` (which
-/// `tests/tui_keys.rs` keeps equal to the keymap).
+/// `tests/tui/tui_keys.rs` keeps equal to the keymap).
 #[test]
 fn readme_keys_are_rows_of_the_keymap() {
     let readme = read("README.md");

@@ -3,7 +3,7 @@
 (torch from scripts/setup-python-env) of a two-layer fp32 MLP trained by Adam for two steps,
 without stacks (no local paths in the file). Its header carries `param_count`.
 
-Figures by hand (tests/param_count.rs): Linear(64, 32) + Linear(32, 8) =
+Figures by hand (tests/cli/param_count.rs): Linear(64, 32) + Linear(32, 8) =
 64*32 + 32 + 32*8 + 8 = 2,344 parameters in 4 tensors; after the first optimizer step,
 params 4 B + grads 4 B + Adam's exp_avg and exp_avg_sq 8 B per parameter, plus one 4-byte
 `step` tensor per parameter tensor: (16 * 2344 + 4 * 4) / 2344 = 16.0068 B/param.

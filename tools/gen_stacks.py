@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/stacks/*.json: small CUDA snapshots (the JSON form of
 `torch.cuda.memory._dump_snapshot()`) whose frames have the shapes the common training and
-serving stacks really produce, for the band-inference tests (tests/right_answers.rs). The
+serving stacks really produce, for the band-inference tests (tests/cli/right_answers.rs). The
 expected bands at each file's peak are computed by hand in tests/fixtures/stacks/README.md.
 
 Usage: tools/gen_stacks.py --out tests/fixtures/stacks   (plain Python, no torch; deterministic)

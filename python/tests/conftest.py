@@ -1,4 +1,4 @@
-"""Shared fixtures: the memtide binary (MEMTIDE_BIN, set by tests/recorder.rs) and a runner for
+"""Shared fixtures: the memtide binary (MEMTIDE_BIN, set by tests/slow/recorder.rs) and a runner for
 `memtide summary --json`."""
 
 import json

@@ -5,7 +5,7 @@ Usage: compare.py OUT_DIR --memtide BIN
 
 OUT_DIR holds `cases.json` (written by run.py on the GPU, or by a test) and the files it
 names. Standard library only: this part needs no GPU and no torch, so the test suite runs it on
-the CPU (tests/gpu_conformance.rs).
+the CPU (tests/cli/gpu_conformance.rs).
 
 cases.json:
     {"versions": {"torch": "...", "cuda": "...", "driver": "...", "gpu": "..."},

@@ -56,17 +56,21 @@ fn over(f: &Followed, from: usize, limit: Bytes) -> Option<memtide_core::analysi
 }
 
 fn fail(f: &Followed, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
-    let at = if p.at_start {
-        "at start (before the first event)".to_string()
-    } else {
-        format!("at event #{}", f.device.trace.event_number(p.at))
+    // The core's evidence; a followed file numbers its events as it grows, so the file's own
+    // numbering is not given beside them.
+    let (trace, index) = (&f.device.trace, &f.device.index);
+    let ev = memtide_core::gate::peak_evidence(trace, p);
+    let at = match ev.event {
+        None => "at start (before the first event)".to_string(),
+        Some(e) => format!("at event #{e}"),
     };
+    let live = memtide_core::gate::biggest_live(trace, index, p, 3);
     crate::outln!(
         "FAIL: peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
-        human_bytes(p.bytes.0),
-        p.bytes.0,
+        human_bytes(ev.bytes),
+        ev.bytes,
         human_bytes(limit.0),
-        super::check::biggest_live(&f.device.trace, &f.device.index, p)
+        super::gate_text::biggest_live_text(live.as_deref())
     );
     ExitCode::from(1)
 }
@@ -75,12 +79,16 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let Some(max_peak) = a.max_peak.as_deref() else {
         anyhow::bail!("check --follow needs --max-peak");
     };
+    if a.json {
+        anyhow::bail!("check --follow prints its verdict as text only (the trace is still growing); run check without -f for --json");
+    }
     if a.report.is_some() {
         anyhow::bail!("check --follow cannot write --report (the trace is still growing); run check without -f for a report");
     }
     let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
-    super::check::refuse_doubtful(&a.file, &f.device.trace, a.allow_warnings)?;
+    memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
+        .map_err(|e| super::check::gate_error(&a.file, e))?;
     if let Some(p) = over(&f, 0, limit) {
         return Ok(fail(&f, &p, limit));
     }
@@ -133,7 +141,8 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         }
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
-                super::check::refuse_doubtful(&a.file, &f.device.trace, a.allow_warnings)?;
+                memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
+                    .map_err(|e| super::check::gate_error(&a.file, e))?;
                 let peak = memtide_core::analysis::global_peak(&f.device.trace, &f.device.index)
                     .filter(|p| p.bytes.0 > 0);
                 let Some((b, idx)) = peak.map(|p| (p.bytes.0, f.device.trace.event_number(p.at)))

@@ -17,11 +17,16 @@ pub fn short_frame(f: &str) -> &str {
 /// the innermost op beside it (`train.py:41 step  ← aten::addmm`), or the top frame as the
 /// file gives it when `all_frames` or when the stack has no user frame.
 pub fn shown_frame(e: &LiveEntry, all_frames: bool) -> String {
-    if all_frames || e.user_frame.is_empty() {
-        short_frame(&e.frame).to_string()
-    } else if e.innermost.is_empty() || e.user_frame.ends_with(e.innermost.as_str()) {
-        e.user_frame.clone()
+    shown_frame_of(&e.frame, &e.user_frame, &e.innermost, all_frames)
+}
+
+/// [`shown_frame`] from a row's top frame, user frame and innermost op.
+pub fn shown_frame_of(frame: &str, user_frame: &str, innermost: &str, all_frames: bool) -> String {
+    if all_frames || user_frame.is_empty() {
+        short_frame(frame).to_string()
+    } else if innermost.is_empty() || user_frame.ends_with(innermost) {
+        user_frame.to_string()
     } else {
-        format!("{}  ← {}", e.user_frame, e.innermost)
+        format!("{user_frame}  ← {innermost}")
     }
 }

@@ -8,6 +8,7 @@ pub mod explore;
 pub mod flags;
 pub mod follow;
 pub mod frames;
+pub mod gate_text;
 pub mod lab;
 pub mod load;
 pub mod markdown;
@@ -407,6 +408,10 @@ pub struct CheckArgs {
     /// starts with the verdict) instead of the plain verdict lines. Never one of the files read.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Print the verdict as one JSON object (each limit, its figure, pass or fail, the
+    /// evidence) instead of the verdict lines; the exit code is unchanged.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }

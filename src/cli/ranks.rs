@@ -6,6 +6,7 @@
 
 use super::{CheckArgs, InputArgs, SummaryArgs, EXIT_ERROR};
 use anyhow::{bail, Context, Result};
+use memtide_core::gate::{self, JobLimits};
 use memtide_core::ranks::{self, RankEvent, RankOptions, RankRow, Ranks, Spread};
 use memtide_core::trace::human_bytes;
 use serde_json::{json, Value};
@@ -483,16 +484,6 @@ pub fn to_json(r: &Ranks) -> JobJson<'_> {
     JobJson { ranks, job }
 }
 
-/// Up to `n` names, then `and K more`.
-fn some(names: Vec<String>, n: usize) -> String {
-    let k = names.len();
-    let mut v: Vec<String> = names.into_iter().take(n).collect();
-    if k > n {
-        v.push(format!("and {} more", k - n));
-    }
-    v.join(", ")
-}
-
 /// `memtide check DIR`: 0 when every rank passes, 1 when a rank is over a limit, ran out of
 /// memory (with `--max-peak`), or the job's peaks differ more than `--max-imbalance`; 2 when nothing is readable.
 pub fn check(a: &CheckArgs) -> Result<ExitCode> {
@@ -519,6 +510,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         .transpose()?;
     let opts = options(&a.input, a.capacity.as_deref(), a.window.as_deref(), false)?;
     let files = inputs(&a.file, &a.more);
+    super::check::refuse_json_and_stdout_report(a)?;
     if let Some(path) = &a.report {
         // Before the (long) read; the rank files inside a directory are checked once listed.
         crate::output_file::refuse_inputs(path, &super::check::inputs(a))?;
@@ -526,7 +518,8 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
     let r = read(&files, &opts, a.jobs)?;
     let title = title(&files);
     if r.rows.is_empty() {
-        for e in &r.errors {
+        // With --json, standard output holds JSON or nothing: the error names the files.
+        for e in r.errors.iter().filter(|_| !a.json) {
             crate::outln!(
                 "unreadable: {}: {}",
                 crate::safe_text::one_line(&display_name(&e.path)),
@@ -535,16 +528,16 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         }
         bail!("{}", nothing_readable(&r, &title));
     }
-    let (code, lines) = verdict(&r, limit, imbalance, growth, a.allow_warnings)?;
-    if !a
-        .report
-        .as_deref()
-        .is_some_and(crate::output_file::is_stdout)
-    {
-        for l in &lines {
-            crate::outln!("{}", crate::safe_text::one_line(l));
-        }
-    }
+    let limits = JobLimits {
+        max_peak: limit,
+        max_imbalance: imbalance,
+        max_growth: growth,
+        allow_warnings: a.allow_warnings,
+    };
+    let v = gate::check_job(&r, &limits)?;
+    let lines = super::gate_text::job_lines(&v);
+    let code = v.outcome.exit_code();
+    super::check::print(a, "job", title.clone(), code, &v, &lines)?;
     if let Some(path) = &a.report {
         let mut md = String::from("## memtide check\n\n");
         for l in &lines {
@@ -558,209 +551,5 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         read.extend(r.skipped.iter().map(|s| s.path.as_path()));
         crate::output_file::write_atomically(path, md.as_bytes(), &read)?;
     }
-    Ok(code)
-}
-
-/// The job's gate: exit code and the lines that say why.
-fn verdict(
-    r: &Ranks,
-    limit: Option<memtide_core::trace::Bytes>,
-    imbalance: Option<f64>,
-    growth: Option<f64>,
-    allow_warnings: bool,
-) -> Result<(ExitCode, Vec<String>)> {
-    let mut lines = Vec::new();
-    let mut failed = false;
-    // What could not be gated: a job that passes with any of it exits 2, not 0.
-    let mut unchecked: Vec<String> = Vec::new();
-    // Ranks whose reader said the figures may be wrong are not gated on (unless allowed).
-    let (gated, doubted): (Vec<&RankRow>, Vec<&RankRow>) = r
-        .rows
-        .iter()
-        .partition(|x| allow_warnings || x.doubtful.is_empty());
-    let oom: Vec<String> = gated
-        .iter()
-        .filter(|x| x.ooms > 0)
-        .map(|x| format!("{} ({} OOM{})", who(x), x.ooms, plural(x.ooms)))
-        .collect();
-    // As for one file: an OOM fails the peak gate, and is said, not counted, without one.
-    if !oom.is_empty() {
-        let line = format!(
-            "out of memory on {} rank{}: {} (memtide summary FILE explains each)",
-            oom.len(),
-            plural(oom.len()),
-            some(oom, 10)
-        );
-        if limit.is_some() {
-            lines.push(format!("FAIL: {line}"));
-            failed = true;
-        } else {
-            lines.push(format!("note: {line} (not gated: --max-peak gates an OOM)"));
-        }
-    }
-    if let Some(limit) = limit {
-        let without: Vec<String> = gated
-            .iter()
-            .filter(|x| x.peak.is_none())
-            .map(|x| who(x))
-            .collect();
-        if without.len() == gated.len() {
-            bail!(
-                "--max-peak checked nothing: no rank has a peak ({})",
-                some(without, 10)
-            );
-        }
-        if !without.is_empty() {
-            unchecked.push(format!(
-                "{} rank{} without a peak not checked for --max-peak: {}",
-                without.len(),
-                plural(without.len()),
-                some(without, 10)
-            ));
-        }
-        let mut over: Vec<&&RankRow> = gated
-            .iter()
-            .filter(|x| x.peak.is_some_and(|p| p > limit.0))
-            .collect();
-        over.sort_by_key(|x| std::cmp::Reverse(x.peak));
-        if over.is_empty() {
-            let top = gated
-                .iter()
-                .filter(|x| x.peak.is_some())
-                .max_by_key(|x| x.peak);
-            lines.push(format!(
-                "ok: every rank's peak is within --max-peak {}{}",
-                human_bytes(limit.0),
-                top.map_or(String::new(), |t| format!(
-                    " (highest: {} {})",
-                    who(t),
-                    opt_bytes(t.peak)
-                ))
-            ));
-        } else {
-            let names: Vec<String> = over
-                .iter()
-                .map(|x| {
-                    let p = x.peak.unwrap_or(0);
-                    format!(
-                        "{} {} (+{})",
-                        who(x),
-                        human_bytes(p),
-                        human_bytes(p - limit.0)
-                    )
-                })
-                .collect();
-            lines.push(format!(
-                "FAIL: {} rank{} over --max-peak {}: {}",
-                over.len(),
-                plural(over.len()),
-                human_bytes(limit.0),
-                some(names, 10)
-            ));
-            failed = true;
-        }
-    }
-    if let Some(lim) = imbalance {
-        match Spread::of(gated.iter().copied()) {
-            None => bail!("--max-imbalance needs peaks: no checked rank has one"),
-            Some(s) => {
-                let imb = s.imbalance();
-                let text = format!(
-                    "max/min {} (rank {} {} / rank {} {})",
-                    ratio_text(&s),
-                    s.worst_rank,
-                    human_bytes(s.max),
-                    s.best_rank,
-                    human_bytes(s.min)
-                );
-                if imb.is_none_or(|i| i > lim) {
-                    lines.push(format!(
-                        "FAIL: rank peaks differ by {}, over --max-imbalance {:.2}%: {text}",
-                        imb.map_or("∞".into(), |i| format!("{:+.2}%", i * 100.0)),
-                        lim * 100.0
-                    ));
-                    failed = true;
-                } else {
-                    lines.push(format!(
-                        "ok: rank peaks differ by {:+.2}%, within --max-imbalance {:.2}%: {text}",
-                        imb.unwrap_or(0.0) * 100.0,
-                        lim * 100.0
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(g) = growth {
-        let with: Vec<&&RankRow> = gated.iter().filter(|x| x.growth.is_some()).collect();
-        if with.is_empty() {
-            bail!(
-                "--max-growth needs step marks: no checked rank has a step after the warm-up step"
-            );
-        }
-        let over: Vec<String> = with
-            .iter()
-            .filter(|x| x.growth.is_some_and(|v| v > g))
-            .map(|x| format!("{} {:+.2}%", who(x), x.growth.unwrap_or(0.0) * 100.0))
-            .collect();
-        if over.is_empty() {
-            lines.push(format!(
-                "ok: every rank's step baseline growth is within --max-growth {:.2}%",
-                g * 100.0
-            ));
-        } else {
-            lines.push(format!(
-                "FAIL: step baseline grew over --max-growth {:.2}% on {} rank{}: {}",
-                g * 100.0,
-                over.len(),
-                plural(over.len()),
-                some(over, 10)
-            ));
-            failed = true;
-        }
-        let without = gated.len() - with.len();
-        if without > 0 {
-            unchecked.push(format!(
-                "{without} rank{} without steps after warm-up not checked for growth",
-                plural(without)
-            ));
-        }
-    }
-    if !doubted.is_empty() {
-        let names: Vec<String> = doubted.iter().map(|x| who(x)).collect();
-        unchecked.push(format!(
-            "not checked, the reader warned that the figures may be wrong (--allow-warnings checks them): {}",
-            some(names, 10)
-        ));
-    }
-    if !r.errors.is_empty() {
-        let names: Vec<String> = r
-            .errors
-            .iter()
-            .map(|e| format!("{}: {}", display_name(&e.path), e.error))
-            .collect();
-        unchecked.push(format!(
-            "{} unreadable file{} not checked: {}",
-            r.errors.len(),
-            plural(r.errors.len()),
-            some(names, 10)
-        ));
-    }
-    if gated.is_empty() {
-        let mut why = lines;
-        why.extend(unchecked);
-        bail!("no rank can be checked: {}", why.join("; "));
-    }
-    // A failure stands (1); a pass is only a pass when every rank was checked.
-    let code = match (failed, unchecked.is_empty()) {
-        (true, _) => ExitCode::from(1),
-        (false, true) => ExitCode::SUCCESS,
-        (false, false) => ExitCode::from(EXIT_ERROR),
-    };
-    let prefix = if failed || unchecked.is_empty() {
-        "note"
-    } else {
-        "error (exit 2: a pass needs every rank checked)"
-    };
-    lines.extend(unchecked.into_iter().map(|u| format!("{prefix}: {u}")));
-    Ok((code, lines))
+    Ok(ExitCode::from(code))
 }

@@ -519,10 +519,10 @@ fn markdown_table(s: &mut String, table: &[Binding]) {
 }
 
 /// The key tables as Markdown: docs/keys.md is this text (a test keeps them equal;
-/// `UPDATE_DOCS=1 cargo test --test tui_keys docs_keys_md` rewrites it).
+/// `UPDATE_DOCS=1 cargo test --test tui tui_keys::docs_keys_md` rewrites it).
 pub fn markdown() -> String {
     let mut s = String::from(
-        "# memtide explorer keys\n\nGenerated from the key tables in `src/tui/keymap.rs` (`memtide::tui::keymap::markdown`); regenerate with `UPDATE_DOCS=1 cargo test --test tui_keys docs_keys_md`.\n\n",
+        "# memtide explorer keys\n\nGenerated from the key tables in `src/tui/keymap.rs` (`memtide::tui::keymap::markdown`); regenerate with `UPDATE_DOCS=1 cargo test --test tui tui_keys::docs_keys_md`.\n\n",
     );
     markdown_table(&mut s, EXPLORER);
     s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");

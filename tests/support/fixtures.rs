@@ -1,6 +1,6 @@
-//! The committed trace files, shared by the tests that check every one of them (each
-//! includes it with `#[path]`): every file under the fixtures, data and samples that the
-//! caller's `keep` accepts, sorted.
+//! The committed trace files, shared by the tests that check every one of them (part of
+//! `support`): every file under the fixtures, data and samples that the caller's `keep`
+//! accepts, sorted.
 
 use std::path::{Path, PathBuf};
 

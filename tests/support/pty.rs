@@ -1,6 +1,7 @@
-//! The PTY harness shared by `tests/pty.rs` and `examples/follow_bench.rs` (each includes
-//! it with `#[path]`): spawn a binary in a pseudo-terminal (portable-pty), drain its output
-//! on a background thread into a vt100 screen (or the child blocks on a full PTY buffer),
+//! The PTY harness shared by the `pty` tests (as `support::pty`) and
+//! `examples/follow_bench.rs` (with `#[path]`): spawn a binary in a pseudo-terminal
+//! (portable-pty), drain its output on a background thread into a vt100 screen (or the child
+//! blocks on a full PTY buffer),
 //! send keys, wait for the exit with backoff. Each user takes what it needs of it.
 
 #![allow(dead_code, clippy::unwrap_used)]

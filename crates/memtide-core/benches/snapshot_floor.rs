@@ -31,7 +31,7 @@ fn main() {
     let path = std::env::var_os("MEMTIDE_BENCH_SNAPSHOT").map_or_else(
         || {
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/data/snapshot-baseline/baseline.pickle")
+                .join("tests/data/snapshot-baseline/baseline.pickle")
         },
         PathBuf::from,
     );

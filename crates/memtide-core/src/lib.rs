@@ -1,32 +1,59 @@
 //! memtide-core — the terminal-free core of memtide: readers for PyTorch memory files
 //! (memtide JSONL v1, CUDA snapshots, Kineto traces, memory timelines), the trace model, the
-//! interval index and the analyses (peak, live set, bands, trends, diffs, the lab's windows).
+//! interval index and the analyses (peak, live set, bands, trends, OOM answers, diffs, the CI
+//! gate). Nothing here draws, parses command lines or watches files: the `memtide` binary's
+//! `cli` and `tui`, and the Python module, sit on top.
 //!
-//! Nothing here draws, parses command lines or watches files: the `memtide` binary crate's
-//! `cli` and `tui` sit on top. Typed errors ([`formats::FormatError`]) throughout.
+//! # The door
+//!
+//! Every consumer opens a file through [`open()`] (or [`open_followed`] for a file still being
+//! written) and gets an [`Opened`]: the file's [`Format`] and its devices, each a [`Device`]
+//! already indexed, with its allocator history and the facts every consumer asks for (peak,
+//! reserved peak, steps, marks, OOM explanations). [`Opened::pick`] is the one rule for which
+//! device the user means; [`Device::summary`] the one summary (the `summary --json` object is
+//! [`analysis::summary_json`]'s rendering of it).
 //!
 //! ```
-//! use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
-//! use memtide_core::index::Index;
-//! use memtide_core::trace::Trace;
+//! use memtide_core::{open, OpenOptions, Progress};
 //!
-//! let text = br#"{"memtide":1,"device":"cuda:0","clock":"us"}
-//! {"t":1,"op":"alloc","id":1,"size":4096,"cat":"param","name":"w"}
-//! {"t":2,"op":"alloc","id":2,"size":1024,"cat":"activation"}
-//! {"t":3,"op":"free","id":2}
-//! "#;
-//! let mut trace = Trace::new("cuda:0", "example", "jsonl");
-//! let mut dec = JsonlDecoder::new(JsonlOptions::default());
-//! dec.feed(&mut trace, text).unwrap();
-//! dec.finish(&mut trace).unwrap();
-//! let index = Index::build(&trace);
-//! let peak = memtide_core::analysis::global_peak(&trace, &index).unwrap();
+//! let dir = std::env::temp_dir().join(format!("memtide-lib-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("run.jsonl");
+//! std::fs::write(&path, concat!(
+//!     "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n",
+//!     "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":4096,\"cat\":\"param\",\"name\":\"w\"}\n",
+//!     "{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":1024,\"cat\":\"activation\"}\n",
+//!     "{\"t\":3,\"op\":\"free\",\"id\":2}\n",
+//! )).unwrap();
+//! let opened = open(&path, &OpenOptions::default(), &Progress::new()).unwrap();
+//! let device = &opened.devices[opened.pick(None).unwrap()];
+//! let peak = device.peak.unwrap();
 //! assert_eq!(peak.bytes.0, 5120);
-//! assert_eq!(trace.src_index(peak.at), 1);
+//! assert_eq!(device.trace.src_index(peak.at), 1);
+//! let summary = device.summary(&Default::default(), None);
+//! assert_eq!(summary.peak.unwrap().bytes, 5120);
+//! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 //!
-//! Files on disk go through [`load::load`], which detects the format and infers the
-//! categories a file does not carry.
+//! # The map
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`open`](mod@open) | the door: [`open()`], [`OpenOptions`], [`Opened`], [`Device`], [`OpenError`], the device rule |
+//! | [`formats`] | the readers, one per format, and their plumbing (sources, gzip, limits, pickle, JSON scanning); [`FormatError`] |
+//! | [`load`] | the reading step of the door: read, infer categories, merge side sources, check the sums (no index) |
+//! | [`trace`] | the trace model: [`Trace`], units ([`Bytes`], [`Seq`]), categories and [`Band`]s, interned stacks |
+//! | [`index`] | the interval index over a trace's storages ([`Index`]) |
+//! | [`analysis`] | the analyses: peaks, windows, live sets, inference, trends, the summary and its JSON, diffs, parity |
+//! | [`allocator`] | PyTorch's caching allocator: segments and blocks over time, OOM explanations, the what-if simulator |
+//! | [`ranks`] | a distributed job: rank files found, read in parallel into rows, compared |
+//! | [`device_merge`], [`nsys_merge`] | side sources merged into a trace: a device-usage log, an Nsight Systems export |
+//! | [`budget`] | the memory budget (`MEMTIDE_MAX_MEMORY`) and allocation failures as errors |
+//! | [`clip`], [`json_text`] | texts made safe: one-line fields shortened, JSON strings that cannot act on a terminal |
+//! | [`lab`] | the cache lab (a teaching toy) |
+//! | [`worker`] | a named thread that gives its value back when no thread can start |
+//!
+//! Typed errors throughout ([`FormatError`], [`OpenError`]); no `unsafe`.
 
 #![forbid(unsafe_code)]
 
@@ -37,6 +64,7 @@ pub mod clip;
 pub mod device_merge;
 pub mod digits;
 pub mod formats;
+pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;
@@ -48,3 +76,10 @@ pub mod ranks;
 pub mod synth;
 pub mod trace;
 pub mod worker;
+
+pub use analysis::summary::SummaryOptions;
+pub use analysis::{Peak, Summary, Window};
+pub use formats::{Format, FormatError, LoadOptions, Progress};
+pub use index::Index;
+pub use open::{open, open_followed, Device, OpenError, OpenOptions, Opened};
+pub use trace::{Band, Bytes, Category, Seq, Trace};

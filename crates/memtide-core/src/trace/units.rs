@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// A byte count. Always shown with binary units (KiB, MiB, GiB).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct Bytes(pub u64);
 
 /// A timestamp in nanoseconds on the trace's own clock (see [`crate::trace::Clock`]).

@@ -170,7 +170,7 @@ mod tests {
         use std::io::Read;
         let gz = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/kineto-cpu-baseline/trace.json.gz"
+            "/tests/data/kineto-cpu-baseline/trace.json.gz"
         );
         let mut real = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))
@@ -203,7 +203,7 @@ mod tests {
     /// Every Kineto fixture, in chunks small enough that each has several.
     #[test]
     fn the_fixtures_read_the_same_parsed_ahead() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/kineto");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto");
         let mut ahead_somewhere = 0;
         for f in std::fs::read_dir(dir).expect("fixtures") {
             let path = f.expect("entry").path();

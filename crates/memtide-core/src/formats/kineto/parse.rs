@@ -963,7 +963,7 @@ mod tests {
         use std::io::Read;
         let gz = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/kineto-cpu-baseline/trace.json.gz"
+            "/tests/data/kineto-cpu-baseline/trace.json.gz"
         );
         let mut real = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(gz).expect("baseline trace"))
@@ -972,7 +972,7 @@ mod tests {
         let c = collect(&real, true);
         assert_eq!(c.mem.len(), 6158);
         same(&real);
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/kineto");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kineto");
         for f in [
             "relative.json",
             "absolute.json",

@@ -1275,7 +1275,7 @@ mod tests {
         // `sum(1 for _ in pickletools.genops(open(path, "rb").read()))` = 273718 (Python 3).
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/snapshot-baseline/baseline.pickle"
+            "/tests/data/snapshot-baseline/baseline.pickle"
         );
         let f = std::fs::File::open(path).unwrap();
         assert_eq!(walk_opcodes(f).unwrap(), 273_718);

@@ -1071,7 +1071,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/snapshot")
+            .join("tests/fixtures/snapshot")
             .join(name);
         let b = std::fs::read(p).unwrap();
         if name.ends_with(".gz") {
@@ -1087,8 +1087,7 @@ mod tests {
 
     /// Every JSON fixture (not the truth files).
     fn json_fixtures() -> Vec<String> {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/snapshot");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot");
         let mut v: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -1,0 +1,178 @@
+//! The evidence a gate's verdict carries, read off the trace: the peak (bytes, event, mark,
+//! window), the biggest allocations live there, the first OOM with its verdict, and the
+//! allocations that survive every step.
+
+use crate::allocator::History;
+use crate::analysis::frames::FrameView;
+use crate::analysis::live::entry_in;
+use crate::analysis::trend::Trend;
+use crate::analysis::Peak;
+use crate::index::Index;
+use crate::trace::Trace;
+use serde::Serialize;
+
+/// One storage live at the peak.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LiveItem {
+    pub bytes: u64,
+    /// The band's name (`activation`, `external`, …).
+    pub band: &'static str,
+    pub category: &'static str,
+    /// Its name, module path or op; empty when the file says nothing.
+    pub label: String,
+    /// The top frame as the file gives it, or empty.
+    pub frame: String,
+    /// The user frame (`model.py:71 attention`), or empty.
+    pub user_frame: String,
+    /// The innermost function or op, or empty.
+    pub innermost: String,
+}
+
+/// The `n` biggest storages live at `peak`, biggest first; None when the file records no
+/// addresses (the live set is then unknown).
+pub fn biggest_live(trace: &Trace, index: &Index, peak: &Peak, n: usize) -> Option<Vec<LiveItem>> {
+    if !trace.identities_known() {
+        return None;
+    }
+    let view = FrameView::new(trace, &Default::default());
+    Some(
+        peak.live(trace, index)
+            .into_iter()
+            .take(n)
+            .map(|id| entry_in(trace, id, peak.at, &view))
+            .map(|e| LiveItem {
+                bytes: e.bytes.0,
+                band: e.band.name(),
+                category: e.category,
+                label: e.label,
+                frame: e.frame,
+                user_frame: e.user_frame,
+                innermost: e.innermost,
+            })
+            .collect(),
+    )
+}
+
+/// A window the peak was measured in.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowEvidence {
+    /// As asked (`steady`, `step:1`).
+    pub spec: String,
+    /// What it resolved to (`step 2`).
+    pub label: String,
+}
+
+/// Where a peak holds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PeakEvidence {
+    pub bytes: u64,
+    /// The peak is the initial state, before the first event.
+    pub at_start: bool,
+    /// The event after which it holds (as memtide numbers events); None at start.
+    pub event: Option<u64>,
+    /// The same event's number in the file, when the two numberings differ.
+    pub file_event: Option<u64>,
+    /// The mark (step, phase) around it, or None.
+    pub mark: Option<String>,
+}
+
+/// The evidence of `peak`.
+pub fn peak_evidence(trace: &Trace, peak: &Peak) -> PeakEvidence {
+    let event = (!peak.at_start).then(|| trace.event_number(peak.at));
+    PeakEvidence {
+        bytes: peak.bytes.0,
+        at_start: peak.at_start,
+        event,
+        file_event: event
+            .filter(|_| trace.numbers_differ_from_source())
+            .map(|_| trace.src_index(peak.at)),
+        mark: trace
+            .enclosing_mark(peak.at)
+            .filter(|_| !peak.at_start)
+            .map(|m| trace.mark_label(m).into_owned()),
+    }
+}
+
+/// The first OOM of a trace, as the gate reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OomEvidence {
+    /// Its event number.
+    pub event: u64,
+    pub device: String,
+    /// The verdict's name (`live_tensors`, `fragmentation`, …).
+    pub verdict: &'static str,
+    pub reasoning: String,
+    /// The request as the allocator rounded it; None when unknown.
+    pub requested: Option<u64>,
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+    pub device_free: Option<u64>,
+    pub advice: String,
+    /// OOMs after this one.
+    pub more: usize,
+    /// Allocator settings the replay says would have fit.
+    pub fixes_that_fit: Vec<String>,
+    /// The replay tried settings and none would have fit (with a ceiling to say why).
+    pub no_setting_fits: bool,
+}
+
+/// The trace's first OOM explained, with how many follow; None without an OOM.
+pub fn oom_evidence(
+    trace: &Trace,
+    index: &Index,
+    history: Option<&History>,
+    trend: &Trend,
+) -> Option<OomEvidence> {
+    let ooms = crate::analysis::oom::explain_ooms(trace, index, history, trend);
+    let x = ooms.first()?;
+    let fits: Vec<String> = x
+        .fixes
+        .iter()
+        .filter(|f| f.would_have_fit == Some(true))
+        .map(|f| f.setting.clone())
+        .collect();
+    Some(OomEvidence {
+        event: x.index,
+        device: x.device.clone(),
+        verdict: x.verdict.name(),
+        reasoning: x.reasoning.clone(),
+        requested: x.rounded_bytes,
+        allocated: x.allocated,
+        reserved: x.reserved,
+        device_free: x.device_free,
+        advice: x.advice.clone(),
+        more: ooms.len() - 1,
+        no_setting_fits: !x.fixes.is_empty() && fits.is_empty() && x.fixes_ceiling.is_some(),
+        fixes_that_fit: fits,
+    })
+}
+
+/// A group of allocations that survive every step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SurvivorItem {
+    pub count: usize,
+    pub name: String,
+    pub bytes: u64,
+    /// The user frame of its first allocation, or empty.
+    pub user_frame: String,
+}
+
+/// The `n` biggest survivor groups of `trend`.
+pub fn survivors(trace: &Trace, trend: &Trend, n: usize) -> Vec<SurvivorItem> {
+    let view = FrameView::new(trace, &Default::default());
+    trend
+        .survivors
+        .iter()
+        .take(n)
+        .map(|s| SurvivorItem {
+            count: s.count,
+            name: s.name.clone(),
+            bytes: s.bytes.0,
+            user_frame: s
+                .ids
+                .first()
+                .map(|&id| view.of_stack(trace, trace.stack_id(id)).user)
+                .unwrap_or_default(),
+        })
+        .collect()
+}

@@ -1,0 +1,324 @@
+//! Unit tests of the gate on hand-built traces (memtide JSONL), every figure worked out by
+//! hand from the lines of each trace.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use crate::index::Index;
+use crate::ranks::{Failed, RankRow, Ranks};
+use crate::trace::{Bytes, Trace};
+
+fn trace(lines: &str) -> (Trace, Index) {
+    let text = format!("{{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}}\n{lines}");
+    let mut t = Trace::new("cuda:0", "test", "jsonl");
+    let mut dec = JsonlDecoder::new(JsonlOptions::default());
+    dec.feed(&mut t, text.as_bytes()).unwrap();
+    dec.finish(&mut t).unwrap();
+    let i = Index::build(&t);
+    (t, i)
+}
+
+/// 4096 B of weights, then 1024 B of activation freed: the peak is 5120 B after the second
+/// line (event #1), with both live.
+const SMALL: &str = r#"{"t":1,"op":"alloc","id":1,"size":4096,"cat":"param","name":"w"}
+{"t":2,"op":"alloc","id":2,"size":1024,"cat":"activation","name":"a"}
+{"t":3,"op":"free","id":2}
+"#;
+
+fn peak_limit(b: u64) -> Limits {
+    Limits {
+        max_peak: Some(Bytes(b)),
+        ..Limits::default()
+    }
+}
+
+#[test]
+fn a_peak_at_the_limit_passes_and_one_byte_over_fails() {
+    let (t, i) = trace(SMALL);
+    let v = check_device(&t, &i, None, &peak_limit(5120)).unwrap();
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert_eq!(v.outcome.exit_code(), 0);
+    let p = v.peak.unwrap();
+    assert_eq!((p.peak, p.limit, p.passed), (5120, 5120, true));
+    assert_eq!(p.evidence.event, Some(1));
+    assert!(!p.evidence.at_start);
+
+    let v = check_device(&t, &i, None, &peak_limit(5119)).unwrap();
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(v.outcome.exit_code(), 1);
+    let p = v.peak.unwrap();
+    assert!(!p.passed);
+    let live = p.biggest_live.unwrap();
+    let got: Vec<(u64, &str, &str)> = live
+        .iter()
+        .map(|l| (l.bytes, l.band, l.label.as_str()))
+        .collect();
+    assert_eq!(got, [(4096, "persistent", "w"), (1024, "activation", "a")]);
+    assert!(v.oom.is_none() && v.growth.is_none());
+}
+
+/// Step 0 (warm-up) keeps 1000 B; steps 1 and 2 each leak 100 B named `leak`. Boundaries
+/// after warm-up: 1000 (step 1 starts), 1100 (step 2), 1200 (the end): growth 200 / 1000.
+const LEAK: &str = r#"{"t":1,"op":"mark","name":"step 0","kind":"step"}
+{"t":2,"op":"alloc","id":1,"size":1000,"cat":"param","name":"w"}
+{"t":3,"op":"mark","name":"step 1","kind":"step"}
+{"t":4,"op":"alloc","id":2,"size":100,"cat":"activation","name":"leak"}
+{"t":5,"op":"mark","name":"step 2","kind":"step"}
+{"t":6,"op":"alloc","id":3,"size":100,"cat":"activation","name":"leak"}
+"#;
+
+#[test]
+fn growth_over_the_limit_fails_with_the_survivors() {
+    let (t, i) = trace(LEAK);
+    let limits = Limits {
+        max_growth: Some(0.01),
+        ..Limits::default()
+    };
+    let v = check_device(&t, &i, None, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Fail);
+    let g = v.growth.unwrap();
+    assert!((g.growth - 0.2).abs() < 1e-12, "{}", g.growth);
+    assert_eq!(g.growth_bytes, 200);
+    assert!(!g.passed);
+    let s: Vec<(usize, &str, u64)> = g
+        .survivors
+        .iter()
+        .map(|s| (s.count, s.name.as_str(), s.bytes))
+        .collect();
+    assert_eq!(s, [(2, "leak", 200)]);
+    assert!(v.peak.is_none(), "no --max-peak: no peak gate");
+
+    let limits = Limits {
+        max_growth: Some(0.25),
+        ..Limits::default()
+    };
+    let v = check_device(&t, &i, None, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert!(v.growth.unwrap().passed);
+}
+
+#[test]
+fn growth_without_steps_cannot_be_gated() {
+    let (t, i) = trace(SMALL);
+    let limits = Limits {
+        max_growth: Some(0.01),
+        ..Limits::default()
+    };
+    assert_eq!(
+        check_device(&t, &i, None, &limits),
+        Err(GateError::NoSteps { marks: 0 })
+    );
+}
+
+/// A 1 GiB request the driver could not serve (50 MiB free) after 4096 B were allocated.
+const OOM: &str = r#"{"t":1,"op":"mark","name":"step 0","kind":"step"}
+{"t":2,"op":"alloc","id":1,"size":4096,"cat":"param","name":"w"}
+{"t":3,"op":"mark","name":"step 1","kind":"step"}
+{"t":4,"op":"mark","name":"step 2","kind":"step"}
+{"t":5,"op":"oom","size":1073741824,"free":52428800}
+"#;
+
+#[test]
+fn an_oom_fails_the_peak_gate_and_is_only_a_note_under_the_growth_gate() {
+    let (t, i) = trace(OOM);
+    let v = check_device(&t, &i, None, &peak_limit(1 << 40)).unwrap();
+    assert_eq!(v.outcome, Outcome::Fail, "an OOM fails --max-peak");
+    let o = v.oom.unwrap();
+    assert!(o.gated);
+    assert_eq!(o.evidence.requested, Some(1 << 30));
+    assert_eq!(o.evidence.device_free, Some(52_428_800));
+    assert_eq!(o.evidence.more, 0);
+    assert!(v.peak.unwrap().passed, "4096 B is under 1 TiB");
+
+    // Growth: boundaries 4096 (step 1), 4096 (step 2); the OOM inside step 2 leaves no
+    // boundary at the end: growth 0.
+    let limits = Limits {
+        max_growth: Some(0.01),
+        ..Limits::default()
+    };
+    let v = check_device(&t, &i, None, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert!(!v.oom.unwrap().gated);
+    assert_eq!(v.growth.unwrap().growth, 0.0);
+}
+
+#[test]
+fn doubtful_figures_stop_the_gate_unless_allowed() {
+    let (mut t, i) = trace(SMALL);
+    t.warn_doubtful("trace is truncated");
+    assert_eq!(
+        check_device(&t, &i, None, &peak_limit(1 << 30)),
+        Err(GateError::Doubtful {
+            device: "cuda:0".into(),
+            reasons: vec!["trace is truncated".into()]
+        })
+    );
+    let limits = Limits {
+        allow_warnings: true,
+        ..peak_limit(1 << 30)
+    };
+    let v = check_device(&t, &i, None, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Pass);
+    assert_eq!(v.allowed_warnings, ["trace is truncated"]);
+}
+
+#[test]
+fn a_trace_holding_nothing_cannot_be_gated() {
+    let (t, i) = trace("{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":0}\n");
+    let e = check_device(&t, &i, None, &peak_limit(1)).unwrap_err();
+    assert!(
+        matches!(e, GateError::NothingToGate { events: 1, .. }),
+        "{e:?}"
+    );
+    assert!(e.about_file());
+}
+
+#[test]
+fn the_window_measures_the_peak_inside_it() {
+    // Step 1 holds 1000 + 100 = 1100 B at its highest; the whole trace ends at 1200 B.
+    let (t, i) = trace(LEAK);
+    let limits = Limits {
+        window: Some("step:1".into()),
+        ..peak_limit(1100)
+    };
+    let v = check_device(&t, &i, None, &limits).unwrap();
+    let p = v.peak.unwrap();
+    assert_eq!((p.peak, p.passed), (1100, true));
+    assert_eq!(p.window.unwrap().spec, "step:1");
+    let v = check_device(&t, &i, None, &peak_limit(1100)).unwrap();
+    assert_eq!(v.peak.unwrap().peak, 1200);
+    assert_eq!(v.outcome, Outcome::Fail);
+
+    let limits = Limits {
+        window: Some("bogus".into()),
+        ..peak_limit(1)
+    };
+    let e = check_device(&t, &i, None, &limits).unwrap_err();
+    assert!(
+        matches!(e, GateError::Window(_)) && !e.about_file(),
+        "{e:?}"
+    );
+}
+
+fn row(rank: u64, peak: Option<u64>, growth: Option<f64>, doubtful: bool) -> RankRow {
+    RankRow {
+        rank,
+        order: rank as usize,
+        file: format!("rank{rank}.pickle").into(),
+        peak,
+        growth,
+        doubtful: if doubtful {
+            vec!["truncated".into()]
+        } else {
+            vec![]
+        },
+        ..RankRow::default()
+    }
+}
+
+#[test]
+fn a_job_fails_on_the_rank_over_and_on_the_spread() {
+    let r = Ranks {
+        rows: vec![
+            row(0, Some(100), Some(0.0), false),
+            row(1, Some(300), Some(0.5), false),
+            row(2, None, None, false),
+            row(3, Some(1000), None, true),
+        ],
+        ..Ranks::default()
+    };
+    let limits = JobLimits {
+        max_peak: Some(Bytes(200)),
+        max_imbalance: Some(0.1),
+        max_growth: Some(0.1),
+        allow_warnings: false,
+    };
+    let v = check_job(&r, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!((v.ranks, v.ranks_checked), (4, 3));
+    let p = v.peak.unwrap();
+    assert_eq!(
+        p.over
+            .iter()
+            .map(|x| (x.rank.rank, x.peak))
+            .collect::<Vec<_>>(),
+        [(1, 300)]
+    );
+    // Rank 3's 1000 B is doubted, so not the highest.
+    assert_eq!(p.highest.map(|h| h.peak), Some(300));
+    // 300 / 100 = 3: an imbalance of 2 (200%).
+    let i = v.imbalance.unwrap();
+    assert_eq!(
+        (i.ratio, i.imbalance, i.passed),
+        (Some(3.0), Some(2.0), false)
+    );
+    let g = v.growth.unwrap();
+    assert_eq!((g.checked, g.over.len(), g.over[0].rank.rank), (2, 1, 1));
+    let ranks = |v: &[RankRef]| v.iter().map(|x| x.rank).collect::<Vec<_>>();
+    match v.unchecked.as_slice() {
+        [Unchecked::NoPeak { ranks: a }, Unchecked::NoSteps { count: 1 }, Unchecked::Doubted { ranks: b }] =>
+        {
+            assert_eq!((ranks(a), ranks(b)), (vec![2], vec![3]));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_job_that_passes_with_an_unreadable_file_is_incomplete() {
+    let r = Ranks {
+        rows: vec![
+            row(0, Some(100), None, false),
+            row(1, Some(105), None, false),
+        ],
+        errors: vec![Failed {
+            path: "runs/rank2.pickle".into(),
+            error: "bad magic".into(),
+        }],
+        ..Ranks::default()
+    };
+    let limits = JobLimits {
+        max_peak: Some(Bytes(200)),
+        max_imbalance: Some(0.1),
+        ..JobLimits::default()
+    };
+    let v = check_job(&r, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Incomplete);
+    assert_eq!(v.outcome.exit_code(), 2);
+    // 105 / 100 − 1 = 5%, within 10%.
+    let i = v.imbalance.unwrap();
+    assert!(i.passed && (i.imbalance.unwrap() - 0.05).abs() < 1e-12);
+    assert_eq!(
+        v.unchecked[0].to_string(),
+        "1 unreadable file not checked: rank2.pickle: bad magic"
+    );
+
+    let clean = Ranks {
+        errors: vec![],
+        ..r
+    };
+    assert_eq!(check_job(&clean, &limits).unwrap().outcome, Outcome::Pass);
+}
+
+#[test]
+fn a_job_with_no_peak_cannot_be_gated() {
+    let r = Ranks {
+        rows: vec![row(0, None, None, false)],
+        ..Ranks::default()
+    };
+    let limits = JobLimits {
+        max_peak: Some(Bytes(1)),
+        ..JobLimits::default()
+    };
+    let e = check_job(&r, &limits).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--max-peak checked nothing: no rank has a peak (rank 0 (rank0.pickle))"
+    );
+    let limits = JobLimits {
+        max_imbalance: Some(0.1),
+        ..JobLimits::default()
+    };
+    assert_eq!(check_job(&r, &limits), Err(GateError::NoRankPeaks));
+}

@@ -1,0 +1,157 @@
+//! Following growing files: `check -f` against `replay`, truncation/rotation recovery, and
+//! the JSONL writer's round trip.
+
+use memtide_core::analysis::{final_bytes, global_peak, windows_of};
+use memtide_core::formats::jsonl::write::JsonlWriter;
+use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::index::Index;
+use memtide_core::load::load;
+use memtide_core::trace::MarkKind;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_memtide")
+}
+
+use crate::support::repo::sample;
+
+#[test]
+fn writer_round_trip_keeps_peaks() {
+    for name in [
+        "train-3steps.jsonl",
+        "train-leak.jsonl",
+        "train-checkpointed.jsonl",
+    ] {
+        let a = load(&sample(name), &LoadOptions::default(), &Progress::new()).expect("load");
+        let ta = &a.traces[0];
+        let ia = Index::build(ta);
+        let mut buf = Vec::new();
+        JsonlWriter::new(ta).write_all(&mut buf).expect("write");
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("rt.jsonl");
+        std::fs::write(&p, &buf).expect("write file");
+        let b = load(&p, &LoadOptions::default(), &Progress::new()).expect("reload");
+        let tb = &b.traces[0];
+        let ib = Index::build(tb);
+        assert_eq!(
+            global_peak(ta, &ia).map(|p| p.bytes),
+            global_peak(tb, &ib).map(|p| p.bytes)
+        );
+        assert_eq!(
+            global_peak(ta, &ia).map(|p| p.bands),
+            global_peak(tb, &ib).map(|p| p.bands)
+        );
+        assert_eq!(final_bytes(&ia), final_bytes(&ib));
+        assert_eq!(
+            ia.reserved_peak().map(|r| r.0),
+            ib.reserved_peak().map(|r| r.0)
+        );
+        let sa: Vec<_> = windows_of(ta, &ia, MarkKind::Step)
+            .iter()
+            .map(|w| w.peak.map(|p| p.bytes))
+            .collect();
+        let sb: Vec<_> = windows_of(tb, &ib, MarkKind::Step)
+            .iter()
+            .map(|w| w.peak.map(|p| p.bytes))
+            .collect();
+        assert_eq!(sa, sb, "{name}: step peaks");
+    }
+}
+
+fn replay_then_check(limit: &str, rate: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("live.jsonl");
+    let mut replay = Command::new(bin())
+        .args([
+            "replay",
+            &sample("train-3steps.jsonl").display().to_string(),
+        ])
+        .arg(&out)
+        .args(["--rate", rate])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("replay");
+    // Let the writer create the file first.
+    for _ in 0..100 {
+        if out.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let check = Command::new(bin())
+        .args(["check", "-f"])
+        .arg(&out)
+        .args(["--max-peak", limit, "--idle-exit", "1"])
+        .output()
+        .expect("check");
+    let _ = replay.wait();
+    (
+        check.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&check.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn check_follow_fails_the_moment_the_peak_crosses() {
+    // 138 events at 400/s: the 9 GiB crossing happens while the file is growing.
+    let (code, out) = replay_then_check("9GiB", "400");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("FAIL: peak"), "{out}");
+}
+
+#[test]
+fn check_follow_exits_zero_when_idle_under_the_limit() {
+    let (code, out) = replay_then_check("10GiB", "2000");
+    assert_eq!(code, 0, "{out}");
+    // The whole run was seen: the final peak is the sample's 9536 MiB.
+    assert!(out.contains("9999220736 B"), "{out}");
+}
+
+#[test]
+fn check_follow_recovers_from_truncation_and_rotation() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("run.jsonl");
+    let small = "{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":100}\n";
+    std::fs::write(&p, small).expect("write");
+    let mut child = Command::new(bin())
+        .args(["check", "-f"])
+        .arg(&p)
+        .args(["--max-peak", "1000B", "--poll", "20"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("check");
+    std::thread::sleep(Duration::from_millis(300));
+    // Truncate and start again (log rotation by truncation): still under the limit.
+    std::fs::write(
+        &p,
+        "{\"memtide\":1}\n{\"t\":1,\"op\":\"alloc\",\"id\":7,\"size\":500}\n",
+    )
+    .expect("truncate");
+    std::thread::sleep(Duration::from_millis(300));
+    // Replace by rename with a file whose peak crosses the limit.
+    let tmp = dir.path().join("run.jsonl.tmp");
+    let mut f = std::fs::File::create(&tmp).expect("tmp");
+    writeln!(f, "{{\"memtide\":1}}").expect("w");
+    writeln!(f, "{{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":600}}").expect("w");
+    writeln!(f, "{{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":600}}").expect("w");
+    drop(f);
+    std::fs::rename(&tmp, &p).expect("rename");
+    let mut code = None;
+    for _ in 0..100 {
+        if let Some(s) = child.try_wait().expect("wait") {
+            code = s.code();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+    }
+    assert_eq!(
+        code,
+        Some(1),
+        "the replaced file's 1200 B peak must fail the check"
+    );
+}

@@ -1,0 +1,38 @@
+//! The command line and the library behind it, run as users run them (`cargo test --test cli`).
+//! One module per suite (add one with a `mod` line); `support` holds the shared helpers.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod check_json;
+mod cli;
+mod compare;
+mod device_log;
+mod external_sources;
+mod fair_comparison;
+mod follow;
+mod fuzz_slice;
+mod gpu_conformance;
+mod gpu_truth;
+mod hostile;
+mod hostile_input;
+mod hostile_outputs;
+mod hostile_readers;
+mod jsonl_fuzz;
+mod kineto;
+mod lab;
+mod markdown;
+mod one_door;
+mod oom;
+mod oom_answers;
+mod owners;
+mod param_count;
+mod plot;
+mod ranks;
+mod right_answers;
+mod shell;
+mod snapshot;
+mod snapshot_rows_freed;
+mod summary_schema;
+mod threaded;
+mod whatif;

@@ -1,0 +1,150 @@
+//! The replay frees a snapshot's rows block by block as its passes go past them
+//! (`formats/snapshot/rows.rs`): on every committed snapshot, with blocks of 2 rows (so a
+//! block is freed after nearly every entry) and of 4,096, the traces and allocator histories
+//! are those of the replay that frees nothing (`snapshot::build` and `snapshot::histories`
+//! on rows that stay), compared as debug text, with the models' facts too. Every block is
+//! freed at the end unless a row list is out of row order.
+
+use memtide_core::formats::snapshot::{self, raw::Raw};
+use memtide_core::formats::source::{self, Progress};
+use memtide_core::formats::{detect, Format, Histories, LoadOptions, Threads};
+use std::path::{Path, PathBuf};
+
+use crate::support::fixtures;
+
+fn snapshots() -> Vec<PathBuf> {
+    fixtures::files(|p| snapshot_format(p).is_some())
+}
+
+fn snapshot_format(p: &Path) -> Option<Format> {
+    let input = source::open(p, &Progress::new()).ok()?;
+    match detect::detect(&input.head)? {
+        f @ (Format::SnapshotPickle | Format::SnapshotJson) => Some(f),
+        _ => None,
+    }
+}
+
+fn decode(p: &Path, threads: Threads) -> Option<Raw> {
+    let format = snapshot_format(p)?;
+    let input = source::open(p, &Progress::new()).ok()?;
+    snapshot::decode(input, format, false, threads, &Progress::new()).ok()
+}
+
+/// Whether every row list is in row order (else the plan keeps every row).
+fn ordered(raw: &Raw) -> bool {
+    raw.devices
+        .iter()
+        .chain(std::iter::once(&raw.host_rows))
+        .all(|l| l.windows(2).all(|w| w[0] <= w[1]))
+}
+
+#[test]
+fn freeing_rows_as_they_are_replayed_changes_nothing() {
+    let files = snapshots();
+    assert!(files.len() >= 20, "only {} snapshots found", files.len());
+    let mut freed_files = 0;
+    for p in &files {
+        for threads in [Threads::One, Threads::Always] {
+            let Some(kept) = decode(p, threads) else {
+                continue;
+            };
+            let traces = snapshot::build(&kept, "f");
+            let expected = format!("{traces:?}\n{:?}", snapshot::histories(&kept, &traces));
+            for bits in [1, 12] {
+                let mut raw = decode(p, threads).expect("decodes twice");
+                raw.rows.rechunk(bits);
+                let opts = LoadOptions {
+                    threads,
+                    allocator_models: false,
+                    ..LoadOptions::default()
+                };
+                let s = snapshot::replay(&mut raw, "f", &opts);
+                let got = format!("{:?}\n{:?}", s.traces, s.histories);
+                assert!(
+                    got == expected,
+                    "{} ({threads:?}, blocks of 2^{bits} rows): the replay that frees rows differs",
+                    p.display()
+                );
+                if ordered(&raw) {
+                    assert_eq!(raw.rows.blocks_held(), 0, "{}: rows left", p.display());
+                    freed_files += usize::from(raw.rows.len() > 2);
+                }
+            }
+        }
+    }
+    assert!(freed_files >= 20, "rows were freed in {freed_files} runs");
+}
+
+/// The models built beside the freeing replay (the path the explorer takes) describe the
+/// same allocator as models built from histories of rows that stay.
+#[test]
+fn models_beside_the_freeing_replay_are_unchanged() {
+    for p in snapshots() {
+        let Some(kept) = decode(&p, Threads::Always) else {
+            continue;
+        };
+        let traces = snapshot::build(&kept, "f");
+        let histories = snapshot::histories(&kept, &traces);
+        let expected = format!(
+            "{:?}",
+            memtide_core::allocator::Models::build(histories, false).wait()
+        );
+        let mut raw = decode(&p, Threads::Always).expect("decodes twice");
+        raw.rows.rechunk(1);
+        let opts = LoadOptions {
+            threads: Threads::Always,
+            allocator_models: true,
+            ..LoadOptions::default()
+        };
+        let s = snapshot::replay(&mut raw, "f", &opts);
+        assert_eq!(
+            format!("{:?}", s.models.wait()),
+            expected,
+            "{}",
+            p.display()
+        );
+    }
+}
+
+/// `Histories::ForOoms` (the headless commands) keeps a history's entries only when the
+/// file records an OOM: the same traces, the same final segments, and either the same
+/// entries or none; the rows are freed all the same.
+#[test]
+fn histories_for_ooms_keep_entries_only_with_an_oom() {
+    let mut with_oom = 0;
+    for p in snapshots() {
+        let Some(mut whole) = decode(&p, Threads::One) else {
+            continue;
+        };
+        let any_oom = whole.any_oom;
+        let opts = |histories| LoadOptions {
+            threads: Threads::One,
+            histories,
+            ..LoadOptions::default()
+        };
+        let a = snapshot::replay(&mut whole, "f", &opts(Histories::Whole));
+        let mut raw = decode(&p, Threads::One).expect("decodes twice");
+        let b = snapshot::replay(&mut raw, "f", &opts(Histories::ForOoms));
+        assert_eq!(
+            format!("{:?}", a.traces),
+            format!("{:?}", b.traces),
+            "{}",
+            p.display()
+        );
+        assert_eq!(a.histories.len(), b.histories.len());
+        for (ha, hb) in a.histories.iter().zip(&b.histories) {
+            assert_eq!(ha.device, hb.device);
+            assert_eq!(ha.segments, hb.segments, "{}", p.display());
+            if any_oom {
+                assert_eq!(format!("{ha:?}"), format!("{hb:?}"), "{}", p.display());
+            } else {
+                assert!(hb.entries.is_empty(), "{}", p.display());
+            }
+        }
+        with_oom += usize::from(any_oom);
+        if ordered(&raw) {
+            assert_eq!(raw.rows.blocks_held(), 0, "{}: rows left", p.display());
+        }
+    }
+    assert!(with_oom >= 4, "{with_oom} files with an OOM");
+}
