@@ -1,4 +1,4 @@
-//! The command line's way into the core's one door ([`memtide_core::open`]): the input
+//! The command line's way into the core's one door ([`memtide_core::open()`]): the input
 //! flags as open options, the core's errors with the file they concern, the device picked.
 
 use super::InputArgs;

@@ -46,12 +46,18 @@
 //! | [`index`] | the interval index over a trace's storages ([`Index`]) |
 //! | [`analysis`] | the analyses: peaks, windows, live sets, inference, trends, the summary and its JSON, diffs, parity |
 //! | [`allocator`] | PyTorch's caching allocator: segments and blocks over time, OOM explanations, the what-if simulator |
+//! | [`gate`] | the CI gate: each limit, its figure, pass or fail, the evidence, as a structured verdict |
 //! | [`ranks`] | a distributed job: rank files found, read in parallel into rows, compared |
-//! | [`device_merge`], [`nsys_merge`] | side sources merged into a trace: a device-usage log, an Nsight Systems export |
+//! | [`device_merge`] | a device-usage log merged into a trace (external = used − reserved) |
 //! | [`budget`] | the memory budget (`MEMTIDE_MAX_MEMORY`) and allocation failures as errors |
 //! | [`clip`], [`json_text`] | texts made safe: one-line fields shortened, JSON strings that cannot act on a terminal |
 //! | [`lab`] | the cache lab (a teaching toy) |
-//! | [`worker`] | a named thread that gives its value back when no thread can start |
+//!
+//! Inside, not part of the front: `nsys_merge` (an Nsight Systems export merged into a
+//! snapshot's traces), `worker` (a named thread that gives its value back when no thread can
+//! start), `digits` (digit grouping), and within the public modules every reader's internals
+//! (the pickle machine, JSON scanning, the Kineto scanner's parts, the allocator simulator's
+//! engine, …).
 //!
 //! Typed errors throughout ([`FormatError`], [`OpenError`]); no `unsafe`.
 
@@ -62,20 +68,20 @@ pub mod analysis;
 pub mod budget;
 pub mod clip;
 pub mod device_merge;
-pub mod digits;
+pub(crate) mod digits;
 pub mod formats;
 pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;
 pub mod load;
-pub mod nsys_merge;
+pub(crate) mod nsys_merge;
 pub mod open;
 pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod trace;
-pub mod worker;
+pub(crate) mod worker;
 
 pub use analysis::summary::SummaryOptions;
 pub use analysis::{Peak, Summary, Window};

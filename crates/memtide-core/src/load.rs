@@ -1,6 +1,6 @@
 //! Loading a file for analysis: read it ([`crate::formats`]), infer the categories a file does
 //! not carry ([`crate::analysis::infer`]), merge a device-usage log when one is named
-//! ([`crate::device_merge`]) and an Nsight Systems export ([`crate::nsys_merge`]), check the
+//! ([`crate::device_merge`]) and an Nsight Systems export (`nsys_merge`), check the
 //! byte sums. The one entry point the
 //! binary, the tests and the benchmarks use.
 

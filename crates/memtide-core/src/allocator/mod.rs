@@ -23,15 +23,15 @@
 //! assert_eq!((t.reserved, t.allocated, t.free_in_reserve), (2 << 20, 1024, (2 << 20) - 1024));
 //! ```
 
-pub mod at_end;
-pub mod building;
-pub mod entries;
+pub(crate) mod at_end;
+pub(crate) mod building;
+pub(crate) mod entries;
 pub mod explain;
-pub mod extent;
-pub mod fixes;
-pub mod pinners;
-pub mod replay;
-pub mod rounding;
+pub(crate) mod extent;
+pub(crate) mod fixes;
+pub(crate) mod pinners;
+pub(crate) mod replay;
+pub(crate) mod rounding;
 pub mod sim;
 pub mod state;
 

@@ -2,7 +2,7 @@
 //! No terminal code.
 
 pub mod boundary;
-pub mod bounds;
+pub(crate) mod bounds;
 pub mod columns;
 pub mod cost;
 pub mod diff;
@@ -12,10 +12,10 @@ pub mod frames;
 pub mod grown;
 pub mod infer;
 pub mod live;
-pub mod methods;
-pub mod oom;
+pub(crate) mod methods;
+pub(crate) mod oom;
 pub mod parity;
-pub mod peak;
+pub(crate) mod peak;
 pub mod persistent;
 pub mod retained;
 pub mod summary;
@@ -23,8 +23,8 @@ pub mod summary_json;
 pub mod tree;
 pub mod trend;
 pub mod window_spec;
-pub mod windows;
-pub mod work;
+pub(crate) mod windows;
+pub(crate) mod work;
 
 pub use columns::{event_columns, time_columns, Axis, Column};
 pub use live::{live_entries, LiveEntry};

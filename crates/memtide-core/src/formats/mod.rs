@@ -4,13 +4,13 @@
 //! reading. No terminal code.
 
 pub mod device_log;
-pub mod input;
+pub(crate) mod input;
 mod json;
 pub mod jsonl;
 pub mod kineto;
-pub mod memory_timeline;
-pub mod nsys;
-pub mod oom_message;
+pub(crate) mod memory_timeline;
+pub(crate) mod nsys;
+pub(crate) mod oom_message;
 pub mod pickle;
 pub mod snapshot;
 

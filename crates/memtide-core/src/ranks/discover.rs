@@ -48,9 +48,9 @@ impl NameRank {
 }
 
 /// The rank a file name gives: `rank3`, `rank-3`, `rank_3`, `rank.3`, `Rank 3` (any case,
-/// anywhere in the name) are [`NameRank::Named`]; a number ending the name's first part after
+/// anywhere in the name) are `NameRank::Named`; a number ending the name's first part after
 /// `_` or `-` (`snapshot_3.pickle`, `trace-12.json.gz`) or a name that is only a number
-/// (`3.pickle`) is [`NameRank::Suggested`].
+/// (`3.pickle`) is `NameRank::Suggested`.
 pub fn rank_from_name(name: &str) -> Option<NameRank> {
     let lower = name.to_ascii_lowercase();
     let b = lower.as_bytes();

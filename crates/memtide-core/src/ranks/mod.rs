@@ -7,9 +7,9 @@
 //! directory of such objects made on each node (`memtide summary rankN.pickle --json >
 //! rankN.json`) gives the same rows as the traces themselves. No terminal code.
 
-pub mod discover;
+pub(crate) mod discover;
 pub mod load;
-pub mod row;
+pub(crate) mod row;
 pub mod skipped;
 
 pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};

@@ -1,10 +1,10 @@
 //! The trace model: units, interned strings and stacks, categories and bands, the columnar
 //! trace. No terminal code.
 
-pub mod band;
+pub(crate) mod band;
 pub mod external;
-pub mod intern;
-pub mod model;
+pub(crate) mod intern;
+pub(crate) mod model;
 pub mod units;
 
 pub use band::{Band, BandTotals, Category};

@@ -107,7 +107,7 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Bytes with thousands separators (kept at this path; [`crate::digits`]).
+/// Bytes with thousands separators (kept at this path; its home is the `digits` module).
 pub use crate::digits::grouped;
 
 /// Error from [`parse_size`].

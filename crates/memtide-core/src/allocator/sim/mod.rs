@@ -29,14 +29,14 @@
 //! ```
 
 pub mod ceiling;
-pub mod config;
-pub mod engine;
-pub mod input;
-pub mod layout;
-pub mod report;
-pub mod run;
-pub mod series;
-pub mod validate;
+pub(crate) mod config;
+pub(crate) mod engine;
+pub(crate) mod input;
+pub(crate) mod layout;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod series;
+pub(crate) mod validate;
 
 pub use ceiling::Ceiling;
 pub use config::{AllocConf, ConfError};

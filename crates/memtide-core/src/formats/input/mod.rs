@@ -2,7 +2,7 @@
 //! and cancellation), reading ahead on a second thread, caps on side files, format detection,
 //! the memo of byte spans already interned, and the readers' typed error.
 
-pub(crate) mod bytes_memo;
+pub mod bytes_memo;
 pub mod detect;
 pub mod error;
 pub mod gzip;

@@ -1,6 +1,6 @@
 //! Kineto Chrome traces (`torch.profiler` with `profile_memory=True`), streamed: one trace per
 //! device from the `[memory]` events; `export_memory_timeline` files are handed to
-//! [`super::memory_timeline`].
+//! `formats::memory_timeline`.
 
 mod ahead;
 mod attribute;

@@ -81,11 +81,6 @@ pub enum Timeline {
     Raw(Vec<RawRow>),
 }
 
-/// Parses the decompressed content of either shape (see `parse::parse_reader`).
-pub fn parse(bytes: &[u8]) -> Result<Timeline, FormatError> {
-    parse::parse_reader(bytes)
-}
-
 /// Byte offset of a 1-based line/column in `bytes`.
 pub fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
     let start = if line <= 1 {

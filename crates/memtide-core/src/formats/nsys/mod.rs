@@ -5,8 +5,8 @@
 //! [`crate::nsys_merge`] puts them on a trace's clock. The tables and columns read are
 //! listed, with where NVIDIA documents them, in [`schema`].
 
-pub mod library;
-pub mod schema;
+pub(crate) mod library;
+pub(crate) mod schema;
 
 use super::FormatError;
 use rusqlite::{Connection, OpenFlags, Row};
@@ -70,9 +70,8 @@ pub struct NsysExport {
     pub unmatched_frees: u64,
     /// Rows of the usage table read.
     pub rows: u64,
-    /// Whether the export has `memKind` / `contextId` / call chains.
+    /// Whether the export has `memKind` / call chains.
     pub has_mem_kind: bool,
-    pub has_context: bool,
     pub has_callchains: bool,
 }
 
@@ -108,7 +107,6 @@ pub fn read(path: &Path) -> Result<NsysExport, FormatError> {
         session_start_ns,
         chains,
         has_mem_kind: shape.has("memKind"),
-        has_context: shape.has("contextId"),
         has_callchains: shape.has_callchains && shape.has_runtime_callchains,
         ..Default::default()
     };

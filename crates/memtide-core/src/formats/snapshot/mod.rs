@@ -12,9 +12,9 @@ pub mod from_pickle;
 mod json_fast;
 mod pickle_build;
 pub mod raw;
-pub mod rows;
-pub mod timeline;
-pub mod to_allocator;
+pub(crate) mod rows;
+pub(crate) mod timeline;
+pub(crate) mod to_allocator;
 
 use super::detect::Format;
 use super::error::FormatError;
