@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 
 
 def main(out):
@@ -67,13 +66,16 @@ def main(out):
     row("open(f).peak.bytes = max_memory_allocated()", peak, t.peak.bytes)
     row("reserved_peak.bytes = reserved_bytes.all.peak", reserved_peak,
         t.reserved_peak.bytes if t.reserved_peak else None)
-    exe = os.path.join(sysconfig.get_path("scripts"), "memtide")
-    cli = subprocess.run([exe, "summary", "--json", snap], capture_output=True, text=True)
+    # The command of the same wheel (`python -m memtide` runs its entry point).
+    exe = [sys.executable, "-m", "memtide"]
+    cli = subprocess.run([*exe, "summary", "--json", snap], capture_output=True, text=True)
+    if cli.returncode != 0:
+        print(cli.stderr)
     row("summary() = memtide summary --json (same wheel)", 0, cli.returncode,
         ok=cli.returncode == 0 and json.loads(cli.stdout) == summary)
     for limit, want in ((peak, True), (peak - 1, False)):
         r = memtide.check(snap, max_peak=f"{limit}B")
-        code = subprocess.run([exe, "check", "--max-peak", f"{limit}B", snap],
+        code = subprocess.run([*exe, "check", "--max-peak", f"{limit}B", snap],
                               capture_output=True).returncode
         row(f"check(max_peak={limit} B) is {want}, memtide check exits {0 if want else 1}",
             (want, 0 if want else 1), (bool(r), code))
