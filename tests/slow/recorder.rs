@@ -1,16 +1,10 @@
 //! Runs the Python recorder's pytest suite (python/tests) with real PyTorch, from the cached
 //! virtual environment made by `scripts/setup-python-env`, so `cargo test` covers it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// The environment: `MEMTIDE_PY_ENV`, else `$HOME/.cache/memtide/py-env`.
-fn env_dir() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MEMTIDE_PY_ENV") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/memtide/py-env"))
-}
+use crate::support::python_env::env_dir;
 
 fn has_torch(python: &Path) -> bool {
     python.exists()

@@ -5,33 +5,12 @@
 //! the wheel carries a manylinux tag, its name is ours, and the licenses ship in it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// The environment `scripts/setup-python-env` makes: `MEMTIDE_PY_ENV`, else
-/// `$HOME/.cache/memtide/py-env`.
+use crate::support::python_env::{run, stdout as text};
+
 fn env_dir() -> PathBuf {
-    std::env::var_os("MEMTIDE_PY_ENV")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/memtide/py-env")))
-        .expect("MEMTIDE_PY_ENV or HOME")
-}
-
-fn run(cmd: &mut Command, what: &str) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    crate::support::python_env::env_dir().expect("MEMTIDE_PY_ENV or HOME")
 }
 
 /// The cargo target directory this test was built in (`…/target/debug/memtide` → `…/target`),

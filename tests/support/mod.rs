@@ -5,4 +5,5 @@
 pub mod fixtures;
 pub mod pickle_writer;
 pub mod pty;
+pub mod python_env;
 pub mod repo;
