@@ -5,15 +5,15 @@
 //! budget or the system refuses into an error instead of Rust's `memory allocation of N
 //! bytes failed` abort.
 //!
-//! - Inside [`try_grow`] (the growth of the big buffers: trace rows, stream buffers, event
+//! - Inside `try_grow` (the growth of the big buffers: trace rows, stream buffers, event
 //!   columns) a refused allocation comes back as an `Err` the reader turns into a located
 //!   error (`… exceeds …`, with the file offset or line).
 //! - Anywhere else the process prints `memtide: error: <input>: out of memory: …` and exits
 //!   with status 2 (no abort, no core dump).
 //!
-//! - Inside [`recoverable`] (one file of a job, read while others are read too) a refusal by
+//! - Inside `recoverable` (one file of a job, read while others are read too) a refusal by
 //!   the budget ends that file's reading, not the process: the allocation is let through
-//!   (an overdraft of at most the budget again), the thread's next [`try_grow`] fails, and
+//!   (an overdraft of at most the budget again), the thread's next `try_grow` fails, and
 //!   the caller gets the reason with the file's outcome.
 //!
 //! Without `MEMTIDE_MAX_MEMORY` nothing is counted and only real allocation failures (e.g.
@@ -93,7 +93,7 @@ pub fn init_from_env() -> Result<(), String> {
 }
 
 /// Sets (or clears) the budget; counting starts with the first call.
-pub fn set_limit(limit: Option<u64>) {
+pub(crate) fn set_limit(limit: Option<u64>) {
     LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
     COUNTING.store(true, Ordering::Relaxed);
 }
@@ -105,7 +105,7 @@ pub fn limit() -> Option<u64> {
 
 /// Names the input being read in the out-of-memory message (this thread's, and the
 /// process's for threads that name none).
-pub fn set_context(name: &str) {
+pub(crate) fn set_context(name: &str) {
     if let Ok(mut c) = CONTEXT.lock() {
         c.clear();
         c.push_str(name);
@@ -123,7 +123,7 @@ pub fn set_context(name: &str) {
 /// this thread meanwhile — or on a helper thread while this ran (which file it served is not
 /// known, so every scope running then is told) — why (`out of memory: …`). The caller then
 /// treats the file as failed, whatever `f` returned; read again alone, the answer is exact.
-pub fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
+pub(crate) fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
     let _ = REFUSED.try_with(|r| r.set(None));
     let _ = RECOVERABLE.try_with(|r| r.set(true));
     SCOPES.fetch_add(1, Ordering::SeqCst);
@@ -181,7 +181,7 @@ fn note_refusal(size: usize) {
     }
 }
 
-/// An allocation of `size` the budget refused, outside [`try_grow`]: inside [`recoverable`]
+/// An allocation of `size` the budget refused, outside `try_grow`: inside `recoverable`
 /// (or on a helper thread while one runs) it is let through (counted) while the bytes in use
 /// stay under twice the budget, and the refusal is noted (the thread's next `try_grow`
 /// fails, ending the file's reading). Returns whether the caller may allocate.
@@ -202,7 +202,7 @@ pub fn overdraw(size: usize) -> bool {
 
 /// Grows `v` so it holds `additional` more items, returning an error text (`… exceeds …`)
 /// when the budget or the system refuses, instead of aborting.
-pub fn try_grow<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(), String> {
+pub(crate) fn try_grow<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(), String> {
     if v.capacity() - v.len() >= additional {
         return Ok(());
     }
@@ -229,7 +229,7 @@ pub fn try_grow<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(), 
 
 /// As [`try_grow`] for one more item: doubles the capacity when full.
 #[inline]
-pub fn try_push<T>(v: &mut Vec<T>, x: T, what: &str) -> Result<(), String> {
+pub(crate) fn try_push<T>(v: &mut Vec<T>, x: T, what: &str) -> Result<(), String> {
     if v.len() == v.capacity() {
         try_grow(v, v.capacity().max(16), what)?;
     }
@@ -312,7 +312,7 @@ pub fn release(size: usize) {
 }
 
 /// An allocation of `size` was refused (by the budget or the system): returns when the caller
-/// is inside [`try_grow`] (the allocator then returns null to `try_reserve`), otherwise
+/// is inside `try_grow` (the allocator then returns null to `try_reserve`), otherwise
 /// prints the out-of-memory message and exits with status 2.
 #[cold]
 pub fn refused(size: usize, over_budget: bool) {

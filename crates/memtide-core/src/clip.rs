@@ -1,13 +1,13 @@
 //! Long texts shortened for one-line fields: every text the reports and the explorer show on
-//! one line (a frame, a name, a label, a mark, an action) holds at most [`TEXT_CAP`] bytes.
+//! one line (a frame, a name, a label, a mark, an action) holds at most `TEXT_CAP` bytes.
 //!
 //! A longer text keeps its head and ends in `… (N bytes)`, N its full length in bytes
 //! (`nnnn…nnn… (1,048,576 bytes)`); the whole stays within the cap, so shortening twice
 //! changes nothing. A frame (`file:line name`) shortens its file and its name each, so its
-//! line number stays readable ([`joined`]). The analyses shorten what they copy out of a
+//! line number stays readable (`joined`). The analyses shorten what they copy out of a
 //! trace, so a 1 MiB function name shared by a thousand frames costs a thousand short texts,
 //! never a thousand copies; the JSON writer shortens every string it writes
-//! ([`ClipFormatter`]), the one place `summary --json` goes through.
+//! (`ClipFormatter`), the one place `summary --json` goes through.
 
 use crate::digits::grouped;
 use std::borrow::Cow;
@@ -16,13 +16,13 @@ use std::io;
 /// The most bytes a one-line text field holds (`… (N bytes)` included).
 pub const TEXT_CAP: usize = 1024;
 
-/// `s` within [`TEXT_CAP`] bytes.
+/// `s` within `TEXT_CAP` bytes.
 pub fn clip(s: &str) -> Cow<'_, str> {
     clip_to(s, TEXT_CAP)
 }
 
 /// `s` within `cap` bytes: unchanged when it fits, else its head and `… (N bytes)`.
-pub fn clip_to(s: &str, cap: usize) -> Cow<'_, str> {
+pub(crate) fn clip_to(s: &str, cap: usize) -> Cow<'_, str> {
     if s.len() <= cap {
         return Cow::Borrowed(s);
     }
@@ -46,7 +46,7 @@ pub(crate) fn floor_char_boundary(s: &str, i: usize) -> usize {
 
 /// `head + mid + tail` within [`TEXT_CAP`] bytes (`mid` is short: `:12 `), shortening the
 /// longer of `head` and `tail` first: a frame's file and name around its line.
-pub fn joined(head: &str, mid: &str, tail: &str) -> String {
+pub(crate) fn joined(head: &str, mid: &str, tail: &str) -> String {
     let room = TEXT_CAP.saturating_sub(mid.len());
     if head.len() + tail.len() <= room {
         return format!("{head}{mid}{tail}");
@@ -66,7 +66,7 @@ pub fn joined(head: &str, mid: &str, tail: &str) -> String {
 /// the text up to where any cut could fall goes out as it comes, the next few dozen bytes
 /// are held until the string ends (then written, or cut and followed by `… (N bytes)`), and
 /// the rest is only counted. Wraps the compact or the pretty formatter.
-pub struct ClipFormatter<F> {
+pub(crate) struct ClipFormatter<F> {
     inner: F,
     /// Bytes of the current string's text so far.
     seen: usize,

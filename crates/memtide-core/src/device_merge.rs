@@ -8,11 +8,11 @@ use crate::trace::external::secs;
 use crate::trace::{human_bytes, Bytes, Category, DeviceLogInfo, Seq, StorageKind, Trace};
 
 /// Below this fraction of the trace's time span covered, the report warns.
-pub const LOW_COVERAGE: f64 = 0.9;
+pub(crate) const LOW_COVERAGE: f64 = 0.9;
 
 /// Merges `log` into every device trace of a file (pinned host memory and devices without an
 /// index are left alone).
-pub fn merge_all(traces: &mut [Trace], log: &DeviceLog, opts: &DeviceLogOptions) {
+pub(crate) fn merge_all(traces: &mut [Trace], log: &DeviceLog, opts: &DeviceLogOptions) {
     for t in traces.iter_mut() {
         if let Some(ordinal) = device_ordinal(&t.device) {
             merge(t, ordinal, log, opts);
@@ -21,7 +21,7 @@ pub fn merge_all(traces: &mut [Trace], log: &DeviceLog, opts: &DeviceLogOptions)
 }
 
 /// `cuda:3` → 3; None for `host:pinned`, `cpu`.
-pub fn device_ordinal(name: &str) -> Option<u32> {
+pub(crate) fn device_ordinal(name: &str) -> Option<u32> {
     let (kind, n) = name.rsplit_once(':')?;
     (kind != "host").then(|| n.parse().ok()).flatten()
 }

@@ -58,7 +58,7 @@ pub fn is_escaped_in_json(c: char) -> bool {
 /// A `serde_json` formatter that writes [`is_escaped_in_json`] characters as `\uXXXX`;
 /// everything else as the formatter it wraps (compact or pretty) writes it.
 #[derive(Clone, Debug, Default)]
-pub struct EscapingFormatter<F>(pub F);
+pub(crate) struct EscapingFormatter<F>(pub F);
 
 impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for EscapingFormatter<F> {
     fn write_string_fragment<W: ?Sized + io::Write>(

@@ -54,7 +54,7 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
 /// Gives every device of one file one time origin: the earliest event over all of them (the
 /// devices of a snapshot or a profiler trace share one clock), so a time on `cuda:0` and one
 /// on `cpu` compare.
-pub fn share_time_origin(traces: &mut [Trace]) {
+pub(crate) fn share_time_origin(traces: &mut [Trace]) {
     let origin = traces
         .iter()
         .filter(|t| t.clock.has_time())
@@ -98,7 +98,7 @@ pub fn frame_rules(opts: &LoadOptions) -> Result<FrameRules, FormatError> {
 }
 
 /// The most a rules file may hold (a few hundred rules take a few KiB).
-pub const RULES_MAX: u64 = 16 << 20;
+pub(crate) const RULES_MAX: u64 = 16 << 20;
 
 /// The text of a `--rules` file, refused past [`RULES_MAX`].
 fn read_rules_file(path: &Path) -> Result<String, FormatError> {

@@ -14,10 +14,10 @@ use crate::trace::{
 use std::collections::HashMap;
 
 /// The source of a cudaMallocAsync pool's reserve not handed out.
-pub const POOL_RESERVE: &str = "cudaMallocAsync pool (reserved, not in use)";
+pub(crate) const POOL_RESERVE: &str = "cudaMallocAsync pool (reserved, not in use)";
 
 /// Merges `export` into every CUDA device trace of a snapshot that has events.
-pub fn merge_all(traces: &mut [Trace], export: &NsysExport) -> Result<(), FormatError> {
+pub(crate) fn merge_all(traces: &mut [Trace], export: &NsysExport) -> Result<(), FormatError> {
     let cuda: Vec<usize> = (0..traces.len())
         .filter(|&i| {
             crate::device_merge::device_ordinal(&traces[i].device).is_some()

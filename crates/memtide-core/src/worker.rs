@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 /// Starts thread `name` running `work(value)`. When the thread cannot start: `Err` with the
 /// value (`None` only if a poisoned hand-over lost it). The handle yields `None` only if the
 /// value never reached the thread.
-pub fn spawn<T, R>(
+pub(crate) fn spawn<T, R>(
     name: &str,
     value: T,
     work: impl FnOnce(T) -> R + Send + 'static,

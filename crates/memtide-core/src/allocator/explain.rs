@@ -332,7 +332,7 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
 }
 
 /// The advice for a request whose block or segment size does not fit 64 bits.
-pub fn unservable(requested: u64) -> String {
+pub(crate) fn unservable(requested: u64) -> String {
     format!(
         "one request of {requested} B cannot be rounded up to a block or segment size within 64 bits: no allocator can ever serve it (a size this large usually means a corrupt or miscounted size in the file)"
     )

@@ -22,7 +22,7 @@ use super::state::State;
 
 /// The block of one allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Placed {
+pub(crate) struct Placed {
     /// Bytes of the block: what `memory_allocated()` counted for the allocation.
     pub size: u64,
     /// False when the replay could not place it (the size is then the rounded request, a
@@ -32,7 +32,7 @@ pub struct Placed {
 
 /// The block an allocation of `requested` bytes at `addr` got, given the state just before
 /// it (the allocation not yet in it) and the recorded allocator settings.
-pub fn block_for(state: &State, conf: &AllocConf, addr: u64, requested: u64) -> Placed {
+pub(crate) fn block_for(state: &State, conf: &AllocConf, addr: u64, requested: u64) -> Placed {
     let Some(rounded) = conf.round_size(requested) else {
         // No allocator rounds this within 64 bits: what the file says is all there is.
         return Placed {

@@ -46,7 +46,7 @@ impl Saving {
 }
 
 /// The settings tried, as `PYTORCH_CUDA_ALLOC_CONF` strings.
-pub const SETTINGS: [&str; 4] = [
+pub(crate) const SETTINGS: [&str; 4] = [
     "expandable_segments:True",
     "max_split_size_mb:128",
     "garbage_collection_threshold:0.6",
@@ -102,7 +102,7 @@ impl Fix {
 /// The fix list of `trace`: each of [`SETTINGS`] the file does not already use, replayed
 /// under the trace's ceiling, and that ceiling in words (None: no ceiling known). Empty when
 /// nothing can be replayed.
-pub fn checked(
+pub(crate) fn checked(
     trace: &Trace,
     index: &Index,
     history: Option<&History>,

@@ -6,7 +6,7 @@ use crate::trace::human_bytes;
 use serde::Serialize;
 
 /// How many pinners a report names.
-pub const SHOWN: usize = 5;
+pub(crate) const SHOWN: usize = 5;
 
 /// One live block splitting free space of the needed pool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -48,7 +48,7 @@ impl Pinner {
 
 /// The live blocks of pool `key` in `st` that have free space beside them, largest merged
 /// run first (at most [`SHOWN`]); `what` and `allocated_at` are left for the caller.
-pub fn pinners(st: &State, key: &PoolKey) -> Vec<Pinner> {
+pub(crate) fn pinners(st: &State, key: &PoolKey) -> Vec<Pinner> {
     let segs: Vec<_> = st
         .segments()
         .into_iter()

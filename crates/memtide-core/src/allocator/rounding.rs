@@ -35,17 +35,17 @@
 //!   (`remaining > kSmallSize` alone): the same rule with both settings at their defaults.
 
 /// All sizes are rounded to at least this (`kMinBlockSize`).
-pub const MIN_BLOCK_SIZE: u64 = 512;
+pub(crate) const MIN_BLOCK_SIZE: u64 = 512;
 /// The largest request served from the small pool (`kSmallSize`, 1 MiB).
-pub const SMALL_SIZE: u64 = 1 << 20;
+pub(crate) const SMALL_SIZE: u64 = 1 << 20;
 /// Small-pool segments (`kSmallBuffer`, 2 MiB).
-pub const SMALL_BUFFER: u64 = 2 << 20;
+pub(crate) const SMALL_BUFFER: u64 = 2 << 20;
 /// Requests below this use a [`LARGE_BUFFER`] segment (`kMinLargeAlloc`, 10 MiB).
-pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
+pub(crate) const MIN_LARGE_ALLOC: u64 = 10 << 20;
 /// Large-pool segments for requests between 1 and 10 MiB (`kLargeBuffer`, 20 MiB).
-pub const LARGE_BUFFER: u64 = 20 << 20;
+pub(crate) const LARGE_BUFFER: u64 = 20 << 20;
 /// Larger requests get segments rounded up to this (`kRoundLarge`, 2 MiB).
-pub const ROUND_LARGE: u64 = 2 << 20;
+pub(crate) const ROUND_LARGE: u64 = 2 << 20;
 
 /// Which of a pool's two block sets a request is served from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -68,7 +68,7 @@ impl PoolKind {
 /// optional `roundup_power2_divisions` setting is not modelled: with it, PyTorch rounds
 /// some sizes further up). None when the rounded size does not fit 64 bits: no allocator
 /// can serve such a request (PyTorch's own `size_t` arithmetic would wrap).
-pub fn round_size(size: u64) -> Option<u64> {
+pub(crate) fn round_size(size: u64) -> Option<u64> {
     if size < MIN_BLOCK_SIZE {
         Some(MIN_BLOCK_SIZE)
     } else {
@@ -79,7 +79,7 @@ pub fn round_size(size: u64) -> Option<u64> {
 /// The extent of a block the file recorded with `size` bytes requested: the rounded size, or
 /// the size as recorded when it cannot be rounded within 64 bits (no allocator made such a
 /// block; what the file says is all there is).
-pub fn block_extent(size: u64) -> u64 {
+pub(crate) fn block_extent(size: u64) -> u64 {
     round_size(size).unwrap_or(size)
 }
 
@@ -87,7 +87,7 @@ pub fn block_extent(size: u64) -> u64 {
 /// request of `size` bytes takes its front (`small`: the small pool; `expandable`: the
 /// `expandable_segments` setting; `max_split_size`: `u64::MAX` when unset). When it is not,
 /// the request gets the whole block.
-pub fn should_split(
+pub(crate) fn should_split(
     small: bool,
     expandable: bool,
     max_split_size: u64,
@@ -102,7 +102,7 @@ pub fn should_split(
 }
 
 /// `get_pool`: the pool a rounded request is served from.
-pub fn pool_for(rounded: u64) -> PoolKind {
+pub(crate) fn pool_for(rounded: u64) -> PoolKind {
     if rounded <= SMALL_SIZE {
         PoolKind::Small
     } else {
@@ -112,7 +112,7 @@ pub fn pool_for(rounded: u64) -> PoolKind {
 
 /// `get_allocation_size`: the segment a rounded request needs when no cached block fits;
 /// None when that segment's size does not fit 64 bits (it can never be allocated).
-pub fn allocation_size(rounded: u64) -> Option<u64> {
+pub(crate) fn allocation_size(rounded: u64) -> Option<u64> {
     if rounded <= SMALL_SIZE {
         Some(SMALL_BUFFER)
     } else if rounded < MIN_LARGE_ALLOC {
@@ -125,7 +125,7 @@ pub fn allocation_size(rounded: u64) -> Option<u64> {
 /// The pool a segment of `size` bytes made by `cudaMalloc` belongs to when the file does not
 /// say (`segment_type`): only small-pool segments are exactly [`SMALL_BUFFER`] (large ones are
 /// [`LARGE_BUFFER`] or at least [`MIN_LARGE_ALLOC`]).
-pub fn segment_kind(size: u64) -> PoolKind {
+pub(crate) fn segment_kind(size: u64) -> PoolKind {
     if size == SMALL_BUFFER {
         PoolKind::Small
     } else {

@@ -72,7 +72,7 @@ fn all_three(p: Phases) -> bool {
 }
 
 /// The boundary of a run from its facts.
-pub fn boundary(w: &Work) -> Boundary {
+pub(crate) fn boundary(w: &Work) -> Boundary {
     let n = w.updates.len();
     let marked = w.updates_by != UpdatesBy::None;
     // The last update lacks phases the one before it had: the run stops inside it.
@@ -207,7 +207,7 @@ fn region_words(b: &Boundary, w: &Work, unit: &str) -> String {
 }
 
 /// A warning when two runs' boundaries differ (None when they agree).
-pub fn boundary_warning(a: &Boundary, b: &Boundary) -> Option<String> {
+pub(crate) fn boundary_warning(a: &Boundary, b: &Boundary) -> Option<String> {
     let label = |x: &Boundary| match &x.cut {
         Some(c) => format!(
             "{} (the last step, {}, cut mid-step)",

@@ -32,7 +32,11 @@ pub struct HistoryBounds {
 
 /// The bounds of `trace` when its allocator history starts after blocks were already live;
 /// None for a history that reaches back to the start, or a source without one.
-pub fn bounds(trace: &Trace, index: &Index, history: Option<&History>) -> Option<HistoryBounds> {
+pub(crate) fn bounds(
+    trace: &Trace,
+    index: &Index,
+    history: Option<&History>,
+) -> Option<HistoryBounds> {
     history?;
     let predating: Vec<AllocId> = (0..trace.storage_count() as u32)
         .map(AllocId)

@@ -45,7 +45,7 @@ pub fn time_columns(trace: &Trace, index: &Index, t0: Ts, t1: Ts, width: usize) 
 }
 
 /// Position ranges of `width` equal slices of `[lo, hi]`.
-pub fn event_ranges(lo: Seq, hi: Seq, width: usize) -> Vec<(Seq, Seq)> {
+pub(crate) fn event_ranges(lo: Seq, hi: Seq, width: usize) -> Vec<(Seq, Seq)> {
     if width == 0 || lo > hi {
         return Vec::new();
     }
@@ -65,7 +65,7 @@ pub fn event_ranges(lo: Seq, hi: Seq, width: usize) -> Vec<(Seq, Seq)> {
 }
 
 /// Position ranges of `width` equal time slices of `[t0, t1]`; an empty slice is `(x+1, x)`.
-pub fn time_ranges(trace: &Trace, t0: Ts, t1: Ts, width: usize) -> Vec<(Seq, Seq)> {
+pub(crate) fn time_ranges(trace: &Trace, t0: Ts, t1: Ts, width: usize) -> Vec<(Seq, Seq)> {
     let ts = trace.timestamps();
     if width == 0 || ts.is_empty() || t1 < t0 {
         return Vec::new();

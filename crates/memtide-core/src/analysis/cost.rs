@@ -89,7 +89,7 @@ fn step_clock(trace: &Trace) -> StepClock {
 }
 
 /// Time per step from the step marks' times (else the optimizer-step phases').
-pub fn step_time(trace: &Trace) -> Option<StepTime> {
+pub(crate) fn step_time(trace: &Trace) -> Option<StepTime> {
     if !trace.clock.has_time() {
         return None;
     }
@@ -170,7 +170,7 @@ fn saving(d: i64, what: &str) -> String {
 }
 
 /// The figures and the sentence.
-pub fn cost(
+pub(crate) fn cost(
     ta: &Trace,
     ia: &Index,
     peak_a: Option<u64>,

@@ -1,6 +1,6 @@
 //! Readable frames: which frame of a stack is the user's own code, and how to print it short.
 //!
-//! Every input format hands frames over as text (see [`parse_frame`]): snapshot frames
+//! Every input format hands frames over as text (see `parse_frame`): snapshot frames
 //! `file:line:name`, JSONL stacks `file:line name`, Kineto's enclosing span names
 //! `path/file.py(123): name`, and op or module names without a file (`aten::addmm`,
 //! `nn.Module: Linear_0`). A frame is *internal* when it is PyTorch, an installed package
@@ -89,7 +89,7 @@ fn digits(s: &str) -> Option<u64> {
 
 /// Splits a frame text in any of the shapes the readers produce (an FX suffix
 /// ` [fx …]`, see [`fx_location`], is not part of the name).
-pub fn parse_frame(f: &str) -> Frame<'_> {
+pub(crate) fn parse_frame(f: &str) -> Frame<'_> {
     let f = match f.ends_with(']').then(|| f.find(" [fx")).flatten() {
         Some(i) => &f[..i],
         None => f,
@@ -150,7 +150,7 @@ pub fn parse_frame(f: &str) -> Frame<'_> {
 /// The model source line of a frame of Inductor/FX-generated code (a snapshot taken with
 /// `augment_with_fx_traces=True`; the reader appends ` [fx op=… node=… from: File "…", line
 /// N, in f: code]` to the frame's name): `(file, line, function, node name)`.
-pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
+pub(crate) fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
     if !text.ends_with(']') {
         return None;
     }
@@ -164,12 +164,12 @@ pub fn fx_location(text: &str) -> Option<(&str, u64, &str, &str)> {
 }
 
 /// Whether a frame's name carries an FX suffix (` [fx …]`, see [`fx_location`]).
-pub fn has_fx(name: &str) -> bool {
+pub(crate) fn has_fx(name: &str) -> bool {
     name.ends_with(']') && name.contains(" [fx")
 }
 
 /// `File "path", line 12, in forward` (a Python traceback line; what follows is ignored).
-pub fn traceback_line(s: &str) -> Option<(&str, u64, &str)> {
+pub(crate) fn traceback_line(s: &str) -> Option<(&str, u64, &str)> {
     let r = s.trim_start().strip_prefix("File \"")?;
     let (file, r) = r.split_once("\", line ")?;
     let (line, r) = r.split_once(", in ")?;
@@ -234,7 +234,7 @@ impl FrameRules {
 /// A library file without its install prefix: `torch/nn/functional.py` for
 /// `/usr/lib/python3.11/site-packages/torch/nn/functional.py`, `python3.11/json/decoder.py`
 /// for the standard library.
-pub fn short_library_path(file: &str) -> &str {
+pub(crate) fn short_library_path(file: &str) -> &str {
     for marker in [
         "site-packages/",
         "dist-packages/",
@@ -359,7 +359,7 @@ impl FrameView {
     }
 
     /// `file.py:123 function`, the file shortened (user files lose the project root); within
-    /// [`TEXT_CAP`](crate::clip::TEXT_CAP) bytes, a long file or name cut ([`joined`]).
+    /// [`TEXT_CAP`](crate::clip::TEXT_CAP) bytes, a long file or name cut (`joined`).
     pub fn show(&self, fr: &Frame<'_>) -> String {
         if fr.file.is_empty() {
             return clip(fr.name).into_owned();

@@ -35,7 +35,7 @@ use crate::trace::{AllocId, Band, Category, MarkKind, StackId, StorageKind, Trac
 use serde::Deserialize;
 
 /// Freed within this many events of its alloc: a temporary of one op.
-pub const SHORT_EVENTS: u64 = 4;
+pub(crate) const SHORT_EVENTS: u64 = 4;
 
 /// One user rule: frames containing `pattern` get `category`.
 #[derive(Clone, Debug, PartialEq)]
@@ -286,7 +286,7 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
 }
 
 /// Infers the category of every block storage of `trace` (before the index is built).
-pub fn infer(trace: &mut Trace, rules: &Rules) {
+pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     let mut cache: Vec<Option<Facts>> = vec![None; trace.strings.stack_count()];
     let mut steps: Vec<u64> = Vec::new();
     let mut optim_starts: Vec<u64> = Vec::new();

@@ -48,7 +48,7 @@ pub struct LiveEntry {
 }
 
 /// The label of a storage live before the recording began, without a stack.
-pub const BEFORE_RECORDING: &str = "before recording";
+pub(crate) const BEFORE_RECORDING: &str = "before recording";
 
 /// The live set at `at`, biggest first; `limit` rows at most (None: all); frames under the
 /// built-in rules.
@@ -58,7 +58,7 @@ pub fn live_entries(trace: &Trace, index: &Index, at: Seq, limit: Option<usize>)
 }
 
 /// [`live_entries`] with frames read through `view`.
-pub fn live_entries_in(
+pub(crate) fn live_entries_in(
     trace: &Trace,
     index: &Index,
     at: Seq,
@@ -70,13 +70,6 @@ pub fn live_entries_in(
         .take(limit.unwrap_or(usize::MAX))
         .map(|id| entry_in(trace, id, at, view))
         .collect()
-}
-
-/// One row for storage `id` as seen at `at`, frames under the built-in rules and without a
-/// project root (user files keep their full path; [`entry_in`] with a [`FrameView::new`]
-/// strips it).
-pub fn entry(trace: &Trace, id: AllocId, at: Seq) -> LiveEntry {
-    entry_in(trace, id, at, &FrameView::default())
 }
 
 /// One row for storage `id` as seen at `at`, frames read through `view`.
@@ -138,21 +131,6 @@ pub struct Group {
 /// Groups live storages by band.
 pub fn group_by_band(entries: &[LiveEntry]) -> Vec<Group> {
     group(entries, |e| e.band.name().to_string())
-}
-
-/// Groups live storages by top frame (or name when there is no frame).
-pub fn group_by_frame(entries: &[LiveEntry]) -> Vec<Group> {
-    group(entries, |e| {
-        if e.frame.is_empty() {
-            if e.name.is_empty() {
-                "(no frame)".to_string()
-            } else {
-                e.name.clone()
-            }
-        } else {
-            e.frame.clone()
-        }
-    })
 }
 
 fn group(entries: &[LiveEntry], key: impl Fn(&LiveEntry) -> String) -> Vec<Group> {

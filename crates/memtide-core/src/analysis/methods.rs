@@ -94,7 +94,7 @@ const COPY_OPS: [&str; 3] = ["aten::_to_copy", "aten::to", "aten::copy_"];
 /// Where in `frames` (innermost first) a device allocation is a copy brought back onto the
 /// device during backward: a copy op's frame, under backward frames, not under a dtype
 /// cast's backward node (`ToCopyBackward0`). None: not such a copy.
-pub fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
+pub(crate) fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
     let at = frames
         .iter()
         .position(|f| COPY_OPS.contains(&f.as_ref().to_ascii_lowercase().as_str()))?;
@@ -107,7 +107,7 @@ pub fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
 }
 
 /// The frame-shown methods of one run.
-pub fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
+pub(crate) fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
     let mut found: Vec<Option<Evidence>> = vec![None; FRAME_METHODS.len()];
     let mut cache: rustc_hash::FxHashMap<u32, [Option<usize>; 3]> = Default::default();
     let mut copies: rustc_hash::FxHashMap<u32, Option<usize>> = Default::default();
@@ -187,7 +187,7 @@ fn evidence_words(e: &Evidence) -> String {
 }
 
 /// The methods of two runs, compared; a batch or sequence change when their inputs differ.
-pub fn compare_methods(ta: &Trace, tb: &Trace, parity: &Parity) -> Vec<MethodFinding> {
+pub(crate) fn compare_methods(ta: &Trace, tb: &Trace, parity: &Parity) -> Vec<MethodFinding> {
     let (ma, mb) = (methods_of(ta), methods_of(tb));
     let get = |v: &[(Method, Evidence)], m: Method| {
         v.iter().find(|(x, _)| *x == m).map(|(_, e)| e.clone())

@@ -20,7 +20,7 @@ const ADVICE_LIVE: usize = 3;
 
 /// The explanation of each OOM of `trace`, in event order. `history` is the device's
 /// allocator history (snapshots), None for sources without segments and blocks.
-pub fn explain_ooms(
+pub(crate) fn explain_ooms(
     trace: &Trace,
     index: &Index,
     history: Option<&History>,

@@ -213,7 +213,7 @@ fn inputs_value(w: &Work) -> Value {
 
 /// `1 × 64.00 MiB per step`, `2 × 64.00 MiB + 1 × 4.000 KiB per step`, or each signature
 /// with its step count when they vary.
-pub fn inputs_words(w: &Work) -> String {
+pub(crate) fn inputs_words(w: &Work) -> String {
     let sig = signatures(w);
     let one = |sizes: &[u64]| -> String {
         if sizes.is_empty() {
@@ -409,7 +409,7 @@ fn phases(a: &Work, b: &Work) -> ParityLine {
 }
 
 /// Line keys as words (`optimizer_state` → `optimizer state`).
-pub fn line_words(keys: &[&str]) -> String {
+pub(crate) fn line_words(keys: &[&str]) -> String {
     keys.iter()
         .map(|k| k.replace('_', " "))
         .collect::<Vec<_>>()
@@ -425,7 +425,7 @@ fn steps_word(n: usize) -> &'static str {
 }
 
 /// The parity check of two runs.
-pub fn parity(a: &Work, b: &Work) -> Parity {
+pub(crate) fn parity(a: &Work, b: &Work) -> Parity {
     let lines = vec![
         parameters(a, b),
         optimizer_state(a, b),

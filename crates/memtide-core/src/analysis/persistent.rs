@@ -90,7 +90,7 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
 /// weights; gradients over 2×), as when forward activations are read as optimizer state.
 /// Fewer gradients than parameters (a peak inside backward) is usual, not doubtful. None when
 /// the split fits, or when the categories were recorded.
-pub fn doubt(p: &Persistent) -> Option<String> {
+pub(crate) fn doubt(p: &Persistent) -> Option<String> {
     let params = p.params.filter(|&n| n > 0)?;
     if p.source != "inferred" {
         return None;
@@ -107,7 +107,7 @@ pub fn doubt(p: &Persistent) -> Option<String> {
 /// Every doubt `summary` reports on the whole run (its `doubtful_warnings`): the reader's
 /// doubtful warnings, then [`doubt`] on the split at the global peak. What the explorer marks
 /// as doubtful.
-pub fn run_doubts(trace: &Trace, index: &Index) -> Vec<String> {
+pub(crate) fn run_doubts(trace: &Trace, index: &Index) -> Vec<String> {
     let mut out: Vec<String> = trace.doubtful_warnings().map(String::from).collect();
     let at_peak = super::global_peak(trace, index)
         .and_then(|p| persistent(trace, &p.live(trace, index)))
@@ -117,7 +117,7 @@ pub fn run_doubts(trace: &Trace, index: &Index) -> Vec<String> {
 }
 
 /// `param_count` from the source's header: a top-level key, or one inside its `meta` object.
-pub fn param_count(trace: &Trace) -> Option<u64> {
+pub(crate) fn param_count(trace: &Trace) -> Option<u64> {
     for (k, v) in &trace.meta {
         if k == "param_count" {
             if let Ok(n) = v.trim().parse::<u64>() {

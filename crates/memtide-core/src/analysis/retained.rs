@@ -6,7 +6,7 @@ use crate::trace::{human_bytes, AllocId, Band, Bytes, Seq, Trace};
 
 /// Views are "much smaller" than their storage when together they span at most
 /// 1/`SMALL_VIEW_DIVISOR` of it (a quarter): three quarters of the bytes are kept for nothing.
-pub const SMALL_VIEW_DIVISOR: u64 = 4;
+pub(crate) const SMALL_VIEW_DIVISOR: u64 = 4;
 
 /// Why a storage whose base tensor is gone is still live, where that deserves a flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,11 +15,11 @@ use crate::trace::{Band, DeviceLogInfo, Trace};
 use serde_json::Value;
 
 /// How many live storages the summary lists.
-pub const TOP_N: usize = 20;
+pub(crate) const TOP_N: usize = 20;
 /// Levels of `peak.tree` below its root.
-pub const TREE_DEPTH: usize = 6;
+pub(crate) const TREE_DEPTH: usize = 6;
 /// Children kept per node of `peak.tree` (the biggest; the rest counted as omitted).
-pub const TREE_WIDTH: usize = 5;
+pub(crate) const TREE_WIDTH: usize = 5;
 /// Windows of one kind listed at each end when a run has more than twice as many (the
 /// windows holding the peak are listed too; the rest are counted in `windows_omitted`).
 pub const WINDOW_ENDS: usize = 250;
@@ -139,7 +139,7 @@ pub struct PeakReport {
     pub bands: [u64; Band::COUNT],
     pub live_count: usize,
     pub live: Vec<LiveEntry>,
-    /// The live set as a stack tree, bounded to [`TREE_DEPTH`] × [`TREE_WIDTH`].
+    /// The live set as a stack tree, bounded to `TREE_DEPTH` × `TREE_WIDTH`.
     pub tree: TreeNode,
     /// The persistent band split by category (None: nothing persistent is live).
     pub persistent: Option<Persistent>,

@@ -3,8 +3,8 @@
 //! cannot be known is `null`, never 0.
 //!
 //! Written as it is serialised ([`write_document`]: no JSON value tree of the whole report
-//! is held), through [`crate::clip::ClipFormatter`]: every string is at most
-//! [`crate::clip::TEXT_CAP`] (1,024) bytes, a longer one its head and `… (N bytes)`, N its
+//! is held), through `crate::clip::ClipFormatter`: every string is at most
+//! `crate::clip::TEXT_CAP` (1,024) bytes, a longer one its head and `… (N bytes)`, N its
 //! full length (a frame shortens its file and its name, keeping its line). `windows` lists
 //! every window of a kind that has at most 500 (2 × [`super::summary::WINDOW_ENDS`]); a kind
 //! with more lists its first and last 250 and every window holding the peak, and
@@ -249,7 +249,7 @@ pub struct WindowPeakJson<'a> {
 
 /// One row of the per-step table: bytes live at the step's start, and its peak.
 #[derive(Serialize)]
-pub struct StepJson<'a> {
+pub(crate) struct StepJson<'a> {
     pub name: &'a str,
     pub baseline: u64,
     pub peak: u64,
@@ -507,7 +507,7 @@ impl<'a> WindowPeakJson<'a> {
     }
 }
 
-/// The per-step table, one [`StepJson`] per step, made as it is written.
+/// The per-step table, one `StepJson` per step, made as it is written.
 pub struct StepsJson<'a>(pub &'a [StepRow]);
 
 impl Serialize for StepsJson<'_> {

@@ -9,9 +9,9 @@
 //! A path is bounded, so the tree's depth is too whatever the stacks (every walk over a tree
 //! recurses once per level): a run of identical consecutive levels is one level
 //! `train.py:3 f (×150,000)` (a recursion), and a path still longer than
-//! [`PATH_OUTER`] + [`PATH_INNER`] levels keeps its outermost and innermost ones with one
+//! `PATH_OUTER` + `PATH_INNER` levels keeps its outermost and innermost ones with one
 //! level `… N frames …` between, N the frames left out. A level's text is at most
-//! [`crate::clip::TEXT_CAP`] bytes (see [`crate::clip`]).
+//! `crate::clip::TEXT_CAP` bytes (see [`crate::clip`]).
 
 use super::frames::{has_fx, parse_frame, short_library_path, Frame, FrameView};
 use crate::clip::{clip_to, joined, TEXT_CAP};
@@ -21,9 +21,9 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// Outermost levels a long path keeps.
-pub const PATH_OUTER: usize = 64;
+pub(crate) const PATH_OUTER: usize = 64;
 /// Innermost levels a long path keeps.
-pub const PATH_INNER: usize = 64;
+pub(crate) const PATH_INNER: usize = 64;
 
 /// Which frames make the tree's levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -151,7 +151,7 @@ pub fn trend(trace: &Trace, index: &Index) -> Trend {
 /// ran out of memory inside it, nor when the source records step ends (spans) and the last
 /// one has none. Point step marks without an OOM after them: complete (nothing says
 /// otherwise).
-pub fn last_step_complete(trace: &Trace) -> bool {
+pub(crate) fn last_step_complete(trace: &Trace) -> bool {
     let mut steps = trace.marks.iter().filter(|m| m.kind == MarkKind::Step);
     let Some(last) = steps.clone().max_by_key(|m| m.at) else {
         return true;

@@ -43,7 +43,7 @@ pub fn windows_of(trace: &Trace, index: &Index, kind: MarkKind) -> Vec<Window> {
 }
 
 /// [`windows_of`] one window at a time (a run of millions of steps is never held whole).
-pub fn each_window_of<'a>(
+pub(crate) fn each_window_of<'a>(
     trace: &'a Trace,
     index: &'a Index,
     kind: MarkKind,
@@ -97,7 +97,7 @@ pub fn each_window_of<'a>(
 
 /// Mark names as windows hold them: each name shortened and allocated once.
 #[derive(Default)]
-pub struct Names(FxHashMap<StrId, Arc<str>>);
+pub(crate) struct Names(FxHashMap<StrId, Arc<str>>);
 
 impl Names {
     pub fn of(&mut self, trace: &Trace, id: StrId) -> Arc<str> {
@@ -114,7 +114,10 @@ pub fn all_windows(trace: &Trace, index: &Index) -> Vec<Window> {
 }
 
 /// [`all_windows`] one window at a time.
-pub fn each_window<'a>(trace: &'a Trace, index: &'a Index) -> impl Iterator<Item = Window> + 'a {
+pub(crate) fn each_window<'a>(
+    trace: &'a Trace,
+    index: &'a Index,
+) -> impl Iterator<Item = Window> + 'a {
     each_window_of(trace, index, MarkKind::Step)
         .chain(each_window_of(trace, index, MarkKind::ResetPeak))
         .chain(each_window_of(trace, index, MarkKind::Phase))

@@ -169,7 +169,7 @@ impl Work {
 }
 
 /// A phase named by a phase mark (`forward`, `backward`, `Optimizer.step#Adam.step`).
-pub fn phase_of_mark(name: &str) -> Option<Phase> {
+pub(crate) fn phase_of_mark(name: &str) -> Option<Phase> {
     let l = name.to_ascii_lowercase();
     if l.contains("backward") || l.contains("bwd") {
         Some(Phase::Backward)
@@ -207,7 +207,7 @@ const FACTORY_OPS: [&str; 16] = [
 /// The phase one stack's frames say (innermost first): backward first (a recomputed forward
 /// under `backward` is backward work), then optimizer, then forward. None: none of them
 /// (setup, data, or a frame-less allocation).
-pub fn phase_of_frames<'a>(frames: impl Iterator<Item = &'a str>) -> Option<Phase> {
+pub(crate) fn phase_of_frames<'a>(frames: impl Iterator<Item = &'a str>) -> Option<Phase> {
     let mut forward = false;
     let mut optim = false;
     for f in frames {
@@ -349,7 +349,7 @@ struct Seen {
 }
 
 /// The facts of one run.
-pub fn work(trace: &Trace, index: &crate::index::Index) -> Work {
+pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     let phase_marks = phase_windows(trace, index);
     let (updates_by, regions) = regions(trace, index, &phase_marks);
     // Categories the file states (not inferred, not `unknown`).

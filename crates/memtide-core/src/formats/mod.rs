@@ -152,7 +152,7 @@ pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
 
 /// Refuses a trace whose byte sums overflow (checked after inference, which moves bytes
 /// between bands).
-pub fn check_byte_sums(traces: &[Trace]) -> Result<(), FormatError> {
+pub(crate) fn check_byte_sums(traces: &[Trace]) -> Result<(), FormatError> {
     for t in traces {
         t.check_byte_sums()
             .map_err(|e| FormatError::Invalid(format!("{}: {e}", t.device)))?;
@@ -174,7 +174,7 @@ fn describe_head(head: &[u8]) -> String {
 /// Reads the complete lines of a JSONL file that may still be growing, keeping the decoder so
 /// a follower can continue from the returned byte offset (the pending equal-`t` group is
 /// applied; a torn last line stays in the decoder).
-pub fn read_jsonl_resumable(
+pub(crate) fn read_jsonl_resumable(
     path: &Path,
     opts: &LoadOptions,
     progress: &Progress,

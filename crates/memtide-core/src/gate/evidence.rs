@@ -158,7 +158,7 @@ pub struct SurvivorItem {
 }
 
 /// The `n` biggest survivor groups of `trend`.
-pub fn survivors(trace: &Trace, trend: &Trend, n: usize) -> Vec<SurvivorItem> {
+pub(crate) fn survivors(trace: &Trace, trend: &Trend, n: usize) -> Vec<SurvivorItem> {
     let view = FrameView::new(trace, &Default::default());
     trend
         .survivors

@@ -22,7 +22,7 @@ use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
 
 /// Positions per block (band checkpoints, block maxima).
-pub const BLOCK: usize = 1024;
+pub(crate) const BLOCK: usize = 1024;
 
 #[derive(Debug, Clone, Default)]
 struct LiveCheckpoint {

@@ -157,7 +157,7 @@ impl Opened {
 }
 
 /// Each device's name and whether it has events, as [`pick_device`] takes them.
-pub fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
+pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
     devices.iter().map(|d| (d.name(), !d.is_empty()))
 }
 
@@ -191,7 +191,7 @@ pub fn open_followed(
 }
 
 /// Reads `--oom-message FILE` (a job log is fine: bytes that are not UTF-8 read as U+FFFD;
-/// past [`OOM_MESSAGE_MAX`] refused).
+/// past `OOM_MESSAGE_MAX` refused).
 pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
     let name = path.display().to_string();
     let fail = |reason: String| OpenError::OomMessage {
@@ -215,7 +215,7 @@ pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
 
 /// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
 /// file is refused rather than read into memory).
-pub const OOM_MESSAGE_MAX: u64 = 256 << 20;
+pub(crate) const OOM_MESSAGE_MAX: u64 = 256 << 20;
 
 /// The user's frame patterns (`[[frames]]` of `--rules`).
 pub fn frame_rules(read: &LoadOptions) -> Result<FrameRules, OpenError> {

@@ -261,7 +261,7 @@ fn summary_error(e: serde_json::Error) -> FormatError {
 }
 
 /// Whether a file's first bytes are a `summary --json` object (its first key is `source`).
-pub fn looks_like_summary(head: &[u8]) -> bool {
+pub(crate) fn looks_like_summary(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let mut it = head.iter().copied().skip_while(u8::is_ascii_whitespace);
     if it.next() != Some(b'{') {

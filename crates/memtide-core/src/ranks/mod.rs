@@ -102,7 +102,7 @@ impl Ranks {
 }
 
 /// `rank 3 is claimed by a.pickle and b.pickle` for each rank number two files share.
-pub fn duplicate_notes(rows: &[RankRow]) -> Vec<String> {
+pub(crate) fn duplicate_notes(rows: &[RankRow]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut i = 0;
     let mut sorted: Vec<&RankRow> = rows.iter().collect();

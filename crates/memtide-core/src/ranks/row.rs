@@ -199,7 +199,7 @@ fn shown(v: &Value) -> String {
 }
 
 /// The distributed rank a summary object records (`distributed.rank`).
-pub fn distributed_rank(v: &Value) -> Option<u64> {
+pub(crate) fn distributed_rank(v: &Value) -> Option<u64> {
     v["distributed"]["rank"].as_u64()
 }
 

@@ -21,7 +21,7 @@ pub struct SkipGroup {
 }
 
 /// The kind of a reason: what comes before its details.
-pub fn reason_kind(reason: &str) -> &str {
+pub(crate) fn reason_kind(reason: &str) -> &str {
     let cut = [" (", ": "]
         .iter()
         .filter_map(|sep| reason.find(sep))

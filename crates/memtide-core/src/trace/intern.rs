@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 
 /// Frames whose file and name together are longer than this are kept as parts.
-pub const LONG_FRAME: usize = 256;
+pub(crate) const LONG_FRAME: usize = 256;
 
 #[derive(Debug, Clone)]
 enum Entry {

@@ -238,9 +238,9 @@ pub const FLAG_FROM_START: u8 = 1;
 pub const FLAG_INFERRED: u8 = 2;
 /// Storage flag: the reader knows the top-level op its alloc was made in (Kineto `cpu_op`
 /// spans), so `FLAG_FREED_IN_OP` is meaningful.
-pub const FLAG_OP_KNOWN: u8 = 4;
+pub(crate) const FLAG_OP_KNOWN: u8 = 4;
 /// Storage flag: freed before that top-level op ended (PyTorch's TEMPORARY rule).
-pub const FLAG_FREED_IN_OP: u8 = 8;
+pub(crate) const FLAG_FREED_IN_OP: u8 = 8;
 
 /// Columnar table of storages: each is the interval `[start, end)` on the event axis.
 #[derive(Debug, Default, Clone)]

@@ -54,7 +54,7 @@ impl Ceiling {
 
 /// The reserve and driver-free bytes at the first OOM that records both: (position, shown
 /// event number, reserved, driver free).
-pub fn oom_figures(trace: &Trace, index: &Index) -> Option<(u64, u64, u64, u64)> {
+pub(crate) fn oom_figures(trace: &Trace, index: &Index) -> Option<(u64, u64, u64, u64)> {
     if !trace.has_reserved {
         return None;
     }

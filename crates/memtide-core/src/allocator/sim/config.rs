@@ -14,7 +14,7 @@ use std::fmt;
 
 /// `kRoundUpPowerOfTwoIntervals`: one divisions setting per power-of-two interval from 1 MiB
 /// (interval 0, which also covers everything smaller) to 32 GiB and above (interval 15).
-pub const POWER2_INTERVALS: usize = 16;
+pub(crate) const POWER2_INTERVALS: usize = 16;
 const MIB: u64 = 1 << 20;
 
 /// A bad `--alloc-conf` string or `allocator_settings` object.
@@ -442,7 +442,7 @@ fn parse_divisions(t: &mut Tokens<'_>, c: &mut AllocConf) -> Result<(), ConfErro
 /// `roundup_power2_next_division`: the next of `divisions` equal steps between the powers of
 /// two around `size` (1200 with 4 divisions → 1280); None when that step lies at or beyond
 /// 2^64 (PyTorch's `size_t` would wrap to a small size; no allocator can serve it).
-pub fn roundup_power2_next_division(size: u64, divisions: u64) -> Option<u64> {
+pub(crate) fn roundup_power2_next_division(size: u64, divisions: u64) -> Option<u64> {
     if size == 0 || size.is_power_of_two() {
         return Some(size);
     }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod seed;
 
 /// No block.
-pub const NIL: u32 = u32::MAX;
+pub(crate) const NIL: u32 = u32::MAX;
 /// Where the model's address space starts (a typical CUDA device pointer).
 const BASE: u64 = 0x7f00_0000_0000;
 /// Address space of an expandable segment when the device's size is unknown (1 TiB).

@@ -46,7 +46,7 @@ pub struct Layout {
 
 /// The layout of `start` (the history's state before its first entry); `pool_of` gives the
 /// index of each pool id, extended with any new one (`pools` in the same order).
-pub fn layout_of(
+pub(crate) fn layout_of(
     h: &History,
     start: &State,
     pool_of: &mut FxHashMap<PoolId, u32>,
@@ -145,7 +145,7 @@ fn highest_address(h: &History) -> u64 {
 /// The address the recorded run's `cudaMalloc` returned for the allocation at entry `i`: the
 /// `segment_alloc` entry right before it on the same stream and pool (`alloc_block` records
 /// it just before `alloc_found_block` records the allocation).
-pub fn segment_hint(h: &History, i: usize) -> Option<u64> {
+pub(crate) fn segment_hint(h: &History, i: usize) -> Option<u64> {
     let e = h.entries.get(i)?;
     let before = h.entries.get(i.checked_sub(1)?)?;
     (before.op == Op::SegmentAlloc

@@ -147,7 +147,7 @@ pub fn whatif_under(
 
 /// The first run (the file's own settings) against the file's first OOM request: where the
 /// model ran out, or that it served the request, and by how much it is off.
-pub fn model_check(
+pub(crate) fn model_check(
     trace: &Trace,
     history: Option<&History>,
     input: &SimInput,

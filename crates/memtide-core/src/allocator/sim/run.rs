@@ -92,7 +92,7 @@ pub struct RunResult {
 }
 
 /// What every run simplifies, in words (`seeded`: the run starts from the recorded layout).
-pub fn simplifications(
+pub(crate) fn simplifications(
     input: &SimInput,
     opts: &RunOptions,
     conf: &AllocConf,

@@ -73,7 +73,7 @@ pub enum DeviceLogError {
 
 /// The largest device log read: nvidia-smi sampling 8 devices every 100 ms writes about
 /// 700 MB a day. A log is read whole, so past this it is refused, not held.
-pub const MAX_BYTES: u64 = 2 << 30;
+pub(crate) const MAX_BYTES: u64 = 2 << 30;
 
 /// Reads and parses the log at `path`; `lenient` skips and counts bad data lines.
 pub fn read(path: &Path, lenient: bool) -> Result<DeviceLog, DeviceLogError> {
@@ -333,11 +333,11 @@ fn parse_mem(s: &str, default_unit: u64) -> Result<u64, String> {
 
 /// The years a timestamp may name (nvidia-smi writes four digits): the µs since the epoch of
 /// any of them fit an `i64` with room for the zone and the offset.
-pub const YEARS: std::ops::RangeInclusive<i64> = 1..=9999;
+pub(crate) const YEARS: std::ops::RangeInclusive<i64> = 1..=9999;
 
 /// `2026/12/02 00:40:01.123` (also `-` between date parts, `T` before the time) as µs since
 /// the epoch, reading the wall-clock time as if it were UTC; or what is wrong with it.
-pub fn parse_timestamp(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_timestamp(s: &str) -> Result<i64, String> {
     let bad = |what: &str| what.to_string();
     let (date, time) = s
         .trim()
@@ -468,7 +468,7 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
 }
 
 /// `+02:00` for µs east of UTC.
-pub fn format_tz(east_us: i64) -> String {
+pub(crate) fn format_tz(east_us: i64) -> String {
     let sign = if east_us < 0 { '-' } else { '+' };
     let m = east_us.unsigned_abs() / 60_000_000;
     format!("{sign}{:02}:{:02}", m / 60, m % 60)

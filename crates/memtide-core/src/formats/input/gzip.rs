@@ -22,7 +22,7 @@ pub struct GzipDamage {
 }
 
 /// The gzip damage an I/O error carries, if it is one.
-pub fn damage(e: &io::Error) -> Option<&GzipDamage> {
+pub(crate) fn damage(e: &io::Error) -> Option<&GzipDamage> {
     e.get_ref()
         .and_then(|inner| inner.downcast_ref::<GzipDamage>())
 }
@@ -51,7 +51,7 @@ enum State {
 }
 
 /// A reader of gzip members over `src`, checking each one whole (see the module doc).
-pub struct GzipReader<R> {
+pub(crate) struct GzipReader<R> {
     src: R,
     /// Bytes of the file consumed so far.
     pos: u64,

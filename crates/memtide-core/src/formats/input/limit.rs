@@ -10,7 +10,7 @@ use std::path::Path;
 /// The error a [`Limited`] reader returns past its limit (carried inside an `io::Error`).
 #[derive(Debug, thiserror::Error)]
 #[error("{what} holds more than {}{}, the limit memtide reads", show(*.limit), gzip_note(*.gzip))]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     pub what: &'static str,
     pub limit: u64,
     /// Whether the bytes counted are a gzip stream's decompressed content.
@@ -35,13 +35,13 @@ fn show(n: u64) -> String {
 }
 
 /// The limit an I/O error says was passed, if it is a [`TooLarge`].
-pub fn too_large(e: &io::Error) -> Option<&TooLarge> {
+pub(crate) fn too_large(e: &io::Error) -> Option<&TooLarge> {
     e.get_ref()
         .and_then(|inner| inner.downcast_ref::<TooLarge>())
 }
 
 /// Reads `inner` until it ends, or fails with [`TooLarge`] once more than `limit` bytes came.
-pub struct Limited<R> {
+pub(crate) struct Limited<R> {
     inner: R,
     left: u64,
     what: &'static str,
@@ -90,7 +90,7 @@ impl<R: Read> Read for Limited<R> {
 
 /// Reads a file whole (a regular file only, see [`super::source::open_regular`]), refusing
 /// one over `limit` bytes before reading it (and one that grows past it while read).
-pub fn read_file(path: &Path, limit: u64, what: &'static str) -> io::Result<Vec<u8>> {
+pub(crate) fn read_file(path: &Path, limit: u64, what: &'static str) -> io::Result<Vec<u8>> {
     let f = super::source::open_regular(path)?;
     let len = f.metadata()?.len();
     if len > limit {
@@ -108,7 +108,7 @@ pub fn read_file(path: &Path, limit: u64, what: &'static str) -> io::Result<Vec<
     Ok(bytes)
 }
 
-/// [`read_file`] for a text file: its bytes as UTF-8.
+/// `read_file` for a text file: its bytes as UTF-8.
 pub fn read_text_file(path: &Path, limit: u64, what: &'static str) -> io::Result<String> {
     String::from_utf8(read_file(path, limit, what)?).map_err(|_| {
         io::Error::new(

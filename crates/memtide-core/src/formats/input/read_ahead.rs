@@ -12,7 +12,7 @@ const IN_FLIGHT: usize = 4;
 
 /// A reader whose source is read on its own thread. Dropping it stops that thread at its
 /// next chunk.
-pub struct ReadAhead {
+pub(crate) struct ReadAhead {
     full: Receiver<io::Result<Vec<u8>>>,
     empty: Sender<Vec<u8>>,
     cur: Vec<u8>,

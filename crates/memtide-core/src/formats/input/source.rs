@@ -91,7 +91,7 @@ impl Input {
 }
 
 /// A refusal of `open_regular` is a plain statement, not an "I/O error".
-pub fn not_regular(e: io::Error) -> FormatError {
+pub(crate) fn not_regular(e: io::Error) -> FormatError {
     if e.kind() == io::ErrorKind::InvalidInput {
         FormatError::Invalid(e.to_string())
     } else {
@@ -104,22 +104,22 @@ pub fn not_regular(e: io::Error) -> FormatError {
 /// `Read` layers (gzip, serde) that pass the error through.
 #[derive(Debug, thiserror::Error)]
 #[error("cancelled")]
-pub struct CancelledRead;
+pub(crate) struct CancelledRead;
 
 /// The error a read returns once loading was cancelled. Not `Interrupted`: `read_to_end`
 /// retries those, and a cancelled load would spin instead of ending.
-pub fn cancelled_io() -> io::Error {
+pub(crate) fn cancelled_io() -> io::Error {
     io::Error::other(CancelledRead)
 }
 
 /// Whether `e` is the cancellation marker of [`cancelled_io`].
-pub fn is_cancel(e: &io::Error) -> bool {
+pub(crate) fn is_cancel(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<CancelledRead>())
 }
 
 /// Maps the cancellation marker back to [`FormatError::Cancelled`], and damage found in a
 /// gzip stream to [`FormatError::Gzip`] (which says where in the file).
-pub fn io_or_cancel(e: io::Error) -> FormatError {
+pub(crate) fn io_or_cancel(e: io::Error) -> FormatError {
     if is_cancel(&e) {
         return FormatError::Cancelled;
     }

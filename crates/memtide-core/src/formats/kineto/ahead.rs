@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 /// What the events of a chunk's later part keep, with ids of their own: positions counted from
 /// the part's first event, thread and name ids in the order the part met them.
 #[derive(Default, Debug)]
-pub struct Part {
+pub(crate) struct Part {
     mem: Vec<MemEv>,
     ooms: Vec<OomEv>,
     spans: Vec<Span>,
@@ -57,7 +57,7 @@ impl Keep for Part {
 /// start of one (`}` `,` `{`, whitespace between) up to the last comma after a whole event:
 /// the range, as chunk offsets just past those two commas, and what the events keep. It stops
 /// at anything it cannot read; the parser then reads on from there and reports what is wrong.
-pub fn parse_ahead(chunk: &[u8], from: usize) -> Option<(usize, usize, Part)> {
+pub(crate) fn parse_ahead(chunk: &[u8], from: usize) -> Option<(usize, usize, Part)> {
     let start = event_start_after(chunk, from)?;
     let mut part = Part::default();
     let (mut i, mut end) = (start, start);

@@ -12,7 +12,7 @@ use super::parse::{Collected, SpanKind};
 use rustc_hash::FxHashMap;
 
 /// Per `[memory]` event (index into `Collected::mem`): the enclosing frames and the op name.
-pub struct Attribution {
+pub(crate) struct Attribution {
     /// Global stack id per memory event (`NONE` when nothing encloses it or it is a free).
     pub stack: Vec<u32>,
     /// Innermost enclosing `cpu_op` name id per memory event (`NONE` when there is none).
@@ -24,14 +24,14 @@ pub struct Attribution {
     pub top_end: Vec<i64>,
 }
 
-pub const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 /// The outermost frame of a stack whose outer spans were left out (see the module's doc).
-pub const CUT: u32 = u32::MAX - 1;
+pub(crate) const CUT: u32 = u32::MAX - 1;
 /// Enclosing spans kept per allocation when its thread nests deeper than twice as many.
-pub const KEPT_SPANS: usize = 256;
+pub(crate) const KEPT_SPANS: usize = 256;
 
 /// Finds, for every allocation, the spans on its thread with `start <= ts < end`.
-pub fn attribute(c: &Collected) -> Attribution {
+pub(crate) fn attribute(c: &Collected) -> Attribution {
     let n = c.mem.len();
     let mut out = Attribution {
         stack: vec![NONE; n],

@@ -10,7 +10,7 @@ const BLOCK: usize = 1 << BLOCK_BITS;
 
 /// A vector in blocks; `used` frees blocks whose events have all been used.
 #[derive(Debug)]
-pub struct Blocks<T> {
+pub(crate) struct Blocks<T> {
     blocks: Vec<Vec<T>>,
     len: usize,
     /// Per block, how many of its events are not yet used (filled on the first `used`).

@@ -19,7 +19,7 @@ const NO_OP: &str = "(no enclosing op)";
 const CUT_FRAME: &str = "(outer spans not kept: nested too deep)";
 
 /// c10::DeviceType names, by number (`c10/core/DeviceType.h`, lower case as PyTorch prints).
-pub const DEVICE_TYPES: [&str; 21] = [
+pub(crate) const DEVICE_TYPES: [&str; 21] = [
     "cpu",
     "cuda",
     "mkldnn",
@@ -69,7 +69,7 @@ impl Device {
 }
 
 /// Everything shared by the devices of one file.
-pub struct Shared<'a> {
+pub(crate) struct Shared<'a> {
     pub c: &'a Collected,
     /// The `[memory]` events (taken out of `c`): blocks are freed as the replay uses them.
     pub mem: &'a mut Blocks<MemEv>,
@@ -82,7 +82,7 @@ pub struct Shared<'a> {
 }
 
 /// Builds every device's trace.
-pub fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
+pub(crate) fn build_all(mut sh: Shared<'_>) -> Vec<Trace> {
     let c = sh.c;
     let mut by_dev: FxHashMap<Device, Vec<u32>> = FxHashMap::default();
     for (i, m) in sh.mem.iter().enumerate() {

@@ -324,7 +324,7 @@ fn args(s: &[u8], i: &mut usize) -> Option<ArgsOut> {
 
 /// Parses the event object at `s[0]`; None: let serde_json do it.
 #[inline(always)]
-pub fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
+pub(crate) fn event(s: &[u8]) -> Option<(RawEvent<'_>, usize)> {
     let mut i = 0;
     ws(s, &mut i);
     if s.get(i) != Some(&b'{') {

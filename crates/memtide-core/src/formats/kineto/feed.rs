@@ -18,11 +18,11 @@ const CHUNK: usize = 8 << 20;
 /// parsed) the window costs ~8 MiB, and a chunk is still in the shared cache when parsed.
 const AHEAD_CHUNK: usize = 2 << 20;
 /// Largest single JSON value (string, number, …) the window widens for: 64 MiB.
-pub const MAX_VALUE: usize = 64 << 20;
+pub(crate) const MAX_VALUE: usize = 64 << 20;
 
 /// Why the stream could not be read on.
 #[derive(Debug)]
-pub enum FeedError {
+pub(crate) enum FeedError {
     /// The input ended inside a value; `offset` is the total decompressed length.
     Eof {
         offset: u64,
@@ -39,7 +39,7 @@ pub enum FeedError {
 
 /// The window: `buf[pos..end]` is unread, `base` is the stream offset of `buf[0]`. `S` is
 /// what a chunk may bring parsed ahead (see [`Spec`]).
-pub struct Feed<R, S = ()> {
+pub(crate) struct Feed<R, S = ()> {
     src: Src<R, S>,
     buf: Vec<u8>,
     /// First byte of `buf` that is stream data (chunks keep a gap in front).
@@ -66,7 +66,7 @@ pub struct Feed<R, S = ()> {
 
 /// Values of a chunk parsed ahead on another thread, from stream offset `start` to `end`: the
 /// parser takes them over when it reaches `start` itself (see [`Feed::take_spec`]).
-pub struct Spec<S> {
+pub(crate) struct Spec<S> {
     pub start: u64,
     pub end: u64,
     pub part: S,
@@ -435,7 +435,7 @@ fn count_lines(b: &[u8]) -> u64 {
 
 /// Chunks read (and decompressed) on another thread, so I/O and gunzip overlap parsing.
 /// Buffers come back through `back` and are reused: no fresh pages per chunk.
-pub struct ReadAhead<S = ()> {
+pub(crate) struct ReadAhead<S = ()> {
     rx: Receiver<io::Result<Chunk<S>>>,
     back: Sender<Vec<u8>>,
     done: bool,
@@ -449,7 +449,7 @@ pub struct ReadAhead<S = ()> {
 /// waits for the other gives it less: the parser finding no chunk ready moves it on, the
 /// parse-ahead thread finding the parser's queue full moves it back. So the two stay busy
 /// whatever else shares the cores (the reader, a gunzip, other processes).
-pub struct Split(AtomicU32);
+pub(crate) struct Split(AtomicU32);
 
 impl Split {
     const ONE: u32 = 1024;
@@ -545,7 +545,7 @@ impl<S> ReadAhead<S> {
 }
 
 /// Runs `f` on a [`ReadAhead`] fed from `r` by a scoped reader thread.
-pub fn with_read_ahead<R: Read + Send, T>(
+pub(crate) fn with_read_ahead<R: Read + Send, T>(
     r: R,
     progress: &Progress,
     f: impl FnOnce(ReadAhead) -> T,
@@ -561,7 +561,7 @@ pub fn with_read_ahead<R: Read + Send, T>(
 /// [`with_read_ahead`], and when `ahead` is given, a second thread runs it on each chunk's
 /// data before the parser gets the chunk: `ahead` returns the data's range it parsed and
 /// what it found there, which becomes the chunk's [`Spec`].
-pub fn with_parse_ahead<R, S, A, T>(
+pub(crate) fn with_parse_ahead<R, S, A, T>(
     r: R,
     progress: &Progress,
     ahead: Option<&A>,

@@ -11,14 +11,14 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// Marks an absent `Total Allocated` / `Total Reserved` (keeps [`MemEv`] small).
-pub const ABSENT: i64 = i64::MIN;
+pub(crate) const ABSENT: i64 = i64::MIN;
 
 /// `Addr` of a `[memory]` event that has none (older PyTorch writes only `Bytes`).
-pub const NO_ADDR: u64 = u64::MAX;
+pub(crate) const NO_ADDR: u64 = u64::MAX;
 
 /// One `[memory]` instant (file order). 56 bytes: a 1 GB trace holds ~10⁶ of them.
 #[derive(Clone, Copy, Debug)]
-pub struct MemEv {
+pub(crate) struct MemEv {
     pub ts: i64,
     /// [`NO_ADDR`] when the event carries no `Addr`.
     pub addr: u64,
@@ -48,7 +48,7 @@ impl MemEv {
 
 /// One `[OutOfMemory]` instant.
 #[derive(Clone, Copy, Debug)]
-pub struct OomEv {
+pub(crate) struct OomEv {
     pub ts: i64,
     /// Position of the event in the file's `traceEvents` array.
     pub src: u64,
@@ -59,7 +59,7 @@ pub struct OomEv {
 
 /// What an `X` span is used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpanKind {
+pub(crate) enum SpanKind {
     CpuOp = 0,
     Python = 1,
     Annotation = 2,
@@ -101,7 +101,7 @@ impl Span {
 
 /// Deduplicated names (span names and the few instants we keep).
 #[derive(Default, Debug)]
-pub struct Names {
+pub(crate) struct Names {
     ids: FxHashMap<Box<str>, u32>,
     pub list: Vec<Box<str>>,
 }
@@ -123,7 +123,7 @@ impl Names {
 
 /// A device's properties from the header (`deviceProperties`).
 #[derive(Clone, Debug, Default, serde::Deserialize)]
-pub struct DevProp {
+pub(crate) struct DevProp {
     #[serde(default)]
     pub id: Option<i64>,
     #[serde(default, rename = "totalGlobalMem")]
@@ -132,7 +132,7 @@ pub struct DevProp {
 
 /// Everything kept from one pass over the file.
 #[derive(Default, Debug)]
-pub struct Collected {
+pub(crate) struct Collected {
     pub base_ns: Option<i64>,
     pub dev_props: Vec<DevProp>,
     pub mem: Blocks<MemEv>,
@@ -191,7 +191,7 @@ impl<'de> de::Deserialize<'de> for DevPropLoose {
 }
 
 /// Reads the whole trace object from `feed` into `c`. On error, `c` holds what was read.
-pub fn scan<R: std::io::Read>(
+pub(crate) fn scan<R: std::io::Read>(
     feed: &mut Feed<R, Part>,
     c: &mut Collected,
 ) -> Result<(), FeedError> {
@@ -301,7 +301,7 @@ fn distributed_info(v: &serde_json::Value) -> Option<crate::trace::Distributed> 
 }
 
 /// c10::DeviceType of a device named as PyTorch prints it (`"cuda"`, `"XPU"`).
-pub fn device_type_of_name(s: &str) -> Option<i64> {
+pub(crate) fn device_type_of_name(s: &str) -> Option<i64> {
     let l = s.trim().to_ascii_lowercase();
     let l = l.split(':').next().unwrap_or("");
     super::build::DEVICE_TYPES
@@ -782,7 +782,7 @@ impl<'de> Visitor<'de> for ArgsSeed {
 }
 
 /// µs (float) → ns, rounded: Kineto writes 3 decimals, i.e. whole nanoseconds.
-pub fn us_to_ns(us: f64) -> i64 {
+pub(crate) fn us_to_ns(us: f64) -> i64 {
     (us * 1000.0).round() as i64
 }
 

@@ -19,7 +19,7 @@ pub struct Change {
 }
 
 /// The sidecar, prepared for matching.
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     /// (t ns, bytes, category), sorted by t.
     creates: Vec<(i64, i64, Option<u8>)>,
     used: Vec<bool>,

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use std::path::Path;
 
 /// PyTorch's categories in export order (index 0–7); index 7 is "Unknown" (None in PyTorch).
-pub const PT_CATEGORIES: [&str; 8] = [
+pub(crate) const PT_CATEGORIES: [&str; 8] = [
     "PARAMETER",
     "OPTIMIZER_STATE",
     "INPUT",
@@ -24,7 +24,7 @@ pub const PT_CATEGORIES: [&str; 8] = [
 ];
 
 /// PyTorch category index (0–7, None = Unknown) → our category.
-pub fn category_of(pt: Option<u8>) -> Category {
+pub(crate) fn category_of(pt: Option<u8>) -> Category {
     match pt {
         Some(0) => Category::Param,
         Some(1) => Category::Optimizer,
@@ -60,7 +60,7 @@ impl Action {
 
 /// One row of a `.raw.json.gz` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RawRow {
+pub(crate) struct RawRow {
     /// Nanoseconds on the profiler clock (−1 for PREEXISTING).
     pub t: i64,
     pub action: Action,
@@ -72,7 +72,7 @@ pub struct RawRow {
 
 /// The two shapes of an export.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Timeline {
+pub(crate) enum Timeline {
     /// `[times_us, rows]`: bytes per category (8 columns after the leading zero) after each time.
     Coalesced {
         times_us: Vec<i64>,
@@ -82,7 +82,7 @@ pub enum Timeline {
 }
 
 /// Byte offset of a 1-based line/column in `bytes`.
-pub fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
+pub(crate) fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
     let start = if line <= 1 {
         0
     } else {
@@ -97,11 +97,11 @@ pub fn line_col_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
 /// (`[1709123456789012, 2, 4194304, 4]`), so this is about 15 million rows, more than a
 /// profile of a few steps records; every row read is kept (24 bytes, the trace's event on
 /// top), so past this the file is refused with this figure rather than read on.
-pub const MAX_BYTES: u64 = 512 << 20;
+pub(crate) const MAX_BYTES: u64 = 512 << 20;
 
 /// Reads a sidecar file (any shape, gzip or not) from a path, streamed and capped at
 /// [`MAX_BYTES`].
-pub fn read_path(path: &Path) -> Result<Timeline, FormatError> {
+pub(crate) fn read_path(path: &Path) -> Result<Timeline, FormatError> {
     let input = source::open(path, &Progress::new())?;
     // A compressed stream holds at least about as much as its size: refused before reading.
     if input.file_size > MAX_BYTES {

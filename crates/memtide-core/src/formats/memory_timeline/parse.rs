@@ -20,7 +20,7 @@ const EXPECTED: &str =
 
 /// Parses a whole document from `r` (give it a buffered reader: serde_json reads a byte at a
 /// time). Errors carry the offset of the byte where parsing stopped.
-pub fn parse_reader(r: impl Read) -> Result<Timeline, FormatError> {
+pub(crate) fn parse_reader(r: impl Read) -> Result<Timeline, FormatError> {
     let mut counted = Counted { inner: r, n: 0 };
     let res = {
         let mut de = serde_json::Deserializer::from_reader(&mut counted);

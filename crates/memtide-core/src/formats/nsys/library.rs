@@ -35,12 +35,12 @@ const MECHANISM: [&str; 6] = [
 
 /// The source of allocations made without a program counter (`pc = 0`): the driver or a
 /// library made them on its own behalf, with no user call on the stack.
-pub const LIBRARY_INTERNAL: &str = "library-internal";
+pub(crate) const LIBRARY_INTERNAL: &str = "library-internal";
 /// The source of the rest.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// The library a module path names, if it is one memtide recognises.
-pub fn library_of_module(module: &str) -> Option<&'static str> {
+pub(crate) fn library_of_module(module: &str) -> Option<&'static str> {
     let base = module
         .rsplit(['/', '\\'])
         .next()
@@ -58,7 +58,7 @@ pub fn library_of_module(module: &str) -> Option<&'static str> {
 /// The source of one allocation: the innermost recognised library on its call chain
 /// (`modules`, innermost first), else `library-internal` when its program counter is 0,
 /// else `other`.
-pub fn source_of(modules: &[&str], pc: u64) -> &'static str {
+pub(crate) fn source_of(modules: &[&str], pc: u64) -> &'static str {
     modules
         .iter()
         .find_map(|m| library_of_module(m))

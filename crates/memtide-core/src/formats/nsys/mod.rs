@@ -17,7 +17,7 @@ use std::path::Path;
 
 /// One allocation of the export: an allocation event paired with its deallocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Allocation {
+pub(crate) struct Allocation {
     /// The process (the pid bits of `globalPid`).
     pub pid: u32,
     pub device: u32,
@@ -46,7 +46,7 @@ pub struct Allocation {
 /// A pool's size and use at one instant (cudaMallocAsync: `localMemoryPoolSize`,
 /// `localMemoryPoolUtilizedSize`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolSample {
+pub(crate) struct PoolSample {
     pub pid: u32,
     pub device: u32,
     pub pool: u64,
@@ -57,7 +57,7 @@ pub struct PoolSample {
 
 /// Everything read from one export.
 #[derive(Clone, Debug, Default)]
-pub struct NsysExport {
+pub(crate) struct NsysExport {
     pub path: String,
     /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`.
     pub session_start_ns: i64,
@@ -76,11 +76,11 @@ pub struct NsysExport {
 }
 
 /// The largest allocation read (1 PiB): a bigger `bytes` is a damaged row, not memory.
-pub const MAX_BYTES: u64 = 1 << 50;
+pub(crate) const MAX_BYTES: u64 = 1 << 50;
 
 /// The most rows of the usage table read (a run of a billion allocations is refused with
 /// this figure rather than exhausting memory).
-pub const MAX_ROWS: u64 = 50_000_000;
+pub(crate) const MAX_ROWS: u64 = 50_000_000;
 
 fn side(path: &Path, reason: impl Into<String>) -> FormatError {
     FormatError::SideFile {
@@ -248,7 +248,7 @@ fn call_chains(
 }
 
 /// The module of a `symbol (module)` frame.
-pub fn frame_module(frame: &str) -> &str {
+pub(crate) fn frame_module(frame: &str) -> &str {
     frame
         .rsplit_once(" (")
         .map_or("", |(_, m)| m.strip_suffix(')').unwrap_or(m))

@@ -36,14 +36,14 @@ use rusqlite::Connection;
 use std::collections::HashMap;
 
 /// The memory usage table the reader needs.
-pub const USAGE: &str = "CUDA_GPU_MEMORY_USAGE_EVENTS";
+pub(crate) const USAGE: &str = "CUDA_GPU_MEMORY_USAGE_EVENTS";
 /// The pool table (cudaMallocAsync pools), optional.
-pub const POOLS: &str = "CUDA_GPU_MEMORY_POOL_EVENTS";
+pub(crate) const POOLS: &str = "CUDA_GPU_MEMORY_POOL_EVENTS";
 /// The session's start time.
-pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+pub(crate) const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
 
 /// Columns of `CUDA_GPU_MEMORY_USAGE_EVENTS` without which no row can be read.
-pub const USAGE_REQUIRED: [&str; 6] = [
+pub(crate) const USAGE_REQUIRED: [&str; 6] = [
     "start",
     "globalPid",
     "deviceId",
@@ -54,7 +54,7 @@ pub const USAGE_REQUIRED: [&str; 6] = [
 
 /// The kind of memory of one event (`ENUM_CUDA_MEM_KIND`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemKind {
+pub(crate) enum MemKind {
     Pageable,
     Pinned,
     Device,
@@ -131,14 +131,14 @@ impl MemKind {
 
 /// Allocation or deallocation (`ENUM_CUDA_DEV_MEM_EVENT_OPER`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Oper {
+pub(crate) enum Oper {
     Alloc,
     Free,
 }
 
 /// What the reader found in the file before reading rows.
 #[derive(Debug, Default)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub usage_columns: Vec<String>,
     pub pool_columns: Option<Vec<String>>,
     pub has_runtime_callchains: bool,
@@ -162,7 +162,7 @@ impl Shape {
 /// Checks the 100-byte SQLite header against the file's length: a file cut short (a copy
 /// that stopped, a disk that filled) is refused with both sizes, before SQLite reads pages
 /// that are not there.
-pub fn check_header(bytes: &[u8], file_len: u64) -> Result<(), String> {
+pub(crate) fn check_header(bytes: &[u8], file_len: u64) -> Result<(), String> {
     const MAGIC: &[u8] = b"SQLite format 3\0";
     if bytes.len() < 100 || &bytes[..16] != MAGIC {
         return Err(if bytes.len() < 16 || &bytes[..16] != MAGIC {
@@ -198,7 +198,7 @@ pub fn check_header(bytes: &[u8], file_len: u64) -> Result<(), String> {
 }
 
 /// Columns of `table`, or None when the table does not exist.
-pub fn columns(c: &Connection, table: &str) -> Result<Option<Vec<String>>, rusqlite::Error> {
+pub(crate) fn columns(c: &Connection, table: &str) -> Result<Option<Vec<String>>, rusqlite::Error> {
     let exists: i64 = c.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type IN ('table','view') AND name = ?1",
         [table],
@@ -215,7 +215,7 @@ pub fn columns(c: &Connection, table: &str) -> Result<Option<Vec<String>>, rusql
 }
 
 /// An enum table's `id → name` (None when the table is absent).
-pub fn enum_names(
+pub(crate) fn enum_names(
     c: &Connection,
     table: &str,
 ) -> Result<Option<Vec<(i64, String)>>, rusqlite::Error> {
@@ -244,7 +244,7 @@ pub fn enum_names(
 }
 
 /// `ENUM_CUDA_MEM_KIND` as read, else the documented numbers.
-pub fn mem_kinds(c: &Connection) -> Result<HashMap<i64, MemKind>, rusqlite::Error> {
+pub(crate) fn mem_kinds(c: &Connection) -> Result<HashMap<i64, MemKind>, rusqlite::Error> {
     Ok(match enum_names(c, "ENUM_CUDA_MEM_KIND")? {
         Some(v) if !v.is_empty() => v
             .into_iter()
@@ -255,7 +255,7 @@ pub fn mem_kinds(c: &Connection) -> Result<HashMap<i64, MemKind>, rusqlite::Erro
 }
 
 /// `ENUM_CUDA_DEV_MEM_EVENT_OPER` as read, else the documented numbers.
-pub fn opers(c: &Connection) -> Result<HashMap<i64, Oper>, rusqlite::Error> {
+pub(crate) fn opers(c: &Connection) -> Result<HashMap<i64, Oper>, rusqlite::Error> {
     let documented = || HashMap::from([(0, Oper::Alloc), (1, Oper::Free)]);
     Ok(match enum_names(c, "ENUM_CUDA_DEV_MEM_EVENT_OPER")? {
         Some(v) if !v.is_empty() => {

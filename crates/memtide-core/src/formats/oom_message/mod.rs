@@ -96,7 +96,7 @@ impl OomMessage {
 /// collapsed) and what was expected there.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("offset {offset} of the message: expected {expected}, found {found:?}")]
-pub struct OomMessageError {
+pub(crate) struct OomMessageError {
     pub offset: usize,
     pub expected: String,
     pub found: String,
@@ -326,7 +326,7 @@ impl Cursor<'_> {
 /// its first OOM lacks the driver's free bytes, the message's. Returns notes where the
 /// message's figures disagree with the file's at that OOM beyond the printed precision (the
 /// message may be of another OOM).
-pub fn apply(trace: &mut Trace, m: &OomMessage, name: &str) -> Vec<String> {
+pub(crate) fn apply(trace: &mut Trace, m: &OomMessage, name: &str) -> Vec<String> {
     let mut notes = Vec::new();
     trace.capacity = Some(Bytes(m.capacity.bytes));
     trace.capacity_source = Some(format!(

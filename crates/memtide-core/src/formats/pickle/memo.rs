@@ -19,7 +19,7 @@ const WIDE: u64 = 8;
 const WIDE_FAR: u64 = 9;
 
 #[derive(Debug, Default)]
-pub struct Memo {
+pub(crate) struct Memo {
     /// Slots 0..len: the tag in bits 0–7, a hook's kind in bits 8–15, the id in bits 32–63.
     flat: Vec<u64>,
     /// Numbers stored in the flat memo.

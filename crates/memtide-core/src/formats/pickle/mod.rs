@@ -606,7 +606,7 @@ fn unsupported(op: u8) -> Option<&'static str> {
 /// Longest string, bytes object or long integer memtide reads: 64 MiB. A snapshot's longest
 /// strings are file names and `allocator_settings`; a longer declared length is refused
 /// before any byte of it is read or buffered.
-pub const MAX_STRING: usize = 64 << 20;
+pub(crate) const MAX_STRING: usize = 64 << 20;
 
 /// A declared length, refused above [`MAX_STRING`].
 fn bounded_len(n: u64, what: &str) -> Result<usize, String> {
@@ -625,7 +625,7 @@ fn bounded_len(n: u64, what: &str) -> Result<usize, String> {
 /// Inlined: returned through memory, its value was read back in one 16-byte load that
 /// stalled on store forwarding (an eighth of the entry byte reader's time).
 #[inline]
-pub fn decode_long(b: &[u8]) -> Val {
+pub(crate) fn decode_long(b: &[u8]) -> Val {
     if b.is_empty() {
         return Val::Int(0);
     }
@@ -701,11 +701,11 @@ const WALK: [u8; 256] = {
 
 /// The bare opcode walk, the floor a decoder is measured against: reads the pickle and
 /// skips every opcode's argument by its encoding (protocols 2–5, the opcodes
-/// [`unpickle_into`] reads), building nothing and checking no UTF-8. Returns the number of
+/// `unpickle_into` reads), building nothing and checking no UTF-8. Returns the number of
 /// opcodes up to and including STOP (what Python's `pickletools.genops` yields).
 ///
 /// Bad input is a [`FormatError::At`]: truncation, an opcode outside that set, a declared
-/// length over [`MAX_STRING`].
+/// length over `MAX_STRING`.
 pub fn walk_opcodes<R: Read>(r: R) -> Result<u64, FormatError> {
     let mut src = Src::new(r);
     let mut n = 0u64;
@@ -788,7 +788,7 @@ pub fn unpickle<R: Read>(r: R, hook: &mut impl Hook) -> Result<(Arena, Val), For
 /// One loop with one arm per opcode, on purpose: split into a machine with one method per
 /// opcode family, the same reader ran 7.5 % more instructions on a 100 k-entry snapshot
 /// (callgrind, `memtide summary --json`: 1.212 G vs 1.128 G), so the measured-faster shape stays.
-pub fn unpickle_into<R: Read>(
+pub(crate) fn unpickle_into<R: Read>(
     r: R,
     a: &mut Arena,
     hook: &mut impl Hook,

@@ -40,7 +40,7 @@ struct Unsure {
 
 /// Sets the size of every block storage of `t` (CUDA device `segs`, segment entries
 /// `events` in order) to the block the allocator held for it.
-pub fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEvent]) {
+pub(crate) fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEvent]) {
     let conf = settings(raw);
     let mut st = initial_segments(raw, segs, events);
     let finals = final_blocks(segs);

@@ -781,7 +781,7 @@ pub fn read(r: impl Read + Send, cpp_frames: bool) -> Result<Raw, FormatError> {
 /// window (memory stays constant); each trace entry is parsed by a byte scanner
 /// (`json_fast`) when it has the usual shape, else by serde_json, and the top-level
 /// structure is walked by hand. Errors carry the byte offset in the decompressed stream.
-pub fn read_with(
+pub(crate) fn read_with(
     r: impl Read + Send,
     cpp_frames: bool,
     progress: &Progress,

@@ -129,7 +129,7 @@ pub struct Annotation {
 /// [`UNKNOWN_ACTION_CAP`] bytes (a longer one its head and `… (N bytes)`, see
 /// [`crate::clip`]): a long action shared by many entries is never copied whole and costs
 /// one key, and the warning naming ten of them stays within one field's cap.
-pub fn count_unknown_action(table: &mut BTreeMap<String, u64>, action: &str) {
+pub(crate) fn count_unknown_action(table: &mut BTreeMap<String, u64>, action: &str) {
     let key = crate::clip::clip_to(action, UNKNOWN_ACTION_CAP);
     match table.get_mut(key.as_ref()) {
         Some(n) => *n += 1,
@@ -140,14 +140,14 @@ pub fn count_unknown_action(table: &mut BTreeMap<String, u64>, action: &str) {
 }
 
 /// The most bytes of an unknown action's name the table keeps.
-pub const UNKNOWN_ACTION_CAP: usize = 80;
+pub(crate) const UNKNOWN_ACTION_CAP: usize = 80;
 
 /// Unknown actions a warning names, at most (the rest are counted).
-pub const UNKNOWN_ACTIONS_NAMED: usize = 10;
+pub(crate) const UNKNOWN_ACTIONS_NAMED: usize = 10;
 
 /// `a ×3, b ×1` for the first [`UNKNOWN_ACTIONS_NAMED`] actions of `table`, then
 /// `and N other actions` when there are more.
-pub fn unknown_actions_text(table: &BTreeMap<String, u64>) -> String {
+pub(crate) fn unknown_actions_text(table: &BTreeMap<String, u64>) -> String {
     let mut names: Vec<String> = table
         .iter()
         .take(UNKNOWN_ACTIONS_NAMED)
@@ -239,7 +239,7 @@ impl Raw {
 
 /// Builds the JSON-object text of kept fields; empty objects intern nothing.
 #[derive(Debug, Default)]
-pub struct Extra(serde_json::Map<String, serde_json::Value>);
+pub(crate) struct Extra(serde_json::Map<String, serde_json::Value>);
 
 impl Extra {
     pub fn put(&mut self, k: &str, v: serde_json::Value) {
@@ -260,7 +260,7 @@ impl Extra {
 
 /// A frame name with its FX fields (`augment_with_fx_traces=True`): op, node name and
 /// target, and the innermost line of the original trace.
-pub fn fx_name(name: &str, fx: [&str; 4]) -> String {
+pub(crate) fn fx_name(name: &str, fx: [&str; 4]) -> String {
     use std::fmt::Write as _;
     let mut s = name.to_string();
     s.push_str(" [fx");
@@ -285,13 +285,13 @@ pub fn fx_name(name: &str, fx: [&str; 4]) -> String {
 }
 
 /// `compile_context` placeholders that carry no information.
-pub fn is_placeholder_context(s: &str) -> bool {
+pub(crate) fn is_placeholder_context(s: &str) -> bool {
     s.is_empty() || s == "N/A"
 }
 
 /// Turns frames into interned strings and stacks, hiding C++ frames unless asked.
 #[derive(Debug, Default)]
-pub struct Frames {
+pub(crate) struct Frames {
     pub cpp: bool,
     buf: String,
     tmp: Vec<StrId>,
@@ -299,7 +299,7 @@ pub struct Frames {
 }
 
 /// Bit set on a packed frame id when the frame is a C++ one.
-pub const CPP_BIT: u32 = 1 << 31;
+pub(crate) const CPP_BIT: u32 = 1 << 31;
 
 impl Frames {
     pub fn new(cpp: bool) -> Frames {
@@ -359,14 +359,14 @@ impl Frames {
 /// `AccumulateGrad`, an autograd node's backward, the engine's thread): kept in the stack even
 /// when C++ frames are not, since a CUDA backward runs on the engine's own thread and has no
 /// Python frame to tell (docs/inference.md).
-pub fn is_autograd_marker(name: &str) -> bool {
+pub(crate) fn is_autograd_marker(name: &str) -> bool {
     name.contains("torch::autograd::AccumulateGrad::")
         || name.contains("torch::autograd::generated::")
         || name.contains("torch::autograd::Engine::thread_main")
 }
 
 /// C++ frames: unsymbolised (`??`), C/C++ sources, or PyTorch's `csrc` tree.
-pub fn is_cpp(filename: &str) -> bool {
+pub(crate) fn is_cpp(filename: &str) -> bool {
     filename == "??"
         || filename.is_empty()
         || [".cpp", ".h", ".cc", ".cu", ".hpp", ".cuh", ".c"]

@@ -252,7 +252,7 @@ enum Sizes {
 }
 
 /// Builds the trace of pinned host memory (`host_traces` / `host_segments`).
-pub fn build_host(raw: &Raw, source: &str) -> Trace {
+pub(crate) fn build_host(raw: &Raw, source: &str) -> Trace {
     let segs: Vec<&Segment> = raw.host_segments.iter().collect();
     let mut t = build_one(
         raw,

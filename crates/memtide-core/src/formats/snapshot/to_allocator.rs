@@ -84,7 +84,7 @@ pub(crate) fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
 }
 
 /// The history of CUDA device `d` (entries in trace order; event #i is entry i).
-pub fn history(raw: &Raw, d: usize) -> History {
+pub(crate) fn history(raw: &Raw, d: usize) -> History {
     let mut h = final_only(raw, d);
     // Kept-field objects are interned: each distinct one is parsed once, to its place.
     let mut cache: FxHashMap<u32, u32> = FxHashMap::default();
@@ -138,7 +138,7 @@ pub fn history(raw: &Raw, d: usize) -> History {
 
 /// The recorded allocator settings (PyTorch's defaults when the file has none or they cannot
 /// be read: 512 B rounding, no `max_split_size`).
-pub fn settings(raw: &Raw) -> AllocConf {
+pub(crate) fn settings(raw: &Raw) -> AllocConf {
     raw.allocator_settings
         .as_deref()
         .and_then(|t| serde_json::from_str::<Value>(t).ok())
@@ -147,7 +147,7 @@ pub fn settings(raw: &Raw) -> AllocConf {
 }
 
 /// The history of CUDA device `d` without its entries: the final segments only.
-pub fn final_only(raw: &Raw, d: usize) -> History {
+pub(crate) fn final_only(raw: &Raw, d: usize) -> History {
     History {
         device: format!("cuda:{d}"),
         conf: settings(raw),

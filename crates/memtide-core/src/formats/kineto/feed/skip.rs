@@ -11,7 +11,7 @@ use std::io::Read;
 
 /// The deepest nesting skipped (a trace nests a few levels; a file of a billion `[` is not
 /// one): the stack of open containers takes at most this many bytes.
-pub const MAX_DEPTH: usize = 1 << 20;
+pub(crate) const MAX_DEPTH: usize = 1 << 20;
 
 impl<R: Read, S> Feed<R, S> {
     /// Skips the value at the window (after whitespace).
