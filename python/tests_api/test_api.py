@@ -146,17 +146,34 @@ def test_no_pickle_runs():
     assert r.stdout.split() == ["False", "False", "0"]
 
 
-def test_to_pandas_is_optional():
+def test_to_pandas_is_optional(monkeypatch):
     t = memtide.open(STEPS, progress=False)
     rows = t.live_at_peak()
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pandas"):
-            rows.to_pandas()
-    else:
-        assert len(rows.to_pandas()) == len(rows)
     assert isinstance(rows, list) and isinstance(rows[0], dict)
+    # Without pandas (an import that fails as a missing package does): a clear ImportError.
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pandas"):
+        rows.to_pandas()
+    with pytest.raises(ImportError, match="pandas"):
+        t.timeline(points=8).to_pandas()
+
+
+def test_to_pandas_holds_the_same_rows_and_columns():
+    pd = pytest.importorskip("pandas")
+    t = memtide.open(STEPS, progress=False)
+    rows = t.live_at_peak()
+    df = rows.to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == len(rows)
+    assert list(df.columns) == list(rows[0].keys())
+    assert [int(b) for b in df["bytes"]] == [r["bytes"] for r in rows]
+    assert int(df["bytes"].sum()) == t.peak.bytes
+    tl = t.timeline(points=8)
+    frame = tl.to_pandas()
+    assert len(frame) == len(tl)
+    for k, v in tl.items():
+        if isinstance(v, list):
+            assert list(frame[k]) == v
 
 
 def test_the_command_from_the_wheel(tmp_path):
