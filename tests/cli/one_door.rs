@@ -70,3 +70,113 @@ fn the_scan_finds_a_call_around_the_door_and_skips_comments() {
     );
     assert!(violations("y.rs", "let o = memtide_core::open::open(p, &o, &g);").is_empty());
 }
+
+/// The core's top-level modules (`crates/memtide-core/src/X.rs` or `X/`) each file under
+/// `dir` names with `crate::X`, comments left out: module → modules it uses.
+fn core_uses(dir: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut modules = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(dir).expect("core src").flatten() {
+        let p = e.path();
+        let name = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        if name == "lib" || name.is_empty() {
+            continue;
+        }
+        let mut files = Vec::new();
+        if p.is_dir() {
+            rust_files(&p, &mut files);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            files.push(p.clone());
+        } else {
+            continue;
+        }
+        let used: &mut std::collections::BTreeSet<String> =
+            modules.entry(name.clone()).or_default();
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("readable");
+            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for (i, _) in line.match_indices("crate::") {
+                    let rest = &line[i + "crate::".len()..];
+                    let m: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !m.is_empty() && m != name {
+                        used.insert(m);
+                    }
+                }
+            }
+        }
+    }
+    modules
+}
+
+/// A cycle among `uses` (module → modules it uses), as `a -> b -> a`, if there is one.
+fn a_cycle(
+    uses: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<String> {
+    fn visit(
+        m: &str,
+        uses: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        if let Some(k) = path.iter().position(|p| p == m) {
+            let mut c = path[k..].to_vec();
+            c.push(m.to_string());
+            return Some(c.join(" -> "));
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for n in uses.get(m).into_iter().flatten() {
+            if let Some(c) = visit(n, uses, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    uses.keys()
+        .find_map(|m| visit(m, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_core_s_top_level_modules_use_each_other_without_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let uses = core_uses(&root.join("crates/memtide-core/src"));
+    assert!(uses.len() > 10, "{} top-level modules", uses.len());
+    assert!(
+        uses.get("open").is_some_and(|u| u.contains("load")),
+        "open uses load: {uses:?}"
+    );
+    assert_eq!(
+        a_cycle(&uses),
+        None,
+        "a cycle between the core's top-level modules"
+    );
+}
+
+#[test]
+fn a_planted_cycle_is_found() {
+    let g = |pairs: &[(&str, &str)]| {
+        let mut m: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
+        for (a, b) in pairs {
+            m.entry(a.to_string()).or_default().insert(b.to_string());
+            m.entry(b.to_string()).or_default();
+        }
+        m
+    };
+    assert_eq!(
+        a_cycle(&g(&[("a", "b"), ("b", "c"), ("c", "a")])),
+        Some("a -> b -> c -> a".to_string())
+    );
+    assert_eq!(a_cycle(&g(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+}
