@@ -7,20 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::python_env::{run, stdout as text};
+use crate::support::python_env::{borrow, build_wheel, run, stdout as text, target_dir, venv_with};
 
 fn env_dir() -> PathBuf {
     crate::support::python_env::env_dir().expect("MEMTIDE_PY_ENV or HOME")
-}
-
-/// The cargo target directory this test was built in (`…/target/debug/memtide` → `…/target`),
-/// so the wheel reuses the build instead of compiling everything again.
-fn target_dir() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
-    bin.parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .to_path_buf()
 }
 
 #[test]
@@ -28,30 +18,11 @@ fn target_dir() -> PathBuf {
 fn wheel_installs_the_binary_and_the_recorder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let env = env_dir();
-    let maturin = env.join("bin/maturin");
-    assert!(
-        maturin.exists(),
-        "no maturin at {}: run scripts/setup-python-env",
-        maturin.display()
-    );
     let tmp = tempfile::tempdir().expect("tempdir");
-    let wheels = tmp.path().join("wheels");
 
     // 1. The wheel (dev profile: the same compiled code the other tests run).
-    run(
-        Command::new(&maturin)
-            .current_dir(root)
-            .args(["build", "--profile", "dev", "--out"])
-            .arg(&wheels)
-            .env("CARGO_TARGET_DIR", target_dir()),
-        "maturin build",
-    );
-    let wheel = std::fs::read_dir(&wheels)
-        .expect("wheel dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .expect("a .whl was built");
+    let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
+    let wheel = build_wheel(&env, root, &target_dir(bin), &tmp.path().join("wheels"));
     let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or("");
     // `memtide-cli` on PyPI is ours (`memtide` is an unrelated project); wheel file names
     // spell it `memtide_cli`.
@@ -104,19 +75,7 @@ fn wheel_installs_the_binary_and_the_recorder() {
 
     // 2. A fresh venv with nothing but the wheel (no index: the wheel has no dependencies).
     let venv = tmp.path().join("venv");
-    run(
-        Command::new(env.join("bin/python"))
-            .args(["-m", "venv"])
-            .arg(&venv),
-        "python -m venv",
-    );
-    let py = venv.join("bin/python");
-    run(
-        Command::new(&py)
-            .args(["-m", "pip", "install", "--quiet", "--no-index", "--no-deps"])
-            .arg(&wheel),
-        "pip install the wheel",
-    );
+    let py = venv_with(&env, &venv, &wheel);
 
     // 3. The command on the venv's PATH (the extension's `main`), reading as cargo's binary.
     let bin = venv.join("bin/memtide");
@@ -165,25 +124,7 @@ fn wheel_installs_the_binary_and_the_recorder() {
 
     // 5. A tiny recording with the wheel's recorder, torch borrowed from the test environment
     // (a .pth line appends its site-packages after the venv's own).
-    let torch_site = run(
-        Command::new(env.join("bin/python")).args([
-            "-c",
-            "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))",
-        ]),
-        "find torch",
-    );
-    let site = run(
-        Command::new(&py).args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('purelib'))",
-        ]),
-        "venv site-packages",
-    );
-    std::fs::write(
-        Path::new(text(&site).trim()).join("zz-torch-from-test-env.pth"),
-        text(&torch_site),
-    )
-    .expect("write .pth");
+    borrow(&env, &py, "torch");
     let jsonl = tmp.path().join("run.jsonl");
     let script = "import sys, torch, memtide_record\n\
         model = torch.nn.Linear(512, 512)\n\

@@ -32,3 +32,82 @@ pub fn run(cmd: &mut Command, what: &str) -> Output {
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// The cargo target directory a test binary was built in (`…/target/debug/memtide` →
+/// `…/target`), so a wheel reuses that build instead of compiling everything again.
+pub fn target_dir(bin: &Path) -> PathBuf {
+    bin.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
+}
+
+/// Builds the `memtide-cli` wheel from `root` with the environment's maturin (dev profile:
+/// the code the other tests run) into `out`; returns the `.whl`.
+pub fn build_wheel(env: &Path, root: &Path, target: &Path, out: &Path) -> PathBuf {
+    let maturin = env.join("bin/maturin");
+    assert!(
+        maturin.exists(),
+        "no maturin at {}: run scripts/setup-python-env",
+        maturin.display()
+    );
+    run(
+        Command::new(&maturin)
+            .current_dir(root)
+            .args(["build", "--profile", "dev", "--out"])
+            .arg(out)
+            .env("CARGO_TARGET_DIR", target),
+        "maturin build",
+    );
+    std::fs::read_dir(out)
+        .expect("wheel dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("a .whl was built")
+}
+
+/// A fresh virtual environment at `venv` (from the environment's Python) holding nothing but
+/// `wheel` (no index: the wheel has no dependencies); returns its python.
+pub fn venv_with(env: &Path, venv: &Path, wheel: &Path) -> PathBuf {
+    run(
+        Command::new(env.join("bin/python"))
+            .args(["-m", "venv"])
+            .arg(venv),
+        "python -m venv",
+    );
+    let py = venv.join("bin/python");
+    run(
+        Command::new(&py)
+            .args(["-m", "pip", "install", "--quiet", "--no-index", "--no-deps"])
+            .arg(wheel),
+        "pip install the wheel",
+    );
+    py
+}
+
+/// Lends the venv of `py` the environment's `module` (torch, pytest, …): a `.pth` line appends
+/// that package's site-packages after the venv's own, so the wheel's packages still win.
+pub fn borrow(env: &Path, py: &Path, module: &str) {
+    let from = run(
+        Command::new(env.join("bin/python")).args([
+            "-c",
+            &format!(
+                "import os, {module}; print(os.path.dirname(os.path.dirname({module}.__file__)))"
+            ),
+        ]),
+        &format!("find {module}"),
+    );
+    let site = run(
+        Command::new(py).args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ]),
+        "venv site-packages",
+    );
+    std::fs::write(
+        Path::new(stdout(&site).trim()).join(format!("zz-{module}-from-test-env.pth")),
+        stdout(&from).trim(),
+    )
+    .expect("write .pth");
+}
