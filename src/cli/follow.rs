@@ -7,7 +7,7 @@ use crate::follow::{TailEvent, Tailer, Watcher};
 use anyhow::{Context, Result};
 use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::Progress;
-use memtide_core::open::Device;
+use memtide_core::open::{Device, Follow};
 use memtide_core::trace::{human_bytes, Bytes, Seq};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -21,18 +21,14 @@ struct Followed {
 
 fn open(a: &CheckArgs) -> Result<Followed> {
     let opts = super::load::open_options(&a.input, None)?;
-    let opened = memtide_core::open::open_followed(&a.file, &opts, &Progress::new())
+    let mut opened = memtide_core::open::open_followed(&a.file, &opts, &Progress::new())
         .map_err(super::load::open_error)?;
-    for note in &opened.notes {
-        crate::errln!("memtide: note: {note}");
-    }
+    super::load::say_notes(&opened);
     let i = pick_device(&opened, a.input.device.as_deref())?;
-    let mut opened = opened;
-    let follow = opened.follow.take();
+    let Follow { decoder, offset } = opened.take_follow();
     let device = opened
         .take(i)
         .with_context(|| format!("{}: no trace", a.file.display()))?;
-    let (decoder, offset) = follow.map_or((None, 0), |f| (f.decoder, f.offset));
     Ok(Followed {
         device,
         decoder,

@@ -80,10 +80,15 @@ pub fn open_whole(path: &Path, a: &InputArgs) -> Result<Opened> {
 /// Opens `path` with `opts`, saying the opening's notes on stderr.
 pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Opened> {
     let opened = memtide_core::open::open(path, opts, &Progress::new()).map_err(open_error)?;
+    say_notes(&opened);
+    Ok(opened)
+}
+
+/// The opening's notes, each a `memtide: note:` line on stderr.
+pub fn say_notes(opened: &Opened) {
     for note in &opened.notes {
         crate::errln!("memtide: note: {note}");
     }
-    Ok(opened)
 }
 
 /// The core's opening error as the command line says it: the trace's error under "cannot

@@ -7,7 +7,7 @@ use crate::tui::msg::Msg;
 use base64::Engine;
 use crossbeam_channel::Sender;
 use memtide_core::formats::{Histories, Progress};
-use memtide_core::open::{OpenError, OpenOptions};
+use memtide_core::open::{Follow, OpenError, OpenOptions};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -60,8 +60,7 @@ pub fn load_follow(
 ) -> Result<FollowLoad, String> {
     let mut opened = memtide_core::open::open_followed(path, &with_models(opts), progress)
         .map_err(|e| open_error_text(&e))?;
-    let follow = opened.follow.take();
-    let (decoder, offset) = follow.map_or((None, 0), |f| (f.decoder, f.offset));
+    let Follow { decoder, offset } = opened.take_follow();
     Ok(FollowLoad {
         devices: ready(opened.devices),
         appendable: decoder.is_some(),

@@ -95,7 +95,7 @@ pub struct Timings {
 
 /// How a followed file is read on: for JSONL the decoder that continues after `offset`
 /// bytes; other formats are opened again whole when they change.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Follow {
     pub decoder: Option<JsonlDecoder>,
     /// Bytes of the file already read.
@@ -148,6 +148,12 @@ impl Opened {
             "--device {w} taken as this file's {} (PyTorch on ROCm names its hip devices cuda)",
             d.name()
         ))
+    }
+
+    /// Takes how a followed file is read on ([`open_followed`]; for a file opened with
+    /// [`open`], no decoder at offset 0).
+    pub fn take_follow(&mut self) -> Follow {
+        self.follow.take().unwrap_or_default()
     }
 
     /// Takes device `i` out of the file (None past the end).
