@@ -82,9 +82,11 @@ def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
           capacity: Optional[str] = None, device: Optional[str] = None,
           allow_warnings: bool = False, lenient: bool = False) -> CheckResult:
     """``memtide check``: true when the peak is within ``max_peak`` ("70GiB") and the step
-    baseline grows by at most ``max_growth`` ("5%"); ``str()`` is the reason, ``.verdict``
-    the ``check --json`` document. What the command exits 2 on (bad input, figures the reader
-    doubts) raises :class:`MemtideError`. An opened :class:`Trace` is judged as it was opened
+    baseline grows by at most ``max_growth`` ("5%") on every device of the file with events
+    (``device`` names one); ``str()`` is the reason, ``.verdict`` the ``check --json``
+    document. What the command exits 2 on (bad input, figures the reader doubts) raises
+    :class:`MemtideError`, except a file of several devices of which one could not be gated
+    while none failed: a false result with ``exit_code`` 2 whose reasons say which. An opened :class:`Trace` is judged as it was opened
     (no second read; ``capacity``/``device``/``lenient`` are then the opening's)."""
     if isinstance(path, Trace):
         if capacity is not None or device is not None or lenient:

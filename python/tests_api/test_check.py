@@ -1,5 +1,6 @@
 """``memtide.check`` agrees with ``memtide check`` in exit meaning (true: 0, false: 1, raises:
-2) and says the command's reason; ``assert memtide.check(...)`` fails with that reason."""
+2 — but a file of several devices one of which could not be gated is a false result) and says
+the command's reason; ``assert memtide.check(...)`` fails with that reason."""
 
 import json
 import os
@@ -27,6 +28,10 @@ CASES = [
     ("tests/data/gpu-h200/train_mlp_fp32_default.pickle", {"max_peak": "70GiB"}),
     ("tests/data/gpu-h200/oom_fragmented.pickle", {"max_peak": "70GiB"}),
     ("no-such-file.pickle", {"max_peak": "1GiB"}),
+    # Every device is gated: cuda:1 ran out of memory; cuda:0 alone is over 40 MiB.
+    ("tests/fixtures/snapshot/two_devices_p4.pickle", {"max_peak": "40MiB"}),
+    ("tests/fixtures/snapshot/two_devices_p4.pickle", {"max_peak": "1GiB"}),
+    ("tests/fixtures/snapshot/two_devices_p4.pickle", {"max_peak": "1GiB", "device": "cuda:0"}),
 ]
 
 
@@ -42,7 +47,7 @@ def test_check_agrees_with_the_command(path, kw):
     os.chdir(ROOT)
     r = cli("check", path, *flags(kw))
     assert r.returncode in (0, 1, 2), r
-    if r.returncode == 2:
+    if r.returncode == 2 and not r.stdout:
         with pytest.raises(memtide.MemtideError) as e:
             memtide.check(path, **kw)
         # The command's message after `memtide: error: `.
@@ -54,7 +59,8 @@ def test_check_agrees_with_the_command(path, kw):
     assert res.reasons == r.stdout.strip().splitlines()
     # The same verdict as `check --json`, and from an opened trace without a second read.
     assert res.verdict == json.loads(cli("check", path, *flags(kw), "--json").stdout)
-    again = memtide.check(memtide.open(path, progress=False), **kw)
+    opened = {k: kw.pop(k) for k in ["device"] if k in kw}
+    again = memtide.check(memtide.open(path, progress=False, **opened), **kw)
     assert (again.exit_code, again.reasons) == (res.exit_code, res.reasons)
 
 
@@ -81,3 +87,18 @@ def test_passing_check_is_true():
     res = memtide.check(ROOT / "sample-traces/train-3steps.jsonl", max_peak="70GiB")
     assert res
     assert str(res).startswith("ok: peak ")
+
+
+def test_every_device_of_a_file_is_gated():
+    """cuda:1 of the two-device fixture ran out of memory: a 1 GiB gate fails on it, though
+    cuda:0 (the first device) is within the limit; ``device=`` narrows the gate."""
+    path = ROOT / "tests/fixtures/snapshot/two_devices_p4.pickle"
+    res = memtide.check(path, max_peak="1GiB")
+    assert not res and res.exit_code == 1
+    assert res.verdict["kind"] == "devices"
+    assert [d["device"] for d in res.verdict["devices"]] == ["cuda:0", "cuda:1"]
+    assert any(r.startswith("FAIL: cuda:1: out of memory") for r in res.reasons), res.reasons
+    one = memtide.check(path, max_peak="1GiB", device="cuda:0")
+    assert one and one.verdict["kind"] == "device"
+    t = memtide.open(path, progress=False)
+    assert not memtide.check(t, max_peak="1GiB")

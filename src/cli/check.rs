@@ -1,12 +1,14 @@
 //! `memtide check`: a CI gate — exit 0 under the limit, 1 over it, with a one-line reason;
 //! 2 on bad input, and on a trace whose reader warned that its figures may be wrong (unless
-//! `--allow-warnings`). The verdict is [`memtide_core::gate`]'s; this file reads the flags,
-//! loads the trace and prints the verdict as text (`gate_text`), JSON (`--json`) or a report.
+//! `--allow-warnings`). Every device of the file with events is gated (`--device` names one).
+//! The verdict is [`memtide_core::gate`]'s; this file reads the flags, loads the trace and
+//! prints the verdict as text (`gate_text`), JSON (`--json`) or a report.
 
 use super::load::{open, pick_device};
 use super::CheckArgs;
 use anyhow::Result;
-use memtide_core::gate::{self, GateError, Limits};
+use memtide_core::gate::{self, FileVerdict, GateError, Limits};
+use memtide_core::open::Device;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -101,47 +103,115 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
         crate::output_file::refuse_inputs(path, &inputs(a))?;
     }
     let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
-    let i = pick_device(&opened, a.input.device.as_deref())?;
-    let Some(t) = opened.devices.get(i) else {
-        anyhow::bail!("no trace to check");
+    let devices = match a.input.device.as_deref() {
+        Some(_) => {
+            let i = pick_device(&opened, a.input.device.as_deref())?;
+            opened.devices.get(i..=i).unwrap_or_default()
+        }
+        None => opened.devices.as_slice(),
     };
-    let v = gate::check_device(&t.trace, &t.index, t.history(), &limits)
-        .map_err(|e| gate_error(&a.file, e))?;
-    let lines = super::gate_text::device_lines(&v);
-    let code = v.outcome.exit_code();
-    print(a, "device", a.file.display().to_string(), code, &v, &lines)?;
+    let j = judge(devices, &a.file, &limits)?;
+    let code = j.verdict.outcome().exit_code();
+    match &j.verdict {
+        FileVerdict::One(v) => print(a, j.kind(), j.file.clone(), code, v, &j.lines)?,
+        FileVerdict::Several(v) => print(a, j.kind(), j.file.clone(), code, v, &j.lines)?,
+    }
     if let Some(path) = &a.report {
-        write_report(a, t, &lines, path)?;
+        let gated = j.gated_devices();
+        let shown: Vec<&Device> = devices
+            .iter()
+            .filter(|d| gated.contains(&d.name()))
+            .collect();
+        write_report(a, &shown, &j.lines, path)?;
     }
     Ok(ExitCode::from(code))
 }
 
-/// The `--report` file: the verdict, then the Markdown summary of the checked device.
-fn write_report(
-    a: &CheckArgs,
-    t: &memtide_core::open::Device,
-    lines: &[String],
-    path: &Path,
-) -> Result<()> {
-    let resolved = match a.window.as_deref() {
-        Some(w) => Some(
-            memtide_core::analysis::window_spec::WindowSpec::parse(w)?
-                .resolve(&t.trace, &t.index)?,
-        ),
-        None => None,
+/// A file's verdict with the lines `check` prints for it.
+pub struct Judged {
+    pub verdict: FileVerdict,
+    pub lines: Vec<String>,
+    /// The file as given.
+    pub file: String,
+}
+
+impl Judged {
+    /// The `check --json` document's `kind`: `device` (one device gated) or `devices`.
+    pub fn kind(&self) -> &'static str {
+        match self.verdict {
+            FileVerdict::One(_) => "device",
+            FileVerdict::Several(_) => "devices",
+        }
+    }
+
+    /// The devices gated, by name.
+    pub fn gated_devices(&self) -> Vec<&str> {
+        match &self.verdict {
+            FileVerdict::One(v) => vec![v.device.as_str()],
+            FileVerdict::Several(v) => v.devices.iter().map(|d| d.device.as_str()).collect(),
+        }
+    }
+
+    /// The `check --json` document, compact.
+    pub fn json(&self) -> Result<String> {
+        let code = self.verdict.outcome().exit_code();
+        let (kind, file) = (self.kind(), self.file.clone());
+        Ok(match &self.verdict {
+            FileVerdict::One(v) => serde_json::to_string(&CheckJson {
+                kind,
+                file,
+                exit_code: code,
+                verdict: v,
+            })?,
+            FileVerdict::Several(v) => serde_json::to_string(&CheckJson {
+                kind,
+                file,
+                exit_code: code,
+                verdict: v,
+            })?,
+        })
+    }
+}
+
+/// The core's gate on every device of `devices` that has events (the caller narrows them to
+/// one for `--device`), with its lines; what `check` exits 2 on is an error.
+pub fn judge(devices: &[Device], file: &Path, limits: &Limits) -> Result<Judged> {
+    let verdict = gate::check_file(devices, limits).map_err(|e| gate_error(file, e))?;
+    let lines = match &verdict {
+        FileVerdict::One(v) => super::gate_text::device_lines(v),
+        FileVerdict::Several(v) => super::gate_text::devices_lines(v),
     };
+    Ok(Judged {
+        verdict,
+        lines,
+        file: file.display().to_string(),
+    })
+}
+
+/// The `--report` file: the verdict, then the Markdown summary of each gated device.
+fn write_report(a: &CheckArgs, devices: &[&Device], lines: &[String], path: &Path) -> Result<()> {
     let opts = memtide_core::analysis::summary::SummaryOptions {
         frame_rules: memtide_core::open::frame_rules(&super::load::load_options(&a.input))
             .map_err(super::load::open_error)?,
         boundary: false,
         ..Default::default()
     };
-    let s = t.summary(&opts, resolved.as_ref());
     let mut md = String::from("## memtide check\n\n");
     for l in lines {
         md.push_str(&format!("- {}\n", super::markdown::cell(l)));
     }
-    md.push('\n');
-    md.push_str(&super::markdown::render(&s));
+    for t in devices {
+        let resolved = match a.window.as_deref() {
+            Some(w) => Some(
+                memtide_core::analysis::window_spec::WindowSpec::parse(w)?
+                    .resolve(&t.trace, &t.index)?,
+            ),
+            None => None,
+        };
+        md.push('\n');
+        md.push_str(&super::markdown::render(
+            &t.summary(&opts, resolved.as_ref()),
+        ));
+    }
     crate::output_file::write_atomically(path, md.as_bytes(), &inputs(a))
 }

@@ -1,11 +1,11 @@
 //! The words of a gate's verdict: the `ok:` / `FAIL:` / `note:` lines `memtide check` prints
-//! for one device ([`device_lines`]) and for a job ([`job_lines`]), rendered from the core's
-//! structured [`memtide_core::gate`] verdicts.
+//! for one device ([`device_lines`]), a file of several ([`devices_lines`]) and a job
+//! ([`job_lines`]), rendered from the core's structured [`memtide_core::gate`] verdicts.
 
 use memtide_core::allocator::explain::shown;
 use memtide_core::gate::{
-    first_names, GrowthGate, ImbalanceGate, JobGrowthGate, JobOomGate, JobPeakGate, JobVerdict,
-    LiveItem, OomEvidence, Outcome, PeakEvidence, PeakGate, Verdict,
+    first_names, DevicesVerdict, GrowthGate, ImbalanceGate, JobGrowthGate, JobOomGate, JobPeakGate,
+    JobVerdict, LiveItem, OomEvidence, Outcome, PeakEvidence, PeakGate, SkipReason, Verdict,
 };
 use memtide_core::trace::human_bytes;
 
@@ -48,6 +48,37 @@ pub fn device_lines(v: &Verdict) -> Vec<String> {
         if !p.passed || v.outcome != Outcome::Fail {
             lines.push(peak_line(p, &note));
         }
+    }
+    lines
+}
+
+/// The verdict on a file of several devices: each gated device's lines with its name after
+/// the `ok:` / `FAIL:` / `note:` word, then the devices that could not be gated (an `error`
+/// when they are all that keeps the file from passing) and those left out.
+pub fn devices_lines(v: &DevicesVerdict) -> Vec<String> {
+    let mut lines = Vec::new();
+    for d in &v.devices {
+        for l in device_lines(d) {
+            lines.push(match l.split_once(": ") {
+                Some((word, rest)) => format!("{word}: {}: {rest}", d.device),
+                None => format!("{}: {l}", d.device),
+            });
+        }
+    }
+    let prefix = if v.outcome == Outcome::Incomplete {
+        "error (exit 2: a pass needs every device checked)"
+    } else {
+        "note"
+    };
+    for u in &v.unchecked {
+        lines.push(format!("{prefix}: {}: not checked: {}", u.device, u.error));
+    }
+    for s in &v.skipped {
+        let why = match s.reason {
+            SkipReason::NoEvents => "no events",
+            SkipReason::HoldsNoMemory => "none of its events holds any memory",
+        };
+        lines.push(format!("note: {}: not checked: {why}", s.device));
     }
     lines
 }
@@ -220,14 +251,20 @@ fn job_oom_line(o: &JobOomGate) -> String {
     }
 }
 
+/// ` on cuda:1` for a rank whose file holds several devices, else nothing.
+fn on_device(device: Option<&str>) -> String {
+    device.map_or(String::new(), |d| format!(" on {d}"))
+}
+
 fn job_peak_line(p: &JobPeakGate) -> String {
     if p.passed {
         return format!(
             "ok: every rank's peak is within --max-peak {}{}",
             human_bytes(p.limit),
             p.highest.as_ref().map_or(String::new(), |t| format!(
-                " (highest: {} {})",
+                " (highest: {}{} {})",
                 t.rank,
+                on_device(t.device.as_deref()),
                 human_bytes(t.peak)
             ))
         );
@@ -237,8 +274,9 @@ fn job_peak_line(p: &JobPeakGate) -> String {
         .iter()
         .map(|x| {
             format!(
-                "{} {} (+{})",
+                "{}{} {} (+{})",
                 x.rank,
+                on_device(x.device.as_deref()),
                 human_bytes(x.peak),
                 human_bytes(x.peak - p.limit)
             )
@@ -296,7 +334,14 @@ fn job_growth_line(g: &JobGrowthGate) -> String {
     let over: Vec<String> = g
         .over
         .iter()
-        .map(|x| format!("{} {:+.2}%", x.rank, x.growth * 100.0))
+        .map(|x| {
+            format!(
+                "{}{} {:+.2}%",
+                x.rank,
+                on_device(x.device.as_deref()),
+                x.growth * 100.0
+            )
+        })
         .collect();
     format!(
         "FAIL: step baseline grew over --max-growth {:.2}% on {} rank{}: {}",

@@ -74,23 +74,71 @@ fn check_device(args: &[&str]) -> bool {
         ["pass", "fail", "incomplete"][usize::try_from(code).unwrap()],
         "{args:?}"
     );
+    if v["kind"] == "device" {
+        one_device(args, &lines, &v);
+        return true;
+    }
+    // Several devices: each gated device's lines name it after the first word.
+    assert_eq!(v["kind"], "devices", "{args:?}");
+    let devices = v["devices"].as_array().unwrap();
+    assert!(devices.len() >= 2 || !v["unchecked"].as_array().unwrap().is_empty());
+    let worst = devices
+        .iter()
+        .map(|d| d["outcome"].as_str().unwrap())
+        .fold("pass", |a, b| {
+            if a == "fail" || b == "fail" {
+                "fail"
+            } else {
+                a
+            }
+        });
+    if worst == "fail" {
+        assert_eq!(outcome, "fail", "{args:?}");
+    }
+    for d in devices {
+        let name = format!("{}: ", d["device"].as_str().unwrap());
+        let own: Vec<String> = lines
+            .iter()
+            .filter_map(|l| {
+                let (word, rest) = l.split_once(": ")?;
+                let rest = rest.strip_prefix(&name)?;
+                (!rest.starts_with("not checked")).then(|| format!("{word}: {rest}"))
+            })
+            .collect();
+        one_device(args, &own, d);
+    }
+    let unchecked = lines
+        .iter()
+        .filter(|l| l.contains(": not checked: "))
+        .count();
+    assert_eq!(
+        unchecked,
+        v["unchecked"].as_array().unwrap().len() + v["skipped"].as_array().unwrap().len(),
+        "{args:?}"
+    );
+    true
+}
+
+/// One device's verdict `v` against its lines.
+fn one_device(args: &[&str], lines: &[String], v: &Value) {
+    let outcome = v["outcome"].as_str().unwrap();
     match v["oom"]["gated"].as_bool() {
         None => assert!(
             !lines.iter().any(|l| l.contains(": out of memory at event")),
             "{args:?}"
         ),
-        Some(true) => assert!(has(&lines, "FAIL: out of memory at event"), "{args:?}"),
-        Some(false) => assert!(has(&lines, "note: out of memory at event"), "{args:?}"),
+        Some(true) => assert!(has(lines, "FAIL: out of memory at event"), "{args:?}"),
+        Some(false) => assert!(has(lines, "note: out of memory at event"), "{args:?}"),
     }
     agree(
         args,
-        &lines,
+        lines,
         &v["growth"],
         "ok: step baseline",
         "FAIL: step baseline",
     );
-    agree(args, &lines, &v["peak"], "ok: peak", "FAIL: peak");
-    if v["peak"]["passed"] == true && !has(&lines, "ok: peak") {
+    agree(args, lines, &v["peak"], "ok: peak", "FAIL: peak");
+    if v["peak"]["passed"] == true && !has(lines, "ok: peak") {
         // The ok line is left out only when another limit failed.
         assert_eq!(outcome, "fail", "{args:?}");
     }
@@ -98,7 +146,6 @@ fn check_device(args: &[&str]) -> bool {
         let bytes = format!("({} B)", v["peak"]["peak"]);
         assert!(l.contains(&bytes), "{args:?}: {l} lacks {bytes}");
     }
-    true
 }
 
 fn check_job(args: &[&str]) -> bool {
@@ -193,6 +240,7 @@ fn check_json_agrees_with_the_text_on_the_samples_and_fixtures() {
             "tests/fixtures/ranks/rank4.pickle",
             "tests/fixtures/ranks/node1_worker.pt.trace.json",
             "tests/fixtures/kineto/unsorted.json",
+            "tests/fixtures/snapshot/two_devices_p4.pickle",
         ]
         .map(String::from),
     );
@@ -266,6 +314,12 @@ fn check_json_keys_are_documented() {
             "sample-traces/cuda-oom.pickle",
             "--max-peak",
             "1GiB",
+        ],
+        &[
+            "check",
+            "tests/fixtures/snapshot/two_devices_p4.pickle",
+            "--max-peak",
+            "40MiB",
         ],
         &[
             "check",

@@ -8,6 +8,7 @@ mod check_json;
 mod cli;
 mod compare;
 mod device_log;
+mod every_device;
 mod external_sources;
 mod fair_comparison;
 mod follow;

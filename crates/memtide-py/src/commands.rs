@@ -5,7 +5,7 @@
 use crate::open::{open, Options};
 use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
 use memtide_core::formats::Progress;
-use memtide_core::gate::{self, Limits};
+use memtide_core::gate::Limits;
 use memtide_core::open::Device;
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
@@ -41,24 +41,28 @@ pub fn limits(
     })
 }
 
-/// The core's gate on one device: `(exit status 0 or 1, the lines `memtide check` prints,
-/// the `check --json` document)`; what the command exits 2 on is an error.
+/// The core's gate on every device of `devices` with events: `(exit status 0 or 1, the lines
+/// `memtide check` prints, the `check --json` document)`; what the command exits 2 on is an
+/// error.
 pub fn judge(
-    t: &Device,
+    devices: &[Device],
     file: &Path,
     limits: &Limits,
 ) -> anyhow::Result<(u8, Vec<String>, String)> {
-    let v = gate::check_device(&t.trace, &t.index, t.history(), limits)
-        .map_err(|e| memtide::cli::check::gate_error(file, e))?;
-    let lines = memtide::cli::gate_text::device_lines(&v);
-    let code = v.outcome.exit_code();
-    let doc = memtide::cli::check::CheckJson {
-        kind: "device",
-        file: file.display().to_string(),
-        exit_code: code,
-        verdict: &v,
-    };
-    Ok((code, lines, serde_json::to_string(&doc)?))
+    let j = memtide::cli::check::judge(devices, file, limits)?;
+    Ok((j.verdict.outcome().exit_code(), j.lines.clone(), j.json()?))
+}
+
+/// The devices `memtide.check` gates: the one `device=` names, else every device.
+pub fn gated(opened: &crate::open::Opened) -> &[Device] {
+    if opened.device_given {
+        opened
+            .devices
+            .get(opened.primary..=opened.primary)
+            .unwrap_or_default()
+    } else {
+        &opened.devices
+    }
 }
 
 /// `memtide check PATH …`: opens the file (the one door, as `check` reads it) and judges it.
@@ -102,14 +106,7 @@ pub fn check(
     let opened = py
         .detach(|| open(&path, &options, &Progress::new()))
         .map_err(|e| crate::errors::open_error(py, &path, &e))?;
-    let Some(t) = opened.devices.get(opened.primary) else {
-        return Err(crate::errors::other_error(
-            py,
-            Some(&path),
-            &anyhow::anyhow!("no trace to check"),
-        ));
-    };
-    py.detach(|| judge(t, &path, &lim))
+    py.detach(|| judge(gated(&opened), &path, &lim))
         .map_err(|e| crate::errors::other_error(py, Some(&path), &e))
 }
 

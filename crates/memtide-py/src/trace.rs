@@ -150,7 +150,8 @@ impl NativeTrace {
             .map_err(|e| self.err(py, &e))
     }
 
-    /// `memtide check FILE …` on this trace (no second read): `(status 0/1, lines, JSON)`.
+    /// `memtide check FILE …` on this trace (no second read; every device with events unless
+    /// `device=` named one): `(status 0/1/2, lines, JSON)`.
     #[pyo3(signature = (*, max_peak=None, max_growth=None, window=None, allow_warnings=false))]
     fn check(
         &self,
@@ -160,10 +161,10 @@ impl NativeTrace {
         window: Option<String>,
         allow_warnings: bool,
     ) -> PyResult<(u8, Vec<String>, String)> {
-        let t = self.main()?;
+        let devices = crate::commands::gated(&self.opened);
         let path = &self.opened.path;
         crate::commands::limits(max_peak, max_growth, window, allow_warnings)
-            .and_then(|lim| py.detach(|| crate::commands::judge(t, path, &lim)))
+            .and_then(|lim| py.detach(|| crate::commands::judge(devices, path, &lim)))
             .map_err(|e| self.err(py, &e))
     }
 

@@ -52,20 +52,76 @@ pub struct RankOoms {
     pub ooms: usize,
 }
 
-/// A rank's peak.
+/// A rank's peak: its highest device's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RankPeak {
     #[serde(flatten)]
     pub rank: RankRef,
     pub peak: u64,
+    /// The device of the peak, when the rank's file holds several devices with events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
-/// A rank's step baseline growth (a fraction).
+/// A rank's step baseline growth (a fraction): its highest device's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RankGrowth {
     #[serde(flatten)]
     pub rank: RankRef,
     pub growth: f64,
+    /// The device of that growth, when the rank's file holds several devices with events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+/// What the gates judge of one rank: every device of its file with events folded (the
+/// highest peak and growth with their devices, the OOMs and doubts of all).
+struct Judged<'a> {
+    row: &'a RankRow,
+    /// Whether the file holds several devices with events (the figures then name theirs).
+    several: bool,
+    peak: Option<(u64, String)>,
+    growth: Option<(f64, String)>,
+    ooms: usize,
+    doubtful: bool,
+}
+
+impl<'a> Judged<'a> {
+    fn of(row: &'a RankRow) -> Judged<'a> {
+        let devices = row.gated_devices();
+        let peak = devices
+            .iter()
+            .filter_map(|d| d.peak.map(|p| (p, d.device.clone())))
+            .max_by_key(|(p, _)| *p);
+        let growth = devices
+            .iter()
+            .filter_map(|d| d.growth.map(|g| (g, d.device.clone())))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        Judged {
+            row,
+            several: devices.len() > 1,
+            peak,
+            growth,
+            ooms: devices.iter().map(|d| d.ooms).sum(),
+            doubtful: devices.iter().any(|d| !d.doubtful.is_empty()),
+        }
+    }
+
+    fn rank(&self) -> RankRef {
+        RankRef::of(self.row)
+    }
+
+    fn device(&self, name: &str) -> Option<String> {
+        self.several.then(|| name.to_string())
+    }
+
+    fn peak(&self) -> Option<RankPeak> {
+        self.peak.as_ref().map(|(p, d)| RankPeak {
+            rank: self.rank(),
+            peak: *p,
+            device: self.device(d),
+        })
+    }
 }
 
 /// The ranks that ran out of memory.
@@ -190,15 +246,15 @@ pub struct JobVerdict {
 /// is [`Outcome::Incomplete`].
 pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError> {
     let mut unchecked = Vec::new();
-    let (gated, doubted): (Vec<&RankRow>, Vec<&RankRow>) = r
-        .rows
+    let judged: Vec<Judged> = r.rows.iter().map(Judged::of).collect();
+    let (gated, doubted): (Vec<&Judged>, Vec<&Judged>) = judged
         .iter()
-        .partition(|x| limits.allow_warnings || x.doubtful.is_empty());
+        .partition(|x| limits.allow_warnings || !x.doubtful);
     let oom_ranks: Vec<RankOoms> = gated
         .iter()
         .filter(|x| x.ooms > 0)
         .map(|x| RankOoms {
-            rank: RankRef::of(x),
+            rank: x.rank(),
             ooms: x.ooms,
         })
         .collect();
@@ -212,7 +268,7 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
             let without: Vec<RankRef> = gated
                 .iter()
                 .filter(|x| x.peak.is_none())
-                .map(|x| RankRef::of(x))
+                .map(|x| x.rank())
                 .collect();
             if without.len() == gated.len() {
                 return Err(GateError::NoRankPeak { without });
@@ -220,33 +276,24 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
             if !without.is_empty() {
                 unchecked.push(Unchecked::NoPeak { ranks: without });
             }
-            let peak_of = |x: &RankRow| {
-                x.peak.map(|p| RankPeak {
-                    rank: RankRef::of(x),
-                    peak: p,
-                })
-            };
-            let mut over: Vec<&&RankRow> = gated
+            let mut over: Vec<RankPeak> = gated
                 .iter()
-                .filter(|x| x.peak.is_some_and(|p| p > limit.0))
+                .filter_map(|x| x.peak())
+                .filter(|p| p.peak > limit.0)
                 .collect();
-            over.sort_by_key(|x| std::cmp::Reverse(x.peak));
+            over.sort_by_key(|p| std::cmp::Reverse(p.peak));
             Some(JobPeakGate {
                 limit: limit.0,
                 passed: over.is_empty(),
-                over: over.iter().filter_map(|x| peak_of(x)).collect(),
-                highest: gated
-                    .iter()
-                    .filter(|x| x.peak.is_some())
-                    .max_by_key(|x| x.peak)
-                    .and_then(|x| peak_of(x)),
+                over,
+                highest: gated.iter().filter_map(|x| x.peak()).max_by_key(|p| p.peak),
             })
         }
     };
     let imbalance = match limits.max_imbalance {
         None => None,
         Some(limit) => {
-            let Some(s) = Spread::of(gated.iter().copied()) else {
+            let Some(s) = Spread::of(gated.iter().map(|x| x.row)) else {
                 return Err(GateError::NoRankPeaks);
             };
             let imb = s.imbalance();
@@ -265,16 +312,18 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
     let growth = match limits.max_growth {
         None => None,
         Some(limit) => {
-            let with: Vec<&&RankRow> = gated.iter().filter(|x| x.growth.is_some()).collect();
+            let with: Vec<&&Judged> = gated.iter().filter(|x| x.growth.is_some()).collect();
             if with.is_empty() {
                 return Err(GateError::NoRankSteps);
             }
             let over: Vec<RankGrowth> = with
                 .iter()
                 .filter_map(|x| {
-                    x.growth.filter(|&v| v > limit).map(|g| RankGrowth {
-                        rank: RankRef::of(x),
-                        growth: g,
+                    let (g, d) = x.growth.as_ref().filter(|(v, _)| *v > limit)?;
+                    Some(RankGrowth {
+                        rank: x.rank(),
+                        growth: *g,
+                        device: x.device(d),
                     })
                 })
                 .collect();
@@ -292,7 +341,7 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
     };
     if !doubted.is_empty() {
         unchecked.push(Unchecked::Doubted {
-            ranks: doubted.iter().map(|x| RankRef::of(x)).collect(),
+            ranks: doubted.iter().map(|x| x.rank()).collect(),
         });
     }
     if !r.errors.is_empty() {

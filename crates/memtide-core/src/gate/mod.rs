@@ -1,7 +1,9 @@
 //! The CI gate behind `memtide check`: limits in, a structured verdict out — each limit given,
 //! the figure measured, pass or fail, the evidence (peak and event, window, biggest live
 //! allocations, survivors, the OOM, the ranks over), the doubtful inputs that stopped the gate
-//! or were allowed, and the overall outcome. Renderers (text, Markdown, JSON) sit on top.
+//! or were allowed, and the overall outcome — for one device ([`check_device`]), every device
+//! of a file ([`check_file`]) or a job's ranks ([`check_job`]). Renderers (text, Markdown,
+//! JSON) sit on top.
 //!
 //! ```
 //! use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
@@ -27,6 +29,7 @@
 
 mod device;
 mod evidence;
+mod file;
 mod job;
 #[cfg(test)]
 mod tests;
@@ -35,6 +38,9 @@ pub use device::{check_device, refuse_doubtful, GrowthGate, Limits, OomGate, Pea
 pub use evidence::{
     biggest_live, oom_evidence, peak_evidence, LiveItem, OomEvidence, PeakEvidence, SurvivorItem,
     WindowEvidence,
+};
+pub use file::{
+    check_file, DevicesVerdict, FileVerdict, SkipReason, SkippedDevice, UncheckedDevice,
 };
 pub use job::{
     check_job, ImbalanceGate, JobGrowthGate, JobLimits, JobOomGate, JobPeakGate, JobVerdict,
@@ -50,7 +56,8 @@ pub enum Outcome {
     /// A limit was exceeded, or the run ran out of memory under a peak limit (exit 1).
     Fail,
     /// Nothing failed, but part of the input could not be gated (a job's rank without a
-    /// peak, doubted or unreadable): a pass needs all of it (exit 2).
+    /// peak, doubted or unreadable; a device of a file whose figures were doubted): a pass
+    /// needs all of it (exit 2).
     Incomplete,
 }
 

@@ -322,3 +322,182 @@ fn a_job_with_no_peak_cannot_be_gated() {
     };
     assert_eq!(check_job(&r, &limits), Err(GateError::NoRankPeaks));
 }
+
+/// A device named `name` whose trace holds `lines`.
+fn device(name: &str, lines: &str) -> crate::open::Device {
+    let text = format!("{{\"memtide\":1,\"device\":\"{name}\",\"clock\":\"us\"}}\n{lines}");
+    let mut t = Trace::new(name, "test", "jsonl");
+    let mut dec = JsonlDecoder::new(JsonlOptions::default());
+    dec.feed(&mut t, text.as_bytes()).unwrap();
+    dec.finish(&mut t).unwrap();
+    let i = Index::build(&t);
+    crate::open::Device::new(t, i)
+}
+
+/// 3 MiB on cuda:0, 300 GiB on cuda:1: the first device alone passes 1 GiB.
+fn two_devices() -> Vec<crate::open::Device> {
+    vec![
+        device(
+            "cuda:0",
+            r#"{"t":1,"op":"alloc","id":1,"size":3145728,"cat":"activation"}
+"#,
+        ),
+        device(
+            "cuda:1",
+            r#"{"t":1,"op":"alloc","id":1,"size":322122547200,"cat":"activation"}
+"#,
+        ),
+    ]
+}
+
+#[test]
+fn every_device_with_events_is_gated_and_the_one_over_fails_the_file() {
+    let devs = two_devices();
+    let lim = peak_limit(1 << 30);
+    let FileVerdict::Several(v) = check_file(&devs, &lim).unwrap() else {
+        panic!("two devices with events are gated as several");
+    };
+    assert_eq!(v.outcome, Outcome::Fail);
+    let got: Vec<(&str, Outcome, u64)> = v
+        .devices
+        .iter()
+        .map(|d| (d.device.as_str(), d.outcome, d.peak.as_ref().unwrap().peak))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("cuda:0", Outcome::Pass, 3 << 20),
+            ("cuda:1", Outcome::Fail, 300 << 30)
+        ]
+    );
+    assert!(v.unchecked.is_empty() && v.skipped.is_empty());
+    // Narrowed to the first device, the file passes (what `--device 0` asks for).
+    let one = check_file(&devs[..1], &lim).unwrap();
+    assert!(matches!(&one, FileVerdict::One(v) if v.device == "cuda:0"));
+    assert_eq!(one.outcome(), Outcome::Pass);
+}
+
+#[test]
+fn a_device_that_cannot_be_gated_keeps_the_file_from_passing() {
+    let mut devs = two_devices();
+    devs[1].trace.warn_doubtful("trace is truncated");
+    let v = check_file(&devs, &peak_limit(1 << 50)).unwrap();
+    let FileVerdict::Several(v) = v else {
+        panic!("several");
+    };
+    assert_eq!(v.outcome, Outcome::Incomplete);
+    assert_eq!(v.outcome.exit_code(), 2);
+    assert_eq!(v.devices.len(), 1);
+    assert_eq!(v.unchecked.len(), 1);
+    assert_eq!(v.unchecked[0].device, "cuda:1");
+    assert!(v.unchecked[0].error.contains("trace is truncated"));
+    // A failure elsewhere is still a failure.
+    let v = check_file(&devs, &peak_limit(1 << 20)).unwrap();
+    assert_eq!(v.outcome(), Outcome::Fail);
+    // Allowed, both are gated.
+    let lim = Limits {
+        allow_warnings: true,
+        ..peak_limit(1 << 50)
+    };
+    assert_eq!(check_file(&devs, &lim).unwrap().outcome(), Outcome::Pass);
+    // When no device can be gated, the first reason is the error.
+    devs[0].trace.warn_doubtful("trace is truncated");
+    let e = check_file(&devs, &peak_limit(1 << 50)).unwrap_err();
+    assert!(matches!(e, GateError::Doubtful { ref device, .. } if device == "cuda:0"));
+}
+
+#[test]
+fn devices_without_events_or_memory_are_skipped_not_gated() {
+    let mut devs = two_devices();
+    devs.push(device("cuda:2", ""));
+    devs.push(device(
+        "cpu",
+        r#"{"t":1,"op":"alloc","id":1,"size":0,"cat":"activation"}
+"#,
+    ));
+    let FileVerdict::Several(v) = check_file(&devs, &peak_limit(1 << 50)).unwrap() else {
+        panic!("several");
+    };
+    assert_eq!(v.outcome, Outcome::Pass);
+    let skipped: Vec<(&str, SkipReason)> = v
+        .skipped
+        .iter()
+        .map(|s| (s.device.as_str(), s.reason))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("cuda:2", SkipReason::NoEvents),
+            ("cpu", SkipReason::HoldsNoMemory)
+        ]
+    );
+    // A file whose only device with events holds nothing is refused, as before.
+    assert!(matches!(
+        check_file(&devs[2..], &peak_limit(1)),
+        Err(GateError::NothingToGate { .. })
+    ));
+    assert_eq!(
+        check_file(&devs[2..3], &peak_limit(1)),
+        Err(GateError::NoEvents)
+    );
+}
+
+#[test]
+fn a_rank_file_of_several_devices_is_gated_on_each() {
+    let mut r0 = row(0, Some(3 << 20), None, false);
+    r0.devices = vec![
+        crate::ranks::DeviceFigures {
+            device: "cuda:0".into(),
+            peak: Some(3 << 20),
+            ..Default::default()
+        },
+        crate::ranks::DeviceFigures {
+            device: "cuda:1".into(),
+            peak: Some(300 << 30),
+            ooms: 2,
+            growth: Some(0.5),
+            ..Default::default()
+        },
+    ];
+    let r = Ranks {
+        rows: vec![r0.clone(), row(1, Some(1 << 20), Some(0.0), false)],
+        ..Ranks::default()
+    };
+    let limits = JobLimits {
+        max_peak: Some(Bytes(1 << 30)),
+        max_growth: Some(0.1),
+        ..JobLimits::default()
+    };
+    let v = check_job(&r, &limits).unwrap();
+    assert_eq!(v.outcome, Outcome::Fail);
+    let p = v.peak.unwrap();
+    assert_eq!(p.over.len(), 1);
+    assert_eq!(
+        (
+            p.over[0].rank.rank,
+            p.over[0].peak,
+            p.over[0].device.as_deref()
+        ),
+        (0, 300 << 30, Some("cuda:1"))
+    );
+    assert_eq!(v.oom.unwrap().ranks[0].ooms, 2);
+    let g = v.growth.unwrap();
+    assert_eq!(g.over.len(), 1);
+    assert_eq!(g.over[0].device.as_deref(), Some("cuda:1"));
+    // A doubt on any device of the rank's file holds the rank back.
+    r0.devices[1].doubtful = vec!["trace is truncated".into()];
+    let r = Ranks {
+        rows: vec![r0, row(1, Some(1 << 20), None, false)],
+        ..Ranks::default()
+    };
+    let v = check_job(&r, &peak_limit_job(1 << 40)).unwrap();
+    assert_eq!(v.outcome, Outcome::Incomplete);
+    assert_eq!(v.ranks_checked, 1);
+}
+
+fn peak_limit_job(b: u64) -> JobLimits {
+    JobLimits {
+        max_peak: Some(Bytes(b)),
+        ..JobLimits::default()
+    }
+}

@@ -283,7 +283,7 @@ pub struct RankSummary {
 
 /// The `summary FILE --json` object of an opened file (with `opts`' device, window and
 /// frame rules; its capacity was applied when it was opened) as the row reads it (without
-/// `per_device` and `steps`, which it does not read), the whole document as `summary --json`
+/// `steps`, which it does not read), the whole document as `summary --json`
 /// writes it when `opts.keep_summary` (compact), and the sparkline of the shown device's
 /// total timeline. The trace is dropped on return.
 pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, String> {
@@ -341,7 +341,10 @@ pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, S
     } else {
         None
     };
-    doc.per_device = None;
+    // The row reads each device's gated figures from `per_device`, not their steps.
+    for d in doc.per_device.iter_mut().flatten() {
+        d.steps = StepsJson(&[]);
+    }
     doc.main.steps = StepsJson(&[]);
     let value = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
     Ok(RankSummary {

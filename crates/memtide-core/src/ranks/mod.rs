@@ -16,7 +16,7 @@ pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
 pub use load::{
     default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
 };
-pub use row::{row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
+pub use row::{row_from_summary, sparkline, DeviceFigures, KeptSummary, RankRow, RankSource};
 pub use skipped::SkipGroup;
 
 use std::path::PathBuf;

@@ -63,6 +63,9 @@ pub struct RankRow {
     /// The total timeline downsampled (the maximum of each bucket); empty for a row read
     /// from a summary file, which carries no timeline.
     pub sparkline: Vec<u64>,
+    /// Every device of the rank's file that has events, when it has several (empty: the
+    /// row's own figures are its only device): what `check` gates.
+    pub devices: Vec<DeviceFigures>,
     /// The rank's `summary --json` object, when the caller asked to keep it, as compact JSON
     /// text: the text `summary FILE --json` prints (or the summary file's own), a tenth of the
     /// memory a parsed value takes, and written out as it is (never parsed back, so its
@@ -70,7 +73,35 @@ pub struct RankRow {
     pub summary: Option<KeptSummary>,
 }
 
+/// What the gate judges of one device of a rank's file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceFigures {
+    pub device: String,
+    /// The peak (None: no events).
+    pub peak: Option<u64>,
+    pub ooms: usize,
+    /// Step baseline growth after warm-up (a fraction), when the device has steps.
+    pub growth: Option<f64>,
+    /// Warnings that say the figures may be wrong.
+    pub doubtful: Vec<String>,
+}
+
 impl RankRow {
+    /// The devices the gate judges: each device of the file with events, or the row's own
+    /// figures when the file has one.
+    pub fn gated_devices(&self) -> Vec<DeviceFigures> {
+        if !self.devices.is_empty() {
+            return self.devices.clone();
+        }
+        vec![DeviceFigures {
+            device: self.device.clone(),
+            peak: self.peak,
+            ooms: self.ooms,
+            growth: self.growth,
+            doubtful: self.doubtful.clone(),
+        }]
+    }
+
     /// The file name (no directory).
     pub fn file_name(&self) -> String {
         self.file.file_name().map_or_else(
@@ -123,22 +154,23 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
     let u = |v: &Value| v.as_u64();
     let s = |v: &Value| v.as_str().map(str::to_string);
     let peak = &v["peak"];
-    // What `check` gates on is read strictly: a value there that is not what it should be is
-    // an error naming it, never a row that silently has no peak (and passes every gate).
-    let peak_bytes = gated_u64(&peak["bytes"], "peak.bytes", "whole bytes")?;
-    let growth = match &v["trend"]["growth"] {
-        Value::Null => None,
-        g => Some(g.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
-            format!(
-                "trend.growth is {}: expected a number (the step baseline growth as a fraction) or null",
-                shown(g)
-            )
-        })?),
-    };
-    let ooms = match &v["ooms"] {
-        Value::Null => 0,
-        Value::Array(a) => a.len(),
-        o => return Err(format!("ooms is {}: expected a list", shown(o))),
+    let figures = device_figures(v)?;
+    // Each device of a file of several (`per_device`, present when none was picked) is gated
+    // too: the device that ran out of memory need not be the one shown.
+    let devices = match &v["per_device"] {
+        Value::Null => Vec::new(),
+        Value::Array(a) => {
+            let mut devices = Vec::new();
+            for (i, d) in a.iter().enumerate() {
+                let events = gated_u64(&d["events"], "events", "a count")
+                    .map_err(|e| format!("per_device[{i}]: {e}"))?;
+                if events.is_some_and(|n| n > 0) {
+                    devices.push(device_figures(d).map_err(|e| format!("per_device[{i}]: {e}"))?);
+                }
+            }
+            devices
+        }
+        o => return Err(format!("per_device is {}: expected a list", shown(o))),
     };
     let peak_index = u(&peak["index"]);
     let in_window = |kind: &str| -> Option<String> {
@@ -155,7 +187,7 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
         device: s(&v["device"]).unwrap_or_default(),
         world_size: u(&v["distributed"]["world_size"]),
         events: u(&v["events"]).unwrap_or(0),
-        peak: peak_bytes,
+        peak: figures.peak,
         peak_index,
         peak_time_us: peak["time_us"].as_f64(),
         peak_step: in_window("step"),
@@ -164,13 +196,49 @@ pub fn row_from_summary(v: &Value) -> Result<RankRow, String> {
         activation: u(&peak["bands"]["activation"]),
         reserved_peak: u(&v["reserved_peak"]),
         capacity: u(&v["capacity"]),
+        ooms: figures.ooms,
+        growth: figures.growth,
+        doubtful: figures.doubtful,
+        devices: if devices.len() > 1 {
+            devices
+        } else {
+            Vec::new()
+        },
+        ..RankRow::default()
+    })
+}
+
+/// The figures the gate judges in one device's `summary --json` object, read strictly: a value
+/// there that is not what it should be is an error naming it, never a device that silently
+/// has no peak (and passes every gate).
+fn device_figures(v: &Value) -> Result<DeviceFigures, String> {
+    let growth = match &v["trend"]["growth"] {
+        Value::Null => None,
+        g => Some(g.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+            format!(
+                "trend.growth is {}: expected a number (the step baseline growth as a fraction) or null",
+                shown(g)
+            )
+        })?),
+    };
+    let ooms = match &v["ooms"] {
+        Value::Null => 0,
+        Value::Array(a) => a.len(),
+        o => return Err(format!("ooms is {}: expected a list", shown(o))),
+    };
+    Ok(DeviceFigures {
+        device: v["device"].as_str().unwrap_or_default().to_string(),
+        peak: gated_u64(&v["peak"]["bytes"], "peak.bytes", "whole bytes")?,
         ooms,
         growth,
         doubtful: v["doubtful_warnings"]
             .as_array()
-            .map(|a| a.iter().filter_map(s).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|w| w.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default(),
-        ..RankRow::default()
     })
 }
 
