@@ -34,6 +34,7 @@ mod right_answers;
 mod shell;
 mod snapshot;
 mod snapshot_rows_freed;
+mod special_files;
 mod summary_schema;
 mod threaded;
 mod whatif;

@@ -38,3 +38,51 @@ fn e_exports_the_view_next_to_the_trace() {
     let n = std::fs::read_dir(dir.path()).expect("dir").count();
     assert_eq!(n, 3, "the trace and two pictures");
 }
+
+/// Issue 47 item 6: an export at the name of an input read through `--oom-message` is
+/// refused, and the input is left as it was (the explorer's inputs are the door's
+/// `OpenOptions::side_files`, `--nsys` among them: tested in the core).
+#[test]
+fn e_never_overwrites_a_side_file_at_the_export_s_name() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("run.jsonl");
+    std::fs::copy(root.join("sample-traces/train-3steps.jsonl"), &trace).expect("copy");
+    // The name the export takes, learnt from a first export in another directory.
+    let name = {
+        let other = tempfile::tempdir().expect("tempdir");
+        let t = other.path().join("run.jsonl");
+        std::fs::copy(&trace, &t).expect("copy");
+        Harness::open(&t, 100, 30).press("e");
+        std::fs::read_dir(other.path())
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .find(|n| n.to_string_lossy().ends_with(".svg"))
+            .expect("an export")
+    };
+    let message = root.join("tests/fixtures/oom/cuda_oom_message.txt");
+    {
+        let at = dir.path().join(&name);
+        std::fs::copy(&message, &at).expect("copy the side file");
+        let before = std::fs::read(&at).expect("read");
+        let opts = memtide_core::open::OpenOptions {
+            oom_message: Some(memtide_core::open::read_oom_message(&at).expect("message")),
+            ..Default::default()
+        };
+        let app = memtide::tui::app::App::new(
+            trace.clone(),
+            opts,
+            memtide::tui::theme::Theme::default(),
+            false,
+        );
+        let mut h = Harness::with_app(app, 100, 30);
+        h.press("e");
+        assert_eq!(std::fs::read(&at).expect("read"), before, "overwritten");
+        assert!(
+            h.screen().contains("export failed") && h.screen().contains("is the input"),
+            "{}",
+            h.screen()
+        );
+    }
+}

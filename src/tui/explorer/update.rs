@@ -830,12 +830,11 @@ fn click(sh: &mut Shared, ex: &mut ExplorerState, col: u16, row: u16) -> Vec<Eff
 /// `e`: the visible event range drawn as SVG, to be written next to the trace file as
 /// `NAME.view-LO-HI.svg` (the runtime writes it and says where).
 /// Every file the explorer read for this trace: the trace, its side files (device log,
-/// categories, rules) and the theme TOML; an export never overwrites one.
+/// Nsight export, categories, rules, OOM message) and the theme TOML; an export never
+/// overwrites one.
 fn export_inputs(ex: &ExplorerState, theme: &crate::tui::theme::Theme) -> Vec<std::path::PathBuf> {
     let mut v = vec![ex.path.clone()];
-    v.extend(ex.opts.read.device_log.as_ref().map(|d| d.path.clone()));
-    v.extend(ex.opts.read.categories.clone());
-    v.extend(ex.opts.read.rules.clone());
+    v.extend(ex.opts.side_files().into_iter().map(|p| p.to_path_buf()));
     v.extend(theme.file.clone());
     v
 }

@@ -67,6 +67,26 @@ impl From<LoadOptions> for OpenOptions {
 pub struct OomMessageFile {
     pub message: OomMessage,
     pub name: String,
+    /// The file read.
+    pub path: std::path::PathBuf,
+}
+
+impl OpenOptions {
+    /// Every side file these options read (`--device-log`, `--nsys`, `--categories`,
+    /// `--rules`, `--oom-message`): inputs like the trace, which no output may overwrite.
+    pub fn side_files(&self) -> Vec<&Path> {
+        let r = &self.read;
+        [
+            r.device_log.as_ref().map(|d| d.path.as_path()),
+            r.nsys.as_deref(),
+            r.categories.as_deref(),
+            r.rules.as_deref(),
+            self.oom_message.as_ref().map(|m| m.path.as_path()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// A file opened: its format and devices, ready to analyse.
@@ -204,19 +224,23 @@ pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
         name: name.clone(),
         reason,
     };
-    let len = std::fs::metadata(path)
-        .map_err(|e| fail(format!("cannot read it: {e}")))?
-        .len();
-    if len > OOM_MESSAGE_MAX {
-        return Err(fail(format!(
-            "{len} bytes, more than the {} MiB read: paste PyTorch's message into a file of its own",
-            OOM_MESSAGE_MAX >> 20
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    // A regular file only (a FIFO or `/dev/zero` is refused at once), its size checked on
+    // what is read (a file still growing stops at the limit).
+    let bytes =
+        crate::formats::limit::read_file(path, OOM_MESSAGE_MAX, "an out-of-memory message file")
+            .map_err(|e| match crate::formats::limit::too_large(&e) {
+                Some(_) => fail(format!(
+                    "{e}: paste PyTorch's message into a file of its own"
+                )),
+                None => fail(format!("cannot read it: {e}")),
+            })?;
     let message =
         oom_message::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| fail(e.to_string()))?;
-    Ok(OomMessageFile { message, name })
+    Ok(OomMessageFile {
+        message,
+        name,
+        path: path.to_path_buf(),
+    })
 }
 
 /// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
@@ -349,5 +373,64 @@ fn attach(devices: &mut [Device], m: Model) {
         .find(|d| d.allocator.is_none() && d.name() == m.history().device)
     {
         d.attach_model(m);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::formats::device_log::DeviceLogOptions;
+
+    #[test]
+    fn every_side_file_read_is_an_input_no_output_may_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = dir.path().join("oom.txt");
+        std::fs::write(
+            &msg,
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 16.00 GiB of which 510.00 MiB is free. Including non-PyTorch memory, this process has 15.50 GiB memory in use. Of the allocated memory 14.75 GiB is allocated by PyTorch, and 260.00 MiB is reserved by PyTorch but unallocated.",
+        )
+        .unwrap();
+        let opts = OpenOptions {
+            read: LoadOptions {
+                device_log: Some(DeviceLogOptions {
+                    path: "gpu.csv".into(),
+                    ..Default::default()
+                }),
+                nsys: Some("run.sqlite".into()),
+                categories: Some("cats.json".into()),
+                rules: Some("rules.toml".into()),
+                ..Default::default()
+            },
+            oom_message: Some(read_oom_message(&msg).unwrap()),
+            ..Default::default()
+        };
+        let got: Vec<&Path> = opts.side_files();
+        let want: Vec<&Path> = vec![
+            Path::new("gpu.csv"),
+            Path::new("run.sqlite"),
+            Path::new("cats.json"),
+            Path::new("rules.toml"),
+            msg.as_path(),
+        ];
+        assert_eq!(got, want);
+        assert!(OpenOptions::default().side_files().is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_oom_message_that_is_not_a_regular_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            // Opening a FIFO with no writer would block forever: it is refused first.
+            let e = read_oom_message(&fifo).unwrap_err().to_string();
+            assert!(e.contains("a FIFO (named pipe), not a regular file"), "{e}");
+        }
+        let e = read_oom_message(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a character device, not a regular file"), "{e}");
     }
 }

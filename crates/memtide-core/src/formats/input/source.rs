@@ -150,26 +150,51 @@ const PLAIN_READ_AHEAD_FROM: u64 = 128 << 20;
 
 /// Opens `path` for reading if it is a regular file (symlinks followed). A FIFO, socket,
 /// device or directory is refused before it is opened, so a pipe with no writer (or
-/// `/dev/zero`, `/proc/kmsg`) cannot hang or flood a load: the error says what it is.
+/// `/dev/zero`, `/proc/kmsg`) cannot hang or flood a load: the error says what it is. The
+/// open itself never blocks (`O_NONBLOCK`: a FIFO put in the file's place between the check
+/// and the open is opened without waiting for a writer), and the handle is checked again:
+/// what is read is the regular file checked. Every file memtide reads — traces, `--nsys`,
+/// `--oom-message`, rules, themes, device logs, sidecars — is opened here.
 pub fn open_regular(path: &Path) -> io::Result<File> {
     let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{} is {}, not a regular file: memtide reads trace files (save a stream to a file first; .gz is read directly)",
-                path.display(),
-                file_kind(&meta)
-            ),
-        ));
-    }
+    refuse_special(path, &meta)?;
     if meta.len() == 0 && is_kernel_fs(path) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is a kernel interface file, not a trace", path.display()),
         ));
     }
-    File::open(path)
+    let file = open_nonblocking(path)?;
+    refuse_special(path, &file.metadata()?)?;
+    Ok(file)
+}
+
+/// Refuses what is not a regular file, saying what it is.
+fn refuse_special(path: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {}, not a regular file: memtide reads trace files (save a stream to a file first; .gz is read directly)",
+            path.display(),
+            file_kind(meta)
+        ),
+    ))
+}
+
+/// Opens for reading without waiting on a FIFO's writer (reads of a regular file ignore the
+/// flag).
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK);
+    }
+    o.open(path)
 }
 
 /// What kind of file system object `meta` describes, for an error message.
@@ -327,5 +352,25 @@ mod cancel_tests {
         let other = io::Error::new(io::ErrorKind::Interrupted, "cancelled");
         assert!(!is_cancel(&other));
         assert!(is_cancel(&cancelled_io()));
+    }
+
+    /// A FIFO put in a checked file's place is opened without waiting for a writer (the
+    /// open would block forever otherwise), and the handle is refused as what it is.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_opened_without_blocking_and_refused_by_its_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here: the nonblocking open cannot be shown
+        }
+        let f = open_nonblocking(&fifo).unwrap();
+        let e = refuse_special(&fifo, &f.metadata().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("a FIFO (named pipe)"), "{e}");
+        let e = open_regular(&fifo).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = open_regular(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
     }
 }
