@@ -12,7 +12,10 @@ fn main() -> ExitCode {
     alloc_guard::return_large_frees_to_the_system();
     abort_restore::install();
     if let Err(e) = memtide_core::budget::init_from_env() {
-        eprintln!("memtide: error: {e}");
+        eprintln!(
+            "memtide: error: {}",
+            memtide::safe_text::one_line(&e.to_string())
+        );
         return ExitCode::from(memtide::cli::EXIT_ERROR);
     }
     match memtide::Cli::try_parse() {

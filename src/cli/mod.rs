@@ -434,11 +434,13 @@ macro_rules! out_json {
     };
 }
 
-/// `eprintln!` for messages that may quote trace content or paths: control characters escaped.
+/// `eprintln!` for a message that may quote trace content or paths: one line, whatever it
+/// quotes — control characters escaped, and a newline inside a file name or a name from the
+/// file too (`\n`), so no input can forge a line of a CI log (`ok: …`).
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::safe_text::terminal_safe(&format!($($arg)*)))
+        eprintln!("{}", $crate::safe_text::one_line(&format!($($arg)*)))
     };
 }
 

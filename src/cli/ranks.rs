@@ -123,26 +123,32 @@ pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
         crate::outln!("{}", render_text(&r, &title).trim_end());
     }
     if r.rows.is_empty() {
-        crate::errln!("memtide: error: {}", nothing_readable(&r, &title));
+        // Its lines one by one: a newline inside a file name stays escaped.
+        for (i, line) in nothing_readable(&r, &title).iter().enumerate() {
+            match i {
+                0 => crate::errln!("memtide: error: {line}"),
+                _ => crate::errln!("  {line}"),
+            }
+        }
         return Ok(ExitCode::from(EXIT_ERROR));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The error when no file of the job could be read, naming the first unreadable ones.
-fn nothing_readable(r: &Ranks, title: &str) -> String {
-    let mut s = format!(
+fn nothing_readable(r: &Ranks, title: &str) -> Vec<String> {
+    let mut v = vec![format!(
         "no readable rank file in {title} ({} unreadable, {} skipped)",
         r.errors.len(),
         r.skipped.len()
-    );
+    )];
     for f in r.errors.iter().take(3) {
-        s += &format!("\n  {}: {}", f.path.display(), f.error);
+        v.push(format!("{}: {}", f.path.display(), f.error));
     }
     if r.errors.len() > 3 {
-        s += &format!("\n  … and {} more", r.errors.len() - 3);
+        v.push(format!("… and {} more", r.errors.len() - 3));
     }
-    s
+    v
 }
 
 /// What the job is called in headings: the directory, or `N files`.
@@ -526,7 +532,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
                 crate::safe_text::one_line(&e.error.to_string())
             );
         }
-        bail!("{}", nothing_readable(&r, &title));
+        bail!("{}", nothing_readable(&r, &title).join("; "));
     }
     let limits = JobLimits {
         max_peak: limit,

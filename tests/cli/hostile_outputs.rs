@@ -670,3 +670,52 @@ fn one_rank_over_the_memory_budget_fails_alone_with_its_own_name() {
     );
     assert!(err.is_empty(), "{err}");
 }
+
+/// Issue 47 item 10: a newline in a file name never reaches a log raw: not in an error, not
+/// in a note, not in a job's lines — no input can forge an `ok:` line of a CI log.
+#[test]
+fn a_newline_in_a_file_name_is_escaped_in_every_message() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let forged = "a\nok: peak 1 B is within --max-peak 1 GiB\nx.jsonl";
+    let f = dir.path().join(forged);
+    std::fs::copy(sample("train-3steps.jsonl"), &f).expect("copy");
+    let missing = dir.path().join(format!("{forged}.missing"));
+    let runs: Vec<Vec<std::ffi::OsString>> = vec![
+        vec![
+            "check".into(),
+            f.clone().into(),
+            "--max-peak".into(),
+            "1MiB".into(),
+        ],
+        vec![
+            "check".into(),
+            missing.clone().into(),
+            "--max-peak".into(),
+            "1GiB".into(),
+        ],
+        vec![
+            "check".into(),
+            dir.path().into(),
+            "--max-peak".into(),
+            "1GiB".into(),
+        ],
+        vec!["summary".into(), f.clone().into()],
+        vec!["summary".into(), missing.into()],
+        vec![
+            "summary".into(),
+            f.clone().into(),
+            "--rules".into(),
+            f.clone().into(),
+        ],
+    ];
+    for args in runs {
+        let out = memtide().args(&args).output().expect("run");
+        for (what, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(text);
+            assert!(
+                !text.lines().any(|l| l.starts_with("ok: peak 1 B")),
+                "{args:?}: a forged line on {what}: {text}"
+            );
+        }
+    }
+}

@@ -490,7 +490,11 @@ fn check_report_of_an_oom_explains_the_failure() {
         String::from_utf8_lossy(&o.stderr)
     );
     let md = std::fs::read_to_string(&report).expect("report written");
-    assert!(md.contains("FAIL: out of memory at event #29"), "{md}");
+    // `#&#8203;29`: an event number, never a link to issue 29 in a CI comment.
+    assert!(
+        md.contains("FAIL: out of memory at event #&#8203;29"),
+        "{md}"
+    );
     assert!(md.contains("verdict **fragmentation**"), "{md}");
     let t = figure_table(&md, "verdict");
     assert_eq!(t["largest free"], "512.0 MiB");

@@ -13,7 +13,10 @@ pub fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
         crate::alloc_guard::return_large_frees_to_the_system();
         crate::abort_restore::install();
         if let Err(e) = memtide_core::budget::init_from_env() {
-            eprintln!("memtide: error: {e}");
+            eprintln!(
+                "memtide: error: {}",
+                memtide::safe_text::one_line(&e.to_string())
+            );
             return memtide::cli::EXIT_ERROR;
         }
         let code = match memtide::Cli::try_parse_from(argv) {

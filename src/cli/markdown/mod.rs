@@ -18,13 +18,17 @@ use std::fmt::Write as _;
 
 /// Trace text made safe inside a Markdown table cell or line: shortened to
 /// [`memtide_core::clip::TEXT_CAP`] bytes (a longer text ends in `… (N bytes)`), control
-/// characters escaped, newlines flattened, and the characters Markdown or HTML would act on
-/// escaped.
+/// characters escaped, newlines flattened, the characters Markdown or HTML would act on
+/// escaped, and what a CI comment would turn into a notification or a link broken with a
+/// zero-width space (`&#8203;`, as dependency bots write it): an `@mention`, an issue
+/// reference `#123` (`owner/repo#123` too) and `GH-123`.
 pub fn cell(s: &str) -> String {
     let short = memtide_core::clip::clip(s);
     let s = terminal_safe(&short);
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
             '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '~' => {
@@ -34,10 +38,28 @@ pub fn cell(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            '@' if next.is_some_and(|n| n.is_alphanumeric()) => out.push_str("@&#8203;"),
+            '#' if next.is_some_and(|n| n.is_ascii_digit()) && is_reference(&out) => {
+                out.push_str("#&#8203;")
+            }
+            '-' if next.is_some_and(|n| n.is_ascii_digit())
+                && out
+                    .get(out.len().saturating_sub(2)..)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("gh")) =>
+            {
+                out.push_str("&#8203;-")
+            }
             _ => out.push(c),
         }
     }
     out
+}
+
+/// Whether a `#` after `before` starts an issue reference as GitHub reads one: at the start
+/// of a word (`see #12`, `(#12)`) or after `owner/repo`; not inside a word (`ProfilerStep#2`).
+fn is_reference(before: &str) -> bool {
+    let word = before.rsplit(char::is_whitespace).next().unwrap_or("");
+    word.contains('/') || !word.chars().last().is_some_and(char::is_alphanumeric)
 }
 
 fn size(n: u64) -> String {
@@ -353,5 +375,19 @@ mod tests {
         assert_eq!(cell("x\ny"), "x y");
         assert_eq!(cell("\u{1b}]0;t\u{7}"), "\\\\x1b\\]0;t\\\\x07");
         assert_eq!(cell("layers.0.weight"), "layers.0.weight");
+    }
+
+    #[test]
+    fn mentions_and_references_never_reach_a_ci_comment() {
+        // GitHub turns these into notifications and links; the zero-width space stops it.
+        assert_eq!(cell("@team please"), "@&#8203;team please");
+        assert_eq!(cell("see #123"), "see #&#8203;123");
+        assert_eq!(cell("org/repo#7"), "org/repo#&#8203;7");
+        assert_eq!(cell("GH-42 and gh-1"), "GH&#8203;-42 and gh&#8203;-1");
+        // What is neither is left alone.
+        assert_eq!(cell("(#5)"), "(#&#8203;5)");
+        assert_eq!(cell("a@ b # c x-1 #x"), "a@ b # c x-1 #x");
+        assert_eq!(cell("ProfilerStep#2"), "ProfilerStep#2");
+        assert_eq!(cell("user@"), "user@");
     }
 }
