@@ -1,8 +1,10 @@
 //! `memtide.check`, `memtide.diff`, `memtide.whatif`: the commands' own code (the core's gate
 //! with `check`'s lines and JSON, `diff::compare` + `diff::json`, `whatif::replay` +
-//! `whatif::json`), run with the GIL released; the answers as the commands print them.
+//! `whatif::json`), each run as a [`crate::call`] (a worker thread, the memory budget,
+//! Ctrl-C raising at once); the answers as the commands print them.
 
-use crate::open::{open, Options};
+use crate::call::{budget_of, run};
+use crate::open::{open, OpenFail, Options};
 use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
 use memtide_core::formats::Progress;
 use memtide_core::gate::{self, Limits};
@@ -64,7 +66,7 @@ pub fn judge(
 /// `memtide check PATH …`: opens the file (the one door, as `check` reads it) and judges it.
 #[pyfunction]
 #[pyo3(signature = (path, *, max_peak=None, max_growth=None, window=None, capacity=None,
-    device=None, allow_warnings=false, lenient=false))]
+    device=None, allow_warnings=false, lenient=false, max_memory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
@@ -76,6 +78,7 @@ pub fn check(
     device: Option<String>,
     allow_warnings: bool,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<(u8, Vec<String>, String)> {
     let lim = limits(
         max_peak.as_deref(),
@@ -99,29 +102,31 @@ pub fn check(
         capacity,
         whole_histories: false,
     };
-    let opened = py
-        .detach(|| open(&path, &options, &Progress::new()))
-        .map_err(|e| crate::errors::open_error(py, &path, &e))?;
-    let Some(t) = opened.devices.get(opened.primary) else {
-        return Err(crate::errors::other_error(
-            py,
-            Some(&path),
-            &anyhow::anyhow!("no trace to check"),
-        ));
-    };
-    py.detach(|| judge(t, &path, &lim))
-        .map_err(|e| crate::errors::other_error(py, Some(&path), &e))
+    let budget = budget_of(max_memory.as_deref())?;
+    let progress = Progress::new();
+    let (p, file) = (progress.clone(), path.clone());
+    let done = run(py, "memtide-check", budget, progress, move || {
+        let opened = open(&file, &options, &p)?;
+        let Some(t) = opened.devices.get(opened.primary) else {
+            return Err(OpenFail::Other(anyhow::anyhow!("no trace to check")));
+        };
+        judge(t, &file, &lim).map_err(OpenFail::Other)
+    })?;
+    crate::errors::settle(py, Some(&path), done, |e| {
+        crate::errors::open_error(py, &path, e)
+    })
 }
 
 /// `memtide diff A B --json`: the document, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, device=None, lenient=false))]
+#[pyo3(signature = (a, b, *, device=None, lenient=false, max_memory=None))]
 pub fn diff(
     py: Python<'_>,
     a: PathBuf,
     b: PathBuf,
     device: Option<String>,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<String> {
     let args = DiffArgs {
         a,
@@ -131,16 +136,18 @@ pub fn diff(
         require_parity: false,
         input: input(device, lenient),
     };
-    let made = py.detach(|| -> anyhow::Result<String> {
+    let budget = budget_of(max_memory.as_deref())?;
+    let done = run(py, "memtide-diff", budget, Progress::new(), move || {
         let c = memtide::cli::diff::compare(&args)?;
         Ok(serde_json::to_string(&memtide::cli::diff::json(&args, &c))?)
-    });
-    made.map_err(|e| crate::errors::other_error(py, None, &e))
+    })?;
+    crate::errors::settle_any(py, None, done)
 }
 
 /// `memtide whatif PATH --alloc-conf …  --json`: the document, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, *, alloc_conf=Vec::new(), capacity=None, device=None, lenient=false))]
+#[pyo3(signature = (path, *, alloc_conf=Vec::new(), capacity=None, device=None, lenient=false,
+    max_memory=None))]
 pub fn whatif(
     py: Python<'_>,
     path: PathBuf,
@@ -148,6 +155,7 @@ pub fn whatif(
     capacity: Option<String>,
     device: Option<String>,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<String> {
     let a = WhatifArgs {
         file: path.clone(),
@@ -156,9 +164,10 @@ pub fn whatif(
         json: true,
         input: input(device, lenient),
     };
-    let made = py.detach(|| -> anyhow::Result<String> {
+    let budget = budget_of(max_memory.as_deref())?;
+    let done = run(py, "memtide-whatif", budget, Progress::new(), move || {
         let (w, _) = memtide::cli::whatif::replay(&a)?;
         Ok(serde_json::to_string(&memtide::cli::whatif::json(&a, &w)?)?)
-    });
-    made.map_err(|e| crate::errors::other_error(py, Some(&path), &e))
+    })?;
+    crate::errors::settle_any(py, Some(&path), done)
 }
