@@ -393,6 +393,34 @@ mod tests {
     }
 
     #[test]
+    fn library_mode_never_exits_and_counts_refusals() {
+        // The test binary has the system allocator: these calls are the guard's, by hand.
+        library_mode(true);
+        let before = refusals();
+        // A system refusal outside `try_grow` returns (the allocator gives null) instead of
+        // exiting the process, which would end this test binary.
+        refused(1 << 40, false);
+        assert_eq!(refusals(), before + 1);
+        // A refusal by the budget is let through, however far over, and noted in a scope.
+        let (through, why) = recoverable(|| overdraw(usize::MAX / 4));
+        assert!(through);
+        assert!(why.is_some_and(|w| w.contains("exceeds the memory budget")));
+        assert_eq!(refusals(), before + 2);
+        LIVE.fetch_sub((usize::MAX / 4) as i64, Ordering::Relaxed);
+        library_mode(false);
+    }
+
+    #[test]
+    fn the_out_of_memory_context_is_kept_short() {
+        set_context(&"é".repeat(1000));
+        THREAD_CONTEXT.with(|c| {
+            let c = c.borrow();
+            assert!(c.1 <= CONTEXT_MAX && c.1 > CONTEXT_MAX - 2);
+            assert!(std::str::from_utf8(&c.0[..c.1]).is_ok());
+        });
+    }
+
+    #[test]
     fn try_grow_reports_instead_of_aborting() {
         let mut v: Vec<u64> = Vec::new();
         let e = try_grow(&mut v, usize::MAX / 4, "rows").expect_err("cannot fit");

@@ -221,3 +221,19 @@ pub fn wait<R: Send + 'static>(py: Python<'_>, work: &mut Work<R>) -> PyResult<D
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_the_variable_and_the_cli_write_them() {
+        assert_eq!(parse("512M"), Some(512 << 20));
+        assert_eq!(parse("4G"), Some(4 << 30));
+        assert_eq!(parse("1000000"), Some(1_000_000));
+        assert_eq!(parse("4GiB"), Some(4 << 30));
+        assert_eq!(parse("64 KiB"), Some(64 << 10));
+        assert_eq!(parse("lots"), None);
+        assert_eq!(parse("-1"), None);
+    }
+}

@@ -133,8 +133,9 @@ pub fn out_of_memory(
         Short::Budget(b) => (
             Some(b.bytes),
             format!(
-                "out of memory: the call needed more than its memory budget of {} B ({}); the answer is dropped",
-                b.bytes, b.source
+                "out of memory: the memory budget of {} B ({}) is exceeded",
+                memtide_core::trace::units::grouped(b.bytes),
+                b.source
             ),
         ),
         Short::System => (

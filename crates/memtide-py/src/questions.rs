@@ -138,3 +138,33 @@ pub fn svg(t: &Device, name: &str, width: u32, height: u32) -> Result<String> {
         height,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::open::{open, Options};
+    use memtide_core::formats::Progress;
+
+    #[test]
+    fn a_timeline_has_no_more_columns_than_events() {
+        let path = std::env::temp_dir().join(format!("memtide-py-tl-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n\
+             {\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":100}\n\
+             {\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":50}\n\
+             {\"t\":3,\"op\":\"free\",\"id\":1}\n",
+        )
+        .expect("write");
+        let opened = open(&path, &Options::default(), &Progress::new()).expect("open");
+        let _ = std::fs::remove_file(&path);
+        let t = &opened.devices[opened.primary];
+        let v: Value =
+            serde_json::from_str(&timeline(t, MAX_POINTS).expect("timeline")).expect("json");
+        let total: Vec<u64> = serde_json::from_value(v["total"].clone()).expect("totals");
+        assert!(!total.is_empty() && total.len() <= 3, "{total:?}");
+        assert_eq!(total.iter().max(), Some(&150), "the peak is a column");
+        assert!(timeline(t, MAX_POINTS + 1).is_err());
+        assert!(timeline(t, 0).is_err());
+    }
+}

@@ -246,3 +246,62 @@ pub fn to_python<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyDict>>
     out.set_item("rows", rows)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::open::{open, Options};
+    use memtide_core::clip::TEXT_CAP;
+    use memtide_core::formats::Progress;
+
+    /// A JSONL file in the temp dir: `n` live allocations of 1…n bytes on one 1,000-frame
+    /// stack, each named by a 1 MiB name.
+    fn hostile(n: usize) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("memtide-py-rows-{}.jsonl", std::process::id()));
+        let stack: Vec<String> = (0..1000).map(|i| format!("m{i}.py:{i} f{i}")).collect();
+        let name = "n".repeat(1 << 20);
+        let mut text = String::from("{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n");
+        for i in 1..=n {
+            let row = serde_json::json!({"t": i, "op": "alloc", "id": i, "size": i, "name": name, "stack": stack});
+            text.push_str(&row.to_string());
+            text.push('\n');
+        }
+        std::fs::write(&path, text).expect("write the trace");
+        path
+    }
+
+    #[test]
+    fn rows_hold_each_text_and_stack_once_and_short() {
+        let path = hostile(5);
+        let opened = open(&path, &Options::default(), &Progress::new()).expect("open");
+        let _ = std::fs::remove_file(&path);
+        let t = &opened.devices[opened.primary];
+        let table = table(t, &opened.frame_rules, None, Some(3)).expect("table");
+        assert_eq!((table.rows.len(), table.total), (3, 5));
+        assert_eq!(
+            table.rows.iter().map(|r| r.bytes).collect::<Vec<_>>(),
+            [5, 4, 3],
+            "biggest first"
+        );
+        // One stack of 1,000 frames, every row pointing at it.
+        assert_eq!(table.stacks.len(), 1);
+        assert_eq!(table.stacks[0].len(), 1000);
+        assert!(table.rows.iter().all(|r| r.stack == 0));
+        assert_eq!(
+            table.texts[table.stacks[0][999] as usize],
+            "m999.py:999 f999"
+        );
+        // The 1 MiB name: one short text for every row.
+        let name = &table.texts[table.rows[0].name as usize];
+        assert!(
+            name.ends_with("… (1,048,576 bytes)"),
+            "{}",
+            &name[name.len() - 40..]
+        );
+        assert!(table.rows.iter().all(|r| r.name == table.rows[0].name));
+        assert!(table.texts.iter().all(|s| s.len() <= TEXT_CAP));
+        // Texts held once: the frames, the name, the few band/category/label words.
+        assert!(table.texts.len() < 1000 + 12, "{}", table.texts.len());
+    }
+}
