@@ -12,6 +12,7 @@ The wheel (``memtide-cli``) also installs the ``memtide`` command (the explorer,
 """
 
 import json
+import operator
 import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -54,14 +55,18 @@ def _path(p: Any) -> str:
 def _budget(max_memory: MaxMemory) -> Optional[str]:
     """``max_memory`` as the extension takes it: bytes (an int) or a size text ("4GiB",
     "512M"); None leaves ``MEMTIDE_MAX_MEMORY`` (or no budget)."""
-    if max_memory is None:
-        return None
-    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, str)):
+    if max_memory is None or isinstance(max_memory, str):
+        return max_memory
+    try:
+        if isinstance(max_memory, bool):
+            raise TypeError
+        n = operator.index(max_memory)
+    except TypeError:
         raise TypeError(f"max_memory={max_memory!r}: expected bytes (an int) or a size such as "
-                        f"\"4GiB\" or \"512M\"")
-    if isinstance(max_memory, int) and max_memory < 0:
+                        f"\"4GiB\" or \"512M\"") from None
+    if n < 0:
         raise ValueError(f"max_memory={max_memory}: a budget is 0 bytes or more")
-    return str(max_memory)
+    return str(n)
 
 
 def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] = None,

@@ -4,6 +4,8 @@ set at any event, the timeline, the allocator's state, and in Jupyter the plot."
 
 import html
 import json
+import operator
+import sys
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
@@ -15,12 +17,23 @@ DEFAULT_ROWS = 100_000
 MAX_POINTS = 100_000
 
 
+def _count(v: Any) -> Optional[int]:
+    """``v`` as an int (numpy's too), or None when it is not a whole number."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
 def _limit(limit: Optional[int]) -> Optional[int]:
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+    n = _count(limit)
+    if n is None or n < 0:
         raise ValueError(f"limit={limit!r}: expected a count of rows (0 or more), or None for all")
-    return limit
+    return min(n, sys.maxsize)
 
 
 def _ns(d: Any) -> Any:
@@ -137,9 +150,10 @@ class Trace:
         range, so the peak is never averaged away): ``index``, ``time_us``, ``total``, one list
         per band, ``reserved``. ``points`` is 1 to 100,000 (else ``ValueError``); a trace with
         fewer events gives one column per event at most."""
-        if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
+        n = _count(points)
+        if n is None or not 1 <= n <= MAX_POINTS:
             raise ValueError(f"points={points!r}: expected 1 to {MAX_POINTS:,} columns")
-        return Columns(json.loads(self._native.timeline_json(points)))
+        return Columns(json.loads(self._native.timeline_json(n)))
 
     def allocator_at(self, index: int) -> Any:
         """The caching allocator's ``segments`` (each with its ``blocks``) and ``totals`` after

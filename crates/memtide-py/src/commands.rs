@@ -5,6 +5,7 @@
 
 use crate::call::{budget_of, run};
 use crate::open::{open, OpenFail, Options};
+use crate::questions::json;
 use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
 use memtide_core::formats::Progress;
 use memtide_core::gate::{self, Limits};
@@ -60,7 +61,7 @@ pub fn judge(
         exit_code: code,
         verdict: &v,
     };
-    Ok((code, lines, serde_json::to_string(&doc)?))
+    Ok((code, lines, json(&doc)?))
 }
 
 /// `memtide check PATH …`: opens the file (the one door, as `check` reads it) and judges it.
@@ -139,7 +140,7 @@ pub fn diff(
     let budget = budget_of(max_memory.as_deref())?;
     let done = run(py, "memtide-diff", budget, Progress::new(), move || {
         let c = memtide::cli::diff::compare(&args)?;
-        Ok(serde_json::to_string(&memtide::cli::diff::json(&args, &c))?)
+        json(&memtide::cli::diff::json(&args, &c))
     })?;
     crate::errors::settle_any(py, None, done)
 }
@@ -167,7 +168,7 @@ pub fn whatif(
     let budget = budget_of(max_memory.as_deref())?;
     let done = run(py, "memtide-whatif", budget, Progress::new(), move || {
         let (w, _) = memtide::cli::whatif::replay(&a)?;
-        Ok(serde_json::to_string(&memtide::cli::whatif::json(&a, &w)?)?)
+        json(&memtide::cli::whatif::json(&a, &w)?)
     })?;
     crate::errors::settle_any(py, Some(&path), done)
 }

@@ -24,6 +24,14 @@ pub fn seq_of(trace: &Trace, len: usize, n: u64) -> Result<Seq> {
     }
 }
 
+/// `v` as compact JSON text, every string shortened as the commands' `--json` shortens it
+/// (`memtide_core::clip`: at most `TEXT_CAP` bytes).
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String> {
+    let mut out = Vec::new();
+    memtide_core::clip::to_json_writer(&mut out, v, false)?;
+    Ok(String::from_utf8(out)?)
+}
+
 /// Event number of a position (`peak.index`'s numbering).
 pub fn number(trace: &Trace, s: Seq) -> u64 {
     trace.event_number(s)
@@ -82,7 +90,7 @@ pub fn timeline(t: &Device, points: usize) -> Result<String> {
         cols.iter().map(|c| c.reserved.0).collect::<Vec<_>>().into(),
     );
     m.insert("external_known".into(), trace.external_known.into());
-    Ok(serde_json::to_string(&Value::Object(m))?)
+    json(&Value::Object(m))
 }
 
 /// The allocator's segments (with their blocks) and totals after event `index`, replayed
@@ -112,9 +120,7 @@ pub fn allocator(t: &Device, index: u64) -> Result<String> {
         "totals": state.totals(),
         "segments": state.segments(),
     });
-    let mut out = Vec::new();
-    memtide_core::clip::to_json_writer(&mut out, &doc, false)?;
-    Ok(String::from_utf8(out)?)
+    json(&doc)
 }
 
 /// The stacked timeline picture of `memtide plot` (light theme), as SVG text.
