@@ -12,6 +12,7 @@ The wheel (``memtide-cli``) also installs the ``memtide`` command (the explorer,
 """
 
 import json
+import operator
 import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -19,7 +20,8 @@ from memtide_record import __version__
 
 from memtide import _native
 from memtide._check import CheckResult
-from memtide._errors import Cancelled, DeviceError, FormatError, MemtideError, ReadError
+from memtide._errors import (Cancelled, DeviceError, FormatError, MemtideError, OutOfMemory,
+                             ReadError)
 from memtide._progress import wait as _wait
 from memtide._trace import Trace
 
@@ -37,8 +39,11 @@ __all__ = [
     "FormatError",
     "ReadError",
     "DeviceError",
+    "OutOfMemory",
     "Cancelled",
 ]
+
+MaxMemory = Union[int, str, None]
 
 
 def _path(p: Any) -> str:
@@ -47,21 +52,42 @@ def _path(p: Any) -> str:
     return os.fspath(p)
 
 
+def _budget(max_memory: MaxMemory) -> Optional[str]:
+    """``max_memory`` as the extension takes it: bytes (an int) or a size text ("4GiB",
+    "512M"); None leaves ``MEMTIDE_MAX_MEMORY`` (or no budget)."""
+    if max_memory is None or isinstance(max_memory, str):
+        return max_memory
+    try:
+        if isinstance(max_memory, bool):
+            raise TypeError
+        n = operator.index(max_memory)
+    except TypeError:
+        raise TypeError(f"max_memory={max_memory!r}: expected bytes (an int) or a size such as "
+                        f"\"4GiB\" or \"512M\"") from None
+    if n < 0:
+        raise ValueError(f"max_memory={max_memory}: a budget is 0 bytes or more")
+    return str(n)
+
+
 def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] = None,
          device_log: Optional[PathLike] = None, *, device_log_tz: Optional[int] = None,
          device_log_offset: Optional[int] = None, oom_message: Optional[PathLike] = None,
          nsys: Optional[PathLike] = None, categories: Optional[PathLike] = None,
          rules: Optional[PathLike] = None, lenient: bool = False, cpp_frames: bool = False,
          single_thread: bool = False, allocator_history: bool = False,
-         progress: Optional[bool] = None) -> Trace:
+         progress: Optional[bool] = None, max_memory: MaxMemory = None) -> Trace:
     """Reads ``path`` (memtide JSONL, a CUDA memory snapshot pickle/JSON, a Kineto trace,
     an ``export_memory_timeline`` file; ``.gz`` too) with memtide's own readers — no
     ``pickle.load`` — on a thread, the GIL free. The options are the CLI's flags
     (``device="cuda:1"``, ``capacity="80GiB"``, ``device_log="smi.csv"``, …);
     ``allocator_history=True`` keeps the allocator history for :meth:`Trace.allocator_at`.
     ``progress``: None shows a bar when interactive (tqdm if installed), False never.
+    ``max_memory``: the most memory the reading may add (bytes, or "4GiB", "512M"; default
+    ``MEMTIDE_MAX_MEMORY``, else none), also the budget of every later question to the trace.
+    Ctrl-C stops the reading and raises ``KeyboardInterrupt`` at once.
     Raises :class:`FormatError` (with ``path``, ``offset``/``line``, ``reason``),
-    :class:`ReadError`, :class:`DeviceError` or :class:`MemtideError`."""
+    :class:`ReadError`, :class:`DeviceError`, :class:`OutOfMemory` (also a ``MemoryError``) or
+    :class:`MemtideError`."""
     p = os.fspath(path)
 
     def opt(v: Any) -> Optional[str]:
@@ -72,7 +98,7 @@ def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] =
         device_log_tz=device_log_tz, device_log_offset=device_log_offset,
         oom_message=opt(oom_message), nsys=opt(nsys), categories=opt(categories),
         rules=opt(rules), lenient=lenient, cpp_frames=cpp_frames, single_thread=single_thread,
-        allocator_history=allocator_history)
+        allocator_history=allocator_history, max_memory=_budget(max_memory))
     native = _wait(loading, progress, f"memtide: reading {os.path.basename(p)}")
     return Trace(native)
 
@@ -80,42 +106,47 @@ def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] =
 def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
           max_growth: Optional[str] = None, *, window: Optional[str] = None,
           capacity: Optional[str] = None, device: Optional[str] = None,
-          allow_warnings: bool = False, lenient: bool = False) -> CheckResult:
+          allow_warnings: bool = False, lenient: bool = False,
+          max_memory: MaxMemory = None) -> CheckResult:
     """``memtide check``: true when the peak is within ``max_peak`` ("70GiB") and the step
     baseline grows by at most ``max_growth`` ("5%") on every device of the file with events
     (``device`` names one); ``str()`` is the reason, ``.verdict`` the ``check --json``
     document. What the command exits 2 on (bad input, figures the reader doubts) raises
     :class:`MemtideError`, except a file of several devices of which one could not be gated
-    while none failed: a false result with ``exit_code`` 2 whose reasons say which. An opened :class:`Trace` is judged as it was opened
-    (no second read; ``capacity``/``device``/``lenient`` are then the opening's)."""
+    while none failed: a false result with ``exit_code`` 2 whose reasons say which. An
+    opened :class:`Trace` is judged as it was opened (no second read;
+    ``capacity``/``device``/``lenient``/``max_memory`` are then the opening's)."""
     if isinstance(path, Trace):
-        if capacity is not None or device is not None or lenient:
-            raise MemtideError("capacity, device and lenient are memtide.open's for an opened "
-                               "Trace: open it with them")
+        if capacity is not None or device is not None or lenient or max_memory is not None:
+            raise MemtideError("capacity, device, lenient and max_memory are memtide.open's for "
+                               "an opened Trace: open it with them")
         code, lines, doc = path._native.check(max_peak=max_peak, max_growth=max_growth,
                                               window=window, allow_warnings=allow_warnings)
         return CheckResult(path.path, code, lines, json.loads(doc))
     p = os.fspath(path)
     code, lines, doc = _native.check(p, max_peak=max_peak, max_growth=max_growth, window=window,
                                      capacity=capacity, device=device,
-                                     allow_warnings=allow_warnings, lenient=lenient)
+                                     allow_warnings=allow_warnings, lenient=lenient,
+                                     max_memory=_budget(max_memory))
     return CheckResult(p, code, lines, json.loads(doc))
 
 
 def diff(a: Union[PathLike, Trace], b: Union[PathLike, Trace], *, device: Optional[str] = None,
-         lenient: bool = False) -> Dict[str, Any]:
+         lenient: bool = False, max_memory: MaxMemory = None) -> Dict[str, Any]:
     """``memtide diff A B --json`` as a dict: both peaks, band deltas, steps aligned, what
     grew and shrank, whether the runs did the same work."""
-    return json.loads(_native.diff(_path(a), _path(b), device=device, lenient=lenient))
+    return json.loads(_native.diff(_path(a), _path(b), device=device, lenient=lenient,
+                                   max_memory=_budget(max_memory)))
 
 
 def whatif(trace: Union[PathLike, Trace], alloc_conf: Union[str, Sequence[str], None] = None, *,
            capacity: Optional[str] = None, device: Optional[str] = None,
-           lenient: bool = False) -> Dict[str, Any]:
+           lenient: bool = False, max_memory: MaxMemory = None) -> Dict[str, Any]:
     """``memtide whatif FILE --alloc-conf CONF… --json`` as a dict: the run replayed through
     PyTorch's caching allocator under its own settings and each ``alloc_conf``
     ("expandable_segments:True")."""
     confs: List[str] = [] if alloc_conf is None else (
         [alloc_conf] if isinstance(alloc_conf, str) else list(alloc_conf))
     return json.loads(_native.whatif(_path(trace), alloc_conf=confs, capacity=capacity,
-                                     device=device, lenient=lenient))
+                                     device=device, lenient=lenient,
+                                     max_memory=_budget(max_memory)))

@@ -8,11 +8,13 @@ from memtide._errors import Cancelled as Cancelled
 from memtide._errors import DeviceError as DeviceError
 from memtide._errors import FormatError as FormatError
 from memtide._errors import MemtideError as MemtideError
+from memtide._errors import OutOfMemory as OutOfMemory
 from memtide._errors import ReadError as ReadError
 from memtide._trace import Trace as Trace
 
 __version__: str
 PathLike = Union[str, "os.PathLike[str]"]
+MaxMemory = Union[int, str, None]
 
 def open(
     path: PathLike,
@@ -31,6 +33,7 @@ def open(
     single_thread: bool = ...,
     allocator_history: bool = ...,
     progress: Optional[bool] = ...,
+    max_memory: MaxMemory = ...,
 ) -> Trace: ...
 def check(
     path: Union[PathLike, Trace],
@@ -42,6 +45,7 @@ def check(
     device: Optional[str] = ...,
     allow_warnings: bool = ...,
     lenient: bool = ...,
+    max_memory: MaxMemory = ...,
 ) -> CheckResult: ...
 def diff(
     a: Union[PathLike, Trace],
@@ -49,6 +53,7 @@ def diff(
     *,
     device: Optional[str] = ...,
     lenient: bool = ...,
+    max_memory: MaxMemory = ...,
 ) -> Dict[str, Any]: ...
 def whatif(
     trace: Union[PathLike, Trace],
@@ -57,6 +62,7 @@ def whatif(
     capacity: Optional[str] = ...,
     device: Optional[str] = ...,
     lenient: bool = ...,
+    max_memory: MaxMemory = ...,
 ) -> Dict[str, Any]: ...
 
 __all__: List[str]

@@ -55,6 +55,24 @@ class DeviceError(MemtideError):
         super().__init__(message, wanted=wanted, devices=list(devices or []))
 
 
+class OutOfMemory(MemtideError, MemoryError):
+    """A call needed more memory than its budget allows (``max_memory=`` or
+    ``MEMTIDE_MAX_MEMORY``) or than the system gave: also a ``MemoryError``. ``path`` (the
+    file, where one is known), ``budget`` (the call's budget in bytes; None when the system ran
+    out) and ``reason``. The interpreter, and every trace opened before, are unharmed."""
+
+    path: Optional[str]
+    budget: Optional[int]
+    reason: str
+
+    def __init__(self, message: str, path: Optional[str] = None, budget: Optional[int] = None,
+                 reason: str = "") -> None:
+        MemoryError.__init__(self, message)
+        self.path = path
+        self.budget = budget
+        self.reason = reason or message
+
+
 class Cancelled(MemtideError, KeyboardInterrupt):
     """Reading was interrupted (Ctrl-C while the file loaded)."""
 
@@ -64,4 +82,4 @@ class Cancelled(MemtideError, KeyboardInterrupt):
             setattr(self, k, v)
 
 
-__all__ = ["MemtideError", "FormatError", "ReadError", "DeviceError", "Cancelled"]
+__all__ = ["MemtideError", "FormatError", "ReadError", "DeviceError", "OutOfMemory", "Cancelled"]

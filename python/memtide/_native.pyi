@@ -1,6 +1,6 @@
 """Type hints for ``memtide._native``, the compiled half (use the ``memtide`` API instead)."""
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -21,6 +21,7 @@ def start_open(
     cpp_frames: bool = ...,
     single_thread: bool = ...,
     allocator_history: bool = ...,
+    max_memory: Optional[str] = ...,
 ) -> Loading: ...
 def check(
     path: str,
@@ -32,8 +33,12 @@ def check(
     device: Optional[str] = ...,
     allow_warnings: bool = ...,
     lenient: bool = ...,
+    max_memory: Optional[str] = ...,
 ) -> Tuple[int, List[str], str]: ...
-def diff(a: str, b: str, *, device: Optional[str] = ..., lenient: bool = ...) -> str: ...
+def diff(
+    a: str, b: str, *, device: Optional[str] = ..., lenient: bool = ...,
+    max_memory: Optional[str] = ...,
+) -> str: ...
 def whatif(
     path: str,
     *,
@@ -41,6 +46,7 @@ def whatif(
     capacity: Optional[str] = ...,
     device: Optional[str] = ...,
     lenient: bool = ...,
+    max_memory: Optional[str] = ...,
 ) -> str: ...
 
 class Loading:
@@ -61,7 +67,9 @@ class NativeTrace:
     @property
     def events(self) -> int: ...
     def summary_json(self, window: Optional[str] = ..., frames: str = ...) -> str: ...
-    def live_json(self, index: Optional[int] = ..., limit: Optional[int] = ...) -> str: ...
+    def live_rows(
+        self, index: Optional[int] = ..., limit: Optional[int] = ...
+    ) -> Dict[str, Any]: ...
     def timeline_json(self, points: int) -> str: ...
     def allocator_json(self, index: int) -> str: ...
     def check(

@@ -1,6 +1,7 @@
 """Waiting for a file to load: polls the reading thread (which holds no GIL) for bytes read,
 draws a bar (tqdm when installed, else a plain one on a terminal's stderr; none when stderr
-is not a terminal or ``progress=False``), and turns Ctrl-C into a cancelled read."""
+is not a terminal or ``progress=False``), and turns Ctrl-C into a cancelled read and an
+immediate ``KeyboardInterrupt``."""
 
 import sys
 import time
@@ -81,7 +82,8 @@ def _bar(progress: Optional[bool], label: str) -> Optional[Any]:
 
 def wait(loading: Any, progress: Optional[bool], label: str) -> Any:
     """Waits for ``loading`` (a ``_native.Loading``) and returns its trace; Ctrl-C cancels
-    the read and raises ``KeyboardInterrupt``."""
+    the read and raises ``KeyboardInterrupt`` at once (a read blocked in the system, e.g. on
+    a pipe nobody writes, is not waited for: its thread ends when the read returns)."""
     bar = None
     started = time.monotonic()
     try:
@@ -95,10 +97,6 @@ def wait(loading: Any, progress: Optional[bool], label: str) -> Any:
             time.sleep(0.02)
     except KeyboardInterrupt:
         loading.cancel()
-        try:
-            loading.finish()
-        except BaseException:
-            pass
         raise
     finally:
         if bar is not None:

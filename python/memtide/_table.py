@@ -23,7 +23,15 @@ class Rows(list):
             setattr(self, k, v)
 
     def to_pandas(self) -> Any:
-        return _pandas().DataFrame(list(self))
+        """A DataFrame with a column per key, built column by column (one list of the rows'
+        values each), not from the dicts at once."""
+        pd = _pandas()
+        keys: Dict[str, None] = dict.fromkeys(self[0]) if self else {}
+        first = self[0].keys() if self else None
+        for r in self:
+            if r.keys() != first:  # rows of other shapes: every key any row has
+                keys.update(dict.fromkeys(r))
+        return pd.DataFrame({k: [r.get(k) for r in self] for k in keys}, columns=list(keys))
 
 
 class Columns(dict):

@@ -4,10 +4,36 @@ set at any event, the timeline, the allocator's state, and in Jupyter the plot."
 
 import html
 import json
+import operator
+import sys
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
 from memtide._table import Columns, Rows
+
+#: Rows ``live_at``/``live_at_peak`` return unless asked (``limit=None``: all of them).
+DEFAULT_ROWS = 100_000
+#: The most columns ``timeline`` returns (and never more than the trace has events).
+MAX_POINTS = 100_000
+
+
+def _count(v: Any) -> Optional[int]:
+    """``v`` as an int (numpy's too), or None when it is not a whole number."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+def _limit(limit: Optional[int]) -> Optional[int]:
+    if limit is None:
+        return None
+    n = _count(limit)
+    if n is None or n < 0:
+        raise ValueError(f"limit={limit!r}: expected a count of rows (0 or more), or None for all")
+    return min(n, sys.maxsize)
 
 
 def _ns(d: Any) -> Any:
@@ -101,24 +127,33 @@ class Trace:
         return _ns(self._s().get("steps") or [])
 
     # -- questions at an instant ---------------------------------------------------------------
-    def live_at(self, index: int, limit: Optional[int] = None) -> Rows:
+    def live_at(self, index: int, limit: Optional[int] = DEFAULT_ROWS) -> Rows:
         """The storages live after event ``index`` (numbered as ``peak.index``), biggest first:
-        size, band, category, user frame, stack, lifetime (``allocated_at``/``freed_at``), views."""
-        d = json.loads(self._native.live_json(index=int(index), limit=limit))
-        return Rows(d["rows"], index=d["index"], at_start=d["at_start"], time_us=d["time_us"],
-                    device=d["device"])
+        size, band, category, user frame, stack (a tuple, shared by the rows with that
+        stack), lifetime (``allocated_at``/``freed_at``), views. At most ``limit`` rows
+        (100,000 unless given; ``None``: all): ``.total`` is how many were live, ``.truncated``
+        whether rows were left out."""
+        return self._rows(int(index), limit)
 
-    def live_at_peak(self, limit: Optional[int] = None) -> Rows:
+    def live_at_peak(self, limit: Optional[int] = DEFAULT_ROWS) -> Rows:
         """:meth:`live_at` at the peak (also when the peak is the initial state)."""
-        d = json.loads(self._native.live_json(index=None, limit=limit))
-        return Rows(d["rows"], index=d["index"], at_start=d["at_start"], time_us=d["time_us"],
-                    device=d["device"])
+        return self._rows(None, limit)
+
+    def _rows(self, index: Optional[int], limit: Optional[int]) -> Rows:
+        d = self._native.live_rows(index=index, limit=_limit(limit))
+        rows = d["rows"]
+        return Rows(rows, index=d["index"], at_start=d["at_start"], time_us=d["time_us"],
+                    device=d["device"], total=d["total"], truncated=d["total"] > len(rows))
 
     def timeline(self, points: int = 1000) -> Columns:
         """The bands over the run in ``points`` columns (each at the highest instant of its
         range, so the peak is never averaged away): ``index``, ``time_us``, ``total``, one list
-        per band, ``reserved``."""
-        return Columns(json.loads(self._native.timeline_json(int(points))))
+        per band, ``reserved``. ``points`` is 1 to 100,000 (else ``ValueError``); a trace with
+        fewer events gives one column per event at most."""
+        n = _count(points)
+        if n is None or not 1 <= n <= MAX_POINTS:
+            raise ValueError(f"points={points!r}: expected 1 to {MAX_POINTS:,} columns")
+        return Columns(json.loads(self._native.timeline_json(n)))
 
     def allocator_at(self, index: int) -> Any:
         """The caching allocator's ``segments`` (each with its ``blocks``) and ``totals`` after

@@ -23,12 +23,16 @@ def test_live_at_peak_adds_up_to_the_peak():
     rows = t.live_at_peak()
     assert rows.index == t.peak.index
     assert sum(r["bytes"] for r in rows) == t.peak.bytes
-    assert len(rows) == t.peak.live_count
+    assert len(rows) == rows.total == t.peak.live_count and not rows.truncated
     top = rows[0]
     for key in ("bytes", "band", "category", "user_frame", "stack", "allocated_at", "freed_at",
                 "views"):
         assert key in top
-    assert isinstance(top["stack"], list)
+    # One tuple per distinct stack, shared by the rows that have it.
+    assert isinstance(top["stack"], tuple)
+    by_text = {}
+    for r in rows:
+        assert by_text.setdefault(r["stack"], r["stack"]) is r["stack"]
     # A storage live at the peak was allocated at or before it and freed after it (or never).
     for r in rows:
         assert r["allocated_at"] is None or r["allocated_at"] <= t.peak.index

@@ -62,14 +62,19 @@ pub fn print<V: serde::Serialize>(
     verdict: &V,
     lines: &[String],
 ) -> Result<()> {
+    let doc = CheckJson {
+        kind,
+        file,
+        exit_code: code,
+        verdict,
+    };
+    print_doc(a, &doc, lines)
+}
+
+/// Prints `lines`, or `doc` with `--json`; nothing when `--report -` prints the report.
+fn print_doc(a: &CheckArgs, doc: &impl serde::Serialize, lines: &[String]) -> Result<()> {
     if a.json {
-        let doc = CheckJson {
-            kind,
-            file,
-            exit_code: code,
-            verdict,
-        };
-        crate::out_json!("{}", crate::safe_text::json_pretty(&doc)?);
+        crate::out_json!("{}", crate::safe_text::json_pretty(doc)?);
     } else if !a
         .report
         .as_deref()
@@ -112,10 +117,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     };
     let j = judge(devices, &a.file, &limits)?;
     let code = j.verdict.outcome().exit_code();
-    match &j.verdict {
-        FileVerdict::One(v) => print(a, j.kind(), j.file.clone(), code, v, &j.lines)?,
-        FileVerdict::Several(v) => print(a, j.kind(), j.file.clone(), code, v, &j.lines)?,
-    }
+    print_doc(a, &j, &j.lines)?;
     if let Some(path) = &a.report {
         let gated = j.gated_devices();
         let shown: Vec<&Device> = devices
@@ -151,25 +153,29 @@ impl Judged {
             FileVerdict::Several(v) => v.devices.iter().map(|d| d.device.as_str()).collect(),
         }
     }
+}
 
-    /// The `check --json` document, compact.
-    pub fn json(&self) -> Result<String> {
-        let code = self.verdict.outcome().exit_code();
+impl serde::Serialize for Judged {
+    /// The `check --json` document.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let (kind, file) = (self.kind(), self.file.clone());
-        Ok(match &self.verdict {
-            FileVerdict::One(v) => serde_json::to_string(&CheckJson {
+        let exit_code = self.verdict.outcome().exit_code();
+        match &self.verdict {
+            FileVerdict::One(v) => CheckJson {
                 kind,
                 file,
-                exit_code: code,
-                verdict: v,
-            })?,
-            FileVerdict::Several(v) => serde_json::to_string(&CheckJson {
+                exit_code,
+                verdict: v.as_ref(),
+            }
+            .serialize(s),
+            FileVerdict::Several(v) => CheckJson {
                 kind,
                 file,
-                exit_code: code,
+                exit_code,
                 verdict: v,
-            })?,
-        })
+            }
+            .serialize(s),
+        }
     }
 }
 

@@ -16,6 +16,11 @@
 //!   (an overdraft of at most the budget again), the thread's next `try_grow` fails, and
 //!   the caller gets the reason with the file's outcome.
 //!
+//! - In [`library_mode`] (the Python extension, which must never end the interpreter) no
+//!   refusal exits: one by the budget is always let through (noted as in `recoverable`; the
+//!   caller turns it into `MemoryError`), and one by the system returns null, which
+//!   `try_reserve` (and `try_grow`) report as an error.
+//!
 //! Without `MEMTIDE_MAX_MEMORY` nothing is counted and only real allocation failures (e.g.
 //! under `ulimit -v`) are caught. The budget is checked per allocation against the bytes
 //! live at that moment, so it bounds the process's heap (decoded model included).
@@ -44,6 +49,35 @@ static CONTEXT: Mutex<String> = Mutex::new(String::new());
 static BEFORE_EXIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 /// Set once the out-of-memory exit has begun (a refusal inside [`BEFORE_EXIT`] exits at once).
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Set by [`library_mode`]: refusals never exit the process.
+static LIBRARY: AtomicBool = AtomicBool::new(false);
+/// Refusals so far, by the budget or the system, on any thread ([`refusals`]).
+static REFUSALS: AtomicU64 = AtomicU64::new(0);
+
+/// The mode of a library inside another program (the Python extension): counting starts (no
+/// budget until [`set_limit`]) and no refusal exits the process. A refusal by the budget is
+/// let through and noted (inside [`recoverable`] the scope learns why; the thread's next
+/// [`try_grow`] fails); one by the system returns null: `try_reserve` and [`try_grow`] report
+/// it, an infallible allocation ends in Rust's allocation-failure abort, as it would without
+/// this allocator. `false` restores the binary's behaviour (the wheel's `memtide` command).
+pub fn library_mode(on: bool) {
+    LIBRARY.store(on, Ordering::SeqCst);
+    if on {
+        COUNTING.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How many allocations the budget or the system refused so far (any thread): a caller that
+/// sees it move during a call knows memory ran short meanwhile.
+pub fn refusals() -> u64 {
+    REFUSALS.load(Ordering::SeqCst)
+}
+
+/// Bytes live through the allocator since counting started (0 before; may be below 0 for
+/// memory allocated before counting started and freed since).
+pub fn live() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
 
 /// Sets what runs before the out-of-memory exit (once; later calls are ignored): the
 /// explorer leaves the alternate screen there, so the message is seen and the shell usable.
@@ -60,9 +94,15 @@ thread_local! {
     /// bytes in use then.
     static REFUSED: Cell<Option<(usize, i64)>> = const { Cell::new(None) };
     /// The input this thread reads, for the out-of-memory message (several threads read
-    /// several files at once).
-    static THREAD_CONTEXT: RefCell<String> = const { RefCell::new(String::new()) };
+    /// several files at once): its first [`CONTEXT_MAX`] bytes and their length. A plain
+    /// buffer, not a `String`: a thread-local with a destructor registers it (glibc
+    /// allocates) on first use, and glibc aborts when that fails, as it does out of memory.
+    static THREAD_CONTEXT: RefCell<([u8; CONTEXT_MAX], usize)> =
+        const { RefCell::new(([0; CONTEXT_MAX], 0)) };
 }
+
+/// The most bytes of an input's name the out-of-memory message shows.
+const CONTEXT_MAX: usize = 300;
 
 /// Parses a size such as `4G`, `512M`, `64k`, `1000000` (binary multiples).
 pub fn parse_size(s: &str) -> Option<u64> {
@@ -93,7 +133,7 @@ pub fn init_from_env() -> Result<(), String> {
 }
 
 /// Sets (or clears) the budget; counting starts with the first call.
-pub(crate) fn set_limit(limit: Option<u64>) {
+pub fn set_limit(limit: Option<u64>) {
     LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
     COUNTING.store(true, Ordering::Relaxed);
 }
@@ -112,8 +152,9 @@ pub(crate) fn set_context(name: &str) {
     }
     let _ = THREAD_CONTEXT.try_with(|c| {
         if let Ok(mut c) = c.try_borrow_mut() {
-            c.clear();
-            c.push_str(name);
+            let n = crate::clip::floor_char_boundary(name, CONTEXT_MAX);
+            c.0[..n].copy_from_slice(&name.as_bytes()[..n]);
+            c.1 = n;
         }
     });
 }
@@ -123,7 +164,7 @@ pub(crate) fn set_context(name: &str) {
 /// this thread meanwhile — or on a helper thread while this ran (which file it served is not
 /// known, so every scope running then is told) — why (`out of memory: …`). The caller then
 /// treats the file as failed, whatever `f` returned; read again alone, the answer is exact.
-pub(crate) fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
+pub fn recoverable<R>(f: impl FnOnce() -> R) -> (R, Option<String>) {
     let _ = REFUSED.try_with(|r| r.set(None));
     let _ = RECOVERABLE.try_with(|r| r.set(true));
     SCOPES.fetch_add(1, Ordering::SeqCst);
@@ -167,6 +208,7 @@ fn refused_here() -> bool {
 /// Notes a refusal inside [`recoverable`] (this thread's first), or on a helper thread while
 /// scopes run.
 fn note_refusal(size: usize) {
+    REFUSALS.fetch_add(1, Ordering::SeqCst);
     let live = LIVE.load(Ordering::Relaxed);
     if RECOVERABLE.try_with(Cell::get).unwrap_or(false) {
         let _ = REFUSED.try_with(|r| {
@@ -184,15 +226,20 @@ fn note_refusal(size: usize) {
 /// An allocation of `size` the budget refused, outside `try_grow`: inside `recoverable`
 /// (or on a helper thread while one runs) it is let through (counted) while the bytes in use
 /// stay under twice the budget, and the refusal is noted (the thread's next `try_grow`
-/// fails, ending the file's reading). Returns whether the caller may allocate.
+/// fails, ending the file's reading); in [`library_mode`] it is always let through (and
+/// noted). Returns whether the caller may allocate.
 #[inline]
 pub fn overdraw(size: usize) -> bool {
-    if FALLIBLE.try_with(Cell::get).unwrap_or(false) || !in_scope() {
+    if FALLIBLE.try_with(Cell::get).unwrap_or(false) {
+        return false;
+    }
+    let library = LIBRARY.load(Ordering::Relaxed);
+    if !library && !in_scope() {
         return false;
     }
     let limit = LIMIT.load(Ordering::Relaxed);
     let before = LIVE.load(Ordering::Relaxed).max(0) as u64;
-    if before.saturating_add(size as u64) > limit.saturating_mul(2) {
+    if !library && before.saturating_add(size as u64) > limit.saturating_mul(2) {
         return false;
     }
     note_refusal(size);
@@ -255,8 +302,9 @@ fn fail(size: usize, over_budget: bool) -> ! {
     // This thread's input first: another thread may be reading another file.
     let named = THREAD_CONTEXT
         .try_with(|c| match c.try_borrow() {
-            Ok(c) if !c.is_empty() => {
-                let _ = write!(w, "{}: ", &c[..cut(&c)]);
+            Ok(c) if c.1 > 0 => {
+                let text = std::str::from_utf8(&c.0[..c.1]).unwrap_or("");
+                let _ = write!(w, "{text}: ");
                 true
             }
             _ => false,
@@ -312,14 +360,20 @@ pub fn release(size: usize) {
 }
 
 /// An allocation of `size` was refused (by the budget or the system): returns when the caller
-/// is inside `try_grow` (the allocator then returns null to `try_reserve`), otherwise
+/// is inside `try_grow` or in [`library_mode`] (the allocator then returns null), otherwise
 /// prints the out-of-memory message and exits with status 2.
 #[cold]
 pub fn refused(size: usize, over_budget: bool) {
     if FALLIBLE.try_with(|f| f.get()).unwrap_or(false) {
         if over_budget {
             note_refusal(size);
+        } else {
+            REFUSALS.fetch_add(1, Ordering::SeqCst);
         }
+        return;
+    }
+    if LIBRARY.load(Ordering::Relaxed) {
+        REFUSALS.fetch_add(1, Ordering::SeqCst);
         return;
     }
     fail(size, over_budget)
@@ -336,6 +390,34 @@ mod tests {
         assert_eq!(parse_size("1000"), Some(1000));
         assert_eq!(parse_size("x"), None);
         assert_eq!(parse_size("99999999999T"), None);
+    }
+
+    #[test]
+    fn library_mode_never_exits_and_counts_refusals() {
+        // The test binary has the system allocator: these calls are the guard's, by hand.
+        library_mode(true);
+        let before = refusals();
+        // A system refusal outside `try_grow` returns (the allocator gives null) instead of
+        // exiting the process, which would end this test binary.
+        refused(1 << 40, false);
+        assert_eq!(refusals(), before + 1);
+        // A refusal by the budget is let through, however far over, and noted in a scope.
+        let (through, why) = recoverable(|| overdraw(usize::MAX / 4));
+        assert!(through);
+        assert!(why.is_some_and(|w| w.contains("exceeds the memory budget")));
+        assert_eq!(refusals(), before + 2);
+        LIVE.fetch_sub((usize::MAX / 4) as i64, Ordering::Relaxed);
+        library_mode(false);
+    }
+
+    #[test]
+    fn the_out_of_memory_context_is_kept_short() {
+        set_context(&"é".repeat(1000));
+        THREAD_CONTEXT.with(|c| {
+            let c = c.borrow();
+            assert!(c.1 <= CONTEXT_MAX && c.1 > CONTEXT_MAX - 2);
+            assert!(std::str::from_utf8(&c.0[..c.1]).is_ok());
+        });
     }
 
     #[test]

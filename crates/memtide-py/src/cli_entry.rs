@@ -10,6 +10,8 @@ use std::process::ExitCode;
 #[pyfunction]
 pub fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| {
+        // The process is the command now: out of memory exits as the binary's does.
+        memtide_core::budget::library_mode(false);
         crate::alloc_guard::return_large_frees_to_the_system();
         crate::abort_restore::install();
         if let Err(e) = memtide_core::budget::init_from_env() {

@@ -1,8 +1,11 @@
 //! `memtide.check`, `memtide.diff`, `memtide.whatif`: the commands' own code (the core's gate
 //! with `check`'s lines and JSON, `diff::compare` + `diff::json`, `whatif::replay` +
-//! `whatif::json`), run with the GIL released; the answers as the commands print them.
+//! `whatif::json`), each run as a [`crate::call`] (a worker thread, the memory budget,
+//! Ctrl-C raising at once); the answers as the commands print them.
 
-use crate::open::{open, Options};
+use crate::call::{budget_of, run};
+use crate::open::{open, OpenFail, Options};
+use crate::questions::json;
 use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
 use memtide_core::formats::Progress;
 use memtide_core::gate::Limits;
@@ -50,7 +53,7 @@ pub fn judge(
     limits: &Limits,
 ) -> anyhow::Result<(u8, Vec<String>, String)> {
     let j = memtide::cli::check::judge(devices, file, limits)?;
-    Ok((j.verdict.outcome().exit_code(), j.lines.clone(), j.json()?))
+    Ok((j.verdict.outcome().exit_code(), j.lines.clone(), json(&j)?))
 }
 
 /// The devices `memtide.check` gates: the one `device=` names, else every device.
@@ -68,7 +71,7 @@ pub fn gated(opened: &crate::open::Opened) -> &[Device] {
 /// `memtide check PATH …`: opens the file (the one door, as `check` reads it) and judges it.
 #[pyfunction]
 #[pyo3(signature = (path, *, max_peak=None, max_growth=None, window=None, capacity=None,
-    device=None, allow_warnings=false, lenient=false))]
+    device=None, allow_warnings=false, lenient=false, max_memory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
@@ -80,6 +83,7 @@ pub fn check(
     device: Option<String>,
     allow_warnings: bool,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<(u8, Vec<String>, String)> {
     let lim = limits(
         max_peak.as_deref(),
@@ -103,22 +107,28 @@ pub fn check(
         capacity,
         whole_histories: false,
     };
-    let opened = py
-        .detach(|| open(&path, &options, &Progress::new()))
-        .map_err(|e| crate::errors::open_error(py, &path, &e))?;
-    py.detach(|| judge(gated(&opened), &path, &lim))
-        .map_err(|e| crate::errors::other_error(py, Some(&path), &e))
+    let budget = budget_of(max_memory.as_deref())?;
+    let progress = Progress::new();
+    let (p, file) = (progress.clone(), path.clone());
+    let done = run(py, "memtide-check", budget, progress, move || {
+        let opened = open(&file, &options, &p)?;
+        judge(gated(&opened), &file, &lim).map_err(OpenFail::Other)
+    })?;
+    crate::errors::settle(py, Some(&path), done, |e| {
+        crate::errors::open_error(py, &path, e)
+    })
 }
 
 /// `memtide diff A B --json`: the document, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, device=None, lenient=false))]
+#[pyo3(signature = (a, b, *, device=None, lenient=false, max_memory=None))]
 pub fn diff(
     py: Python<'_>,
     a: PathBuf,
     b: PathBuf,
     device: Option<String>,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<String> {
     let args = DiffArgs {
         a,
@@ -128,16 +138,18 @@ pub fn diff(
         require_parity: false,
         input: input(device, lenient),
     };
-    let made = py.detach(|| -> anyhow::Result<String> {
+    let budget = budget_of(max_memory.as_deref())?;
+    let done = run(py, "memtide-diff", budget, Progress::new(), move || {
         let c = memtide::cli::diff::compare(&args)?;
-        Ok(serde_json::to_string(&memtide::cli::diff::json(&args, &c))?)
-    });
-    made.map_err(|e| crate::errors::other_error(py, None, &e))
+        json(&memtide::cli::diff::json(&args, &c))
+    })?;
+    crate::errors::settle_any(py, None, done)
 }
 
 /// `memtide whatif PATH --alloc-conf …  --json`: the document, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, *, alloc_conf=Vec::new(), capacity=None, device=None, lenient=false))]
+#[pyo3(signature = (path, *, alloc_conf=Vec::new(), capacity=None, device=None, lenient=false,
+    max_memory=None))]
 pub fn whatif(
     py: Python<'_>,
     path: PathBuf,
@@ -145,6 +157,7 @@ pub fn whatif(
     capacity: Option<String>,
     device: Option<String>,
     lenient: bool,
+    max_memory: Option<String>,
 ) -> PyResult<String> {
     let a = WhatifArgs {
         file: path.clone(),
@@ -153,9 +166,10 @@ pub fn whatif(
         json: true,
         input: input(device, lenient),
     };
-    let made = py.detach(|| -> anyhow::Result<String> {
+    let budget = budget_of(max_memory.as_deref())?;
+    let done = run(py, "memtide-whatif", budget, Progress::new(), move || {
         let (w, _) = memtide::cli::whatif::replay(&a)?;
-        Ok(serde_json::to_string(&memtide::cli::whatif::json(&a, &w)?)?)
-    });
-    made.map_err(|e| crate::errors::other_error(py, Some(&path), &e))
+        json(&memtide::cli::whatif::json(&a, &w)?)
+    })?;
+    crate::errors::settle_any(py, Some(&path), done)
 }

@@ -1,7 +1,9 @@
 //! Errors as typed Python exceptions: the classes live in `memtide._errors` (plain Python, so
 //! they pickle and subclass like any exception); this file picks the class and its fields
-//! (`path`, `offset`, `line`, `reason`, `devices`) from the core's typed errors.
+//! (`path`, `offset`, `line`, `reason`, `devices`) from the core's typed errors, and turns a
+//! call whose memory ran short into `OutOfMemory` (a `MemoryError` too).
 
+use crate::call::{Done, Short};
 use crate::open::OpenFail;
 use memtide_core::formats::FormatError;
 use memtide_core::open::OpenError;
@@ -114,4 +116,87 @@ pub fn other_error(py: Python<'_>, path: Option<&Path>, e: &anyhow::Error) -> Py
         );
     }
     raise(py, "MemtideError", format!("{e:#}"), &[])
+}
+
+/// Memory that ran short during a call about `path` (None: several files, or none):
+/// `OutOfMemory` (a `MemtideError` and a `MemoryError`) with `path`, `budget` (the call's
+/// budget in bytes; None when the system ran out) and `reason`. `failed`: the error the work
+/// ended with, if any (a reader's located account of the refusal).
+pub fn out_of_memory(
+    py: Python<'_>,
+    path: Option<&Path>,
+    short: &Short,
+    failed: Option<String>,
+) -> PyErr {
+    let shown = path.map(|p| p.display().to_string());
+    let (budget, reason) = match short {
+        Short::Budget(b) => (
+            Some(b.bytes),
+            format!(
+                "out of memory: the memory budget of {} B ({}) is exceeded",
+                memtide_core::trace::units::grouped(b.bytes),
+                b.source
+            ),
+        ),
+        Short::System => (
+            None,
+            failed
+                .clone()
+                .unwrap_or_else(|| "out of memory: the system refused an allocation".into()),
+        ),
+    };
+    let message = match (short, &failed, &shown) {
+        (Short::System, Some(f), _) => f.clone(),
+        (_, _, Some(s)) => format!("{s}: {reason}"),
+        (_, _, None) => reason.clone(),
+    };
+    raise(
+        py,
+        "OutOfMemory",
+        message,
+        &[
+            ("path", obj(py, shown)),
+            ("budget", obj(py, budget)),
+            ("reason", obj(py, reason)),
+        ],
+    )
+}
+
+/// The answer of a call, or its exception: `OutOfMemory` when the budget refused memory
+/// meanwhile (whatever the work returned), or when it failed while the system refused
+/// memory; else the work's own error as `raise_err` builds it.
+pub fn settle<T, E: std::fmt::Display>(
+    py: Python<'_>,
+    path: Option<&Path>,
+    done: Done<Result<T, E>>,
+    raise_err: impl FnOnce(&E) -> PyErr,
+) -> PyResult<T> {
+    match (done.value, done.short) {
+        (v, Some(s @ Short::Budget(..))) => Err(out_of_memory(
+            py,
+            path,
+            &s,
+            v.err().map(|e| format!("{e:#}")),
+        )),
+        (Ok(v), _) => Ok(v),
+        (Err(e), Some(Short::System)) => {
+            let err = raise_err(&e);
+            let text = err
+                .value(py)
+                .str()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| e.to_string());
+            Err(out_of_memory(py, path, &Short::System, Some(text)))
+        }
+        (Err(e), None) => Err(raise_err(&e)),
+    }
+}
+
+/// [`settle`] for a command's anyhow result.
+pub fn settle_any<T>(
+    py: Python<'_>,
+    path: Option<&Path>,
+    done: Done<anyhow::Result<T>>,
+) -> PyResult<T> {
+    settle(py, path, done, |e| other_error(py, path, e))
 }

@@ -1,28 +1,35 @@
-//! Opening a file on a Rust thread: Python polls [`Loading`] for progress (bytes read of the
-//! file's size) while the GIL is free, cancels it on Ctrl-C, and takes the trace at the end.
+//! Opening a file on a Rust thread ([`crate::call::Work`]: inside the call's memory budget):
+//! Python polls [`Loading`] for progress (bytes read of the file's size) while the GIL is
+//! free, cancels it on Ctrl-C (a read that never returns is left to end on its own), and takes
+//! the trace at the end.
 
+use crate::call::{budget_of, Work};
 use crate::open::{open, OpenFail, Opened, Options};
 use memtide::cli::InputArgs;
 use memtide_core::formats::Progress;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::thread::JoinHandle;
+use std::sync::{Mutex, TryLockError};
+use std::time::Duration;
 
 /// A file being read on its own thread.
 #[pyclass(frozen, module = "memtide._native")]
 pub struct Loading {
     path: PathBuf,
+    /// `max_memory=` as given, kept for the trace's later calls.
+    max_memory: Option<String>,
+    /// The reader's byte counter and cancel flag (also inside `work`).
     progress: Progress,
-    thread: Mutex<Option<JoinHandle<Result<Opened, OpenFail>>>>,
+    work: Mutex<Work<Result<Opened, OpenFail>>>,
 }
 
 /// Starts reading `path` on a thread; see `memtide.open` for the arguments.
 #[pyfunction]
 #[pyo3(signature = (path, *, device=None, capacity=None, device_log=None, device_log_tz=None,
     device_log_offset=None, oom_message=None, nsys=None, categories=None, rules=None,
-    lenient=false, cpp_frames=false, single_thread=false, allocator_history=false))]
+    lenient=false, cpp_frames=false, single_thread=false, allocator_history=false,
+    max_memory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_open(
     path: PathBuf,
@@ -39,7 +46,9 @@ pub fn start_open(
     cpp_frames: bool,
     single_thread: bool,
     allocator_history: bool,
+    max_memory: Option<String>,
 ) -> PyResult<Loading> {
+    let budget = budget_of(max_memory.as_deref())?;
     let options = Options {
         input: InputArgs {
             device,
@@ -60,14 +69,14 @@ pub fn start_open(
     let progress = Progress::new();
     let p = progress.clone();
     let file = path.clone();
-    let thread = std::thread::Builder::new()
-        .name("memtide-open".into())
-        .spawn(move || open(&file, &options, &p))
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the reading thread: {e}")))?;
+    let work = Work::start("memtide-open", budget, progress.clone(), move || {
+        open(&file, &options, &p)
+    })?;
     Ok(Loading {
         path,
+        max_memory,
         progress,
-        thread: Mutex::new(Some(thread)),
+        work: Mutex::new(work),
     })
 }
 
@@ -78,35 +87,50 @@ impl Loading {
         (self.progress.done(), self.progress.total())
     }
 
-    /// Whether the thread has finished (then `finish` returns at once).
-    fn done(&self) -> bool {
-        match self.thread.lock() {
-            Ok(g) => g.as_ref().is_none_or(JoinHandle::is_finished),
-            Err(_) => true,
+    /// Whether the reading has ended (then `finish` returns at once); false while another
+    /// thread waits in `finish`.
+    fn done(&self, py: Python<'_>) -> bool {
+        match self.work.try_lock() {
+            Ok(mut g) => {
+                let w = &mut *g;
+                py.detach(|| w.poll(Duration::ZERO))
+            }
+            Err(_) => false,
         }
     }
 
-    /// Asks the reader to stop; `finish` then raises `memtide.Cancelled`.
+    /// Asks the reader to stop; `finish` then raises `memtide.Cancelled`. A read blocked in
+    /// the system (a pipe nobody writes) ends when its read returns.
     fn cancel(&self) {
         self.progress.cancel();
     }
 
-    /// Waits for the thread (GIL released) and returns the trace, or raises why not.
+    /// Waits for the reading (GIL released; Ctrl-C cancels it and raises
+    /// `KeyboardInterrupt`) and returns the trace, or raises why not.
     fn finish(&self, py: Python<'_>) -> PyResult<crate::trace::NativeTrace> {
-        let handle = self
-            .thread
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("the reading thread's state is poisoned"))?
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("finish() was already called"))?;
-        let joined = py.detach(|| handle.join());
-        match joined {
-            Ok(Ok(opened)) => Ok(crate::trace::NativeTrace::new(opened)),
-            Ok(Err(e)) => Err(crate::errors::open_error(py, &self.path, &e)),
-            Err(_) => Err(PyRuntimeError::new_err(format!(
-                "memtide panicked while reading {}",
-                self.path.display()
-            ))),
-        }
+        // Another thread may be in `done` for a moment: wait for it as for the work.
+        let mut g = loop {
+            match self.work.try_lock() {
+                Ok(g) => break g,
+                Err(TryLockError::WouldBlock) => {
+                    py.detach(|| std::thread::sleep(crate::call::TICK));
+                    py.check_signals()?;
+                }
+                Err(TryLockError::Poisoned(_)) => {
+                    return Err(PyRuntimeError::new_err(
+                        "the reading thread's state is poisoned",
+                    ))
+                }
+            }
+        };
+        let done = crate::call::wait(py, &mut g)?;
+        drop(g);
+        let opened = crate::errors::settle(py, Some(&self.path), done, |e| {
+            crate::errors::open_error(py, &self.path, e)
+        })?;
+        Ok(crate::trace::NativeTrace::new(
+            opened,
+            self.max_memory.clone(),
+        ))
     }
 }

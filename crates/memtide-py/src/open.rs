@@ -44,6 +44,16 @@ pub enum OpenFail {
     Other(anyhow::Error),
 }
 
+impl std::fmt::Display for OpenFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenFail::Open(e) => write!(f, "{e}"),
+            OpenFail::Device(d) => write!(f, "{d}"),
+            OpenFail::Other(a) => write!(f, "{a:#}"),
+        }
+    }
+}
+
 /// Opens `path` through the core's door (`memtide_core::open`) with the options `memtide
 /// summary` reads with (the same flags, the same device rule); the opening's notes go to
 /// stderr as the commands say them. The only function of this crate that opens a file.

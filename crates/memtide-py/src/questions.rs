@@ -1,12 +1,10 @@
-//! The questions a trace answers beyond its summary, each as JSON text built from the core:
-//! the live set at an event, the timeline columns, the allocator's state, the plot.
+//! The questions a trace answers beyond its summary and its live set ([`crate::rows`]), each
+//! as text built from the core: the timeline columns, the allocator's state, the plot.
 
 use anyhow::{bail, Result};
 use memtide_core::analysis::columns::event_columns;
-use memtide_core::analysis::frames::{FrameRules, FrameView};
-use memtide_core::analysis::live::entry_in;
 use memtide_core::open::Device;
-use memtide_core::trace::{AllocId, Band, Seq, Trace};
+use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::{json, Map, Value};
 
 /// The position of event `#n` as users see it (`peak.index`, `summary --json`'s numbers).
@@ -26,95 +24,34 @@ pub fn seq_of(trace: &Trace, len: usize, n: u64) -> Result<Seq> {
     }
 }
 
-/// Event number of a position, for lifetimes.
-fn number(trace: &Trace, s: Seq) -> u64 {
+/// `v` as compact JSON text, every string shortened as the commands' `--json` shortens it
+/// (`memtide_core::clip`: at most `TEXT_CAP` bytes).
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String> {
+    let mut out = Vec::new();
+    memtide_core::clip::to_json_writer(&mut out, v, false)?;
+    Ok(String::from_utf8(out)?)
+}
+
+/// Event number of a position (`peak.index`'s numbering).
+pub fn number(trace: &Trace, s: Seq) -> u64 {
     trace.event_number(s)
 }
 
-/// One live storage as a JSON row.
-fn row(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> Value {
-    let e = entry_in(trace, id, at, view);
-    let allocated_at = (!trace.is_from_start(id)).then(|| number(trace, trace.start(id)));
-    let freed_at = trace.end(id).map(|s| number(trace, s));
-    let stack: Vec<String> = trace
-        .stack(id)
-        .into_iter()
-        .map(|f| f.into_owned())
-        .collect();
-    json!({
-        "bytes": e.bytes.0,
-        "requested": e.requested.map(|b| b.0),
-        "band": e.band.name(),
-        "category": e.category,
-        "inferred": e.inferred,
-        "name": e.name,
-        "label": e.label,
-        "frame": e.frame,
-        "user_frame": e.user_frame,
-        "innermost": e.innermost,
-        "compiled": e.compiled,
-        "forward_frame": e.forward_frame,
-        "stack": stack,
-        "allocated_at": allocated_at,
-        "freed_at": freed_at,
-        "views": e.views,
-        "live_views": e.live_views,
-        "retained_by_view": e.retained_by_view,
-    })
-}
+/// The most columns `timeline(points=…)` returns.
+pub const MAX_POINTS: usize = 100_000;
 
-/// The live set after event `index` (None: at the global peak), biggest first.
-pub fn live(
-    t: &Device,
-    rules: &FrameRules,
-    index: Option<u64>,
-    limit: Option<usize>,
-) -> Result<String> {
-    let (trace, ix) = (&t.trace, &t.index);
-    if !trace.identities_known() {
-        bail!(
-            "{}: the live set is unavailable: the file records no addresses, only totals",
-            trace.device
-        );
-    }
-    let (at, ids, at_start) = match index {
-        None => {
-            let Some(p) = memtide_core::analysis::global_peak(trace, ix) else {
-                bail!("the trace has no events");
-            };
-            (p.at, p.live(trace, ix), p.at_start)
-        }
-        Some(n) => {
-            let at = seq_of(trace, ix.len(), n)?;
-            (at, ix.live_at(trace, at), false)
-        }
-    };
-    let view = FrameView::new(trace, rules);
-    let rows: Vec<Value> = ids
-        .into_iter()
-        .take(limit.unwrap_or(usize::MAX))
-        .map(|id| row(trace, id, at, &view))
-        .collect();
-    let doc = json!({
-        "device": trace.device,
-        "index": (!at_start).then(|| number(trace, at)),
-        "at_start": at_start,
-        "time_us": trace.time_us(at).filter(|_| !at_start),
-        "rows": rows,
-    });
-    Ok(serde_json::to_string(&doc)?)
-}
-
-/// The bands over the whole run in `points` columns, each at the instant where the total
-/// is highest in its range (the peak is never averaged away).
+/// The bands over the whole run in `points` columns (no more than the trace has events),
+/// each at the instant where the total is highest in its range (the peak is never averaged
+/// away).
 pub fn timeline(t: &Device, points: usize) -> Result<String> {
     let (trace, ix) = (&t.trace, &t.index);
-    if !(1..=1_000_000).contains(&points) {
-        bail!("points={points}: expected 1 to 1,000,000");
+    if !(1..=MAX_POINTS).contains(&points) {
+        bail!("points={points}: expected 1 to {MAX_POINTS}");
     }
     if ix.is_empty() {
         bail!("the trace has no events");
     }
+    let points = points.min(ix.len());
     let cols = event_columns(trace, ix, Seq(0), Seq(ix.len() as u64 - 1), points);
     let cols: Vec<_> = cols.into_iter().filter(|c| !c.empty).collect();
     let mut m = Map::new();
@@ -153,7 +90,7 @@ pub fn timeline(t: &Device, points: usize) -> Result<String> {
         cols.iter().map(|c| c.reserved.0).collect::<Vec<_>>().into(),
     );
     m.insert("external_known".into(), trace.external_known.into());
-    Ok(serde_json::to_string(&Value::Object(m))?)
+    json(&Value::Object(m))
 }
 
 /// The allocator's segments (with their blocks) and totals after event `index`, replayed
@@ -183,7 +120,7 @@ pub fn allocator(t: &Device, index: u64) -> Result<String> {
         "totals": state.totals(),
         "segments": state.segments(),
     });
-    Ok(serde_json::to_string(&doc)?)
+    json(&doc)
 }
 
 /// The stacked timeline picture of `memtide plot` (light theme), as SVG text.
@@ -206,4 +143,34 @@ pub fn svg(t: &Device, name: &str, width: u32, height: u32) -> Result<String> {
         width,
         height,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::open::{open, Options};
+    use memtide_core::formats::Progress;
+
+    #[test]
+    fn a_timeline_has_no_more_columns_than_events() {
+        let path = std::env::temp_dir().join(format!("memtide-py-tl-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n\
+             {\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":100}\n\
+             {\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":50}\n\
+             {\"t\":3,\"op\":\"free\",\"id\":1}\n",
+        )
+        .expect("write");
+        let opened = open(&path, &Options::default(), &Progress::new()).expect("open");
+        let _ = std::fs::remove_file(&path);
+        let t = &opened.devices[opened.primary];
+        let v: Value =
+            serde_json::from_str(&timeline(t, MAX_POINTS).expect("timeline")).expect("json");
+        let total: Vec<u64> = serde_json::from_value(v["total"].clone()).expect("totals");
+        assert!(!total.is_empty() && total.len() <= 3, "{total:?}");
+        assert_eq!(total.iter().max(), Some(&150), "the peak is a column");
+        assert!(timeline(t, MAX_POINTS + 1).is_err());
+        assert!(timeline(t, 0).is_err());
+    }
 }

@@ -1,71 +1,100 @@
 //! `NativeTrace`: an opened file held in Rust, answering in JSON text that the Python half
-//! (`memtide._trace.Trace`) parses: the summary document (`summary --json`'s own writer), the
-//! live set, the timeline, the allocator state, the plot's SVG.
+//! (`memtide._trace.Trace`) parses (the summary document, `summary --json`'s own writer; the
+//! timeline; the allocator state; the plot's SVG) and the live set as Python rows
+//! ([`crate::rows`]). Every question runs as a [`crate::call`]: on a worker thread holding an
+//! `Arc` of the trace, inside the memory budget the trace was opened with, Ctrl-C raising at
+//! once.
 
+use crate::call::{budget_of, run, Done};
 use crate::open::Opened;
 use crate::questions;
 use memtide_core::analysis::summary::SummaryOptions;
 use memtide_core::analysis::summary_json::{write_document, DocumentJson};
 use memtide_core::analysis::tree::TreeFrames;
+use memtide_core::formats::Progress;
 use memtide_core::open::Device;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use std::sync::OnceLock;
+use pyo3::types::PyDict;
+use std::sync::{Arc, OnceLock};
 
 /// An opened file: every device indexed, one of them the trace's.
 #[pyclass(frozen, module = "memtide._native")]
 pub struct NativeTrace {
-    opened: Opened,
+    opened: Arc<Opened>,
+    /// `max_memory=` of the opening: the budget of each later call too.
+    max_memory: Option<String>,
     /// `summary_json()` with the default options, made once.
     summary: OnceLock<String>,
 }
 
+/// The device asked for (the one every question is about).
+fn main_of(o: &Opened) -> anyhow::Result<&Device> {
+    o.devices
+        .get(o.primary)
+        .ok_or_else(|| anyhow::anyhow!("the file holds no device traces"))
+}
+
+fn summary_text(
+    o: &Opened,
+    window: Option<&str>,
+    tree_frames: TreeFrames,
+) -> anyhow::Result<String> {
+    let opts = SummaryOptions {
+        frame_rules: o.frame_rules.clone(),
+        tree_frames,
+        boundary: true,
+    };
+    let summaries = memtide::cli::summary::summarise(&o.devices, window, &opts)?;
+    let Some(main) = summaries.get(o.primary) else {
+        anyhow::bail!("no trace to summarise");
+    };
+    if summaries.iter().all(|s| s.events == 0) {
+        anyhow::bail!(
+            "{}: the trace has no events (header only?); nothing to summarise",
+            o.path.display()
+        );
+    }
+    let devices: Vec<String> = o.devices.iter().map(|t| t.trace.device.clone()).collect();
+    let doc = DocumentJson::new(main, &summaries, &devices, o.device_given);
+    let mut bytes = Vec::new();
+    write_document(&mut bytes, &doc)?;
+    Ok(String::from_utf8(bytes)?)
+}
+
 impl NativeTrace {
-    pub fn new(opened: Opened) -> NativeTrace {
+    pub fn new(opened: Opened, max_memory: Option<String>) -> NativeTrace {
         NativeTrace {
-            opened,
+            opened: Arc::new(opened),
+            max_memory,
             summary: OnceLock::new(),
         }
     }
 
     /// The device asked for (the one every question is about).
     pub fn main(&self) -> PyResult<&Device> {
-        self.opened
-            .devices
-            .get(self.opened.primary)
-            .ok_or_else(|| PyValueError::new_err("the file holds no device traces"))
+        main_of(&self.opened).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
-    fn summary_text(&self, window: Option<&str>, frames: &str) -> anyhow::Result<String> {
-        let o = &self.opened;
-        let opts = SummaryOptions {
-            frame_rules: o.frame_rules.clone(),
-            tree_frames: match frames {
-                "all" => TreeFrames::All,
-                "user" => TreeFrames::User,
-                other => anyhow::bail!("frames={other:?}: expected \"user\" or \"all\""),
-            },
-            boundary: true,
-        };
-        let summaries = memtide::cli::summary::summarise(&o.devices, window, &opts)?;
-        let Some(main) = summaries.get(o.primary) else {
-            anyhow::bail!("no trace to summarise");
-        };
-        if summaries.iter().all(|s| s.events == 0) {
-            anyhow::bail!(
-                "{}: the trace has no events (header only?); nothing to summarise",
-                o.path.display()
-            );
-        }
-        let devices: Vec<String> = o.devices.iter().map(|t| t.trace.device.clone()).collect();
-        let doc = DocumentJson::new(main, &summaries, &devices, o.device_given);
-        let mut bytes = Vec::new();
-        write_document(&mut bytes, &doc)?;
-        Ok(String::from_utf8(bytes)?)
+    /// Runs `f` on the opened file as a [`crate::call`] (worker thread, the budget, Ctrl-C)
+    /// and turns its error into the matching exception.
+    fn ask<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Opened) -> anyhow::Result<T> + Send + 'static,
+    ) -> PyResult<T> {
+        let done: Done<anyhow::Result<T>> = self.ask_raw(py, f)?;
+        crate::errors::settle_any(py, Some(&self.opened.path), done)
     }
 
-    fn err(&self, py: Python<'_>, e: &anyhow::Error) -> PyErr {
-        crate::errors::other_error(py, Some(&self.opened.path), e)
+    fn ask_raw<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Opened) -> T + Send + 'static,
+    ) -> PyResult<Done<T>> {
+        let budget = budget_of(self.max_memory.as_deref())?;
+        let o = Arc::clone(&self.opened);
+        run(py, "memtide-call", budget, Progress::new(), move || f(&o))
     }
 }
 
@@ -114,40 +143,54 @@ impl NativeTrace {
                 return Ok(s.clone());
             }
         }
-        let made = py.detach(|| self.summary_text(window, frames));
-        let text = made.map_err(|e| self.err(py, &e))?;
+        let tree_frames = match frames {
+            "all" => TreeFrames::All,
+            "user" => TreeFrames::User,
+            other => {
+                return Err(crate::errors::other_error(
+                    py,
+                    Some(&self.opened.path),
+                    &anyhow::anyhow!("frames={other:?}: expected \"user\" or \"all\""),
+                ))
+            }
+        };
+        let window = window.map(str::to_string);
+        let text = self.ask(py, move |o| summary_text(o, window.as_deref(), tree_frames))?;
         if default {
             let _ = self.summary.set(text.clone());
         }
         Ok(text)
     }
 
-    /// The storages live after event `index` (None: at the peak), biggest first, as JSON rows.
+    /// The storages live after event `index` (None: at the peak), biggest first, at most
+    /// `limit` (None: all): `{device, index, at_start, time_us, total, rows}`.
     #[pyo3(signature = (index=None, limit=None))]
-    fn live_json(
+    fn live_rows<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         index: Option<u64>,
         limit: Option<usize>,
-    ) -> PyResult<String> {
-        let t = self.main()?;
-        let rules = &self.opened.frame_rules;
-        py.detach(|| questions::live(t, rules, index, limit))
-            .map_err(|e| self.err(py, &e))
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let table = self.ask(py, move |o| {
+            crate::rows::table(main_of(o)?, &o.frame_rules, index, limit)
+        })?;
+        crate::rows::to_python(py, table)
     }
 
     /// The stacked bands over the run in `points` peak-preserving columns, as JSON arrays.
     fn timeline_json(&self, py: Python<'_>, points: usize) -> PyResult<String> {
-        let t = self.main()?;
-        py.detach(|| questions::timeline(t, points))
-            .map_err(|e| self.err(py, &e))
+        if !(1..=questions::MAX_POINTS).contains(&points) {
+            return Err(PyValueError::new_err(format!(
+                "points={points}: expected 1 to {}",
+                questions::MAX_POINTS
+            )));
+        }
+        self.ask(py, move |o| questions::timeline(main_of(o)?, points))
     }
 
     /// The allocator's segments and blocks after event `index`, as JSON.
     fn allocator_json(&self, py: Python<'_>, index: u64) -> PyResult<String> {
-        let t = self.main()?;
-        py.detach(|| questions::allocator(t, index))
-            .map_err(|e| self.err(py, &e))
+        self.ask(py, move |o| questions::allocator(main_of(o)?, index))
     }
 
     /// `memtide check FILE …` on this trace (no second read; every device with events unless
@@ -161,22 +204,22 @@ impl NativeTrace {
         window: Option<String>,
         allow_warnings: bool,
     ) -> PyResult<(u8, Vec<String>, String)> {
-        let devices = crate::commands::gated(&self.opened);
-        let path = &self.opened.path;
-        crate::commands::limits(max_peak, max_growth, window, allow_warnings)
-            .and_then(|lim| py.detach(|| crate::commands::judge(devices, path, &lim)))
-            .map_err(|e| self.err(py, &e))
+        let lim = crate::commands::limits(max_peak, max_growth, window, allow_warnings)
+            .map_err(|e| crate::errors::other_error(py, Some(&self.opened.path), &e))?;
+        self.ask(py, move |o| {
+            crate::commands::judge(crate::commands::gated(o), &o.path, &lim)
+        })
     }
 
     /// The picture `memtide plot FILE -o out.svg` draws.
     #[pyo3(signature = (width=1200, height=480))]
     fn svg(&self, py: Python<'_>, width: u32, height: u32) -> PyResult<String> {
-        let t = self.main()?;
         let name = self.opened.path.file_name().map_or_else(
             || self.opened.path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        py.detach(|| questions::svg(t, &name, width, height))
-            .map_err(|e| self.err(py, &e))
+        self.ask(py, move |o| {
+            questions::svg(main_of(o)?, &name, width, height)
+        })
     }
 }

@@ -1,6 +1,6 @@
 //! The live set at an instant, as rows for the inspector and the summary, and its groupings.
 
-use super::frames::FrameView;
+use super::frames::{FrameView, StackFrames};
 use super::retained::{retained, Retained};
 use crate::index::Index;
 use crate::trace::{AllocId, Band, Bytes, Seq, Trace, FLAG_INFERRED};
@@ -74,9 +74,27 @@ pub(crate) fn live_entries_in(
 
 /// One row for storage `id` as seen at `at`, frames read through `view`.
 pub fn entry_in(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> LiveEntry {
+    entry_with(
+        trace,
+        id,
+        at,
+        view,
+        view.of_stack(trace, trace.stack_id(id)),
+    )
+}
+
+/// [`entry_in`] with the readable frames of the storage's stack already read
+/// (`view.of_stack(trace, trace.stack_id(id))`): rows that share a stack share that work,
+/// which grows with the stack's depth.
+pub fn entry_with(
+    trace: &Trace,
+    id: AllocId,
+    at: Seq,
+    view: &FrameView,
+    sf: StackFrames,
+) -> LiveEntry {
     let cat = trace.category(id);
     let name = crate::clip::clip(trace.name(id)).into_owned();
-    let sf = view.of_stack(trace, trace.stack_id(id));
     let label = if !name.is_empty() {
         name.clone()
     } else if !sf.module.is_empty() {
