@@ -232,7 +232,11 @@ mod tests {
         }
         assert_eq!(rows.len(), 3 + 128);
         assert_eq!(rows[128].depth, 128);
-        assert!(rows[128].frame.ends_with(" 0:129 leaf"), "{}", &rows[128].frame[1000..]);
+        assert!(
+            rows[128].frame.ends_with(" 0:129 leaf"),
+            "{}",
+            &rows[128].frame[1000..]
+        );
     }
 
     #[test]

@@ -422,7 +422,7 @@ fn path_of(
     }
     if mode == TreeFrames::User {
         // The innermost op or function says what the user frame called.
-        let inner = view.of_stack(trace, sid).innermost;
+        let inner = view.innermost(trace, sid);
         if !inner.is_empty() && path.last().is_none_or(|l| !l.ends_with(inner.as_str())) {
             path.push(inner);
         }
@@ -538,7 +538,12 @@ mod tests {
 
     /// The tree as it was built before interning (each child found by scanning its
     /// siblings' texts): the oracle the interned build must equal, node for node.
-    fn scanned_tree(trace: &Trace, ids: &[AllocId], view: &FrameView, mode: TreeFrames) -> TreeNode {
+    fn scanned_tree(
+        trace: &Trace,
+        ids: &[AllocId],
+        view: &FrameView,
+        mode: TreeFrames,
+    ) -> TreeNode {
         fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {
             node.bytes = node.bytes.saturating_add(bytes);
             node.count += count;
@@ -579,7 +584,12 @@ mod tests {
                 .iter()
                 .filter(|&&id| trace.stack_id(id) == sid)
                 .fold((0, 0), |(b, c), &id| (b + trace.size(id).0, c + 1));
-            insert(&mut root, &path_of(trace, sid, view, mode, &mut files), bytes, count);
+            insert(
+                &mut root,
+                &path_of(trace, sid, view, mode, &mut files),
+                bytes,
+                count,
+            );
         }
         sort(&mut root);
         root
@@ -613,8 +623,29 @@ mod tests {
             stacks.push((f, 100 * (1 + (i as u64 % 4))));
         }
         stacks.push((Vec::new(), 7));
+        // Innermost frames that name no function: unsymbolised, a thread's entry, nameless.
+        let odd: Vec<StrId> = ["??:0:0x7f00", "/lib/libc.so.6:0:start_thread", "/p/n.py:3:"]
+            .iter()
+            .map(|f| t.strings.intern(f))
+            .collect();
+        let user = t.strings.intern("/p/a.py:1:f");
+        stacks.push((vec![odd[0], odd[1], odd[2], user], 5));
+        stacks.push((vec![odd[1]], 3));
         let ids = live(&mut t, &stacks);
         let view = FrameView::new(&t, &Default::default());
+        // The tree's innermost function is the one the whole stack's reading gives.
+        for &id in &ids {
+            let sid = t.stack_id(id);
+            assert_eq!(view.innermost(&t, sid), view.of_stack(&t, sid).innermost);
+        }
+        let odd_sid = |k: usize| t.stack_id(ids[ids.len() - k]);
+        assert_eq!(
+            (
+                view.innermost(&t, odd_sid(2)),
+                view.innermost(&t, odd_sid(1))
+            ),
+            ("f".to_string(), String::new())
+        );
         for mode in [TreeFrames::User, TreeFrames::All] {
             let got = stack_tree(&t, &ids, &view, mode);
             assert_eq!(got, scanned_tree(&t, &ids, &view, mode), "{mode:?}");
