@@ -96,8 +96,10 @@ fn many_siblings_makes_distinct_allocations_of_distinct_lines() {
     assert!(rows.len() > 1, "{text}");
     let ids: std::collections::HashSet<u64> =
         rows.iter().map(|r| r["id"].as_u64().unwrap()).collect();
-    let frames: std::collections::HashSet<&str> =
-        rows.iter().map(|r| r["stack"][0].as_str().unwrap()).collect();
+    let frames: std::collections::HashSet<&str> = rows
+        .iter()
+        .map(|r| r["stack"][0].as_str().unwrap())
+        .collect();
     assert_eq!((ids.len(), frames.len()), (rows.len(), rows.len()));
     assert!(frames.contains("/p/m.py:4 f") && ids.contains(&8));
     assert!(rows.iter().all(|r| r["size"] == 512 && r["t"] == 1));
