@@ -105,3 +105,14 @@ fn many_siblings_makes_distinct_allocations_of_distinct_lines() {
     assert!(rows.iter().all(|r| r["size"] == 512 && r["t"] == 1));
     assert!(engine::run_reader(3, &b));
 }
+
+/// Found by the driver: an annotation span starting at i64::MAX nanoseconds (a `ts` past
+/// it, clamped), whose one-nanosecond end overflowed.
+#[test]
+fn kineto_annotation_at_i64_max_is_no_panic() {
+    let t = br#"{"traceEvents":[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":99999999999999999999999999999,"dur":1,"pid":1,"tid":1},
+ {"ph":"i","cat":"cpu_instant_event","name":"[memory]","ts":1,"pid":1,"tid":1,
+  "args":{"Addr":1,"Bytes":8,"Total Allocated":8,"Total Reserved":8,"Device Type":1,"Device Id":0}}]}"#;
+    let _ = engine::run_reader(2, t);
+}
