@@ -152,7 +152,7 @@ mod tests {
         let frames: Vec<&str> = rows.iter().map(|r| r.frame.as_str()).collect();
         assert_eq!(frames, ["train.py:10 main", "data.py:3 load"]);
         assert!(!rows[0].expanded);
-        ex.insert(rows[0].path.clone());
+        ex.insert(rows[0].path);
         let rows = flatten(&t, &ex, "");
         let frames: Vec<&str> = rows.iter().map(|r| r.frame.as_str()).collect();
         assert_eq!(

@@ -86,19 +86,19 @@ fn many_siblings_makes_distinct_allocations_of_distinct_lines() {
     let mut b = seed.into_bytes();
     let mut rng = engine::Rng::new(5);
     assert!(engine::many_siblings(&mut b, &mut rng));
-    let text = String::from_utf8(b.clone()).unwrap();
+    let text = String::from_utf8(b.clone()).expect("UTF-8");
     assert_eq!(text.lines().next(), Some(header));
     let rows: Vec<serde_json::Value> = text
         .lines()
         .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     assert!(rows.len() > 1, "{text}");
     let ids: std::collections::HashSet<u64> =
-        rows.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+        rows.iter().map(|r| r["id"].as_u64().expect("id")).collect();
     let frames: std::collections::HashSet<&str> = rows
         .iter()
-        .map(|r| r["stack"][0].as_str().unwrap())
+        .map(|r| r["stack"][0].as_str().expect("frame"))
         .collect();
     assert_eq!((ids.len(), frames.len()), (rows.len(), rows.len()));
     assert!(frames.contains("/p/m.py:4 f") && ids.contains(&8));

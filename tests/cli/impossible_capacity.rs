@@ -4,6 +4,8 @@
 //! driver free (534,773,760 B), so the device held 15872 MiB (16,642,998,272 B) there; its
 //! OOM is live tensors.
 
+#![allow(clippy::unwrap_used)]
+
 use crate::support::repo::{memtide, sample};
 use std::path::Path;
 

@@ -20,6 +20,7 @@ use crate::trace::{AllocId, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 /// Outermost levels a long path keeps.
 pub(crate) const PATH_OUTER: usize = 64;
@@ -108,10 +109,16 @@ thread_local! {
 }
 
 /// A node's child: the parent node and the child's interned frame.
-#[derive(Clone, Copy, Hash, Eq)]
+#[derive(Clone, Copy, Eq)]
 struct ChildKey {
     parent: u32,
     frame: u32,
+}
+
+impl Hash for ChildKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        (self.parent, self.frame).hash(h);
+    }
 }
 
 impl PartialEq for ChildKey {
@@ -125,8 +132,14 @@ impl PartialEq for ChildKey {
 }
 
 /// A level's text as the interning table holds it.
-#[derive(Hash, Eq)]
+#[derive(Eq)]
 struct Text(String);
+
+impl Hash for Text {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
 
 impl PartialEq for Text {
     fn eq(&self, o: &Text) -> bool {
