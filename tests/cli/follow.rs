@@ -109,6 +109,18 @@ fn check_follow_exits_zero_when_idle_under_the_limit() {
     assert!(out.contains("9999220736 B"), "{out}");
 }
 
+/// The child's exit code once it exits within `tries` × 20 ms; None (and killed) if not.
+fn exit_code_within(child: &mut std::process::Child, tries: usize) -> Option<i32> {
+    for _ in 0..tries {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
+}
+
 #[test]
 fn check_follow_recovers_from_truncation_and_rotation() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -138,17 +150,7 @@ fn check_follow_recovers_from_truncation_and_rotation() {
     writeln!(f, "{{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":600}}").expect("w");
     drop(f);
     std::fs::rename(&tmp, &p).expect("rename");
-    let mut code = None;
-    for _ in 0..100 {
-        if let Some(s) = child.try_wait().expect("wait") {
-            code = s.code();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if code.is_none() {
-        let _ = child.kill();
-    }
+    let code = exit_code_within(&mut child, 100);
     assert_eq!(
         code,
         Some(1),
@@ -182,23 +184,8 @@ fn check_follow_reads_a_file_rewritten_in_place_again() {
     std::thread::sleep(Duration::from_millis(500));
     let new = format!("{header}{big}\n{{\"t\":2,\"op\":\"free\",\"id\":1}}\n");
     assert!(new.len() > old.len() && new[old.len()..].starts_with("{\"t\":2"));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&p)
-        .expect("open");
-    f.write_all(new.as_bytes()).expect("rewrite");
-    drop(f);
-    let mut code = None;
-    for _ in 0..400 {
-        if let Some(s) = child.try_wait().expect("wait") {
-            code = s.code();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if code.is_none() {
-        let _ = child.kill();
-    }
+    crate::support::files::overwrite_in_place(&p, new.as_bytes());
+    let code = exit_code_within(&mut child, 400);
     let out = child.wait_with_output().expect("output");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),

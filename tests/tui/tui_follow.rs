@@ -195,7 +195,6 @@ fn a_bad_appended_line_stops_following_with_the_reason() {
 /// rewrite, not an append, and the reload shows the new run's 200 GiB from the start.
 #[test]
 fn a_rewrite_in_place_reloads_the_new_run() {
-    use std::io::Write as _;
     let (d, mut h) = setup();
     let p = d.path().join("run.jsonl");
     let len = std::fs::metadata(&p).expect("stat").len();
@@ -207,12 +206,7 @@ fn a_rewrite_in_place_reloads_the_new_run() {
         alloc(3, 3, 1)
     );
     assert!(new.len() as u64 > len);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&p)
-        .expect("open");
-    f.write_all(new.as_bytes()).expect("rewrite");
-    drop(f);
+    crate::support::files::overwrite_in_place(&p, new.as_bytes());
     let event = tail.poll().expect("poll").expect("a change");
     assert_eq!(
         event,
