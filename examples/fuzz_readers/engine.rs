@@ -479,13 +479,62 @@ fn deep_nesting(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
     true
 }
 
+/// Many siblings (issue 47): one element of an array or JSONL line, an object, repeated up
+/// to 100,000 times in place, copy k with k added to its line numbers, ids and addresses
+/// (`"line": N`, `"id": N`, `"addr": N`, `file.py:N`): distinct allocations of distinct
+/// lines under one parent, a wide stack tree; after `share_long_string`, siblings whose
+/// texts share a long head. Text only.
+pub fn many_siblings(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
+    if b.first() == Some(&0x80) || b.is_empty() {
+        return false;
+    }
+    let from = rng.below(b.len());
+    let Some(start) = (from..b.len())
+        .chain(1..from)
+        .find(|&i| i > 0 && b[i] == b'{' && matches!(b[i - 1], b'[' | b',' | b'\n' | b' '))
+    else {
+        return false;
+    };
+    let Some(end) = json_value_end(b, start).filter(|&e| e > start) else {
+        return false;
+    };
+    let elem = b[start..end].to_vec();
+    let sep: &[u8] = if b[start - 1] == b'\n' { b"\n" } else { b"," };
+    let n = copies_that_fit(b.len(), elem.len() + sep.len() + 8, 1 + rng.below(100_000));
+    let mut rep = Vec::with_capacity(n * (elem.len() + sep.len() + 8));
+    for k in 1..=n as u64 {
+        rep.extend_from_slice(sep);
+        let mut i = 0;
+        while i < elem.len() {
+            let run = elem[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let keyed = [&b"\"line\":"[..], b"\"id\":", b"\"addr\":", b".py:"]
+                .iter()
+                .any(|key| elem[..i].trim_ascii_end().ends_with(key));
+            if run > 0 && keyed {
+                let v = std::str::from_utf8(&elem[i..i + run])
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .unwrap_or(0);
+                rep.extend_from_slice(v.saturating_add(k).to_string().as_bytes());
+                i += run;
+            } else {
+                rep.push(elem[i]);
+                i += 1;
+            }
+        }
+    }
+    b.splice(end..end, rep);
+    true
+}
+
 /// A structure-aware mutation (issue classes found by hand): deep stacks, shared long
-/// strings, many devices, deep nesting.
+/// strings, many devices, deep nesting, many siblings.
 fn mutate_structure(b: &mut Vec<u8>, rng: &mut Rng) -> bool {
-    match rng.below(4) {
+    match rng.below(5) {
         0 => deepen_stack(b, rng),
         1 => share_long_string(b, rng),
         2 => many_devices(b, rng),
+        3 => many_siblings(b, rng),
         _ => deep_nesting(b, rng),
     }
 }
@@ -651,6 +700,20 @@ fn exercise(traces: &[Trace], summary: bool) {
             let _ = memtide_core::analysis::global_peak(t, &ix);
             // Small files, and files of few events however large (deep stacks, long
             // strings): the whole summary, as `summary --json` writes it.
+            if !summary && t.len() > 4096 {
+                // The explorer's stack tree of the peak's live set, whatever its width.
+                if let Some(p) = memtide_core::analysis::global_peak(t, &ix) {
+                    let view =
+                        memtide_core::analysis::frames::FrameView::new(t, &Default::default());
+                    let live = p.live(t, &ix);
+                    let _ = memtide_core::analysis::tree::stack_tree(
+                        t,
+                        &live,
+                        &view,
+                        memtide_core::analysis::tree::TreeFrames::User,
+                    );
+                }
+            }
             if summary || t.len() <= 4096 {
                 let s = memtide_core::analysis::Summary::build(t, &ix);
                 let devices = [t.device.to_string()];

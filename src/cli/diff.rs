@@ -139,7 +139,8 @@ pub fn json(a: &DiffArgs, c: &Compared) -> serde_json::Value {
     v
 }
 
-/// `--require-parity`: exit 1 when the runs did different work (said on stderr too).
+/// `--require-parity`: exit 1 when the runs did different work, 2 when the files cannot
+/// tell (a gate that could not check fails too); said on stderr either way.
 fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::fair::Fair) -> ExitCode {
     use memtide_core::analysis::parity::Verdict;
     if !a.require_parity {
@@ -152,10 +153,10 @@ fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::fair::Fair) -> ExitCode
         }
         Verdict::CannotTell => {
             crate::errln!(
-                "memtide: parity required but not checkable: {}",
+                "memtide: parity required but not checkable: {} (exit 2: the gate could not check)",
                 f.parity.words
             );
-            ExitCode::SUCCESS
+            ExitCode::from(2)
         }
         Verdict::SameWork => ExitCode::SUCCESS,
     }

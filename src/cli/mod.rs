@@ -181,8 +181,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub markdown: bool,
     /// Exit 1 when the two runs did different work (parameters, optimizer state, inputs,
-    /// steps or phases differ): a CI check that a saving is not a batch change. Prints the
-    /// report instead of opening the screen.
+    /// steps or phases differ), exit 2 when the files cannot tell: a CI check that a saving
+    /// is not a batch change. Prints the report instead of opening the screen.
     #[arg(long)]
     pub require_parity: bool,
     #[command(flatten)]

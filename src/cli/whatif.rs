@@ -44,6 +44,10 @@ pub fn replay(a: &WhatifArgs) -> Result<(WhatIf, memtide_core::open::Device)> {
     let Some(t) = opened.take(i) else {
         bail!("no trace to replay");
     };
+    // A capacity below what the file shows the device held is refused, as everywhere.
+    if let Some(g) = given {
+        memtide_core::open::check_capacity(&t, g).map_err(super::load::open_error)?;
+    }
     let ceiling = memtide_core::allocator::sim::ceiling::derive(&t.trace, &t.index, given);
     let w = whatif_under(&t.trace, t.history(), &confs, ceiling.as_ref())
         .with_context(|| format!("{}: allocator_settings", a.file.display()))?;

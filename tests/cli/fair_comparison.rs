@@ -277,15 +277,27 @@ fn a_file_that_cannot_say_gives_cannot_tell_with_nulls() {
     );
     assert!(v["step_time"]["a"].is_null(), "a seq clock has no time");
     assert_eq!(v["boundary"]["a"]["kind"], "cannot_tell");
-    // --require-parity does not fail what it cannot check.
+    // --require-parity does not pass what it cannot check: exit 2, the report still printed.
     let out = memtide()
         .args(["diff", "--require-parity"])
         .arg(&p)
         .arg(&p)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not checkable"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not checkable: cannot tell"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("parity           cannot tell"));
+    // The same in JSON: the document, then exit 2.
+    let out = memtide()
+        .args(["diff", "--require-parity", "--json"])
+        .arg(&p)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["parity"]["verdict"], "cannot_tell");
 }
 
 #[test]

@@ -109,6 +109,18 @@ fn check_follow_exits_zero_when_idle_under_the_limit() {
     assert!(out.contains("9999220736 B"), "{out}");
 }
 
+/// The child's exit code once it exits within `tries` × 20 ms; None (and killed) if not.
+fn exit_code_within(child: &mut std::process::Child, tries: usize) -> Option<i32> {
+    for _ in 0..tries {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
+}
+
 #[test]
 fn check_follow_recovers_from_truncation_and_rotation() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -138,20 +150,51 @@ fn check_follow_recovers_from_truncation_and_rotation() {
     writeln!(f, "{{\"t\":2,\"op\":\"alloc\",\"id\":2,\"size\":600}}").expect("w");
     drop(f);
     std::fs::rename(&tmp, &p).expect("rename");
-    let mut code = None;
-    for _ in 0..100 {
-        if let Some(s) = child.try_wait().expect("wait") {
-            code = s.code();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if code.is_none() {
-        let _ = child.kill();
-    }
+    let code = exit_code_within(&mut child, 100);
     assert_eq!(
         code,
         Some(1),
         "the replaced file's 1200 B peak must fail the check"
+    );
+}
+
+/// Issue 47 item 7: a restarted job rewrites the followed file in place, past its old
+/// length, never shorter at any moment (no truncation to see): a 200 GiB allocation at the
+/// new beginning. The old offset falls on a line boundary of valid lines (a free of id 1),
+/// so read on as an append it would pass (the bug: exit 0 once idle); read again from the
+/// start it fails the limit.
+#[test]
+fn check_follow_reads_a_file_rewritten_in_place_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("run.jsonl");
+    let header = "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n";
+    let big = "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":214748364800}";
+    let small = "{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":100}";
+    // The small line padded to the big one's length: the old offset ends where `big` does.
+    let old = format!("{header}{small:<width$}\n", width = big.len());
+    std::fs::write(&p, &old).expect("write");
+    let mut child = Command::new(bin())
+        .args(["check", "-f"])
+        .arg(&p)
+        .args(["--max-peak", "1GiB", "--poll", "20", "--idle-exit", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("check");
+    std::thread::sleep(Duration::from_millis(500));
+    let new = format!("{header}{big}\n{{\"t\":2,\"op\":\"free\",\"id\":1}}\n");
+    assert!(new.len() > old.len() && new[old.len()..].starts_with("{\"t\":2"));
+    crate::support::files::overwrite_in_place(&p, new.as_bytes());
+    let code = exit_code_within(&mut child, 400);
+    let out = child.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("FAIL: peak 200.0 GiB"), "{stdout}");
+    assert!(
+        stderr.contains("the file was rewritten in place (the bytes already read changed)"),
+        "{stderr}"
     );
 }

@@ -74,3 +74,45 @@ fn memory_timeline_extreme_bytes_are_no_panic() {
                       [0,9223372036854775807,9223372036854775807,0,0,0,0,0,0]]]";
     let _ = engine::run_reader(4, coalesced);
 }
+
+/// Issue 47's class in the driver: `many_siblings` repeats a JSONL allocation as distinct
+/// allocations (ids) of distinct lines, the header untouched, and the reader takes them.
+#[test]
+fn many_siblings_makes_distinct_allocations_of_distinct_lines() {
+    let header = "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}";
+    let seed = format!(
+        "{header}\n{{\"t\":1,\"op\":\"alloc\",\"id\":7,\"size\":512,\"stack\":[\"/p/m.py:3 f\"]}}\n"
+    );
+    let mut b = seed.into_bytes();
+    let mut rng = engine::Rng::new(5);
+    assert!(engine::many_siblings(&mut b, &mut rng));
+    let text = String::from_utf8(b.clone()).expect("UTF-8");
+    assert_eq!(text.lines().next(), Some(header));
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(rows.len() > 1, "{text}");
+    let ids: std::collections::HashSet<u64> =
+        rows.iter().map(|r| r["id"].as_u64().expect("id")).collect();
+    let frames: std::collections::HashSet<&str> = rows
+        .iter()
+        .map(|r| r["stack"][0].as_str().expect("frame"))
+        .collect();
+    assert_eq!((ids.len(), frames.len()), (rows.len(), rows.len()));
+    assert!(frames.contains("/p/m.py:4 f") && ids.contains(&8));
+    assert!(rows.iter().all(|r| r["size"] == 512 && r["t"] == 1));
+    assert!(engine::run_reader(3, &b));
+}
+
+/// Found by the driver: an annotation span starting at i64::MAX nanoseconds (a `ts` past
+/// it, clamped), whose one-nanosecond end overflowed.
+#[test]
+fn kineto_annotation_at_i64_max_is_no_panic() {
+    let t = br#"{"traceEvents":[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":99999999999999999999999999999,"dur":1,"pid":1,"tid":1},
+ {"ph":"i","cat":"cpu_instant_event","name":"[memory]","ts":1,"pid":1,"tid":1,
+  "args":{"Addr":1,"Bytes":8,"Total Allocated":8,"Total Reserved":8,"Device Type":1,"Device Id":0}}]}"#;
+    let _ = engine::run_reader(2, t);
+}

@@ -19,6 +19,7 @@ mod hostile;
 mod hostile_input;
 mod hostile_outputs;
 mod hostile_readers;
+mod impossible_capacity;
 mod jsonl_fuzz;
 mod kineto;
 mod lab;

@@ -2,6 +2,7 @@
 //! includes it with `#[path = "../support/mod.rs"] mod support;`); a binary uses only some.
 #![allow(dead_code)]
 
+pub mod files;
 pub mod fixtures;
 pub mod pickle_writer;
 pub mod pty;

@@ -189,3 +189,44 @@ fn a_bad_appended_line_stops_following_with_the_reason() {
     );
     assert!(h.screen().contains("follow stopped"));
 }
+
+/// Issue 47 item 7 in the explorer: the followed file rewritten in place, past its old
+/// length and never shorter (a restarted job): the tail worker's `Tailer` calls it a
+/// rewrite, not an append, and the reload shows the new run's 200 GiB from the start.
+#[test]
+fn a_rewrite_in_place_reloads_the_new_run() {
+    let (d, mut h) = setup();
+    let p = d.path().join("run.jsonl");
+    let len = std::fs::metadata(&p).expect("stat").len();
+    let mut tail = memtide::follow::Tailer::new(&p, len, true);
+    let new = format!(
+        "{HEADER}{}{}{}",
+        alloc(1, 1, 200 << 30),
+        alloc(2, 2, 50),
+        alloc(3, 3, 1)
+    );
+    assert!(new.len() as u64 > len);
+    crate::support::files::overwrite_in_place(&p, new.as_bytes());
+    let event = tail.poll().expect("poll").expect("a change");
+    assert_eq!(
+        event,
+        TailEvent::Reload("the file was rewritten in place (the bytes already read changed)")
+    );
+    let gen = tail_gen(&h);
+    h.send(Msg::Tail {
+        gen,
+        event,
+        now: Instant::now(),
+    });
+    assert_eq!(peak(&h), (200 << 30) + 51);
+    assert!(
+        h.app
+            .shared
+            .status
+            .as_deref()
+            .unwrap_or("")
+            .contains("rewritten in place"),
+        "{:?}",
+        h.app.shared.status
+    );
+}

@@ -53,7 +53,7 @@ pub struct LiveState {
     /// The tree's visible rows (expanded nodes, filtered by the search query).
     pub tree_rows: Vec<TreeRow>,
     /// Paths of the expanded tree nodes (see `tui::tree`).
-    pub expanded: FxHashSet<String>,
+    pub expanded: FxHashSet<crate::tui::tree::TreePath>,
 }
 
 impl Default for LiveState {

@@ -445,7 +445,7 @@ fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: 
             if row.children == 0 {
                 return say(sh, "a leaf: no frames below it (g: back to the list)");
             }
-            let path = row.path.clone();
+            let path = row.path;
             if !ex.live.expanded.remove(&path) {
                 ex.live.expanded.insert(path);
             }

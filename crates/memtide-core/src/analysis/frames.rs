@@ -11,7 +11,7 @@
 //! The *user frame* of a stack is its innermost frame that is not internal.
 
 use crate::clip::{clip, joined};
-use crate::trace::{StackId, Trace};
+use crate::trace::{StackId, StrId, Trace};
 use serde::Deserialize;
 use std::borrow::Cow;
 
@@ -403,6 +403,25 @@ impl FrameView {
         )
     }
 
+    /// [`StackFrames::innermost`] of stack `sid` alone: the other figures of
+    /// [`FrameView::of_stack`] judge every frame's file, this reads frames only up to the
+    /// first that names a function (the stack tree asks only this, once per stack).
+    pub(crate) fn innermost(&self, trace: &Trace, sid: StackId) -> String {
+        let strings = &trace.strings;
+        for &id in strings.stack(sid) {
+            let src = match strings.frame_parts(id) {
+                Some((file, line, name)) => FrameSource::Parts(file, line, name),
+                None => FrameSource::Text(strings.str(id)),
+            }
+            .plain();
+            let (fr, text) = src.frame();
+            if names_a_function(&fr, text) {
+                return clip(fr.name).into_owned();
+            }
+        }
+        String::new()
+    }
+
     fn of_sources<'a>(&self, frames: impl IntoIterator<Item = FrameSource<'a>>) -> StackFrames {
         let mut out = StackFrames::default();
         let mut modules: Vec<String> = Vec::new();
@@ -410,28 +429,8 @@ impl FrameView {
         let mut backward = false;
         for src in frames {
             let src = src.plain();
-            let (fr, text) = match &src {
-                FrameSource::Text(t) => (parse_frame(t), Some(t.as_ref())),
-                FrameSource::Parts(file, line, name) => (
-                    Frame {
-                        file,
-                        line: u64::try_from(*line).ok(),
-                        name,
-                    },
-                    None,
-                ),
-            };
-            let unsymbolised = match text {
-                Some(t) => t.starts_with("??"),
-                None => fr.file.starts_with("??"),
-            };
-            // A thread's entry point (libstdc++'s `execute_native_thread_routine`, libc's
-            // `start_thread`/`clone`) is no function a user would name.
-            let thread_entry = matches!(
-                fr.name,
-                "execute_native_thread_routine" | "start_thread" | "clone" | "__clone" | "__clone3"
-            );
-            if out.innermost.is_empty() && !fr.name.is_empty() && !unsymbolised && !thread_entry {
+            let (fr, text) = src.frame();
+            if out.innermost.is_empty() && names_a_function(&fr, text) {
                 out.innermost = clip(fr.name).into_owned();
             }
             // The innermost internal name with a plain word (a user frame further out does
@@ -504,12 +503,91 @@ pub(crate) fn judged_text(file: &str, line: i64, name: &str) -> String {
     format!("{}:{line}:{}", &file[cut..], &name[..end])
 }
 
+/// Judgments of frames made once per frame, for analyses that read every stack of a run:
+/// a frame kept as text is read once whatever the stacks sharing it; one kept as parts is
+/// read as [`judged_text`] gives it, once per (file, name) pair — the line is left out of
+/// the key, as no judgment made here reads it (they look for words and paths, none of which
+/// spans `:line:`). So 100,000 frames of one 1 MiB file name at distinct lines cost one
+/// read of its bounded ends, not 100,000 copies of the whole name.
+pub(crate) struct JudgedFrames<T> {
+    by_text: rustc_hash::FxHashMap<StrId, T>,
+    by_parts: rustc_hash::FxHashMap<(StrId, StrId), T>,
+}
+
+impl<T: Copy> JudgedFrames<T> {
+    pub(crate) fn new() -> JudgedFrames<T> {
+        JudgedFrames {
+            by_text: Default::default(),
+            by_parts: Default::default(),
+        }
+    }
+
+    /// `judge`'s verdict on frame `f` of `trace`.
+    pub(crate) fn of(&mut self, trace: &Trace, f: StrId, judge: impl FnOnce(&str) -> T) -> T {
+        let strings = &trace.strings;
+        if let Some((file, line, name)) = strings.frame_ids(f) {
+            return *self.by_parts.entry((file, name)).or_insert_with(|| {
+                judge(&judged_text(strings.text(file), line, strings.text(name)))
+            });
+        }
+        *self
+            .by_text
+            .entry(f)
+            .or_insert_with(|| judge(&strings.str(f)))
+    }
+
+    /// The verdicts on stack `sid`'s frames, innermost first.
+    pub(crate) fn stack(
+        &mut self,
+        trace: &Trace,
+        sid: StackId,
+        judge: impl Fn(&str) -> T,
+    ) -> Vec<T> {
+        trace
+            .strings
+            .stack(sid)
+            .iter()
+            .map(|&f| self.of(trace, f, &judge))
+            .collect()
+    }
+}
+
 enum FrameSource<'a> {
     Text(Cow<'a, str>),
     Parts(&'a str, i64, &'a str),
 }
 
+/// Whether a frame (and its text, for one kept as text) names a function the user would
+/// call innermost: named, symbolised, and no thread's entry point (libstdc++'s
+/// `execute_native_thread_routine`, libc's `start_thread`/`clone`).
+fn names_a_function(fr: &Frame<'_>, text: Option<&str>) -> bool {
+    let unsymbolised = match text {
+        Some(t) => t.starts_with("??"),
+        None => fr.file.starts_with("??"),
+    };
+    let thread_entry = matches!(
+        fr.name,
+        "execute_native_thread_routine" | "start_thread" | "clone" | "__clone" | "__clone3"
+    );
+    !fr.name.is_empty() && !unsymbolised && !thread_entry
+}
+
 impl<'a> FrameSource<'a> {
+    /// The frame read from its text or parts, and its text where it is kept as one.
+    fn frame(&self) -> (Frame<'_>, Option<&str>) {
+        match self {
+            FrameSource::Text(t) => (parse_frame(t), Some(t.as_ref())),
+            FrameSource::Parts(file, line, name) => (
+                Frame {
+                    file,
+                    line: u64::try_from(*line).ok(),
+                    name,
+                },
+                None,
+            ),
+        }
+    }
+
     /// The frame's text (`file:line:name` for parts).
     fn text(&self) -> Cow<'a, str> {
         match self {

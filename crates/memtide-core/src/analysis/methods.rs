@@ -7,7 +7,7 @@
 //! a batch or sequence change (their inputs differ).
 
 use super::parity::{LineState, Parity};
-use crate::trace::{human_bytes, AllocId, StorageKind, Trace};
+use crate::trace::{human_bytes, AllocId, StackId, StorageKind, StrId, Trace};
 use serde::Serialize;
 
 /// A method recognised.
@@ -91,71 +91,118 @@ pub struct MethodFinding {
 /// Op frames that copy a tensor (onto the device when the allocation is the device's).
 const COPY_OPS: [&str; 3] = ["aten::_to_copy", "aten::to", "aten::copy_"];
 
+/// What one frame's text says to the methods: which of [`FRAME_METHODS`] it shows, whether
+/// it is a copy op or a dtype cast's backward node, and its phase words.
+#[derive(Clone, Copy, Debug, Default)]
+struct FrameSigns {
+    methods: [bool; 3],
+    copy_op: bool,
+    cast: bool,
+    phase: super::work::FramePhase,
+}
+
+fn frame_signs(text: &str) -> FrameSigns {
+    let l = text.to_ascii_lowercase();
+    FrameSigns {
+        methods: FRAME_METHODS.map(|m| m.signs().iter().any(|s| l.contains(s))),
+        copy_op: COPY_OPS.contains(&l.as_str()),
+        cast: l.contains("tocopybackward"),
+        phase: super::work::frame_phase(text),
+    }
+}
+
 /// Where in `frames` (innermost first) a device allocation is a copy brought back onto the
 /// device during backward: a copy op's frame, under backward frames, not under a dtype
 /// cast's backward node (`ToCopyBackward0`). None: not such a copy.
-pub(crate) fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
-    let at = frames
-        .iter()
-        .position(|f| COPY_OPS.contains(&f.as_ref().to_ascii_lowercase().as_str()))?;
-    let cast = frames
-        .iter()
-        .any(|f| f.as_ref().to_ascii_lowercase().contains("tocopybackward"));
-    let backward = super::work::phase_of_frames(frames.iter().map(|f| f.as_ref()))
-        == Some(super::work::Phase::Backward);
+#[cfg(test)]
+fn copy_back_frame<S: AsRef<str>>(frames: &[S]) -> Option<usize> {
+    let signs: Vec<FrameSigns> = frames.iter().map(|f| frame_signs(f.as_ref())).collect();
+    copy_back_of(&signs)
+}
+
+/// [`copy_back_frame`] from the frames' signs.
+fn copy_back_of(frames: &[FrameSigns]) -> Option<usize> {
+    let at = frames.iter().position(|f| f.copy_op)?;
+    let cast = frames.iter().any(|f| f.cast);
+    let backward =
+        super::work::phase_of(frames.iter().map(|f| f.phase)) == Some(super::work::Phase::Backward);
     (backward && !cast).then_some(at)
 }
 
-/// The frame-shown methods of one run.
+/// What one stack shows: the frame showing each method, and the copy back onto the device.
+#[derive(Clone, Copy)]
+struct StackSigns {
+    methods: [Option<usize>; 3],
+    copy_at: Option<usize>,
+}
+
+/// The frame-shown methods of one run. Each frame is read once (a frame shared by many
+/// stacks, a long file name shared by many frames: [`JudgedFrames`]), each allocation name
+/// once, and an example's whole text only for the first allocation showing its method.
+///
+/// [`JudgedFrames`]: super::frames::JudgedFrames
 pub(crate) fn methods_of(trace: &Trace) -> Vec<(Method, Evidence)> {
     let mut found: Vec<Option<Evidence>> = vec![None; FRAME_METHODS.len()];
-    let mut cache: rustc_hash::FxHashMap<u32, [Option<usize>; 3]> = Default::default();
-    let mut copies: rustc_hash::FxHashMap<u32, Option<usize>> = Default::default();
+    let mut judged = super::frames::JudgedFrames::new();
+    let mut stacks: rustc_hash::FxHashMap<u32, StackSigns> = Default::default();
+    let mut names: rustc_hash::FxHashMap<StrId, [bool; 3]> = Default::default();
     let mut copied_back: Option<Evidence> = None;
+    let example = |sid: StackId, pos: usize| {
+        let f = trace
+            .strings
+            .stack(sid)
+            .get(pos)
+            .copied()
+            .unwrap_or_default();
+        crate::clip::clip(&trace.strings.str(f)).into_owned()
+    };
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
         if trace.storage_kind(id) != StorageKind::Block {
             continue;
         }
         let sid = trace.stack_id(id);
-        let by_stack = *cache.entry(sid.0).or_insert_with(|| {
-            let frames = trace.stack_frames(sid);
-            let mut hit = [None; 3];
-            for (k, m) in FRAME_METHODS.iter().enumerate() {
-                hit[k] = frames.iter().position(|f| shows(f, *m));
+        let by_stack = *stacks.entry(sid.0).or_insert_with(|| {
+            let frames = judged.stack(trace, sid, frame_signs);
+            let mut methods = [None; 3];
+            for (k, m) in methods.iter_mut().enumerate() {
+                *m = frames.iter().position(|f| f.methods[k]);
             }
-            hit
+            StackSigns {
+                methods,
+                copy_at: copy_back_of(&frames),
+            }
         });
-        let name = trace.name(id);
-        let copy_at = *copies
-            .entry(sid.0)
-            .or_insert_with(|| copy_back_frame(&trace.stack_frames(sid)));
-        if let Some(pos) = copy_at {
+        if let Some(pos) = by_stack.copy_at {
             let e = copied_back.get_or_insert_with(|| Evidence {
                 allocations: 0,
                 bytes: 0,
                 example: format!(
                     "{} during backward (a copy onto the device)",
-                    crate::clip::clip(&trace.stack_frames(sid)[pos])
+                    example(sid, pos)
                 ),
             });
             e.allocations += 1;
             e.bytes += trace.size(id).0;
         }
-        for (k, m) in FRAME_METHODS.iter().enumerate() {
-            let example = match by_stack[k] {
-                Some(pos) => trace
-                    .stack_frames(sid)
-                    .get(pos)
-                    .map(|f| f.to_string())
-                    .unwrap_or_default(),
-                None if shows(name, *m) => name.to_string(),
+        let name = trace.name_id(id);
+        let by_name = *names.entry(name).or_insert_with(|| {
+            let text = trace.strings.text(name);
+            FRAME_METHODS.map(|m| shows(text, m))
+        });
+        for k in 0..FRAME_METHODS.len() {
+            let shown = match by_stack.methods[k] {
+                Some(pos) => Some(pos),
+                None if by_name[k] => None,
                 None => continue,
             };
             let e = found[k].get_or_insert_with(|| Evidence {
                 allocations: 0,
                 bytes: 0,
-                example: crate::clip::clip(&example).into_owned(),
+                example: match shown {
+                    Some(pos) => example(sid, pos),
+                    None => crate::clip::clip(trace.strings.text(name)).into_owned(),
+                },
             });
             e.allocations += 1;
             e.bytes += trace.size(id).0;

@@ -18,7 +18,9 @@ use crate::clip::{clip_to, joined, TEXT_CAP};
 use crate::trace::units::grouped;
 use crate::trace::{AllocId, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 /// Outermost levels a long path keeps.
 pub(crate) const PATH_OUTER: usize = 64;
@@ -55,6 +57,17 @@ pub struct TreeNode {
 
 /// The tree of the storages `ids` (live at one instant).
 pub fn stack_tree(trace: &Trace, ids: &[AllocId], view: &FrameView, mode: TreeFrames) -> TreeNode {
+    stack_tree_counted(trace, ids, view, mode).0
+}
+
+/// [`stack_tree`] and the work it took ([`TreeWork`]).
+pub(crate) fn stack_tree_counted(
+    trace: &Trace,
+    ids: &[AllocId],
+    view: &FrameView,
+    mode: TreeFrames,
+) -> (TreeNode, TreeWork) {
+    let before = COMPARES.get();
     // Storages share few stacks: group by stack first, then walk each stack once.
     let mut by_stack: FxHashMap<StackId, (u64, usize)> = FxHashMap::default();
     for &id in ids {
@@ -64,17 +77,213 @@ pub fn stack_tree(trace: &Trace, ids: &[AllocId], view: &FrameView, mode: TreeFr
     }
     let mut stacks: Vec<(StackId, (u64, usize))> = by_stack.into_iter().collect();
     stacks.sort_by_key(|(s, _)| s.0);
-    let mut root = TreeNode {
-        frame: "(all)".into(),
-        ..TreeNode::default()
-    };
+    let mut b = Builder::default();
     let mut files = FileVerdicts::default();
     for (sid, (bytes, count)) in stacks {
         let path = path_of(trace, sid, view, mode, &mut files);
-        insert(&mut root, &path, bytes, count);
+        b.insert(path, bytes, count);
     }
-    sort(&mut root);
-    root
+    let (root, mut work) = b.finish();
+    let after = COMPARES.get();
+    work.key_compares = after.0 - before.0;
+    work.text_compares += after.1 - before.1;
+    (root, work)
+}
+
+/// What building one tree took, counted where it is done: the levels inserted (every
+/// level of every stack's path), the nodes made, and the comparisons of child keys (a
+/// node and an interned frame) and of level texts (interning them, ordering them once).
+/// Each stays within a small multiple of the levels (times log for the ordering) however
+/// many siblings share a parent or however long their texts' shared prefix is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TreeWork {
+    pub levels: u64,
+    pub nodes: u64,
+    pub key_compares: u64,
+    pub text_compares: u64,
+}
+
+thread_local! {
+    /// Comparisons of ([`ChildKey`], [`Text`]) made on this thread, for [`TreeWork`].
+    static COMPARES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A node's child: the parent node and the child's interned frame.
+#[derive(Clone, Copy, Eq)]
+struct ChildKey {
+    parent: u32,
+    frame: u32,
+}
+
+impl Hash for ChildKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        (self.parent, self.frame).hash(h);
+    }
+}
+
+impl PartialEq for ChildKey {
+    fn eq(&self, o: &ChildKey) -> bool {
+        COMPARES.set({
+            let (k, t) = COMPARES.get();
+            (k + 1, t)
+        });
+        self.parent == o.parent && self.frame == o.frame
+    }
+}
+
+/// A level's text as the interning table holds it.
+#[derive(Eq)]
+struct Text(String);
+
+impl Hash for Text {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, o: &Text) -> bool {
+        COMPARES.set({
+            let (k, t) = COMPARES.get();
+            (k, t + 1)
+        });
+        self.0 == o.0
+    }
+}
+
+/// A node while the tree is built: its frame (an index into the interned texts; the root
+/// has none) and its children, found by [`ChildKey`].
+#[derive(Default)]
+struct Slot {
+    frame: u32,
+    bytes: u64,
+    count: usize,
+    self_bytes: u64,
+    self_count: usize,
+    children: Vec<u32>,
+}
+
+/// The tree under construction: nodes in an arena, each level text interned once, a node's
+/// child found by one hash lookup of (node, frame) — never by scanning its siblings.
+struct Builder {
+    texts: FxHashMap<Text, u32>,
+    nodes: Vec<Slot>,
+    child: FxHashMap<ChildKey, u32>,
+    levels: u64,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder {
+            texts: FxHashMap::default(),
+            nodes: vec![Slot::default()],
+            child: FxHashMap::default(),
+            levels: 0,
+        }
+    }
+}
+
+impl Builder {
+    /// Adds one stack's path, outermost level first: its bytes and count in every node of
+    /// the path, and as its last node's own.
+    fn insert(&mut self, path: Vec<String>, bytes: u64, count: usize) {
+        // Saturating: a reader that skips the load-time overflow check (the fuzz driver)
+        // must not panic here; the CLI refuses such traces before any tree is built.
+        let mut at = 0u32;
+        self.add(at, bytes, count);
+        for level in path {
+            self.levels += 1;
+            let next = self.texts.len() as u32;
+            let frame = *self.texts.entry(Text(level)).or_insert(next);
+            let fresh = self.nodes.len() as u32;
+            let key = ChildKey { parent: at, frame };
+            let node = *self.child.entry(key).or_insert(fresh);
+            if node == fresh {
+                self.nodes.push(Slot {
+                    frame,
+                    ..Slot::default()
+                });
+                if let Some(p) = self.nodes.get_mut(at as usize) {
+                    p.children.push(node);
+                }
+            }
+            at = node;
+            self.add(at, bytes, count);
+        }
+        if let Some(n) = self.nodes.get_mut(at as usize) {
+            n.self_bytes = n.self_bytes.saturating_add(bytes);
+            n.self_count += count;
+        }
+    }
+
+    fn add(&mut self, at: u32, bytes: u64, count: usize) {
+        if let Some(n) = self.nodes.get_mut(at as usize) {
+            n.bytes = n.bytes.saturating_add(bytes);
+            n.count += count;
+        }
+    }
+
+    /// The finished tree: children biggest first, ties by frame text (the texts ordered
+    /// once, each sibling list then sorted by bytes and that rank).
+    fn finish(self) -> (TreeNode, TreeWork) {
+        let mut texts: Vec<String> = vec![String::new(); self.texts.len()];
+        for (Text(t), id) in self.texts {
+            if let Some(slot) = texts.get_mut(id as usize) {
+                *slot = t;
+            }
+        }
+        let mut compared = 0u64;
+        let mut by_text: Vec<u32> = (0..texts.len() as u32).collect();
+        by_text.sort_unstable_by(|&a, &b| {
+            compared += 1;
+            texts[a as usize].cmp(&texts[b as usize])
+        });
+        let mut rank = vec![0u32; texts.len()];
+        for (r, &id) in by_text.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        let mut nodes = self.nodes;
+        for i in 0..nodes.len() {
+            let mut kids = std::mem::take(&mut nodes[i].children);
+            kids.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&nodes[a as usize], &nodes[b as usize]);
+                b.bytes
+                    .cmp(&a.bytes)
+                    .then_with(|| rank[a.frame as usize].cmp(&rank[b.frame as usize]))
+            });
+            nodes[i].children = kids;
+        }
+        let work = TreeWork {
+            levels: self.levels,
+            nodes: nodes.len() as u64,
+            key_compares: 0,
+            text_compares: compared,
+        };
+        let mut root = to_node(&nodes, &texts, 0);
+        root.frame = "(all)".into();
+        (root, work)
+    }
+}
+
+/// Node `i` of the arena and everything under it as a [`TreeNode`].
+fn to_node(nodes: &[Slot], texts: &[String], i: u32) -> TreeNode {
+    let Some(n) = nodes.get(i as usize) else {
+        return TreeNode::default();
+    };
+    TreeNode {
+        frame: texts.get(n.frame as usize).cloned().unwrap_or_default(),
+        bytes: n.bytes,
+        count: n.count,
+        self_bytes: n.self_bytes,
+        self_count: n.self_count,
+        children: n
+            .children
+            .iter()
+            .map(|&c| to_node(nodes, texts, c))
+            .collect(),
+        omitted_bytes: 0,
+        omitted_count: 0,
+    }
 }
 
 /// For frames kept as parts (long file names), each file's verdict and shown suffix, worked
@@ -226,43 +435,12 @@ fn path_of(
     }
     if mode == TreeFrames::User {
         // The innermost op or function says what the user frame called.
-        let inner = view.of_stack(trace, sid).innermost;
+        let inner = view.innermost(trace, sid);
         if !inner.is_empty() && path.last().is_none_or(|l| !l.ends_with(inner.as_str())) {
             path.push(inner);
         }
     }
     path.finish()
-}
-
-fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {
-    // Saturating: a reader that skips the load-time overflow check (the fuzz driver)
-    // must not panic here; the CLI refuses such traces before any tree is built.
-    node.bytes = node.bytes.saturating_add(bytes);
-    node.count += count;
-    let Some((first, rest)) = path.split_first() else {
-        node.self_bytes = node.self_bytes.saturating_add(bytes);
-        node.self_count += count;
-        return;
-    };
-    let i = match node.children.iter().position(|c| &c.frame == first) {
-        Some(i) => i,
-        None => {
-            node.children.push(TreeNode {
-                frame: first.clone(),
-                ..TreeNode::default()
-            });
-            node.children.len() - 1
-        }
-    };
-    insert(&mut node.children[i], rest, bytes, count);
-}
-
-fn sort(node: &mut TreeNode) {
-    node.children
-        .sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frame.cmp(&b.frame)));
-    for c in &mut node.children {
-        sort(c);
-    }
 }
 
 impl TreeNode {
@@ -343,10 +521,19 @@ mod tests {
 
     fn build(stacks: &[(&[&str], u64)]) -> (Trace, Vec<AllocId>) {
         let mut t = Trace::new("cuda:0", "t", "test");
+        let stacks: Vec<(Vec<StrId>, u64)> = stacks
+            .iter()
+            .map(|(frames, size)| (frames.iter().map(|f| t.strings.intern(f)).collect(), *size))
+            .collect();
+        let ids = live(&mut t, &stacks);
+        (t, ids)
+    }
+
+    /// One storage live per stack (frames innermost first, as a trace holds them).
+    fn live(t: &mut Trace, stacks: &[(Vec<StrId>, u64)]) -> Vec<AllocId> {
         let mut ids = Vec::new();
         for (i, (frames, size)) in stacks.iter().enumerate() {
-            let ids_f: Vec<_> = frames.iter().map(|f| t.strings.intern(f)).collect();
-            let sid = t.strings.intern_stack(&ids_f);
+            let sid = t.strings.intern_stack(frames);
             t.push_event(Ts(i as i64), EventKind::Alloc);
             let name = t.strings.intern("");
             let id = t.open(
@@ -359,7 +546,179 @@ mod tests {
             );
             ids.push(id);
         }
-        (t, ids)
+        ids
+    }
+
+    /// The tree as it was built before interning (each child found by scanning its
+    /// siblings' texts): the oracle the interned build must equal, node for node.
+    fn scanned_tree(
+        trace: &Trace,
+        ids: &[AllocId],
+        view: &FrameView,
+        mode: TreeFrames,
+    ) -> TreeNode {
+        fn insert(node: &mut TreeNode, path: &[String], bytes: u64, count: usize) {
+            node.bytes = node.bytes.saturating_add(bytes);
+            node.count += count;
+            let Some((first, rest)) = path.split_first() else {
+                node.self_bytes = node.self_bytes.saturating_add(bytes);
+                node.self_count += count;
+                return;
+            };
+            let i = match node.children.iter().position(|c| &c.frame == first) {
+                Some(i) => i,
+                None => {
+                    node.children.push(TreeNode {
+                        frame: first.clone(),
+                        ..TreeNode::default()
+                    });
+                    node.children.len() - 1
+                }
+            };
+            insert(&mut node.children[i], rest, bytes, count);
+        }
+        fn sort(node: &mut TreeNode) {
+            node.children
+                .sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frame.cmp(&b.frame)));
+            for c in &mut node.children {
+                sort(c);
+            }
+        }
+        let mut root = TreeNode {
+            frame: "(all)".into(),
+            ..TreeNode::default()
+        };
+        let mut files = FileVerdicts::default();
+        let mut sids: Vec<StackId> = ids.iter().map(|&id| trace.stack_id(id)).collect();
+        sids.sort_by_key(|s| s.0);
+        sids.dedup();
+        for sid in sids {
+            let (bytes, count) = ids
+                .iter()
+                .filter(|&&id| trace.stack_id(id) == sid)
+                .fold((0, 0), |(b, c), &id| (b + trace.size(id).0, c + 1));
+            insert(
+                &mut root,
+                &path_of(trace, sid, view, mode, &mut files),
+                bytes,
+                count,
+            );
+        }
+        sort(&mut root);
+        root
+    }
+
+    /// Stacks of every shape the tree meets: shared outer frames, ties in bytes, a library
+    /// frame, a recursion run, a long path cut in the middle, an empty stack, long file
+    /// names kept as parts. The interned build equals the scanning one in both modes.
+    #[test]
+    fn interned_build_equals_the_sibling_scan() {
+        let mut t = Trace::new("cuda:0", "t", "test");
+        let long = format!("/p/{}/m.py", "q".repeat(2000));
+        let lib = "/venv/lib/python3.11/site-packages/torch/nn/functional.py";
+        let mut stacks: Vec<(Vec<StrId>, u64)> = Vec::new();
+        for i in 0..60i64 {
+            let mut f = vec![
+                t.strings.intern_frame(lib, 1777 + i % 2, "relu"),
+                t.strings.intern_frame(&long, i % 7, "forward"),
+                t.strings.intern_frame("/p/train.py", 9 + i % 3, "main"),
+            ];
+            if i % 5 == 0 {
+                let r = t.strings.intern_frame("/p/r.py", 3, "rec");
+                f.splice(1..1, std::iter::repeat_n(r, 40 + i as usize));
+            }
+            if i % 11 == 0 {
+                let deep: Vec<StrId> = (0..300)
+                    .map(|k| t.strings.intern_frame("/p/d.py", k, "d"))
+                    .collect();
+                f.splice(1..1, deep);
+            }
+            stacks.push((f, 100 * (1 + (i as u64 % 4))));
+        }
+        stacks.push((Vec::new(), 7));
+        // Innermost frames that name no function: unsymbolised, a thread's entry, nameless.
+        let odd: Vec<StrId> = ["??:0:0x7f00", "/lib/libc.so.6:0:start_thread", "/p/n.py:3:"]
+            .iter()
+            .map(|f| t.strings.intern(f))
+            .collect();
+        let user = t.strings.intern("/p/a.py:1:f");
+        stacks.push((vec![odd[0], odd[1], odd[2], user], 5));
+        stacks.push((vec![odd[1]], 3));
+        let ids = live(&mut t, &stacks);
+        let view = FrameView::new(&t, &Default::default());
+        // The tree's innermost function is the one the whole stack's reading gives.
+        for &id in &ids {
+            let sid = t.stack_id(id);
+            assert_eq!(view.innermost(&t, sid), view.of_stack(&t, sid).innermost);
+        }
+        let odd_sid = |k: usize| t.stack_id(ids[ids.len() - k]);
+        assert_eq!(
+            (
+                view.innermost(&t, odd_sid(2)),
+                view.innermost(&t, odd_sid(1))
+            ),
+            ("f".to_string(), String::new())
+        );
+        for mode in [TreeFrames::User, TreeFrames::All] {
+            let got = stack_tree(&t, &ids, &view, mode);
+            assert_eq!(got, scanned_tree(&t, &ids, &view, mode), "{mode:?}");
+            assert!(got.children.len() >= 3, "{mode:?}: {}", got.children.len());
+        }
+    }
+
+    /// Issue 47's hostile shapes: `n` storages of distinct lines under one parent, whose
+    /// texts share a 1 KiB head (a 1 MiB file name, clipped) and differ only at the end,
+    /// then the same storages under a 100-level chain. Every count is bounded by the levels
+    /// held: a child found by scanning its siblings makes n²/2 ≈ 50,000,000 key or text
+    /// comparisons here, past each bound below by over 100×.
+    #[test]
+    fn building_is_linear_in_the_levels_held() {
+        let n = 10_000usize;
+        let file = format!("/long/{}/train.py", "d".repeat(1 << 20));
+        let mut t = Trace::new("cuda:0", "t", "test");
+        let chain: Vec<StrId> = (0..100)
+            .map(|k| t.strings.intern_frame("/p/c.py", k, "c"))
+            .collect();
+        // The file's text interned once (as a reader shares it), each frame of its parts.
+        let (file, name) = (t.strings.intern(&file), t.strings.intern("forward"));
+        let mut stacks = Vec::new();
+        for deep in [false, true] {
+            for i in 0..n {
+                let mut f = vec![t.strings.intern_frame_ids(file, i as i64, name)];
+                if deep {
+                    f.extend(chain.iter().rev());
+                }
+                stacks.push((f, 512));
+            }
+        }
+        let ids = live(&mut t, &stacks);
+        let view = FrameView::new(&t, &Default::default());
+        let (tree, work) = stack_tree_counted(&t, &ids, &view, TreeFrames::All);
+        // Ground truth from the construction: n paths of 1 level, n of 101.
+        let levels = (n + n * 101) as u64;
+        assert_eq!(work.levels, levels);
+        // The root, its n + 1 children, the chain's 99 more, its last level's n.
+        assert_eq!(work.nodes, (1 + n + 1 + 99 + n) as u64);
+        assert_eq!(tree.children.len(), n + 1);
+        let texts = (n + 100) as u64;
+        assert!(
+            work.key_compares <= 2 * levels,
+            "{} key comparisons for {levels} levels",
+            work.key_compares
+        );
+        // One per level found interned, and the texts ordered once (n log n).
+        let log = 64 - texts.leading_zeros() as u64;
+        assert!(
+            work.text_compares <= 2 * levels + 2 * texts * log,
+            "{} text comparisons for {levels} levels, {texts} texts",
+            work.text_compares
+        );
+        // The siblings' texts share their first 1,000 bytes and differ at the end.
+        let a = &tree.children[1].frame;
+        let b = &tree.children[2].frame;
+        assert!(a.len() > 1000 && a.len() <= TEXT_CAP, "{}", a.len());
+        assert_eq!(a[..1000], b[..1000]);
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -204,35 +204,52 @@ const FACTORY_OPS: [&str; 16] = [
     "aten::lift_fresh",
 ];
 
-/// The phase one stack's frames say (innermost first): backward first (a recomputed forward
-/// under `backward` is backward work), then optimizer, then forward. None: none of them
-/// (setup, data, or a frame-less allocation).
-pub(crate) fn phase_of_frames<'a>(frames: impl Iterator<Item = &'a str>) -> Option<Phase> {
-    let mut forward = false;
-    let mut optim = false;
-    for f in frames {
-        let l = f.to_ascii_lowercase();
-        if l.contains("backward") || l.contains("accumulategrad") {
-            return Some(Phase::Backward);
-        }
-        if l.contains("/optim/") || l.contains("optimizer.") || l.contains("_init_group") {
-            optim = true;
-        }
-        if l.contains("forward")
+/// What one frame says of its phase (see [`phase_of_frames`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FramePhase {
+    backward: bool,
+    optim: bool,
+    forward: bool,
+}
+
+/// The phase words of one frame's text.
+pub(crate) fn frame_phase(f: &str) -> FramePhase {
+    let l = f.to_ascii_lowercase();
+    FramePhase {
+        backward: l.contains("backward") || l.contains("accumulategrad"),
+        optim: l.contains("/optim/") || l.contains("optimizer.") || l.contains("_init_group"),
+        forward: l.contains("forward")
             || l.contains("_call_impl")
             || l.starts_with("nn.module: ")
-            || (l.starts_with("aten::") && !FACTORY_OPS.contains(&l.as_str()))
-        {
-            forward = true;
-        }
+            || (l.starts_with("aten::") && !FACTORY_OPS.contains(&l.as_str())),
     }
-    if optim {
+}
+
+/// The phase of a stack from its frames' words: backward first (a recomputed forward under
+/// `backward` is backward work), then optimizer, then forward. None: none of them (setup,
+/// data, or a frame-less allocation).
+pub(crate) fn phase_of(frames: impl Iterator<Item = FramePhase>) -> Option<Phase> {
+    let mut any = FramePhase::default();
+    for f in frames {
+        if f.backward {
+            return Some(Phase::Backward);
+        }
+        any.optim |= f.optim;
+        any.forward |= f.forward;
+    }
+    if any.optim {
         Some(Phase::Optimizer)
-    } else if forward {
+    } else if any.forward {
         Some(Phase::Forward)
     } else {
         None
     }
+}
+
+/// The phase one stack's frames say (innermost first): [`phase_of`] their words.
+#[cfg(test)]
+fn phase_of_frames<'a>(frames: impl Iterator<Item = &'a str>) -> Option<Phase> {
+    phase_of(frames.map(frame_phase))
 }
 
 /// The phase a recorded category implies.
@@ -360,6 +377,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             && trace.flags(id) & FLAG_INFERRED == 0
     });
     let mut cache: rustc_hash::FxHashMap<u32, Option<Phase>> = Default::default();
+    let mut judged = super::frames::JudgedFrames::new();
     let mut seen: Vec<Seen> = Vec::new();
     let (mut blocks, mut with_stack) = (0u64, 0u64);
     let mut recorded_inputs = false;
@@ -381,10 +399,9 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         let inferred = trace.flags(id) & FLAG_INFERRED != 0;
         recorded_inputs |= cat == Category::Input && !inferred;
         let marked = marked_phase(&phase_marks, start);
-        let framed = *cache.entry(sid.0).or_insert_with(|| {
-            let frames = trace.stack_frames(sid);
-            phase_of_frames(frames.iter().map(|f| f.as_ref()))
-        });
+        let framed = *cache
+            .entry(sid.0)
+            .or_insert_with(|| phase_of(judged.stack(trace, sid, frame_phase).into_iter()));
         // A snapshot's allocations without Python frames come from a thread that runs no
         // Python: on a GPU, the autograd engine's (the backward pass).
         let threadless = !has_stack && trace.format == "snapshot";

@@ -132,6 +132,14 @@ impl Device {
         self.ooms = OnceLock::new();
     }
 
+    /// Forgets the device's capacity (one its file contradicts); the OOMs are explained
+    /// again without it.
+    pub(crate) fn drop_capacity(&mut self) {
+        self.trace.capacity = None;
+        self.trace.capacity_source = None;
+        self.ooms = OnceLock::new();
+    }
+
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms()[k]`'s event): the core's
     /// explanation, as `summary` prints it.
     pub fn ooms(&self) -> &[OomExplanation] {

@@ -24,9 +24,11 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+mod capacity;
 mod device;
 mod pick;
 
+pub use capacity::{capacity_floor, check_capacity, CapacityFloor};
 pub use device::Device;
 pub use pick::{is_rocm_alias, pick_device, UnknownDevice};
 
@@ -141,6 +143,9 @@ pub enum OpenError {
     /// The file holds no device at all.
     #[error("the file holds no device traces")]
     NoDevices,
+    /// `--capacity` below what the file shows the device held ([`capacity_floor`]), or 0.
+    #[error("--capacity {given} is impossible: {why}; give the device's real capacity (nvidia-smi's memory.total) or leave --capacity out")]
+    Capacity { given: String, why: String },
 }
 
 impl OpenError {
@@ -283,8 +288,11 @@ fn finish(
 ) -> Result<Opened, OpenError> {
     let read = t0.elapsed();
     let mut notes = Vec::new();
+    let mut message_device = None;
     if let Some(m) = &opts.oom_message {
-        notes.extend(apply_oom_message(&mut loaded, m)?);
+        let (device, said) = apply_oom_message(&mut loaded, m)?;
+        notes.extend(said);
+        message_device = Some(device);
     }
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {
@@ -293,7 +301,16 @@ fn finish(
         }
     }
     let format = loaded.format;
-    let devices = devices(loaded, rules);
+    let mut devices = devices(loaded, rules);
+    // A capacity below what the file shows held is never used for a verdict.
+    for d in &mut devices {
+        let message = opts
+            .oom_message
+            .as_ref()
+            .filter(|_| message_device.as_deref() == Some(d.name()))
+            .map(|m| &m.message);
+        notes.extend(capacity::settle(d, opts.capacity.is_some(), message)?);
+    }
     Ok(Opened {
         format,
         devices,
@@ -307,8 +324,11 @@ fn finish(
 }
 
 /// Applies the OOM message to the trace of its GPU (`cuda:N`; a file of one device: that
-/// one); returns the notes where the figures disagree.
-fn apply_oom_message(loaded: &mut Loaded, m: &OomMessageFile) -> Result<Vec<String>, OpenError> {
+/// one); returns that device's name and the notes where the figures disagree.
+fn apply_oom_message(
+    loaded: &mut Loaded,
+    m: &OomMessageFile,
+) -> Result<(String, Vec<String>), OpenError> {
     let want = format!("cuda:{}", m.message.gpu);
     let one = loaded.traces.len() == 1;
     let Some(t) = loaded
@@ -326,10 +346,11 @@ fn apply_oom_message(loaded: &mut Loaded, m: &OomMessageFile) -> Result<Vec<Stri
             ),
         });
     };
-    Ok(oom_message::apply(t, &m.message, &m.name)
+    let notes = oom_message::apply(t, &m.message, &m.name)
         .into_iter()
         .map(|note| format!("--oom-message {note}"))
-        .collect())
+        .collect();
+    Ok((t.device.clone(), notes))
 }
 
 /// Indexes each trace into a device with its allocator history: replayed models when the

@@ -844,13 +844,16 @@ impl Trace {
     }
 
     pub fn name(&self, id: AllocId) -> &str {
-        self.strings.text(
-            self.storages
-                .name
-                .get(id.idx())
-                .copied()
-                .unwrap_or_default(),
-        )
+        self.strings.text(self.name_id(id))
+    }
+
+    /// The interned name of storage `id` (names shared by many storages are one id).
+    pub(crate) fn name_id(&self, id: AllocId) -> StrId {
+        self.storages
+            .name
+            .get(id.idx())
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The id of the storage's stack (`StackId(0)`, the empty stack, when it has none).

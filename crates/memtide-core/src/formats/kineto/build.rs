@@ -879,7 +879,7 @@ fn add_marks(t: &mut Trace, c: &Collected, n_mem: usize, ooms: &[usize]) {
             continue;
         }
         let at = first(t, &|x| x < s.start);
-        let last = first(t, &|x| x < s.end.max(s.start + 1));
+        let last = first(t, &|x| x < s.end.max(s.start.saturating_add(1)));
         if at >= n_mem || last == 0 || last - 1 < at {
             continue; // no [memory] event of this device inside the span
         }
