@@ -12,11 +12,21 @@ use memtide_core::trace::{human_bytes, Bytes, Seq};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// A followed device, and for JSONL the decoder to continue with.
+/// The followed file's devices (every one, or the one `--device` names), and for JSONL the
+/// decoder to continue with and the device it appends to.
 struct Followed {
-    device: Device,
+    devices: Vec<Device>,
+    /// The device a JSONL file's new lines go to (its one device).
+    growing: usize,
     decoder: Option<JsonlDecoder>,
     offset: u64,
+}
+
+impl Followed {
+    /// Whether the verdict names its device (the file has several with events).
+    fn names_devices(&self) -> bool {
+        self.devices.iter().filter(|d| !d.is_empty()).count() > 1
+    }
 }
 
 fn open(a: &CheckArgs) -> Result<Followed> {
@@ -26,35 +36,58 @@ fn open(a: &CheckArgs) -> Result<Followed> {
     super::load::say_notes(&opened);
     let i = pick_device(&opened, a.input.device.as_deref())?;
     let Follow { decoder, offset } = opened.take_follow();
-    let device = opened
-        .take(i)
-        .with_context(|| format!("{}: no trace", a.file.display()))?;
+    // Every device is gated, as `check` gates a file; `--device` narrows it to one.
+    let (devices, growing) = if a.input.device.is_some() {
+        let d = opened
+            .take(i)
+            .with_context(|| format!("{}: no trace", a.file.display()))?;
+        (vec![d], 0)
+    } else {
+        (opened.devices, i)
+    };
     Ok(Followed {
-        device,
+        devices,
+        growing,
         decoder,
         offset,
     })
 }
 
-/// The peak of the events from `from` on (the initial state too when `from` is 0), if it is
-/// over `limit`.
-fn over(f: &Followed, from: usize, limit: Bytes) -> Option<memtide_core::analysis::Peak> {
-    if f.device.index.len() <= from {
+/// The peak of device `d`'s events from `from` on (the initial state too when `from` is 0),
+/// if it is over `limit`.
+fn over(d: &Device, from: usize, limit: Bytes) -> Option<memtide_core::analysis::Peak> {
+    if d.index.len() <= from {
         return None;
     }
     let p = memtide_core::analysis::window_peak(
-        &f.device.trace,
-        &f.device.index,
+        &d.trace,
+        &d.index,
         Seq(from as u64),
-        Seq(f.device.index.len() as u64 - 1),
+        Seq(d.index.len() as u64 - 1),
     )?;
     (p.bytes > limit).then_some(p)
 }
 
-fn fail(f: &Followed, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
+/// The first device whose whole peak is over `limit`, with that peak.
+fn any_over(f: &Followed, limit: Bytes) -> Option<(&Device, memtide_core::analysis::Peak)> {
+    f.devices
+        .iter()
+        .find_map(|d| over(d, 0, limit).map(|p| (d, p)))
+}
+
+/// `cuda:1: ` before a verdict's words when the file has several devices with events.
+fn named(f: &Followed, d: &Device) -> String {
+    if f.names_devices() {
+        format!("{}: ", d.name())
+    } else {
+        String::new()
+    }
+}
+
+fn fail(f: &Followed, d: &Device, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
     // The core's evidence; a followed file numbers its events as it grows, so the file's own
     // numbering is not given beside them.
-    let (trace, index) = (&f.device.trace, &f.device.index);
+    let (trace, index) = (&d.trace, &d.index);
     let ev = memtide_core::gate::peak_evidence(trace, p);
     let at = match ev.event {
         None => "at start (before the first event)".to_string(),
@@ -62,13 +95,43 @@ fn fail(f: &Followed, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCod
     };
     let live = memtide_core::gate::biggest_live(trace, index, p, 3);
     crate::outln!(
-        "FAIL: peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
+        "FAIL: {}peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
+        named(f, d),
         human_bytes(ev.bytes),
         ev.bytes,
         human_bytes(limit.0),
         super::gate_text::biggest_live_text(live.as_deref())
     );
     ExitCode::from(1)
+}
+
+/// Refuses figures a reader doubted, on any device (unless `--allow-warnings`).
+fn refuse_doubtful(a: &CheckArgs, f: &Followed) -> Result<()> {
+    for d in &f.devices {
+        memtide_core::gate::refuse_doubtful(&d.trace, a.allow_warnings)
+            .map_err(|e| super::check::gate_error(&a.file, e))?;
+    }
+    Ok(())
+}
+
+/// The growing device's new events since `from`, over `limit`: the failure's exit code.
+fn grown_over(f: &Followed, from: usize, limit: Bytes) -> Option<ExitCode> {
+    let d = f.devices.get(f.growing)?;
+    over(d, from, limit).map(|p| fail(f, d, &p, limit))
+}
+
+/// Applies `bytes` (None: the last equal-t group) to the growing device; returns the event
+/// count before them.
+fn append(f: &mut Followed, bytes: Option<&[u8]>) -> Result<usize> {
+    let Some(d) = f.devices.get_mut(f.growing) else {
+        return Ok(0);
+    };
+    let from = d.index.len();
+    if let Some(dec) = f.decoder.as_mut() {
+        let (_, r) = d.append(dec, bytes);
+        r?;
+    }
+    Ok(from)
 }
 
 pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
@@ -83,10 +146,9 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     }
     let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
-    memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
-        .map_err(|e| super::check::gate_error(&a.file, e))?;
-    if let Some(p) = over(&f, 0, limit) {
-        return Ok(fail(&f, &p, limit));
+    refuse_doubtful(a, &f)?;
+    if let Some((d, p)) = any_over(&f, limit) {
+        return Ok(fail(&f, d, &p, limit));
     }
     let watcher = Watcher::new(&a.file, a.follow.mode());
     let mut tail = Tailer::new(&a.file, f.offset, f.decoder.is_some());
@@ -105,58 +167,59 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                     f = open(a)?;
                     tail.reset(f.offset);
                     last_growth = Instant::now();
-                    if let Some(p) = over(&f, 0, limit) {
-                        return Ok(fail(&f, &p, limit));
+                    if let Some((d, p)) = any_over(&f, limit) {
+                        return Ok(fail(&f, d, &p, limit));
                     }
                 }
                 Some(TailEvent::Appended(bytes)) => {
-                    let from = f.device.index.len();
-                    if let Some(dec) = f.decoder.as_mut() {
-                        let (_, r) = f.device.append(dec, Some(&bytes));
-                        r.with_context(|| format!("in {}", a.file.display()))?;
-                    }
+                    let from = append(&mut f, Some(&bytes))
+                        .with_context(|| format!("in {}", a.file.display()))?;
                     last_growth = Instant::now();
                     flushed = false;
-                    if let Some(p) = over(&f, from, limit) {
-                        return Ok(fail(&f, &p, limit));
+                    if let Some(code) = grown_over(&f, from, limit) {
+                        return Ok(code);
                     }
                 }
             }
         }
         // After a quiet moment, apply the last equal-t group too.
         if !flushed && last_growth.elapsed() >= Duration::from_millis(200) {
-            let from = f.device.index.len();
-            if let Some(dec) = f.decoder.as_mut() {
-                let (_, r) = f.device.append(dec, None);
-                r?;
-            }
+            let from = append(&mut f, None)?;
             flushed = true;
-            if let Some(p) = over(&f, from, limit) {
-                return Ok(fail(&f, &p, limit));
+            if let Some(code) = grown_over(&f, from, limit) {
+                return Ok(code);
             }
         }
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
-                memtide_core::gate::refuse_doubtful(&f.device.trace, a.allow_warnings)
-                    .map_err(|e| super::check::gate_error(&a.file, e))?;
-                let peak = memtide_core::analysis::global_peak(&f.device.trace, &f.device.index)
-                    .filter(|p| p.bytes.0 > 0);
-                let Some((b, idx)) = peak.map(|p| (p.bytes.0, f.device.trace.event_number(p.at)))
-                else {
+                refuse_doubtful(a, &f)?;
+                let peaks: Vec<(&Device, u64, u64)> = f
+                    .devices
+                    .iter()
+                    .filter_map(|d| {
+                        let p = memtide_core::analysis::global_peak(&d.trace, &d.index)
+                            .filter(|p| p.bytes.0 > 0)?;
+                        Some((d, p.bytes.0, d.trace.event_number(p.at)))
+                    })
+                    .collect();
+                if peaks.is_empty() {
+                    let events: usize = f.devices.iter().map(|d| d.index.len()).sum();
                     anyhow::bail!(
-                        "{}: nothing was checked: idle for {:.1} s and no event of the {} read holds any memory",
+                        "{}: nothing was checked: idle for {:.1} s and no event of the {events} read holds any memory",
                         a.file.display(),
                         idle.as_secs_f64(),
-                        f.device.index.len()
                     );
-                };
-                crate::outln!(
-                    "ok: peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
-                    human_bytes(b),
-                    b,
-                    human_bytes(limit.0),
-                    idle.as_secs_f64()
-                );
+                }
+                for (d, b, idx) in peaks {
+                    crate::outln!(
+                        "ok: {}peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
+                        named(&f, d),
+                        human_bytes(b),
+                        b,
+                        human_bytes(limit.0),
+                        idle.as_secs_f64()
+                    );
+                }
                 return Ok(ExitCode::SUCCESS);
             }
         }

@@ -204,3 +204,49 @@ fn a_device_that_cannot_be_gated_keeps_a_multi_device_file_from_passing() {
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(err.contains("--max-growth needs step marks"), "{err}");
 }
+
+#[test]
+fn check_follow_gates_every_device_at_open_and_after_a_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = snapshot(dir.path(), "two.json", &[3 * MIB, 300 * GIB], &[], &[]);
+    let (code, out, err) = check(&["-f", s(&f), "--max-peak", "1GiB", "--idle-exit", "0.5"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.starts_with("FAIL: cuda:1: peak 300.0 GiB"), "{out}");
+    let (code, out, err) = check(&[
+        "-f",
+        s(&f),
+        "--max-peak",
+        "1GiB",
+        "--idle-exit",
+        "0.5",
+        "--device",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("ok: peak 3.000 MiB"), "{out}");
+
+    // Followed while small on both devices, then replaced by a run whose cuda:1 is over.
+    let small = snapshot(dir.path(), "small.json", &[3 * MIB, 5 * MIB], &[], &[]);
+    let big = snapshot(dir.path(), "big.json", &[3 * MIB, 300 * GIB], &[], &[]);
+    let run = dir.path().join("run.json");
+    std::fs::copy(&small, &run).unwrap();
+    let child = std::process::Command::new(crate::support::repo::memtide_path())
+        .args(["check", "-f"])
+        .arg(&run)
+        .args(["--max-peak", "1GiB", "--idle-exit", "20"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::fs::rename(&big, &run).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("FAIL: cuda:1: peak 300.0 GiB"), "{text}");
+}
