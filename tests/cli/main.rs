@@ -22,6 +22,7 @@ mod jsonl_fuzz;
 mod kineto;
 mod lab;
 mod markdown;
+mod nsys_data_only;
 mod one_door;
 mod oom;
 mod oom_answers;
