@@ -84,6 +84,10 @@ enum Seed {
     Pools,
 }
 
+/// A usage row: (µs after T0, pid, address, bytes, memKind, 0 alloc / 1 free, pc,
+/// correlationId).
+type Usage = (i64, i64, i64, i64, i64, i64, i64, Option<i64>);
+
 /// Writes a seed export at `path`.
 fn write_seed(path: &Path, seed: Seed) -> rusqlite::Result<()> {
     let c = Connection::open(path)?;
@@ -112,8 +116,7 @@ fn write_seed(path: &Path, seed: Seed) -> rusqlite::Result<()> {
              INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0,'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION','Allocation'),(1,'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION','Deallocation');",
         )?;
     }
-    // (µs after T0, pid, address, bytes, memKind, 0 alloc / 1 free, pc, correlationId)
-    let mut rows: Vec<(i64, i64, i64, i64, i64, i64, i64, Option<i64>)> = vec![
+    let mut rows: Vec<Usage> = vec![
         (-5, PID, SEG_A, 20 * MIB, 2, 0, 0x7f11, None),
         (15, PID, SEG_B, 40 * MIB, 2, 0, 0x7f11, None),
         (15, PID, 0x7f10_0000_0000, 64 * MIB, 2, 0, 0x7f22, Some(3)),
