@@ -108,6 +108,7 @@ pub(crate) fn read(db: &Db, shape: &Shape, corrs: &HashSet<i64>) -> Result<Chain
                     if let (std::collections::hash_map::Entry::Vacant(e), Some(v)) =
                         (names.entry(id), text(r, 1))
                     {
+                        db.keep_text(STRINGS, v.len())?;
                         e.insert(v);
                     }
                 }
@@ -119,10 +120,12 @@ pub(crate) fn read(db: &Db, shape: &Shape, corrs: &HashSet<i64>) -> Result<Chain
     for (id, mut frames) in raw {
         // Innermost first; frames of one depth in the file's order (a stable sort).
         frames.sort_by_key(|&(depth, _, _)| depth);
-        let text = frames
-            .iter()
-            .map(|&(_, s, m)| format!("{} ({})", name(s), name(m)))
-            .collect();
+        let mut text = Vec::with_capacity(frames.len());
+        for &(_, s, m) in &frames {
+            let (s, m) = (name(s), name(m));
+            db.keep_text(CALLCHAINS, s.len() + m.len() + 3)?;
+            text.push(format!("{s} ({m})"));
+        }
         out.frames.insert(id, text);
     }
     Ok(out)

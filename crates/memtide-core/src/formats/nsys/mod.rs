@@ -312,6 +312,7 @@ fn read_usage(db: &Db, shape: &Shape) -> Result<Vec<UsageRow>, FormatError> {
             let row = r.get::<_, i64>(0).unwrap_or(n as i64);
             db.side(format!("{USAGE} row {row}: {reason}"))
         })?;
+        db.keep_text(USAGE, u.name.as_ref().map_or(0, String::len))?;
         rows.push(u);
         Ok(())
     })?;

@@ -30,6 +30,15 @@ pub(crate) const HEAP_LIMIT: i64 = 512 << 20;
 /// The longest string or blob a value may be (a symbol name is far shorter).
 const MAX_VALUE: i32 = 16 << 20;
 
+/// Bytes of text kept from an export however small it is (names, frames).
+pub(crate) const BASE_TEXT: u64 = 64 << 20;
+/// Bytes of text kept per byte of the file on top of [`BASE_TEXT`]: a string is kept once
+/// per row that stores it, and a frame `symbol (module)` once per chain that names it, so a
+/// real export keeps less text than its size; only a value a column default gives every row
+/// (stored once, read once per row) or a long symbol named by every frame of a chain comes
+/// near this.
+pub(crate) const TEXT_PER_BYTE: u64 = 32;
+
 /// The steps allowed for a file of `file_len` bytes.
 pub(crate) fn budget_for(file_len: u64) -> u64 {
     BASE_STEPS.saturating_add(file_len.saturating_mul(STEPS_PER_BYTE))
@@ -46,6 +55,9 @@ pub(crate) struct Db {
     budget: u64,
     /// Rows fetched by every query.
     fetched: Cell<u64>,
+    /// Bytes of text kept so far, and the most allowed ([`BASE_TEXT`], [`TEXT_PER_BYTE`]).
+    text: Cell<u64>,
+    text_budget: u64,
 }
 
 /// What kind of schema object a name is (`PRAGMA table_list`).
@@ -105,6 +117,8 @@ impl Db {
             calls: calls.clone(),
             budget,
             fetched: Cell::new(0),
+            text: Cell::new(0),
+            text_budget: BASE_TEXT.saturating_add(file_len.saturating_mul(TEXT_PER_BYTE)),
         };
         db.harden()
             .map_err(|e| super::side(path, format!("cannot open as data only: {e}")))?;
@@ -154,6 +168,20 @@ impl Db {
         self.calls
             .load(Ordering::Relaxed)
             .saturating_mul(STEPS_PER_CALL)
+    }
+
+    /// Counts `bytes` of text kept from the export (`what`: where they come from), refusing
+    /// past the text budget.
+    pub fn keep_text(&self, what: &str, bytes: usize) -> Result<(), FormatError> {
+        let kept = self.text.get().saturating_add(bytes as u64);
+        self.text.set(kept);
+        if kept > self.text_budget {
+            return Err(self.side(format!(
+                "{what}: the export's names and call chains come to more than {} bytes of text for a file of {} bytes: refusing (at most {} + {} per byte; a value that a column default repeats in every row, or a long string named by every frame of a chain)",
+                self.text_budget, self.file_len, BASE_TEXT, TEXT_PER_BYTE
+            )));
+        }
+        Ok(())
     }
 
     /// `Nsight Systems export FILE: reason`.

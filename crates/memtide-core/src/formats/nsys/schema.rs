@@ -225,6 +225,7 @@ pub(crate) fn enum_names(db: &Db, table: &str) -> Result<Option<Vec<(i64, String
                 ))
             })?;
             if let Ok(Some(name)) = r.get::<_, Option<String>>(1) {
+                db.keep_text(table, name.len())?;
                 v.push((id, name));
             }
             Ok(())

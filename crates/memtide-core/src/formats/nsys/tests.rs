@@ -371,3 +371,42 @@ fn a_wal_export_is_read_as_on_disk_and_nothing_beside_it_is_created_or_read() {
         e.notes
     );
 }
+
+#[test]
+fn text_a_default_or_a_chain_repeats_is_bounded_by_the_file() {
+    // A 1 MiB name stored once as the column's default: every one of 5,000 rows reads it
+    // (5 GiB), from a file of about 1.2 MiB.
+    let big = "n".repeat(1 << 20);
+    let (_d, p) = export(&format!(
+        "{}
+         ALTER TABLE CUDA_GPU_MEMORY_USAGE_EVENTS DROP COLUMN name;
+         ALTER TABLE CUDA_GPU_MEMORY_USAGE_EVENTS ADD COLUMN name TEXT DEFAULT '{big}';",
+        allocations(5000)
+    ));
+    let len = std::fs::metadata(&p).expect("meta").len();
+    assert!(len < 2 << 20, "{len}");
+    let e = read_err(&p);
+    assert!(
+        e.contains(
+            "CUDA_GPU_MEMORY_USAGE_EVENTS: the export's names and call chains come to more than"
+        ) && e.contains(&format!(
+            "bytes of text for a file of {len} bytes: refusing"
+        )),
+        "{e}"
+    );
+    // One 512 KiB symbol named by every frame of a chain of 2,000 frames (1 GiB formatted).
+    let symbol = "s".repeat(512 << 10);
+    let (_d, p) = export(&format!(
+        "{}
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (0, 1, 1, 5);
+         INSERT INTO StringIds VALUES (1, '{symbol}');
+         WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < 2000)
+           INSERT INTO CUDA_CALLCHAINS SELECT 5, 1, 1, i FROM k;",
+        allocations(1)
+    ));
+    let e = read_err(&p);
+    assert!(
+        e.contains("CUDA_CALLCHAINS: the export's names and call chains come to more than"),
+        "{e}"
+    );
+}
