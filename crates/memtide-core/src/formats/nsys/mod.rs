@@ -172,18 +172,25 @@ fn check_file(path: &Path) -> Result<u64, FormatError> {
     Ok(len)
 }
 
-/// A write-ahead log beside the export holds changes an immutable read does not see: said.
+/// What an immutable read leaves out beside the export, said: a write-ahead log (changes
+/// not checkpointed into the file) or a rollback journal (a write that did not finish).
 fn beside(path: &Path) -> Vec<String> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let wal = Path::new(&wal);
-    match std::fs::metadata(wal) {
-        Ok(m) if m.len() > 0 => vec![format!(
-            "nsys: {} beside the export was not read: the export is read as it is on disk (immutable), without the changes that log holds; checkpoint it into the export first to include them",
-            wal.display()
-        )],
-        _ => Vec::new(),
+    let mut notes = Vec::new();
+    for (suffix, what) in [
+        ("-wal", "without the changes that write-ahead log holds; checkpoint it into the export first to include them"),
+        ("-journal", "a rollback journal beside it means a write to the export did not finish, so the export may be incomplete"),
+    ] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = Path::new(&side);
+        if std::fs::metadata(side).is_ok_and(|m| m.len() > 0) {
+            notes.push(format!(
+                "nsys: {} beside the export was not read: the export is read as it is on disk (immutable), {what}",
+                side.display()
+            ));
+        }
     }
+    notes
 }
 
 /// The tables and columns present (a view or virtual table of one of these names is refused).

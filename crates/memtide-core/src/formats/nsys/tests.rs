@@ -370,6 +370,18 @@ fn a_wal_export_is_read_as_on_disk_and_nothing_beside_it_is_created_or_read() {
         "{:?}",
         e.notes
     );
+    // A rollback journal beside it (a write that did not finish): not read, said.
+    std::fs::write(with.path().join("w.sqlite-journal"), [1u8; 512]).expect("journal");
+    let e = read_ok(&b);
+    assert_eq!(e.allocations.len(), 5);
+    assert!(
+        e.notes.iter().any(
+            |n| n.contains("w.sqlite-journal beside the export was not read")
+                && n.contains("did not finish")
+        ),
+        "{:?}",
+        e.notes
+    );
 }
 
 #[test]
