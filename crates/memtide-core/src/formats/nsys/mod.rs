@@ -119,6 +119,23 @@ pub(crate) fn read_with(
     progress: &Progress,
     budget: impl FnOnce(u64) -> u64,
 ) -> Result<NsysExport, FormatError> {
+    let notes = beside(path);
+    read_checked(path, progress, budget, notes.clone()).map_err(|e| match e {
+        // What was left unread beside it may be why the export reads as it does.
+        FormatError::SideFile { what, reason } if !notes.is_empty() => FormatError::SideFile {
+            what,
+            reason: format!("{reason} ({})", notes.join("; ")),
+        },
+        e => e,
+    })
+}
+
+fn read_checked(
+    path: &Path,
+    progress: &Progress,
+    budget: impl FnOnce(u64) -> u64,
+    notes: Vec<String>,
+) -> Result<NsysExport, FormatError> {
     let len = check_file(path)?;
     let db = Db::open(path, len, progress, budget(len))?;
     let shape = shape(&db)?;
@@ -136,7 +153,7 @@ pub(crate) fn read_with(
         session_start_ns,
         has_mem_kind: shape.has("memKind"),
         has_callchains: shape.has_callchains && shape.has_runtime_callchains,
-        notes: beside(path),
+        notes,
         rows: rows.len() as u64,
         ..Default::default()
     };

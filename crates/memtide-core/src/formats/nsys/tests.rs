@@ -370,6 +370,27 @@ fn a_wal_export_is_read_as_on_disk_and_nothing_beside_it_is_created_or_read() {
         "{:?}",
         e.notes
     );
+    // An export whose tables are all still in its log: the error says the log was not read.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let c = Connection::open(empty.path().join("e.sqlite")).expect("create");
+    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
+        .expect("wal");
+    c.execute_batch(SCHEMA).expect("schema");
+    let e = empty.path().join("e.sqlite");
+    let copy = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(&e, copy.path().join("e.sqlite")).expect("copy");
+    std::fs::copy(
+        empty.path().join("e.sqlite-wal"),
+        copy.path().join("e.sqlite-wal"),
+    )
+    .expect("copy wal");
+    drop(c);
+    let msg = read_err(&copy.path().join("e.sqlite"));
+    assert!(
+        msg.contains("no table CUDA_GPU_MEMORY_USAGE_EVENTS")
+            && msg.contains("e.sqlite-wal beside the export was not read"),
+        "{msg}"
+    );
     // A rollback journal beside it (a write that did not finish): not read, said.
     std::fs::write(with.path().join("w.sqlite-journal"), [1u8; 512]).expect("journal");
     let e = read_ok(&b);
