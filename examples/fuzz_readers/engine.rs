@@ -3,6 +3,9 @@
 //! worker thread with panics caught and a per-case time limit.
 #![allow(dead_code)]
 
+#[path = "nsys_case.rs"]
+mod nsys_case;
+
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -18,7 +21,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The readers, by the names `--reader` takes.
-pub const READERS: [&str; 8] = [
+pub const READERS: [&str; 9] = [
     "pickle",
     "snapshot",
     "kineto",
@@ -27,7 +30,11 @@ pub const READERS: [&str; 8] = [
     "theme",
     "rules",
     "device_log",
+    "nsys",
 ];
+
+/// The `nsys` reader's index in [`READERS`]: Nsight Systems exports ([`nsys_case`]).
+pub const NSYS: usize = 8;
 
 /// The largest case fed to a reader (a mutant is cut to it).
 pub const MAX_CASE: usize = 4 << 20;
@@ -144,6 +151,9 @@ pub fn load_seeds(root: &Path, max_seed: usize) -> Seeds {
         per_reader[7].push(s.as_bytes().to_vec());
         all.push(s.as_bytes().to_vec());
     }
+    // Nsight Systems exports are built here (the repository's tests write theirs at run
+    // time); kept out of `all`, so the other readers' cases stay as they were.
+    per_reader[NSYS] = nsys_case::seeds();
     Seeds { per_reader, all }
 }
 
@@ -658,6 +668,9 @@ pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8>
         pool
     };
     let mut b = base.get(rng.below(base.len())).cloned().unwrap_or_default();
+    if reader == NSYS {
+        return nsys_case::make(b, pool, &seeds.all, &mut rng);
+    }
     let n = match rng.below(16) {
         0..=7 => 1,
         8..=11 => 2,
@@ -832,6 +845,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
         }
         6 => memtide_core::analysis::infer::Rules::parse(&text(bytes)).is_ok(),
         7 => memtide_core::formats::device_log::parse("fuzz", &text(bytes), knob & 1 == 1).is_ok(),
+        NSYS => nsys_case::run(bytes, knob),
         _ => false,
     }
 }

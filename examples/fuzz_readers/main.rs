@@ -20,7 +20,8 @@ struct Args {
     /// The first case index (cases are reproducible from seed and index alone).
     #[arg(long, default_value_t = 0)]
     first: u64,
-    /// Only this reader (pickle, snapshot, kineto, jsonl, timeline, theme, rules); repeatable.
+    /// Only this reader (pickle, snapshot, kineto, jsonl, timeline, theme, rules, device_log,
+    /// nsys); repeatable.
     #[arg(long)]
     reader: Vec<String>,
     /// The run seed.

@@ -8,13 +8,13 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: 2026-11-29 10:00:00 UTC.
 const SESSION_NS: i64 = 1_795_946_400_000_000_000;
 /// The snapshot's first entry, 1 ms after the session start (µs since the epoch).
 const T0_US: i64 = SESSION_NS / 1000 + 1000;
 /// The training process and one other process on the same GPU.
-const PID: i64 = 4242;
+pub(crate) const PID: i64 = 4242;
 const OTHER_PID: i64 = 999;
 
 const SEG_A: u64 = 0x7f00_0000_0000;
@@ -71,7 +71,7 @@ fn snapshot_json() -> Value {
 type Usage = (i64, i64, u64, i64, i64, i64, i64, Option<i64>);
 
 /// ns after the session start of `us` after T0.
-fn at(us: i64) -> i64 {
+pub(crate) fn at(us: i64) -> i64 {
     (T0_US + us) * 1000 - SESSION_NS
 }
 
@@ -197,20 +197,20 @@ fn chains() -> Vec<(i64, Vec<(&'static str, &'static str)>)> {
 
 /// How the generated export departs from the documented schema.
 #[derive(Clone, Copy, Default)]
-struct Variant {
+pub(crate) struct Variant {
     /// An older export: no `contextId`, no `memKind` (and no host rows, which it could not
     /// tell apart).
-    old: bool,
+    pub(crate) old: bool,
     /// No `TARGET_INFO_SESSION_START_TIME`.
-    no_session_start: bool,
+    pub(crate) no_session_start: bool,
     /// The session start a day off (another run's clock).
-    day_off: bool,
+    pub(crate) day_off: bool,
     /// A row with a negative `bytes`.
-    negative_bytes: bool,
+    pub(crate) negative_bytes: bool,
 }
 
 /// Writes an export per the documented schema (tests/fixtures/nsys/README.md).
-fn write_export(path: &Path, v: Variant) {
+pub(crate) fn write_export(path: &Path, v: Variant) {
     let c = Connection::open(path).expect("create sqlite");
     let mem_cols = if v.old {
         "start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER"
@@ -297,12 +297,12 @@ fn write_export(path: &Path, v: Variant) {
     }
 }
 
-struct Files {
-    dir: tempfile::TempDir,
-    snapshot: PathBuf,
+pub(crate) struct Files {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) snapshot: PathBuf,
 }
 
-fn files() -> Files {
+pub(crate) fn files() -> Files {
     let dir = tempfile::tempdir().expect("tempdir");
     let snapshot = dir.path().join("snap.json");
     std::fs::write(&snapshot, snapshot_json().to_string()).expect("write snapshot");
@@ -310,14 +310,14 @@ fn files() -> Files {
 }
 
 impl Files {
-    fn export(&self, name: &str, v: Variant) -> PathBuf {
+    pub(crate) fn export(&self, name: &str, v: Variant) -> PathBuf {
         let p = self.dir.path().join(name);
         write_export(&p, v);
         p
     }
 }
 
-fn summary_json(args: &[&std::ffi::OsStr]) -> Value {
+pub(crate) fn summary_json(args: &[&std::ffi::OsStr]) -> Value {
     let out = memtide()
         .arg("summary")
         .args(args)
@@ -333,7 +333,7 @@ fn summary_json(args: &[&std::ffi::OsStr]) -> Value {
 }
 
 /// The hand-computed peak (README): e4, 42 MiB of PyTorch blocks + 83 MiB outside it.
-fn assert_the_peak(j: &Value) {
+pub(crate) fn assert_the_peak(j: &Value) {
     let peak = &j["peak"];
     assert_eq!(peak["index"], json!(4), "{peak}");
     assert_eq!(peak["bands"]["external"], json!(83 * MIB));
@@ -396,7 +396,7 @@ fn without_a_source_external_is_null_never_zero() {
 }
 
 /// Runs `summary --nsys export` and returns stderr, asserting exit 2.
-fn refused(f: &Files, export: &Path) -> String {
+pub(crate) fn refused(f: &Files, export: &Path) -> String {
     let out = memtide()
         .arg("summary")
         .arg(&f.snapshot)

@@ -15,12 +15,13 @@ fn mutated_fixtures_never_panic_or_hang() {
         assert!(!pool.is_empty(), "no seeds for {}", engine::READERS[r]);
     }
     // Cases per reader, sized to a few seconds each in a debug build (a pickle case costs
-    // ~50 ms there: the reader zeroes a 4 MiB buffer); MEMTIDE_FUZZ_SLICE=N scales them by N.
+    // ~50 ms there: the reader zeroes a 4 MiB buffer; an nsys case writes, mutates and reads
+    // an SQLite file); MEMTIDE_FUZZ_SLICE=N scales them by N.
     let scale: u64 = std::env::var("MEMTIDE_FUZZ_SLICE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let cases: Vec<u64> = [50, 50, 300, 1000, 300, 1000, 1000, 1000]
+    let cases: Vec<u64> = [50, 50, 300, 1000, 300, 1000, 1000, 1000, 500]
         .iter()
         .map(|c| c * scale)
         .collect();

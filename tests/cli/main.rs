@@ -24,6 +24,7 @@ mod jsonl_fuzz;
 mod kineto;
 mod lab;
 mod markdown;
+mod nsys_data_only;
 mod one_door;
 mod oom;
 mod oom_answers;

@@ -23,7 +23,7 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         None => None,
     };
     let nsys = match &opts.nsys {
-        Some(p) => Some(formats::nsys::read(p)?),
+        Some(p) => Some(formats::nsys::read(p, progress)?),
         None => None,
     };
     let mut loaded = formats::read(path, opts, progress)?;

@@ -9,9 +9,10 @@ use crate::formats::nsys::{Allocation, NsysExport, PoolSample};
 use crate::formats::FormatError;
 use crate::trace::external::NsysSource;
 use crate::trace::{
-    AllocId, Bytes, Category, ExternalDetail, NewBlock, NsysInfo, Seq, StorageKind, Trace,
+    AllocId, Bytes, Category, ExternalDetail, NewBlock, NsysInfo, Seq, StackId, StorageKind, Trace,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// The source of a cudaMallocAsync pool's reserve not handed out.
 pub(crate) const POOL_RESERVE: &str = "cudaMallocAsync pool (reserved, not in use)";
@@ -86,7 +87,7 @@ pub fn merge(
     let segments = segments_of(t, wall);
     // A clock that cannot be aligned is said as such, before any process is picked by it.
     check_clock(t, wall, export, &device_allocs)?;
-    let (pid, matched) = pick_process(export, &device_allocs, &segments)?;
+    let Pick { pid, matched, .. } = pick_process(export, &device_allocs, &segments)?;
     info.device = device;
     info.pid = pid;
     let mine: Vec<&Allocation> = device_allocs
@@ -110,6 +111,8 @@ pub fn merge(
     let at_or_after = |ns: i64| -> usize { utc.partition_point(|&x| x < ns) };
     let abs = |rel: i64| export.session_start_ns.saturating_add(rel);
     let mut blocks: Vec<(NewBlock, &'static str, ExternalDetail)> = Vec::new();
+    // Each call chain's frames and stack, interned once however many allocations share it.
+    let mut stacks: HashMap<u32, (Arc<[String]>, StackId)> = HashMap::new();
     for (k, a) in mine.iter().enumerate() {
         if matched.contains(&k) {
             continue;
@@ -155,15 +158,20 @@ pub fn merge(
         } else {
             a.source
         };
-        let frames = a
-            .chain
-            .and_then(|c| export.chains.get(c as usize))
-            .cloned()
-            .unwrap_or_default();
+        let (frames, stack) = match a.chain {
+            Some(c) => stacks
+                .entry(c)
+                .or_insert_with(|| {
+                    let frames = export.chains.get(c as usize).cloned().unwrap_or_default();
+                    let ids: Vec<_> = frames.iter().map(|f| t.strings.intern(f)).collect();
+                    let stack = t.strings.intern_stack(&ids);
+                    (frames, stack)
+                })
+                .clone(),
+            None => (Arc::default(), StackId(0)),
+        };
         let name = external_name(a, source);
         let name = t.strings.intern(&name);
-        let frame_ids: Vec<_> = frames.iter().map(|f| t.strings.intern(f)).collect();
-        let stack = t.strings.intern_stack(&frame_ids);
         blocks.push((
             NewBlock {
                 start,
@@ -195,6 +203,7 @@ pub fn merge(
     }
     info.sources = source_peaks(t, &ids);
     unseen(&mut info, export, t);
+    info.warnings.extend(export.notes.iter().cloned());
     for w in &info.warnings {
         t.warn(w.clone());
     }
@@ -249,69 +258,96 @@ fn segments_of(t: &Trace, wall: i64) -> Vec<Segment> {
         .collect()
 }
 
-/// The process whose allocations are the trace's (the most PyTorch segments matched) and
-/// the indices (into that process's allocations) of the ones that are PyTorch's segments.
+/// The process picked for a trace, the indices (into that process's allocations) of the
+/// ones that are PyTorch's segments, and the work it took (allocations and candidate
+/// segments visited: linear in the allocations and segments, however many processes).
+struct Pick {
+    pid: Option<u32>,
+    matched: HashSet<usize>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    work: u64,
+}
+
+/// The process whose allocations are the trace's (the most PyTorch segments matched): the
+/// allocations grouped by process once, the segments indexed by address and size once.
 fn pick_process(
     export: &NsysExport,
     allocs: &[&Allocation],
     segments: &[Segment],
-) -> Result<(Option<u32>, std::collections::HashSet<usize>), FormatError> {
-    let mut pids: Vec<u32> = allocs.iter().map(|a| a.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let mut scored: Vec<(u32, std::collections::HashSet<usize>)> = pids
-        .iter()
-        .map(|&p| {
-            let mine: Vec<&Allocation> = allocs.iter().copied().filter(|a| a.pid == p).collect();
-            (p, match_segments(export, &mine, segments))
-        })
-        .collect();
-    scored.sort_by_key(|(p, m)| (std::cmp::Reverse(m.len()), *p));
-    match scored.as_slice() {
-        [] => Ok((None, Default::default())),
-        [(p, _)] => Ok((Some(*p), scored.swap_remove(0).1)),
-        [(a, ma), (b, mb), ..] if ma.len() == mb.len() => Err(side(export, format!(
-            "the export holds several processes and none is told apart by the trace's segments (pid {a}: {} matched, pid {b}: {} matched): export only the training process (nsys export filters, or one rank per report)",
-            ma.len(), mb.len()
-        ))),
-        _ => {
-            let (p, m) = scored.swap_remove(0);
-            Ok((Some(p), m))
-        }
+) -> Result<Pick, FormatError> {
+    let mut by_pid: HashMap<u32, Vec<&Allocation>> = HashMap::new();
+    for a in allocs {
+        by_pid.entry(a.pid).or_default().push(a);
     }
-}
-
-/// The allocations that are PyTorch's segments: same address and size, the lives overlapping
-/// most (each segment matched once).
-fn match_segments(
-    export: &NsysExport,
-    allocs: &[&Allocation],
-    segments: &[Segment],
-) -> std::collections::HashSet<usize> {
     let mut by_key: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
     for (i, s) in segments.iter().enumerate() {
         by_key.entry((s.address, s.size)).or_default().push(i);
     }
-    let mut used = vec![false; segments.len()];
-    let mut out = std::collections::HashSet::new();
+    let mut work = (allocs.len() + segments.len()) as u64;
+    let mut scored: Vec<(u32, HashSet<usize>)> = by_pid
+        .into_iter()
+        .map(|(p, mine)| {
+            let (m, w) = match_segments(export, &mine, segments, &by_key);
+            work += w;
+            (p, m)
+        })
+        .collect();
+    scored.sort_by_key(|(p, m)| (std::cmp::Reverse(m.len()), *p));
+    let pick = |scored: &mut Vec<(u32, HashSet<usize>)>, work| {
+        let (p, matched) = scored.swap_remove(0);
+        Pick {
+            pid: Some(p),
+            matched,
+            work,
+        }
+    };
+    match scored.as_slice() {
+        [] => Ok(Pick {
+            pid: None,
+            matched: HashSet::new(),
+            work,
+        }),
+        [_] => Ok(pick(&mut scored, work)),
+        [(a, ma), (b, mb), ..] if ma.len() == mb.len() => Err(side(export, format!(
+            "the export holds several processes and none is told apart by the trace's segments (pid {a}: {} matched, pid {b}: {} matched): export only the training process (nsys export filters, or one rank per report)",
+            ma.len(), mb.len()
+        ))),
+        _ => Ok(pick(&mut scored, work)),
+    }
+}
+
+/// The allocations that are PyTorch's segments: same address and size (`by_key`: the
+/// segments of each), the lives overlapping most (each segment matched once); and the
+/// candidates visited.
+fn match_segments(
+    export: &NsysExport,
+    allocs: &[&Allocation],
+    segments: &[Segment],
+    by_key: &HashMap<(u64, u64), Vec<usize>>,
+) -> (HashSet<usize>, u64) {
+    let mut used: HashSet<usize> = HashSet::new();
+    let mut out = HashSet::new();
+    let mut work = allocs.len() as u64;
     let abs = |rel: Option<i64>| rel.map(|r| export.session_start_ns.saturating_add(r));
     for (k, a) in allocs.iter().enumerate() {
         let Some(cands) = by_key.get(&(a.address, a.bytes)) else {
             continue;
         };
+        work += cands.len() as u64;
         let (a0, a1) = (abs(a.start_ns), abs(a.end_ns));
         let best = cands
             .iter()
-            .filter(|&&i| !used[i])
-            .map(|&i| (i, overlap(a0, a1, segments[i].from_ns, segments[i].to_ns)))
+            .filter(|&&i| !used.contains(&i))
+            .filter_map(|&i| segments.get(i).map(|s| (i, s)))
+            .map(|(i, s)| (i, overlap(a0, a1, s.from_ns, s.to_ns)))
             .filter(|&(_, o)| o > 0)
             .max_by_key(|&(_, o)| o);
         if let Some((i, _)) = best {
-            used[i] = true;
+            used.insert(i);
             out.insert(k);
         }
     }
-    out
+    (out, work)
 }
 
 /// The length of the overlap of two lives (None ends are unbounded).
@@ -485,5 +521,75 @@ fn unseen(info: &mut NsysInfo, export: &NsysExport, t: &Trace) {
             "nsys: {} allocations were made and freed between two events of {}: no event of the trace sees them",
             info.between_events, t.device
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::nsys::schema::MemKind;
+
+    fn alloc(pid: u32, address: u64, bytes: u64) -> Allocation {
+        Allocation {
+            pid,
+            device: 0,
+            context: Some(1),
+            address,
+            bytes,
+            kind: MemKind::Device,
+            start_ns: Some(1_000),
+            end_ns: None,
+            pc: 1,
+            source: "other",
+            chain: None,
+            name: None,
+            pool: None,
+            row: 1,
+        }
+    }
+
+    #[test]
+    fn many_processes_are_grouped_once_in_work_linear_in_allocations() {
+        // 100,000 processes with one allocation each, and the training process whose two
+        // allocations are the trace's two segments (same address and size, lives overlapping).
+        const P: u32 = 100_000;
+        let mut allocations: Vec<Allocation> = (0..P)
+            .map(|p| alloc(10_000 + p, 0x10_0000 + u64::from(p), 512))
+            .collect();
+        allocations.push(alloc(4242, 0x7f00_0000, 2 << 20));
+        allocations.push(alloc(4242, 0x7f80_0000, 4 << 20));
+        let export = NsysExport {
+            session_start_ns: 1_000_000,
+            allocations,
+            ..Default::default()
+        };
+        let segments = [
+            (0x7f00_0000, 2 << 20),
+            (0x7f80_0000, 4 << 20),
+            (0x10_0000, 4),
+        ]
+        .map(|(address, size)| Segment {
+            address,
+            size,
+            from_ns: Some(0),
+            to_ns: None,
+        });
+        let allocs: Vec<&Allocation> = export.allocations.iter().collect();
+        let pick = match pick_process(&export, &allocs, &segments) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(pick.pid, Some(4242));
+        let want: HashSet<usize> = [0, 1].into();
+        assert_eq!(pick.matched, want);
+        // Each allocation visited a bounded number of times: grouping, matching, and the
+        // candidates of its address and size (one segment each here). Matching each process
+        // against all allocations would visit P × P = 10^10.
+        let n = allocs.len() as u64 + segments.len() as u64;
+        assert!(
+            pick.work <= 3 * n,
+            "{} visits for {n} allocations and segments",
+            pick.work
+        );
     }
 }

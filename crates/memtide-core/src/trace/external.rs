@@ -14,8 +14,9 @@ pub const UNATTRIBUTED: &str = "unattributed";
 /// What a side source knows about one external storage beyond its size and lifetime.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExternalDetail {
-    /// The call chain, innermost first (`symbol (module)`), empty when none was recorded.
-    pub frames: Vec<String>,
+    /// The call chain, innermost first (`symbol (module)`), empty when none was recorded;
+    /// shared by every storage made by the same chain.
+    pub frames: std::sync::Arc<[String]>,
     /// The kind of memory (`device`, `managed`, `device static`, …).
     pub kind: &'static str,
     /// When it was made and freed, UTC µs since the epoch (None: before the capture range /

@@ -55,14 +55,26 @@ pub(crate) fn library_of_module(module: &str) -> Option<&'static str> {
         .map(|&(_, name)| name)
 }
 
+/// The innermost recognised library on a call chain (`modules`, innermost first).
+pub(crate) fn library_of_chain(modules: &[&str]) -> Option<&'static str> {
+    modules.iter().find_map(|m| library_of_module(m))
+}
+
+/// The source of an allocation whose chain names no library: `library-internal` when its
+/// program counter is 0, else `other`.
+pub(crate) fn without_library(pc: u64) -> &'static str {
+    if pc == 0 {
+        LIBRARY_INTERNAL
+    } else {
+        OTHER
+    }
+}
+
 /// The source of one allocation: the innermost recognised library on its call chain
-/// (`modules`, innermost first), else `library-internal` when its program counter is 0,
-/// else `other`.
+/// (`modules`, innermost first), else [`without_library`].
+#[cfg(test)]
 pub(crate) fn source_of(modules: &[&str], pc: u64) -> &'static str {
-    modules
-        .iter()
-        .find_map(|m| library_of_module(m))
-        .unwrap_or(if pc == 0 { LIBRARY_INTERNAL } else { OTHER })
+    library_of_chain(modules).unwrap_or_else(|| without_library(pc))
 }
 
 #[cfg(test)]

@@ -5,15 +5,22 @@
 //! [`crate::nsys_merge`] puts them on a trace's clock. The tables and columns read are
 //! listed, with where NVIDIA documents them, in [`schema`].
 
+pub(crate) mod chains;
 pub(crate) mod library;
+pub(crate) mod open;
 pub(crate) mod schema;
+#[cfg(test)]
+mod tests;
 
-use super::FormatError;
-use rusqlite::{Connection, OpenFlags, Row};
+use super::{FormatError, Progress};
+use chains::{Chains, CALLCHAINS, RUNTIME, STRINGS};
+use open::Db;
+use rusqlite::Row;
 use schema::{MemKind, Oper, Shape, POOLS, SESSION_START, USAGE, USAGE_REQUIRED};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One allocation of the export: an allocation event paired with its deallocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,62 +69,105 @@ pub(crate) struct NsysExport {
     /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`.
     pub session_start_ns: i64,
     pub allocations: Vec<Allocation>,
-    /// Call chains, each `symbol (module)` frames innermost first.
-    pub chains: Vec<Vec<String>>,
+    /// Call chains, each `symbol (module)` frames innermost first; each chain once,
+    /// however many allocations share it.
+    pub chains: Vec<Arc<[String]>>,
     pub pools: Vec<PoolSample>,
     /// Deallocations with no allocation before them (made before the capture began and not
     /// reported at `start = 0`).
     pub unmatched_frees: u64,
     /// Rows of the usage table read.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub rows: u64,
     /// Whether the export has `memKind` / call chains.
     pub has_mem_kind: bool,
     pub has_callchains: bool,
+    /// What reading it left out, said as warnings (a write-ahead log beside it, unread).
+    pub notes: Vec<String>,
+    /// The work reading it took (the tests' measure of it): rows fetched by every query,
+    /// and SQLite's steps.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fetched: u64,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub steps: u64,
 }
 
 /// The largest allocation read (1 PiB): a bigger `bytes` is a damaged row, not memory.
 pub(crate) const MAX_BYTES: u64 = 1 << 50;
 
-/// The most rows of the usage table read (a run of a billion allocations is refused with
-/// this figure rather than exhausting memory).
+/// The most rows of the usage table, and of the pool table, read (a run of a billion
+/// allocations is refused with this figure rather than exhausting memory).
 pub(crate) const MAX_ROWS: u64 = 50_000_000;
 
-fn side(path: &Path, reason: impl Into<String>) -> FormatError {
+pub(crate) fn side(path: &Path, reason: impl Into<String>) -> FormatError {
     FormatError::SideFile {
         what: format!("Nsight Systems export {}", path.display()),
         reason: reason.into(),
     }
 }
 
-/// Reads the export at `path` (opened read-only; never written).
-pub fn read(path: &Path) -> Result<NsysExport, FormatError> {
-    check_file(path)?;
-    let c = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| side(path, format!("cannot open as SQLite: {e}")))?;
-    let shape = shape(&c).map_err(|e| side(path, sql_text("the schema", &e)))?;
+/// Reads the export at `path` as data only ([`open`]: immutable, nothing beside it read or
+/// created, no view or trigger run), every table once and in time linear in its rows; stops
+/// with [`FormatError::Cancelled`] when `progress` is cancelled.
+pub fn read(path: &Path, progress: &Progress) -> Result<NsysExport, FormatError> {
+    read_with(path, progress, open::budget_for)
+}
+
+/// [`read`] with the budget of SQLite steps for a file of a given size.
+pub(crate) fn read_with(
+    path: &Path,
+    progress: &Progress,
+    budget: impl FnOnce(u64) -> u64,
+) -> Result<NsysExport, FormatError> {
+    let notes = beside(path);
+    read_checked(path, progress, budget, notes.clone()).map_err(|e| match e {
+        // What was left unread beside it may be why the export reads as it does.
+        FormatError::SideFile { what, reason } if !notes.is_empty() => FormatError::SideFile {
+            what,
+            reason: format!("{reason} ({})", notes.join("; ")),
+        },
+        e => e,
+    })
+}
+
+fn read_checked(
+    path: &Path,
+    progress: &Progress,
+    budget: impl FnOnce(u64) -> u64,
+    notes: Vec<String>,
+) -> Result<NsysExport, FormatError> {
+    let len = check_file(path)?;
+    let db = Db::open(path, len, progress, budget(len))?;
+    let shape = shape(&db)?;
     check_usage_table(&shape, path)?;
-    let session_start_ns = session_start(&c, path)?;
-    let (chains, chain_of) =
-        call_chains(&c, &shape).map_err(|e| side(path, sql_text("CUDA_CALLCHAINS", &e)))?;
+    let session_start_ns = session_start(&db)?;
+    let rows = read_usage(&db, &shape)?;
+    let corrs: HashSet<i64> = rows
+        .iter()
+        .filter(|u| u.oper == Oper::Alloc)
+        .filter_map(|u| u.corr)
+        .collect();
+    let chains = chains::read(&db, &shape, &corrs)?;
     let mut out = NsysExport {
         path: path.display().to_string(),
         session_start_ns,
-        chains,
         has_mem_kind: shape.has("memKind"),
         has_callchains: shape.has_callchains && shape.has_runtime_callchains,
+        notes,
+        rows: rows.len() as u64,
         ..Default::default()
     };
-    read_usage(&c, &shape, &chain_of, path, &mut out)?;
-    read_pools(&c, &shape, path, &mut out)?;
+    pair(rows, chains, &mut out);
+    out.pools.append(&mut read_pools(&db, &shape)?);
     out.pools.sort_by_key(|p| (p.pool, p.t_ns));
+    out.fetched = db.fetched();
+    out.steps = db.steps();
     Ok(out)
 }
 
-/// The file is a regular file whose SQLite header is whole ([`schema::check_header`]).
-fn check_file(path: &Path) -> Result<(), FormatError> {
+/// The file is a regular file whose SQLite header is whole ([`schema::check_header`]); its
+/// length.
+fn check_file(path: &Path) -> Result<u64, FormatError> {
     let mut f = super::source::open_regular(path).map_err(|e| side(path, e.to_string()))?;
     let len = f.metadata().map_err(|e| side(path, e.to_string()))?.len();
     let mut head = [0u8; 100];
@@ -135,116 +185,76 @@ fn check_file(path: &Path) -> Result<(), FormatError> {
             "the file is empty: expected an SQLite export made by `nsys export --type sqlite`",
         ));
     }
-    schema::check_header(&head[..n], len).map_err(|e| side(path, e))
+    schema::check_header(&head[..n], len).map_err(|e| side(path, e))?;
+    Ok(len)
 }
 
-/// `table: reason` for an SQLite error, with SQLite's own words for damage.
-fn sql_text(table: &str, e: &rusqlite::Error) -> String {
-    let damaged = matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    );
-    if damaged {
-        format!("{table}: the database is damaged or truncated ({e})")
-    } else {
-        format!("{table}: {e}")
+/// What an immutable read leaves out beside the export, said: a write-ahead log (changes
+/// not checkpointed into the file) or a rollback journal (a write that did not finish).
+fn beside(path: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (suffix, what) in [
+        ("-wal", "without the changes that write-ahead log holds; checkpoint it into the export first to include them"),
+        ("-journal", "a rollback journal beside it means a write to the export did not finish, so the export may be incomplete"),
+    ] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = Path::new(&side);
+        if std::fs::metadata(side).is_ok_and(|m| m.len() > 0) {
+            notes.push(format!(
+                "nsys: {} beside the export was not read: the export is read as it is on disk (immutable), {what}",
+                side.display()
+            ));
+        }
     }
+    notes
 }
 
-/// The tables and columns present.
-fn shape(c: &Connection) -> Result<Shape, rusqlite::Error> {
-    let usage = schema::columns(c, USAGE)?;
-    let runtime = schema::columns(c, "CUPTI_ACTIVITY_KIND_RUNTIME")?;
+/// The tables and columns present (a view or virtual table of one of these names is refused).
+fn shape(db: &Db) -> Result<Shape, FormatError> {
+    let usage = db.table(USAGE)?;
+    let runtime = db.table(RUNTIME)?;
+    let pools = db.table(POOLS)?;
     Ok(Shape {
-        usage_columns: usage.unwrap_or_default(),
-        pool_columns: schema::columns(c, POOLS)?,
-        has_runtime_callchains: runtime.is_some_and(|v| {
-            v.iter().any(|c| c == "callchainId") && v.iter().any(|c| c == "correlationId")
+        usage_without_rowid: usage.as_ref().is_some_and(|t| t.without_rowid),
+        usage_columns: usage.map(|t| t.columns).unwrap_or_default(),
+        pool_without_rowid: pools.as_ref().is_some_and(|t| t.without_rowid),
+        pool_columns: pools.map(|t| t.columns),
+        has_runtime_callchains: runtime.is_some_and(|t| {
+            t.columns.iter().any(|c| c == "callchainId")
+                && t.columns.iter().any(|c| c == "correlationId")
         }),
-        has_callchains: schema::columns(c, "CUDA_CALLCHAINS")?.is_some(),
-        has_strings: schema::columns(c, "StringIds")?.is_some(),
-        mem_kinds: schema::mem_kinds(c)?,
-        opers: schema::opers(c)?,
+        has_callchains: db.table(CALLCHAINS)?.is_some(),
+        has_strings: db.table(STRINGS)?.is_some(),
+        mem_kinds: schema::mem_kinds(db)?,
+        opers: schema::opers(db)?,
     })
 }
 
 /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: what puts the export on a wall clock.
-fn session_start(c: &Connection, path: &Path) -> Result<i64, FormatError> {
-    let cols =
-        schema::columns(c, SESSION_START).map_err(|e| side(path, sql_text(SESSION_START, &e)))?;
-    let Some(cols) = cols else {
-        return Err(side(path, format!("no table {SESSION_START}: the export's clock cannot be aligned with the trace's (its times are relative to a session start it does not record)")));
+fn session_start(db: &Db) -> Result<i64, FormatError> {
+    let Some(t) = db.table(SESSION_START)? else {
+        return Err(db.side(format!("no table {SESSION_START}: the export's clock cannot be aligned with the trace's (its times are relative to a session start it does not record)")));
     };
-    if !cols.iter().any(|c| c == "utcEpochNs") {
-        return Err(side(path, format!("{SESSION_START} has no column utcEpochNs: the export's clock cannot be aligned with the trace's")));
+    if !t.columns.iter().any(|c| c == "utcEpochNs") {
+        return Err(db.side(format!("{SESSION_START} has no column utcEpochNs: the export's clock cannot be aligned with the trace's")));
     }
-    let v: Option<i64> = c
-        .query_row(&format!("SELECT utcEpochNs FROM {SESSION_START} LIMIT 1"), [], |r| r.get(0))
-        .map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => side(path, format!("{SESSION_START} has no row: the export's clock cannot be aligned with the trace's")),
-            e => side(path, sql_text(SESSION_START, &e)),
-        })?;
+    let v: Option<Option<i64>> = db.first(
+        SESSION_START,
+        &format!("SELECT utcEpochNs FROM {SESSION_START} LIMIT 1"),
+    )?;
+    let Some(v) = v else {
+        return Err(db.side(format!(
+            "{SESSION_START} has no row: the export's clock cannot be aligned with the trace's"
+        )));
+    };
     match v {
         Some(ns) if ns > 0 => Ok(ns),
-        other => Err(side(path, format!(
+        other => Err(db.side(format!(
             "{SESSION_START} row 1: utcEpochNs is {}: not a UTC time, so the export's clock cannot be aligned with the trace's",
             other.map_or("null".to_string(), |n| n.to_string())
         ))),
     }
-}
-
-/// Call chains of the memory events: `correlationId → chain index`, and the chains.
-#[allow(clippy::type_complexity)]
-fn call_chains(
-    c: &Connection,
-    shape: &Shape,
-) -> Result<(Vec<Vec<String>>, HashMap<i64, u32>), rusqlite::Error> {
-    let mut chains: Vec<Vec<String>> = Vec::new();
-    let mut of_corr: HashMap<i64, u32> = HashMap::new();
-    if !(shape.has_callchains && shape.has_runtime_callchains && shape.has("correlationId")) {
-        return Ok((chains, of_corr));
-    }
-    let strings = if shape.has_strings {
-        "LEFT JOIN StringIds s ON s.id = c.symbol LEFT JOIN StringIds m ON m.id = c.module"
-    } else {
-        "LEFT JOIN (SELECT NULL AS id, NULL AS value) s ON 0 LEFT JOIN (SELECT NULL AS id, NULL AS value) m ON 0"
-    };
-    let q = format!(
-        "SELECT r.correlationId, c.id, c.stackDepth, s.value, m.value
-         FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUDA_CALLCHAINS c ON c.id = r.callchainId
-         {strings}
-         WHERE r.correlationId IN (SELECT correlationId FROM {USAGE} WHERE correlationId IS NOT NULL)
-         ORDER BY r.correlationId, c.stackDepth"
-    );
-    let mut st = c.prepare(&q)?;
-    let mut rows = st.query([])?;
-    let mut index_of_chain: HashMap<i64, u32> = HashMap::new();
-    let mut seen_pair: Option<(i64, i64)> = None;
-    while let Some(r) = rows.next()? {
-        let corr: i64 = r.get(0)?;
-        let chain_id: i64 = r.get(1)?;
-        let symbol: Option<String> = r.get(3)?;
-        let module: Option<String> = r.get(4)?;
-        let known = index_of_chain.contains_key(&chain_id);
-        let idx = *index_of_chain.entry(chain_id).or_insert_with(|| {
-            chains.push(Vec::new());
-            (chains.len() - 1) as u32
-        });
-        of_corr.insert(corr, idx);
-        // A chain shared by several calls is filled once (by its first call's rows).
-        let filling = !known || seen_pair == Some((corr, chain_id));
-        if filling {
-            seen_pair = Some((corr, chain_id));
-            if let Some(ch) = chains.get_mut(idx as usize) {
-                ch.push(format!(
-                    "{} ({})",
-                    symbol.as_deref().unwrap_or("??"),
-                    module.as_deref().unwrap_or("??")
-                ));
-            }
-        }
-    }
-    Ok((chains, of_corr))
 }
 
 /// The module of a `symbol (module)` frame.
@@ -292,14 +302,10 @@ struct UsageRow {
     pool_used: Option<u64>,
 }
 
-/// Reads and pairs the usage table's rows (time order; ties in row order).
-fn read_usage(
-    c: &Connection,
-    shape: &Shape,
-    chain_of: &HashMap<i64, u32>,
-    path: &Path,
-    out: &mut NsysExport,
-) -> Result<(), FormatError> {
+/// The usage table's rows in time order (ties in row order): one pass over the table in
+/// the file's order, sorted here (SQLite sorts nothing, so nothing spills to a temporary
+/// file), at most [`MAX_ROWS`].
+fn read_usage(db: &Db, shape: &Shape) -> Result<Vec<UsageRow>, FormatError> {
     let opt = |col: &str| {
         if shape.has(col) {
             col.to_string()
@@ -308,7 +314,8 @@ fn read_usage(
         }
     };
     let q = format!(
-        "SELECT rowid, start, globalPid, deviceId, {}, address, {}, bytes, {}, memoryOperationType, {}, {}, {}, {}, {} FROM {USAGE} ORDER BY start, rowid",
+        "SELECT {}, start, globalPid, deviceId, {}, address, {}, bytes, {}, memoryOperationType, {}, {}, {}, {}, {} FROM {USAGE}",
+        if shape.usage_without_rowid { "NULL" } else { "rowid" },
         opt("contextId"),
         opt("pc"),
         opt("memKind"),
@@ -318,30 +325,32 @@ fn read_usage(
         opt("localMemoryPoolSize"),
         opt("localMemoryPoolUtilizedSize"),
     );
-    let mut st = c.prepare(&q).map_err(|e| side(path, sql_text(USAGE, &e)))?;
-    let mut rows = st.query([]).map_err(|e| side(path, sql_text(USAGE, &e)))?;
-    let mut live: HashMap<(u32, u32, Option<u32>, u64), usize> = HashMap::new();
-    loop {
-        let r = match rows.next() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                return Err(side(
-                    path,
-                    format!("{} after {} rows", sql_text(USAGE, &e), out.rows),
-                ))
-            }
-        };
-        out.rows += 1;
-        if out.rows > MAX_ROWS {
-            return Err(side(path, format!("{USAGE} holds more than {MAX_ROWS} rows: refusing rather than exhausting memory")));
+    let mut rows = Vec::new();
+    db.scan(USAGE, &q, [], |r, n| {
+        if n > MAX_ROWS {
+            return Err(db.side(format!(
+                "{USAGE} holds more than {MAX_ROWS} rows: refusing rather than exhausting memory"
+            )));
         }
-        let u = usage_row(r, shape).map_err(|reason| {
-            side(
-                path,
-                format!("{USAGE} row {}: {reason}", r.get::<_, i64>(0).unwrap_or(-1)),
-            )
+        let u = usage_row(r, shape, n).map_err(|reason| {
+            let row = r.get::<_, i64>(0).unwrap_or(n as i64);
+            db.side(format!("{USAGE} row {row}: {reason}"))
         })?;
+        db.keep_text(USAGE, u.name.as_ref().map_or(0, String::len))?;
+        rows.push(u);
+        Ok(())
+    })?;
+    rows.sort_by_key(|u| (u.start, u.row));
+    Ok(rows)
+}
+
+/// Pairs the usage rows (in time order) into allocations, each chain kept once with the
+/// library it names worked out once.
+fn pair(rows: Vec<UsageRow>, mut chains: Chains, out: &mut NsysExport) {
+    let mut live: HashMap<(u32, u32, Option<u32>, u64), usize> = HashMap::new();
+    let mut index_of_chain: HashMap<i64, u32> = HashMap::new();
+    let mut library_of_chain: Vec<Option<&'static str>> = Vec::new();
+    for u in rows {
         if let (Some(p), Some(size)) = (u.pool.filter(|&p| p != 0), u.pool_size) {
             out.pools.push(PoolSample {
                 pid: u.pid,
@@ -355,12 +364,22 @@ fn read_usage(
         let key = (u.pid, u.device, u.context, u.address);
         match u.oper {
             Oper::Alloc => {
-                let chain = u.corr.and_then(|k| chain_of.get(&k).copied());
-                let modules: Vec<&str> = chain
-                    .and_then(|i| out.chains.get(i as usize))
-                    .map(|ch| ch.iter().map(|f| frame_module(f)).collect())
-                    .unwrap_or_default();
-                let source = library::source_of(&modules, u.pc);
+                let id = u.corr.and_then(|k| chains.chain_of.get(&k).copied());
+                let chain = id.and_then(|id| {
+                    if let Some(&i) = index_of_chain.get(&id) {
+                        return Some(i);
+                    }
+                    let frames = chains.frames.remove(&id)?;
+                    let modules: Vec<&str> = frames.iter().map(|f| frame_module(f)).collect();
+                    library_of_chain.push(library::library_of_chain(&modules));
+                    let i = out.chains.len() as u32;
+                    out.chains.push(Arc::from(frames));
+                    index_of_chain.insert(id, i);
+                    Some(i)
+                });
+                let source = chain
+                    .and_then(|i| library_of_chain.get(i as usize).copied().flatten())
+                    .unwrap_or_else(|| library::without_library(u.pc));
                 out.allocations.push(Allocation {
                     pid: u.pid,
                     device: u.device,
@@ -395,11 +414,10 @@ fn read_usage(
             },
         }
     }
-    Ok(())
 }
 
 /// Decodes one usage row; the error names the column and what was wrong.
-fn usage_row(r: &Row<'_>, shape: &Shape) -> Result<UsageRow, String> {
+fn usage_row(r: &Row<'_>, shape: &Shape, n: u64) -> Result<UsageRow, String> {
     let int = |i: usize, col: &str| -> Result<Option<i64>, String> {
         r.get::<_, Option<i64>>(i)
             .map_err(|e| format!("column {col}: expected an integer ({e})"))
@@ -407,7 +425,8 @@ fn usage_row(r: &Row<'_>, shape: &Shape) -> Result<UsageRow, String> {
     let need = |i: usize, col: &str| -> Result<i64, String> {
         int(i, col)?.ok_or_else(|| format!("column {col} is null"))
     };
-    let row = need(0, "rowid")?;
+    // The rowid, or the row's ordinal in a WITHOUT ROWID table.
+    let row = int(0, "rowid")?.unwrap_or(n as i64);
     let start = need(1, "start")?;
     if start < 0 {
         return Err(format!(
@@ -464,48 +483,45 @@ fn usage_row(r: &Row<'_>, shape: &Shape) -> Result<UsageRow, String> {
 }
 
 /// Pool sizes from `CUDA_GPU_MEMORY_POOL_EVENTS` (absent in many exports: then only the
-/// usage rows' pool columns say them).
-fn read_pools(
-    c: &Connection,
-    shape: &Shape,
-    path: &Path,
-    out: &mut NsysExport,
-) -> Result<(), FormatError> {
+/// usage rows' pool columns say them), in time order, at most [`MAX_ROWS`].
+fn read_pools(db: &Db, shape: &Shape) -> Result<Vec<PoolSample>, FormatError> {
     let Some(cols) = &shape.pool_columns else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     for need in ["start", "globalPid", "deviceId", "address"] {
         if !cols.iter().any(|c| c == need) {
-            return Err(side(
-                path,
-                format!("{POOLS} has no column {need}: another schema than Nsight Systems'"),
-            ));
+            return Err(db.side(format!(
+                "{POOLS} has no column {need}: another schema than Nsight Systems'"
+            )));
         }
     }
     if !(shape.pool_has("localMemoryPoolSize")) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let used = if shape.pool_has("localMemoryPoolUtilizedSize") {
         "localMemoryPoolUtilizedSize"
     } else {
         "NULL"
     };
-    let q = format!("SELECT rowid, start, globalPid, deviceId, address, localMemoryPoolSize, {used} FROM {POOLS} ORDER BY start, rowid");
-    let mut st = c.prepare(&q).map_err(|e| side(path, sql_text(POOLS, &e)))?;
-    let mut rows = st.query([]).map_err(|e| side(path, sql_text(POOLS, &e)))?;
-    loop {
-        let r = match rows.next() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => return Err(side(path, sql_text(POOLS, &e))),
-        };
+    let rowid = if shape.pool_without_rowid {
+        "NULL"
+    } else {
+        "rowid"
+    };
+    let q = format!("SELECT {rowid}, start, globalPid, deviceId, address, localMemoryPoolSize, {used} FROM {POOLS}");
+    let mut samples: Vec<(i64, PoolSample)> = Vec::new();
+    db.scan(POOLS, &q, [], |r, n| {
+        if n > MAX_ROWS {
+            return Err(db.side(format!(
+                "{POOLS} holds more than {MAX_ROWS} rows: refusing rather than exhausting memory"
+            )));
+        }
         let get = |i: usize| r.get::<_, Option<i64>>(i);
-        let row = get(0).ok().flatten().unwrap_or(-1);
+        let row = get(0).ok().flatten().unwrap_or(n as i64);
         let bad = |col: &str| {
-            side(
-                path,
-                format!("{POOLS} row {row}: column {col}: expected a non-negative integer"),
-            )
+            db.side(format!(
+                "{POOLS} row {row}: column {col}: expected a non-negative integer"
+            ))
         };
         let t = get(1)
             .ok()
@@ -523,21 +539,26 @@ fn read_pools(
             .map_err(|_| bad("localMemoryPoolSize"))?
             .and_then(|s| u64::try_from(s).ok())
         else {
-            continue;
+            return Ok(());
         };
         let utilized = get(6)
             .ok()
             .flatten()
             .and_then(|s| u64::try_from(s).ok())
             .unwrap_or(0);
-        out.pools.push(PoolSample {
-            pid: ((gpid >> 24) & 0xFF_FFFF) as u32,
-            device,
-            pool,
-            t_ns: t,
-            size,
-            utilized,
-        });
-    }
-    Ok(())
+        samples.push((
+            row,
+            PoolSample {
+                pid: ((gpid >> 24) & 0xFF_FFFF) as u32,
+                device,
+                pool,
+                t_ns: t,
+                size,
+                utilized,
+            },
+        ));
+        Ok(())
+    })?;
+    samples.sort_by_key(|(row, p)| (p.t_ns, *row));
+    Ok(samples.into_iter().map(|(_, p)| p).collect())
 }

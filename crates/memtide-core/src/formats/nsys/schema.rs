@@ -32,7 +32,8 @@
 //! The enum tables travel in the export; their names are read when present and the
 //! documented numbers used when not.
 
-use rusqlite::Connection;
+use super::open::Db;
+use crate::formats::FormatError;
 use std::collections::HashMap;
 
 /// The memory usage table the reader needs.
@@ -140,7 +141,10 @@ pub(crate) enum Oper {
 #[derive(Debug, Default)]
 pub(crate) struct Shape {
     pub usage_columns: Vec<String>,
+    /// `WITHOUT ROWID` tables: rows named by their ordinal, not a rowid.
+    pub usage_without_rowid: bool,
     pub pool_columns: Option<Vec<String>>,
+    pub pool_without_rowid: bool,
     pub has_runtime_callchains: bool,
     pub has_callchains: bool,
     pub has_strings: bool,
@@ -197,55 +201,42 @@ pub(crate) fn check_header(bytes: &[u8], file_len: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Columns of `table`, or None when the table does not exist.
-pub(crate) fn columns(c: &Connection, table: &str) -> Result<Option<Vec<String>>, rusqlite::Error> {
-    let exists: i64 = c.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type IN ('table','view') AND name = ?1",
-        [table],
-        |r| r.get(0),
-    )?;
-    if exists == 0 {
-        return Ok(None);
-    }
-    let mut st = c.prepare(&format!("PRAGMA table_info({table})"))?;
-    let cols = st
-        .query_map([], |r| r.get::<_, String>(1))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(cols))
-}
-
 /// An enum table's `id → name` (None when the table is absent).
-pub(crate) fn enum_names(
-    c: &Connection,
-    table: &str,
-) -> Result<Option<Vec<(i64, String)>>, rusqlite::Error> {
-    let Some(cols) = columns(c, table)? else {
+pub(crate) fn enum_names(db: &Db, table: &str) -> Result<Option<Vec<(i64, String)>>, FormatError> {
+    let Some(t) = db.table(table)? else {
         return Ok(None);
     };
-    let name_col = if cols.iter().any(|c| c == "name") {
+    let name_col = if t.columns.iter().any(|c| c == "name") {
         "name"
-    } else if cols.iter().any(|c| c == "label") {
+    } else if t.columns.iter().any(|c| c == "label") {
         "label"
     } else {
         return Ok(None);
     };
-    let mut st = c.prepare(&format!("SELECT id, {name_col} FROM {table}"))?;
-    let v = st
-        .query_map([], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
-        })?
-        .filter_map(|r| match r {
-            Ok((id, Some(n))) => Some(Ok((id, n))),
-            Ok((_, None)) => None,
-            Err(e) => Some(Err(e)),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut v = Vec::new();
+    db.scan(
+        table,
+        &format!("SELECT id, {name_col} FROM {table}"),
+        [],
+        |r, n| {
+            let id = r.get::<_, i64>(0).map_err(|e| {
+                db.side(format!(
+                    "{table} row {n}: column id: expected an integer ({e})"
+                ))
+            })?;
+            if let Ok(Some(name)) = r.get::<_, Option<String>>(1) {
+                db.keep_text(table, name.len())?;
+                v.push((id, name));
+            }
+            Ok(())
+        },
+    )?;
     Ok(Some(v))
 }
 
 /// `ENUM_CUDA_MEM_KIND` as read, else the documented numbers.
-pub(crate) fn mem_kinds(c: &Connection) -> Result<HashMap<i64, MemKind>, rusqlite::Error> {
-    Ok(match enum_names(c, "ENUM_CUDA_MEM_KIND")? {
+pub(crate) fn mem_kinds(db: &Db) -> Result<HashMap<i64, MemKind>, FormatError> {
+    Ok(match enum_names(db, "ENUM_CUDA_MEM_KIND")? {
         Some(v) if !v.is_empty() => v
             .into_iter()
             .map(|(id, n)| (id, MemKind::from_name(&n)))
@@ -255,9 +246,9 @@ pub(crate) fn mem_kinds(c: &Connection) -> Result<HashMap<i64, MemKind>, rusqlit
 }
 
 /// `ENUM_CUDA_DEV_MEM_EVENT_OPER` as read, else the documented numbers.
-pub(crate) fn opers(c: &Connection) -> Result<HashMap<i64, Oper>, rusqlite::Error> {
+pub(crate) fn opers(db: &Db) -> Result<HashMap<i64, Oper>, FormatError> {
     let documented = || HashMap::from([(0, Oper::Alloc), (1, Oper::Free)]);
-    Ok(match enum_names(c, "ENUM_CUDA_DEV_MEM_EVENT_OPER")? {
+    Ok(match enum_names(db, "ENUM_CUDA_DEV_MEM_EVENT_OPER")? {
         Some(v) if !v.is_empty() => {
             let m: HashMap<i64, Oper> = v
                 .into_iter()
