@@ -197,8 +197,6 @@ pub fn judge(devices: &[Device], file: &Path, limits: &Limits) -> Result<Judged>
 /// The `--report` file: the verdict, then the Markdown summary of each gated device.
 fn write_report(a: &CheckArgs, devices: &[&Device], lines: &[String], path: &Path) -> Result<()> {
     let opts = memtide_core::analysis::summary::SummaryOptions {
-        frame_rules: memtide_core::open::frame_rules(&super::load::load_options(&a.input))
-            .map_err(super::load::open_error)?,
         boundary: false,
         ..Default::default()
     };

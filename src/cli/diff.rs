@@ -41,19 +41,16 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
         g,
         split,
         f,
-        rules,
+        ..
     } = &c;
-    let rules = rules.clone();
     if a.json {
         let v = json(a, &c);
         crate::out_json!("{}", crate::safe_text::json_pretty(&v)?);
     } else if a.markdown {
-        let opts = memtide_core::analysis::summary::SummaryOptions {
-            frame_rules: rules,
-            ..Default::default()
-        };
+        let opts = memtide_core::analysis::summary::SummaryOptions::default();
         let sum = |t: &memtide_core::open::Device| {
-            memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts)
+            memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts, &t.frames)
+                .explained(&t.trace, &t.index, None, &t.frames)
         };
         let (sa, sb) = (sum(x), sum(y));
         let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
@@ -93,12 +90,11 @@ pub fn compare(a: &DiffArgs) -> Result<Compared> {
     let ia = pick_device(&la, a.input.device.as_deref())?;
     let lb = open(&a.b, &a.input, None)?;
     let ib = pick_device(&lb, a.input.device.as_deref())?;
+    let rules = la.rules.frames.clone();
     let (Some(x), Some(y)) = (la.take(ia), lb.take(ib)) else {
         bail!("nothing to compare");
     };
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
-    let rules = memtide_core::open::frame_rules(&super::load::load_options(&a.input))
-        .map_err(super::load::open_error)?;
     let g = match (&d.peak_a, &d.peak_b) {
         (Some(p), Some(q)) => {
             owner_changes((&x.trace, &x.index, p), (&y.trace, &y.index, q), &rules)

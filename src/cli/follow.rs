@@ -93,7 +93,7 @@ fn fail(f: &Followed, d: &Device, p: &memtide_core::analysis::Peak, limit: Bytes
         None => "at start (before the first event)".to_string(),
         Some(e) => format!("at event #{e}"),
     };
-    let live = memtide_core::gate::biggest_live(trace, index, p, 3);
+    let live = memtide_core::gate::biggest_live(trace, index, p, 3, &d.frames);
     crate::outln!(
         "FAIL: {}peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
         named(f, d),

@@ -61,6 +61,7 @@ pub fn open_options(a: &InputArgs, capacity: Option<&str>) -> Result<OpenOptions
         read: load_options(a),
         capacity,
         oom_message,
+        rules: None,
     })
 }
 

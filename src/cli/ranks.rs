@@ -35,9 +35,9 @@ pub fn options(
     all_frames: bool,
 ) -> Result<RankOptions> {
     let load = super::load::load_options(input);
-    let frame_rules = memtide_core::open::frame_rules(&load).map_err(super::load::open_error)?;
-    // A bad rules file fails once, before any rank is read.
-    memtide_core::open::check_rules(&load).map_err(super::load::open_error)?;
+    // The rules file is read once, before any rank (a bad one fails first).
+    let rules = memtide_core::open::UserRules::read(&load)
+        .map_err(|e| super::load::open_error(memtide_core::open::OpenError::SideFile(e)))?;
     Ok(RankOptions {
         device: input.device.clone(),
         capacity: capacity
@@ -46,7 +46,7 @@ pub fn options(
         window: window
             .map(memtide_core::analysis::window_spec::WindowSpec::parse)
             .transpose()?,
-        frame_rules,
+        rules: Some(std::sync::Arc::new(rules)),
         all_frames,
         load,
         ..RankOptions::default()

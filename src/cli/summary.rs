@@ -17,8 +17,6 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     let opened = open(&a.file, &a.input, a.capacity.as_deref())?;
     let (t_load, t_index) = (opened.timings.read, opened.timings.index);
     let primary = pick_device(&opened, a.input.device.as_deref())?;
-    let frame_rules = memtide_core::open::frame_rules(&super::load::load_options(&a.input))
-        .map_err(super::load::open_error)?;
     let traces = opened.devices;
     if a.timings {
         let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
@@ -38,7 +36,6 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
     }
     let devices: Vec<String> = traces.iter().map(|t| t.trace.device.clone()).collect();
     let opts = SummaryOptions {
-        frame_rules,
         tree_frames: if a.frames == "all" {
             TreeFrames::All
         } else {

@@ -460,9 +460,9 @@ fn jsonl_refuses_a_device_log_and_no_log_changes_nothing() {
         }),
         ..Default::default()
     };
-    let e = memtide_core::load::load_followable(&jsonl, &opts, &Default::default())
-        .expect_err("refused")
-        .to_string();
+    let e = memtide_core::open::open_followed(&jsonl, &opts.into(), &Default::default())
+        .expect_err("refused");
+    let e = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
     assert!(
         e.contains("merges with a PyTorch snapshot or Kineto trace"),
         "{e}"

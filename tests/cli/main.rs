@@ -33,6 +33,7 @@ mod param_count;
 mod plot;
 mod ranks;
 mod right_answers;
+mod rules_everywhere;
 mod shell;
 mod snapshot;
 mod snapshot_rows_freed;

@@ -341,3 +341,33 @@ fn small_terminals_draw_the_panel_and_the_view_without_panicking() {
         assert!(h.app.shared.quit);
     }
 }
+
+/// The OOM panel names frames under the `--rules` file's `[[frames]]` patterns, as the live
+/// table does: the door reads the rules once and the device's explanations use them.
+#[test]
+fn the_oom_panel_follows_the_frame_rules() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample = root.join("sample-traces/cuda-oom.pickle");
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, "[[frames]]\ninternal = \"model.py\"\n").unwrap();
+    let panel = |opts: memtide_core::open::OpenOptions| {
+        let app = memtide::tui::app::App::new(
+            sample.clone(),
+            opts,
+            memtide::tui::theme::Theme::default(),
+            false,
+        );
+        let mut h = Harness::with_app(app, 200, 60);
+        h.press("o");
+        h.screen()
+    };
+    let plain = panel(Default::default());
+    assert!(plain.contains("model.py:31"), "{plain}");
+    let mut opts = memtide_core::open::OpenOptions::default();
+    opts.read.rules = Some(rules);
+    let ruled = panel(opts);
+    assert!(ruled.contains("OOM 1/1"), "{ruled}");
+    assert!(!ruled.contains("model.py:31"), "{ruled}");
+    assert!(ruled.contains("train.py:57"), "{ruled}");
+}

@@ -14,10 +14,20 @@ use std::io::Read;
 use std::path::Path;
 
 /// Reads `path` whole, detecting its format from content, and infers categories where the
-/// file has none.
+/// file has none (under the `--rules` file's category rules, read here).
 pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     // Read the (small) rules file first: a bad path fails before a long parse.
-    let rules = rules(opts)?;
+    let rules = UserRules::read(opts)?;
+    load_with(path, opts, &rules.categories, progress)
+}
+
+/// [`load`] under category rules already read (the door reads the `--rules` file once).
+pub(crate) fn load_with(
+    path: &Path,
+    opts: &LoadOptions,
+    rules: &Rules,
+    progress: &Progress,
+) -> Result<Loaded, FormatError> {
     let log = match &opts.device_log {
         Some(d) => Some(device_log::read(&d.path, opts.lenient)?),
         None => None,
@@ -27,7 +37,7 @@ pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Load
         None => None,
     };
     let mut loaded = formats::read(path, opts, progress)?;
-    infer_missing(&mut loaded.traces, &rules);
+    infer_missing(&mut loaded.traces, rules);
     if let Some(export) = &nsys {
         if !matches!(loaded.format, Format::SnapshotPickle | Format::SnapshotJson) {
             return Err(FormatError::Invalid(format!(
@@ -73,28 +83,37 @@ fn jsonl_refuses_log(path: &Path) -> FormatError {
     ))
 }
 
-/// The user's category rules (`--rules FILE`), or none.
-pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
-    let Some(path) = &opts.rules else {
-        return Ok(Rules::default());
-    };
-    let text = read_rules_file(path)?;
-    Rules::parse(&text).map_err(|e| FormatError::SideFile {
-        what: format!("rules file {}", path.display()),
-        reason: e.to_string(),
-    })
+/// What a `--rules FILE` says, read once: the category rules (`[[rule]]`) and the frame
+/// patterns (`[[frames]]`). The door reads it once and every answer takes it from the
+/// [`crate::open::Opened`] (or [`crate::open::OpenOptions::rules`], read ahead for a job of
+/// many files).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UserRules {
+    pub categories: Rules,
+    pub frames: FrameRules,
 }
 
-/// The user's frame patterns (`[[frames]]` tables of the `--rules FILE`), or none.
-pub fn frame_rules(opts: &LoadOptions) -> Result<FrameRules, FormatError> {
-    let Some(path) = &opts.rules else {
-        return Ok(FrameRules::default());
-    };
-    let text = read_rules_file(path)?;
-    FrameRules::parse(&text).map_err(|e| FormatError::SideFile {
-        what: format!("rules file {}", path.display()),
-        reason: e.to_string(),
-    })
+impl UserRules {
+    /// The rules of `opts.rules`, or none.
+    pub fn read(opts: &LoadOptions) -> Result<UserRules, FormatError> {
+        let Some(path) = &opts.rules else {
+            return Ok(UserRules::default());
+        };
+        let text = read_rules_file(path)?;
+        let bad = |reason: String| FormatError::SideFile {
+            what: format!("rules file {}", path.display()),
+            reason,
+        };
+        Ok(UserRules {
+            categories: Rules::parse(&text).map_err(|e| bad(e.to_string()))?,
+            frames: FrameRules::parse(&text).map_err(|e| bad(e.to_string()))?,
+        })
+    }
+}
+
+/// The user's category rules (`--rules FILE`), or none.
+pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
+    UserRules::read(opts).map(|r| r.categories)
 }
 
 /// The most a rules file may hold (a few hundred rules take a few KiB).
@@ -130,9 +149,10 @@ pub struct Followable {
 }
 
 /// Reads `path` for following: JSONL resumably, any other format whole.
-pub fn load_followable(
+pub(crate) fn load_followable(
     path: &Path,
     opts: &LoadOptions,
+    rules: &Rules,
     progress: &Progress,
 ) -> Result<Followable, FormatError> {
     let mut head = [0u8; 4096];
@@ -165,7 +185,7 @@ pub fn load_followable(
     // Measured before reading, so a change during the load still triggers a reload.
     let offset = std::fs::metadata(path).map_or(0, |m| m.len());
     Ok(Followable {
-        loaded: load(path, opts, progress)?,
+        loaded: load_with(path, opts, rules, progress)?,
         decoder: None,
         offset,
     })

@@ -74,7 +74,7 @@ pub fn open(path: &Path, o: &Options, progress: &Progress) -> Result<Opened, Ope
     if let Some(note) = opened.alias_note(want, primary) {
         memtide::errln!("memtide: note: {note}");
     }
-    let frame_rules = memtide_core::open::frame_rules(&opts.read).map_err(OpenFail::Open)?;
+    let frame_rules = opened.rules.frames.clone();
     Ok(Opened {
         path: path.to_path_buf(),
         format: opened.format,

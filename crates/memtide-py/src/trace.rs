@@ -41,7 +41,6 @@ fn summary_text(
     tree_frames: TreeFrames,
 ) -> anyhow::Result<String> {
     let opts = SummaryOptions {
-        frame_rules: o.frame_rules.clone(),
         tree_frames,
         boundary: true,
     };

@@ -25,6 +25,7 @@ pub(crate) fn explain_ooms(
     index: &Index,
     history: Option<&History>,
     trend: &Trend,
+    view: &FrameView,
 ) -> Vec<OomExplanation> {
     let marks: Vec<_> = trace
         .marks
@@ -85,16 +86,16 @@ pub(crate) fn explain_ooms(
                 capacity: trace.capacity.map(|c| c.0),
                 capacity_source: trace.capacity_source.clone(),
                 pool,
-                biggest_live: biggest_live(trace, index, at),
+                biggest_live: biggest_live(trace, index, at, view),
                 rising_baseline: rising.clone(),
             };
             let mut x = explain(&facts);
             x.outside_by_source = external_by_source(trace, &index.live_at_unsorted(trace, at));
             if let (Verdict::Fragmentation, Some(s), Some(p)) = (x.verdict, state, &facts.pool) {
-                x.pinners = named(trace, index, at, pinners(s, &p.key));
+                x.pinners = named(trace, index, at, pinners(s, &p.key), view);
             }
             if x.verdict == Verdict::LiveTensors {
-                x.savings = savings(trace, index, at, &x);
+                x.savings = savings(trace, index, at, &x, view);
             }
             x.fixes = fixes.clone();
             x.fixes_ceiling = ceiling.clone();
@@ -110,7 +111,13 @@ const SAVINGS_OWNERS: usize = 3;
 /// the OOM (grouped by what they are, those allocated in a `forward`), and a microbatch halved (half the activations), each
 /// against what the request lacked (request − free reserve − driver free). Estimates: the
 /// program would change, so nothing is replayed.
-fn savings(trace: &Trace, index: &Index, at: Seq, x: &OomExplanation) -> Vec<Saving> {
+fn savings(
+    trace: &Trace,
+    index: &Index,
+    at: Seq,
+    x: &OomExplanation,
+    view: &FrameView,
+) -> Vec<Saving> {
     if !trace.identities_known() {
         return Vec::new();
     }
@@ -118,7 +125,6 @@ fn savings(trace: &Trace, index: &Index, at: Seq, x: &OomExplanation) -> Vec<Sav
         (Some(r), Some(f), Some(d)) => Some(r.saturating_sub(f.saturating_add(d))),
         _ => None,
     };
-    let view = FrameView::new(trace, &Default::default());
     let mut owners: Vec<(String, u64)> = Vec::new();
     let mut activations = 0u64;
     for id in index.live_at(trace, at) {
@@ -127,7 +133,7 @@ fn savings(trace: &Trace, index: &Index, at: Seq, x: &OomExplanation) -> Vec<Sav
         }
         let b = trace.size(id).0;
         activations = activations.saturating_add(b);
-        let what = describe(trace, id, at, &view);
+        let what = describe(trace, id, at, view);
         match owners.iter_mut().find(|(w, _)| *w == what) {
             Some((_, sum)) => *sum = sum.saturating_add(b),
             None => owners.push((what, b)),
@@ -162,15 +168,20 @@ fn savings(trace: &Trace, index: &Index, at: Seq, x: &OomExplanation) -> Vec<Sav
 
 /// The pinners with what they are and when they were allocated: the live storage at the
 /// block's address.
-fn named(trace: &Trace, index: &Index, at: Seq, mut ps: Vec<Pinner>) -> Vec<Pinner> {
+fn named(
+    trace: &Trace,
+    index: &Index,
+    at: Seq,
+    mut ps: Vec<Pinner>,
+    view: &FrameView,
+) -> Vec<Pinner> {
     let live = index.live_at(trace, at);
-    let view = FrameView::new(trace, &Default::default());
     for p in &mut ps {
         let src = |id: &AllocId| trace.storages.src_id.get(id.idx()).copied();
         let Some(&id) = live.iter().find(|id| src(id) == Some(p.address)) else {
             continue;
         };
-        p.what = describe(trace, id, at, &view);
+        p.what = describe(trace, id, at, view);
         if trace.flags(id) & FLAG_FROM_START == 0 {
             let start = trace.start(id);
             p.allocated_at = Some(trace.event_number(start));
@@ -180,11 +191,10 @@ fn named(trace: &Trace, index: &Index, at: Seq, mut ps: Vec<Pinner>) -> Vec<Pinn
     ps
 }
 
-fn biggest_live(trace: &Trace, index: &Index, at: Seq) -> Vec<String> {
+fn biggest_live(trace: &Trace, index: &Index, at: Seq, view: &FrameView) -> Vec<String> {
     if !trace.identities_known() {
         return Vec::new();
     }
-    let view = FrameView::new(trace, &Default::default());
     index
         .live_at(trace, at)
         .into_iter()
@@ -193,7 +203,7 @@ fn biggest_live(trace: &Trace, index: &Index, at: Seq) -> Vec<String> {
             format!(
                 "{} {}",
                 human_bytes(trace.size(id).0),
-                describe(trace, id, at, &view)
+                describe(trace, id, at, view)
             )
         })
         .collect()

@@ -27,8 +27,6 @@ pub const WINDOW_ENDS: usize = 250;
 /// How the summary reads frames, and what it measures.
 #[derive(Clone, Debug)]
 pub struct SummaryOptions {
-    /// User patterns (`[[frames]]` in the rules TOML).
-    pub frame_rules: FrameRules,
     /// The tree's levels: user frames (default) or every frame.
     pub tree_frames: TreeFrames,
     /// Measure the run's boundary ([`Summary::bounded`]: one more pass over the storages;
@@ -39,7 +37,6 @@ pub struct SummaryOptions {
 impl Default for SummaryOptions {
     fn default() -> Self {
         SummaryOptions {
-            frame_rules: FrameRules::default(),
             tree_frames: TreeFrames::default(),
             boundary: true,
         }
@@ -171,19 +168,24 @@ impl Summary {
         Summary::build_in(trace, index, None)
     }
 
-    /// Builds the report with the peak measured inside `window` (None: the whole run).
+    /// Builds the report with the peak measured inside `window` (None: the whole run),
+    /// frames read under the built-in rules.
     pub fn build_in(trace: &Trace, index: &Index, window: Option<&Resolved>) -> Summary {
-        Summary::build_with(trace, index, window, &SummaryOptions::default())
+        let view = FrameView::new(trace, &FrameRules::default());
+        Summary::build_with(trace, index, window, &SummaryOptions::default(), &view)
+            .explained(trace, index, None, &view)
     }
 
-    /// [`Summary::build_in`] with frames read under `opts`.
+    /// [`Summary::build_in`] under `opts`, frames read through `view` (a device's own:
+    /// [`crate::open::Device::frames`], under the user's rules), its OOMs not yet explained
+    /// ([`Summary::explained`], [`Summary::with_ooms`]).
     pub fn build_with(
         trace: &Trace,
         index: &Index,
         window: Option<&Resolved>,
         opts: &SummaryOptions,
+        view: &FrameView,
     ) -> Summary {
-        let view = FrameView::new(trace, &opts.frame_rules);
         let (lo, hi) = match window {
             Some(w) => (w.lo, w.hi),
             None => (
@@ -219,9 +221,9 @@ impl Summary {
                     live: live_all
                         .iter()
                         .take(TOP_N)
-                        .map(|&id| entry_in(trace, id, p.at, &view))
+                        .map(|&id| entry_in(trace, id, p.at, view))
                         .collect(),
-                    tree: stack_tree(trace, &live_all, &view, opts.tree_frames)
+                    tree: stack_tree(trace, &live_all, view, opts.tree_frames)
                         .bounded(TREE_DEPTH, TREE_WIDTH),
                     persistent: persistent(trace, &live_all),
                     external_by_source: external_by_source(trace, &live_all),
@@ -325,7 +327,6 @@ impl Summary {
             boundary: None,
             history_bounds: None,
         }
-        .explained(trace, index, None)
         .doubting_the_model()
     }
 
@@ -348,12 +349,26 @@ impl Summary {
     /// blocks; None: what the timeline alone tells) and, with a history, adds
     /// `allocator_at_end`.
     pub fn explained(
+        self,
+        trace: &Trace,
+        index: &Index,
+        history: Option<&crate::allocator::History>,
+        view: &FrameView,
+    ) -> Summary {
+        let ooms = super::oom::explain_ooms(trace, index, history, &self.trend, view);
+        self.with_ooms(trace, index, history, ooms)
+    }
+
+    /// [`Summary::explained`] with the OOMs already explained (a device keeps its own:
+    /// the fix replays run once).
+    pub fn with_ooms(
         mut self,
         trace: &Trace,
         index: &Index,
         history: Option<&crate::allocator::History>,
+        ooms: Vec<crate::allocator::OomExplanation>,
     ) -> Summary {
-        self.ooms = super::oom::explain_ooms(trace, index, history, &self.trend);
+        self.ooms = ooms;
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
         self.history_bounds = super::bounds::bounds(trace, index, history);
         self

@@ -6,9 +6,9 @@ use super::evidence::{
     SurvivorItem, WindowEvidence,
 };
 use super::{GateError, Outcome};
-use crate::allocator::History;
 use crate::analysis::window_spec::WindowSpec;
 use crate::index::Index;
+use crate::open::Device;
 use crate::trace::{Bytes, Seq, Trace};
 use serde::Serialize;
 
@@ -109,12 +109,9 @@ fn model_doubt(trace: &Trace, index: &Index) -> Option<String> {
 
 /// Gates one device: refuses what it cannot vouch for (no events, doubtful figures, a model
 /// that fits nothing, nothing holding memory), then judges the OOM, growth and peak limits.
-pub fn check_device(
-    trace: &Trace,
-    index: &Index,
-    history: Option<&History>,
-    limits: &Limits,
-) -> Result<Verdict, GateError> {
+/// Its evidence names frames under the device's rules ([`Device::frames`]).
+pub fn check_device(device: &Device, limits: &Limits) -> Result<Verdict, GateError> {
+    let (trace, index) = (&device.trace, &device.index);
     if index.is_empty() {
         return Err(GateError::NoEvents);
     }
@@ -136,7 +133,7 @@ pub fn check_device(
     let trend = crate::analysis::trend::trend(trace, index);
     // An OOM fails the peak gate (the run asked for more than the device held); with only
     // the growth gate it is said, not counted.
-    let oom = oom_evidence(trace, index, history, &trend).map(|evidence| OomGate {
+    let oom = oom_evidence(device).map(|evidence| OomGate {
         gated: limits.max_peak.is_some(),
         evidence,
     });
@@ -153,13 +150,13 @@ pub fn check_device(
                 growth,
                 growth_bytes: i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX }),
                 passed: growth <= limit,
-                survivors: survivors(trace, &trend, 3),
+                survivors: survivors(trace, &trend, 3, &device.frames),
             })
         }
     };
     let peak = match limits.max_peak {
         None => None,
-        Some(limit) => Some(peak_gate(trace, index, limit, limits.window.as_deref())?),
+        Some(limit) => Some(peak_gate(device, limit, limits.window.as_deref())?),
     };
     let failed = oom.as_ref().is_some_and(|o| o.gated)
         || growth.as_ref().is_some_and(|g| !g.passed)
@@ -181,12 +178,8 @@ pub fn check_device(
 }
 
 /// The peak (in `window`, else over the whole trace) against `limit`.
-fn peak_gate(
-    trace: &Trace,
-    index: &Index,
-    limit: Bytes,
-    window: Option<&str>,
-) -> Result<PeakGate, GateError> {
+fn peak_gate(device: &Device, limit: Bytes, window: Option<&str>) -> Result<PeakGate, GateError> {
+    let (trace, index) = (&device.trace, &device.index);
     let (lo, hi, window) = match window {
         Some(w) => {
             let r = WindowSpec::parse(w)?.resolve(trace, index)?;
@@ -211,7 +204,7 @@ fn peak_gate(
         biggest_live: if passed {
             Some(Vec::new())
         } else {
-            biggest_live(trace, index, &peak, 3)
+            biggest_live(trace, index, &peak, 3, &device.frames)
         },
     })
 }

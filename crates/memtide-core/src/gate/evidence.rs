@@ -2,12 +2,12 @@
 //! window), the biggest allocations live there, the first OOM with its verdict, and the
 //! allocations that survive every step.
 
-use crate::allocator::History;
 use crate::analysis::frames::FrameView;
 use crate::analysis::live::entry_in;
 use crate::analysis::trend::Trend;
 use crate::analysis::Peak;
 use crate::index::Index;
+use crate::open::Device;
 use crate::trace::Trace;
 use serde::Serialize;
 
@@ -30,16 +30,21 @@ pub struct LiveItem {
 
 /// The `n` biggest storages live at `peak`, biggest first; None when the file records no
 /// addresses (the live set is then unknown).
-pub fn biggest_live(trace: &Trace, index: &Index, peak: &Peak, n: usize) -> Option<Vec<LiveItem>> {
+pub fn biggest_live(
+    trace: &Trace,
+    index: &Index,
+    peak: &Peak,
+    n: usize,
+    view: &FrameView,
+) -> Option<Vec<LiveItem>> {
     if !trace.identities_known() {
         return None;
     }
-    let view = FrameView::new(trace, &Default::default());
     Some(
         peak.live(trace, index)
             .into_iter()
             .take(n)
-            .map(|id| entry_in(trace, id, peak.at, &view))
+            .map(|id| entry_in(trace, id, peak.at, view))
             .map(|e| LiveItem {
                 bytes: e.bytes.0,
                 band: e.band.name(),
@@ -116,14 +121,10 @@ pub struct OomEvidence {
     pub no_setting_fits: bool,
 }
 
-/// The trace's first OOM explained, with how many follow; None without an OOM.
-pub fn oom_evidence(
-    trace: &Trace,
-    index: &Index,
-    history: Option<&History>,
-    trend: &Trend,
-) -> Option<OomEvidence> {
-    let ooms = crate::analysis::oom::explain_ooms(trace, index, history, trend);
+/// The device's first OOM explained (the device's own explanations, under its frame rules),
+/// with how many follow; None without an OOM.
+pub fn oom_evidence(device: &Device) -> Option<OomEvidence> {
+    let ooms = device.ooms();
     let x = ooms.first()?;
     let fits: Vec<String> = x
         .fixes
@@ -158,8 +159,12 @@ pub struct SurvivorItem {
 }
 
 /// The `n` biggest survivor groups of `trend`.
-pub(crate) fn survivors(trace: &Trace, trend: &Trend, n: usize) -> Vec<SurvivorItem> {
-    let view = FrameView::new(trace, &Default::default());
+pub(crate) fn survivors(
+    trace: &Trace,
+    trend: &Trend,
+    n: usize,
+    view: &FrameView,
+) -> Vec<SurvivorItem> {
     trend
         .survivors
         .iter()

@@ -72,7 +72,7 @@ impl FileVerdict {
 /// only when no device could be gated at all is the first error returned.
 pub fn check_file(devices: &[Device], limits: &Limits) -> Result<FileVerdict, GateError> {
     let busy: Vec<&Device> = devices.iter().filter(|d| !d.index.is_empty()).collect();
-    let gate = |d: &Device| check_device(&d.trace, &d.index, d.history(), limits);
+    let gate = |d: &Device| check_device(d, limits);
     match busy.as_slice() {
         [] => return Err(GateError::NoEvents),
         [one] => return gate(one).map(|v| FileVerdict::One(Box::new(v))),

@@ -21,8 +21,9 @@
 //! dec.feed(&mut trace, text).unwrap();
 //! dec.finish(&mut trace).unwrap();
 //! let index = Index::build(&trace);
+//! let device = memtide_core::open::Device::new(trace, index);
 //! let limits = Limits { max_peak: Some(Bytes(5000)), ..Limits::default() };
-//! let v = gate::check_device(&trace, &index, None, &limits).unwrap();
+//! let v = gate::check_device(&device, &limits).unwrap();
 //! assert_eq!(v.outcome, Outcome::Fail);
 //! assert_eq!(v.peak.as_ref().map(|p| p.peak), Some(5120));
 //! ```

@@ -9,14 +9,14 @@ use crate::index::Index;
 use crate::ranks::{Failed, RankRow, Ranks};
 use crate::trace::{Bytes, Trace};
 
-fn trace(lines: &str) -> (Trace, Index) {
+fn trace(lines: &str) -> crate::open::Device {
     let text = format!("{{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}}\n{lines}");
     let mut t = Trace::new("cuda:0", "test", "jsonl");
     let mut dec = JsonlDecoder::new(JsonlOptions::default());
     dec.feed(&mut t, text.as_bytes()).unwrap();
     dec.finish(&mut t).unwrap();
     let i = Index::build(&t);
-    (t, i)
+    crate::open::Device::new(t, i)
 }
 
 /// 4096 B of weights, then 1024 B of activation freed: the peak is 5120 B after the second
@@ -35,8 +35,8 @@ fn peak_limit(b: u64) -> Limits {
 
 #[test]
 fn a_peak_at_the_limit_passes_and_one_byte_over_fails() {
-    let (t, i) = trace(SMALL);
-    let v = check_device(&t, &i, None, &peak_limit(5120)).unwrap();
+    let d = trace(SMALL);
+    let v = check_device(&d, &peak_limit(5120)).unwrap();
     assert_eq!(v.outcome, Outcome::Pass);
     assert_eq!(v.outcome.exit_code(), 0);
     let p = v.peak.unwrap();
@@ -44,7 +44,7 @@ fn a_peak_at_the_limit_passes_and_one_byte_over_fails() {
     assert_eq!(p.evidence.event, Some(1));
     assert!(!p.evidence.at_start);
 
-    let v = check_device(&t, &i, None, &peak_limit(5119)).unwrap();
+    let v = check_device(&d, &peak_limit(5119)).unwrap();
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!(v.outcome.exit_code(), 1);
     let p = v.peak.unwrap();
@@ -70,12 +70,12 @@ const LEAK: &str = r#"{"t":1,"op":"mark","name":"step 0","kind":"step"}
 
 #[test]
 fn growth_over_the_limit_fails_with_the_survivors() {
-    let (t, i) = trace(LEAK);
+    let d = trace(LEAK);
     let limits = Limits {
         max_growth: Some(0.01),
         ..Limits::default()
     };
-    let v = check_device(&t, &i, None, &limits).unwrap();
+    let v = check_device(&d, &limits).unwrap();
     assert_eq!(v.outcome, Outcome::Fail);
     let g = v.growth.unwrap();
     assert!((g.growth - 0.2).abs() < 1e-12, "{}", g.growth);
@@ -93,20 +93,20 @@ fn growth_over_the_limit_fails_with_the_survivors() {
         max_growth: Some(0.25),
         ..Limits::default()
     };
-    let v = check_device(&t, &i, None, &limits).unwrap();
+    let v = check_device(&d, &limits).unwrap();
     assert_eq!(v.outcome, Outcome::Pass);
     assert!(v.growth.unwrap().passed);
 }
 
 #[test]
 fn growth_without_steps_cannot_be_gated() {
-    let (t, i) = trace(SMALL);
+    let d = trace(SMALL);
     let limits = Limits {
         max_growth: Some(0.01),
         ..Limits::default()
     };
     assert_eq!(
-        check_device(&t, &i, None, &limits),
+        check_device(&d, &limits),
         Err(GateError::NoSteps { marks: 0 })
     );
 }
@@ -121,8 +121,8 @@ const OOM: &str = r#"{"t":1,"op":"mark","name":"step 0","kind":"step"}
 
 #[test]
 fn an_oom_fails_the_peak_gate_and_is_only_a_note_under_the_growth_gate() {
-    let (t, i) = trace(OOM);
-    let v = check_device(&t, &i, None, &peak_limit(1 << 40)).unwrap();
+    let d = trace(OOM);
+    let v = check_device(&d, &peak_limit(1 << 40)).unwrap();
     assert_eq!(v.outcome, Outcome::Fail, "an OOM fails --max-peak");
     let o = v.oom.unwrap();
     assert!(o.gated);
@@ -137,7 +137,7 @@ fn an_oom_fails_the_peak_gate_and_is_only_a_note_under_the_growth_gate() {
         max_growth: Some(0.01),
         ..Limits::default()
     };
-    let v = check_device(&t, &i, None, &limits).unwrap();
+    let v = check_device(&d, &limits).unwrap();
     assert_eq!(v.outcome, Outcome::Pass);
     assert!(!v.oom.unwrap().gated);
     assert_eq!(v.growth.unwrap().growth, 0.0);
@@ -145,10 +145,10 @@ fn an_oom_fails_the_peak_gate_and_is_only_a_note_under_the_growth_gate() {
 
 #[test]
 fn doubtful_figures_stop_the_gate_unless_allowed() {
-    let (mut t, i) = trace(SMALL);
-    t.warn_doubtful("trace is truncated");
+    let mut d = trace(SMALL);
+    d.trace.warn_doubtful("trace is truncated");
     assert_eq!(
-        check_device(&t, &i, None, &peak_limit(1 << 30)),
+        check_device(&d, &peak_limit(1 << 30)),
         Err(GateError::Doubtful {
             device: "cuda:0".into(),
             reasons: vec!["trace is truncated".into()]
@@ -158,15 +158,15 @@ fn doubtful_figures_stop_the_gate_unless_allowed() {
         allow_warnings: true,
         ..peak_limit(1 << 30)
     };
-    let v = check_device(&t, &i, None, &limits).unwrap();
+    let v = check_device(&d, &limits).unwrap();
     assert_eq!(v.outcome, Outcome::Pass);
     assert_eq!(v.allowed_warnings, ["trace is truncated"]);
 }
 
 #[test]
 fn a_trace_holding_nothing_cannot_be_gated() {
-    let (t, i) = trace("{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":0}\n");
-    let e = check_device(&t, &i, None, &peak_limit(1)).unwrap_err();
+    let d = trace("{\"t\":1,\"op\":\"alloc\",\"id\":1,\"size\":0}\n");
+    let e = check_device(&d, &peak_limit(1)).unwrap_err();
     assert!(
         matches!(e, GateError::NothingToGate { events: 1, .. }),
         "{e:?}"
@@ -177,16 +177,16 @@ fn a_trace_holding_nothing_cannot_be_gated() {
 #[test]
 fn the_window_measures_the_peak_inside_it() {
     // Step 1 holds 1000 + 100 = 1100 B at its highest; the whole trace ends at 1200 B.
-    let (t, i) = trace(LEAK);
+    let d = trace(LEAK);
     let limits = Limits {
         window: Some("step:1".into()),
         ..peak_limit(1100)
     };
-    let v = check_device(&t, &i, None, &limits).unwrap();
+    let v = check_device(&d, &limits).unwrap();
     let p = v.peak.unwrap();
     assert_eq!((p.peak, p.passed), (1100, true));
     assert_eq!(p.window.unwrap().spec, "step:1");
-    let v = check_device(&t, &i, None, &peak_limit(1100)).unwrap();
+    let v = check_device(&d, &peak_limit(1100)).unwrap();
     assert_eq!(v.peak.unwrap().peak, 1200);
     assert_eq!(v.outcome, Outcome::Fail);
 
@@ -194,7 +194,7 @@ fn the_window_measures_the_peak_inside_it() {
         window: Some("bogus".into()),
         ..peak_limit(1)
     };
-    let e = check_device(&t, &i, None, &limits).unwrap_err();
+    let e = check_device(&d, &limits).unwrap_err();
     assert!(
         matches!(e, GateError::Window(_)) && !e.about_file(),
         "{e:?}"

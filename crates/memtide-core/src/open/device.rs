@@ -148,7 +148,13 @@ impl Device {
                 return Vec::new();
             }
             let trend = crate::analysis::trend::trend(&self.trace, &self.index);
-            crate::analysis::oom::explain_ooms(&self.trace, &self.index, self.history(), &trend)
+            crate::analysis::oom::explain_ooms(
+                &self.trace,
+                &self.index,
+                self.history(),
+                &trend,
+                &self.frames,
+            )
         })
     }
 
@@ -243,11 +249,13 @@ impl Device {
     /// Everything `summary` reports of this device, in `window` when given: the one summary
     /// every command, report and API builds.
     pub fn summary(&self, opts: &SummaryOptions, window: Option<&Resolved>) -> Summary {
-        let s = Summary::build_with(&self.trace, &self.index, window, opts).explained(
-            &self.trace,
-            &self.index,
-            self.history(),
-        );
+        let s = Summary::build_with(&self.trace, &self.index, window, opts, &self.frames)
+            .with_ooms(
+                &self.trace,
+                &self.index,
+                self.history(),
+                self.ooms().to_vec(),
+            );
         if opts.boundary {
             s.bounded(&self.trace, &self.index)
         } else {

@@ -38,8 +38,10 @@ use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::oom_message::{self, OomMessage};
 use crate::formats::{Format, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
+pub use crate::load::UserRules;
 use crate::trace::Bytes;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What to open a file with: how to read it, and what the user says of its device.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +54,9 @@ pub struct OpenOptions {
     /// `--oom-message`: PyTorch's OOM message, read ([`read_oom_message`]), for the capacity
     /// and the driver's free bytes where the file lacks them.
     pub oom_message: Option<OomMessageFile>,
+    /// `read.rules`' rules when already read ([`OpenOptions::read_rules`]: a job opens many
+    /// files under one rules file, read once); None: [`open`] reads them.
+    pub rules: Option<Arc<UserRules>>,
 }
 
 impl From<LoadOptions> for OpenOptions {
@@ -74,6 +79,26 @@ pub struct OomMessageFile {
 }
 
 impl OpenOptions {
+    /// Reads the `--rules` file now (once for every file opened with these options): a bad
+    /// rules file fails before any trace is read.
+    pub fn read_rules(&mut self) -> Result<(), OpenError> {
+        if self.rules.is_none() {
+            let r = UserRules::read(&self.read).map_err(OpenError::SideFile)?;
+            self.rules = Some(Arc::new(r));
+        }
+        Ok(())
+    }
+
+    /// The rules: those read ahead, else the `--rules` file's, read now.
+    fn user_rules(&self) -> Result<Arc<UserRules>, OpenError> {
+        match &self.rules {
+            Some(r) => Ok(Arc::clone(r)),
+            None => UserRules::read(&self.read)
+                .map(Arc::new)
+                .map_err(OpenError::SideFile),
+        }
+    }
+
     /// Every side file these options read (`--device-log`, `--nsys`, `--categories`,
     /// `--rules`, `--oom-message`): inputs like the trace, which no output may overwrite.
     pub fn side_files(&self) -> Vec<&Path> {
@@ -104,6 +129,9 @@ pub struct Opened {
     pub follow: Option<Follow>,
     /// How long reading and then indexing took (`summary --timings`).
     pub timings: Timings,
+    /// The `--rules` file's rules (none without one), read once: every answer reads frames
+    /// and categories under them (each device's [`Device::frames`] is built from them).
+    pub rules: Arc<UserRules>,
 }
 
 /// Where an opening's time went.
@@ -196,10 +224,11 @@ pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
 /// the allocator history (replayed into its model on the second thread when
 /// `opts.read.allocator_models` asks) and the facts every consumer asks for.
 pub fn open(path: &Path, opts: &OpenOptions, progress: &Progress) -> Result<Opened, OpenError> {
-    let rules = frame_rules(&opts.read)?;
+    let rules = opts.user_rules()?;
     let t0 = std::time::Instant::now();
-    let loaded = crate::load::load(path, &opts.read, progress).map_err(|e| read_error(path, e))?;
-    finish(loaded, None, opts, &rules, t0)
+    let loaded = crate::load::load_with(path, &opts.read, &rules.categories, progress)
+        .map_err(|e| read_error(path, e))?;
+    finish(loaded, None, opts, rules, t0)
 }
 
 /// [`open`] for a file that may still be growing: JSONL keeps its decoder and offset in
@@ -210,15 +239,15 @@ pub fn open_followed(
     opts: &OpenOptions,
     progress: &Progress,
 ) -> Result<Opened, OpenError> {
-    let rules = frame_rules(&opts.read)?;
+    let rules = opts.user_rules()?;
     let t0 = std::time::Instant::now();
-    let f = crate::load::load_followable(path, &opts.read, progress)
+    let f = crate::load::load_followable(path, &opts.read, &rules.categories, progress)
         .map_err(|e| read_error(path, e))?;
     let follow = Follow {
         decoder: f.decoder,
         offset: f.offset,
     };
-    finish(f.loaded, Some(follow), opts, &rules, t0)
+    finish(f.loaded, Some(follow), opts, rules, t0)
 }
 
 /// Reads `--oom-message FILE` (a job log is fine: bytes that are not UTF-8 read as U+FFFD;
@@ -252,19 +281,6 @@ pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
 /// file is refused rather than read into memory).
 pub(crate) const OOM_MESSAGE_MAX: u64 = 256 << 20;
 
-/// The user's frame patterns (`[[frames]]` of `--rules`).
-pub fn frame_rules(read: &LoadOptions) -> Result<FrameRules, OpenError> {
-    crate::load::frame_rules(read).map_err(OpenError::SideFile)
-}
-
-/// Reads the category rules of `--rules` once, so a bad rules file fails before a long read
-/// (the ranks overview checks it before any rank).
-pub fn check_rules(read: &LoadOptions) -> Result<(), OpenError> {
-    crate::load::rules(read)
-        .map(drop)
-        .map_err(OpenError::SideFile)
-}
-
 /// A reader's error: a side file's names that file ("cannot read TRACE" would blame the
 /// trace), any other names the trace.
 fn read_error(path: &Path, e: FormatError) -> OpenError {
@@ -283,7 +299,7 @@ fn finish(
     mut loaded: Loaded,
     follow: Option<Follow>,
     opts: &OpenOptions,
-    rules: &FrameRules,
+    rules: Arc<UserRules>,
     t0: std::time::Instant,
 ) -> Result<Opened, OpenError> {
     let read = t0.elapsed();
@@ -301,7 +317,7 @@ fn finish(
         }
     }
     let format = loaded.format;
-    let mut devices = devices(loaded, rules);
+    let mut devices = devices(loaded, &rules.frames);
     // A capacity below what the file shows held is never used for a verdict.
     for d in &mut devices {
         let message = opts
@@ -320,6 +336,7 @@ fn finish(
             read,
             index: t0.elapsed().saturating_sub(read),
         },
+        rules,
     })
 }
 

@@ -5,16 +5,16 @@
 
 use super::discover::RankFile;
 use super::row::{distributed_rank, row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
-use crate::analysis::frames::FrameRules;
 use crate::analysis::summary::{Summary, SummaryOptions};
 use crate::analysis::summary_json::{DocumentJson, StepsJson};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
 use crate::formats::limit::{Limited, TooLarge};
 use crate::formats::{source, FormatError, LoadOptions, Progress};
-use crate::open::{OpenError, OpenOptions, Opened};
+use crate::open::{OpenError, OpenOptions, Opened, UserRules};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// How the files are read and summarised (as `summary FILE --json` would with the same
 /// flags).
@@ -27,8 +27,9 @@ pub struct RankOptions {
     pub capacity: Option<u64>,
     /// `--window`: measure each rank's peak in this window.
     pub window: Option<WindowSpec>,
-    /// The `[[frames]]` patterns of `--rules` ([`crate::load::frame_rules`]).
-    pub frame_rules: FrameRules,
+    /// The `--rules` file's rules, read once for every rank (None: each rank's opening reads
+    /// `load.rules`).
+    pub rules: Option<Arc<UserRules>>,
     /// `--frames all`: the stack tree has every frame (default: user frames).
     pub all_frames: bool,
     /// Keep each rank's `summary --json` object in its row (the JSON report needs it; the
@@ -45,7 +46,7 @@ impl Default for RankOptions {
             device: None,
             capacity: None,
             window: None,
-            frame_rules: FrameRules::default(),
+            rules: None,
             all_frames: false,
             keep_summary: false,
             sparkline_points: 120,
@@ -61,6 +62,7 @@ impl RankOptions {
             read: self.load.clone(),
             capacity: self.capacity.map(crate::trace::Bytes),
             oom_message: None,
+            rules: self.rules.clone(),
         }
     }
 }
@@ -304,7 +306,6 @@ pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, S
         .map(|d| d.name().to_string())
         .collect();
     let sopts = SummaryOptions {
-        frame_rules: opts.frame_rules.clone(),
         tree_frames: if opts.all_frames {
             TreeFrames::All
         } else {
