@@ -9,8 +9,7 @@
 pub mod cli;
 pub mod follow;
 pub mod output_file;
-pub mod picture;
-pub mod safe_text;
+pub use memtide_report::{picture, report_line, safe_text};
 pub mod tui;
 
 pub use cli::{run, Cli};

@@ -100,7 +100,7 @@ fn fail(f: &Followed, d: &Device, p: &memtide_core::analysis::Peak, limit: Bytes
         human_bytes(ev.bytes),
         ev.bytes,
         human_bytes(limit.0),
-        super::gate_text::biggest_live_text(live.as_deref())
+        memtide_report::gate_text::biggest_live_text(live.as_deref())
     );
     ExitCode::from(1)
 }

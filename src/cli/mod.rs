@@ -2,18 +2,13 @@
 
 pub mod check;
 pub mod diff;
-pub mod diff_fair;
 pub mod examples;
 pub mod explore;
 pub mod flags;
 pub mod follow;
-pub mod frames;
-pub mod gate_text;
 pub mod lab;
 pub mod load;
-pub mod markdown;
 pub mod plot;
-pub mod plot_diff;
 pub mod ranks;
 pub mod replay;
 pub mod shell;

@@ -1,15 +1,14 @@
 //! `memtide plot FILE -o out.svg|png`: the stacked band timeline as a picture to paste into a
 //! pull request or an issue — bands in the theme's colours, the reserved outline, the capacity
 //! line, step marks, the peak with its exact bytes, OOMs — on the explorer's peak-preserving
-//! columns (drawn by `picture`); with two files, both runs aligned by step
-//! (`plot_diff`).
+//! columns (drawn by [`memtide_report::picture`]); with two files, both runs aligned by step
+//! ([`memtide_report::picture_diff`]).
 
 use super::load::{open, pick_device};
 use super::PlotArgs;
-use crate::picture::{svg, to_png, Picture};
 use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
-use memtide_core::trace::Seq;
+use memtide_report::picture::to_png;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -61,25 +60,14 @@ pub fn run(a: &PlotArgs) -> Result<ExitCode> {
         || a.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let (lo, hi, range_label) = match a.window.as_deref() {
-        Some(w) => {
-            let r = memtide_core::analysis::window_spec::WindowSpec::parse(w)?
-                .resolve(&t.trace, &t.index)?;
-            (r.lo, r.hi, format!("window {}", r.label))
-        }
-        None => (Seq(0), Seq(t.index.len() as u64 - 1), String::new()),
-    };
-    let svg = svg(&Picture {
-        trace: &t.trace,
-        index: &t.index,
-        theme: &theme,
-        name: &name,
-        lo,
-        hi,
-        range_label,
-        width: a.width,
-        height: a.height,
-    })?;
+    let svg = memtide_report::picture::of_device(
+        t,
+        &name,
+        a.window.as_deref(),
+        &theme.palette(),
+        a.width,
+        a.height,
+    )?;
     write(a, svg, &theme)
 }
 
@@ -127,23 +115,14 @@ fn two(a: &PlotArgs, b: &Path, theme: Theme) -> Result<ExitCode> {
         Ok(t)
     };
     let (x, y) = (side(&a.file)?, side(b)?);
-    let d = memtide_core::analysis::diff::diff(&x.trace, &x.index, &y.trace, &y.index);
     let (na, nb) = (a.file.display().to_string(), b.display().to_string());
-    let svg = super::plot_diff::svg(&super::plot_diff::DiffPicture {
-        a: super::plot_diff::Run {
-            trace: &x.trace,
-            index: &x.index,
-            name: &na,
-        },
-        b: super::plot_diff::Run {
-            trace: &y.trace,
-            index: &y.index,
-            name: &nb,
-        },
-        diff: &d,
-        width: a.width,
-        height: a.height,
-        bands: a.bands.then_some(&theme),
-    })?;
+    let palette = theme.palette();
+    let svg = memtide_report::picture_diff::of_runs(
+        (&x, &na),
+        (&y, &nb),
+        a.bands.then_some(&palette),
+        a.width,
+        a.height,
+    )?;
     write(a, svg, &theme)
 }

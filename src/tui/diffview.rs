@@ -11,7 +11,7 @@ use super::fmt;
 use super::msg::Msg;
 use super::shared::{Outcome, Shared};
 use memtide_core::analysis::columns::{event_columns, Column};
-use memtide_core::analysis::diff::{diff, Diff};
+use memtide_core::analysis::diff::Diff;
 use memtide_core::formats::Progress;
 use memtide_core::open::OpenOptions;
 use memtide_core::trace::{BandTotals, Bytes, Seq};
@@ -350,20 +350,13 @@ fn loaded(sh: &mut Shared, st: &mut DiffState, gen: u64, result: Result<Vec<Arc<
         return;
     }
     if let (Some(a), Some(b)) = (&st.a.dev, &st.b.dev) {
-        let d = diff(&a.trace, &a.index, &b.trace, &b.index);
+        let (d, fair) = memtide_report::compare::diff_and_fair(a, b);
         st.ymax = d
             .peak_a
             .map_or(0, |p| p.bytes.0)
             .max(d.peak_b.map_or(0, |p| p.bytes.0))
             .max(1);
-        st.fair = Some(memtide_core::analysis::fair::fair(
-            &a.trace,
-            &a.index,
-            d.peak_a.map(|p| p.bytes.0),
-            &b.trace,
-            &b.index,
-            d.peak_b.map(|p| p.bytes.0),
-        ));
+        st.fair = Some(fair);
         st.diff = Some(d);
         refresh(sh, st);
         st.cursor = st.peak_col_a.or(st.peak_col_b).unwrap_or(0);

@@ -18,7 +18,7 @@ pub fn visible_rows(width: u16, height: u16) -> usize {
 
 /// The report's lines wrapped to `width` columns (the panel's inside).
 pub fn lines(f: &Fair, width: usize) -> Vec<String> {
-    let text = crate::cli::diff_fair::text(f);
+    let text = memtide_report::diff_fair::text(f);
     let mut out = Vec::new();
     for l in text.trim_start_matches('\n').lines() {
         wrap_into(&mut out, l, width);

@@ -229,12 +229,73 @@ impl Theme {
         }
     }
 
+    /// The theme's colours for a picture (`memtide plot`, the explorer's export), as CSS.
+    pub fn palette(&self) -> memtide_report::picture::Palette {
+        memtide_report::picture::Palette {
+            bands: self.bands.map(|s| css(s.fg)),
+            reserved: css(self.reserved.fg),
+            capacity: css(self.capacity.fg),
+            peak_marker: css(self.peak_marker.fg),
+            mark: css(self.mark.fg),
+            oom: css(self.oom.fg),
+            sources: (0..=255u8)
+                .map(|k| css(self.fill(Fill::Source(k)).fg))
+                .collect(),
+        }
+    }
+
     /// A `*_bg` token is written as a colour; use it as a background (or as reverse in mono).
     pub fn as_bg(style: Style) -> Style {
         match style.fg {
             Some(c) if c != Color::Reset => Style::default().bg(c),
             _ => style,
         }
+    }
+}
+
+/// A ratatui colour as CSS (named colours as the xterm palette shows them).
+fn css(c: Option<Color>) -> Option<String> {
+    let named = |i: u8| -> String {
+        [
+            "#000000", "#cd0000", "#00cd00", "#cdcd00", "#0000ee", "#cd00cd", "#00cdcd", "#e5e5e5",
+            "#7f7f7f", "#ff0000", "#00ff00", "#ffff00", "#5c5cff", "#ff00ff", "#00ffff", "#ffffff",
+        ][usize::from(i % 16)]
+        .to_string()
+    };
+    match c {
+        Some(Color::Rgb(r, g, b)) => Some(format!("#{r:02x}{g:02x}{b:02x}")),
+        Some(Color::Indexed(i)) if i < 16 => Some(named(i)),
+        Some(Color::Indexed(i)) if i >= 232 => {
+            let v = 8 + 10 * (i - 232);
+            Some(format!("#{v:02x}{v:02x}{v:02x}"))
+        }
+        Some(Color::Indexed(i)) => {
+            let i = i - 16;
+            let level = |x: u8| if x == 0 { 0 } else { 55 + 40 * x };
+            Some(format!(
+                "#{:02x}{:02x}{:02x}",
+                level(i / 36),
+                level((i / 6) % 6),
+                level(i % 6)
+            ))
+        }
+        Some(Color::Black) => Some(named(0)),
+        Some(Color::Red) => Some(named(1)),
+        Some(Color::Green) => Some(named(2)),
+        Some(Color::Yellow) => Some(named(3)),
+        Some(Color::Blue) => Some(named(4)),
+        Some(Color::Magenta) => Some(named(5)),
+        Some(Color::Cyan) => Some(named(6)),
+        Some(Color::Gray) => Some(named(7)),
+        Some(Color::DarkGray) => Some(named(8)),
+        Some(Color::LightRed) => Some(named(9)),
+        Some(Color::LightGreen) => Some(named(10)),
+        Some(Color::LightYellow) => Some(named(11)),
+        Some(Color::LightBlue) => Some(named(12)),
+        Some(Color::LightMagenta) => Some(named(13)),
+        Some(Color::LightCyan) => Some(named(14)),
+        Some(Color::White) => Some(named(15)),
+        Some(Color::Reset) | None => None,
     }
 }
 
@@ -424,6 +485,15 @@ impl Glyphs {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_light_theme_draws_pictures_in_the_report_layer_s_light_palette() {
+        let light = Theme::builtin("light").expect("built in");
+        assert_eq!(light.palette(), memtide_report::picture::Palette::light());
+        // Another theme differs (the test compares something).
+        let dark = Theme::builtin("default").expect("built in");
+        assert_ne!(dark.palette(), memtide_report::picture::Palette::light());
+    }
 
     #[test]
     fn builtins_parse_and_cover_every_token() {

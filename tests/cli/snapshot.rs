@@ -216,7 +216,7 @@ fn history_began_late_peak_is_the_initial_state() {
     assert_eq!(p.time_us, None, "the initial state has no time of its own");
     // the 30 MiB weight freed by the first entries is in the live set at the peak
     assert!(p.live.iter().any(|l| l.bytes.0 == 30 << 20));
-    let text = memtide::cli::summary::render_text(s);
+    let text = memtide_report::summary::render_text(s);
     assert!(text.contains("at start"), "{text}");
     // the history cut is said, with what it means for the peak
     assert!(
@@ -357,7 +357,7 @@ fn fields_checks(file: &str) {
     );
     // the settings (unknown ones too) are shown in the summary
     let s = Summary::build(t, &Index::build(t));
-    let text = memtide::cli::summary::render_text(&s);
+    let text = memtide_report::summary::render_text(&s);
     assert!(text.contains("max_split_size=134217728") && text.contains("a_future_setting"));
 }
 

@@ -31,7 +31,7 @@ pub struct Budget {
 /// variable's letters (`512M`, `4G`) or a unit (`512MiB`, `4GB`).
 fn parse(text: &str) -> Option<u64> {
     budget::parse_size(text).or_else(|| {
-        memtide::cli::flags::size("max_memory", text)
+        memtide_report::sizes::size("max_memory", text)
             .ok()
             .map(|b| b.0)
     })

@@ -1,24 +1,24 @@
-//! `memtide.check`, `memtide.diff`, `memtide.whatif`: the commands' own code (the core's gate
-//! with `check`'s lines and JSON, `diff::compare` + `diff::json`, `whatif::replay` +
-//! `whatif::json`), each run as a [`crate::call`] (a worker thread, the memory budget,
-//! Ctrl-C raising at once); the answers as the commands print them.
+//! `memtide.check`, `memtide.diff`, `memtide.whatif`: the report layer's answers
+//! ([`memtide_report::check`], [`memtide_report::compare`], [`memtide_report::whatif`]), each
+//! run as a [`crate::call`] (a worker thread, the memory budget, Ctrl-C raising at once); the
+//! answers as the commands print them.
 
 use crate::call::{budget_of, run};
 use crate::open::{open, OpenFail, Options};
 use crate::questions::json;
-use memtide::cli::{DiffArgs, InputArgs, WhatifArgs};
 use memtide_core::formats::Progress;
 use memtide_core::gate::Limits;
 use memtide_core::open::Device;
+use memtide_report::InputOptions;
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// The reading options `memtide.check` / `diff` / `whatif` take, as the CLI's flags.
-fn input(device: Option<String>, lenient: bool) -> InputArgs {
-    InputArgs {
+/// The reading options `memtide.check` / `diff` / `whatif` take.
+fn input(device: Option<String>, lenient: bool) -> InputOptions {
+    InputOptions {
         device,
         lenient,
-        ..InputArgs::default()
+        ..InputOptions::default()
     }
 }
 
@@ -32,16 +32,7 @@ pub fn limits(
     if max_peak.is_none() && max_growth.is_none() {
         anyhow::bail!("check needs max_peak or max_growth (or both)");
     }
-    Ok(Limits {
-        max_peak: max_peak
-            .map(|s| memtide::cli::flags::size("--max-peak", s))
-            .transpose()?,
-        max_growth: max_growth
-            .map(|s| memtide::cli::flags::percent("--max-growth", s))
-            .transpose()?,
-        window,
-        allow_warnings,
-    })
+    memtide_report::check::limits(max_peak, max_growth, window, allow_warnings)
 }
 
 /// The core's gate on every device of `devices` with events: `(exit status 0 or 1, the lines
@@ -52,7 +43,7 @@ pub fn judge(
     file: &Path,
     limits: &Limits,
 ) -> anyhow::Result<(u8, Vec<String>, String)> {
-    let j = memtide::cli::check::judge(devices, file, limits)?;
+    let j = memtide_report::check::judge(devices, file, limits)?;
     Ok((j.verdict.outcome().exit_code(), j.lines.clone(), json(&j)?))
 }
 
@@ -130,18 +121,11 @@ pub fn diff(
     lenient: bool,
     max_memory: Option<String>,
 ) -> PyResult<String> {
-    let args = DiffArgs {
-        a,
-        b,
-        json: true,
-        markdown: false,
-        require_parity: false,
-        input: input(device, lenient),
-    };
+    let input = input(device, lenient);
     let budget = budget_of(max_memory.as_deref())?;
     let done = run(py, "memtide-diff", budget, Progress::new(), move || {
-        let c = memtide::cli::diff::compare(&args)?;
-        json(&memtide::cli::diff::json(&args, &c))
+        let c = memtide_report::compare::compare(&a, &b, &input, &mut crate::open::say)?;
+        json(&c.json())
     })?;
     crate::errors::settle_any(py, None, done)
 }
@@ -159,17 +143,18 @@ pub fn whatif(
     lenient: bool,
     max_memory: Option<String>,
 ) -> PyResult<String> {
-    let a = WhatifArgs {
-        file: path.clone(),
-        alloc_conf,
-        capacity,
-        json: true,
-        input: input(device, lenient),
-    };
+    let input = input(device, lenient);
+    let file = path.clone();
     let budget = budget_of(max_memory.as_deref())?;
     let done = run(py, "memtide-whatif", budget, Progress::new(), move || {
-        let (w, _) = memtide::cli::whatif::replay(&a)?;
-        json(&memtide::cli::whatif::json(&a, &w)?)
+        let r = memtide_report::whatif::replay(
+            &file,
+            &input,
+            &alloc_conf,
+            capacity.as_deref(),
+            &mut crate::open::say,
+        )?;
+        json(&r.json()?)
     })?;
     crate::errors::settle_any(py, Some(&path), done)
 }

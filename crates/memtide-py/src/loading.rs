@@ -5,8 +5,8 @@
 
 use crate::call::{budget_of, Work};
 use crate::open::{open, OpenFail, Opened, Options};
-use memtide::cli::InputArgs;
 use memtide_core::formats::Progress;
+use memtide_report::InputOptions;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ pub fn start_open(
 ) -> PyResult<Loading> {
     let budget = budget_of(max_memory.as_deref())?;
     let options = Options {
-        input: InputArgs {
+        input: InputOptions {
             device,
             lenient,
             device_log,

@@ -1,18 +1,17 @@
 //! The one door into the core: a file read, its devices indexed, the device picked. Every
 //! Python entry that opens a file goes through [`open`].
 
-use memtide::cli::load::open_options;
-use memtide::cli::InputArgs;
 use memtide_core::analysis::frames::FrameRules;
 use memtide_core::formats::{Format, Histories, Progress};
 use memtide_core::open::{Device, OpenError, UnknownDevice};
+use memtide_report::InputOptions;
 use std::path::{Path, PathBuf};
 
 /// What `memtide.open` asks for beyond the path.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// The flags every reading command shares (`--device`, `--device-log`, `--rules`, …).
-    pub input: InputArgs,
+    /// The options every reading answer shares (`device=`, `device_log=`, `rules=`, …).
+    pub input: InputOptions,
     /// `--capacity SIZE`.
     pub capacity: Option<String>,
     /// Keep every allocator history whole (for `allocator_at`; `summary` keeps them only
@@ -58,21 +57,22 @@ impl std::fmt::Display for OpenFail {
 /// summary` reads with (the same flags, the same device rule); the opening's notes go to
 /// stderr as the commands say them. The only function of this crate that opens a file.
 pub fn open(path: &Path, o: &Options, progress: &Progress) -> Result<Opened, OpenFail> {
-    let mut opts = open_options(&o.input, o.capacity.as_deref()).map_err(OpenFail::Other)?;
+    let mut opts = o
+        .input
+        .open_options(o.capacity.as_deref())
+        .map_err(OpenFail::Other)?;
     if o.whole_histories {
         opts.read.histories = Histories::Whole;
     }
     let opened = memtide_core::open::open(path, &opts, progress).map_err(OpenFail::Open)?;
-    for note in &opened.notes {
-        memtide::errln!("memtide: note: {note}");
-    }
+    memtide_report::prologue::say_notes(&opened, &mut say);
     if opened.devices.is_empty() {
         return Err(OpenFail::Open(OpenError::NoDevices));
     }
     let want = o.input.device.as_deref();
     let primary = opened.pick(want).map_err(OpenFail::Device)?;
     if let Some(note) = opened.alias_note(want, primary) {
-        memtide::errln!("memtide: note: {note}");
+        say(&note);
     }
     let frame_rules = opened.rules.frames.clone();
     Ok(Opened {
@@ -83,4 +83,12 @@ pub fn open(path: &Path, o: &Options, progress: &Progress) -> Result<Opened, Ope
         device_given: want.is_some(),
         frame_rules,
     })
+}
+
+/// A note of an opening, on stderr as the command says it (`memtide: note: …`, one line).
+pub fn say(note: &str) {
+    eprintln!(
+        "{}",
+        memtide_report::safe_text::one_line(&format!("memtide: note: {note}"))
+    );
 }

@@ -131,18 +131,8 @@ pub fn svg(t: &Device, name: &str, width: u32, height: u32) -> Result<String> {
     if t.index.is_empty() {
         bail!("the trace has no events");
     }
-    let theme = memtide::tui::theme::Theme::resolve(Some("light"), false)?;
-    memtide::picture::svg(&memtide::picture::Picture {
-        trace: &t.trace,
-        index: &t.index,
-        theme: &theme,
-        name,
-        lo: Seq(0),
-        hi: Seq(t.index.len() as u64 - 1),
-        range_label: String::new(),
-        width,
-        height,
-    })
+    let palette = memtide_report::picture::Palette::light();
+    memtide_report::picture::of_device(t, name, None, &palette, width, height)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ fn summary_text(
         tree_frames,
         boundary: true,
     };
-    let summaries = memtide::cli::summary::summarise(&o.devices, window, &opts)?;
+    let summaries = memtide_report::summary::summarise(&o.devices, window, &opts)?;
     let Some(main) = summaries.get(o.primary) else {
         anyhow::bail!("no trace to summarise");
     };

@@ -859,10 +859,11 @@ fn export_view(sh: &mut Shared, ex: &ExplorerState, dev: &Device) -> Vec<Effect>
         .file_name()
         .map_or_else(|| "trace".to_string(), |f| f.to_string_lossy().into_owned());
     let whole = lo == 0 && hi == n - 1;
+    let palette = sh.theme.palette();
     let picture = picture::Picture {
         trace: &dev.trace,
         index: &dev.index,
-        theme: &sh.theme,
+        theme: &palette,
         name: &name,
         lo: Seq(lo),
         hi: Seq(hi),

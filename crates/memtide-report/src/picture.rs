@@ -4,14 +4,12 @@
 //! (`cli/plot.rs`, `cli/plot_diff.rs`) and the explorer's `e` (export the view), so it sits
 //! beside `tui`, not inside it; it takes its colours from `tui::theme`.
 
-use crate::tui::theme::{Fill, Theme};
 use anyhow::{bail, Context, Result};
 use memtide_core::analysis::external_split::ExternalSplit;
 use memtide_core::analysis::{event_columns, window_peak, Column};
 use memtide_core::index::Index;
 use memtide_core::trace::units::grouped;
 use memtide_core::trace::{external, human_bytes, Band, MarkKind, Seq, Trace};
-use ratatui::style::Color;
 use std::fmt::Write as _;
 
 /// Margins of the chart area inside the picture, in pixels.
@@ -20,49 +18,64 @@ const RIGHT: f64 = 24.0;
 const TOP: f64 = 54.0;
 const BOTTOM: f64 = 58.0;
 
-/// A ratatui colour as CSS (named colours as the xterm palette shows them).
-pub(crate) fn css(c: Option<Color>, fallback: &str) -> String {
-    let named = |i: u8| -> &'static str {
-        [
-            "#000000", "#cd0000", "#00cd00", "#cdcd00", "#0000ee", "#cd00cd", "#00cdcd", "#e5e5e5",
-            "#7f7f7f", "#ff0000", "#00ff00", "#ffff00", "#5c5cff", "#ff00ff", "#00ffff", "#ffffff",
-        ][usize::from(i % 16)]
-    };
-    match c {
-        Some(Color::Rgb(r, g, b)) => format!("#{r:02x}{g:02x}{b:02x}"),
-        Some(Color::Indexed(i)) if i < 16 => named(i).into(),
-        Some(Color::Indexed(i)) if i >= 232 => {
-            let v = 8 + 10 * (i - 232);
-            format!("#{v:02x}{v:02x}{v:02x}")
+/// The colours a picture is drawn in, as CSS (`#rrggbb`): each None where the theme gives
+/// none (the picture's own default is used). The explorer's themes make one
+/// (`Theme::palette`); the built-in light theme's is what `memtide plot` draws by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Palette {
+    pub bands: [Option<String>; Band::COUNT],
+    pub reserved: Option<String>,
+    pub capacity: Option<String>,
+    pub peak_marker: Option<String>,
+    pub mark: Option<String>,
+    pub oom: Option<String>,
+    /// The fill of the `k`th source of external memory (0: the external band's), for k up
+    /// to 255.
+    pub sources: Vec<Option<String>>,
+}
+
+/// The fills of the sources of external memory after the first (the external band's own).
+const SOURCES: [&str; 5] = ["#d75fd7", "#8787ff", "#ff87d7", "#875faf", "#d7afff"];
+
+impl Palette {
+    /// The built-in light theme's colours (`themes/light.toml`): what `memtide plot` and
+    /// Python's `Trace.svg()` draw in by default. The explorer's `Theme::palette` of that theme
+    /// gives the same (its tests check it).
+    pub fn light() -> Palette {
+        let c = |s: &str| Some(s.to_string());
+        let external = "#7f3fbf";
+        Palette {
+            bands: [
+                c("#1f5fbf"),
+                c("#c45a00"),
+                c("#3f8f1f"),
+                c(external),
+                c("#6c6c6c"),
+            ],
+            reserved: c("#8f7f00"),
+            capacity: c("#c00000"),
+            peak_marker: c("#c00000"),
+            mark: c("#8a8a8a"),
+            oom: c("#d70000"),
+            sources: (0..=255usize)
+                .map(|k| match k {
+                    0 => c(external),
+                    k => c(SOURCES[(k - 1) % SOURCES.len()]),
+                })
+                .collect(),
         }
-        Some(Color::Indexed(i)) => {
-            let i = i - 16;
-            let level = |x: u8| if x == 0 { 0 } else { 55 + 40 * x };
-            format!(
-                "#{:02x}{:02x}{:02x}",
-                level(i / 36),
-                level((i / 6) % 6),
-                level(i % 6)
-            )
-        }
-        Some(Color::Black) => named(0).into(),
-        Some(Color::Red) => named(1).into(),
-        Some(Color::Green) => named(2).into(),
-        Some(Color::Yellow) => named(3).into(),
-        Some(Color::Blue) => named(4).into(),
-        Some(Color::Magenta) => named(5).into(),
-        Some(Color::Cyan) => named(6).into(),
-        Some(Color::Gray) => named(7).into(),
-        Some(Color::DarkGray) => named(8).into(),
-        Some(Color::LightRed) => named(9).into(),
-        Some(Color::LightGreen) => named(10).into(),
-        Some(Color::LightYellow) => named(11).into(),
-        Some(Color::LightBlue) => named(12).into(),
-        Some(Color::LightMagenta) => named(13).into(),
-        Some(Color::LightCyan) => named(14).into(),
-        Some(Color::White) => named(15).into(),
-        Some(Color::Reset) | None => fallback.into(),
     }
+
+    /// The fill of source `k` (past 255: the 255th's).
+    pub fn source(&self, k: usize) -> &Option<String> {
+        static NONE: Option<String> = None;
+        self.sources.get(k.min(255)).unwrap_or(&NONE)
+    }
+}
+
+/// A colour of the palette as CSS, or `fallback` where it has none.
+pub(crate) fn css(c: &Option<String>, fallback: &str) -> String {
+    c.clone().unwrap_or_else(|| fallback.to_string())
 }
 
 /// Text from the trace made safe for XML (and free of control characters).
@@ -106,7 +119,7 @@ pub(crate) fn nice_top(max: u64) -> u64 {
 pub struct Picture<'a> {
     pub trace: &'a Trace,
     pub index: &'a Index,
-    pub theme: &'a Theme,
+    pub theme: &'a Palette,
     /// Shown first in the title (the file name).
     pub name: &'a str,
     /// The event range drawn (inclusive positions) and how to name it ("" for the whole run).
@@ -115,6 +128,41 @@ pub struct Picture<'a> {
     pub range_label: String,
     pub width: u32,
     pub height: u32,
+}
+
+/// The picture `memtide plot FILE` draws of device `d`: the whole run, or `window` (as
+/// written: `steady`, `step:N`, …), titled with `name` (the file's name).
+pub fn of_device(
+    d: &memtide_core::open::Device,
+    name: &str,
+    window: Option<&str>,
+    palette: &Palette,
+    width: u32,
+    height: u32,
+) -> Result<String> {
+    let (lo, hi, range_label) = match window {
+        Some(w) => {
+            let r = memtide_core::analysis::window_spec::WindowSpec::parse(w)?
+                .resolve(&d.trace, &d.index)?;
+            (r.lo, r.hi, format!("window {}", r.label))
+        }
+        None => (
+            Seq(0),
+            Seq(d.index.len().saturating_sub(1) as u64),
+            String::new(),
+        ),
+    };
+    svg(&Picture {
+        trace: &d.trace,
+        index: &d.index,
+        theme: palette,
+        name,
+        lo,
+        hi,
+        range_label,
+        width,
+        height,
+    })
 }
 
 /// The picture as SVG text.
@@ -186,10 +234,10 @@ pub fn svg(p: &Picture) -> Result<String> {
             y(c),
             LEFT + cw,
             y(c),
-            css(theme.capacity.fg, "#c00000"),
+            css(&theme.capacity, "#c00000"),
             LEFT + cw,
             y(c) - 4.0,
-            css(theme.capacity.fg, "#c00000"),
+            css(&theme.capacity, "#c00000"),
             xml(&human_bytes(c))
         );
     }
@@ -211,7 +259,7 @@ pub fn svg(p: &Picture) -> Result<String> {
             s,
             r#"<line class="step" x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="{}" stroke-dasharray="2 3"/>"#,
             TOP + ch,
-            css(theme.mark.fg, "#8a8a8a")
+            css(&theme.mark, "#8a8a8a")
         );
         if label_steps {
             let _ = write!(
@@ -235,7 +283,7 @@ pub fn svg(p: &Picture) -> Result<String> {
         let _ = writeln!(
             s,
             r#"<text class="oom" x="{xx:.1}" y="{yy:.1}" text-anchor="{anchor}" font-weight="bold" fill="{}">✖ OOM</text>"#,
-            css(theme.oom.fg, "#d70000")
+            css(&theme.oom, "#d70000")
         );
     }
     peak_marker(
@@ -300,7 +348,7 @@ pub fn y_axis(s: &mut String, top: u64, left: f64, cw: f64, y: &dyn Fn(u64) -> f
 fn bands(
     s: &mut String,
     cols: &[Column],
-    theme: &Theme,
+    theme: &Palette,
     x: &dyn Fn(usize) -> f64,
     y: &dyn Fn(u64) -> f64,
     colw: f64,
@@ -336,7 +384,7 @@ fn bands(
                 s,
                 r#"<path class="band" data-band="{}" fill="{}" d="{d}"/>"#,
                 b.name(),
-                css(theme.bands[b.idx()].fg, "#888888")
+                css(&theme.bands[b.idx()], "#888888")
             );
         }
     }
@@ -346,7 +394,7 @@ fn bands(
 fn reserved(
     s: &mut String,
     cols: &[Column],
-    theme: &Theme,
+    theme: &Palette,
     x: &dyn Fn(usize) -> f64,
     y: &dyn Fn(u64) -> f64,
     colw: f64,
@@ -363,7 +411,7 @@ fn reserved(
     let _ = writeln!(
         s,
         r#"<path id="reserved" fill="none" stroke="{}" stroke-width="1.5" d="{d}"/>"#,
-        css(theme.reserved.fg, "#8f7f00")
+        css(&theme.reserved, "#8f7f00")
     );
 }
 
@@ -378,7 +426,7 @@ fn peak_marker(
     x: &dyn Fn(usize) -> f64,
     y: &dyn Fn(u64) -> f64,
     colw: f64,
-    theme: &Theme,
+    theme: &Palette,
     right_half: f64,
     split: Option<&ExternalSplit>,
 ) {
@@ -395,7 +443,7 @@ fn peak_marker(
                 b.name(),
                 x(c),
                 y0 - y1,
-                css(theme.bands[b.idx()].fg, "#888888")
+                css(&theme.bands[b.idx()], "#888888")
             );
         }
         if let (Band::External, Some(split)) = (b, split) {
@@ -419,7 +467,7 @@ fn peak_marker(
                     xml(&split.sources[k]),
                     x(c),
                     y0 - y1,
-                    css(theme.fill(Fill::Source(k.min(255) as u8)).fg, "#888888")
+                    css(theme.source(usize::from(k.min(255) as u8)), "#888888")
                 );
                 under += w;
             }
@@ -428,7 +476,7 @@ fn peak_marker(
     }
     let _ = writeln!(s, "</g>");
     let (px, py) = (x(c) + colw / 2.0, y(peak.bytes.0));
-    let colour = css(theme.peak_marker.fg, "#c00000");
+    let colour = css(&theme.peak_marker, "#c00000");
     let mark = if peak.at_start {
         Some("at start".to_string())
     } else {
@@ -472,7 +520,7 @@ fn sources(
     s: &mut String,
     cols: &[Column],
     split: &ExternalSplit,
-    theme: &Theme,
+    theme: &Palette,
     x: &dyn Fn(usize) -> f64,
     y: &dyn Fn(u64) -> f64,
     colw: f64,
@@ -518,7 +566,7 @@ fn sources(
             s,
             r#"<path class="source" data-source="{}" fill="{}" d="{d}"/>"#,
             xml(&split.sources[k]),
-            css(theme.fill(Fill::Source(k.min(255) as u8)).fg, "#888888")
+            css(theme.source(usize::from(k.min(255) as u8)), "#888888")
         );
     }
 }
@@ -528,7 +576,7 @@ const LEGEND_SOURCES: usize = 6;
 
 fn legend(
     s: &mut String,
-    theme: &Theme,
+    theme: &Palette,
     h: f64,
     external_known: bool,
     split: Option<&ExternalSplit>,
@@ -543,7 +591,7 @@ fn legend(
             s,
             r#"<rect x="{xx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{yy:.1}">{}</text>"#,
             yy - 10.0,
-            css(theme.bands[b.idx()].fg, "#888888"),
+            css(&theme.bands[b.idx()], "#888888"),
             xx + 16.0,
             b.name()
         );
@@ -555,7 +603,7 @@ fn legend(
         yy - 4.0,
         xx + 14.0,
         yy - 4.0,
-        css(theme.reserved.fg, "#8f7f00"),
+        css(&theme.reserved, "#8f7f00"),
         xx + 18.0
     );
     // The sources of the external band, on a row under the title.
@@ -573,7 +621,7 @@ fn legend(
             s,
             r#"<rect x="{xx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text class="source-legend" x="{:.1}" y="{yy:.1}">{}</text>"#,
             yy - 10.0,
-            css(theme.fill(Fill::Source(k as u8)).fg, "#888888"),
+            css(theme.source(usize::from(k as u8)), "#888888"),
             xx + 16.0,
             xml(name)
         );

@@ -3,8 +3,8 @@
 //! columns, both peaks marked with their exact bytes, step boundaries, OOMs, and a legend
 //! naming the files.
 
+use crate::picture::Palette;
 use crate::picture::{css, nice_top, xml, y_axis};
-use crate::tui::theme::Theme;
 use anyhow::{bail, Result};
 use memtide_core::analysis::diff::{align, Diff, Span};
 use memtide_core::analysis::{event_columns, Column, Peak};
@@ -36,7 +36,7 @@ pub struct DiffPicture<'a> {
     pub width: u32,
     pub height: u32,
     /// Also draw each run's stacked bands, faint, in these colours.
-    pub bands: Option<&'a Theme>,
+    pub bands: Option<&'a Palette>,
 }
 
 /// A run's columns in one span, with their left edge and width in pixels.
@@ -77,6 +77,36 @@ fn peak_text(k: &str, run: &Run, p: &Peak) -> String {
     )
 }
 
+/// The picture `memtide plot A B` draws: both runs' devices compared ([`diff`]) and drawn on
+/// one scale, aligned by step; their bands faint behind when `bands` gives a palette.
+pub fn of_runs(
+    a: (&memtide_core::open::Device, &str),
+    b: (&memtide_core::open::Device, &str),
+    bands: Option<&Palette>,
+    width: u32,
+    height: u32,
+) -> Result<String> {
+    let (x, y) = (a.0, b.0);
+    let d = memtide_core::analysis::diff::diff(&x.trace, &x.index, &y.trace, &y.index);
+    svg(&DiffPicture {
+        a: Run {
+            trace: &x.trace,
+            index: &x.index,
+            name: a.1,
+        },
+        b: Run {
+            trace: &y.trace,
+            index: &y.index,
+            name: b.1,
+        },
+        diff: &d,
+        width,
+        height,
+        bands,
+    })
+}
+
+/// The two runs' picture as SVG text.
 pub fn svg(p: &DiffPicture) -> Result<String> {
     let d = p.diff;
     let (Some(pa), Some(pb)) = (d.peak_a, d.peak_b) else {
@@ -140,7 +170,7 @@ pub fn svg(p: &DiffPicture) -> Result<String> {
 }
 
 /// A run's stacked bands, faint (one path per band), under the lines.
-fn faint_bands(s: &mut String, drawn: &[Drawn], k: usize, theme: &Theme, y: &dyn Fn(u64) -> f64) {
+fn faint_bands(s: &mut String, drawn: &[Drawn], k: usize, theme: &Palette, y: &dyn Fn(u64) -> f64) {
     for b in Band::ALL {
         let mut d = String::new();
         for dr in drawn {
@@ -171,7 +201,7 @@ fn faint_bands(s: &mut String, drawn: &[Drawn], k: usize, theme: &Theme, y: &dyn
                 r#"<path class="band-{}" data-band="{}" fill="{}" fill-opacity="0.16" d="{d}"/>"#,
                 ["a", "b"][k],
                 b.name(),
-                css(theme.bands[b.idx()].fg, "#888888")
+                css(&theme.bands[b.idx()], "#888888")
             );
         }
     }

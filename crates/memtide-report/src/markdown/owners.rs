@@ -3,7 +3,7 @@
 //! user frames.
 
 use super::{cell, size};
-use crate::cli::frames::shown_frame;
+use crate::frames::shown_frame;
 use memtide_core::analysis::summary::Summary;
 use memtide_core::trace::human_bytes;
 use memtide_core::trace::units::grouped;

@@ -3,7 +3,7 @@
 //! and the allocations that grew, with their user frames — GitHub tables, binary units.
 
 use super::{cell, size};
-use crate::cli::frames::short_frame;
+use crate::frames::short_frame;
 use memtide_core::analysis::diff::Diff;
 use memtide_core::analysis::grown::{Grown, OwnerChanges};
 use memtide_core::analysis::persistent::Persistent;

@@ -7,9 +7,9 @@ mod diff_fair;
 mod oom;
 mod owners;
 
-use super::frames::short_frame;
-use crate::cli::summary::{steps_omitted_text, windows_omitted_text};
+use crate::frames::short_frame;
 use crate::safe_text::terminal_safe;
+use crate::summary::{steps_omitted_text, windows_omitted_text};
 use memtide_core::analysis::summary::{table_ends, Summary, WindowReport};
 use memtide_core::analysis::trend::StepRow;
 use memtide_core::trace::units::grouped;
@@ -227,7 +227,7 @@ fn bands(o: &mut String, s: &Summary) {
         let _ = writeln!(
             o,
             "External memory (outside the framework) is unavailable: {}.\n",
-            crate::cli::summary::EXTERNAL_UNAVAILABLE
+            crate::summary::EXTERNAL_UNAVAILABLE
         );
     }
 }
