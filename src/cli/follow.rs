@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use memtide_core::formats::jsonl::JsonlDecoder;
 use memtide_core::formats::Progress;
 use memtide_core::open::{Device, Follow};
-use memtide_core::trace::{human_bytes, Bytes, Seq};
+use memtide_core::trace::Bytes;
+use memtide_report::check::followed;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -53,55 +54,8 @@ fn open(a: &CheckArgs) -> Result<Followed> {
     })
 }
 
-/// The peak of device `d`'s events from `from` on (the initial state too when `from` is 0),
-/// if it is over `limit`.
-fn over(d: &Device, from: usize, limit: Bytes) -> Option<memtide_core::analysis::Peak> {
-    if d.index.len() <= from {
-        return None;
-    }
-    let p = memtide_core::analysis::window_peak(
-        &d.trace,
-        &d.index,
-        Seq(from as u64),
-        Seq(d.index.len() as u64 - 1),
-    )?;
-    (p.bytes > limit).then_some(p)
-}
-
-/// The first device whose whole peak is over `limit`, with that peak.
-fn any_over(f: &Followed, limit: Bytes) -> Option<(&Device, memtide_core::analysis::Peak)> {
-    f.devices
-        .iter()
-        .find_map(|d| over(d, 0, limit).map(|p| (d, p)))
-}
-
-/// `cuda:1: ` before a verdict's words when the file has several devices with events.
-fn named(f: &Followed, d: &Device) -> String {
-    if f.names_devices() {
-        format!("{}: ", d.name())
-    } else {
-        String::new()
-    }
-}
-
 fn fail(f: &Followed, d: &Device, p: &memtide_core::analysis::Peak, limit: Bytes) -> ExitCode {
-    // The core's evidence; a followed file numbers its events as it grows, so the file's own
-    // numbering is not given beside them.
-    let (trace, index) = (&d.trace, &d.index);
-    let ev = memtide_core::gate::peak_evidence(trace, p);
-    let at = match ev.event {
-        None => "at start (before the first event)".to_string(),
-        Some(e) => format!("at event #{e}"),
-    };
-    let live = memtide_core::gate::biggest_live(trace, index, p, 3, &d.frames);
-    crate::outln!(
-        "FAIL: {}peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
-        named(f, d),
-        human_bytes(ev.bytes),
-        ev.bytes,
-        human_bytes(limit.0),
-        memtide_report::gate_text::biggest_live_text(live.as_deref())
-    );
+    crate::outln!("{}", followed::fail_line(d, p, limit, f.names_devices()));
     ExitCode::from(1)
 }
 
@@ -117,7 +71,7 @@ fn refuse_doubtful(a: &CheckArgs, f: &Followed) -> Result<()> {
 /// The growing device's new events since `from`, over `limit`: the failure's exit code.
 fn grown_over(f: &Followed, from: usize, limit: Bytes) -> Option<ExitCode> {
     let d = f.devices.get(f.growing)?;
-    over(d, from, limit).map(|p| fail(f, d, &p, limit))
+    followed::over(d, from, limit).map(|p| fail(f, d, &p, limit))
 }
 
 /// Applies `bytes` (None: the last equal-t group) to the growing device; returns the event
@@ -147,7 +101,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let limit = super::flags::size("--max-peak", max_peak)?;
     let mut f = open(a)?;
     refuse_doubtful(a, &f)?;
-    if let Some((d, p)) = any_over(&f, limit) {
+    if let Some((d, p)) = followed::any_over(&f.devices, limit) {
         return Ok(fail(&f, d, &p, limit));
     }
     let watcher = Watcher::new(&a.file, a.follow.mode());
@@ -167,7 +121,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
                     f = open(a)?;
                     tail.reset(f.offset);
                     last_growth = Instant::now();
-                    if let Some((d, p)) = any_over(&f, limit) {
+                    if let Some((d, p)) = followed::any_over(&f.devices, limit) {
                         return Ok(fail(&f, d, &p, limit));
                     }
                 }
@@ -193,32 +147,18 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         if let Some(idle) = idle {
             if last_growth.elapsed() >= idle {
                 refuse_doubtful(a, &f)?;
-                let peaks: Vec<(&Device, u64, u64)> = f
-                    .devices
-                    .iter()
-                    .filter_map(|d| {
-                        let p = memtide_core::analysis::global_peak(&d.trace, &d.index)
-                            .filter(|p| p.bytes.0 > 0)?;
-                        Some((d, p.bytes.0, d.trace.event_number(p.at)))
-                    })
-                    .collect();
-                if peaks.is_empty() {
+                let idle_secs = idle.as_secs_f64();
+                let Some(lines) =
+                    followed::quiet_lines(&f.devices, limit, idle_secs, f.names_devices())
+                else {
                     let events: usize = f.devices.iter().map(|d| d.index.len()).sum();
                     anyhow::bail!(
-                        "{}: nothing was checked: idle for {:.1} s and no event of the {events} read holds any memory",
+                        "{}: nothing was checked: idle for {idle_secs:.1} s and no event of the {events} read holds any memory",
                         a.file.display(),
-                        idle.as_secs_f64(),
                     );
-                }
-                for (d, b, idx) in peaks {
-                    crate::outln!(
-                        "ok: {}peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
-                        named(&f, d),
-                        human_bytes(b),
-                        b,
-                        human_bytes(limit.0),
-                        idle.as_secs_f64()
-                    );
+                };
+                for l in lines {
+                    crate::outln!("{l}");
                 }
                 return Ok(ExitCode::SUCCESS);
             }

@@ -6,7 +6,7 @@
 
 use super::{CheckArgs, InputArgs, SummaryArgs, EXIT_ERROR};
 use anyhow::{bail, Context, Result};
-use memtide_core::gate::{self, JobLimits};
+use memtide_core::gate::JobLimits;
 use memtide_core::ranks::{self, RankEvent, RankOptions, Ranks};
 use memtide_report::ranks::{
     display_name, nothing_readable, render_markdown, render_text, title, to_json,
@@ -162,14 +162,11 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         max_growth: growth,
         allow_warnings: a.allow_warnings,
     };
-    let v = gate::check_job(&r, &limits)?;
-    let lines = memtide_report::gate_text::job_lines(&v);
-    let code = v.outcome.exit_code();
-    super::check::print(a, "job", title.clone(), code, &v, &lines)?;
+    let j = memtide_report::check::judge_job(&r, &limits)?;
+    let code = j.verdict.outcome.exit_code();
+    super::check::print(a, "job", title.clone(), code, &j.verdict, &j.lines)?;
     if let Some(path) = &a.report {
-        let mut md = memtide_report::check::report_head(&lines);
-        md.push('\n');
-        md.push_str(&render_markdown(&r, &title));
+        let md = j.report(&r, &title);
         let mut read: Vec<&Path> = super::check::inputs(a);
         read.extend(r.rows.iter().map(|x| x.file.as_path()));
         read.extend(r.errors.iter().map(|e| e.path.as_path()));

@@ -1,5 +1,9 @@
-//! The one door into the core: no file of the binary crate (`src/`) reads a trace, builds an
-//! index or replays an allocator model itself; they all go through `memtide_core::open`.
+//! The one door into the core and the one home of the answers: no file of the binary crate
+//! (`src/`) reads a trace, builds an index or replays an allocator model itself (they all go
+//! through `memtide_core::open`); no front end (`src/`, the Python crate) computes an answer
+//! the report layer gives (`crates/memtide-report`), and the report layer imports no front
+//! end; the core's, the report layer's and the binary's modules use each other without a
+//! cycle.
 
 use std::path::{Path, PathBuf};
 
@@ -18,14 +22,72 @@ const FORBIDDEN: &[&str] = &[
     "Device::with_history",
 ];
 
+/// What only the report layer computes: the answers (the gate's verdicts and evidence, the
+/// comparison, the allocator replays, the OOM explanations, the summaries).
+const ANSWERS: &[&str] = &[
+    "check_device(",
+    "check_file(",
+    "check_job(",
+    "peak_evidence(",
+    "biggest_live(",
+    "diff::diff(",
+    "fair::fair(",
+    "owner_changes(",
+    "whatif_under(",
+    "reserved_series(",
+    "ceiling::derive(",
+    "explain_ooms(",
+    "Summary::build",
+    "window_peak(",
+    "global_peak(",
+];
+
+/// What the report layer never names: a front end or a terminal, command-line or Python
+/// crate.
+const FRONT_ENDS: &[&str] = &[
+    "memtide::",
+    "ratatui",
+    "crossterm",
+    "clap::",
+    "pyo3",
+    "notify::",
+    "crate::tui",
+    "crate::cli",
+];
+
 /// The lines of `text` that call around the door, as `NAME:LINE: text`.
 fn violations(name: &str, text: &str) -> Vec<String> {
+    lines_naming(name, text, FORBIDDEN)
+}
+
+/// The lines of `text` (comments left out) that name any of `names`, as `NAME:LINE: text`.
+fn lines_naming(name: &str, text: &str, names: &[&str]) -> Vec<String> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim_start().starts_with("//"))
-        .filter(|(_, l)| FORBIDDEN.iter().any(|f| l.contains(f)))
+        .filter(|(_, l)| names.iter().any(|f| l.contains(f)))
         .map(|(i, l)| format!("{name}:{}: {}", i + 1, l.trim()))
         .collect()
+}
+
+/// Every line of the Rust files under `dirs` (relative to the repository) naming one of
+/// `names`, test modules included (a test of a front end may build what it checks).
+fn scan(dirs: &[&str], names: &[&str]) -> (usize, Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in dirs {
+        rust_files(&root.join(d), &mut files);
+    }
+    let found = files
+        .iter()
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).expect("readable");
+            let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let name = p.strip_prefix(root).unwrap_or(p).display().to_string();
+            lines_naming(&name, text, names)
+        })
+        .collect();
+    (files.len(), found)
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -57,6 +119,37 @@ fn no_src_file_reads_indexes_or_replays_around_the_core_s_door() {
         found.is_empty(),
         "these src/ lines go around memtide_core::open:\n{}",
         found.join("\n")
+    );
+}
+
+#[test]
+fn no_front_end_computes_an_answer() {
+    let (n, found) = scan(&["src", "crates/memtide-py/src"], ANSWERS);
+    assert!(n > 60, "{n} front-end files");
+    assert!(
+        found.is_empty(),
+        "these front-end lines compute what the report layer answers (crates/memtide-report):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_report_layer_imports_no_front_end() {
+    let (n, found) = scan(&["crates/memtide-report/src"], FRONT_ENDS);
+    assert!(n > 10, "{n} report-layer files");
+    assert!(
+        found.is_empty(),
+        "the report layer names a front end:\n{}",
+        found.join("\n")
+    );
+    // The scan itself finds what it looks for.
+    assert_eq!(
+        lines_naming(
+            "x.rs",
+            "use ratatui::style::Color;\n// ratatui in a comment",
+            FRONT_ENDS
+        ),
+        vec!["x.rs:1: use ratatui::style::Color;".to_string()]
     );
 }
 
@@ -145,6 +238,24 @@ fn a_cycle(
     let mut done = std::collections::BTreeSet::new();
     uses.keys()
         .find_map(|m| visit(m, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_report_layer_s_and_the_binary_s_modules_use_each_other_without_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let report = core_uses(&root.join("crates/memtide-report/src"));
+    assert!(report.len() > 10, "{} report modules", report.len());
+    assert_eq!(a_cycle(&report), None, "a cycle in the report layer");
+    let binary = core_uses(&root.join("src"));
+    assert!(
+        binary.get("cli").is_some_and(|u| u.contains("tui")),
+        "cli uses tui (the explorer is a command): {binary:?}"
+    );
+    assert_eq!(
+        a_cycle(&binary),
+        None,
+        "a cycle between the binary's modules (tui must not use cli)"
+    );
 }
 
 #[test]

@@ -93,7 +93,7 @@ pub fn table(
     }
     let (at, ids, at_start) = match index {
         None => {
-            let Some(p) = memtide_core::analysis::global_peak(trace, ix) else {
+            let Some(p) = t.peak else {
                 bail!("the trace has no events");
             };
             (p.at, p.live(trace, ix), p.at_start)

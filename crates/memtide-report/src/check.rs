@@ -161,3 +161,115 @@ pub fn report_head(lines: &[String]) -> String {
     }
     md
 }
+
+/// A job's verdict with the lines `check DIR` prints for it.
+pub struct JudgedJob {
+    pub verdict: memtide_core::gate::JobVerdict,
+    pub lines: Vec<String>,
+}
+
+impl JudgedJob {
+    /// The `--report` Markdown: the verdict's lines, then the job's table titled `title`.
+    pub fn report(&self, r: &memtide_core::ranks::Ranks, title: &str) -> String {
+        let mut md = report_head(&self.lines);
+        md.push('\n');
+        md.push_str(&crate::ranks::render_markdown(r, title));
+        md
+    }
+}
+
+/// The core's gate on a job's ranks, with its lines.
+pub fn judge_job(
+    r: &memtide_core::ranks::Ranks,
+    limits: &memtide_core::gate::JobLimits,
+) -> Result<JudgedJob> {
+    let verdict = gate::check_job(r, limits)?;
+    let lines = crate::gate_text::job_lines(&verdict);
+    Ok(JudgedJob { verdict, lines })
+}
+
+/// The gate of a file still being written (`check -f`): whether a device's peak crossed the
+/// limit, and the lines said when it did or when the file went quiet.
+pub mod followed {
+    use memtide_core::analysis::Peak;
+    use memtide_core::open::Device;
+    use memtide_core::trace::{human_bytes, Bytes, Seq};
+
+    /// The peak of device `d`'s events from `from` on (the initial state too when `from` is
+    /// 0), if it is over `limit`.
+    pub fn over(d: &Device, from: usize, limit: Bytes) -> Option<Peak> {
+        if d.index.len() <= from {
+            return None;
+        }
+        let p = memtide_core::analysis::window_peak(
+            &d.trace,
+            &d.index,
+            Seq(from as u64),
+            Seq(d.index.len() as u64 - 1),
+        )?;
+        (p.bytes > limit).then_some(p)
+    }
+
+    /// The first of `devices` whose whole peak is over `limit`, with that peak.
+    pub fn any_over(devices: &[Device], limit: Bytes) -> Option<(&Device, Peak)> {
+        devices
+            .iter()
+            .find_map(|d| over(d, 0, limit).map(|p| (d, p)))
+    }
+
+    /// The `FAIL:` line of device `d` over `limit` at `p` (`named`: the device's name after
+    /// the word, for a file of several). A followed file numbers its events as it grows, so
+    /// the file's own numbering is not given beside them.
+    pub fn fail_line(d: &Device, p: &Peak, limit: Bytes, named: bool) -> String {
+        let (trace, index) = (&d.trace, &d.index);
+        let ev = memtide_core::gate::peak_evidence(trace, p);
+        let at = match ev.event {
+            None => "at start (before the first event)".to_string(),
+            Some(e) => format!("at event #{e}"),
+        };
+        let live = memtide_core::gate::biggest_live(trace, index, p, 3, &d.frames);
+        format!(
+            "FAIL: {}peak {} ({} B) {at} exceeds --max-peak {}; biggest live: {}",
+            name(d, named),
+            human_bytes(ev.bytes),
+            ev.bytes,
+            human_bytes(limit.0),
+            crate::gate_text::biggest_live_text(live.as_deref())
+        )
+    }
+
+    /// The `ok:` lines of a file gone quiet for `idle_secs`: each device's peak within
+    /// `limit`; None when no event of any device holds memory (nothing was checked).
+    pub fn quiet_lines(
+        devices: &[Device],
+        limit: Bytes,
+        idle_secs: f64,
+        named: bool,
+    ) -> Option<Vec<String>> {
+        let lines: Vec<String> = devices
+            .iter()
+            .filter_map(|d| {
+                let p = memtide_core::analysis::global_peak(&d.trace, &d.index)
+                    .filter(|p| p.bytes.0 > 0)?;
+                let (b, idx) = (p.bytes.0, d.trace.event_number(p.at));
+                Some(format!(
+                    "ok: {}peak {} ({} B) at event #{idx} stayed within --max-peak {}; idle for {:.1} s",
+                    name(d, named),
+                    human_bytes(b),
+                    b,
+                    human_bytes(limit.0),
+                    idle_secs
+                ))
+            })
+            .collect();
+        (!lines.is_empty()).then_some(lines)
+    }
+
+    fn name(d: &Device, named: bool) -> String {
+        if named {
+            format!("{}: ", d.name())
+        } else {
+            String::new()
+        }
+    }
+}

@@ -84,9 +84,7 @@ impl InputOptions {
     /// written, checked; None where the answer applies none).
     pub fn open_options(&self, capacity: Option<&str>) -> Result<OpenOptions> {
         let oom_message = match &self.oom_message {
-            Some(p) => {
-                Some(memtide_core::open::read_oom_message(p).map_err(crate::prologue::open_error)?)
-            }
+            Some(p) => Some(memtide_core::open::read_oom_message(p)?),
             None => None,
         };
         let capacity = capacity.map(crate::sizes::capacity).transpose()?;

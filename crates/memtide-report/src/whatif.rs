@@ -7,8 +7,10 @@
 use crate::options::InputOptions;
 use crate::prologue::{open_whole, pick_device, Say};
 use anyhow::{bail, Context, Result};
-use memtide_core::allocator::sim::{whatif_under, AllocConf, RunResult, WhatIf};
+use memtide_core::allocator::sim::{reserved_series, whatif_under, AllocConf, RunResult, WhatIf};
+use memtide_core::open::Device;
 use memtide_core::trace::human_bytes;
+use memtide_core::trace::Seq;
 use std::path::{Path, PathBuf};
 
 /// A file replayed under its settings and each asked for, with the device read.
@@ -284,4 +286,84 @@ fn table(rows: &[Vec<String>]) -> String {
         s += "\n";
     }
     s
+}
+
+/// Where the simulated run ran out of memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimOom {
+    pub at: Seq,
+    /// `OOM at #N (verdict)`.
+    pub text: String,
+}
+
+/// The what-if overlay of one device, ready to draw.
+#[derive(Clone, Debug)]
+pub struct Overlay {
+    /// The legend: `whatif reserved (expandable_segments:True)`.
+    pub label: String,
+    /// Reserved bytes after each event; shorter than the trace when the run ran out of
+    /// memory (nothing is drawn after it).
+    pub series: Vec<u64>,
+    pub peak: u64,
+    pub oom: Option<SimOom>,
+    /// The source records no allocator: the figures estimate a CUDA run.
+    pub estimate: bool,
+    /// The ceiling the run was replayed under, in words (None: no ceiling; reserved peaks
+    /// only).
+    pub ceiling: Option<String>,
+}
+
+/// The settings in words, as `whatif` names its runs.
+fn settings(r: &RunResult) -> String {
+    match r.settings_source.as_str() {
+        "recorded" if r.alloc_conf.is_empty() => "file's settings: defaults".into(),
+        "recorded" => format!("file's settings: {}", r.alloc_conf),
+        _ if r.alloc_conf.is_empty() => "PyTorch defaults".into(),
+        _ => r.alloc_conf.clone(),
+    }
+}
+
+/// The explorer's what-if overlay (`w`) of device `dev`: its reserved line simulated under
+/// `conf` (None: the file's own settings, else the defaults), below the ceiling the allocator
+/// really had (`whatif`'s: reserved + driver free at the file's OOM, else the device's
+/// capacity from `--capacity` or the file).
+pub fn overlay(dev: &Device, conf: Option<&AllocConf>) -> Result<Overlay, String> {
+    let tr = &dev.trace;
+    let history = dev.allocator.as_ref().map(|m| m.history());
+    let ceiling = memtide_core::allocator::sim::ceiling::derive(tr, &dev.index, None);
+    let capacity = ceiling.as_ref().map(|c| c.bytes);
+    let s = reserved_series(tr, history, conf, capacity)
+        .map_err(|e| format!("the file's allocator_settings: {e}"))?;
+    if s.run.ops == 0 {
+        return Err(format!("{} has no allocations to replay", tr.device));
+    }
+    let estimate = s.run.estimate;
+    let label = if estimate {
+        format!("whatif reserved, estimate ({})", settings(&s.run))
+    } else {
+        format!("whatif reserved ({})", settings(&s.run))
+    };
+    let oom = s.run.oom.as_ref().map(|o| SimOom {
+        at: Seq(o.index),
+        text: format!(
+            "OOM at #{} ({})",
+            tr.event_number(Seq(o.index)),
+            o.verdict.name()
+        ),
+    });
+    Ok(Overlay {
+        label,
+        peak: s.peak(),
+        series: s.reserved,
+        oom,
+        estimate,
+        ceiling: ceiling.map(|c| {
+            let from = match c.source {
+                "oom_figures" => "reserved + driver free at the file's OOM",
+                "oom_cap" => "the cap the file's OOM implies",
+                _ => "the capacity",
+            };
+            format!("{} ceiling ({from})", human_bytes(c.bytes))
+        }),
+    })
 }

@@ -10,8 +10,7 @@ use crate::tui::effect::Effect;
 use crate::tui::fmt;
 use crate::tui::shared::Shared;
 use crate::tui::view::Viewport;
-use memtide_core::allocator::sim::{reserved_series, AllocConf, RunResult};
-use memtide_core::trace::Seq;
+use memtide_core::allocator::sim::AllocConf;
 use std::sync::Arc;
 
 /// Which device (and how much of it) a simulation is of: its address and event count (a
@@ -31,13 +30,7 @@ impl DeviceKey {
     }
 }
 
-/// Where the simulated run ran out of memory.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SimOom {
-    pub at: Seq,
-    /// `OOM at #N (verdict)`.
-    pub text: String,
-}
+pub use memtide_report::whatif::SimOom;
 
 /// A finished simulation, ready to draw.
 #[derive(Clone, Debug)]
@@ -93,58 +86,18 @@ pub fn pending(ex: &ExplorerState, dev: &Arc<Device>) -> bool {
     matches!(&ex.whatif, Some(Whatif::Pending { device, .. }) if *device == DeviceKey::of(dev))
 }
 
-/// The settings in words, as `whatif` names its runs.
-fn settings(r: &RunResult) -> String {
-    match r.settings_source.as_str() {
-        "recorded" if r.alloc_conf.is_empty() => "file's settings: defaults".into(),
-        "recorded" => format!("file's settings: {}", r.alloc_conf),
-        _ if r.alloc_conf.is_empty() => "PyTorch defaults".into(),
-        _ => r.alloc_conf.clone(),
-    }
-}
-
-/// Runs the simulation for `dev` (the worker's side): under `conf`, below the ceiling the
-/// allocator really had (`whatif`'s: reserved + driver free at the file's OOM, else the
-/// device's capacity from `--capacity` or the file).
+/// Runs the simulation for `dev` (the worker's side): the report layer's overlay
+/// ([`memtide_report::whatif::overlay`]) of this device.
 pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, String> {
-    let tr = &dev.trace;
-    let history = dev.allocator.as_ref().map(|m| m.history());
-    let ceiling = memtide_core::allocator::sim::ceiling::derive(tr, &dev.index, None);
-    let capacity = ceiling.as_ref().map(|c| c.bytes);
-    let s = reserved_series(tr, history, conf, capacity)
-        .map_err(|e| format!("the file's allocator_settings: {e}"))?;
-    if s.run.ops == 0 {
-        return Err(format!("{} has no allocations to replay", tr.device));
-    }
-    let estimate = s.run.estimate;
-    let label = if estimate {
-        format!("whatif reserved, estimate ({})", settings(&s.run))
-    } else {
-        format!("whatif reserved ({})", settings(&s.run))
-    };
-    let oom = s.run.oom.as_ref().map(|o| SimOom {
-        at: Seq(o.index),
-        text: format!(
-            "OOM at #{} ({})",
-            tr.event_number(Seq(o.index)),
-            o.verdict.name()
-        ),
-    });
+    let o = memtide_report::whatif::overlay(dev, conf)?;
     Ok(Overlay {
         device: DeviceKey::of(dev),
-        label,
-        peak: s.peak(),
-        series: s.reserved,
-        oom,
-        estimate,
-        ceiling: ceiling.map(|c| {
-            let from = match c.source {
-                "oom_figures" => "reserved + driver free at the file's OOM",
-                "oom_cap" => "the cap the file's OOM implies",
-                _ => "the capacity",
-            };
-            format!("{} ceiling ({from})", fmt::bytes(c.bytes))
-        }),
+        label: o.label,
+        series: o.series,
+        peak: o.peak,
+        oom: o.oom,
+        estimate: o.estimate,
+        ceiling: o.ceiling,
     })
 }
 
