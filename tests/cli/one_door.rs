@@ -274,6 +274,59 @@ fn the_core_s_top_level_modules_use_each_other_without_a_cycle() {
     );
 }
 
+/// The core's top-level modules bottom up, as docs/architecture.md draws them: a module
+/// uses only modules of its own layer or below (a module not listed here fails the test:
+/// place it).
+const CORE_LAYERS: &[&[&str]] = &[
+    &["digits", "json_text", "worker", "synth", "lab"],
+    &["clip"],
+    &["trace", "budget"],
+    &["index"],
+    &["allocator"],
+    &["formats"],
+    &["device_merge", "nsys_merge", "analysis"],
+    &["load"],
+    &["open"],
+    &["gate", "ranks"],
+];
+
+/// The first use that climbs: `a (layer i) uses b (layer j > i)`, or a module in no layer.
+fn a_climb(
+    uses: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    layers: &[&[&str]],
+) -> Option<String> {
+    let layer = |m: &str| layers.iter().position(|l| l.contains(&m));
+    for (m, used) in uses {
+        let Some(i) = layer(m) else {
+            return Some(format!("{m} is in no layer"));
+        };
+        for u in used {
+            match layer(u) {
+                Some(j) if j > i => return Some(format!("{m} (layer {i}) uses {u} (layer {j})")),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_core_s_modules_use_only_their_layer_and_below() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let uses = core_uses(&root.join("crates/memtide-core/src"));
+    assert_eq!(a_climb(&uses, CORE_LAYERS), None);
+    // The check itself finds a climb.
+    let mut planted = uses.clone();
+    planted
+        .entry("trace".to_string())
+        .or_default()
+        .insert("open".to_string());
+    assert_eq!(
+        a_climb(&planted, CORE_LAYERS),
+        Some("trace (layer 2) uses open (layer 8)".to_string())
+    );
+}
+
 #[test]
 fn a_planted_cycle_is_found() {
     let g = |pairs: &[(&str, &str)]| {

@@ -158,3 +158,81 @@ pub fn whatif(
     })?;
     crate::errors::settle_any(py, Some(&path), done)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The Python entries answer as the command line does: the same report-layer answer,
+    //! through this crate's own options and opening (so a change to either side that would
+    //! break `import memtide` fails a plain `cargo test`).
+    use super::*;
+    use crate::open::{open, Options};
+
+    fn repo(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(rel)
+    }
+
+    #[test]
+    fn check_gates_every_device_unless_device_names_one() {
+        let path = repo("tests/fixtures/snapshot/two_devices_p4.pickle");
+        let lim = limits(Some("40MiB"), None, None, false).unwrap();
+        let opened = open(&path, &Options::default(), &Progress::new()).unwrap();
+        let (code, lines, doc) = judge(gated(&opened), &path, &lim).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!((code, v["kind"].as_str()), (1, Some("devices")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("FAIL: cuda:1: out of memory")));
+        // `device=` narrows the gate to one device, as `--device` does.
+        let one = Options {
+            input: input(Some("0".into()), false),
+            ..Options::default()
+        };
+        let opened = open(&path, &one, &Progress::new()).unwrap();
+        assert_eq!(gated(&opened).len(), 1);
+        let (_, _, doc) = judge(gated(&opened), &path, &lim).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!(
+            (v["kind"].as_str(), v["device"].as_str()),
+            (Some("device"), Some("cuda:0"))
+        );
+    }
+
+    #[test]
+    fn check_needs_a_limit_and_reads_sizes_as_the_command_does() {
+        assert!(limits(None, None, None, false).is_err());
+        let l = limits(Some("1.5GiB"), Some("5%"), None, true).unwrap();
+        assert_eq!(l.max_peak, Some(memtide_core::trace::Bytes(3 << 29)));
+        assert_eq!(l.max_growth, Some(0.05));
+        let e = limits(Some("12"), None, None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a size with a unit"), "{e}");
+    }
+
+    #[test]
+    fn diff_and_whatif_answer_with_the_report_layer_s_documents() {
+        let a = repo("sample-traces/train-3steps.jsonl");
+        let b = repo("sample-traces/train-checkpointed.jsonl");
+        let c = memtide_report::compare::compare(&a, &b, &input(None, false), &mut |_| {}).unwrap();
+        let v = c.json();
+        assert!(
+            v["peak_delta"].as_i64().unwrap() < 0,
+            "checkpointing lowers the peak: {v}"
+        );
+        let oom = repo("sample-traces/cuda-oom.pickle");
+        let r = memtide_report::whatif::replay(
+            &oom,
+            &input(None, false),
+            &["expandable_segments:True".to_string()],
+            None,
+            &mut |_| {},
+        )
+        .unwrap();
+        let v = r.json().unwrap();
+        assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+        assert_eq!(v["file"], oom.display().to_string());
+    }
+}
