@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 fn load_and_index(path: &Path) -> usize {
     let loaded =
-        memtide_core::load::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
+        memtide_core::open::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
     loaded.traces.iter().map(|t| Index::build(t).len()).sum()
 }
 

@@ -781,7 +781,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                         let _ = m.after(m.len() / 2).totals();
                         let _ = memtide_core::allocator::allocator_at_end(&m.history().segments);
                     }
-                    memtide_core::load::infer_missing(&mut traces, &Default::default());
+                    memtide_core::open::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }
@@ -799,7 +799,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
             });
             match read {
                 Ok(mut traces) => {
-                    memtide_core::load::infer_missing(&mut traces, &Default::default());
+                    memtide_core::open::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }

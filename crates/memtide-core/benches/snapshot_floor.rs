@@ -73,7 +73,7 @@ fn main() {
     });
     row("decode, one thread", one);
     let (load, _) = best(runs, || {
-        let loaded = memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
+        let loaded = memtide_core::open::load(&path, &LoadOptions::default(), &Progress::new())
             .expect("load");
         loaded
             .traces
@@ -99,10 +99,7 @@ fn phases(path: &Path, cpp: bool) {
     let histories = snapshot::histories(&raw, &traces);
     let hist = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    memtide_core::load::infer_missing(
-        &mut traces,
-        &memtide_core::load::rules(&LoadOptions::default()).expect("rules"),
-    );
+    memtide_core::open::infer_missing(&mut traces, &Default::default());
     let infer = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let n: usize = traces.iter().map(|t| Index::build(t).len()).sum();

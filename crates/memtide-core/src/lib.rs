@@ -39,9 +39,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`open`](mod@open) | the door: [`open()`], [`OpenOptions`], [`Opened`], [`Device`], [`OpenError`], the device rule |
+//! | [`open`](mod@open) | the door: [`open()`], [`OpenOptions`], [`Opened`], [`Device`], [`OpenError`], the device rule; inside it the reading step (read, infer categories, merge side sources, check the sums), public alone as [`open::load`](fn@open::load) for what times the read |
 //! | [`formats`] | the readers, one per format, and their plumbing (sources, gzip, limits, pickle, JSON scanning); [`FormatError`] |
-//! | [`load`] | the reading step of the door: read, infer categories, merge side sources, check the sums (no index) |
 //! | [`trace`] | the trace model: [`Trace`], units ([`Bytes`], [`Seq`]), categories and [`Band`]s, interned stacks |
 //! | [`index`] | the interval index over a trace's storages ([`Index`]) |
 //! | [`analysis`] | the analyses: peaks, windows, live sets, inference, trends, the summary and its JSON, diffs, parity |
@@ -74,7 +73,6 @@ pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;
-pub mod load;
 pub(crate) mod nsys_merge;
 pub mod open;
 pub mod ranks;

@@ -1,7 +1,7 @@
 //! Input formats. Each reader yields the same model ([`crate::trace::Trace`], one per device).
 //! Readers do not infer categories: a trace whose file carries none says
-//! [`crate::trace::BandsSource::Inferred`], and [`crate::load`] runs the inference after
-//! reading. No terminal code.
+//! [`crate::trace::BandsSource::Inferred`], and the door's reading step
+//! ([`crate::open::load()`]) runs the inference after reading. No terminal code.
 
 pub mod device_log;
 pub(crate) mod input;
@@ -102,7 +102,7 @@ pub struct Loaded {
 }
 
 /// Reads `path` whole, detecting its format from content (no category inference: see
-/// [`crate::load::load`]).
+/// [`crate::open::load()`]).
 pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     let input = source::open(path, progress)?;
     let source_name = path.display().to_string();

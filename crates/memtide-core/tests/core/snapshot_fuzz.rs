@@ -21,7 +21,7 @@ fn fixture(p: &str) -> Vec<u8> {
 /// Replays and infers, as loading a file does.
 fn build(raw: &Raw) -> Vec<Trace> {
     let mut traces = memtide_core::formats::snapshot::build(raw, "fuzz");
-    memtide_core::load::infer_missing(&mut traces, &Rules::default());
+    memtide_core::open::infer_missing(&mut traces, &Rules::default());
     traces
 }
 

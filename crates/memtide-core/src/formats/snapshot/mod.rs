@@ -2,7 +2,7 @@
 //! 2–5, read by a data-only unpickler) or JSON, plain or gzip. One [`Trace`] per device
 //! ("cuda:N"), replayed as MemoryViz does, plus "host:pinned" when the file records pinned
 //! host memory; snapshots carry no categories, so every trace says `BandsSource::Inferred`
-//! (`crate::load` infers them). A snapshot without history
+//! (the door's reading step infers them). A snapshot without history
 //! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
 mod block_sizes;
