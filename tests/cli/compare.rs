@@ -2,9 +2,7 @@
 //! `diff` — checked against the hand-computed figures of `sample-traces/README.md`.
 
 use assert_cmd::Command;
-use memtide_core::analysis::trend::trend;
-use memtide_core::analysis::window_spec::{WindowError, WindowSpec};
-use memtide_core::analysis::{diff::diff, window_peak};
+use memtide_core::analysis::{diff, trend, window_peak, WindowError, WindowSpec};
 use memtide_core::formats::Progress;
 use memtide_core::index::Index;
 use memtide_core::open::OpenOptions;

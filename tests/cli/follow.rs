@@ -2,8 +2,7 @@
 //! the JSONL writer's round trip.
 
 use memtide_core::analysis::{final_bytes, global_peak, windows_of};
-use memtide_core::formats::jsonl::write::JsonlWriter;
-use memtide_core::formats::Progress;
+use memtide_core::formats::{JsonlWriter, Progress};
 use memtide_core::open::{open, OpenOptions};
 use memtide_core::trace::MarkKind;
 use std::io::Write;

@@ -250,9 +250,9 @@ fn side_files_with_a_damaged_gzip_are_refused() {
         order: 0,
         name_rank: Some(0),
     };
-    let opts = memtide_core::ranks::load::RankOptions::default();
-    match memtide_core::ranks::load::load_one(&file, &opts, &Progress::new()) {
-        memtide_core::ranks::load::FileOutcome::Failed(why) => assert!(
+    let opts = memtide_core::ranks::RankOptions::default();
+    match memtide_core::ranks::load_one(&file, &opts, &Progress::new()) {
+        memtide_core::ranks::FileOutcome::Failed(why) => assert!(
             why.contains(&format!("gzip stream at byte {}", sgz.len() - 8)),
             "{why}"
         ),

@@ -204,7 +204,7 @@ fn memory_from_before_profiling_is_a_baseline() {
     );
     let pre = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
-        .filter(|&id| t.name(id) == memtide_core::formats::kineto::PREEXISTING)
+        .filter(|&id| t.name(id) == memtide_core::formats::PREEXISTING)
         .count();
     assert_eq!(pre, 3, "two freed blocks and the 5000 B that stays");
 }
@@ -477,7 +477,7 @@ fn reallocating_a_live_address_closes_the_old_block() {
 
 #[test]
 fn step_names() {
-    use memtide_core::formats::kineto::step_like;
+    use memtide_core::formats::step_like;
     for s in [
         "ProfilerStep#3",
         "step1",

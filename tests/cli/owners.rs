@@ -2,10 +2,7 @@
 //! against figures computed by hand (or by an independent replay in the test) from JSONL
 //! written here.
 
-use memtide_core::analysis::frames::FrameView;
-use memtide_core::analysis::global_peak;
-use memtide_core::analysis::summary::Summary;
-use memtide_core::analysis::tree::{stack_tree, TreeFrames, TreeNode};
+use memtide_core::analysis::{global_peak, stack_tree, FrameView, Summary, TreeFrames, TreeNode};
 use memtide_core::formats::Progress;
 use memtide_core::index::Index;
 use memtide_core::open::{open, OpenOptions};

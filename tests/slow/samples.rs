@@ -108,7 +108,7 @@ fn samples_peak_as_the_readme_states() {
         // By a 64 MiB view (one head of sixteen, the README): the alarm, with its size.
         assert_eq!(
             scores.retained,
-            Some(memtide_core::analysis::retained::Retained::SmallView {
+            Some(memtide_core::analysis::Retained::SmallView {
                 views: 1,
                 view_bytes: memtide_core::trace::Bytes(64 << 20),
                 storage: memtide_core::trace::Bytes(1 << 30),

@@ -3,24 +3,33 @@
 //! [`crate::trace::BandsSource::Inferred`], and the door's reading step
 //! ([`crate::open::load()`]) runs the inference after reading. No terminal code.
 
-pub mod device_log;
+pub(crate) mod device_log;
 pub(crate) mod input;
 mod json;
-pub mod jsonl;
-pub mod kineto;
+pub(crate) mod jsonl;
+pub(crate) mod kineto;
 pub(crate) mod memory_timeline;
 pub(crate) mod nsys;
 pub(crate) mod oom_message;
-pub mod pickle;
+pub(crate) mod pickle;
 pub mod snapshot;
 
-// The input plumbing keeps its paths (`formats::source`, `formats::gzip`, …).
+// The input plumbing keeps its paths inside the crate (`formats::source`, `formats::limit`, …).
 use input::bytes_memo;
-pub use input::{detect, error, gzip, limit, read_ahead, source};
+pub(crate) use input::{detect, error, limit, source};
 
 pub use detect::{detect, Format};
+pub use device_log::{
+    parse as parse_device_log, parse_offset as parse_device_log_offset,
+    parse_tz as parse_device_log_tz, DeviceLog, DeviceLogOptions, LogFormat, LogSample,
+};
 pub use error::FormatError;
-pub use source::Progress;
+pub use jsonl::write::JsonlWriter;
+pub use jsonl::{feed_two_threads, JsonlDecoder, JsonlOptions};
+pub use kineto::{read as read_kineto, step_like, PREEXISTING};
+pub use limit::read_text_file;
+pub use pickle::{unpickle, walk_opcodes, NoHook};
+pub use source::{from_reader, open as open_input, open_regular, Input, Progress};
 
 use crate::trace::Trace;
 use std::io::Read;

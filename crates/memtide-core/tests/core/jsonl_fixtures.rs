@@ -188,7 +188,7 @@ fn header_only_has_no_events_and_unknown_fields_are_kept() {
 
 #[test]
 fn torn_last_line_waits_for_its_newline() {
-    use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+    use memtide_core::formats::{JsonlDecoder, JsonlOptions};
     let mut trace = Trace::new("cuda:0", "t", "jsonl");
     let mut dec = JsonlDecoder::new(JsonlOptions::default());
     dec.feed(

@@ -2,7 +2,7 @@
 //! step after which the baseline rises, the storages made inside it that are live at every
 //! later step boundary and at the end (quadratic, written from the definition).
 
-use memtide_core::analysis::trend::trend;
+use memtide_core::analysis::trend;
 use memtide_core::formats::Progress;
 use memtide_core::index::Index;
 use memtide_core::open::open;
