@@ -696,7 +696,7 @@ pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8>
     b
 }
 
-/// The in-memory counterpart of `formats::source::open` (the same `from_reader`).
+/// The in-memory counterpart of `formats::open_input` (the same `from_reader`).
 pub fn input(bytes: &[u8]) -> Result<Input, FormatError> {
     memtide_core::formats::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
 }
