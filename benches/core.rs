@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use memtide_core::analysis::event_columns;
-use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::formats::{JsonlDecoder, JsonlOptions};
 use memtide_core::index::Index;
 use memtide_core::trace::{Seq, Trace};
 use std::hint::black_box;
@@ -31,7 +31,7 @@ fn parse_two_threads(bytes: &[u8]) -> Trace {
         has_external_spans: Some(false),
         ..JsonlOptions::default()
     });
-    memtide_core::formats::jsonl::feed_two_threads(&mut dec, &mut trace, bytes)
+    memtide_core::formats::feed_two_threads(&mut dec, &mut trace, bytes)
         .expect("valid synthetic trace");
     dec.finish(&mut trace).expect("valid synthetic trace");
     trace

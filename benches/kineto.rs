@@ -1,4 +1,4 @@
-//! Kineto ingest throughput: `formats::load` on a synthetic trace of the real shape
+//! Kineto ingest throughput: `open::load` (the door's reading step alone) on a synthetic trace of the real shape
 //! (pretty-printed `python_function` / `cpu_op` spans with args, `[memory]` instants).
 //! Set `MEMTIDE_KINETO_BENCH=/path/trace.json` to measure a file of your own (e.g. the 1 GB one
 //! from `cargo run --release --example gen_kineto -- /tmp/kbig.json 1100`). Before criterion's
@@ -12,7 +12,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::load::load;
+use memtide_core::open::load;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@
 //! `tools/gen_snapshots.py --big /tmp/big.json --entries 12000`, 59 MB), also that file.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memtide_core::formats::snapshot::from_json;
+use memtide_core::formats::snapshot::{read_json, read_json_serde};
 use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
 use std::hint::black_box;
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 fn load_and_index(path: &Path) -> usize {
     let loaded =
-        memtide_core::load::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
+        memtide_core::open::load(path, &LoadOptions::default(), &Progress::new()).expect("load");
     loaded.traces.iter().map(|t| Index::build(t).len()).sum()
 }
 
@@ -74,17 +74,10 @@ fn bench_json(c: &mut Criterion) {
             g.sample_size(10);
         }
         g.bench_function(format!("scanner/{name}"), |b| {
-            b.iter(|| black_box(from_json::read(&bytes[..], false).expect("read").rows.len()))
+            b.iter(|| black_box(read_json(&bytes[..], false).expect("read").rows.len()))
         });
         g.bench_function(format!("serde/{name}"), |b| {
-            b.iter(|| {
-                black_box(
-                    from_json::read_serde(&bytes[..], false)
-                        .expect("read")
-                        .rows
-                        .len(),
-                )
-            })
+            b.iter(|| black_box(read_json_serde(&bytes[..], false).expect("read").rows.len()))
         });
     }
     g.finish();

@@ -9,9 +9,9 @@ mod nsys_case;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
-use memtide_core::formats::source::Input;
-use memtide_core::formats::{detect, Format, FormatError, LoadOptions, Progress};
+use memtide_core::formats::{
+    detect, Format, FormatError, Input, JsonlDecoder, JsonlOptions, LoadOptions, Progress,
+};
 use memtide_core::trace::Trace;
 use std::cell::RefCell;
 use std::io::{Cursor, Read, Write};
@@ -696,9 +696,9 @@ pub fn make_case(seeds: &Seeds, reader: usize, seed: u64, index: u64) -> Vec<u8>
     b
 }
 
-/// The in-memory counterpart of `formats::source::open` (the same `from_reader`).
+/// The in-memory counterpart of `formats::open_input` (the same `from_reader`).
 pub fn input(bytes: &[u8]) -> Result<Input, FormatError> {
-    memtide_core::formats::source::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
+    memtide_core::formats::from_reader(Cursor::new(bytes.to_vec()), bytes.len() as u64)
 }
 
 /// Index and query every trace a reader produced (what a command would do next).
@@ -716,21 +716,20 @@ fn exercise(traces: &[Trace], summary: bool) {
             if !summary && t.len() > 4096 {
                 // The explorer's stack tree of the peak's live set, whatever its width.
                 if let Some(p) = memtide_core::analysis::global_peak(t, &ix) {
-                    let view =
-                        memtide_core::analysis::frames::FrameView::new(t, &Default::default());
+                    let view = memtide_core::analysis::FrameView::new(t, &Default::default());
                     let live = p.live(t, &ix);
-                    let _ = memtide_core::analysis::tree::stack_tree(
+                    let _ = memtide_core::analysis::stack_tree(
                         t,
                         &live,
                         &view,
-                        memtide_core::analysis::tree::TreeFrames::User,
+                        memtide_core::analysis::TreeFrames::User,
                     );
                 }
             }
             if summary || t.len() <= 4096 {
                 let s = memtide_core::analysis::Summary::build(t, &ix);
                 let devices = [t.device.to_string()];
-                let doc = memtide_core::analysis::summary::document_json(
+                let doc = memtide_core::analysis::document_json(
                     &s,
                     std::slice::from_ref(&s),
                     &devices,
@@ -754,10 +753,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
     match reader {
         0 => input(bytes)
             .and_then(|i| {
-                memtide_core::formats::pickle::unpickle(
-                    i.into_reader(),
-                    &mut memtide_core::formats::pickle::NoHook,
-                )
+                memtide_core::formats::unpickle(i.into_reader(), &mut memtide_core::formats::NoHook)
             })
             .is_ok(),
         1 => {
@@ -781,7 +777,7 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                         let _ = m.after(m.len() / 2).totals();
                         let _ = memtide_core::allocator::allocator_at_end(&m.history().segments);
                     }
-                    memtide_core::load::infer_missing(&mut traces, &Default::default());
+                    memtide_core::open::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }
@@ -795,11 +791,11 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
                 Format::MemoryTimeline
             };
             let read = input(bytes).and_then(|i| {
-                memtide_core::formats::kineto::read("fuzz", i, format, &opts, &progress)
+                memtide_core::formats::read_kineto("fuzz", i, format, &opts, &progress)
             });
             match read {
                 Ok(mut traces) => {
-                    memtide_core::load::infer_missing(&mut traces, &Default::default());
+                    memtide_core::open::infer_missing(&mut traces, &Default::default());
                     exercise(&traces, bytes.len() < 64 << 10);
                     true
                 }
@@ -843,8 +839,8 @@ pub fn run_reader(reader: usize, bytes: &[u8]) -> bool {
             let base = (knob & 1 == 1).then_some(&base);
             memtide::tui::theme::Theme::from_toml(&text(bytes), base).is_ok()
         }
-        6 => memtide_core::analysis::infer::Rules::parse(&text(bytes)).is_ok(),
-        7 => memtide_core::formats::device_log::parse("fuzz", &text(bytes), knob & 1 == 1).is_ok(),
+        6 => memtide_core::analysis::Rules::parse(&text(bytes)).is_ok(),
+        7 => memtide_core::formats::parse_device_log("fuzz", &text(bytes), knob & 1 == 1).is_ok(),
         NSYS => nsys_case::run(bytes, knob),
         _ => false,
     }

@@ -483,10 +483,12 @@ pub fn run(bytes: &[u8], knob: u64) -> bool {
         nsys: Some(p.clone()),
         ..Default::default()
     };
-    let loaded = memtide_core::load::load(&snap, &opts, &memtide_core::formats::Progress::new());
-    let ok = match loaded {
-        Ok(l) => {
-            exercise(&l.traces, true);
+    let opened =
+        memtide_core::open::open(&snap, &opts.into(), &memtide_core::formats::Progress::new());
+    let ok = match opened {
+        Ok(o) => {
+            let traces: Vec<_> = o.devices.into_iter().map(|d| d.trace).collect();
+            exercise(&traces, true);
             true
         }
         Err(_) => false,

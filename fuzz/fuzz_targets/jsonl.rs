@@ -1,4 +1,4 @@
-//! cargo-fuzz target: the memtide JSONL decoder (`formats::jsonl::JsonlDecoder`, fed in pieces), through the same entry the `fuzz_readers` driver uses.
+//! cargo-fuzz target: the memtide JSONL decoder (`formats::JsonlDecoder`, fed in pieces), through the same entry the `fuzz_readers` driver uses.
 #![no_main]
 
 #[path = "../../examples/fuzz_readers/engine.rs"]

@@ -1,4 +1,4 @@
-//! cargo-fuzz target: the Kineto trace reader (`formats::kineto::read`) and the index built on it, through the same entry the `fuzz_readers` driver uses.
+//! cargo-fuzz target: the Kineto trace reader (`formats::read_kineto`) and the index built on it, through the same entry the `fuzz_readers` driver uses.
 #![no_main]
 
 #[path = "../../examples/fuzz_readers/engine.rs"]

@@ -1,4 +1,4 @@
-//! cargo-fuzz target: the data-only unpickler (`formats::pickle::unpickle`, gzip unwrapped), through the same entry the `fuzz_readers` driver uses.
+//! cargo-fuzz target: the data-only unpickler (`formats::unpickle`, gzip unwrapped), through the same entry the `fuzz_readers` driver uses.
 #![no_main]
 
 #[path = "../../examples/fuzz_readers/engine.rs"]

@@ -1,4 +1,4 @@
-//! cargo-fuzz target: category rules TOML (`analysis::infer::Rules::parse`), through the same entry the `fuzz_readers` driver uses.
+//! cargo-fuzz target: category rules TOML (`analysis::Rules::parse`), through the same entry the `fuzz_readers` driver uses.
 #![no_main]
 
 #[path = "../../examples/fuzz_readers/engine.rs"]

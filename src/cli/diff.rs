@@ -28,8 +28,8 @@ pub fn run(a: &DiffArgs) -> Result<ExitCode> {
 
 /// `--require-parity`: exit 1 when the runs did different work, 2 when the files cannot
 /// tell (a gate that could not check fails too); said on stderr either way.
-fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::fair::Fair) -> ExitCode {
-    use memtide_core::analysis::parity::Verdict;
+fn parity_exit(a: &DiffArgs, f: &memtide_core::analysis::Fair) -> ExitCode {
+    use memtide_core::analysis::Verdict;
     if !a.require_parity {
         return ExitCode::SUCCESS;
     }

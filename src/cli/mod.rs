@@ -226,11 +226,11 @@ pub struct ReplayArgs {
 }
 
 fn parse_tz(s: &str) -> Result<i64, String> {
-    memtide_core::formats::device_log::parse_tz(s)
+    memtide_core::formats::parse_device_log_tz(s)
 }
 
 fn parse_offset(s: &str) -> Result<i64, String> {
-    memtide_core::formats::device_log::parse_offset(s)
+    memtide_core::formats::parse_device_log_offset(s)
 }
 
 /// Options shared by every command that reads a trace.

@@ -4,8 +4,7 @@
 use super::load::{open, pick_device};
 use super::ReplayArgs;
 use anyhow::{Context, Result};
-use memtide_core::formats::jsonl::write::JsonlWriter;
-use memtide_core::formats::{detect, Format};
+use memtide_core::formats::{detect, Format, JsonlWriter};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -49,7 +48,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     crate::output_file::refuse_inputs(&a.out, &inputs)?;
     let mut head = [0u8; 4096];
     let n = {
-        let mut f = memtide_core::formats::source::open_regular(&a.src)
+        let mut f = memtide_core::formats::open_regular(&a.src)
             .with_context(|| format!("cannot read {}", a.src.display()))?;
         f.read(&mut head)?
     };
@@ -58,7 +57,7 @@ pub fn run(a: &ReplayArgs) -> Result<ExitCode> {
     if detect(&head[..n]) == Some(Format::Jsonl) {
         let mut out = std::io::BufWriter::new(crate::output_file::open_stream(&a.out, &inputs)?);
         // Native input: the lines themselves, verbatim, so the replay is exact.
-        let f = memtide_core::formats::source::open_regular(&a.src)?;
+        let f = memtide_core::formats::open_regular(&a.src)?;
         let mut lines = BufReader::new(f).lines();
         let mut header_done = false;
         'outer: loop {

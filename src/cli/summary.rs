@@ -4,8 +4,7 @@
 use super::load::{open, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
-use memtide_core::analysis::summary::{Summary, SummaryOptions};
-use memtide_core::analysis::tree::TreeFrames;
+use memtide_core::analysis::{Summary, SummaryOptions, TreeFrames};
 use memtide_report::summary::{summarise, TextView};
 use std::process::ExitCode;
 
@@ -52,7 +51,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         );
     }
     if a.json {
-        use memtide_core::analysis::summary_json::{write_document, DocumentJson};
+        use memtide_core::analysis::{write_document, DocumentJson};
         let doc = DocumentJson::new(main, &summaries, &devices, a.input.device.is_some());
         super::write_json_out(|w| write_document(w, &doc))?;
     } else if a.markdown {

@@ -2,9 +2,7 @@
 //! stack, lifetime with both ends, every view with its stack, and why it is still live.
 
 use super::fmt;
-use memtide_core::analysis::frames::FrameView;
-use memtide_core::analysis::live::entry_in;
-use memtide_core::analysis::retained::{retained, Retained};
+use memtide_core::analysis::{entry_in, retained, FrameView, Retained};
 use memtide_core::trace::{AllocId, Seq, StorageKind, Trace, FLAG_INFERRED};
 
 /// Tone of a piece of inspector text; the theme picks the style at draw time.
@@ -372,10 +370,7 @@ fn frame_rows(trace: &Trace, sid: memtide_core::trace::StackId) -> Vec<String> {
         let run = frames[i..].iter().take_while(|&&g| g == f).count();
         let text = trace.strings.shown(f);
         out.push(if run > 1 {
-            format!(
-                "{text} (×{})",
-                memtide_core::trace::units::grouped(run as u64)
-            )
+            format!("{text} (×{})", memtide_core::trace::grouped(run as u64))
         } else {
             text.into_owned()
         });

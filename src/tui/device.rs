@@ -2,8 +2,7 @@
 //! workers behind an `Arc`), a load in progress, what the follow loader hands back, and which
 //! device of a file to show.
 
-use memtide_core::formats::jsonl::JsonlDecoder;
-use memtide_core::formats::Progress;
+use memtide_core::formats::{JsonlDecoder, Progress};
 pub use memtide_core::open::Device;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -10,8 +10,7 @@ use super::effect::Effect;
 use super::fmt;
 use super::msg::Msg;
 use super::shared::{Outcome, Shared};
-use memtide_core::analysis::columns::{event_columns, Column};
-use memtide_core::analysis::diff::Diff;
+use memtide_core::analysis::{event_columns, Column, Diff};
 use memtide_core::formats::Progress;
 use memtide_core::open::OpenOptions;
 use memtide_core::trace::{BandTotals, Bytes, Seq};
@@ -85,7 +84,7 @@ pub struct DiffState {
     /// Position in `diff.most_different` of the last `m` jump.
     pub most: Option<usize>,
     /// Parity, boundaries, what the change bought and cost (set with `diff`).
-    pub fair: Option<memtide_core::analysis::fair::Fair>,
+    pub fair: Option<memtide_core::analysis::Fair>,
     /// Whether the fair-comparison panel (`f`) covers the plots.
     pub fair_open: bool,
     /// The panel's first row shown.
@@ -199,7 +198,7 @@ pub fn segments(a: &Device, b: &Device, d: &Diff, width: usize) -> Vec<Segment> 
     }
     // What precedes each run's first step (setup) gets a narrow span of its own, sized by its
     // share of the events, so that step starts line up.
-    let first_lo = |pick: fn(&memtide_core::analysis::diff::StepPair) -> Option<Seq>| {
+    let first_lo = |pick: fn(&memtide_core::analysis::StepPair) -> Option<Seq>| {
         d.steps.iter().find_map(pick).map_or(0, |s| s.0)
     };
     let pre_a = first_lo(|s| s.a.as_ref().map(|r| r.lo));

@@ -3,7 +3,7 @@
 //! change bought and cost, the methods), wrapped to the panel with a hanging indent, and the
 //! panel's place on screen. Pure: the reducer (scroll limits) and the drawing share it.
 
-use memtide_core::analysis::fair::Fair;
+use memtide_core::analysis::Fair;
 use ratatui::layout::Rect;
 
 /// The panel: below the header's first row, above the status row, the full width.

@@ -1,7 +1,6 @@
 //! Display formatting shared by the screens: compact binary sizes, times, event indices.
 
-use memtide_core::trace::units::{binary_scale, BINARY_PREFIXES};
-use memtide_core::trace::{human_bytes, Seq, Trace};
+use memtide_core::trace::{binary_scale, human_bytes, Seq, Trace, BINARY_PREFIXES};
 
 /// Bytes in binary units, e.g. `4.000 MiB` (the unit is always shown: binary).
 pub fn bytes(n: u64) -> String {
@@ -103,7 +102,7 @@ pub fn addr(a: u64) -> String {
 
 /// Thousands separators: `2,341`.
 pub fn thousands(n: u64) -> String {
-    memtide_core::trace::units::grouped(n)
+    memtide_core::trace::grouped(n)
 }
 
 /// Truncates to `w` display columns with an ellipsis.

@@ -2,10 +2,9 @@
 //! the groupings — as a pure function, run inline by `update` or, for huge live sets, on a
 //! worker (the reply carries a generation id).
 
-use memtide_core::analysis::frames::FrameView;
-use memtide_core::analysis::live::{entry_in, Group, LiveEntry};
-use memtide_core::analysis::persistent::{persistent, Persistent};
-use memtide_core::analysis::tree::{stack_tree, TreeFrames, TreeNode};
+use memtide_core::analysis::{
+    entry_in, persistent, stack_tree, FrameView, Group, LiveEntry, Persistent, TreeFrames, TreeNode,
+};
 use memtide_core::index::Index;
 use memtide_core::trace::{AllocId, Band, Bytes, Seq, StackId, StrId, Trace};
 use rustc_hash::FxHashMap;

@@ -141,7 +141,7 @@ impl Theme {
                         BUILTIN.join(", ")
                     );
                 }
-                let text = memtide_core::formats::limit::read_text_file(p, THEME_MAX, "a theme")
+                let text = memtide_core::formats::read_text_file(p, THEME_MAX, "a theme")
                     .with_context(|| format!("cannot read theme {}", p.display()))?;
                 let mut t = Theme::from_toml(&text, Some(&Theme::default()))
                     .with_context(|| format!("bad theme {}", p.display()))?;

@@ -5,7 +5,7 @@
 //! node whatever the tree's depth or width (a node's path is a fixed-size key, not its
 //! frames joined).
 
-use memtide_core::analysis::tree::TreeNode;
+use memtide_core::analysis::TreeNode;
 use rustc_hash::FxHashSet;
 use std::hash::{Hash, Hasher};
 

@@ -2,7 +2,7 @@
 //! (recomputed by `update` when the range, size or data change; `draw` only paints them).
 
 use super::device::Device;
-use memtide_core::analysis::columns::{event_columns, time_columns, Axis, Column};
+use memtide_core::analysis::{event_columns, time_columns, Axis, Column};
 use memtide_core::trace::{AllocId, Seq, Ts};
 
 /// Per-column flags painted on the axis row.

@@ -2,12 +2,10 @@
 //! `diff` — checked against the hand-computed figures of `sample-traces/README.md`.
 
 use assert_cmd::Command;
-use memtide_core::analysis::trend::trend;
-use memtide_core::analysis::window_spec::{WindowError, WindowSpec};
-use memtide_core::analysis::{diff::diff, window_peak};
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::analysis::{diff, trend, window_peak, WindowError, WindowSpec};
+use memtide_core::formats::Progress;
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::OpenOptions;
 use memtide_core::trace::Trace;
 use std::path::Path;
 
@@ -15,11 +13,13 @@ const MIB: u64 = 1 << 20;
 
 use crate::support::repo::sample;
 
+/// The first device of `path`, opened through the door: its trace and index.
 fn open(path: &Path) -> (Trace, Index) {
-    let mut l = load(path, &LoadOptions::default(), &Progress::new()).expect("load");
-    let t = l.traces.remove(0);
-    let i = Index::build(&t);
-    (t, i)
+    let d = memtide_core::open::open(path, &OpenOptions::default(), &Progress::new())
+        .expect("load")
+        .take(0)
+        .expect("a device");
+    (d.trace, d.index)
 }
 
 fn window_bytes(t: &Trace, i: &Index, spec: &str) -> u64 {

@@ -454,7 +454,7 @@ fn jsonl_refuses_a_device_log_and_no_log_changes_nothing() {
         ));
     // Following a JSONL file refuses it too.
     let opts = memtide_core::formats::LoadOptions {
-        device_log: Some(memtide_core::formats::device_log::DeviceLogOptions {
+        device_log: Some(memtide_core::formats::DeviceLogOptions {
             path: log.clone().into(),
             ..Default::default()
         }),
@@ -556,7 +556,7 @@ fn kineto_trace_aligns_by_base_time_plus_ts() {
 #[test]
 fn explorer_header_says_where_external_came_from() {
     use memtide::tui::{app::App, testing::Harness, theme::Theme};
-    use memtide_core::formats::{device_log::DeviceLogOptions, LoadOptions};
+    use memtide_core::formats::{DeviceLogOptions, LoadOptions};
     let f = files();
     let log = write(&f.dir, "gpu.csv", &nvidia_smi_log());
     let opts = LoadOptions {

@@ -2,10 +2,8 @@
 //! the JSONL writer's round trip.
 
 use memtide_core::analysis::{final_bytes, global_peak, windows_of};
-use memtide_core::formats::jsonl::write::JsonlWriter;
-use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::formats::{JsonlWriter, Progress};
+use memtide_core::open::{open, OpenOptions};
 use memtide_core::trace::MarkKind;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -24,35 +22,33 @@ fn writer_round_trip_keeps_peaks() {
         "train-leak.jsonl",
         "train-checkpointed.jsonl",
     ] {
-        let a = load(&sample(name), &LoadOptions::default(), &Progress::new()).expect("load");
-        let ta = &a.traces[0];
-        let ia = Index::build(ta);
+        let a = open(&sample(name), &OpenOptions::default(), &Progress::new()).expect("load");
+        let (ta, ia) = (&a.devices[0].trace, &a.devices[0].index);
         let mut buf = Vec::new();
         JsonlWriter::new(ta).write_all(&mut buf).expect("write");
         let dir = tempfile::tempdir().expect("tmp");
         let p = dir.path().join("rt.jsonl");
         std::fs::write(&p, &buf).expect("write file");
-        let b = load(&p, &LoadOptions::default(), &Progress::new()).expect("reload");
-        let tb = &b.traces[0];
-        let ib = Index::build(tb);
+        let b = open(&p, &OpenOptions::default(), &Progress::new()).expect("reload");
+        let (tb, ib) = (&b.devices[0].trace, &b.devices[0].index);
         assert_eq!(
-            global_peak(ta, &ia).map(|p| p.bytes),
-            global_peak(tb, &ib).map(|p| p.bytes)
+            global_peak(ta, ia).map(|p| p.bytes),
+            global_peak(tb, ib).map(|p| p.bytes)
         );
         assert_eq!(
-            global_peak(ta, &ia).map(|p| p.bands),
-            global_peak(tb, &ib).map(|p| p.bands)
+            global_peak(ta, ia).map(|p| p.bands),
+            global_peak(tb, ib).map(|p| p.bands)
         );
-        assert_eq!(final_bytes(&ia), final_bytes(&ib));
+        assert_eq!(final_bytes(ia), final_bytes(ib));
         assert_eq!(
             ia.reserved_peak().map(|r| r.0),
             ib.reserved_peak().map(|r| r.0)
         );
-        let sa: Vec<_> = windows_of(ta, &ia, MarkKind::Step)
+        let sa: Vec<_> = windows_of(ta, ia, MarkKind::Step)
             .iter()
             .map(|w| w.peak.map(|p| p.bytes))
             .collect();
-        let sb: Vec<_> = windows_of(tb, &ib, MarkKind::Step)
+        let sb: Vec<_> = windows_of(tb, ib, MarkKind::Step)
             .iter()
             .map(|w| w.peak.map(|p| p.bytes))
             .collect();

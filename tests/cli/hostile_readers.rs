@@ -5,6 +5,7 @@
 //! unknown values of any size skipped without holding them.
 
 use memtide_core::formats::{FormatError, LoadOptions, Progress};
+use memtide_core::open::{open, OpenError, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -16,9 +17,10 @@ fn gz(data: &[u8]) -> Vec<u8> {
     e.finish().expect("gzip")
 }
 
-fn load(path: &Path, opts: &LoadOptions) -> Result<usize, FormatError> {
-    memtide_core::load::load(path, opts, &Progress::new())
-        .map(|l| l.traces.iter().map(|t| t.len()).sum())
+/// The events of `path` opened through the door, summed over its devices.
+fn load(path: &Path, opts: &LoadOptions) -> Result<usize, OpenError> {
+    open(path, &OpenOptions::from(opts.clone()), &Progress::new())
+        .map(|o| o.devices.iter().map(|d| d.trace.len()).sum())
 }
 
 /// One `[memory]` instant of device `dev` (allocating `bytes` at `addr`).
@@ -87,10 +89,13 @@ fn inputs() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 /// The offset a gzip error names, or why it is not one.
-fn gzip_offset(r: Result<usize, FormatError>) -> Result<u64, String> {
-    match r {
-        Err(FormatError::Gzip(d)) => Ok(d.offset),
-        other => Err(format!("{other:?}")),
+fn gzip_offset(r: Result<usize, OpenError>) -> Result<u64, String> {
+    match &r {
+        Err(e) => match e.format_error() {
+            Some(FormatError::Gzip(d)) => Ok(d.offset),
+            _ => Err(format!("{r:?}")),
+        },
+        Ok(_) => Err(format!("{r:?}")),
     }
 }
 
@@ -185,12 +190,11 @@ fn a_kineto_gz_cut_inside_its_data_opens_truncated_and_fails_check() {
     let good = e.finish().expect("gzip");
     let p = dir.path().join("cut.json.gz");
     std::fs::write(&p, &good[..good.len() * 2 / 3]).expect("write");
-    let l = memtide_core::load::load(&p, &LoadOptions::default(), &Progress::new())
-        .expect("opens truncated");
+    let l = open(&p, &OpenOptions::default(), &Progress::new()).expect("opens truncated");
+    let warnings = &l.devices[0].trace.warnings;
     assert!(
-        l.traces[0].warnings.iter().any(|w| w.contains("truncated")),
-        "{:?}",
-        l.traces[0].warnings
+        warnings.iter().any(|w| w.contains("truncated")),
+        "{warnings:?}"
     );
     let out = memtide()
         .args(["check", "--max-peak", "1TiB"])
@@ -214,7 +218,11 @@ fn side_files_with_a_damaged_gzip_are_refused() {
         categories: Some(cut.clone()),
         ..Default::default()
     };
-    let e = load(&trace, &opts).expect_err("refused").to_string();
+    let e = load(&trace, &opts)
+        .expect_err("refused")
+        .format_error()
+        .expect("the reader's error")
+        .to_string();
     assert!(
         e.contains("categories file") && e.contains("cut.raw.json.gz"),
         "{e}"
@@ -242,9 +250,9 @@ fn side_files_with_a_damaged_gzip_are_refused() {
         order: 0,
         name_rank: Some(0),
     };
-    let opts = memtide_core::ranks::load::RankOptions::default();
-    match memtide_core::ranks::load::load_one(&file, &opts, &Progress::new()) {
-        memtide_core::ranks::load::FileOutcome::Failed(why) => assert!(
+    let opts = memtide_core::ranks::RankOptions::default();
+    match memtide_core::ranks::load_one(&file, &opts, &Progress::new()) {
+        memtide_core::ranks::FileOutcome::Failed(why) => assert!(
             why.contains(&format!("gzip stream at byte {}", sgz.len() - 8)),
             "{why}"
         ),

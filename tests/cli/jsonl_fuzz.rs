@@ -1,7 +1,7 @@
 //! The JSONL reader never panics: mutated and truncated versions of a real sample, and random
 //! bytes after a valid header, give a trace or a clear error — never a crash.
 
-use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::formats::{JsonlDecoder, JsonlOptions};
 use memtide_core::index::Index;
 use memtide_core::trace::Trace;
 use proptest::prelude::*;

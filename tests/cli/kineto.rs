@@ -2,9 +2,9 @@
 //! out by hand from the fixture events, written next to each assertion.
 
 use memtide_core::analysis::Summary;
-use memtide_core::formats::{FormatError, LoadOptions, Loaded, Progress};
+use memtide_core::formats::{FormatError, LoadOptions, Progress};
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::{open, OpenError, OpenOptions};
 use memtide_core::trace::{Band, MarkKind, Seq, StorageKind, Trace};
 use std::path::{Path, PathBuf};
 
@@ -16,18 +16,24 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn read(path: &Path, categories: Option<&str>) -> Result<Loaded, FormatError> {
+/// The devices' traces of `path` opened through the door, or the reader's error.
+fn read(path: &Path, categories: Option<&str>) -> Result<Vec<Trace>, FormatError> {
     let opts = LoadOptions {
         categories: categories.map(fixture),
         ..LoadOptions::default()
     };
-    load(path, &opts, &Progress::new())
+    open(path, &OpenOptions::from(opts), &Progress::new())
+        .map(|o| o.devices.into_iter().map(|d| d.trace).collect())
+        .map_err(|e| match e {
+            OpenError::Read { source, .. } | OpenError::SideFile(source) => source,
+            other => panic!("not a reader's error: {other}"),
+        })
 }
 
 fn one(name: &str) -> Trace {
     let mut l = read(&fixture(name), None).expect("loads");
-    assert_eq!(l.traces.len(), 1);
-    l.traces.remove(0)
+    assert_eq!(l.len(), 1);
+    l.remove(0)
 }
 
 fn totals(t: &Trace) -> Vec<u64> {
@@ -143,9 +149,9 @@ fn absolute_timestamps_give_the_same_replay() {
 #[test]
 fn cuda_devices_reserved_segments_capacity_and_oom() {
     let l = read(&fixture("cuda.json"), None).expect("loads");
-    let names: Vec<_> = l.traces.iter().map(|t| t.device.as_str()).collect();
+    let names: Vec<_> = l.iter().map(|t| t.device.as_str()).collect();
     assert_eq!(names, ["cuda:0", "cuda:1", "cpu"], "accelerators first");
-    let t = &l.traces[0];
+    let t = &l[0];
     // cuda:0 Bytes: +1, +2, −1, +4, −4, −2 MiB.
     assert_eq!(totals(t), vec![MIB, 3 * MIB, 2 * MIB, 6 * MIB, 2 * MIB, 0]);
     assert_eq!(t.capacity.map(|c| c.0), Some(85_899_345_920));
@@ -180,9 +186,9 @@ fn cuda_devices_reserved_segments_capacity_and_oom() {
         .collect();
     assert_eq!(steps, vec![("ProfilerStep#0", 0, Some(5))]);
     // cuda:1 and the CPU hold one allocation each.
-    assert_eq!(totals(&l.traces[1]), vec![512]);
-    assert_eq!(totals(&l.traces[2]), vec![64]);
-    assert!(!l.traces[2].has_reserved);
+    assert_eq!(totals(&l[1]), vec![512]);
+    assert_eq!(totals(&l[2]), vec![64]);
+    assert!(!l[2].has_reserved);
 }
 
 #[test]
@@ -198,7 +204,7 @@ fn memory_from_before_profiling_is_a_baseline() {
     );
     let pre = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
-        .filter(|&id| t.name(id) == memtide_core::formats::kineto::PREEXISTING)
+        .filter(|&id| t.name(id) == memtide_core::formats::PREEXISTING)
         .count();
     assert_eq!(pre, 3, "two freed blocks and the 5000 B that stays");
 }
@@ -265,7 +271,7 @@ fn truncated_trace_opens_with_a_warning() {
     let p = dir.path().join("cut.json");
     std::fs::write(&p, &text.as_bytes()[..cut]).expect("write");
     let l = read(&p, None).expect("a truncated trace still opens");
-    let t = &l.traces[0];
+    let t = &l[0];
     assert_eq!(totals(t), vec![1000, 5000, 4000]);
     let w = t
         .warnings
@@ -282,7 +288,7 @@ fn truncated_trace_opens_with_a_warning() {
     gz.write_all(&text.as_bytes()[..cut]).expect("gzip");
     std::fs::write(&p, gz.finish().expect("gzip")).expect("write");
     let l = read(&p, None).expect("opens");
-    assert_eq!(totals(&l.traces[0]), vec![1000, 5000, 4000]);
+    assert_eq!(totals(&l[0]), vec![1000, 5000, 4000]);
 
     // A .gz file itself cut short: whatever decompresses before the cut is shown. Padding
     // events put the cut beyond the first 64 KiB (the part read for format detection).
@@ -297,7 +303,7 @@ fn truncated_trace_opens_with_a_warning() {
     let p = dir.path().join("cut2.json.gz");
     std::fs::write(&p, &full[..cut + 10]).expect("write");
     let l = read(&p, None).expect("a cut .gz still opens");
-    let t = &l.traces[0];
+    let t = &l[0];
     assert!(
         t.warnings.iter().any(|w| w.contains("truncated")),
         "{:?}",
@@ -332,7 +338,7 @@ fn category_sidecar_labels_and_recategorises_allocations() {
         Some("relative.categories.raw.json"),
     )
     .expect("loads");
-    let t = &l.traces[0];
+    let t = &l[0];
     let ix = Index::build(t);
     let band = |at: u64| ix.bands_at(t, Seq(at));
     // e0 PARAMETER 1000; e1 ACTIVATION 4000; e2 frees e0.
@@ -428,7 +434,7 @@ fn load_text(text: &str) -> Trace {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("t.json");
     std::fs::write(&p, text).expect("write");
-    read(&p, None).expect("loads").traces.remove(0)
+    read(&p, None).expect("loads").remove(0)
 }
 
 #[test]
@@ -471,7 +477,7 @@ fn reallocating_a_live_address_closes_the_old_block() {
 
 #[test]
 fn step_names() {
-    use memtide_core::formats::kineto::step_like;
+    use memtide_core::formats::step_like;
     for s in [
         "ProfilerStep#3",
         "step1",
@@ -577,7 +583,7 @@ fn load_all(text: &str) -> Vec<Trace> {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("t.json");
     std::fs::write(&p, text).expect("write");
-    read(&p, None).expect("loads").traces
+    read(&p, None).expect("loads")
 }
 
 /// Brute force: the device's events in time order (ties: file order) as (file position in

@@ -264,9 +264,9 @@ fn allocations_sharing_a_chain_share_its_frames() {
         nsys: Some(p),
         ..Default::default()
     };
-    let loaded = memtide_core::load::load(&f.snapshot, &opts, &Default::default())
+    let opened = memtide_core::open::open(&f.snapshot, &opts.into(), &Default::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let t = &loaded.traces[0];
+    let t = &opened.devices[0].trace;
     let chained: Vec<_> = t
         .ext_detail
         .values()

@@ -261,7 +261,7 @@ fn snapshot_sample_matches_the_hand_figures() {
 #[test]
 fn replay_ends_at_the_final_segments() {
     use memtide_core::allocator::{allocator_at_end, Model};
-    use memtide_core::formats::{LoadOptions, Progress};
+    use memtide_core::formats::Progress;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files: Vec<(PathBuf, bool)> = [
         "tests/fixtures/oom/oom_live.pickle",
@@ -284,12 +284,12 @@ fn replay_ends_at_the_final_segments() {
         }
     }
     for (path, must) in files {
-        let loaded = memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
-            .expect("load");
-        for h in loaded.allocators {
+        let opened =
+            memtide_core::open::open(&path, &Default::default(), &Progress::new()).expect("load");
+        for h in opened.devices.iter().filter_map(|d| d.history()) {
             let end = allocator_at_end(&h.segments);
             let dev = h.device.clone();
-            let m = Model::build(h);
+            let m = Model::build(h.clone());
             let t = m.at_end().totals();
             println!(
                 "{} {dev}: {} entries, at end (from segments) {end:?}; replay end reserved {} allocated {}; {:?}",

@@ -2,26 +2,27 @@
 //! against figures computed by hand (or by an independent replay in the test) from JSONL
 //! written here.
 
-use memtide_core::analysis::frames::FrameView;
-use memtide_core::analysis::global_peak;
-use memtide_core::analysis::summary::Summary;
-use memtide_core::analysis::tree::{stack_tree, TreeFrames, TreeNode};
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::analysis::{global_peak, stack_tree, FrameView, Summary, TreeFrames, TreeNode};
+use memtide_core::formats::Progress;
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::{open, OpenOptions};
 use memtide_core::trace::Trace;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-fn load_text(text: &str) -> Trace {
+/// `text` written to a JSONL file and opened through the door: its trace and index.
+fn load_text(text: &str) -> (Trace, Index) {
     let mut f = tempfile::Builder::new()
         .suffix(".jsonl")
         .tempfile()
         .expect("temp");
     f.write_all(text.as_bytes()).expect("write");
-    let mut l = load(f.path(), &LoadOptions::default(), &Progress::new()).expect("loads");
-    l.traces.remove(0)
+    let d = open(f.path(), &OpenOptions::default(), &Progress::new())
+        .expect("loads")
+        .take(0)
+        .expect("a device");
+    (d.trace, d.index)
 }
 
 /// fp32 Adam on two parameters of 1,000 and 500 elements (numbers by hand):
@@ -45,8 +46,7 @@ const ADAM: &str = r#"{"memtide":1,"device":"cpu","clock":"us","param_count":150
 
 #[test]
 fn persistent_breakdown_of_fp32_adam_is_16_bytes_per_param() {
-    let trace = load_text(ADAM);
-    let index = Index::build(&trace);
+    let (trace, index) = load_text(ADAM);
     let s = Summary::build(&trace, &index);
     let p = s.peak.as_ref().expect("peak");
     assert_eq!(p.bytes, 6_000 + 100 + 6_000 + 12_008 + 50);
@@ -84,8 +84,7 @@ fn unknown_param_count_and_odd_ratios_are_said_not_guessed() {
         "\"size\":4000,\"cat\":\"optimizer\",\"name\":\"fc1.weight.exp_avg_sq\"",
         "\"size\":9000,\"cat\":\"optimizer\",\"name\":\"fc1.weight.exp_avg_sq\"",
     );
-    let trace = load_text(&odd);
-    let index = Index::build(&trace);
+    let (trace, index) = load_text(&odd);
     let s = Summary::build(&trace, &index);
     let b = s
         .peak
@@ -163,8 +162,7 @@ proptest! {
                 }
             }
         }
-        let trace = load_text(&text);
-        let index = Index::build(&trace);
+        let (trace, index) = load_text(&text);
         let p = global_peak(&trace, &index).expect("a peak");
         prop_assert_eq!(p.bytes.0, peak);
         let ids = p.live(&trace, &index);
@@ -283,9 +281,11 @@ fn frame_patterns_in_the_rules_toml_and_bad_ones() {
 fn compiled_code_shows_the_model_line_region_and_forward_line() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/snapshot/fields.json");
-    let mut l = load(&path, &LoadOptions::default(), &Progress::new()).expect("loads");
-    let trace = l.traces.remove(0);
-    let index = Index::build(&trace);
+    let d = open(&path, &OpenOptions::default(), &Progress::new())
+        .expect("loads")
+        .take(0)
+        .expect("a device");
+    let (trace, index) = (d.trace, d.index);
     let s = Summary::build(&trace, &index);
     let p = s.peak.as_ref().expect("peak");
     let row = p

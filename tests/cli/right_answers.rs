@@ -283,11 +283,10 @@ fn stacks_readme_lists_every_fixture() {
 // ------------------------------------------------------------------ memory before recording
 
 fn load_fixture(rel: &str) -> memtide_core::trace::Trace {
-    use memtide_core::formats::{LoadOptions, Progress};
-    let mut l =
-        memtide_core::load::load(&root().join(rel), &LoadOptions::default(), &Progress::new())
-            .expect("loads");
-    l.traces.remove(0)
+    use memtide_core::formats::Progress;
+    let o = memtide_core::open::open(&root().join(rel), &Default::default(), &Progress::new())
+        .expect("loads");
+    o.take(0).expect("a device").trace
 }
 
 /// The live rows at the peak of stack fixture `file` that say "before recording", checked

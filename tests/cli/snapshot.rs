@@ -6,7 +6,7 @@
 
 use memtide_core::analysis::Summary;
 use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::index::Index;
+use memtide_core::open::{OpenOptions, Opened};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -23,13 +23,19 @@ fn fixture(p: &str) -> PathBuf {
     .join(p)
 }
 
+/// `path` opened through the door.
+fn open(path: &Path, opts: &LoadOptions) -> Opened {
+    memtide_core::open::open(path, &OpenOptions::from(opts.clone()), &Progress::new())
+        .expect("opens")
+}
+
 fn summaries(path: &Path, opts: &LoadOptions) -> Vec<Summary> {
-    let loaded = memtide_core::load::load(path, opts, &Progress::new()).expect("load");
-    assert_eq!(loaded.format.name(), "snapshot");
-    loaded
-        .traces
+    let opened = open(path, opts);
+    assert_eq!(opened.format.name(), "snapshot");
+    opened
+        .devices
         .iter()
-        .map(|t| Summary::build(t, &Index::build(t)))
+        .map(|d| Summary::build(&d.trace, &d.index))
         .collect()
 }
 
@@ -62,14 +68,12 @@ fn baseline_matches_truth() {
     assert_eq!(p.index, blocks["peak_index"].as_u64().unwrap());
     assert_eq!(p.index, truth["peak_index"].as_u64().unwrap());
     // The requests stay visible: at that instant they sum to the requested-bytes peak.
-    let loaded = memtide_core::load::load(
+    let opened = open(
         &data("snapshot-baseline/baseline.pickle"),
         &LoadOptions::default(),
-        &Progress::new(),
-    )
-    .unwrap();
-    let t = &loaded.traces[0];
-    let live = Index::build(t).live_at(t, memtide_core::trace::Seq(p.index));
+    );
+    let (t, ix) = (&opened.devices[0].trace, &opened.devices[0].index);
+    let live = ix.live_at(t, memtide_core::trace::Seq(p.index));
     assert_eq!(live.len(), p.live_count);
     let requested: u64 = live
         .iter()
@@ -293,10 +297,9 @@ fn unmap_spanning_two_maps_closes_both() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.json");
     std::fs::write(&f, doc.to_string()).unwrap();
-    let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-    let t = &loaded.traces[0];
-    let ix = Index::build(t);
-    let s = Summary::build(t, &ix);
+    let opened = open(&f, &LoadOptions::default());
+    let (t, ix) = (&opened.devices[0].trace, &opened.devices[0].index);
+    let s = Summary::build(t, ix);
     assert_eq!(s.reserved_peak, Some(40 * MIB));
     assert_eq!(s.reserved_peak_index, Some(1));
     assert_eq!(ix.reserved_at(t, memtide_core::trace::Seq(2)).0, 0);
@@ -305,11 +308,17 @@ fn unmap_spanning_two_maps_closes_both() {
 
 fn fields_checks(file: &str) {
     check_fixture(file, "fields.truth.json");
-    let loaded =
-        memtide_core::load::load(&fixture(file), &LoadOptions::default(), &Progress::new())
-            .unwrap();
-    let t = loaded.traces.iter().find(|t| t.device == "cuda:0").unwrap();
-    assert!(loaded.traces.iter().any(|t| t.device == "host:pinned"));
+    let opened = open(&fixture(file), &LoadOptions::default());
+    let d = opened
+        .devices
+        .iter()
+        .find(|d| d.trace.device == "cuda:0")
+        .unwrap();
+    let t = &d.trace;
+    assert!(opened
+        .devices
+        .iter()
+        .any(|d| d.trace.device == "host:pinned"));
     let a = 0x7F70_0000_0000u64;
     let id = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
@@ -356,7 +365,7 @@ fn fields_checks(file: &str) {
         "{w:?}"
     );
     // the settings (unknown ones too) are shown in the summary
-    let s = Summary::build(t, &Index::build(t));
+    let s = Summary::build(t, &d.index);
     let text = memtide_report::summary::render_text(&s);
     assert!(text.contains("max_split_size=134217728") && text.contains("a_future_setting"));
 }
@@ -369,13 +378,8 @@ fn pytorch_2_x_fields_pickle() {
 #[test]
 fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
     fields_checks("fields.json");
-    let loaded = memtide_core::load::load(
-        &fixture("fields.json"),
-        &LoadOptions::default(),
-        &Progress::new(),
-    )
-    .unwrap();
-    let t = &loaded.traces[0];
+    let opened = open(&fixture("fields.json"), &LoadOptions::default());
+    let t = &opened.devices[0].trace;
     let id = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
         .find(|&id| t.storages.src_id[id.idx()] == 0x7F70_0040_0000)
@@ -390,13 +394,13 @@ fn oom_entries_become_marks() {
     let truth = read_json(&fixture("two_devices_p4.truth.json"));
     let ooms = truth["devices"]["cuda:1"]["ooms"].as_array().unwrap();
     assert!(!ooms.is_empty());
-    let loaded = memtide_core::load::load(
-        &fixture("two_devices_p4.pickle"),
-        &LoadOptions::default(),
-        &Progress::new(),
-    )
-    .unwrap();
-    let t = loaded.traces.iter().find(|t| t.device == "cuda:1").unwrap();
+    let opened = open(&fixture("two_devices_p4.pickle"), &LoadOptions::default());
+    let t = opened
+        .devices
+        .iter()
+        .map(|d| &d.trace)
+        .find(|t| t.device == "cuda:1")
+        .unwrap();
     let marks: Vec<_> = t
         .marks
         .iter()
@@ -418,8 +422,8 @@ fn oom_entries_become_marks() {
 #[test]
 fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
     let p = data("snapshot-baseline/baseline.pickle");
-    let plain = memtide_core::load::load(&p, &LoadOptions::default(), &Progress::new()).unwrap();
-    let t = &plain.traces[0];
+    let plain = open(&p, &LoadOptions::default());
+    let t = &plain.devices[0].trace;
     let any_cpp = (0..t.storage_count())
         .flat_map(|i| t.stack(memtide_core::trace::AllocId(i as u32)))
         .any(|f| f.starts_with("??"));
@@ -428,8 +432,8 @@ fn cpp_frames_hidden_by_default_and_after_python_when_kept() {
         cpp_frames: true,
         ..LoadOptions::default()
     };
-    let with = memtide_core::load::load(&p, &opts, &Progress::new()).unwrap();
-    let t = &with.traces[0];
+    let with = open(&p, &opts);
+    let t = &with.devices[0].trace;
     let mut saw_cpp = false;
     for i in 0..t.storage_count() {
         let st = t.stack(memtide_core::trace::AllocId(i as u32));
@@ -508,9 +512,9 @@ fn load_bytes(bytes: &[u8]) -> Result<Vec<memtide_core::trace::Trace>, String> {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.pickle");
     std::fs::write(&f, bytes).unwrap();
-    memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new())
-        .map(|l| l.traces)
-        .map_err(|e| e.to_string())
+    memtide_core::open::open(&f, &OpenOptions::default(), &Progress::new())
+        .map(|o| o.devices.into_iter().map(|d| d.trace).collect())
+        .map_err(|e| e.format_error().expect("the reader's error").to_string())
 }
 
 #[test]
@@ -556,8 +560,10 @@ fn json_errors_have_lines() {
         "{\"segments\": [],\n \"device_traces\": [[{\"action\": \"alloc\", \"size\": 1,}]]}",
     )
     .unwrap();
-    let e = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new())
+    let e = memtide_core::open::open(&f, &OpenOptions::default(), &Progress::new())
         .unwrap_err()
+        .format_error()
+        .expect("the reader's error")
         .to_string();
     assert!(
         e.starts_with("byte offset 67: ") && e.contains("(line 2)"),
@@ -595,10 +601,9 @@ fn hand_computed_expandable_segments() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.json");
     std::fs::write(&f, doc.to_string()).unwrap();
-    let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-    let t = &loaded.traces[0];
-    let ix = Index::build(t);
-    let s = Summary::build(t, &ix);
+    let opened = open(&f, &LoadOptions::default());
+    let (t, ix) = (&opened.devices[0].trace, &opened.devices[0].index);
+    let s = Summary::build(t, ix);
     let p = s.peak.as_ref().unwrap();
     assert_eq!(s.events, 8);
     assert_eq!((p.bytes, p.index), (3_049_472, 3));

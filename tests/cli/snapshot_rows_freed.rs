@@ -5,9 +5,10 @@
 //! on rows that stay), compared as debug text, with the models' facts too. Every block is
 //! freed at the end unless a row list is out of row order.
 
-use memtide_core::formats::snapshot::{self, raw::Raw};
-use memtide_core::formats::source::{self, Progress};
-use memtide_core::formats::{detect, Format, Histories, LoadOptions, Threads};
+use memtide_core::formats::snapshot::{self, Raw};
+use memtide_core::formats::{
+    detect, open_input, Format, Histories, LoadOptions, Progress, Threads,
+};
 use std::path::{Path, PathBuf};
 
 use crate::support::fixtures;
@@ -17,8 +18,8 @@ fn snapshots() -> Vec<PathBuf> {
 }
 
 fn snapshot_format(p: &Path) -> Option<Format> {
-    let input = source::open(p, &Progress::new()).ok()?;
-    match detect::detect(&input.head)? {
+    let input = open_input(p, &Progress::new()).ok()?;
+    match detect(&input.head)? {
         f @ (Format::SnapshotPickle | Format::SnapshotJson) => Some(f),
         _ => None,
     }
@@ -26,7 +27,7 @@ fn snapshot_format(p: &Path) -> Option<Format> {
 
 fn decode(p: &Path, threads: Threads) -> Option<Raw> {
     let format = snapshot_format(p)?;
-    let input = source::open(p, &Progress::new()).ok()?;
+    let input = open_input(p, &Progress::new()).ok()?;
     snapshot::decode(input, format, false, threads, &Progress::new()).ok()
 }
 

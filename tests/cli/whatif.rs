@@ -15,7 +15,8 @@
 #![allow(clippy::unwrap_used)]
 
 use memtide_core::allocator::sim::{recorded_conf, validate, AllocConf};
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::Progress;
+use memtide_core::open::{open, OpenOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -74,12 +75,11 @@ fn the_model_reproduces_the_recorded_reserve_of_the_oom_fixtures() {
         // the reserve agrees only from the point the script's segment is filled.
         ("oom/oom_fragmented.pickle", 0.5),
     ] {
-        let l = memtide_core::load::load(&fixture(name), &LoadOptions::default(), &Progress::new())
-            .unwrap();
-        let conf = recorded_conf(&l.traces[0])
+        let l = open(&fixture(name), &OpenOptions::default(), &Progress::new()).unwrap();
+        let conf = recorded_conf(&l.devices[0].trace)
             .expect("the fixture records allocator_settings")
             .unwrap();
-        let v = validate(&l.allocators[0], &conf);
+        let v = validate(l.devices[0].history().expect("a history"), &conf);
         assert!(v.compared > 0, "{name}");
         assert!(
             v.share_equal >= share,
@@ -97,9 +97,9 @@ fn the_model_reproduces_the_recorded_reserve_of_the_oom_fixtures() {
 #[test]
 fn the_model_follows_the_allocator_faithful_sample() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/cuda-oom.pickle");
-    let l = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-    let conf = recorded_conf(&l.traces[0]).unwrap().unwrap();
-    let v = validate(&l.allocators[0], &conf);
+    let l = open(&f, &OpenOptions::default(), &Progress::new()).unwrap();
+    let conf = recorded_conf(&l.devices[0].trace).unwrap().unwrap();
+    let v = validate(l.devices[0].history().expect("a history"), &conf);
     // Measured: 61 of 62 ops (98.4 %) leave the recorded reserve; the threshold is that.
     assert!(v.share_equal >= 0.98, "{} of {}", v.equal, v.compared);
     assert_eq!(v.simulated_reserved_peak, v.recorded_reserved_peak);
@@ -112,7 +112,8 @@ fn the_model_follows_the_allocator_faithful_sample() {
     assert_eq!(v.simulated_segments_max, v.recorded_segments_max);
     // On the 16 GiB device less the 512 MiB its README puts outside the allocator, the model
     // runs out of memory at the file's own OOM entry, the 1 GiB backward temp.
-    let oom_entry = l.traces[0]
+    let oom_entry = l.devices[0]
+        .trace
         .marks
         .iter()
         .find(|m| m.kind == memtide_core::trace::MarkKind::Oom)
@@ -336,8 +337,8 @@ fn the_per_event_reserved_series_agrees_with_the_whatif_run_and_the_recording() 
         "grow.jsonl",
         &[alloc(1, 1, 100 * MIB), free(2, 1), alloc(3, 2, 102 * MIB)],
     );
-    let l = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-    let t = &l.traces[0];
+    let l = open(&f, &OpenOptions::default(), &Progress::new()).unwrap();
+    let t = &l.devices[0].trace;
     let s = reserved_series(t, None, None, None).unwrap();
     assert_eq!(s.reserved, vec![100 * MIB, 100 * MIB, 202 * MIB]);
     assert_eq!(s.run.settings_source, "defaults");
@@ -363,8 +364,11 @@ fn the_per_event_reserved_series_agrees_with_the_whatif_run_and_the_recording() 
             15872 * MIB,
         ),
     ] {
-        let l = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-        let (t, h) = (&l.traces[0], &l.allocators[0]);
+        let l = open(&f, &OpenOptions::default(), &Progress::new()).unwrap();
+        let (t, h) = (
+            &l.devices[0].trace,
+            l.devices[0].history().expect("a history"),
+        );
         // The whatif report's runs, computed apart: the file's settings, then expandable.
         let w = whatif(t, Some(h), std::slice::from_ref(&expandable), None).unwrap();
         let own = reserved_series(t, Some(h), None, None).unwrap();

@@ -13,7 +13,7 @@
 use memtide_core::analysis::Summary;
 use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::OpenOptions;
 use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -40,14 +40,21 @@ fn data(run: &str) -> PathBuf {
         .join(run)
 }
 
-fn open(run: &Path, categories: bool) -> Trace {
+/// The run's one device, opened through the door: its trace and index.
+fn open(run: &Path, categories: bool) -> (Trace, Index) {
     let opts = LoadOptions {
         categories: categories.then(|| run.join("memory_timeline.raw.json.gz")),
         ..LoadOptions::default()
     };
-    let loaded = load(&run.join("trace.json.gz"), &opts, &Progress::new()).expect("loads");
-    assert_eq!(loaded.traces.len(), 1, "{}: one device", run.display());
-    loaded.traces.into_iter().next().expect("a trace")
+    let opened = memtide_core::open::open(
+        &run.join("trace.json.gz"),
+        &OpenOptions::from(opts),
+        &Progress::new(),
+    )
+    .expect("loads");
+    assert_eq!(opened.devices.len(), 1, "{}: one device", run.display());
+    let device = opened.devices.into_iter().next().expect("a device");
+    (device.trace, device.index)
 }
 
 fn gunzip(p: &std::path::Path) -> String {
@@ -115,8 +122,7 @@ struct Measure {
 
 fn measure(dir: &Path) -> Measure {
     let run = dir.display();
-    let inferred = open(dir, false);
-    let index = Index::build(&inferred);
+    let (inferred, index) = open(dir, false);
     let s = Summary::build(&inferred, &index);
     let p = s.peak.as_ref().expect("a peak");
     assert_eq!(s.bands_source, "inferred", "{run}");
@@ -135,8 +141,7 @@ fn measure(dir: &Path) -> Measure {
         / 2;
 
     // Per allocation: the same events, labelled by PyTorch.
-    let labelled = open(dir, true);
-    let lindex = Index::build(&labelled);
+    let (labelled, lindex) = open(dir, true);
     assert_eq!(labelled.len(), inferred.len());
     let mut truth_of: HashMap<(u64, u64), Band> = HashMap::new();
     for id in lindex.live_at(&labelled, at) {
@@ -210,8 +215,7 @@ fn inferred_bands_misplace_at_most_5_percent_on_a_retained_graph_run() {
 fn retained_graph_run_keeps_its_activations() {
     let d = data("retained-graph");
     let rows = raw_rows(&d);
-    let trace = open(&d, false);
-    let index = Index::build(&trace);
+    let (trace, index) = open(&d, false);
     let s = Summary::build(&trace, &index);
     let p = s.peak.as_ref().expect("a peak");
     let t_ns = trace.timestamps()[p.index as usize] + base_ns(&d);
@@ -239,8 +243,7 @@ fn categories_follow_the_raw_rows() {
     let d = data("retained-graph");
     let rows = raw_rows(&d);
     let base = base_ns(&d);
-    let trace = open(&d, true);
-    let index = Index::build(&trace);
+    let (trace, index) = open(&d, true);
     let ts = trace.timestamps();
     let mut checked = 0;
     for i in 0..trace.len() {

@@ -2,9 +2,8 @@
 //! hand from the generators' schedules), and the committed files match their generators.
 
 use memtide_core::analysis::{all_windows, global_peak, WindowKind};
-use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::formats::Progress;
+use memtide_core::open::{open, OpenOptions};
 use memtide_core::trace::{Band, EventKind, MarkKind};
 use std::path::Path;
 
@@ -48,10 +47,9 @@ fn samples_peak_as_the_readme_states() {
     assert_eq!(rows.len(), 3, "three samples in the README table");
     for r in rows {
         let path = root().join("sample-traces").join(&r.file);
-        let loaded = load(&path, &LoadOptions::default(), &Progress::new()).expect("sample loads");
-        let trace = &loaded.traces[0];
-        let index = Index::build(trace);
-        let peak = global_peak(trace, &index).expect("events");
+        let file = open(&path, &OpenOptions::default(), &Progress::new()).expect("sample loads");
+        let (trace, index) = (&file.devices[0].trace, &file.devices[0].index);
+        let peak = global_peak(trace, index).expect("events");
         assert_eq!(peak.bytes.0, r.peak, "{}: peak", r.file);
         for (i, b) in [
             Band::Persistent,
@@ -78,7 +76,7 @@ fn samples_peak_as_the_readme_states() {
             r.file
         );
         assert_eq!(
-            memtide_core::analysis::final_bytes(&index).0,
+            memtide_core::analysis::final_bytes(index).0,
             r.final_bytes,
             "{}: final",
             r.file
@@ -101,7 +99,7 @@ fn samples_peak_as_the_readme_states() {
         assert_eq!(trace.name(opened[0].storage), "grad_input temp");
         assert!(trace.top_frame(opened[0].storage).contains("layers.3"));
         // The 1 GiB attn.scores is retained by its view at the peak.
-        let live = memtide_core::analysis::live_entries(trace, &index, peak.at, None);
+        let live = memtide_core::analysis::live_entries(trace, index, peak.at, None);
         let scores = live
             .iter()
             .find(|e| e.name == "attn.scores")
@@ -110,7 +108,7 @@ fn samples_peak_as_the_readme_states() {
         // By a 64 MiB view (one head of sixteen, the README): the alarm, with its size.
         assert_eq!(
             scores.retained,
-            Some(memtide_core::analysis::retained::Retained::SmallView {
+            Some(memtide_core::analysis::Retained::SmallView {
                 views: 1,
                 view_bytes: memtide_core::trace::Bytes(64 << 20),
                 storage: memtide_core::trace::Bytes(1 << 30),
@@ -120,7 +118,7 @@ fn samples_peak_as_the_readme_states() {
         );
         assert_eq!(scores.bytes.0, 1 << 30);
         // Window peaks: each step window's peak lies inside it.
-        let steps: Vec<_> = all_windows(trace, &index)
+        let steps: Vec<_> = all_windows(trace, index)
             .into_iter()
             .filter(|w| w.kind == WindowKind::Step)
             .collect();
@@ -214,18 +212,17 @@ fn pytorch_samples_read_as_the_readme_states() {
     );
     for r in rows {
         let path = root().join("sample-traces").join(&r.file);
-        let loaded = load(&path, &LoadOptions::default(), &Progress::new()).expect("sample loads");
-        assert_eq!(loaded.format.name(), r.format, "{}: format", r.file);
-        assert_eq!(loaded.traces.len(), 1, "{}: one device", r.file);
-        let trace = &loaded.traces[0];
+        let file = open(&path, &OpenOptions::default(), &Progress::new()).expect("sample loads");
+        assert_eq!(file.format.name(), r.format, "{}: format", r.file);
+        assert_eq!(file.devices.len(), 1, "{}: one device", r.file);
+        let (trace, index) = (&file.devices[0].trace, &file.devices[0].index);
         assert_eq!(trace.device, "cuda:0");
-        let index = Index::build(trace);
-        let peak = global_peak(trace, &index).expect("events");
+        let peak = global_peak(trace, index).expect("events");
         assert_eq!(peak.bytes.0, r.peak, "{}: peak", r.file);
         let reserved = index.reserved_peak().expect("reserved recorded");
         assert_eq!(reserved.0 .0, r.reserved, "{}: reserved peak", r.file);
         assert_eq!(
-            memtide_core::analysis::final_bytes(&index).0,
+            memtide_core::analysis::final_bytes(index).0,
             r.final_bytes,
             "{}: final",
             r.file
@@ -249,7 +246,7 @@ fn pytorch_samples_read_as_the_readme_states() {
             "{}: capacity",
             r.file
         );
-        let steps = all_windows(trace, &index)
+        let steps = all_windows(trace, index)
             .into_iter()
             .filter(|w| w.kind == WindowKind::Step)
             .count();
@@ -261,10 +258,9 @@ fn pytorch_samples_read_as_the_readme_states() {
     // forward frames or inside the step, whatever their lifetime.
     for f in ["cuda-oom.pickle", "cuda-oom.pt.trace.json.gz"] {
         let path = root().join("sample-traces").join(f);
-        let loaded = load(&path, &LoadOptions::default(), &Progress::new()).expect("loads");
-        let trace = &loaded.traces[0];
-        let index = Index::build(trace);
-        let peak = global_peak(trace, &index).expect("events");
+        let file = open(&path, &OpenOptions::default(), &Progress::new()).expect("loads");
+        let (trace, index) = (&file.devices[0].trace, &file.devices[0].index);
+        let peak = global_peak(trace, index).expect("events");
         assert_eq!(peak.bands.get(Band::Persistent), 8_589_934_592, "{f}");
         assert_eq!(peak.bands.get(Band::Activation), 7_247_757_824, "{f}");
     }

@@ -495,9 +495,9 @@ fn random_trace(seed: u64, n: usize) -> Trace {
 
 /// Brute-force grouping of live rows by `key`, biggest first (ties by key).
 fn group_by(
-    all: &[memtide_core::analysis::live::LiveEntry],
-    key: impl Fn(&memtide_core::analysis::live::LiveEntry) -> String,
-) -> Vec<memtide_core::analysis::live::Group> {
+    all: &[memtide_core::analysis::LiveEntry],
+    key: impl Fn(&memtide_core::analysis::LiveEntry) -> String,
+) -> Vec<memtide_core::analysis::Group> {
     let mut m: std::collections::BTreeMap<String, (u64, usize)> = Default::default();
     for e in all {
         let g = m.entry(key(e)).or_default();
@@ -506,7 +506,7 @@ fn group_by(
     }
     let mut v: Vec<_> = m
         .into_iter()
-        .map(|(key, (b, count))| memtide_core::analysis::live::Group {
+        .map(|(key, (b, count))| memtide_core::analysis::Group {
             key,
             bytes: Bytes(b),
             count,
@@ -518,7 +518,7 @@ fn group_by(
 
 #[test]
 fn live_rows_and_groups_match_the_core_oracles() {
-    use memtide_core::analysis::live::{group_by_band, live_entries};
+    use memtide_core::analysis::{group_by_band, live_entries};
     for seed in [7u64, 99, 12345] {
         let trace = random_trace(seed, 6000);
         let index = Index::build(&trace);

@@ -85,7 +85,7 @@ fn w_asks_a_worker_then_the_reply_draws_the_overlay_and_w_hides_it() {
     h.send(Msg::WhatifDone { gen, result });
 
     // The overlay: the core whatif run's figures for the same settings, computed apart.
-    let l = memtide_core::load::load(
+    let l = memtide_core::open::open(
         &f,
         &Default::default(),
         &memtide_core::formats::Progress::new(),
@@ -94,8 +94,8 @@ fn w_asks_a_worker_then_the_reply_draws_the_overlay_and_w_hides_it() {
     // Replayed under the ceiling the allocator really had (issue 42): reserved + driver free
     // at the file's OOM, 15,362 + 510 = 15,872 MiB (the sample's README).
     let w = core_whatif(
-        &l.traces[0],
-        Some(&l.allocators[0]),
+        &l.devices[0].trace,
+        l.devices[0].history(),
         &[expandable()],
         Some(15872 * MIB),
     )
@@ -182,13 +182,19 @@ fn a_simulated_oom_is_marked_and_said() {
     let status = h.app.shared.status.clone().unwrap();
     let n = dev.trace.event_number(oom_at);
     // The whatif report's OOM for the same device, computed apart.
-    let l = memtide_core::load::load(
+    let l = memtide_core::open::open(
         &f,
         &Default::default(),
         &memtide_core::formats::Progress::new(),
     )
     .unwrap();
-    let w = core_whatif(&l.traces[0], Some(&l.allocators[0]), &[], Some(15872 * MIB)).unwrap();
+    let w = core_whatif(
+        &l.devices[0].trace,
+        l.devices[0].history(),
+        &[],
+        Some(15872 * MIB),
+    )
+    .unwrap();
     let wo = w.runs[0].oom.as_ref().unwrap();
     assert_eq!(wo.index, oom_at.0);
     assert!(

@@ -90,7 +90,7 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group("allocator_load_overhead");
         g.sample_size(10);
         let load = || {
-            memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
+            memtide_core::open::load(&path, &LoadOptions::default(), &Progress::new())
                 .expect("load")
         };
         g.bench_function("load", |b| b.iter(|| black_box(load().traces.len())));

@@ -1,6 +1,6 @@
 //! Snapshot pickle decode against the floor (the bare opcode walk,
-//! `memtide_core::formats::pickle::walk_opcodes`, also `examples/floor_ops.rs`), in one run on
-//! one file: floor, decode only (`from_pickle::read`) and load + index (as benches/snapshot.rs),
+//! `memtide_core::formats::walk_opcodes`, also `examples/floor_ops.rs`), in one run on
+//! one file: floor, decode only (`snapshot::read_pickle`) and load + index (as benches/snapshot.rs),
 //! each best of N with MB/s and the ratio to the floor.
 //!
 //! `MEMTIDE_BENCH_SNAPSHOT=/tmp/b.pickle cargo bench -p memtide-core --bench snapshot_floor` (e.g. from
@@ -8,9 +8,8 @@
 //! committed baseline (tests/data, 963 KB). `MEMTIDE_BENCH_RUNS` sets N (default 3 on a big file, more on a
 //! small one).
 
-use memtide_core::formats::pickle::walk_opcodes;
-use memtide_core::formats::snapshot::from_pickle;
-use memtide_core::formats::{LoadOptions, Progress, Threads};
+use memtide_core::formats::snapshot::{read_pickle, read_pickle_threads};
+use memtide_core::formats::{walk_opcodes, LoadOptions, Progress, Threads};
 use memtide_core::index::Index;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -62,18 +61,18 @@ fn main() {
         )
     };
     let (decode, _) = best(runs, || {
-        from_pickle::read(open(), cpp).expect("decode").rows.len() as u64
+        read_pickle(open(), cpp).expect("decode").rows.len() as u64
     });
     row("decode (read)", decode);
     let (one, _) = best(runs, || {
-        from_pickle::read_threads(open(), cpp, Threads::One)
+        read_pickle_threads(open(), cpp, Threads::One)
             .expect("decode")
             .rows
             .len() as u64
     });
     row("decode, one thread", one);
     let (load, _) = best(runs, || {
-        let loaded = memtide_core::load::load(&path, &LoadOptions::default(), &Progress::new())
+        let loaded = memtide_core::open::load(&path, &LoadOptions::default(), &Progress::new())
             .expect("load");
         loaded
             .traces
@@ -90,7 +89,7 @@ fn main() {
 fn phases(path: &Path, cpp: bool) {
     use memtide_core::formats::snapshot;
     let t = Instant::now();
-    let raw = from_pickle::read(std::fs::File::open(path).expect("open"), cpp).expect("decode");
+    let raw = read_pickle(std::fs::File::open(path).expect("open"), cpp).expect("decode");
     let decode = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut traces = snapshot::build(&raw, "bench");
@@ -99,10 +98,7 @@ fn phases(path: &Path, cpp: bool) {
     let histories = snapshot::histories(&raw, &traces);
     let hist = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    memtide_core::load::infer_missing(
-        &mut traces,
-        &memtide_core::load::rules(&LoadOptions::default()).expect("rules"),
-    );
+    memtide_core::open::infer_missing(&mut traces, &Default::default());
     let infer = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let n: usize = traces.iter().map(|t| Index::build(t).len()).sum();

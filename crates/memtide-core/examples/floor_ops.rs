@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p memtide-core --example floor_ops -- FILE.pickle [RUNS]`
 
-use memtide_core::formats::pickle::walk_opcodes;
+use memtide_core::formats::walk_opcodes;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,26 +5,23 @@
 //! `cargo run --release -p memtide-core --example whatif_validate -- FILE...`
 
 use memtide_core::allocator::sim::{validate, AllocConf};
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::formats::Progress;
+use memtide_core::open::{open, OpenOptions};
 use std::path::Path;
 
 fn main() {
     for arg in std::env::args().skip(1) {
-        let loaded = match memtide_core::load::load(
-            Path::new(&arg),
-            &LoadOptions::default(),
-            &Progress::new(),
-        ) {
+        let opened = match open(Path::new(&arg), &OpenOptions::default(), &Progress::new()) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("{arg}: {e}");
                 continue;
             }
         };
-        let settings = loaded
-            .traces
+        let settings = opened
+            .devices
             .first()
-            .and_then(|t| t.meta.iter().find(|(k, _)| k == "allocator_settings"))
+            .and_then(|d| d.trace.meta.iter().find(|(k, _)| k == "allocator_settings"))
             .and_then(|(_, v)| serde_json::from_str(v).ok());
         let conf = match settings.as_ref().map(AllocConf::from_settings) {
             Some(Ok(c)) => c,
@@ -34,7 +31,7 @@ fn main() {
             }
             None => AllocConf::default(),
         };
-        for h in &loaded.allocators {
+        for h in opened.devices.iter().filter_map(|d| d.history()) {
             let v = validate(h, &conf);
             println!(
                 "{arg} {}: conf [{conf}] compared {} equal {} ({:.1}%) reserved peak recorded {} simulated {} error {:+.3}% segment events recorded {} simulated {} matching prefix {} segments max recorded {} simulated {} prologue blocks {}",

@@ -57,7 +57,7 @@ static REFUSALS: AtomicU64 = AtomicU64::new(0);
 /// The mode of a library inside another program (the Python extension): counting starts (no
 /// budget until [`set_limit`]) and no refusal exits the process. A refusal by the budget is
 /// let through and noted (inside [`recoverable`] the scope learns why; the thread's next
-/// [`try_grow`] fails); one by the system returns null: `try_reserve` and [`try_grow`] report
+/// `try_grow` fails); one by the system returns null: `try_reserve` and `try_grow` report
 /// it, an infallible allocation ends in Rust's allocation-failure abort, as it would without
 /// this allocator. `false` restores the binary's behaviour (the wheel's `memtide` command).
 pub fn library_mode(on: bool) {

@@ -11,7 +11,7 @@
 //! already indexed, with its allocator history and the facts every consumer asks for (peak,
 //! reserved peak, steps, marks, OOM explanations). [`Opened::pick`] is the one rule for which
 //! device the user means; [`Device::summary`] the one summary (the `summary --json` object is
-//! [`analysis::summary_json`]'s rendering of it).
+//! its rendering, [`Summary::to_json`]).
 //!
 //! ```
 //! use memtide_core::{open, OpenOptions, Progress};
@@ -37,27 +37,35 @@
 //!
 //! # The map
 //!
+//! The front is small: the names above, re-exported here, and these public modules (with the
+//! crate root, 17 module pages in rustdoc, 18 with the `synth` feature). Each re-exports at its
+//! own level the items its consumers (the binary, the report layer, the Python crate, the
+//! tests, benchmarks and examples) name; the files under it are crate-private.
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`open`](mod@open) | the door: [`open()`], [`OpenOptions`], [`Opened`], [`Device`], [`OpenError`], the device rule |
-//! | [`formats`] | the readers, one per format, and their plumbing (sources, gzip, limits, pickle, JSON scanning); [`FormatError`] |
-//! | [`load`] | the reading step of the door: read, infer categories, merge side sources, check the sums (no index) |
-//! | [`trace`] | the trace model: [`Trace`], units ([`Bytes`], [`Seq`]), categories and [`Band`]s, interned stacks |
+//! | [`open`](mod@open) | the door: [`open()`], [`OpenOptions`], [`Opened`], [`Device`], [`OpenError`], the device rule; inside it the reading step (read, infer categories, merge side sources, check the sums), public alone as [`open::load`](fn@open::load) for what times the read |
+//! | [`formats`] | the readers' front: [`Format`], [`detect`](formats::detect()), [`LoadOptions`], [`FormatError`], [`Progress`], the JSONL decoder and writer, the device-log and Kineto entry points, the data-only unpickler, the input plumbing a consumer names |
+//! | [`formats::snapshot`] | CUDA snapshots: read, decode, replay and build, the pickle and JSON decoders, the decoded rows ([`formats::snapshot::Raw`]) |
+//! | [`trace`] | the trace model: [`Trace`], units ([`Bytes`], [`Seq`]) and their texts, categories and [`Band`]s, interned stacks |
+//! | [`trace::external`] | where a trace's external band came from: its sources and the side files' alignment reports |
 //! | [`index`] | the interval index over a trace's storages ([`Index`]) |
-//! | [`analysis`] | the analyses: peaks, windows, live sets, inference, trends, the summary and its JSON, diffs, parity |
-//! | [`allocator`] | PyTorch's caching allocator: segments and blocks over time, OOM explanations, the what-if simulator |
+//! | [`analysis`] | the analyses: peaks, windows, live sets, frames, inference, trends, the summary and its JSON, diffs, the fair comparison, parity |
+//! | [`allocator`] | PyTorch's caching allocator: segments and blocks over time, OOM explanations |
+//! | [`allocator::sim`] | the what-if simulator: allocator settings, the replay under them, the ceiling, validation |
 //! | [`gate`] | the CI gate: each limit, its figure, pass or fail, the evidence, as a structured verdict |
 //! | [`ranks`] | a distributed job: rank files found, read in parallel into rows, compared |
 //! | [`device_merge`] | a device-usage log merged into a trace (external = used − reserved) |
 //! | [`budget`] | the memory budget (`MEMTIDE_MAX_MEMORY`) and allocation failures as errors |
 //! | [`clip`], [`json_text`] | texts made safe: one-line fields shortened, JSON strings that cannot act on a terminal |
 //! | [`lab`] | the cache lab (a teaching toy) |
+//! | `synth` | synthetic traces for benchmarks and tests (feature `synth`) |
 //!
 //! Inside, not part of the front: `nsys_merge` (an Nsight Systems export merged into a
 //! snapshot's traces), `worker` (a named thread that gives its value back when no thread can
-//! start), `digits` (digit grouping), and within the public modules every reader's internals
-//! (the pickle machine, JSON scanning, the Kineto scanner's parts, the allocator simulator's
-//! engine, …).
+//! start), `digits` (digit grouping), and every file under the public modules (the analyses'
+//! own files, each reader's internals: the pickle machine, JSON scanning, the Kineto scanner's
+//! parts, the input plumbing; the allocator simulator's engine, …).
 //!
 //! Typed errors throughout ([`FormatError`], [`OpenError`]); no `unsafe`.
 
@@ -74,7 +82,6 @@ pub mod gate;
 pub mod index;
 pub mod json_text;
 pub mod lab;
-pub mod load;
 pub(crate) mod nsys_merge;
 pub mod open;
 pub mod ranks;
@@ -83,8 +90,7 @@ pub mod synth;
 pub mod trace;
 pub(crate) mod worker;
 
-pub use analysis::summary::SummaryOptions;
-pub use analysis::{Peak, Summary, Window};
+pub use analysis::{Peak, Summary, SummaryOptions, Window};
 pub use formats::{Format, FormatError, LoadOptions, Progress};
 pub use index::Index;
 pub use open::{open, open_followed, Device, OpenError, OpenOptions, Opened};

@@ -134,7 +134,7 @@ pub fn out_of_memory(
             Some(b.bytes),
             format!(
                 "out of memory: the memory budget of {} B ({}) is exceeded",
-                memtide_core::trace::units::grouped(b.bytes),
+                memtide_core::trace::grouped(b.bytes),
                 b.source
             ),
         ),

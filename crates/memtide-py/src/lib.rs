@@ -2,7 +2,7 @@
 //! (`main`), opening a file on a thread with progress (`start_open`), the opened trace's
 //! questions (`NativeTrace`) and the gates and comparisons (`check`, `diff`, `whatif`), each
 //! call run so that it ends in an answer or an exception, never the interpreter's end
-//! ([`call`]). Every answer comes from the same code the `memtide` binary runs; the Python half
+//! (`call.rs`). Every answer comes from the same code the `memtide` binary runs; the Python half
 //! (`python/memtide/`) shapes them into objects.
 
 #[path = "../../../src/abort_restore.rs"]

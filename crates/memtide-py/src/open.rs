@@ -1,7 +1,7 @@
 //! The one door into the core: a file read, its devices indexed, the device picked. Every
 //! Python entry that opens a file goes through [`open`].
 
-use memtide_core::analysis::frames::FrameRules;
+use memtide_core::analysis::FrameRules;
 use memtide_core::formats::{Format, Histories, Progress};
 use memtide_core::open::{Device, OpenError, UnknownDevice};
 use memtide_report::InputOptions;

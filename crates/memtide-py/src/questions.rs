@@ -2,7 +2,7 @@
 //! as text built from the core: the timeline columns, the allocator's state, the plot.
 
 use anyhow::{bail, Result};
-use memtide_core::analysis::columns::event_columns;
+use memtide_core::analysis::event_columns;
 use memtide_core::open::Device;
 use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::{json, Map, Value};

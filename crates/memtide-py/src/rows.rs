@@ -7,8 +7,7 @@
 
 use crate::questions::number;
 use anyhow::{bail, Result};
-use memtide_core::analysis::frames::{FrameRules, FrameView, StackFrames};
-use memtide_core::analysis::live::entry_with;
+use memtide_core::analysis::{entry_with, FrameRules, FrameView, StackFrames};
 use memtide_core::clip::clip;
 use memtide_core::open::Device;
 use memtide_core::trace::StackId;

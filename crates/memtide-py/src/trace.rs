@@ -8,9 +8,7 @@
 use crate::call::{budget_of, run, Done};
 use crate::open::Opened;
 use crate::questions;
-use memtide_core::analysis::summary::SummaryOptions;
-use memtide_core::analysis::summary_json::{write_document, DocumentJson};
-use memtide_core::analysis::tree::TreeFrames;
+use memtide_core::analysis::{write_document, DocumentJson, SummaryOptions, TreeFrames};
 use memtide_core::formats::Progress;
 use memtide_core::open::Device;
 use pyo3::exceptions::PyValueError;

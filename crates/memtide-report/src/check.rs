@@ -83,7 +83,7 @@ impl Judged {
     /// The `--report` Markdown: the verdict's lines, then the summary of each gated device of
     /// `devices` (its peak in `window` when given).
     pub fn report(&self, devices: &[Device], window: Option<&str>) -> Result<String> {
-        let opts = memtide_core::analysis::summary::SummaryOptions {
+        let opts = memtide_core::analysis::SummaryOptions {
             boundary: false,
             ..Default::default()
         };
@@ -92,8 +92,7 @@ impl Judged {
         for t in devices.iter().filter(|d| gated.contains(&d.name())) {
             let resolved = match window {
                 Some(w) => Some(
-                    memtide_core::analysis::window_spec::WindowSpec::parse(w)?
-                        .resolve(&t.trace, &t.index)?,
+                    memtide_core::analysis::WindowSpec::parse(w)?.resolve(&t.trace, &t.index)?,
                 ),
                 None => None,
             };

@@ -5,10 +5,9 @@
 use crate::options::InputOptions;
 use crate::prologue::{open, pick_device, Say};
 use anyhow::{bail, Result};
-use memtide_core::analysis::diff::{diff, Diff};
-use memtide_core::analysis::grown::{owner_changes, Grown, OwnerChanges};
-use memtide_core::analysis::persistent::{persistent, Persistent};
-use memtide_core::analysis::summary_json::PersistentJson;
+use memtide_core::analysis::{
+    diff, owner_changes, persistent, Diff, Grown, OwnerChanges, Persistent, PersistentJson,
+};
 use memtide_core::trace::{human_bytes, Band};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -35,8 +34,8 @@ pub struct Compared {
     pub d: Diff,
     pub g: Option<OwnerChanges>,
     pub split: (Option<Persistent>, Option<Persistent>),
-    pub f: memtide_core::analysis::fair::Fair,
-    pub rules: memtide_core::analysis::frames::FrameRules,
+    pub f: memtide_core::analysis::Fair,
+    pub rules: memtide_core::analysis::FrameRules,
 }
 
 /// Reads both runs (`a`, `b`: the device `input` names in each) and compares them; the
@@ -88,7 +87,7 @@ impl Compared {
     /// The Markdown report `diff --markdown` prints: each run's summary (frames under its
     /// own rules) beside the comparison.
     pub fn markdown(&self) -> String {
-        let opts = memtide_core::analysis::summary::SummaryOptions::default();
+        let opts = memtide_core::analysis::SummaryOptions::default();
         let sum = |t: &memtide_core::open::Device| {
             memtide_core::analysis::Summary::build_with(&t.trace, &t.index, None, &opts, &t.frames)
                 .explained(&t.trace, &t.index, None, &t.frames)
@@ -112,9 +111,9 @@ impl Compared {
 pub fn diff_and_fair(
     x: &memtide_core::open::Device,
     y: &memtide_core::open::Device,
-) -> (Diff, memtide_core::analysis::fair::Fair) {
+) -> (Diff, memtide_core::analysis::Fair) {
     let d = diff(&x.trace, &x.index, &y.trace, &y.index);
-    let f = memtide_core::analysis::fair::fair(
+    let f = memtide_core::analysis::fair(
         &x.trace,
         &x.index,
         d.peak_a.map(|p| p.bytes.0),
@@ -181,11 +180,11 @@ fn peak_json(
             json!({
                 "bytes": p.bytes.0,
                 "index": t.trace.event_number(p.at),
-                "time_us": memtide_core::analysis::summary_json::Micros(t.trace.time_us(p.at)),
+                "time_us": memtide_core::analysis::Micros(t.trace.time_us(p.at)),
                 "mark": t.trace.enclosing_mark(p.at).map(|m| t.trace.mark_label(m).into_owned()),
                 "bands": bands,
                 // The external band at the peak by source (null where unavailable).
-                "external_by_source": memtide_core::analysis::summary::external_by_source(
+                "external_by_source": memtide_core::analysis::external_by_source(
                     &t.trace,
                     &t.index.live_at_unsorted(&t.trace, p.at),
                 )

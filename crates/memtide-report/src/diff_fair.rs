@@ -2,8 +2,7 @@
 //! measurement boundary, what the change bought and cost (peaks allocated and reserved, time
 //! per step with its clock), the methods recognised — as text lines and `--json` keys.
 
-use memtide_core::analysis::cost::{Side, StepTime};
-use memtide_core::analysis::fair::Fair;
+use memtide_core::analysis::{Fair, Side, StepTime};
 use memtide_core::trace::human_bytes;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -31,9 +30,8 @@ pub fn json_keys(f: &Fair) -> Vec<(&'static str, Value)> {
             "lines": lines,
         })
     };
-    let boundary = |b: &memtide_core::analysis::boundary::Boundary| {
-        serde_json::to_value(b).unwrap_or(Value::Null)
-    };
+    let boundary =
+        |b: &memtide_core::analysis::Boundary| serde_json::to_value(b).unwrap_or(Value::Null);
     let step = |s: &Side| s.step_time.as_ref().map_or(Value::Null, step_json);
     vec![
         ("parity", parity),

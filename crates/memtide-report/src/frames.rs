@@ -1,7 +1,7 @@
 //! How the reports (text and Markdown) show a stack frame: shared by `summary`, `check`,
 //! `diff` and `markdown`, below all of them.
 
-use memtide_core::analysis::live::LiveEntry;
+use memtide_core::analysis::LiveEntry;
 
 /// A frame without the site-packages prefix (`torch/nn/functional.py:1777:relu`).
 pub fn short_frame(f: &str) -> &str {

@@ -2,7 +2,7 @@
 //! for one device ([`device_lines`]), a file of several ([`devices_lines`]) and a job
 //! ([`job_lines`]), rendered from the core's structured [`memtide_core::gate`] verdicts.
 
-use memtide_core::allocator::explain::shown;
+use memtide_core::allocator::shown;
 use memtide_core::gate::{
     first_names, DevicesVerdict, GrowthGate, ImbalanceGate, JobGrowthGate, JobOomGate, JobPeakGate,
     JobVerdict, LiveItem, OomEvidence, Outcome, PeakEvidence, PeakGate, SkipReason, Verdict,

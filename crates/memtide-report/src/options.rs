@@ -3,8 +3,7 @@
 //! build, and the core's open options made from them.
 
 use anyhow::Result;
-use memtide_core::formats::device_log::DeviceLogOptions;
-use memtide_core::formats::{Histories, LoadOptions, Threads};
+use memtide_core::formats::{DeviceLogOptions, Histories, LoadOptions, Threads};
 use memtide_core::open::OpenOptions;
 use std::path::{Path, PathBuf};
 

@@ -5,11 +5,9 @@
 //! beside `tui`, not inside it; it takes its colours from `tui::theme`.
 
 use anyhow::{bail, Context, Result};
-use memtide_core::analysis::external_split::ExternalSplit;
-use memtide_core::analysis::{event_columns, window_peak, Column};
+use memtide_core::analysis::{event_columns, window_peak, Column, ExternalSplit};
 use memtide_core::index::Index;
-use memtide_core::trace::units::grouped;
-use memtide_core::trace::{external, human_bytes, Band, MarkKind, Seq, Trace};
+use memtide_core::trace::{external, grouped, human_bytes, Band, MarkKind, Seq, Trace};
 use std::fmt::Write as _;
 
 /// Margins of the chart area inside the picture, in pixels.
@@ -142,8 +140,7 @@ pub fn of_device(
 ) -> Result<String> {
     let (lo, hi, range_label) = match window {
         Some(w) => {
-            let r = memtide_core::analysis::window_spec::WindowSpec::parse(w)?
-                .resolve(&d.trace, &d.index)?;
+            let r = memtide_core::analysis::WindowSpec::parse(w)?.resolve(&d.trace, &d.index)?;
             (r.lo, r.hi, format!("window {}", r.label))
         }
         None => (

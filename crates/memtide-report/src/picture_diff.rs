@@ -6,11 +6,9 @@
 use crate::picture::Palette;
 use crate::picture::{css, nice_top, xml, y_axis};
 use anyhow::{bail, Result};
-use memtide_core::analysis::diff::{align, Diff, Span};
-use memtide_core::analysis::{event_columns, Column, Peak};
+use memtide_core::analysis::{align, event_columns, Column, Diff, Peak, Span};
 use memtide_core::index::Index;
-use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, Band, MarkKind, Seq, Trace};
+use memtide_core::trace::{grouped, human_bytes, Band, MarkKind, Seq, Trace};
 use std::fmt::Write as _;
 
 const LEFT: f64 = 86.0;
@@ -77,8 +75,9 @@ fn peak_text(k: &str, run: &Run, p: &Peak) -> String {
     )
 }
 
-/// The picture `memtide plot A B` draws: both runs' devices compared ([`diff`]) and drawn on
-/// one scale, aligned by step; their bands faint behind when `bands` gives a palette.
+/// The picture `memtide plot A B` draws: both runs' devices compared
+/// ([`diff`](memtide_core::analysis::diff())) and drawn on one scale, aligned by step; their
+/// bands faint behind when `bands` gives a palette.
 pub fn of_runs(
     a: (&memtide_core::open::Device, &str),
     b: (&memtide_core::open::Device, &str),
@@ -87,7 +86,7 @@ pub fn of_runs(
     height: u32,
 ) -> Result<String> {
     let (x, y) = (a.0, b.0);
-    let d = memtide_core::analysis::diff::diff(&x.trace, &x.index, &y.trace, &y.index);
+    let d = memtide_core::analysis::diff(&x.trace, &x.index, &y.trace, &y.index);
     svg(&DiffPicture {
         a: Run {
             trace: &x.trace,

@@ -28,7 +28,7 @@ pub fn options(
             .map(|c| crate::sizes::capacity(c).map(|b| b.0))
             .transpose()?,
         window: window
-            .map(memtide_core::analysis::window_spec::WindowSpec::parse)
+            .map(memtide_core::analysis::WindowSpec::parse)
             .transpose()?,
         rules: Some(std::sync::Arc::new(rules)),
         all_frames,
@@ -244,7 +244,7 @@ fn lists(o: &mut String, r: &Ranks) {
     if !r.skipped.is_empty() {
         let _ = writeln!(o);
         crate::report_line!(o, "skipped (not traces):");
-        for g in memtide_core::ranks::skipped::group(&r.skipped) {
+        for g in memtide_core::ranks::group_skipped(&r.skipped) {
             crate::report_line!(o, "  {}", g.line());
         }
     }
@@ -310,7 +310,7 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
             cell(&x.file_name())
         );
     }
-    for g in memtide_core::ranks::skipped::group(&r.skipped) {
+    for g in memtide_core::ranks::group_skipped(&r.skipped) {
         let _ = writeln!(o);
         crate::report_line!(o, "- skipped {}", cell(&g.line()));
     }

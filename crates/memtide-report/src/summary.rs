@@ -3,13 +3,11 @@
 //! `summary_json`, `--markdown` [`crate::markdown`]).
 
 use anyhow::Result;
-use memtide_core::analysis::summary::{
+use memtide_core::analysis::{
     names_text, table_ends, Summary, SummaryOptions, WindowReport, WINDOW_ENDS,
 };
-use memtide_core::analysis::tree::TreeNode;
-use memtide_core::analysis::trend::StepRow;
-use memtide_core::trace::units::grouped;
-use memtide_core::trace::{external, human_bytes, Band};
+use memtide_core::analysis::{StepRow, TreeNode};
+use memtide_core::trace::{external, grouped, human_bytes, Band};
 use std::fmt::Write as _;
 
 /// Every device's summary (`--window` resolved on each device that has events): what
@@ -20,7 +18,7 @@ pub fn summarise(
     opts: &SummaryOptions,
 ) -> Result<Vec<Summary>> {
     let spec = window
-        .map(memtide_core::analysis::window_spec::WindowSpec::parse)
+        .map(memtide_core::analysis::WindowSpec::parse)
         .transpose()?;
     let mut summaries: Vec<Summary> = Vec::with_capacity(devices.len());
     for t in devices {
@@ -141,10 +139,7 @@ fn time_text(s: &Summary, t: f64, v: &TextView) -> String {
                 format!("t=+{:.3} ms", d / 1e3)
             }
         }
-        _ => format!(
-            "t={} us",
-            memtide_core::analysis::summary_json::Micros(Some(t))
-        ),
+        _ => format!("t={} us", memtide_core::analysis::Micros(Some(t))),
     }
 }
 
@@ -315,7 +310,7 @@ pub const EXTERNAL_UNAVAILABLE: &str =
     "no source of memory outside the framework (--nsys, --device-log or the recorder's NVML samples measure it)";
 
 /// The external band's lines by source (`nccl`, `cudnn`, …), indented under it.
-fn external_sources(o: &mut String, p: &memtide_core::analysis::summary::PeakReport) {
+fn external_sources(o: &mut String, p: &memtide_core::analysis::PeakReport) {
     for (src, b) in p.external_by_source.iter().flatten() {
         crate::report_line!(o, "    {:<20} {:>12}", src, human_bytes(*b));
     }

@@ -9,8 +9,7 @@ use crate::prologue::{open_whole, pick_device, Say};
 use anyhow::{bail, Context, Result};
 use memtide_core::allocator::sim::{reserved_series, whatif_under, AllocConf, RunResult, WhatIf};
 use memtide_core::open::Device;
-use memtide_core::trace::human_bytes;
-use memtide_core::trace::Seq;
+use memtide_core::trace::{human_bytes, Seq};
 use std::path::{Path, PathBuf};
 
 /// A file replayed under its settings and each asked for, with the device read.
@@ -72,7 +71,7 @@ pub fn replay(
     if let Some(g) = given {
         memtide_core::open::check_capacity(&t, g).map_err(crate::prologue::open_error)?;
     }
-    let ceiling = memtide_core::allocator::sim::ceiling::derive(&t.trace, &t.index, given);
+    let ceiling = memtide_core::allocator::sim::derive_ceiling(&t.trace, &t.index, given);
     let w = whatif_under(&t.trace, t.history(), &confs, ceiling.as_ref())
         .with_context(|| format!("{}: allocator_settings", file.display()))?;
     if w.runs.first().is_some_and(|r| r.ops == 0) {
@@ -161,7 +160,7 @@ fn render(w: &WhatIf, file: &str, file_oom: Option<u64>) -> String {
             s += &format!("ceiling: {}\n", c.text);
             s += "  every setting below is replayed from the start of the history under this ceiling\n";
         }
-        None => s += &format!("{}\n", memtide_core::allocator::sim::ceiling::NO_CEILING),
+        None => s += &format!("{}\n", memtide_core::allocator::sim::NO_CEILING),
     }
     let with_result = w.ceiling.is_some();
     let mut head = vec![
@@ -330,7 +329,7 @@ fn settings(r: &RunResult) -> String {
 pub fn overlay(dev: &Device, conf: Option<&AllocConf>) -> Result<Overlay, String> {
     let tr = &dev.trace;
     let history = dev.allocator.as_ref().map(|m| m.history());
-    let ceiling = memtide_core::allocator::sim::ceiling::derive(tr, &dev.index, None);
+    let ceiling = memtide_core::allocator::sim::derive_ceiling(tr, &dev.index, None);
     let capacity = ceiling.as_ref().map(|c| c.bytes);
     let s = reserved_series(tr, history, conf, capacity)
         .map_err(|e| format!("the file's allocator_settings: {e}"))?;

@@ -14,7 +14,7 @@ use crate::tui::fmt;
 use crate::tui::liveset::GroupMode;
 use crate::tui::msg::Msg;
 use crate::tui::shared::Shared;
-use memtide_core::analysis::columns::Axis;
+use memtide_core::analysis::Axis;
 use memtide_core::formats::Progress;
 use memtide_core::trace::{AllocId, Band, Seq, Trace};
 use std::sync::Arc;
@@ -672,7 +672,7 @@ fn goto_match(sh: &mut Shared, ex: &mut ExplorerState, i: usize) -> Vec<Effect> 
 /// frame (`model.py:31 attention`), else the top frame as the file gives it.
 fn name_or_frame(dev: &Device, id: AllocId) -> String {
     let tr = &dev.trace;
-    let e = memtide_core::analysis::live::entry_in(tr, id, tr.start(id), &dev.frames);
+    let e = memtide_core::analysis::entry_in(tr, id, tr.start(id), &dev.frames);
     match (e.label.is_empty(), e.user_frame.is_empty()) {
         (false, false) if e.user_frame != e.label => format!("{}  {}", e.label, e.user_frame),
         (false, _) => e.label,

@@ -127,7 +127,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
             .filter(|&b| b > 0);
         let reserved = tr.has_reserved.then(|| dev.index.reserved_at(tr, at).0);
         let free = reserved.zip(allocated).map(|(r, a)| r.saturating_sub(a));
-        let shown = memtide_core::allocator::explain::shown;
+        let shown = memtide_core::allocator::shown;
         let outside = outside.map_or(String::new(), |b| {
             format!(" {sep} outside the allocator {}", fmt::bytes(b))
         });
@@ -166,8 +166,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     fit::draw(buf, r.x, r.y, r.right(), &parts(&title, th.live_header));
     let mut y = r.y + 1;
     if let Some(t) = &view.totals {
-        let frag =
-            memtide_core::allocator::state::fragmentation(t.largest_free_block, t.free_in_reserve);
+        let frag = memtide_core::allocator::fragmentation(t.largest_free_block, t.free_in_reserve);
         let b = fmt::bytes;
         // Long labels where they fit, else short ones; the least telling figures go first.
         let figures = |long: bool| {
@@ -316,12 +315,8 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                 if b.state != BlockState::Free {
                     s.push_str(&format!(" requested {}", fmt::bytes(b.requested)));
                     if let Some(&id) = view.owners.get(&b.address) {
-                        let e = memtide_core::analysis::live::entry_in(
-                            tr,
-                            id,
-                            ex.view.cursor,
-                            &dev.frames,
-                        );
+                        let e =
+                            memtide_core::analysis::entry_in(tr, id, ex.view.cursor, &dev.frames);
                         let what = if e.user_frame.is_empty() {
                             e.frame.clone()
                         } else {

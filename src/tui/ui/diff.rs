@@ -10,7 +10,7 @@ use crate::tui::fmt;
 use crate::tui::shared::Shared;
 use crate::tui::theme::Fill;
 use crate::tui::theme::{Glyphs, Theme};
-use memtide_core::analysis::columns::Column;
+use memtide_core::analysis::Column;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -162,7 +162,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
     // The parity verdict and what the change bought and cost outlast the file names.
     let mut top = vec![Part::text(" memtide diff", th.header_title, 10)];
     if let Some(f) = &st.fair {
-        use memtide_core::analysis::parity::Verdict;
+        use memtide_core::analysis::Verdict;
         let style = match f.parity.verdict {
             Verdict::SameWork => th.header_title,
             Verdict::DifferentWork => th.error,
@@ -268,7 +268,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
 }
 
 /// ` · reserved −256.0 MiB · step time +25.0 %` (B − A; empty when unknowable).
-fn short_cost(f: &memtide_core::analysis::fair::Fair, sep: &str) -> String {
+fn short_cost(f: &memtide_core::analysis::Fair, sep: &str) -> String {
     let c = &f.cost;
     let mut s = String::new();
     if let Some(d) = c.reserved_delta {

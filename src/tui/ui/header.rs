@@ -9,7 +9,7 @@ use crate::tui::fmt;
 use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
 use crate::tui::theme::Fill;
-use memtide_core::analysis::persistent::Persistent;
+use memtide_core::analysis::Persistent;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 
@@ -21,12 +21,12 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
     let tr = &dev.trace;
     let v = &ex.view;
     let range = match v.axis {
-        memtide_core::analysis::columns::Axis::Event => format!(
+        memtide_core::analysis::Axis::Event => format!(
             "view #{}–#{} ",
             tr.event_number(v.first_seq()),
             tr.event_number(v.last_seq())
         ),
-        memtide_core::analysis::columns::Axis::Time => {
+        memtide_core::analysis::Axis::Time => {
             format!(
                 "view {}–{} ",
                 fmt::time_at_ns(tr, v.t0, ex.absolute_time),

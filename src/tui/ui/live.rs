@@ -7,7 +7,7 @@ use crate::tui::fmt;
 use crate::tui::liveset::GroupMode;
 use crate::tui::shared::Shared;
 use crate::tui::theme::Theme;
-use memtide_core::analysis::retained::Retained;
+use memtide_core::analysis::Retained;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -246,7 +246,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
 
 /// A live row's frame column: the user frame (`file.py:123 function`) with the innermost op
 /// beside it, else the top frame as the source gave it.
-fn row_frame(e: &memtide_core::analysis::live::LiveEntry) -> String {
+fn row_frame(e: &memtide_core::analysis::LiveEntry) -> String {
     if e.user_frame.is_empty() {
         return e.frame.clone();
     }

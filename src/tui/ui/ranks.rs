@@ -460,15 +460,12 @@ fn draw_footer(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
         }
     } else {
         let count = match skipped.len() {
-            n if n > memtide_core::ranks::skipped::NAMES_SHOWN => format!(" {n}"),
+            n if n > memtide_core::ranks::NAMES_SHOWN => format!(" {n}"),
             _ => String::new(),
         };
         format!(
             " skipped{count} (not traces): {}",
-            memtide_core::ranks::skipped::names_with_more(
-                &skipped,
-                memtide_core::ranks::skipped::NAMES_SHOWN
-            )
+            memtide_core::ranks::names_with_more(&skipped, memtide_core::ranks::NAMES_SHOWN)
         )
     };
     put(buf, area.x, y + 1, &extra, w, th.dim);

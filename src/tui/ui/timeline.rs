@@ -10,7 +10,7 @@ use crate::tui::layout::Layout;
 use crate::tui::shared::Shared;
 use crate::tui::theme::{Fill, Glyphs, Theme};
 use crate::tui::view::{F_LIFETIME, F_MARK, F_MATCH, F_OOM, F_PEAK};
-use memtide_core::analysis::columns::Axis;
+use memtide_core::analysis::Axis;
 use memtide_core::trace::Band;
 use ratatui::buffer::Buffer;
 use ratatui::style::Style;

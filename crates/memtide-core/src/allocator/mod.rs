@@ -26,21 +26,23 @@
 pub(crate) mod at_end;
 pub(crate) mod building;
 pub(crate) mod entries;
-pub mod explain;
+pub(crate) mod explain;
 pub(crate) mod extent;
 pub(crate) mod fixes;
 pub(crate) mod pinners;
 pub(crate) mod replay;
 pub(crate) mod rounding;
 pub mod sim;
-pub mod state;
+pub(crate) mod state;
 
 pub use at_end::{allocator_at_end, AllocatorAtEnd};
 pub use building::Models;
 pub use entries::Entries;
-pub use explain::{explain, OomExplanation, OomFacts, PoolFacts, Verdict};
+pub use explain::{explain, shown, OomExplanation, OomFacts, PoolFacts, Verdict};
 pub use fixes::Fix;
 pub use pinners::Pinner;
 pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport};
 pub use rounding::PoolKind;
-pub use state::{BlockState, BlockView, PoolId, PoolKey, PoolTotals, SegmentView, State, Totals};
+pub use state::{
+    fragmentation, BlockState, BlockView, PoolId, PoolKey, PoolTotals, SegmentView, State, Totals,
+};

@@ -23,7 +23,7 @@ pub struct LiveEntry {
     pub label: String,
     /// The top frame as the source gave it (see `Trace::top_frame`).
     pub frame: String,
-    /// The user frame, `file.py:123 function` (see [`super::frames`]), or empty.
+    /// The user frame, `file.py:123 function` (see [`super::FrameView`]), or empty.
     pub user_frame: String,
     /// The user frame's full text (full path), for an inspector, or empty.
     pub user_frame_full: String,

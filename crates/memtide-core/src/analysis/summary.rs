@@ -389,8 +389,8 @@ impl Summary {
     }
 
     /// The `summary --json` object of docs/summary-json.md (extra keys allowed, listed keys
-    /// always present): the [`SummaryJson`] schema as a value (`summary --json` writes it
-    /// without a value tree: [`super::summary_json::write_document`]).
+    /// always present): the `SummaryJson` schema as a value (`summary --json` writes it
+    /// without a value tree: [`super::write_document`]).
     pub fn to_json(&self, devices: &[String]) -> Value {
         serde_json::to_value(SummaryJson::new(self, devices))
             // Cannot fail: the schema holds only strings, numbers, maps and JSON values.

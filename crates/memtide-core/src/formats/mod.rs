@@ -1,26 +1,35 @@
 //! Input formats. Each reader yields the same model ([`crate::trace::Trace`], one per device).
 //! Readers do not infer categories: a trace whose file carries none says
-//! [`crate::trace::BandsSource::Inferred`], and [`crate::load`] runs the inference after
-//! reading. No terminal code.
+//! [`crate::trace::BandsSource::Inferred`], and the door's reading step
+//! ([`crate::open::load()`]) runs the inference after reading. No terminal code.
 
-pub mod device_log;
+pub(crate) mod device_log;
 pub(crate) mod input;
 mod json;
-pub mod jsonl;
-pub mod kineto;
+pub(crate) mod jsonl;
+pub(crate) mod kineto;
 pub(crate) mod memory_timeline;
 pub(crate) mod nsys;
 pub(crate) mod oom_message;
-pub mod pickle;
+pub(crate) mod pickle;
 pub mod snapshot;
 
-// The input plumbing keeps its paths (`formats::source`, `formats::gzip`, …).
+// The input plumbing keeps its paths inside the crate (`formats::source`, `formats::limit`, …).
 use input::bytes_memo;
-pub use input::{detect, error, gzip, limit, read_ahead, source};
+pub(crate) use input::{detect, error, limit, source};
 
 pub use detect::{detect, Format};
+pub use device_log::{
+    parse as parse_device_log, parse_offset as parse_device_log_offset,
+    parse_tz as parse_device_log_tz, DeviceLog, DeviceLogOptions, LogFormat, LogSample,
+};
 pub use error::FormatError;
-pub use source::Progress;
+pub use jsonl::write::JsonlWriter;
+pub use jsonl::{feed_two_threads, JsonlDecoder, JsonlOptions};
+pub use kineto::{read as read_kineto, step_like, PREEXISTING};
+pub use limit::read_text_file;
+pub use pickle::{unpickle, walk_opcodes, NoHook};
+pub use source::{from_reader, open as open_input, open_regular, Input, Progress};
 
 use crate::trace::Trace;
 use std::io::Read;
@@ -102,7 +111,7 @@ pub struct Loaded {
 }
 
 /// Reads `path` whole, detecting its format from content (no category inference: see
-/// [`crate::load::load`]).
+/// [`crate::open::load()`]).
 pub fn read(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     let input = source::open(path, progress)?;
     let source_name = path.display().to_string();

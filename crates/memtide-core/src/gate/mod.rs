@@ -6,7 +6,7 @@
 //! JSON) sit on top.
 //!
 //! ```
-//! use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+//! use memtide_core::formats::{JsonlDecoder, JsonlOptions};
 //! use memtide_core::gate::{self, Limits, Outcome};
 //! use memtide_core::index::Index;
 //! use memtide_core::trace::{Bytes, Trace};

@@ -3,6 +3,8 @@
 //! applies what the user says of the device (`--oom-message`, `--capacity`), and hands back
 //! each device indexed with the facts every consumer asks for ([`Device`]). The explorer,
 //! every command, the ranks overview, `follow` and the Python API all stand on it.
+//! Its reading step alone (read, infer, merge, check; no index) is [`load()`], for what
+//! times or inspects the read itself.
 //!
 //! ```
 //! use memtide_core::open::{open, OpenOptions};
@@ -26,10 +28,12 @@
 
 mod capacity;
 mod device;
+mod load;
 mod pick;
 
 pub use capacity::{capacity_floor, check_capacity, CapacityFloor};
 pub use device::Device;
+pub use load::{infer_missing, load, UserRules};
 pub use pick::{is_rocm_alias, pick_device, UnknownDevice};
 
 use crate::allocator::{History, Model};
@@ -38,7 +42,6 @@ use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::oom_message::{self, OomMessage};
 use crate::formats::{Format, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
-pub use crate::load::UserRules;
 use crate::trace::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -226,7 +229,7 @@ pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
 pub fn open(path: &Path, opts: &OpenOptions, progress: &Progress) -> Result<Opened, OpenError> {
     let rules = opts.user_rules()?;
     let t0 = std::time::Instant::now();
-    let loaded = crate::load::load_with(path, &opts.read, &rules.categories, progress)
+    let loaded = load::load_with(path, &opts.read, &rules.categories, progress)
         .map_err(|e| read_error(path, e))?;
     finish(loaded, None, opts, rules, t0)
 }
@@ -241,7 +244,7 @@ pub fn open_followed(
 ) -> Result<Opened, OpenError> {
     let rules = opts.user_rules()?;
     let t0 = std::time::Instant::now();
-    let f = crate::load::load_followable(path, &opts.read, &rules.categories, progress)
+    let f = load::load_followable(path, &opts.read, &rules.categories, progress)
         .map_err(|e| read_error(path, e))?;
     let follow = Follow {
         decoder: f.decoder,

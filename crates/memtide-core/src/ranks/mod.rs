@@ -1,5 +1,5 @@
 //! A distributed job, one file per rank: find the rank files ([`discover()`]), read them in
-//! parallel into one compact [`RankRow`] each ([`load`]: the summary figures and a short
+//! parallel into one compact [`RankRow`] each ([`load_all`]: the summary figures and a short
 //! sparkline, never the trace, so memory stays bounded however many ranks there are), and
 //! compare them ([`Spread`]: max / min, max − median, the worst rank).
 //!
@@ -8,16 +8,16 @@
 //! rankN.json`) gives the same rows as the traces themselves. No terminal code.
 
 pub(crate) mod discover;
-pub mod load;
+pub(crate) mod load;
 pub(crate) mod row;
-pub mod skipped;
+pub(crate) mod skipped;
 
 pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
 pub use load::{
     default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
 };
 pub use row::{row_from_summary, sparkline, DeviceFigures, KeptSummary, RankRow, RankSource};
-pub use skipped::SkipGroup;
+pub use skipped::{group as group_skipped, names_with_more, SkipGroup, NAMES_SHOWN};
 
 use std::path::PathBuf;
 

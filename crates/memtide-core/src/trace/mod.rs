@@ -5,7 +5,7 @@ pub(crate) mod band;
 pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;
-pub mod units;
+pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};
 pub use external::{DeviceLogInfo, ExternalDetail, NsysInfo};
@@ -14,4 +14,7 @@ pub use model::{
     BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, NewBlock,
     StorageKind, Storages, Trace, View, FLAG_FROM_START, FLAG_INFERRED, NO_IDENTITIES, OPEN_END,
 };
-pub use units::{human_bytes, parse_size, AllocId, Bytes, Seq, StackId, StrId, Ts};
+pub use units::{
+    binary_scale, grouped, human_bytes, parse_size, AllocId, Bytes, Seq, StackId, StrId, Ts,
+    BINARY_PREFIXES,
+};

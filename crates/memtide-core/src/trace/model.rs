@@ -172,7 +172,7 @@ pub struct Change {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BandsSource {
     Recorded,
-    /// The file carries none: the reader leaves them to `crate::load`, which infers them.
+    /// The file carries none: the reader leaves them to the door's reading step (`open/load.rs`), which infers them.
     Inferred,
     /// The source names no allocation: every byte is in the unknown band.
     Unavailable,
@@ -346,7 +346,7 @@ pub struct Trace {
     /// How a merged device-usage log was aligned (None: no log was merged).
     pub device_log: Option<DeviceLogInfo>,
     /// The file's time origin (ns, the file's clock): its earliest event over all its devices
-    /// (`crate::load::share_time_origin`), so relative times on every device of one file count
+    /// (`open::load::share_time_origin`), so relative times on every device of one file count
     /// from one instant. None: this trace's own first event.
     pub time_origin_ns: Option<i64>,
     /// How a merged Nsight Systems export was aligned (None: none was merged).

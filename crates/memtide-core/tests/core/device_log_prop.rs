@@ -5,8 +5,9 @@
 //! The expectation is a brute-force replay here.
 
 use memtide_core::device_merge::merge;
-use memtide_core::formats::device_log::{DeviceLog, DeviceLogOptions, LogFormat, LogSample};
-use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::formats::{
+    DeviceLog, DeviceLogOptions, JsonlDecoder, JsonlOptions, LogFormat, LogSample,
+};
 use memtide_core::index::Index;
 use memtide_core::trace::{Band, Seq, Trace};
 use proptest::prelude::*;

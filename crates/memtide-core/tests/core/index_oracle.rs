@@ -4,7 +4,7 @@
 //! the decoder.
 
 use memtide_core::analysis::global_peak;
-use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+use memtide_core::formats::{JsonlDecoder, JsonlOptions};
 use memtide_core::index::Index;
 use memtide_core::trace::{Band, Seq, Trace};
 use proptest::prelude::*;

@@ -2,9 +2,9 @@
 //! expectations in `tests/fixtures/jsonl/*.expect`, and the reader's errors on bad input.
 
 use memtide_core::analysis::{final_bytes, global_peak, live_entries, windows_of};
-use memtide_core::formats::{FormatError, LoadOptions, Progress};
+use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::{open, OpenOptions};
 use memtide_core::trace::{MarkKind, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,14 +27,14 @@ fn expect(name: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn read(name: &str) -> Trace {
-    let mut l = load(&fixture(name), &LoadOptions::default(), &Progress::new()).expect("loads");
-    l.traces.remove(0)
+fn read(name: &str) -> (Trace, Index) {
+    let o = open(&fixture(name), &OpenOptions::default(), &Progress::new()).expect("loads");
+    let d = o.take(0).expect("a device");
+    (d.trace, d.index)
 }
 
 fn check(stem: &str) -> (Trace, Index) {
-    let trace = read(&format!("{stem}.jsonl"));
-    let index = Index::build(&trace);
+    let (trace, index) = read(&format!("{stem}.jsonl"));
     let e = expect(&format!("{stem}.expect"));
     let peak = global_peak(&trace, &index).expect("events");
     assert_eq!(peak.bytes.0, e["peak_bytes"], "{stem}: peak bytes");
@@ -87,7 +87,8 @@ fn samples_give_external_and_reset_peak_windows() {
     assert_eq!(steps[1].peak.expect("p").bytes.0, 1200);
 }
 
-fn load_text(text: &[u8], lenient: bool) -> Result<Trace, FormatError> {
+/// The trace of `text` read as a file through the door, or the reader's error.
+fn load_text(text: &[u8], lenient: bool) -> Result<Trace, String> {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("t.jsonl");
     std::fs::write(&p, text).expect("write");
@@ -95,7 +96,9 @@ fn load_text(text: &[u8], lenient: bool) -> Result<Trace, FormatError> {
         lenient,
         ..LoadOptions::default()
     };
-    load(&p, &opts, &Progress::new()).map(|mut l| l.traces.remove(0))
+    open(&p, &OpenOptions::from(opts), &Progress::new())
+        .map(|o| o.take(0).expect("a device").trace)
+        .map_err(|e| e.format_error().expect("the reader's error").to_string())
 }
 
 fn err(text: &[u8]) -> String {
@@ -185,7 +188,7 @@ fn header_only_has_no_events_and_unknown_fields_are_kept() {
 
 #[test]
 fn torn_last_line_waits_for_its_newline() {
-    use memtide_core::formats::jsonl::{JsonlDecoder, JsonlOptions};
+    use memtide_core::formats::{JsonlDecoder, JsonlOptions};
     let mut trace = Trace::new("cuda:0", "t", "jsonl");
     let mut dec = JsonlDecoder::new(JsonlOptions::default());
     dec.feed(

@@ -4,7 +4,7 @@
 use memtide_core::analysis::Summary;
 use memtide_core::formats::{LoadOptions, Progress};
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::{open as open_file, OpenOptions};
 use memtide_core::trace::{Band, Seq, Trace};
 use serde_json::Value;
 use std::io::Read;
@@ -27,11 +27,15 @@ fn open(categories: bool) -> (Trace, Index) {
         categories: categories.then(|| dir().join("memory_timeline.raw.json.gz")),
         ..LoadOptions::default()
     };
-    let loaded = load(&dir().join("trace.json.gz"), &opts, &Progress::new()).expect("loads");
-    assert_eq!(loaded.traces.len(), 1, "one device (CPU)");
-    let trace = loaded.traces.into_iter().next().expect("a trace");
-    let index = Index::build(&trace);
-    (trace, index)
+    let opened = open_file(
+        &dir().join("trace.json.gz"),
+        &OpenOptions::from(opts),
+        &Progress::new(),
+    )
+    .expect("loads");
+    assert_eq!(opened.devices.len(), 1, "one device (CPU)");
+    let device = opened.devices.into_iter().next().expect("a device");
+    (device.trace, device.index)
 }
 
 fn u(v: &Value) -> u64 {
@@ -243,12 +247,11 @@ fn memory_timeline_files_open_on_their_own() {
     let m = &r["memory_timeline_summary"];
     let b = &m["peak_breakdown"];
     for f in ["memory_timeline.json", "memory_timeline.raw.json.gz"] {
-        let loaded = load(&dir().join(f), &LoadOptions::default(), &Progress::new())
+        let opened = open_file(&dir().join(f), &OpenOptions::default(), &Progress::new())
             .unwrap_or_else(|e| panic!("{f}: {e}"));
-        assert_eq!(loaded.format, memtide_core::formats::Format::MemoryTimeline);
-        let trace = &loaded.traces[0];
-        let index = Index::build(trace);
-        let s = Summary::build(trace, &index);
+        assert_eq!(opened.format, memtide_core::formats::Format::MemoryTimeline);
+        let (trace, index) = (&opened.devices[0].trace, &opened.devices[0].index);
+        let s = Summary::build(trace, index);
         let p = s.peak.as_ref().expect("peak");
         assert_eq!(p.bytes, u(&m["peak_total_bytes"]), "{f}");
         assert_eq!(

@@ -1,8 +1,8 @@
 //! The Kineto and memory-timeline readers never panic: mutated and truncated versions of the
 //! hand-made fixtures load or fail with a clear error.
 
-use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::load::load;
+use memtide_core::formats::Progress;
+use memtide_core::open::{open, OpenOptions};
 use proptest::prelude::*;
 
 const FIXTURES: [&str; 5] = [
@@ -36,11 +36,10 @@ proptest! {
         let dir = tempfile::tempdir().expect("tmp");
         let p = dir.path().join("t.json");
         std::fs::write(&p, &b[..n]).expect("write");
-        match load(&p, &LoadOptions::default(), &Progress::new()) {
-            Ok(l) => {
-                for t in &l.traces {
-                    let ix = memtide_core::index::Index::build(t);
-                    let _ = memtide_core::analysis::global_peak(t, &ix);
+        match open(&p, &OpenOptions::default(), &Progress::new()) {
+            Ok(o) => {
+                for d in &o.devices {
+                    let _ = memtide_core::analysis::global_peak(&d.trace, &d.index);
                 }
             }
             Err(e) => prop_assert!(!e.to_string().is_empty()),

@@ -5,7 +5,9 @@
 //! (`snapshot/pickle_build.rs`) gives the same on a second thread, whatever its batches.
 #![allow(clippy::unwrap_used)]
 
-use memtide_core::formats::snapshot::from_pickle;
+use memtide_core::formats::snapshot::{
+    read_pickle_in_batches, read_pickle_opcode_by_opcode, read_pickle_threads,
+};
 use memtide_core::formats::Threads;
 use proptest::prelude::*;
 use std::path::Path;
@@ -26,13 +28,13 @@ fn pickle(rel: &str) -> Vec<u8> {
 
 /// The committed `.pickle.gz`, inflated by the crate's own reader (no extra dependency).
 fn gunzip(bytes: &[u8]) -> impl std::io::Read {
-    let input = memtide_core::formats::source::from_reader(std::io::Cursor::new(bytes.to_vec()), 0)
-        .expect("gzip");
+    let input =
+        memtide_core::formats::from_reader(std::io::Cursor::new(bytes.to_vec()), 0).expect("gzip");
     input.into_reader()
 }
 
 fn show(
-    r: Result<memtide_core::formats::snapshot::raw::Raw, memtide_core::formats::FormatError>,
+    r: Result<memtide_core::formats::snapshot::Raw, memtide_core::formats::FormatError>,
 ) -> String {
     match r {
         Ok(raw) => format!("{raw:?}"),
@@ -42,8 +44,8 @@ fn show(
 
 fn both(bytes: &[u8]) -> (String, String) {
     (
-        show(from_pickle::read_threads(bytes, false, Threads::One)),
-        show(from_pickle::read_opcode_by_opcode(bytes, false)),
+        show(read_pickle_threads(bytes, false, Threads::One)),
+        show(read_pickle_opcode_by_opcode(bytes, false)),
     )
 }
 
@@ -65,7 +67,7 @@ fn threaded(bytes: &[u8], ways: &[(Threads, usize)]) -> Vec<(String, String)> {
         .map(|&(t, n)| {
             (
                 format!("{t:?}, batches of {n}"),
-                show(from_pickle::read_in_batches(bytes, false, t, n)),
+                show(read_pickle_in_batches(bytes, false, t, n)),
             )
         })
         .collect()
@@ -251,7 +253,7 @@ fn a_memo_slot_stored_over_changes_the_stack_of_the_same_bytes() {
         fast == reference,
         "the byte reader differs from the interpreter"
     );
-    let raw = from_pickle::read_threads(&p.b[..], false, Threads::One).expect("decodes");
+    let raw = read_pickle_threads(&p.b[..], false, Threads::One).expect("decodes");
     let stack = |r: u32| raw.rows.get(r).expect("row").stack;
     assert_eq!(raw.rows.len(), 5);
     assert_eq!(stack(1), stack(2), "the same frames fetched: one stack");

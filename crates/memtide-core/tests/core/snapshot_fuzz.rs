@@ -2,8 +2,8 @@
 //! either decodes (and replays) or gives an error.
 #![allow(clippy::unwrap_used)]
 
-use memtide_core::analysis::infer::Rules;
-use memtide_core::formats::snapshot::{from_json, from_pickle, raw::Raw};
+use memtide_core::analysis::Rules;
+use memtide_core::formats::snapshot::{read_json, read_pickle, Raw};
 use memtide_core::trace::Trace;
 use proptest::prelude::*;
 
@@ -21,12 +21,12 @@ fn fixture(p: &str) -> Vec<u8> {
 /// Replays and infers, as loading a file does.
 fn build(raw: &Raw) -> Vec<Trace> {
     let mut traces = memtide_core::formats::snapshot::build(raw, "fuzz");
-    memtide_core::load::infer_missing(&mut traces, &Rules::default());
+    memtide_core::open::infer_missing(&mut traces, &Rules::default());
     traces
 }
 
 fn run_pickle(bytes: &[u8]) {
-    if let Ok(raw) = from_pickle::read(bytes, false) {
+    if let Ok(raw) = read_pickle(bytes, false) {
         for t in build(&raw) {
             let ix = memtide_core::index::Index::build(&t);
             let _ = memtide_core::analysis::Summary::build(&t, &ix);
@@ -74,7 +74,7 @@ proptest! {
         cut in prop::option::of(any::<usize>()),
     ) {
         let b = mutate(fixture("small.json"), &edits, cut);
-        if let Ok(raw) = from_json::read(&b[..], false) {
+        if let Ok(raw) = read_json(&b[..], false) {
             let _ = build(&raw);
         }
     }
@@ -99,7 +99,7 @@ proptest! {
     ) {
         for f in ["fields.json", "segments_list.json"] {
             let b = mutate(fixture(f), &edits, cut);
-            if let Ok(raw) = from_json::read(&b[..], false) {
+            if let Ok(raw) = read_json(&b[..], false) {
                 for t in build(&raw) {
                     let ix = memtide_core::index::Index::build(&t);
                     let _ = memtide_core::analysis::Summary::build(&t, &ix);
@@ -123,7 +123,7 @@ fn every_truncation_of_a_small_pickle_errors_cleanly() {
     let mut cuts: Vec<usize> = (0..300.min(full.len())).collect();
     cuts.extend((300..full.len()).step_by(1499));
     for c in cuts {
-        let e = from_pickle::read(&full[..c], false).expect_err("a prefix cannot be complete");
+        let e = read_pickle(&full[..c], false).expect_err("a prefix cannot be complete");
         assert!(e.to_string().contains("byte offset"), "{e}");
     }
 }

@@ -7,8 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use memtide_core::analysis::{global_peak, Summary};
-use memtide_core::formats::{LoadOptions, Progress};
-use memtide_core::index::Index;
+use memtide_core::formats::Progress;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -172,20 +171,19 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("x.json");
         std::fs::write(&f, doc(&ops, &segs).to_string()).unwrap();
-        let loaded = memtide_core::load::load(&f, &LoadOptions::default(), &Progress::new()).unwrap();
-        let t = &loaded.traces[0];
-        let ix = Index::build(t);
+        let opened = memtide_core::open::open(&f, &Default::default(), &Progress::new()).unwrap();
+        let (t, ix) = (&opened.devices[0].trace, &opened.devices[0].index);
         let want = oracle(&ops, &segs);
-        let p = global_peak(t, &ix).unwrap();
+        let p = global_peak(t, ix).unwrap();
         prop_assert_eq!(p.bytes.0, want.peak);
         prop_assert_eq!(p.at_start, want.peak_at.is_none());
         if let Some(at) = want.peak_at {
             prop_assert_eq!(p.at.0, at as u64);
         }
         // the live set at the peak sums to the peak
-        let live: u64 = p.live(t, &ix).iter().map(|&id| t.size(id).0).sum();
+        let live: u64 = p.live(t, ix).iter().map(|&id| t.size(id).0).sum();
         prop_assert_eq!(live, want.peak);
-        let s = Summary::build(t, &ix);
+        let s = Summary::build(t, ix);
         let has_reserved = !segs.is_empty()
             || ops.iter().any(|o| matches!(o, Op::Map { .. } | Op::Unmap { .. }));
         prop_assert_eq!(s.reserved_peak, has_reserved.then_some(want.reserved));

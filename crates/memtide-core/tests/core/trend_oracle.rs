@@ -2,10 +2,10 @@
 //! step after which the baseline rises, the storages made inside it that are live at every
 //! later step boundary and at the end (quadratic, written from the definition).
 
-use memtide_core::analysis::trend::trend;
-use memtide_core::formats::{LoadOptions, Progress};
+use memtide_core::analysis::trend;
+use memtide_core::formats::Progress;
 use memtide_core::index::Index;
-use memtide_core::load::load;
+use memtide_core::open::open;
 use memtide_core::trace::{Seq, Trace};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -81,13 +81,12 @@ proptest! {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("t.jsonl");
         std::fs::write(&p, jsonl(&plan)).expect("write");
-        let loaded = load(&p, &LoadOptions::default(), &Progress::new()).expect("loads");
-        let trace = &loaded.traces[0];
-        let index = Index::build(trace);
-        let tr = trend(trace, &index);
+        let opened = open(&p, &Default::default(), &Progress::new()).expect("loads");
+        let (trace, index) = (&opened.devices[0].trace, &opened.devices[0].index);
+        let tr = trend(trace, index);
         let steps: Vec<(String, Seq, Seq)> =
             tr.steps.iter().map(|s| (s.name.to_string(), s.lo, s.hi)).collect();
-        let want = if tr.rising { oracle(trace, &index, &steps) } else { BTreeMap::new() };
+        let want = if tr.rising { oracle(trace, index, &steps) } else { BTreeMap::new() };
         let warm = steps.first().map(|s| s.0.clone());
         let want: BTreeMap<_, _> = want
             .into_iter()
@@ -118,10 +117,9 @@ fn a_leak_in_every_step_is_found_as_the_definition_says() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("t.jsonl");
     std::fs::write(&p, jsonl(&plan)).expect("write");
-    let loaded = load(&p, &LoadOptions::default(), &Progress::new()).expect("loads");
-    let trace = &loaded.traces[0];
-    let index = Index::build(trace);
-    let tr = trend(trace, &index);
+    let opened = open(&p, &Default::default(), &Progress::new()).expect("loads");
+    let (trace, index) = (&opened.devices[0].trace, &opened.devices[0].index);
+    let tr = trend(trace, index);
     assert!(
         tr.rising,
         "one never-freed storage per step raises every boundary"
@@ -131,7 +129,7 @@ fn a_leak_in_every_step_is_found_as_the_definition_says() {
         .iter()
         .map(|s| (s.name.to_string(), s.lo, s.hi))
         .collect();
-    let want = oracle(trace, &index, &steps);
+    let want = oracle(trace, index, &steps);
     // Site 1 leaks in every step; the last step's site-3 storage also outlives it (its free
     // would come in a step that never starts).
     assert_eq!(tr.survivors.len(), want.len());

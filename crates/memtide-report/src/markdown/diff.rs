@@ -4,12 +4,8 @@
 
 use super::{cell, size};
 use crate::frames::short_frame;
-use memtide_core::analysis::diff::Diff;
-use memtide_core::analysis::grown::{Grown, OwnerChanges};
-use memtide_core::analysis::persistent::Persistent;
-use memtide_core::analysis::summary::Summary;
-use memtide_core::trace::units::grouped;
-use memtide_core::trace::{human_bytes, Band};
+use memtide_core::analysis::{Diff, Grown, OwnerChanges, Persistent, Summary};
+use memtide_core::trace::{grouped, human_bytes, Band};
 use std::fmt::Write as _;
 
 /// What the diff report shows.
@@ -23,7 +19,7 @@ pub struct DiffReport<'a> {
     /// None: a file records no allocation identities (its live set is unknown).
     pub changes: Option<&'a OwnerChanges>,
     /// Parity, boundaries, what the change bought and cost, methods.
-    pub fair: &'a memtide_core::analysis::fair::Fair,
+    pub fair: &'a memtide_core::analysis::Fair,
 }
 
 /// How many grown owners the report lists.

@@ -2,8 +2,7 @@
 //! both measurement boundaries, what the change bought and cost, the methods recognised.
 
 use super::cell;
-use memtide_core::analysis::cost::StepTime;
-use memtide_core::analysis::fair::Fair;
+use memtide_core::analysis::{Fair, StepTime};
 use memtide_core::trace::human_bytes;
 use std::fmt::Write as _;
 

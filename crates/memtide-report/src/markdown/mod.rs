@@ -10,10 +10,8 @@ mod owners;
 use crate::frames::short_frame;
 use crate::safe_text::terminal_safe;
 use crate::summary::{steps_omitted_text, windows_omitted_text};
-use memtide_core::analysis::summary::{table_ends, Summary, WindowReport};
-use memtide_core::analysis::trend::StepRow;
-use memtide_core::trace::units::grouped;
-use memtide_core::trace::{external, human_bytes, Band};
+use memtide_core::analysis::{table_ends, StepRow, Summary, WindowReport};
+use memtide_core::trace::{external, grouped, human_bytes, Band};
 use std::fmt::Write as _;
 
 /// Trace text made safe inside a Markdown table cell or line: shortened to
@@ -96,10 +94,7 @@ fn time_text(s: &Summary, t: f64) -> String {
                 format!("t=+{:.3} ms", d / 1e3)
             }
         }
-        None => format!(
-            "t={} us",
-            memtide_core::analysis::summary_json::Micros(Some(t))
-        ),
+        None => format!("t={} us", memtide_core::analysis::Micros(Some(t))),
     }
 }
 

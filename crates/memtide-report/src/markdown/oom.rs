@@ -4,7 +4,7 @@
 //! file records it, and the bounds of a history that starts late.
 
 use super::{cell, time_text};
-use memtide_core::analysis::summary::Summary;
+use memtide_core::analysis::Summary;
 use memtide_core::trace::human_bytes;
 use std::fmt::Write as _;
 

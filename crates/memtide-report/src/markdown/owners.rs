@@ -4,9 +4,8 @@
 
 use super::{cell, size};
 use crate::frames::shown_frame;
-use memtide_core::analysis::summary::Summary;
-use memtide_core::trace::human_bytes;
-use memtide_core::trace::units::grouped;
+use memtide_core::analysis::Summary;
+use memtide_core::trace::{grouped, human_bytes};
 use std::fmt::Write as _;
 
 /// `| part | bytes | share |` of the persistent band at the peak, then bytes per parameter.

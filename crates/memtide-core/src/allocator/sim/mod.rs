@@ -28,7 +28,7 @@
 //! assert_eq!((e.reserved_peak, e.segments), (120 << 20, 1));
 //! ```
 
-pub mod ceiling;
+pub(crate) mod ceiling;
 pub(crate) mod config;
 pub(crate) mod engine;
 pub(crate) mod input;
@@ -38,7 +38,7 @@ pub(crate) mod run;
 pub(crate) mod series;
 pub(crate) mod validate;
 
-pub use ceiling::Ceiling;
+pub use ceiling::{derive as derive_ceiling, Ceiling, NO_CEILING};
 pub use config::{AllocConf, ConfError};
 pub use engine::{Engine, SegEvent, SegKind};
 pub use input::{SimInput, SimOp};

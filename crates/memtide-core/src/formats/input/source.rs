@@ -69,7 +69,7 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 
 impl Input {
     /// The same input with the rest read (and inflated) ahead on a second thread when
-    /// `threads` allow and the file is big enough for that to pay ([`super::read_ahead`]):
+    /// `threads` allow and the file is big enough for that to pay (`input/read_ahead.rs`):
     /// any gzip file over 1 MiB, a plain one over 128 MiB (below that, measured, moving the
     /// read calls to a thread gained nothing).
     pub fn read_ahead(mut self, threads: crate::formats::Threads) -> Input {

@@ -501,7 +501,7 @@ impl<'a, 's> AddrReplay<'a, 's> {
             name
         };
         let pt = self.sidecar_category(m);
-        // Without a sidecar the category stays Unknown here; `crate::load` infers it.
+        // Without a sidecar the category stays Unknown here; the door's reading step infers it.
         let cat = if self.sidecar.is_some() {
             category_of(pt)
         } else {

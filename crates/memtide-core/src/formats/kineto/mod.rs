@@ -68,7 +68,7 @@ pub fn read(
         warnings: &warnings,
     });
     // Without PyTorch's own categories (--categories), bands are inferred from the op/frame
-    // stacks and lifetimes, as for snapshots (by `crate::load`). A device without identities
+    // stacks and lifetimes, as for snapshots (by the door's reading step). A device without identities
     // has no allocation to infer a band for.
     if opts.categories.is_none() {
         for t in traces.iter_mut().filter(|t| t.identities_known()) {

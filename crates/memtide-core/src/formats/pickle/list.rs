@@ -126,7 +126,7 @@ impl ListItems<'_> {
         }
     }
 
-    pub fn to_vec(&self) -> Vec<Val> {
+    pub fn to_vec(self) -> Vec<Val> {
         self.iter().collect()
     }
 }

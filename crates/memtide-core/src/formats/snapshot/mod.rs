@@ -2,16 +2,16 @@
 //! 2–5, read by a data-only unpickler) or JSON, plain or gzip. One [`Trace`] per device
 //! ("cuda:N"), replayed as MemoryViz does, plus "host:pinned" when the file records pinned
 //! host memory; snapshots carry no categories, so every trace says `BandsSource::Inferred`
-//! (`crate::load` infers them). A snapshot without history
+//! (the door's reading step infers them). A snapshot without history
 //! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
 mod block_sizes;
 mod entry_bytes;
-pub mod from_json;
-pub mod from_pickle;
+pub(crate) mod from_json;
+pub(crate) mod from_pickle;
 mod json_fast;
 mod pickle_build;
-pub mod raw;
+pub(crate) mod raw;
 pub(crate) mod rows;
 pub(crate) mod timeline;
 pub(crate) mod to_allocator;
@@ -21,7 +21,12 @@ use super::error::FormatError;
 use super::source::{Input, Progress};
 use super::{Histories, LoadOptions};
 use crate::trace::{BandsSource, Trace};
-use raw::Raw;
+pub use from_json::{read as read_json, read_serde as read_json_serde};
+pub use from_pickle::{
+    read as read_pickle, read_in_batches as read_pickle_in_batches,
+    read_opcode_by_opcode as read_pickle_opcode_by_opcode, read_threads as read_pickle_threads,
+};
+pub use raw::Raw;
 
 /// What a snapshot file gives: a trace per device and, per CUDA device, its allocator
 /// history — already replayed into its model when [`LoadOptions::allocator_models`] asked

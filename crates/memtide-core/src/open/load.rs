@@ -1,20 +1,23 @@
-//! Loading a file for analysis: read it ([`crate::formats`]), infer the categories a file does
+//! The door's reading step: read a file ([`crate::formats`]), infer the categories it does
 //! not carry ([`crate::analysis::infer`]), merge a device-usage log when one is named
 //! ([`crate::device_merge`]) and an Nsight Systems export (`nsys_merge`), check the
-//! byte sums. The one entry point the
-//! binary, the tests and the benchmarks use.
+//! byte sums. [`crate::open::open`] indexes what it hands back; [`load`] alone is the door's
+//! public way to the raw read, for what times or inspects the read itself.
 
 use crate::analysis::frames::FrameRules;
 use crate::analysis::infer::{infer, Rules};
 use crate::device_merge;
 use crate::formats::{self, device_log, jsonl, source, Format, FormatError, Progress};
 use crate::trace::{BandsSource, Trace};
-pub use formats::{LoadOptions, Loaded};
+use formats::{LoadOptions, Loaded};
 use std::io::Read;
 use std::path::Path;
 
-/// Reads `path` whole, detecting its format from content, and infers categories where the
-/// file has none (under the `--rules` file's category rules, read here).
+/// The door's reading step alone: reads `path` whole, detecting its format from content,
+/// infers categories where the file has none (under the `--rules` file's category rules, read
+/// here), merges the side sources and checks the sums — no index, no device facts. For what
+/// times or inspects the read itself (the readers' benchmarks); every other consumer opens
+/// with [`open`](crate::open::open) and reads each [`Device`](crate::open::Device)'s trace.
 pub fn load(path: &Path, opts: &LoadOptions, progress: &Progress) -> Result<Loaded, FormatError> {
     // Read the (small) rules file first: a bad path fails before a long parse.
     let rules = UserRules::read(opts)?;
@@ -111,11 +114,6 @@ impl UserRules {
     }
 }
 
-/// The user's category rules (`--rules FILE`), or none.
-pub fn rules(opts: &LoadOptions) -> Result<Rules, FormatError> {
-    UserRules::read(opts).map(|r| r.categories)
-}
-
 /// The most a rules file may hold (a few hundred rules take a few KiB).
 pub(crate) const RULES_MAX: u64 = 16 << 20;
 
@@ -129,7 +127,8 @@ fn read_rules_file(path: &Path) -> Result<String, FormatError> {
     })
 }
 
-/// Infers the categories of every trace whose reader found none.
+/// Infers the categories of every trace whose reader found none (the door's inference step,
+/// public for readers driven directly: the fuzzers, the snapshot benchmark's steps).
 pub fn infer_missing(traces: &mut [Trace], rules: &Rules) {
     for t in traces
         .iter_mut()
@@ -142,7 +141,7 @@ pub fn infer_missing(traces: &mut [Trace], rules: &Rules) {
 /// A file opened to be followed: its traces and, for JSONL, the decoder that continues after
 /// `offset` bytes (other formats are reloaded whole when they change).
 #[derive(Debug)]
-pub struct Followable {
+pub(crate) struct Followable {
     pub loaded: Loaded,
     pub decoder: Option<jsonl::JsonlDecoder>,
     pub offset: u64,
