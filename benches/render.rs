@@ -13,7 +13,7 @@ use memtide::tui::msg::Msg;
 use memtide::tui::theme::Theme;
 use memtide::tui::{ui, update};
 use memtide_core::index::Index;
-use memtide_core::trace::{Bytes, Category, EventKind, Mark, MarkKind, StorageKind, Trace, Ts};
+use memtide_core::trace::{Bytes, Category, EventKind, Mark, MarkKind, StorageKind, Trace, Ts, StackId};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::hint::black_box;
@@ -65,6 +65,7 @@ fn synthetic(events: usize) -> Trace {
             end: None,
             size: None,
             free: None,
+            stack: StackId(0),
         });
         let mut live = Vec::new();
         let acts = 2000 + (step % 7) * 100;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/oom/oom_expandable_saves.pickle and its .truth.json (stdlib only,
+"""Writes tests/fixtures/oom/oom_expandable_saves.pickle, oom_horizon.pickle and their
+.truth.json (stdlib only,
 deterministic): a run recorded allocator-faithfully by tools/cca_model.py (PyTorch's rules,
 defaults) that dies of fragmentation an expandable segment would have avoided, and the
 figures of replaying its recording under other settings with that same independent model.
@@ -18,6 +19,17 @@ allocator (so the allocator can reserve at most 7680 MiB):
        7680 - 6146 = 1534 MiB free.
 Under expandable segments the same requests tile one growing segment (20 MiB pages); Y
 extends the free 1712 MiB tail by 300 MiB of pages: the reserve peaks at 6462 MiB.
+
+oom_horizon.pickle: the same device, two steps annotated as `_record_memory_history` users
+do (`record_function("step0")`, `"forward"`), where a fix serves the failed request but leaves
+less room than the step already needed:
+  W 2048 MiB and 512 B kept; step0/forward: A 4096 MiB and Z 1000 MiB, both freed (cached)
+  step1/forward: X1, X2, X3 1200 MiB each split from A's cached block, X1 and X3 freed;
+  Y 2000 MiB: no block that large; releasing Z's unsplit segment leaves 6146 + 2000 > 7680:
+  OutOfMemoryError, driver free 1534 MiB.
+Replayed under 7680 MiB, expandable segments and max_split_size_mb:128 both serve Y, with
+7680 - 7162 = 518 and 7680 - 7146 = 534 MiB left: less than the 4096 MiB the same phase of
+step0 allocated at once, so the rest of step1 will likely run out again.
 """
 
 import argparse
@@ -83,14 +95,60 @@ def record():
     return trace, segments, oom
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    out = ap.parse_args().out
-    os.makedirs(out, exist_ok=True)
-    trace, segments, oom = record()
+def record_horizon():
+    """The two-step run whose fixes leave less room than the step needs: its trace entries,
+    final segments, annotations and OOM facts."""
+    trace = []
+    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
+    names = {}
+    marks = []
+
+    def alloc(name, size, line):
+        b = a.malloc(size)
+        names[b.addr] = (name, line)
+        return b
+
+    def mark(name, stage):
+        # An annotation sits between the entries around it (entries are 100 µs apart).
+        marks.append({"name": name, "stage": stage, "device": 0,
+                      "time_us": T0 + 100 * len(trace) - 50})
+
+    alloc("weights", 2048 * MiB, 12)
+    alloc("loss", 512, 40)
+    mark("step0", "START")
+    mark("forward", "START")
+    act = alloc("activation", 4096 * MiB, 20)
+    tmp = alloc("logits", 1000 * MiB, 21)
+    a.free_(tmp)
+    a.free_(act)
+    mark("forward", "END")
+    mark("step0", "END")
+    mark("step1", "START")
+    mark("forward", "START")
+    xs = [alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
+    a.free_(xs[0])
+    a.free_(xs[2])
+    try:
+        alloc("y", 2000 * MiB, 35)
+        raise AssertionError("the defaults should run out of memory")
+    except Oom as x:
+        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
+        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
+               "reserved": a.reserved, "allocated": a.allocated()}
+    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
+    for i, e in enumerate(trace):
+        e["time_us"] = T0 + 100 * i
+        e["stream"] = 0
+        e["frames"] = frames_of("step", 10 + i)
+    oom["largest_earlier_in_phase"] = 4096 * MiB
+    return trace, segments, marks, oom
+
+
+def write(out, name, trace, segments, marks, oom):
+    """The snapshot and its truth: the recording replayed by the model under the ceiling the
+    run had (its reserve plus the driver's free bytes at the OOM)."""
     snap = {"segments": segments, "device_traces": [trace], "allocator_settings": SETTINGS,
-            "external_annotations": []}
+            "external_annotations": marks}
     ceiling = oom["reserved"] + oom["device_free"]
     truth = {
         "doc": "tools/gen_oom_faithful.py: recorded and replayed by tools/cca_model.py, an allocator model independent of memtide's",
@@ -100,11 +158,21 @@ def main():
         "oom": oom,
         "replays": {conf or "defaults": replay(trace, conf, ceiling) for conf in REPLAYS},
     }
-    with open(os.path.join(out, "oom_expandable_saves.pickle"), "wb") as f:
+    with open(os.path.join(out, f"{name}.pickle"), "wb") as f:
         pickle.dump(snap, f, protocol=4)
-    with open(os.path.join(out, "oom_expandable_saves.truth.json"), "w") as f:
+    with open(os.path.join(out, f"{name}.truth.json"), "w") as f:
         json.dump(truth, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    out = ap.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    trace, segments, oom = record()
+    write(out, "oom_expandable_saves", trace, segments, [], oom)
+    write(out, "oom_horizon", *record_horizon())
 
 
 if __name__ == "__main__":

@@ -310,7 +310,7 @@ pub fn lines_in(
     if trace.strings.stack(sid).is_empty() {
         out.push(vec![t("  (no stack recorded)", Tone::Dim)]);
     }
-    for f in frame_rows(trace, sid) {
+    for f in trace.strings.stack_rows(sid, usize::MAX) {
         out.push(vec![t(format!("  {f}"), Tone::Frame { dim: false })]);
     }
     let views: Vec<_> = trace.views_of(id).collect();
@@ -344,7 +344,7 @@ pub fn lines_in(
                 Tone::Dim,
             ),
         ]);
-        for f in frame_rows(trace, v.stack) {
+        for f in trace.strings.stack_rows(v.stack, usize::MAX) {
             out.push(vec![t(format!("      {f}"), Tone::Frame { dim: true })]);
         }
     }
@@ -360,21 +360,3 @@ pub fn lines_in(
     out
 }
 
-/// The rows of a stack, innermost first: each frame as one-line fields show it (a long text
-/// shortened, `memtide_core::clip`), a run of one frame (a recursion) as one row `frame (×N)`.
-fn frame_rows(trace: &Trace, sid: memtide_core::trace::StackId) -> Vec<String> {
-    let frames = trace.strings.stack(sid);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(&f) = frames.get(i) {
-        let run = frames[i..].iter().take_while(|&&g| g == f).count();
-        let text = trace.strings.shown(f);
-        out.push(if run > 1 {
-            format!("{text} (×{})", memtide_core::trace::grouped(run as u64))
-        } else {
-            text.into_owned()
-        });
-        i += run;
-    }
-    out
-}

@@ -89,18 +89,32 @@ pub fn oom_text(x: &OomEvidence) -> String {
         0 => String::new(),
         n => format!(" (and {n} more OOM{})", plural(n)),
     };
+    let at = if x.user_frame.is_empty() {
+        String::new()
+    } else {
+        format!(" (requested at {})", x.user_frame)
+    };
+    let short = match x.shortfall {
+        Some(b) => format!("; {} short under the file's own settings", shown(Some(b))),
+        None => String::new(),
+    };
     let fixes = if !x.fixes_that_fit.is_empty() {
         format!(
-            "; checked by replay: {} would have fit",
+            "; checked by replay: {} fits under the memory the run surely had",
             x.fixes_that_fit.join(", ")
         )
+    } else if !x.fixes_that_depend.is_empty() {
+        format!(
+            "; checked by replay: {} fits only if memory outside the allocator was small enough (the file does not record it)",
+            x.fixes_that_depend.join(", ")
+        )
     } else if x.no_setting_fits {
-        "; checked by replay: no allocator setting would have fit".to_string()
+        "; checked by replay: no allocator setting fits, even under the most the run could have had".to_string()
     } else {
         String::new()
     };
     format!(
-        "out of memory at event #{} on {}: verdict {} — {} (requested {}, allocated {}, reserved {}, driver free {}){more}{fixes}: {}",
+        "out of memory at event #{} on {}{at}: verdict {} — {} (requested {}, allocated {}, reserved {}, driver free {}){more}{short}{fixes}: {}",
         x.event,
         x.device,
         x.verdict,

@@ -7,7 +7,9 @@
 use crate::options::InputOptions;
 use crate::prologue::{open_whole, pick_device, Say};
 use anyhow::{bail, Context, Result};
-use memtide_core::allocator::sim::{reserved_series, whatif_under, AllocConf, RunResult, WhatIf};
+use memtide_core::allocator::sim::{
+    reserved_series, whatif_under, AllocConf, Ceiling, RunResult, WhatIf,
+};
 use memtide_core::open::Device;
 use memtide_core::trace::{human_bytes, Seq};
 use std::path::{Path, PathBuf};
@@ -113,13 +115,14 @@ fn label(r: &RunResult) -> String {
     }
 }
 
-/// The result cell of a run under a ceiling: `would have fit`, or `OOM at #N: 1.000 GiB,
-/// 490.0 MiB short` (`as recorded` when the file's own settings reproduce the file's OOM).
-fn result_cell(r: &RunResult) -> String {
+/// The result cell of a run under a ceiling: `would have fit` (a proven ceiling), `depends:
+/// …` (an upper bound), or `OOM at #N: 1.000 GiB, 490.0 MiB short` (`as recorded` when the
+/// file's own settings reproduce the file's OOM).
+fn result_cell(r: &RunResult, ceiling: Option<&Ceiling>) -> String {
     match &r.oom {
         None => match r.model_check.as_ref().filter(|m| m.result == "served") {
             Some(m) => format!("served; the file ran out at #{} (model off)", m.file_oom),
-            None => "would have fit".into(),
+            None => ceiling.map_or("would have fit".into(), |c| c.fit_words(r.reserved_peak)),
         },
         Some(o) => {
             let mut s = format!(
@@ -197,7 +200,7 @@ fn render(w: &WhatIf, file: &str, file_oom: Option<u64>) -> String {
             pct(r.fragmentation_at_peak),
         ];
         if with_result {
-            row.push(result_cell(r));
+            row.push(result_cell(r, w.ceiling.as_ref()));
         }
         rows.push(row);
     }
@@ -239,8 +242,9 @@ fn render(w: &WhatIf, file: &str, file_oom: Option<u64>) -> String {
             r.model_check.as_ref().is_some_and(|m| m.result == "served"),
         ) {
             s += &format!(
-                "\n{}: would have fit: the whole history replays under the {} ceiling, the file's OOM request{} included (reserved peak {})\n",
+                "\n{}: {}: the whole history replays under the {} ceiling, the file's OOM request{} included (reserved peak {})\n",
                 label(r),
+                c.fit_words(r.reserved_peak),
                 human_bytes(c.bytes),
                 if r.recorded_ooms_served > 1 { "s" } else { "" },
                 human_bytes(r.reserved_peak)
@@ -310,6 +314,9 @@ pub struct Overlay {
     /// The ceiling the run was replayed under, in words (None: no ceiling; reserved peaks
     /// only).
     pub ceiling: Option<String>,
+    /// Where the run went through under that ceiling: `would have fit` (a proven ceiling) or
+    /// what it depends on (an upper bound); None without a ceiling or with an OOM.
+    pub fit: Option<String>,
 }
 
 /// The settings in words, as `whatif` names its runs.
@@ -350,7 +357,12 @@ pub fn overlay(dev: &Device, conf: Option<&AllocConf>) -> Result<Overlay, String
             o.verdict.name()
         ),
     });
+    let fit = ceiling
+        .as_ref()
+        .filter(|_| oom.is_none())
+        .map(|c| c.fit_words(s.peak()));
     Ok(Overlay {
+        fit,
         label,
         peak: s.peak(),
         series: s.reserved,

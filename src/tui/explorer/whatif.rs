@@ -48,6 +48,8 @@ pub struct Overlay {
     /// The ceiling the run was replayed under, in words (None: no ceiling; reserved peaks
     /// only).
     pub ceiling: Option<String>,
+    /// `would have fit` or what it depends on (None: no ceiling, or an OOM).
+    pub fit: Option<String>,
 }
 
 /// The overlay's state.
@@ -97,6 +99,7 @@ pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, 
         peak: o.peak,
         oom: o.oom,
         estimate: o.estimate,
+        fit: o.fit,
         ceiling: o.ceiling,
     })
 }
@@ -183,11 +186,7 @@ fn summary(o: &Overlay, dev: &Device) -> String {
         Some(r) => format!(" (recorded {})", fmt::bytes(r.0)),
         None => String::new(),
     };
-    let fit = if o.ceiling.is_some() {
-        " · would have fit"
-    } else {
-        ""
-    };
+    let fit = o.fit.as_ref().map_or(String::new(), |f| format!(" · {f}"));
     format!(
         "{}: peak {}{rec}{fit} · {under} · w hides",
         o.label,

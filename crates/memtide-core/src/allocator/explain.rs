@@ -145,6 +145,23 @@ pub struct OomExplanation {
     /// The ceiling the fixes were replayed under, in words (null: none known; the fixes
     /// then compare reserved peaks only).
     pub fixes_ceiling: Option<String>,
+    /// The one shortfall to aim at: the bytes the request lacked under the file's own
+    /// settings (the replay's figure where it reproduces the OOM; else the request less the
+    /// free reserve and the driver's free bytes). Null when unknowable.
+    pub shortfall: Option<u64>,
+    /// The failed request's own stack, innermost first (empty, null in JSON: the source
+    /// records none).
+    #[serde(serialize_with = "empty_as_null")]
+    pub stack: Vec<String>,
+    /// Its user frame (`loss.py:21 compute_loss`), or empty (null in JSON).
+    #[serde(serialize_with = "empty_as_null")]
+    pub user_frame: String,
+    /// The module path its stack shows (`layers.3.mlp`), or empty (null in JSON).
+    #[serde(serialize_with = "empty_as_null")]
+    pub module: String,
+    /// Where a fix serves the request but leaves less room than an earlier step needed at
+    /// the same point: why it will likely fail again (null otherwise).
+    pub horizon: Option<String>,
 }
 
 /// A time in µs: an integer when whole, null when unknown (as the summary's other times).
@@ -153,6 +170,36 @@ fn micros<S: serde::Serializer>(t: &Option<f64>, s: S) -> Result<S::Ok, S::Error
         Some(t) if t.fract() == 0.0 && t.abs() < 9.0e15 => s.serialize_i64(*t as i64),
         Some(t) if t.is_finite() => s.serialize_f64(*t),
         _ => s.serialize_none(),
+    }
+}
+
+/// A string or list as itself, or null when empty: the file does not record it.
+fn empty_as_null<T, S>(v: &T, s: S) -> Result<S::Ok, S::Error>
+where
+    T: serde::Serialize + IsEmpty,
+    S: serde::Serializer,
+{
+    if v.is_empty() {
+        s.serialize_none()
+    } else {
+        v.serialize(s)
+    }
+}
+
+/// What `empty_as_null` asks of a field.
+trait IsEmpty {
+    fn is_empty(&self) -> bool;
+}
+
+impl IsEmpty for String {
+    fn is_empty(&self) -> bool {
+        String::is_empty(self)
+    }
+}
+
+impl<T> IsEmpty for Vec<T> {
+    fn is_empty(&self) -> bool {
+        Vec::is_empty(self)
     }
 }
 
@@ -218,14 +265,58 @@ impl OomExplanation {
 }
 
 impl OomExplanation {
-    /// What follows the verdict in every report, labelled, in order: the reasoning, the
-    /// advice, where the capacity came from, the pinners, the fixes checked by replay (and
-    /// their ceiling), the estimated savings of reducing live tensors.
+    /// What the driver lacked for the request under the file's own settings, from the
+    /// figures alone: the new segment it needed less the driver's free bytes (where no free
+    /// block held it); None when unknown.
+    pub fn lacked(&self) -> Option<u64> {
+        let r = self.rounded_bytes?;
+        let d = self.device_free?;
+        if self.largest_free_block.is_some_and(|b| b >= r) {
+            return None;
+        }
+        // The driver had room for the segment, yet the request failed: a cap the file does
+        // not record (a memory fraction) refused it, so the bytes to save are unknown.
+        Some(allocation_size(r)?.saturating_sub(d)).filter(|&b| b > 0)
+    }
+
+    /// What follows the verdict in every report, labelled, in order: where the failed
+    /// request came from (its user frame, module and stack), the reasoning, the advice, the
+    /// shortfall to aim at, where the capacity came from, the pinners, the fixes checked by
+    /// replay (and their ceiling), why a fix may not last, the estimated savings of
+    /// reducing live tensors.
     pub fn details(&self) -> Vec<(&'static str, String)> {
-        let mut v = vec![
-            ("reasoning", self.reasoning.clone()),
-            ("advice", self.advice.clone()),
-        ];
+        let mut v = Vec::new();
+        if !self.user_frame.is_empty() {
+            v.push(("requested at", self.user_frame.clone()));
+        }
+        if !self.module.is_empty() {
+            v.push(("in module", self.module.clone()));
+        }
+        for f in self.stack.iter().take(STACK_SHOWN) {
+            v.push(("stack", f.clone()));
+        }
+        if self.stack.len() > STACK_SHOWN {
+            v.push((
+                "stack",
+                format!("… {} more frames", self.stack.len() - STACK_SHOWN),
+            ));
+        }
+        v.push(("reasoning", self.reasoning.clone()));
+        v.push(("advice", self.advice.clone()));
+        v.push((
+            "shortfall",
+            match self.shortfall {
+                Some(b) => format!(
+                    "{} under the file's own settings: the bytes to save for this request",
+                    human_bytes(b)
+                ),
+                None if self.device_free.is_none() => {
+                    "unavailable: the file does not record what the driver had free".into()
+                }
+                None => "unavailable: the driver had room for the segment, so a cap the file does not record (a memory fraction) refused it"
+                    .into(),
+            },
+        ));
         if let (Some(c), Some(src)) = (self.capacity, &self.capacity_source) {
             v.push(("capacity from", format!("{} from {src}", human_bytes(c))));
         }
@@ -247,12 +338,19 @@ impl OomExplanation {
         for f in &self.fixes {
             v.push(("fix", f.text()));
         }
+        if let Some(h) = &self.horizon {
+            v.push(("horizon", h.clone()));
+        }
         for x in &self.savings {
             v.push(("saving", x.text()));
         }
         v
     }
 }
+
+/// The frames of the failed request's stack a report prints (innermost first; the JSON keeps
+/// more).
+const STACK_SHOWN: usize = 8;
 
 /// Memory outside the allocator counts as the cause when it alone would have covered what
 /// the driver lacked and it is at least this fraction of the device.
@@ -328,6 +426,11 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         fixes: Vec::new(),
         savings: Vec::new(),
         fixes_ceiling: None,
+        shortfall: None,
+        stack: Vec::new(),
+        user_frame: String::new(),
+        module: String::new(),
+        horizon: None,
     }
 }
 

@@ -1,10 +1,13 @@
-//! The fix list of an OOM, each checked by replay: the allocator settings a user would try,
-//! replayed through the what-if simulator from the start of the history under the ceiling
-//! the run really had ([`super::sim::ceiling::derive`], the same one `memtide whatif` uses),
-//! each with whether it would have fit and the reserved peak it gives.
+//! The fix list of an OOM, each checked by replay: the allocator settings a user would try
+//! (never the one in use), replayed through the what-if simulator from the start of the
+//! history under the ceiling the run surely had and the most it could have had
+//! ([`super::sim::ceiling::bounds`]), each `fits` (proven under the sure one), `does not
+//! fit` (even under the most) or `depends` (on memory the file does not measure), with the
+//! headroom it leaves.
 
 use super::replay::History;
-use super::sim::{ceiling, whatif_under, AllocConf};
+use super::sim::ceiling::{self, Ceiling};
+use super::sim::{whatif_under, AllocConf};
 use crate::index::Index;
 use crate::trace::{human_bytes, Trace};
 use serde::Serialize;
@@ -53,45 +56,125 @@ pub(crate) const SETTINGS: [&str; 4] = [
     "roundup_power2_divisions:4",
 ];
 
+/// What a replay proves of a setting ([`Fix::result`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixResult {
+    /// It replays under the ceiling the run surely had: proven.
+    Fits,
+    /// It runs out of memory even under the most the run could have had: proven.
+    DoesNotFit,
+    /// Between the two: it fits only if enough memory was free that the file does not
+    /// measure (outside the allocator).
+    Depends,
+}
+
+impl FixResult {
+    pub fn name(self) -> &'static str {
+        match self {
+            FixResult::Fits => "fits",
+            FixResult::DoesNotFit => "does_not_fit",
+            FixResult::Depends => "depends",
+        }
+    }
+}
+
+/// The ceiling a fix's result was decided under.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FixCeiling {
+    pub bytes: u64,
+    /// `oom_figures` (reserved + driver free at the file's OOM), `reserved` (the reserve the
+    /// run held), `capacity`, `oom_cap` (the allocator's own cap), `failed_segment` (the
+    /// reserve + the segment it failed to get, less 1 B).
+    pub source: &'static str,
+}
+
+impl FixCeiling {
+    fn of(c: &Ceiling) -> FixCeiling {
+        FixCeiling {
+            bytes: c.bytes,
+            source: c.source,
+        }
+    }
+}
+
 /// One setting replayed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Fix {
     /// The setting (`expandable_segments:True`).
     pub setting: String,
-    /// Whether the whole history replays under the ceiling with it (None: no ceiling known,
-    /// or the file's own settings do not reproduce its OOM under it; only reserved peaks
-    /// compare then).
+    /// What the replays prove (None: not judged: no ceiling known, or the file's own
+    /// settings do not reproduce its OOM, so only reserved peaks compare).
+    pub result: Option<FixResult>,
+    /// `result` is `fits` (kept for older readers of the JSON).
     pub would_have_fit: Option<bool>,
-    /// The model's reserved peak with it.
+    /// The model's reserved peak with it (under the ceiling of `ceiling`).
     pub reserved_peak: u64,
     /// Where it runs out (`#N` as shown), when it does.
     pub oom_at: Option<u64>,
-    /// What that request lacked under the ceiling.
+    /// What that request lacked under the ceiling: the bytes short under this setting.
     pub shortfall: Option<u64>,
-    /// The ceiling it was replayed under (bytes; None: none known).
-    pub ceiling: Option<u64>,
+    /// The ceiling the result was decided under: the sure one for `fits`, the most for
+    /// `does_not_fit` and `depends` (None: none known).
+    pub ceiling: Option<FixCeiling>,
+    /// For `fits`: the bytes left under that ceiling at its reserved peak (the rest of the
+    /// step is not in the file). None otherwise.
+    pub headroom_after: Option<u64>,
+    /// For `depends`: the reserve the run needs with it (its peak under the most it could
+    /// have had).
+    pub needs: Option<u64>,
+    /// For `depends` with a known capacity: it fits if less than this lay outside the
+    /// allocator (capacity − `needs`).
+    pub outside_below: Option<u64>,
 }
 
 impl Fix {
-    /// One line: `expandable_segments:True: would have fit (reserved peak 6.311 GiB)`.
+    /// One line: `expandable_segments:True: fits under 7.500 GiB (reserved peak 6.311 GiB,
+    /// 1.189 GiB headroom left)`.
     pub fn text(&self) -> String {
         let peak = human_bytes(self.reserved_peak);
-        match (self.would_have_fit, self.oom_at) {
-            (Some(true), _) => format!(
-                "{}: would have fit: yes (reserved peak {peak})",
-                self.setting
-            ),
-            (Some(false), Some(n)) => format!(
-                "{}: would have fit: no — OOM at #{n}{} (reserved peak {peak})",
+        let under = self
+            .ceiling
+            .as_ref()
+            .map_or(String::new(), |c| format!(" under {}", human_bytes(c.bytes)));
+        match self.result {
+            Some(FixResult::Fits) => format!(
+                "{}: fits{under} (reserved peak {peak}{})",
                 self.setting,
+                self.headroom_after.map_or(String::new(), |h| format!(
+                    ", {} headroom left after the failed request; the rest of the step is not in the file",
+                    human_bytes(h)
+                ))
+            ),
+            Some(FixResult::DoesNotFit) => format!(
+                "{}: does not fit{under}: OOM at #{}{} (reserved peak {peak})",
+                self.setting,
+                self.oom_at.map_or("?".into(), |n| n.to_string()),
                 self.shortfall
-                    .map_or(String::new(), |b| format!(", {} short", human_bytes(b)))
+                    .map_or(String::new(), |b| format!(", {} short under this setting", human_bytes(b)))
             ),
-            (Some(false), None) => format!(
-                "{}: would have fit: no (reserved peak {peak})",
-                self.setting
-            ),
-            (None, _) => format!(
+            Some(FixResult::Depends) => {
+                let Some(needs) = self.needs.map(human_bytes) else {
+                    return format!(
+                        "{}: depends: runs out under the {} the run surely had (OOM at #{}); the file does not bound what more it could have had",
+                        self.setting,
+                        self.ceiling.as_ref().map_or("?".into(), |c| human_bytes(c.bytes)),
+                        self.oom_at.map_or("?".into(), |n| n.to_string()),
+                    );
+                };
+                match self.outside_below {
+                    Some(o) => format!(
+                        "{}: depends: fits only if less than {} lay outside the allocator (it needs a {needs} reserve; the file does not record what the driver had free)",
+                        self.setting,
+                        human_bytes(o)
+                    ),
+                    None => format!(
+                        "{}: depends: fits only if the allocator could reserve {needs} (the file does not record what the driver had free)",
+                        self.setting
+                    ),
+                }
+            }
+            None => format!(
                 "{}: reserved peak {peak} (not judged: see the ceiling)",
                 self.setting
             ),
@@ -99,56 +182,165 @@ impl Fix {
     }
 }
 
+/// The fix list of an OOM: each setting replayed, the ceilings in words, whether they were
+/// judged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Fixes {
+    pub fixes: Vec<Fix>,
+    /// The ceilings in words (None: none known).
+    pub ceiling_text: Option<String>,
+    /// The shortfall under the file's own settings: what its replay lacked at the file's
+    /// OOM, where the model reproduces it.
+    pub own_shortfall: Option<u64>,
+}
+
 /// The fix list of `trace`: each of [`SETTINGS`] the file does not already use, replayed
-/// under the trace's ceiling, and that ceiling in words (None: no ceiling known). Empty when
-/// nothing can be replayed.
-pub(crate) fn checked(
-    trace: &Trace,
-    index: &Index,
-    history: Option<&History>,
-) -> (Vec<Fix>, Option<String>) {
+/// under the ceiling the run surely had and, where the file does not prove it, under the
+/// most it could have had ([`ceiling::bounds`]). Empty when nothing can be replayed.
+pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -> Fixes {
     let own = super::sim::recorded_conf(trace)
         .and_then(Result::ok)
         .unwrap_or_default();
-    let confs: Vec<AllocConf> = SETTINGS
+    // Each setting the file does not already use, tried on top of the settings in use.
+    let (labels, confs): (Vec<&str>, Vec<AllocConf>) = SETTINGS
         .iter()
-        .filter_map(|s| AllocConf::parse(s).ok())
-        .filter(|c| c.to_string() != own.to_string())
-        .collect();
-    let ceiling = ceiling::derive(trace, index, None);
-    let Ok(w) = whatif_under(trace, history, &confs, ceiling.as_ref()) else {
-        return (Vec::new(), None);
+        .filter_map(|s| AllocConf::parse(s).ok().map(|c| (*s, c)))
+        .filter(|(_, c)| !own.includes(c))
+        .map(|(s, c)| (s, own.with(&c)))
+        .unzip();
+    let bounds = ceiling::bounds(trace, index, None);
+    let (sure, most) = match &bounds {
+        Some(b) => (b.sure.clone(), b.most.clone()),
+        None => (None, ceiling::derive(trace, index, None)),
+    };
+    // The first run (the file's own settings) checks the model against the file's OOM.
+    let first = sure.as_ref().or(most.as_ref());
+    let Ok(w) = whatif_under(trace, history, &confs, first) else {
+        return Fixes::default();
     };
     if w.runs.first().is_none_or(|r| r.ops == 0) {
-        return (Vec::new(), None);
+        return Fixes::default();
     }
-    // The verdicts mean something only where the file's own settings reproduce its OOM.
-    let judged = ceiling.is_some()
-        && w.runs
-            .first()
-            .and_then(|r| r.model_check.as_ref())
-            .is_some_and(|m| m.result == "reproduced");
+    let model = w.runs.first().and_then(|r| r.model_check.as_ref());
+    let reproduced = model.is_some_and(|m| m.result == "reproduced");
+    // The file's own settings' shortfall, where the ceiling is proven (not an upper bound).
+    let proven = matches!((&sure, &most), (Some(s), Some(m)) if s.bytes == m.bytes);
+    let own_shortfall = w
+        .runs
+        .first()
+        .filter(|_| reproduced && proven)
+        .and_then(|r| r.oom_shortfall);
+    // Under the most, when it differs from the sure ceiling.
+    let wide = match (&sure, &most) {
+        (Some(s), Some(m)) if m.bytes > s.bytes => whatif_under(trace, history, &confs, Some(m)).ok(),
+        _ => None,
+    };
     let fixes = w
         .runs
         .iter()
         .skip(1)
-        .map(|r| Fix {
-            setting: r.alloc_conf.clone(),
-            would_have_fit: judged.then_some(r.oom.is_none()),
-            reserved_peak: r.reserved_peak,
-            oom_at: r.oom.as_ref().map(|o| o.index),
-            shortfall: r.oom_shortfall,
-            ceiling: ceiling.as_ref().map(|c| c.bytes),
+        .enumerate()
+        .map(|(k, r)| {
+            let under_most = wide.as_ref().and_then(|w| w.runs.get(k + 1));
+            let mut fix = judge(r, under_most, sure.as_ref(), most.as_ref(), reproduced);
+            fix.setting = labels.get(k).map_or(fix.setting, |l| l.to_string());
+            fix.outside_below = fix
+                .needs
+                .zip(trace.capacity)
+                .map(|(n, c)| c.0.saturating_sub(n))
+                .filter(|_| fix.result == Some(FixResult::Depends));
+            fix
         })
         .collect();
-    let text = ceiling.map(
-        |c| match w.runs.first().and_then(|r| r.model_check.as_ref()) {
-            Some(m) if !judged => format!(
-                "{}; but {}, so no setting is called fit or not: reserved peaks only",
-                c.text, m.text
-            ),
-            _ => c.text,
-        },
-    );
-    (fixes, text)
+    let ceiling_text = match (&sure, &most) {
+        (Some(s), Some(m)) if m.bytes > s.bytes => Some(format!(
+            "{}; at most {}",
+            s.text, m.text
+        )),
+        (Some(c), _) | (None, Some(c)) => Some(c.text.clone()),
+        (None, None) => None,
+    }
+    .map(|t| match model {
+        Some(m) if !reproduced => format!(
+            "{t}; but {}, so no setting is called fit or not: reserved peaks only",
+            m.text
+        ),
+        _ => t,
+    });
+    Fixes {
+        fixes,
+        ceiling_text,
+        own_shortfall,
+    }
+}
+
+/// One setting's result from its replay under the sure ceiling (`r`) and under the most
+/// (`wide`, None when the two are one).
+fn judge(
+    r: &super::sim::RunResult,
+    wide: Option<&super::sim::RunResult>,
+    sure: Option<&Ceiling>,
+    most: Option<&Ceiling>,
+    judged: bool,
+) -> Fix {
+    let mut fix = Fix {
+        setting: r.alloc_conf.clone(),
+        result: None,
+        would_have_fit: None,
+        reserved_peak: r.reserved_peak,
+        oom_at: r.oom.as_ref().map(|o| o.index),
+        shortfall: r.oom_shortfall,
+        ceiling: sure.or(most).map(FixCeiling::of),
+        headroom_after: None,
+        needs: None,
+        outside_below: None,
+    };
+    if !judged {
+        return fix;
+    }
+    let (Some(first), one) = (sure.or(most), wide.is_none()) else {
+        return fix;
+    };
+    if r.oom.is_none() && sure.is_some() {
+        fix.result = Some(FixResult::Fits);
+        fix.headroom_after = Some(first.bytes.saturating_sub(r.reserved_peak));
+    } else if one {
+        // One ceiling: the sure one (proven) or only the most (an upper bound).
+        // Running out under the only ceiling proves "does not fit" when that ceiling is the
+        // most the run could have had (the two are one, or only the most is known); under
+        // the sure ceiling alone more memory might have served it.
+        fix.result = Some(match (r.oom.is_some(), most.is_some()) {
+            (true, true) => FixResult::DoesNotFit,
+            _ => FixResult::Depends,
+        });
+        if fix.result == Some(FixResult::Depends) && r.oom.is_none() {
+            fix.needs = Some(r.reserved_peak);
+            fix.outside_below = most
+                .and_then(|m| m.capacity)
+                .map(|c| c.saturating_sub(r.reserved_peak));
+        }
+        if r.oom.is_some() && sure.is_none() {
+            fix.ceiling = most.map(FixCeiling::of);
+        }
+    } else if let Some(w) = wide {
+        fix.ceiling = most.map(FixCeiling::of);
+        fix.reserved_peak = w.reserved_peak;
+        fix.oom_at = w.oom.as_ref().map(|o| o.index);
+        fix.shortfall = w.oom_shortfall;
+        if w.oom.is_some() {
+            fix.result = Some(FixResult::DoesNotFit);
+        } else {
+            fix.result = Some(FixResult::Depends);
+            fix.needs = Some(w.reserved_peak);
+            fix.outside_below = most
+                .and_then(|m| m.capacity)
+                .map(|c| c.saturating_sub(w.reserved_peak));
+        }
+    }
+    fix.would_have_fit = match fix.result {
+        Some(FixResult::Fits) => Some(true),
+        Some(FixResult::DoesNotFit) => Some(false),
+        Some(FixResult::Depends) | None => None,
+    };
+    fix
 }

@@ -39,7 +39,7 @@ pub use at_end::{allocator_at_end, AllocatorAtEnd};
 pub use building::Models;
 pub use entries::Entries;
 pub use explain::{explain, shown, OomExplanation, OomFacts, PoolFacts, Verdict};
-pub use fixes::Fix;
+pub use fixes::{Fix, FixCeiling, FixResult};
 pub use pinners::Pinner;
 pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport};
 pub use rounding::PoolKind;

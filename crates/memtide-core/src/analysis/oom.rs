@@ -11,6 +11,8 @@ use super::trend::Trend;
 use crate::allocator::fixes::Saving;
 use crate::allocator::pinners::{pinners, Pinner};
 use crate::allocator::rounding::block_extent;
+use crate::allocator::fixes::{Fix, FixResult};
+use crate::allocator::sim::AllocConf;
 use crate::allocator::{explain, fixes, History, OomExplanation, OomFacts, Op, PoolFacts, Verdict};
 use crate::index::Index;
 use crate::trace::{human_bytes, AllocId, Band, MarkKind, Seq, Trace, FLAG_FROM_START};
@@ -48,7 +50,10 @@ pub(crate) fn explain_ooms(
         ),
         None => "at every step".to_string(),
     });
-    let (fixes, ceiling) = fixes::checked(trace, index, history);
+    let fx = fixes::checked(trace, index, history);
+    let own = crate::allocator::sim::recorded_conf(trace)
+        .and_then(Result::ok)
+        .unwrap_or_default();
     marks
         .iter()
         .enumerate()
@@ -91,17 +96,290 @@ pub(crate) fn explain_ooms(
             };
             let mut x = explain(&facts);
             x.outside_by_source = external_by_source(trace, &index.live_at_unsorted(trace, at));
+            let frames = view.of_stack(trace, m.stack);
+            x.stack = shown_stack(trace, view, m.stack);
+            x.user_frame = frames.user;
+            x.module = frames.module;
+            // The replays stop at the first OOM: its fixes and the shortfall under the file's
+            // own settings are the first OOM's; a later one keeps what its figures lacked.
+            x.shortfall = match k {
+                0 => fx.own_shortfall.filter(|&b| b > 0).or(x.lacked()),
+                _ => x.lacked(),
+            };
+            if k == 0 {
+                x.fixes = fx.fixes.clone();
+                x.fixes_ceiling = fx.ceiling_text.clone();
+                reconcile(&mut x, &own, trend);
+            }
             if let (Verdict::Fragmentation, Some(s), Some(p)) = (x.verdict, state, &facts.pool) {
                 x.pinners = named(trace, index, at, pinners(s, &p.key), view);
             }
-            if x.verdict == Verdict::LiveTensors {
-                x.savings = savings(trace, index, at, &x, view);
+            // What reducing the live tensors would save, whatever the verdict: a fix that
+            // serves the request may leave too little for the rest of the step.
+            x.savings = savings(trace, index, at, &x, view);
+            if let Some(w) = horizon(trace, at, &x) {
+                x.advice.push_str(
+                    "; but it will likely run out again later in this step (see the horizon): reduce what is live too",
+                );
+                x.horizon = Some(w);
             }
-            x.fixes = fixes.clone();
-            x.fixes_ceiling = ceiling.clone();
             x
         })
         .collect()
+}
+
+/// The frames of a failed request's stack a report keeps (innermost first).
+const STACK_ROWS: usize = 64;
+
+/// The failed request's stack as the reports show frames (library paths short, the project
+/// root left out), innermost first; a run of one frame (a recursion) once; past
+/// [`STACK_ROWS`] the rest counted.
+fn shown_stack(trace: &Trace, view: &FrameView, sid: crate::trace::StackId) -> Vec<String> {
+    let frames = trace.strings.stack(sid);
+    let mut out: Vec<String> = Vec::new();
+    for (i, &f) in frames.iter().enumerate() {
+        if i > 0 && frames[i - 1] == f {
+            continue;
+        }
+        if out.len() == STACK_ROWS {
+            out.push(format!("… {} more frames", frames.len() - i));
+            break;
+        }
+        let text = match trace.strings.frame_parts(f) {
+            Some((file, line, name)) => view.show(&super::frames::Frame {
+                file,
+                line: u64::try_from(line).ok(),
+                name,
+            }),
+            None => view.show(&parse_frame(trace.strings.text(f))),
+        };
+        out.push(text);
+    }
+    out
+}
+
+/// Makes the verdict agree with the replays and the advice name only settings that help:
+/// `fragmentation` where no allocator setting replayed under the ceiling serves the request
+/// becomes `live_tensors` (the free memory was in pieces, but the live tensors leave too
+/// little of it); a `live_tensors` or `unknown` verdict where a setting provably serves it
+/// becomes `fragmentation`. A setting in use is never offered (the fix list leaves it out),
+/// nor one the replay shows failing. A rising step baseline is named as the leak it is.
+fn reconcile(x: &mut OomExplanation, own: &AllocConf, trend: &Trend) {
+    let judged: Vec<&Fix> = x.fixes.iter().filter(|f| f.result.is_some()).collect();
+    let fits: Vec<&Fix> = judged
+        .iter()
+        .copied()
+        .filter(|f| f.result == Some(FixResult::Fits))
+        .collect();
+    let depends: Vec<&Fix> = judged
+        .iter()
+        .copied()
+        .filter(|f| f.result == Some(FixResult::Depends))
+        .collect();
+    if !judged.is_empty() {
+        match x.verdict {
+            Verdict::Fragmentation if fits.is_empty() && depends.is_empty() => {
+                let best = judged
+                    .iter()
+                    .filter_map(|f| f.shortfall.map(|b| (b, f.setting.as_str())))
+                    .min();
+                x.verdict = Verdict::LiveTensors;
+                x.reasoning = format!(
+                    "{}; but no allocator setting replayed from the start under the ceiling serves the request{}: the free memory was in pieces, yet the live tensors leave too little of it",
+                    x.reasoning,
+                    best.map_or(String::new(), |(b, s)| format!(
+                        " (the closest, {s}, is {} short)",
+                        human_bytes(b)
+                    ))
+                );
+                x.advice = live_advice(x);
+            }
+            Verdict::LiveTensors | Verdict::Unknown if !fits.is_empty() => {
+                x.verdict = Verdict::Fragmentation;
+                x.reasoning = format!(
+                    "{}; but replayed from the start under the ceiling the run surely had, {} serves it: the memory was there, in pieces",
+                    x.reasoning,
+                    names(&fits)
+                );
+            }
+            _ => {}
+        }
+    }
+    if x.verdict == Verdict::Fragmentation && !judged.is_empty() {
+        x.advice = fragmentation_advice(x, &fits, &depends);
+    } else if judged.is_empty() {
+        x.advice = without_settings_in_use(&x.advice, own);
+    }
+    if x.verdict == Verdict::LiveTensors && trend.rising {
+        if let Some(leak) = leak_words(trend) {
+            x.advice = format!("{leak}. {}", x.advice);
+        }
+    }
+}
+
+/// `a, b` of the fixes' settings.
+fn names(fixes: &[&Fix]) -> String {
+    fixes
+        .iter()
+        .map(|f| f.setting.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The advice for fragmentation from what the replays prove: the settings that serve the
+/// request (with the headroom they leave), else those that would under a condition.
+fn fragmentation_advice(x: &OomExplanation, fits: &[&Fix], depends: &[&Fix]) -> String {
+    if let Some(best) = fits.iter().max_by_key(|f| f.headroom_after) {
+        let rest: Vec<&Fix> = fits.iter().copied().filter(|f| f.setting != best.setting).collect();
+        return format!(
+            "the free memory was in pieces: set PYTORCH_CUDA_ALLOC_CONF={} — replayed from the start under the ceiling the run surely had, it serves the request{}{}",
+            best.setting,
+            best.headroom_after.map_or(String::new(), |h| format!(
+                " with {} left (the rest of the step is not in the file)",
+                human_bytes(h)
+            )),
+            if rest.is_empty() {
+                String::new()
+            } else {
+                format!("; {} would too", names(&rest))
+            }
+        );
+    }
+    let cond: Vec<String> = depends.iter().map(|f| f.text()).collect();
+    format!(
+        "the free memory was in pieces, but no allocator setting provably serves the request: {}; {}",
+        cond.join("; "),
+        live_advice(x)
+    )
+}
+
+/// The advice for live tensors (what to reduce), from the explanation's biggest live.
+fn live_advice(x: &OomExplanation) -> String {
+    let base = x
+        .advice
+        .split(". Reduce what is live")
+        .next()
+        .filter(|s| s.starts_with("the device is full") || s.starts_with("the memory this"))
+        .map(|s| format!("{s}. "))
+        .unwrap_or_default();
+    format!("{base}Reduce what is live: activation checkpointing, a smaller microbatch; empty_cache() will not help")
+}
+
+/// Advice text with every allocator setting already in use left out of it (the generic
+/// advice, where no replay judged the settings).
+fn without_settings_in_use(advice: &str, own: &AllocConf) -> String {
+    let d = AllocConf::default();
+    let mut a = advice.to_string();
+    if own.expandable_segments {
+        a = a.replace(
+            "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow instead of splitting), or max_split_size_mb",
+            "Set max_split_size_mb (expandable_segments:True is already in use)",
+        );
+        a = a.replace(
+            "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, so a free block at a segment's end grows into driver memory instead of needing a whole new segment",
+            "expandable_segments:True is already in use, so the pieces are what the live tensors leave: reduce what is live",
+        );
+    }
+    if own.max_split_size != d.max_split_size {
+        a = a.replace(
+            ", or max_split_size_mb to stop large cached blocks from being split",
+            " (max_split_size_mb is already in use)",
+        );
+    }
+    a
+}
+
+/// `a leak of 1.000 GiB per step (+3.000 GiB after warm-up) filled the card: what survives
+/// every step is …`, from a rising step baseline.
+fn leak_words(trend: &Trend) -> Option<String> {
+    let g = trend.growth_bytes.filter(|&g| g > 0)?;
+    let steps = trend.steps.len().saturating_sub(1).max(1) as i128;
+    let per = u64::try_from(g / steps).unwrap_or(u64::MAX);
+    let whole = u64::try_from(g).unwrap_or(u64::MAX);
+    let who: Vec<String> = trend
+        .survivors
+        .iter()
+        .take(3)
+        .map(|s| {
+            let at = if s.user_frame.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", s.user_frame)
+            };
+            format!("{} × {}{at} ({})", s.count, s.name, human_bytes(s.bytes.0))
+        })
+        .collect();
+    Some(format!(
+        "a leak of {} per step (+{} after warm-up) filled the card{}",
+        human_bytes(per),
+        human_bytes(whole),
+        if who.is_empty() {
+            String::new()
+        } else {
+            format!(": what survives every step is {}", who.join(", "))
+        }
+    ))
+}
+
+/// Where a fix serves the failed request but leaves less room than the run already needed
+/// at the same point of an earlier step: it will likely fail again there.
+fn horizon(trace: &Trace, at: Seq, x: &OomExplanation) -> Option<String> {
+    let headroom = x
+        .fixes
+        .iter()
+        .filter(|f| f.result == Some(FixResult::Fits))
+        .filter_map(|f| f.headroom_after)
+        .max()?;
+    let (largest, phase) = largest_earlier(trace, at)?;
+    if headroom >= largest {
+        return None;
+    }
+    Some(format!(
+        "the best fix leaves {} after the failed request, less than the largest allocation of {} in {phase} of an earlier step: it will likely run out again later in this step; reduce what is live too (the savings below)",
+        human_bytes(headroom),
+        human_bytes(largest),
+    ))
+}
+
+/// The largest allocation made in the same phase (else anywhere) of the steps before the
+/// one holding `at`, with where: None when `at` is in the first step or there are none.
+fn largest_earlier(trace: &Trace, at: Seq) -> Option<(u64, String)> {
+    let steps: Vec<Seq> = trace
+        .marks
+        .iter()
+        .filter(|m| m.kind == MarkKind::Step)
+        .map(|m| m.at)
+        .collect();
+    let k = steps.iter().rposition(|&s| s <= at)?;
+    if k == 0 {
+        return None;
+    }
+    let phase = trace
+        .marks
+        .iter()
+        .filter(|m| m.kind == MarkKind::Phase && m.at <= at && m.end.is_none_or(|e| at <= e))
+        .next_back()
+        .map(|m| trace.strings.text(m.name).to_string());
+    let in_phase = |p: Seq| match &phase {
+        None => true,
+        Some(name) => trace.marks.iter().any(|m| {
+            m.kind == MarkKind::Phase
+                && trace.strings.text(m.name) == name
+                && m.at <= p
+                && m.end.is_none_or(|e| p <= e)
+        }),
+    };
+    let before = steps[k];
+    let largest = trace
+        .changes
+        .iter()
+        .filter(|c| c.open && c.at >= steps[0] && c.at < before && in_phase(c.at))
+        .map(|c| trace.size(c.storage).0)
+        .max()?;
+    Some((
+        largest,
+        phase.map_or("the whole".into(), |p| format!("phase {p}")),
+    ))
 }
 
 /// How many owners the savings name.
@@ -121,10 +399,7 @@ fn savings(
     if !trace.identities_known() {
         return Vec::new();
     }
-    let lacked = match (x.rounded_bytes, x.free_in_reserve, x.device_free) {
-        (Some(r), Some(f), Some(d)) => Some(r.saturating_sub(f.saturating_add(d))),
-        _ => None,
-    };
+    let lacked = x.shortfall;
     let mut owners: Vec<(String, u64)> = Vec::new();
     let mut activations = 0u64;
     for id in index.live_at(trace, at) {
@@ -163,7 +438,49 @@ fn savings(
             covers_shortfall: covers(activations / 2),
         });
     }
+    // A loss over the whole vocabulary at once: computed in chunks, its buffers shrink.
+    if let Some(r) = x.rounded_bytes.filter(|_| in_a_loss(x)) {
+        let chunks = 8u64;
+        let saving = r - r / chunks;
+        out.push(Saving {
+            change: format!(
+                "a chunked loss ({chunks} chunks) at {}: the {} request becomes {}",
+                if x.user_frame.is_empty() {
+                    x.stack.first().cloned().unwrap_or_default()
+                } else {
+                    x.user_frame.clone()
+                },
+                human_bytes(r),
+                human_bytes(r / chunks)
+            ),
+            live_bytes: r,
+            saving,
+            shortfall: lacked,
+            covers_shortfall: covers(saving),
+        });
+    }
     out
+}
+
+/// Functions whose buffers scale with logits × vocabulary: a request made inside one is a
+/// loss's, which a chunked loss shrinks.
+const LOSS_FUNCTIONS: [&str; 8] = [
+    "cross_entropy",
+    "nll_loss",
+    "log_softmax",
+    "softmax",
+    "kl_div",
+    "binary_cross_entropy",
+    "CrossEntropyLoss",
+    "compute_loss",
+];
+
+/// Whether the failed request's stack runs through a loss function.
+fn in_a_loss(x: &OomExplanation) -> bool {
+    x.stack
+        .iter()
+        .chain(std::iter::once(&x.user_frame))
+        .any(|f| LOSS_FUNCTIONS.iter().any(|l| f.contains(l)))
 }
 
 /// The pinners with what they are and when they were allocated: the live storage at the

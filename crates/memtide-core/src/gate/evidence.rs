@@ -6,6 +6,7 @@ use crate::analysis::frames::FrameView;
 use crate::analysis::live::entry_in;
 use crate::analysis::trend::Trend;
 use crate::analysis::Peak;
+use crate::allocator::FixResult;
 use crate::index::Index;
 use crate::open::Device;
 use crate::trace::Trace;
@@ -115,10 +116,20 @@ pub struct OomEvidence {
     pub advice: String,
     /// OOMs after this one.
     pub more: usize,
-    /// Allocator settings the replay says would have fit.
+    /// Allocator settings the replay proves would have served it (`fits`).
     pub fixes_that_fit: Vec<String>,
-    /// The replay tried settings and none would have fit (with a ceiling to say why).
+    /// Allocator settings that fit only if memory outside the allocator stayed under a bound
+    /// the file does not record (`depends`).
+    pub fixes_that_depend: Vec<String>,
+    /// The replay judged settings and each runs out even under the most the run could have
+    /// had (`does not fit`).
     pub no_setting_fits: bool,
+    /// Where the failed request was made: its user frame (empty: unknown).
+    pub user_frame: String,
+    /// Its stack, innermost first (empty: the source records none).
+    pub stack: Vec<String>,
+    /// The bytes the request lacked under the file's own settings (null: unknowable).
+    pub shortfall: Option<u64>,
 }
 
 /// The device's first OOM explained (the device's own explanations, under its frame rules),
@@ -126,12 +137,14 @@ pub struct OomEvidence {
 pub fn oom_evidence(device: &Device) -> Option<OomEvidence> {
     let ooms = device.ooms();
     let x = ooms.first()?;
-    let fits: Vec<String> = x
-        .fixes
-        .iter()
-        .filter(|f| f.would_have_fit == Some(true))
-        .map(|f| f.setting.clone())
-        .collect();
+    let judged_as = |r: FixResult| -> Vec<String> {
+        x.fixes
+            .iter()
+            .filter(|f| f.result == Some(r))
+            .map(|f| f.setting.clone())
+            .collect()
+    };
+    let judged: Vec<_> = x.fixes.iter().filter_map(|f| f.result).collect();
     Some(OomEvidence {
         event: x.index,
         device: x.device.clone(),
@@ -143,8 +156,12 @@ pub fn oom_evidence(device: &Device) -> Option<OomEvidence> {
         device_free: x.device_free,
         advice: x.advice.clone(),
         more: ooms.len() - 1,
-        no_setting_fits: !x.fixes.is_empty() && fits.is_empty() && x.fixes_ceiling.is_some(),
-        fixes_that_fit: fits,
+        no_setting_fits: !judged.is_empty() && judged.iter().all(|&r| r == FixResult::DoesNotFit),
+        fixes_that_fit: judged_as(FixResult::Fits),
+        fixes_that_depend: judged_as(FixResult::Depends),
+        user_frame: x.user_frame.clone(),
+        stack: x.stack.clone(),
+        shortfall: x.shortfall,
     })
 }
 

@@ -213,6 +213,33 @@ impl Interner {
         self.stacks.get(id.0 as usize).map(|s| &**s).unwrap_or(&[])
     }
 
+    /// The rows of stack `id`, innermost first: each frame as a one-line field shows it (a
+    /// long text shortened), a run of one frame (a recursion) as one row `frame (×N)`; past
+    /// `max` rows the rest are counted in a last row (`… N more frames`).
+    pub fn stack_rows(&self, id: StackId, max: usize) -> Vec<String> {
+        let frames = self.stack(id);
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(&f) = frames.get(i) {
+            let run = frames[i..].iter().take_while(|&&g| g == f).count();
+            if out.len() == max {
+                out.push(format!(
+                    "… {} more frames",
+                    crate::trace::units::grouped((frames.len() - i) as u64)
+                ));
+                break;
+            }
+            let text = self.shown(f);
+            out.push(if run > 1 {
+                format!("{text} (×{})", crate::trace::units::grouped(run as u64))
+            } else {
+                text.into_owned()
+            });
+            i += run;
+        }
+        out
+    }
+
     pub fn string_count(&self) -> usize {
         self.strings.len()
     }

@@ -143,6 +143,9 @@ pub struct Mark {
     pub size: Option<Bytes>,
     /// For OOM marks: bytes the device reported free.
     pub free: Option<Bytes>,
+    /// For OOM marks: the failed request's stack, where the source records it
+    /// (`StackId(0)`: none).
+    pub stack: StackId,
 }
 
 /// A tensor reference that shares a storage (the base tensor is not a view).

@@ -9,7 +9,7 @@
 
 use crate::allocator::rounding::{allocation_size, round_size};
 use crate::index::Index;
-use crate::trace::{human_bytes, MarkKind, Trace};
+use crate::trace::{human_bytes, MarkKind, Seq, Trace};
 use serde::Serialize;
 
 /// Bytes the allocator may reserve in a replay, and where that figure came from.
@@ -36,6 +36,36 @@ pub struct Ceiling {
 }
 
 impl Ceiling {
+    /// Whether the run surely had this much: the file's own figures at its OOM (the reserve
+    /// plus the driver's free bytes), the reserve it held, a capacity less the memory outside
+    /// the allocator as measured, or a figure given by code. A capacity with the outside
+    /// unknown, or a bound from a refused segment or the allocator's cap, is an upper bound.
+    pub fn proven(&self) -> bool {
+        match self.source {
+            "oom_figures" | "reserved" | "given" => true,
+            "capacity" => self.outside.is_some(),
+            _ => false,
+        }
+    }
+
+    /// What a replay that ran through under this ceiling, reserving at most `reserved_peak`,
+    /// proves: `would have fit` under a proven ceiling; else what it depends on.
+    pub fn fit_words(&self, reserved_peak: u64) -> String {
+        if self.proven() {
+            "would have fit".into()
+        } else if self.source == "capacity" {
+            format!(
+                "depends: fits only if less than {} lay outside the allocator",
+                human_bytes(self.bytes.saturating_sub(reserved_peak))
+            )
+        } else {
+            format!(
+                "depends: fits only if the allocator could reserve {}",
+                human_bytes(reserved_peak)
+            )
+        }
+    }
+
     /// A bare figure (`whatif(…, Some(bytes))` from code, tests).
     pub fn given(bytes: u64) -> Ceiling {
         Ceiling {
@@ -194,6 +224,104 @@ pub fn derive(trace: &Trace, index: &Index, given: Option<u64>) -> Option<Ceilin
         }
     }
     Some(c)
+}
+
+/// The two ceilings an OOM's fixes are judged under: the most the allocator surely had, and
+/// the most it could have had. A setting `fits` only when it replays under `sure`; it `does
+/// not fit` when it runs out even under `most`; between the two it `depends` on memory the
+/// file does not measure. Where the file records the driver's free bytes at its OOM, both
+/// are reserved + driver free there: the file proves the figure, and nothing depends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Bounds {
+    /// The most the run surely had (None: the file records no reserve).
+    pub sure: Option<Ceiling>,
+    /// The most it could have had (None: nothing bounds it: no capacity, no failed segment).
+    pub most: Option<Ceiling>,
+}
+
+/// The reserve the run held before its first OOM (its highest), and that OOM's position:
+/// what it surely had.
+fn held_before_oom(trace: &Trace, index: &Index) -> Option<(Seq, u64)> {
+    if !trace.has_reserved {
+        return None;
+    }
+    let m = trace.marks.iter().find(|m| m.kind == MarkKind::Oom)?;
+    let at_oom = index.reserved_at(trace, m.at).0;
+    // The run's highest reserve, when it was reached before the OOM (a run stops there).
+    let before = index
+        .reserved_peak()
+        .filter(|&(_, p)| p <= m.at)
+        .map_or(0, |(b, _)| b.0);
+    Some((m.at, at_oom.max(before)))
+}
+
+/// The ceilings of `trace`'s first OOM ([`Bounds`]), `given` a capacity passed for this run.
+/// None when the file records no OOM.
+pub fn bounds(trace: &Trace, index: &Index, given: Option<u64>) -> Option<Bounds> {
+    let first = trace.marks.iter().find(|m| m.kind == MarkKind::Oom)?;
+    let event = trace.event_number(first.at);
+    let one = derive(trace, index, given);
+    if let Some(c) = one.as_ref().filter(|c| c.source == "oom_figures") {
+        // The file's own figures at the OOM: proven, both ways.
+        return Some(Bounds {
+            sure: Some(c.clone()),
+            most: Some(c.clone()),
+        });
+    }
+    let held = held_before_oom(trace, index).map(|(_, h)| h);
+    let sure = held.map(|h| Ceiling {
+        bytes: h,
+        source: "reserved",
+        oom_event: Some(event),
+        reserved_at_oom: None,
+        device_free_at_oom: first.free.map(|f| f.0),
+        capacity: None,
+        capacity_source: None,
+        outside: None,
+        text: format!(
+            "{} = the reserve the run held before its OOM (#{event}): the least it surely had",
+            human_bytes(h)
+        ),
+    });
+    // The most: the allocator's own cap where the driver had room; else the capacity; else
+    // the reserve plus the segment it failed to get (it did not get it: less than that).
+    let failed = segment_needed_any(trace);
+    let below_failed = held
+        .zip(failed)
+        .map(|(h, seg)| h.saturating_add(seg).saturating_sub(1));
+    let most = match one {
+        Some(c) if c.source == "oom_cap" => Some(c),
+        Some(c) if c.source == "capacity" => match below_failed.filter(|&b| b < c.bytes) {
+            Some(b) => Some(failed_segment_ceiling(b, event)),
+            None => Some(c),
+        },
+        _ => below_failed.map(|b| failed_segment_ceiling(b, event)),
+    };
+    Some(Bounds { sure, most })
+}
+
+fn failed_segment_ceiling(bytes: u64, event: u64) -> Ceiling {
+    Ceiling {
+        bytes,
+        source: "failed_segment",
+        oom_event: Some(event),
+        reserved_at_oom: None,
+        device_free_at_oom: None,
+        capacity: None,
+        capacity_source: None,
+        outside: None,
+        text: format!(
+            "{} = the reserve + the segment the allocator failed to get at its OOM (#{event}) − 1 B: the most it could have had",
+            human_bytes(bytes)
+        ),
+    }
+}
+
+/// The segment the file's first OOM needed (its rounded request's allocation size), with or
+/// without the driver's free bytes.
+fn segment_needed_any(trace: &Trace) -> Option<u64> {
+    let m = trace.marks.iter().find(|m| m.kind == MarkKind::Oom)?;
+    round_size(m.size?.0).and_then(allocation_size)
 }
 
 /// What a report says when there is no ceiling.

@@ -323,6 +323,36 @@ impl AllocConf {
 
     /// The settings as a `PYTORCH_CUDA_ALLOC_CONF` string (only what differs from the
     /// defaults; empty for the defaults).
+    /// These settings with every one `fix` changes from PyTorch's defaults changed too: a fix
+    /// tried on top of the settings in use (adding `max_split_size_mb` keeps
+    /// `expandable_segments`).
+    pub fn with(&self, fix: &AllocConf) -> AllocConf {
+        let d = AllocConf::default();
+        let mut c = self.clone();
+        if fix.expandable_segments != d.expandable_segments {
+            c.expandable_segments = fix.expandable_segments;
+        }
+        if fix.max_split_size != d.max_split_size {
+            c.max_split_size = fix.max_split_size;
+        }
+        if fix.max_non_split_rounding != d.max_non_split_rounding {
+            c.max_non_split_rounding = fix.max_non_split_rounding;
+        }
+        if fix.roundup_power2_divisions != d.roundup_power2_divisions {
+            c.roundup_power2_divisions = fix.roundup_power2_divisions;
+        }
+        if fix.garbage_collection_threshold != d.garbage_collection_threshold {
+            c.garbage_collection_threshold = fix.garbage_collection_threshold;
+        }
+        c
+    }
+
+    /// Whether these settings already have every one `fix` changes (trying it would change
+    /// nothing: never offered as a fix).
+    pub fn includes(&self, fix: &AllocConf) -> bool {
+        self.with(fix) == *self
+    }
+
     pub fn to_conf_string(&self) -> String {
         let d = AllocConf::default();
         let mut parts = Vec::new();

@@ -119,6 +119,13 @@ pub fn whatif_under(
         r.settings_source = "--alloc-conf".into();
         runs.push(r);
     }
+    // Served under a ceiling the run may not have had (an upper bound): it depends on what
+    // lay outside the allocator, never "would have fit".
+    if ceiling.is_some_and(|c| !c.proven()) {
+        for r in runs.iter_mut().filter(|r| r.outcome == "would_have_fit") {
+            r.outcome = "depends";
+        }
+    }
     // Positions on the event axis become the `#N` users see (as `summary`'s OOMs).
     for r in &mut runs {
         if let Some(o) = &mut r.oom {

@@ -481,6 +481,7 @@ impl Applier {
             end: None,
             size: None,
             free: None,
+            stack: StackId(0),
         });
         Ok(())
     }
@@ -502,6 +503,7 @@ impl Applier {
             end: None,
             size: Some(Bytes(e.size)),
             free: e.free.map(Bytes),
+            stack: e.stack,
         });
         Ok(())
     }

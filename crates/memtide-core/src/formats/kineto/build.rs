@@ -903,6 +903,7 @@ fn add_marks(t: &mut Trace, c: &Collected, n_mem: usize, ooms: &[usize]) {
                 end: Some(Seq(last as u64 - 1)),
                 size: None,
                 free: None,
+                stack: StackId(0),
             },
             s.start,
         ));
@@ -928,6 +929,7 @@ fn add_marks(t: &mut Trace, c: &Collected, n_mem: usize, ooms: &[usize]) {
                 end: None,
                 size: Some(Bytes(ev.bytes.unsigned_abs())),
                 free: None,
+                stack: StackId(0),
             },
             ev.ts,
         ));

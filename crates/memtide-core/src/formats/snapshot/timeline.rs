@@ -554,6 +554,8 @@ impl<'r> Replay<'r> {
     fn oom(&mut self, ts: Ts, r: u32, row: &Row) {
         let at = self.t.push_event(ts, EventKind::Oom);
         let name = self.t.strings.intern("OOM");
+        // The failed request's own stack (PyTorch records the frames of the OOM entry).
+        let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
         self.t.add_mark(Mark {
             at,
             ts,
@@ -562,6 +564,7 @@ impl<'r> Replay<'r> {
             end: None,
             size: Some(Bytes(row.size)),
             free: self.raw.device_free.get(&r).map(|&f| Bytes(f)),
+            stack,
         });
         self.n.ooms += 1;
     }
@@ -608,6 +611,7 @@ impl<'r> Replay<'r> {
             end: None,
             size: None,
             free: None,
+            stack: StackId(0),
         });
         self.n.user_marks += 1;
     }
@@ -813,6 +817,7 @@ fn add_annotations(t: &mut Trace, anns: &[Annotation], d: u64) {
                 end: None,
                 size: None,
                 free: None,
+                stack: StackId(0),
             });
         } else if let Some(p) = open.iter().rposition(|(n, _)| *n == a.name) {
             let (_, i) = open.remove(p);
