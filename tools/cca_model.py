@@ -471,16 +471,50 @@ def replay(entries, conf, ceiling):
             "reserved_peak": peak}
 
 
+def file_settings(snap):
+    """The settings the snapshot's run used, as this model's conf text (`""`: defaults).
+    Raises ValueError for a setting the model does not know."""
+    st = snap.get("allocator_settings") or {}
+    parts = []
+    if st.get("expandable_segments"):
+        parts.append("expandable_segments:True")
+    split = st.get("max_split_size", -1)
+    if isinstance(split, int) and 0 < split < (1 << 62):
+        parts.append(f"max_split_size_mb:{split // MiB}")
+    if st.get("garbage_collection_threshold"):
+        raise ValueError("this model does not know garbage_collection_threshold")
+    if any(v for v in (st.get("roundup_power2_divisions") or {}).values()):
+        raise ValueError("this model does not know roundup_power2_divisions")
+    return ",".join(parts)
+
+
 def main():
-    if len(sys.argv) < 3:
+    """SNAPSHOT CEILING_BYTES [CONF ...] [--device=N] [--on-file-settings]: each CONF (and the
+    defaults) replayed under the ceiling; with --on-file-settings each on top of the settings
+    the snapshot's run used, as memtide replays its fixes. A .json snapshot is read as JSON."""
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    if len(args) < 2:
         sys.exit(__doc__)
-    with open(sys.argv[1], "rb") as f:
-        snap = pickle.load(f)
-    ceiling = int(sys.argv[2])
-    entries = snap["device_traces"][0]
-    for conf in [""] + sys.argv[3:]:
-        r = replay(entries, conf, ceiling)
-        name = conf or "defaults"
+    device = 0
+    for f in flags:
+        if f.startswith("--device="):
+            device = int(f.split("=", 1)[1])
+    path = args[0]
+    if path.endswith(".json"):
+        import json
+        with open(path) as f:
+            snap = json.load(f)
+    else:
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+    ceiling = int(args[1])
+    entries = snap["device_traces"][device]
+    own = file_settings(snap) if "--on-file-settings" in flags else ""
+    for conf in [""] + args[2:]:
+        full = ",".join(filter(None, [own, conf]))
+        r = replay(entries, full, ceiling)
+        name = conf or ("file's settings" if own else "defaults")
         if r["outcome"] == "oom":
             print(f"{name}: OOM at #{r['index']}: {r['request']} B, {r['shortfall']} B short; reserved peak {r['reserved_peak']} B")
         else:

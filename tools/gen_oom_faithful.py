@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/oom/oom_expandable_saves.pickle, oom_horizon.pickle and their
-.truth.json (stdlib only,
+"""Writes tests/fixtures/oom/oom_expandable_saves.pickle, oom_horizon.pickle,
+oom_split_in_use.pickle, oom_leak.pickle and their .truth.json (stdlib only,
 deterministic): a run recorded allocator-faithfully by tools/cca_model.py (PyTorch's rules,
 defaults) that dies of fragmentation an expandable segment would have avoided, and the
 figures of replaying its recording under other settings with that same independent model.
@@ -144,11 +144,97 @@ def record_horizon():
     return trace, segments, marks, oom
 
 
-def write(out, name, trace, segments, marks, oom):
+def record_split_in_use():
+    """A run already under max_split_size_mb:128 that still dies of fragmentation: fifty
+    100 MiB blocks (each a segment of its own), freed; fifty 60 MiB tensors each split one
+    (a request below max_split_size takes no larger block, so each leaves 40 MiB free); then
+    3000 MiB: no block, 5000 + 3000 > 7680, nothing unsplit to release: OOM with 2000 MiB free
+    in 40 MiB pieces and 2680 MiB on the driver. Expandable segments on top of the setting in
+    use tile one growing segment and serve it (reserve 6000 MiB)."""
+    trace = []
+    a = Allocator(Conf(IN_USE), CAPACITY - OUTSIDE, trace=trace)
+    names = {}
+
+    def alloc(name, size, line):
+        b = a.malloc(size)
+        names[b.addr] = (name, line)
+        return b
+
+    blocks = [alloc("buffer", 100 * MiB, 50) for _ in range(50)]
+    for b in blocks:
+        a.free_(b)
+    _kept = [alloc("hidden", 60 * MiB, 51) for _ in range(50)]
+    try:
+        alloc("gather", 3000 * MiB, 52)
+        raise AssertionError("max_split_size_mb:128 should run out of memory")
+    except Oom as x:
+        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
+        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
+               "reserved": a.reserved, "allocated": a.allocated()}
+    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
+    for i, e in enumerate(trace):
+        e["time_us"] = T0 + 100 * i
+        e["stream"] = 0
+        e["frames"] = frames_of(*names.get(e["addr"], ("step", 10 + i)))
+    return trace, segments, [], oom
+
+
+IN_USE = "max_split_size_mb:128"
+
+
+def record_leak():
+    """A leak that fills the card: W 2048 MiB kept; each annotated step (`stepK`, `forward`)
+    allocates a 3000 MiB activation, keeps a 256 MiB tensor it should have freed, and frees
+    the activation. The reserve grows 256 MiB a step (the activation's segment is reused):
+    2048 + 3000 + 10 x 256 = 7608 MiB after ten leaks; the eleventh needs a new 256 MiB segment
+    while the activation is live: 7864 > 7680, nothing to release: OOM 184 MiB short, the
+    driver reporting 72 MiB free. No allocator setting can serve it: the live tensors, grown by
+    2560 MiB of leaks, are the cause."""
+    trace = []
+    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
+    names = {}
+    marks = []
+
+    def alloc(name, size, line):
+        b = a.malloc(size)
+        names[b.addr] = (name, line)
+        return b
+
+    def mark(name, stage):
+        marks.append({"name": name, "stage": stage, "device": 0,
+                      "time_us": T0 + 100 * len(trace) - 50})
+
+    alloc("weights", 2048 * MiB, 12)
+    oom = None
+    for k in range(12):
+        mark(f"step{k}", "START")
+        mark("forward", "START")
+        act = alloc("activation", 3000 * MiB, 20)
+        try:
+            alloc("cached_logits", 256 * MiB, 21)
+        except Oom as x:
+            trace.append(dict(action="oom", addr=x.device_free, size=x.size,
+                              device_free=x.device_free))
+            oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
+                   "reserved": a.reserved, "allocated": a.allocated(), "leaked_steps": k}
+            break
+        a.free_(act)
+        mark("forward", "END")
+        mark(f"step{k}", "END")
+    assert oom is not None, "the leak should run out of memory"
+    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
+    for i, e in enumerate(trace):
+        e["time_us"] = T0 + 100 * i
+        e["stream"] = 0
+        e["frames"] = frames_of(*names.get(e["addr"], ("step", 10 + i)))
+    return trace, segments, marks, oom
+
+
+def write(out, name, trace, segments, marks, oom, settings=None, replays=None):
     """The snapshot and its truth: the recording replayed by the model under the ceiling the
     run had (its reserve plus the driver's free bytes at the OOM)."""
-    snap = {"segments": segments, "device_traces": [trace], "allocator_settings": SETTINGS,
-            "external_annotations": marks}
+    snap = {"segments": segments, "device_traces": [trace],
+            "allocator_settings": settings or SETTINGS, "external_annotations": marks}
     ceiling = oom["reserved"] + oom["device_free"]
     truth = {
         "doc": "tools/gen_oom_faithful.py: recorded and replayed by tools/cca_model.py, an allocator model independent of memtide's",
@@ -156,7 +242,8 @@ def write(out, name, trace, segments, marks, oom):
         "outside_allocator": OUTSIDE,
         "ceiling": ceiling,
         "oom": oom,
-        "replays": {conf or "defaults": replay(trace, conf, ceiling) for conf in REPLAYS},
+        "replays": {conf or "defaults": replay(trace, conf, ceiling)
+                    for conf in (replays or REPLAYS)},
     }
     with open(os.path.join(out, f"{name}.pickle"), "wb") as f:
         pickle.dump(snap, f, protocol=4)
@@ -173,6 +260,10 @@ def main():
     trace, segments, oom = record()
     write(out, "oom_expandable_saves", trace, segments, [], oom)
     write(out, "oom_horizon", *record_horizon())
+    write(out, "oom_leak", *record_leak())
+    in_use = dict(SETTINGS, PYTORCH_CUDA_ALLOC_CONF=IN_USE, max_split_size=128 * MiB)
+    write(out, "oom_split_in_use", *record_split_in_use(), settings=in_use,
+          replays=[IN_USE, IN_USE + ",expandable_segments:True"])
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ mod nsys_data_only;
 mod one_door;
 mod oom;
 mod oom_answers;
+mod oom_invariants;
 mod owners;
 mod param_count;
 mod plot;

@@ -35,7 +35,7 @@ fn truth(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("truth")).expect("truth JSON")
 }
 
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 27] = [
     "index",
     "time_us",
     "device",
@@ -58,6 +58,11 @@ const KEYS: [&str; 22] = [
     "fixes",
     "savings",
     "fixes_ceiling",
+    "shortfall",
+    "stack",
+    "user_frame",
+    "module",
+    "horizon",
 ];
 
 #[test]
@@ -198,7 +203,7 @@ fn text_summary_explains_the_oom_and_says_unavailable() {
     );
     assert!(
         text.contains(
-            "  fix               expandable_segments:True: would have fit: no — OOM at #9"
+            "  fix               expandable_segments:True: does not fit under 7.500 GiB: OOM at #9"
         ),
         "{text}"
     );

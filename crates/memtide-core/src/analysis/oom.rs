@@ -211,7 +211,7 @@ fn reconcile(x: &mut OomExplanation, own: &AllocConf, trend: &Trend) {
         x.advice = without_settings_in_use(&x.advice, own);
     }
     if x.verdict == Verdict::LiveTensors && trend.rising {
-        if let Some(leak) = leak_words(trend) {
+        if let Some(leak) = leak_words(trend, x.shortfall) {
             x.advice = format!("{leak}. {}", x.advice);
         }
     }
@@ -291,9 +291,9 @@ fn without_settings_in_use(advice: &str, own: &AllocConf) -> String {
 
 /// `a leak of 1.000 GiB per step (+3.000 GiB after warm-up) filled the card: what survives
 /// every step is …`, from a rising step baseline.
-fn leak_words(trend: &Trend) -> Option<String> {
+fn leak_words(trend: &Trend, shortfall: Option<u64>) -> Option<String> {
     let g = trend.growth_bytes.filter(|&g| g > 0)?;
-    let steps = trend.steps.len().saturating_sub(1).max(1) as i128;
+    let steps = trend.intervals().max(1) as i128;
     let per = u64::try_from(g / steps).unwrap_or(u64::MAX);
     let whole = u64::try_from(g).unwrap_or(u64::MAX);
     let who: Vec<String> = trend
@@ -306,11 +306,24 @@ fn leak_words(trend: &Trend) -> Option<String> {
             } else {
                 format!(" at {}", s.user_frame)
             };
-            format!("{} × {}{at} ({})", s.count, s.name, human_bytes(s.bytes.0))
+            let name = [&s.name, &s.frame]
+                .into_iter()
+                .find(|n| !n.is_empty())
+                .map_or("unnamed", String::as_str);
+            format!("{} × {name}{at} ({})", s.count, human_bytes(s.bytes.0))
         })
         .collect();
+    // The leak filled the card only where it grew past what the request lacked.
+    let role = match shortfall {
+        Some(b) if whole >= b => "filled the card".to_string(),
+        Some(b) => format!(
+            "took part, but alone it is less than the {} this request lacked",
+            human_bytes(b)
+        ),
+        None => "took part (how much the request lacked is unknown)".to_string(),
+    };
     Some(format!(
-        "a leak of {} per step (+{} after warm-up) filled the card{}",
+        "a leak of {} per step (+{} after warm-up) {role}{}",
         human_bytes(per),
         human_bytes(whole),
         if who.is_empty() {

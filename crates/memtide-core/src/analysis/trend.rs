@@ -56,6 +56,12 @@ pub struct Trend {
 }
 
 impl Trend {
+    /// How many step-to-step intervals the growth spans: the boundaries after warm-up (the
+    /// start of steps 1.., and the end when the last step is complete) less one.
+    pub fn intervals(&self) -> usize {
+        (self.steps.len() + usize::from(self.last_step_complete)).saturating_sub(2)
+    }
+
     /// The baseline's growth after warm-up in words, one wording for every report:
     /// `+1.000 GiB (+15.4 %) — rising at every step: a probable leak or retained graph`; None
     /// when there are too few steps to tell.
