@@ -51,6 +51,11 @@ Examples:
   memtide whatif run.pickle --alloc-conf max_split_size_mb:128 --capacity 80GiB
   memtide whatif run.pickle --alloc-conf expandable_segments:True --json";
 
+pub const OOM: &str = "\
+Examples:
+  memtide oom tests/fixtures/oom/cuda_oom_message.txt
+  memtide oom job.log --json";
+
 pub const COMPLETIONS: &str = "\
 Examples:
   memtide completions bash > ~/.local/share/bash-completion/completions/memtide

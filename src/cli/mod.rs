@@ -8,6 +8,7 @@ pub mod flags;
 pub mod follow;
 pub mod lab;
 pub mod load;
+pub mod oom;
 pub mod plot;
 pub mod ranks;
 pub mod replay;
@@ -83,6 +84,20 @@ pub enum Command {
     /// settings: `memtide whatif FILE --alloc-conf expandable_segments:True --capacity 80GiB`.
     #[command(after_help = examples::WHATIF)]
     Whatif(WhatifArgs),
+    /// Explain PyTorch's OOM message alone, where no trace was kept: `memtide oom job.log`
+    /// (the first `CUDA out of memory` message in the file; its figures as printed).
+    #[command(after_help = examples::OOM)]
+    Oom(OomArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OomArgs {
+    /// A file holding PyTorch's `OutOfMemoryError` message (a whole job log is fine).
+    #[arg(value_name = "MESSAGE")]
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -507,6 +522,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Man) => shell::man(),
         Some(Command::Plot(a)) => plot::run(&a),
         Some(Command::Whatif(a)) => whatif::run(&a),
+        Some(Command::Oom(a)) => oom::run(&a),
         None => explore::explore(&cli.explore),
     };
     match result {

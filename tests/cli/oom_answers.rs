@@ -907,3 +907,50 @@ fn the_failed_request_s_stack_is_in_every_report() {
     assert_eq!(k["ooms"][0]["stack"], serde_json::Value::Null);
     assert_eq!(k["ooms"][0]["user_frame"], serde_json::Value::Null);
 }
+
+/// PyTorch's message alone (`memtide oom`), where no trace was kept: the figures it prints,
+/// judged by the same rules; the bytes PyTorch calls "reserved but unallocated" after its
+/// retries are free blocks too small for the request, so a request that fits in them plus the
+/// driver's free bytes is fragmentation — unless the margin is within the message's rounding.
+#[test]
+fn a_message_alone_gets_the_verdict_its_figures_give() {
+    let o = memtide()
+        .args(["oom", "--json"])
+        .arg(fixture("oom/cuda_oom_message.txt"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["oom"]["verdict"], "live_tensors");
+    // 1.00 GiB requested, 510.00 MiB free on the driver: the new segment lacks 514 MiB.
+    assert_eq!(v["oom"]["shortfall"], 514 * MIB);
+    assert_eq!(v["oom"]["stack"], serde_json::Value::Null);
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tried: &str, free: &str, unalloc: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!(
+            "Traceback (most recent call last):\n  ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total capacity of 23.65 GiB of which {free} is free. Including non-PyTorch memory, this process has 22.38 GiB memory in use. Of the allocated memory 12.00 GiB is allocated by PyTorch, and {unalloc} is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n"
+        )).unwrap();
+        p
+    };
+    let verdict = |p: &Path| {
+        let o = memtide().args(["oom", "--json"]).arg(p).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["oom"].clone()
+    };
+    // 8.00 GiB ≤ 8.50 GiB unallocated + 1.25 GiB free, and no block held it: in pieces.
+    let x = verdict(&write("frag.txt", "8.00 GiB", "1.25 GiB", "8.50 GiB"));
+    assert_eq!(x["verdict"], "fragmentation", "{x}");
+    assert!(x["advice"].as_str().unwrap().contains("no setting is called fit"), "{x}");
+    assert!(x["fixes"].as_array().unwrap().is_empty(), "nothing replayed: {x}");
+    // 9.74 GiB against 8.50 + 1.25 = 9.75 GiB: decided by less than the printed rounding.
+    let x = verdict(&write("edge.txt", "9.74 GiB", "1.25 GiB", "8.50 GiB"));
+    assert_eq!(x["verdict"], "unknown", "{x}");
+    // A message that cannot be read is said so, with the offset.
+    let bad = dir.path().join("cut.txt");
+    std::fs::write(&bad, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 44.53 GiB of which 448.00 KiB is free.").unwrap();
+    let o = memtide().arg("oom").arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("offset"), "{o:?}");
+}

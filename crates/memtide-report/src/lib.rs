@@ -26,6 +26,7 @@ pub mod diff_fair;
 pub mod frames;
 pub mod gate_text;
 pub mod markdown;
+pub mod oom_message;
 pub mod options;
 pub mod picture;
 pub mod picture_diff;

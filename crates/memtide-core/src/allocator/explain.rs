@@ -279,6 +279,15 @@ impl OomExplanation {
         Some(allocation_size(r)?.saturating_sub(d)).filter(|&b| b > 0)
     }
 
+    /// Whether the driver's free bytes would have held the new segment the request needed
+    /// (then something else — a cap — refused it).
+    fn driver_had_room(&self) -> bool {
+        match (self.rounded_bytes.and_then(allocation_size), self.device_free) {
+            (Some(seg), Some(d)) => d >= seg,
+            _ => false,
+        }
+    }
+
     /// What follows the verdict in every report, labelled, in order: where the failed
     /// request came from (its user frame, module and stack), the reasoning, the advice, the
     /// shortfall to aim at, where the capacity came from, the pinners, the fixes checked by
@@ -313,8 +322,9 @@ impl OomExplanation {
                 None if self.device_free.is_none() => {
                     "unavailable: the file does not record what the driver had free".into()
                 }
-                None => "unavailable: the driver had room for the segment, so a cap the file does not record (a memory fraction) refused it"
+                None if self.driver_had_room() => "unavailable: the driver had room for the segment, so a cap the file does not record (a memory fraction) refused it"
                     .into(),
+                None => "unavailable".into(),
             },
         ));
         if let (Some(c), Some(src)) = (self.capacity, &self.capacity_source) {
