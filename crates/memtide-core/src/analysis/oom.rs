@@ -477,11 +477,10 @@ fn savings(
 
 /// Functions whose buffers scale with logits × vocabulary: a request made inside one is a
 /// loss's, which a chunked loss shrinks.
-const LOSS_FUNCTIONS: [&str; 8] = [
+const LOSS_FUNCTIONS: [&str; 7] = [
     "cross_entropy",
     "nll_loss",
     "log_softmax",
-    "softmax",
     "kl_div",
     "binary_cross_entropy",
     "CrossEntropyLoss",
