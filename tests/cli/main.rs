@@ -5,6 +5,7 @@
 mod support;
 
 mod check_json;
+mod ci_report;
 mod cli;
 mod compare;
 mod device_log;
