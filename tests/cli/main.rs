@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod action;
 mod check_json;
 mod ci_report;
 mod cli;
