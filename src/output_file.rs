@@ -179,14 +179,29 @@ fn resolve(path: &Path, inputs: &[&Path]) -> Result<Target> {
 /// Writes `bytes` to `path` (see the module notes: `-`, regular files atomically, special
 /// files in place); refuses when `path` is one of `inputs`.
 pub fn write_atomically(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    write_to(path, bytes, inputs, replace, "cannot write")
+}
+
+/// How a regular file is written: replaced, or appended to.
+type WriteRegular = fn(&Path, &[u8], Option<&Metadata>) -> std::io::Result<()>;
+
+/// Writes `bytes` where `path` resolves to: standard output, a special file in place, or a
+/// regular file by `regular` (`failed` starts the error).
+fn write_to(
+    path: &Path,
+    bytes: &[u8],
+    inputs: &[&Path],
+    regular: WriteRegular,
+    failed: &str,
+) -> Result<()> {
     match resolve(path, inputs)? {
         Target::Stdout => write_stdout(bytes),
         Target::InPlace(p) => write_in_place(&p, bytes),
         Target::Regular {
             path: real,
             existing,
-        } => replace(&real, bytes, existing.as_ref())
-            .with_context(|| format!("cannot write {}", path.display())),
+        } => regular(&real, bytes, existing.as_ref())
+            .with_context(|| format!("{failed} {}", path.display())),
     }
 }
 
@@ -223,15 +238,7 @@ pub fn open_stream(path: &Path, inputs: &[&Path]) -> Result<Box<dyn Write + Send
 /// line separates the bytes from a file that already holds text. Refuses when `path` is one
 /// of `inputs`.
 pub fn append(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
-    match resolve(path, inputs)? {
-        Target::Stdout => write_stdout(bytes),
-        Target::InPlace(p) => write_in_place(&p, bytes),
-        Target::Regular {
-            path: real,
-            existing,
-        } => append_regular(&real, bytes, existing.as_ref())
-            .with_context(|| format!("cannot append to {}", path.display())),
-    }
+    write_to(path, bytes, inputs, append_regular, "cannot append to")
 }
 
 /// Opens the regular file `path` for appending: the file `existing` describes (refused when

@@ -407,7 +407,8 @@ fn shown_output_mismatch(shown: &[String], printed: &str) -> Option<String> {
                 format!("the lines from `{first}` on are not printed one after another")
             } else {
                 format!(
-                    "the lines from `{first}` on do not follow the line printed before them                      (a line left out needs a `…` line where it was)"
+                    "the lines from `{first}` on do not follow the line printed before them (a \
+                     line left out needs a `…` line where it was)"
                 )
             });
         };
@@ -415,7 +416,8 @@ fn shown_output_mismatch(shown: &[String], printed: &str) -> Option<String> {
     }
     if !ends_with_cut && at < printed.len() {
         return Some(format!(
-            "{} printed line(s) after the last one shown are left out without a `…` line              (from `{}`)",
+            "{} printed line(s) after the last one shown are left out without a `…` line \
+             (from `{}`)",
             printed.len() - at,
             printed[at]
         ));

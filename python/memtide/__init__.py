@@ -58,21 +58,27 @@ def _path(p: Any) -> str:
     return os.fspath(p)
 
 
+def _bytes(name: str, v: Any, expected: str, what: str) -> int:
+    """``v`` as bytes: an int (``operator.index``: numpy's too), never a bool, 0 or more;
+    ``TypeError`` says what was ``expected``, ``ValueError`` names ``what`` it is."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}={v!r}: expected {expected}") from None
+    if n < 0:
+        raise ValueError(f"{name}={n}: {what} is 0 bytes or more")
+    return n
+
+
 def _budget(max_memory: MaxMemory) -> Optional[str]:
     """``max_memory`` as the extension takes it: bytes (an int) or a size text ("4GiB",
     "512M"); None leaves ``MEMTIDE_MAX_MEMORY`` (or no budget)."""
     if max_memory is None or isinstance(max_memory, str):
         return max_memory
-    try:
-        if isinstance(max_memory, bool):
-            raise TypeError
-        n = operator.index(max_memory)
-    except TypeError:
-        raise TypeError(f"max_memory={max_memory!r}: expected bytes (an int) or a size such as "
-                        f"\"4GiB\" or \"512M\"") from None
-    if n < 0:
-        raise ValueError(f"max_memory={max_memory}: a budget is 0 bytes or more")
-    return str(n)
+    return str(_bytes("max_memory", max_memory,
+                      "bytes (an int) or a size such as \"4GiB\" or \"512M\"", "a budget"))
 
 
 def _size(name: str, v: Size) -> Optional[str]:
@@ -80,15 +86,8 @@ def _size(name: str, v: Size) -> Optional[str]:
     ``torch.cuda.max_memory_allocated()``) or a size with a unit ("2GiB", "1.5GB")."""
     if v is None or isinstance(v, str):
         return v
-    try:
-        if isinstance(v, bool):
-            raise TypeError
-        n = operator.index(v)
-    except TypeError:
-        raise TypeError(f"{name}={v!r}: expected bytes (an int, e.g. 8 * 2**30) or a size with a "
-                        f"unit such as \"2GiB\"") from None
-    if n < 0:
-        raise ValueError(f"{name}={n}: a size is 0 bytes or more")
+    n = _bytes(name, v, "bytes (an int, e.g. 8 * 2**30) or a size with a unit such as \"2GiB\"",
+               "a size")
     return f"{n}B"
 
 

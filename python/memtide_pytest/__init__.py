@@ -103,6 +103,14 @@ def _options(marker: Any) -> Dict[str, Any]:
     if kw.get("max_peak") is None and kw.get("max_growth") is None:
         raise pytest.UsageError(
             "@pytest.mark.memtide needs max_peak (\"2GiB\" or bytes) or max_growth (\"1%\")")
+    # A limit of the wrong type fails the test before it runs (the gate would refuse it).
+    import memtide
+
+    try:
+        memtide._size("max_peak", kw.get("max_peak"))
+        memtide._growth("max_growth", kw.get("max_growth"))
+    except (TypeError, ValueError) as e:
+        raise pytest.UsageError(f"@pytest.mark.memtide: {e}") from None
     return kw
 
 
@@ -150,6 +158,13 @@ def _owners(path: str) -> List[str]:
     return out
 
 
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 def _human(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
@@ -167,8 +182,6 @@ def _judge(info: Dict[str, Any]) -> Any:
         result = memtide.check(path, **gate)
     except memtide.MemtideError as e:
         return False, f"memtide could not judge the test's memory: {e}"
-    except (TypeError, ValueError) as e:
-        raise pytest.UsageError(f"@pytest.mark.memtide: {e}") from None
     return result.ok, "\n".join(result.reasons) or str(result)
 
 
@@ -181,6 +194,10 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     report = outcome.get_result()
     path = info["path"]
     keep = _session(item.config)["keep_all"]
+    if report.skipped:
+        if not keep:
+            _remove(path)
+        return
     if not report.passed:
         # The test failed by itself: its trace is kept for a look.
         report.sections.append(("memtide", f"trace: {path}  (open it: memtide {path})"))
@@ -189,10 +206,7 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     if passed:
         report.sections.append(("memtide", verdict + (f"\ntrace: {path}" if keep else "")))
         if not keep:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
+            _remove(path)
         return
     lines = [f"memtide: {verdict}"]
     owners = _owners(path)

@@ -77,8 +77,11 @@ pub fn search(dev: &Device, query: &str, at: Seq) -> (Vec<AllocId>, usize) {
     (ranked.0.into_iter().map(|(id, _)| id).collect(), strings)
 }
 
+/// A match's rank: how it matched, whether it is live at the cursor, where.
+pub type Rank = (Fit, bool, Place);
+
 /// [`search`] with each match's rank: how it matched, whether it is live at `at`, where.
-pub fn ranked(dev: &Device, query: &str, at: Seq) -> (Vec<(AllocId, (Fit, bool, Place))>, usize) {
+pub fn ranked(dev: &Device, query: &str, at: Seq) -> (Vec<(AllocId, Rank)>, usize) {
     if query.trim().is_empty() {
         return (Vec::new(), 0);
     }
@@ -184,7 +187,7 @@ pub fn ranked(dev: &Device, query: &str, at: Seq) -> (Vec<(AllocId, (Fit, bool, 
     }
     sort_biggest_first(trace, &mut out);
     // Stable: the biggest first within a rank; `false` (live at `at`) sorts first.
-    let mut ranked: Vec<(AllocId, (Fit, bool, Place))> = out
+    let mut ranked: Vec<(AllocId, Rank)> = out
         .into_iter()
         .filter_map(|id| {
             let (f, p) = rank.get(&id).copied()?;

@@ -94,16 +94,23 @@ fn the_oom_panels_fixes_are_reached_by_keys_at_80x24() {
     assert_eq!(p.wait_exit(timeout()), Some(0));
 }
 
-#[test]
-fn search_for_adam_lands_on_optimizer_state_and_keeps_the_peak() {
-    let file = sample("train-3steps.jsonl");
+/// Opens the bundled `sample` at 80×24, waits for `opened` (the cursor on the peak), types
+/// `/adam` and Enter; the running explorer and the screen on the first match.
+fn search_adam(sample_name: &str, opened: &str) -> (Pty, String) {
+    let file = sample(sample_name);
     let mut p = Pty::spawn(bin(), &[file.to_str().unwrap()], 24, 80);
-    // The peak: #77 (sample-traces/README.md).
-    p.wait_for(" #77 t=", timeout());
+    p.wait_for(opened, timeout());
     p.send(b"/adam");
     p.wait_for("storages match", timeout());
     p.send(b"\r");
     let s = p.wait_for("match 1/", timeout());
+    (p, s)
+}
+
+#[test]
+fn search_for_adam_lands_on_optimizer_state_and_keeps_the_peak() {
+    // The peak: #77 (sample-traces/README.md).
+    let (mut p, s) = search_adam("train-3steps.jsonl", " #77 t=");
     // Adam's state (exp_avg, exp_avg_sq: category optimizer) is live at the peak; the
     // `adam foreach temp` buffers of step 0 are not, and come after.
     let st = status(&s);
@@ -126,13 +133,7 @@ fn search_for_adam_lands_on_optimizer_state_and_keeps_the_peak() {
 
 #[test]
 fn search_on_the_oom_snapshot_ranks_optimizer_state_before_scattered_letters() {
-    let file = sample("cuda-oom.pickle");
-    let mut p = Pty::spawn(bin(), &[file.to_str().unwrap()], 24, 80);
-    p.wait_for("cursor #79 ", timeout());
-    p.send(b"/adam");
-    p.wait_for("storages match", timeout());
-    p.send(b"\r");
-    let s = p.wait_for("match 1/", timeout());
+    let (mut p, s) = search_adam("cuda-oom.pickle", "cursor #79 ");
     // AdamW's state (torch/optim/adamw.py … _init_group), not a relu activation whose
     // frames only scatter the letters a…d…a…m.
     let st = status(&s);

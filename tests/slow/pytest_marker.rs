@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::python_env::{borrow, build_wheel, run, stdout, target_dir, venv_with};
+use crate::support::python_env::{run, stdout, stdout_and_stderr, venv_with_the_wheel};
 
 fn env_dir() -> PathBuf {
     crate::support::python_env::env_dir().expect("MEMTIDE_PY_ENV or HOME")
@@ -34,6 +34,11 @@ def test_over():
     big = torch.empty(8 << 20)  # 32 MiB of float32
     big.fill_(1.0)
     assert big.numel() == 8 << 20
+
+
+@pytest.mark.memtide(max_peak=True)
+def test_bad_limit():
+    pass
 
 
 # A leak outlives the test: a module-level cache (a local list would be freed on return).
@@ -65,11 +70,7 @@ fn pytest(py: &Path, dir: &Path, args: &[&str]) -> (Output, String) {
         .args(args)
         .output()
         .expect("run pytest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = stdout_and_stderr(&out);
     (out, text)
 }
 
@@ -90,15 +91,10 @@ fn trace_path(report: &str, test: &str) -> PathBuf {
 #[test]
 #[ignore = "needs maturin, pytest and torch: run scripts/setup-python-env, then cargo test -- --include-ignored"]
 fn the_pytest_marker_from_the_wheel() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let env = env_dir();
     let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
     let tmp = tempfile::tempdir().expect("tempdir");
-    let wheel = build_wheel(&env, root, &target_dir(bin), &tmp.path().join("wheels"));
-    let venv = tmp.path().join("venv");
-    let py = venv_with(&env, &venv, &wheel);
-    borrow(&env, &py, "pytest");
-    borrow(&env, &py, "torch");
+    let py = venv_with_the_wheel(&env, bin, tmp.path(), &["pytest", "torch"]);
     let dir = tmp.path().join("project");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::write(dir.join("test_memory.py"), TESTS).expect("write tests");
@@ -122,7 +118,12 @@ fn the_pytest_marker_from_the_wheel() {
     // Under the limit: passes; over it: fails with the reason, the owners, the trace.
     let (out, report) = pytest(&py, &dir, &["test_memory.py"]);
     assert_eq!(out.status.code(), Some(1), "{report}");
-    assert!(report.contains("2 failed, 1 passed"), "{report}");
+    assert!(report.contains("3 failed, 1 passed"), "{report}");
+    // A limit of the wrong type fails its test before it runs, saying why.
+    assert!(
+        report.contains("@pytest.mark.memtide: max_peak=True: expected bytes"),
+        "{report}"
+    );
     assert!(
         report.contains("PASSED test_memory.py::test_under"),
         "{report}"

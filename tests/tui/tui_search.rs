@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::support::repo::sample;
-use memtide::tui::find::{ranked, search, Fit, Place};
+use memtide::tui::find::{ranked, search, Fit, Place, Rank};
 use memtide::tui::testing::Harness;
 use memtide_core::formats::Progress;
 use memtide_core::open::{open, OpenOptions};
@@ -20,7 +20,7 @@ fn device(lines: &[&str]) -> memtide_core::open::Device {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.jsonl");
     std::fs::write(&p, format!("{HEADER}\n{}\n", lines.join("\n"))).unwrap();
-    let mut o = open(&p, &OpenOptions::default(), &Progress::new()).unwrap();
+    let o = open(&p, &OpenOptions::default(), &Progress::new()).unwrap();
     o.take(0).unwrap()
 }
 
@@ -48,7 +48,7 @@ fn names_and_categories_before_user_frames_before_library_frames_whatever_the_si
     ]);
     // At #6 (the last event): 1–4 and w live, scale_tmp freed.
     let r = ranked(&d, "scale", Seq(6));
-    let got: Vec<(String, (Fit, bool, Place))> =
+    let got: Vec<(String, Rank)> =
         r.0.iter()
             .map(|&(id, k)| (d.trace.name(id).to_string(), k))
             .collect();
