@@ -15,6 +15,10 @@
 //!
 //! [`open_stream`] opens an output that is written progressively (`replay`): the same checks,
 //! but no temporary file (a follower reads it as it grows).
+//!
+//! [`append`] adds to the end of a file instead (`check --report-append`, and `--report` on
+//! `$GITHUB_STEP_SUMMARY`): the same checks, one `O_APPEND` write, never through a symlink
+//! swapped in after the checks (the file opened must be the file checked).
 
 use anyhow::{bail, Context, Result};
 use std::fs::{File, Metadata, OpenOptions};
@@ -175,14 +179,29 @@ fn resolve(path: &Path, inputs: &[&Path]) -> Result<Target> {
 /// Writes `bytes` to `path` (see the module notes: `-`, regular files atomically, special
 /// files in place); refuses when `path` is one of `inputs`.
 pub fn write_atomically(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    write_to(path, bytes, inputs, replace, "cannot write")
+}
+
+/// How a regular file is written: replaced, or appended to.
+type WriteRegular = fn(&Path, &[u8], Option<&Metadata>) -> std::io::Result<()>;
+
+/// Writes `bytes` where `path` resolves to: standard output, a special file in place, or a
+/// regular file by `regular` (`failed` starts the error).
+fn write_to(
+    path: &Path,
+    bytes: &[u8],
+    inputs: &[&Path],
+    regular: WriteRegular,
+    failed: &str,
+) -> Result<()> {
     match resolve(path, inputs)? {
         Target::Stdout => write_stdout(bytes),
         Target::InPlace(p) => write_in_place(&p, bytes),
         Target::Regular {
             path: real,
             existing,
-        } => replace(&real, bytes, existing.as_ref())
-            .with_context(|| format!("cannot write {}", path.display())),
+        } => regular(&real, bytes, existing.as_ref())
+            .with_context(|| format!("{failed} {}", path.display())),
     }
 }
 
@@ -211,6 +230,68 @@ pub fn open_stream(path: &Path, inputs: &[&Path]) -> Result<Box<dyn Write + Send
             .map(|f| Box::new(f) as _),
     };
     opened.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Appends `bytes` to `path` (see the module notes): standard output for `-`, a special file
+/// in place, a regular file (new, or the one a symlink at the path points to) opened with
+/// `O_APPEND` and written once — never replaced, so what others wrote there stays. A blank
+/// line separates the bytes from a file that already holds text. Refuses when `path` is one
+/// of `inputs`.
+pub fn append(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    write_to(path, bytes, inputs, append_regular, "cannot append to")
+}
+
+/// Opens the regular file `path` for appending: the file `existing` describes (refused when
+/// another took its place since), or a new one created exclusively.
+fn open_for_append(path: &Path, existing: Option<&Metadata>) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).append(true);
+    let Some(m) = existing else {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o666);
+        }
+        return o.create_new(true).open(path);
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NOFOLLOW);
+    }
+    let f = o.open(path)?;
+    let now = f.metadata()?;
+    if !now.is_file() || !same_meta(&now, m) {
+        return Err(std::io::Error::other(
+            "the file changed while it was being opened; not written",
+        ));
+    }
+    Ok(f)
+}
+
+fn append_regular(path: &Path, bytes: &[u8], existing: Option<&Metadata>) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = open_for_append(path, existing)?;
+    // A blank line after what is there, so a Markdown block starts on its own.
+    let len = f.metadata()?.len();
+    let mut last = [0u8; 2];
+    let tail = len.min(2) as usize;
+    if tail > 0 {
+        f.seek(SeekFrom::Start(len - tail as u64))?;
+        f.read_exact(&mut last[..tail])?;
+    }
+    let sep: &[u8] = match (tail, &last[..tail]) {
+        (0, _) => b"",
+        (_, [.., b'\n', b'\n']) => b"",
+        (_, [.., b'\n']) => b"\n",
+        _ => b"\n\n",
+    };
+    // One write: O_APPEND puts it at the end even when another writer appended meanwhile.
+    let mut all = Vec::with_capacity(sep.len() + bytes.len());
+    all.extend_from_slice(sep);
+    all.extend_from_slice(bytes);
+    f.write_all(&all)?;
+    f.sync_all()
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<()> {

@@ -14,6 +14,7 @@ The wheel (``memtide-cli``) also installs the ``memtide`` command (the explorer,
 import json
 import operator
 import os
+from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from memtide_record import __version__
@@ -44,6 +45,11 @@ __all__ = [
 ]
 
 MaxMemory = Union[int, str, None]
+Size = Union[int, str, None]
+Growth = Union[float, str, None]
+
+# The largest growth a gate takes, as a fraction (the command's 100000%).
+_MAX_GROWTH = 1000.0
 
 
 def _path(p: Any) -> str:
@@ -52,21 +58,52 @@ def _path(p: Any) -> str:
     return os.fspath(p)
 
 
+def _bytes(name: str, v: Any, expected: str, what: str) -> int:
+    """``v`` as bytes: an int (``operator.index``: numpy's too), never a bool, 0 or more;
+    ``TypeError`` says what was ``expected``, ``ValueError`` names ``what`` it is."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}={v!r}: expected {expected}") from None
+    if n < 0:
+        raise ValueError(f"{name}={n}: {what} is 0 bytes or more")
+    return n
+
+
 def _budget(max_memory: MaxMemory) -> Optional[str]:
     """``max_memory`` as the extension takes it: bytes (an int) or a size text ("4GiB",
     "512M"); None leaves ``MEMTIDE_MAX_MEMORY`` (or no budget)."""
     if max_memory is None or isinstance(max_memory, str):
         return max_memory
-    try:
-        if isinstance(max_memory, bool):
-            raise TypeError
-        n = operator.index(max_memory)
-    except TypeError:
-        raise TypeError(f"max_memory={max_memory!r}: expected bytes (an int) or a size such as "
-                        f"\"4GiB\" or \"512M\"") from None
-    if n < 0:
-        raise ValueError(f"max_memory={max_memory}: a budget is 0 bytes or more")
-    return str(n)
+    return str(_bytes("max_memory", max_memory,
+                      "bytes (an int) or a size such as \"4GiB\" or \"512M\"", "a budget"))
+
+
+def _size(name: str, v: Size) -> Optional[str]:
+    """A size limit as the gate reads it: bytes (an int: ``8 * 2**30``,
+    ``torch.cuda.max_memory_allocated()``) or a size with a unit ("2GiB", "1.5GB")."""
+    if v is None or isinstance(v, str):
+        return v
+    n = _bytes(name, v, "bytes (an int, e.g. 8 * 2**30) or a size with a unit such as \"2GiB\"",
+               "a size")
+    return f"{n}B"
+
+
+def _growth(name: str, v: Growth) -> Optional[str]:
+    """A growth limit as the gate reads it: a percentage ("5%") or a fraction (a float: 0.05
+    is 5%, as ``CheckResult.verdict["limits"]["max_growth"]`` reports it). An int is refused:
+    ``5`` could mean 5% or 500%."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not isinstance(v, float):
+        raise TypeError(f"{name}={v!r}: expected a percentage such as \"5%\" or a fraction "
+                        f"(a float: 0.05 is 5%)")
+    if not (0.0 <= v <= _MAX_GROWTH):
+        raise ValueError(f"{name}={v!r}: a fraction from 0.0 to {_MAX_GROWTH:g} (0.05 is 5%)")
+    # Exactly the decimal the float prints as, times 100: 0.05 -> "5.00%".
+    return f"{Decimal(repr(v)) * 100}%"
 
 
 def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] = None,
@@ -103,14 +140,17 @@ def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] =
     return Trace(native)
 
 
-def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
-          max_growth: Optional[str] = None, *, window: Optional[str] = None,
+def check(path: Union[PathLike, Trace], max_peak: Size = None,
+          max_growth: Growth = None, *, window: Optional[str] = None,
           capacity: Optional[str] = None, device: Optional[str] = None,
           allow_warnings: bool = False, lenient: bool = False,
           max_memory: MaxMemory = None) -> CheckResult:
-    """``memtide check``: true when the peak is within ``max_peak`` ("70GiB") and the step
-    baseline grows by at most ``max_growth`` ("5%") on every device of the file with events
-    (``device`` names one); ``str()`` is the reason, ``.verdict`` the ``check --json``
+    """``memtide check``: true when the peak is within ``max_peak`` and the step baseline grows
+    by at most ``max_growth`` on every device of the file with events (``device`` names one).
+    ``max_peak``: bytes as an int (``8 * 2**30``, ``torch.cuda.max_memory_allocated()``) or a
+    size with a unit ("70GiB"); ``max_growth``: a percentage ("5%") or a fraction as a float
+    (0.05); a bool, or an int growth, raises ``TypeError``. ``str()`` is the reason,
+    ``.verdict`` the ``check --json``
     document. What the command exits 2 on (bad input, figures the reader doubts) raises
     :class:`MemtideError`, except a file of several devices of which one could not be gated
     while none failed: a false result with ``exit_code`` 2 whose reasons say which. An
@@ -120,11 +160,13 @@ def check(path: Union[PathLike, Trace], max_peak: Optional[str] = None,
         if capacity is not None or device is not None or lenient or max_memory is not None:
             raise MemtideError("capacity, device, lenient and max_memory are memtide.open's for "
                                "an opened Trace: open it with them")
-        code, lines, doc = path._native.check(max_peak=max_peak, max_growth=max_growth,
+        code, lines, doc = path._native.check(max_peak=_size("max_peak", max_peak),
+                                              max_growth=_growth("max_growth", max_growth),
                                               window=window, allow_warnings=allow_warnings)
         return CheckResult(path.path, code, lines, json.loads(doc))
     p = os.fspath(path)
-    code, lines, doc = _native.check(p, max_peak=max_peak, max_growth=max_growth, window=window,
+    code, lines, doc = _native.check(p, max_peak=_size("max_peak", max_peak),
+                                     max_growth=_growth("max_growth", max_growth), window=window,
                                      capacity=capacity, device=device,
                                      allow_warnings=allow_warnings, lenient=lenient,
                                      max_memory=_budget(max_memory))

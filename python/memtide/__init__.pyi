@@ -37,8 +37,8 @@ def open(
 ) -> Trace: ...
 def check(
     path: Union[PathLike, Trace],
-    max_peak: Optional[str] = ...,
-    max_growth: Optional[str] = ...,
+    max_peak: Union[int, str, None] = ...,
+    max_growth: Union[float, str, None] = ...,
     *,
     window: Optional[str] = ...,
     capacity: Optional[str] = ...,

@@ -102,3 +102,33 @@ def test_every_device_of_a_file_is_gated():
     assert one and one.verdict["kind"] == "device"
     t = memtide.open(path, progress=False)
     assert not memtide.check(t, max_peak="1GiB")
+
+
+def test_sizes_as_python_users_write_them():
+    """``max_peak`` takes bytes as an int (``torch.cuda.max_memory_allocated()`` returns one)
+    and means what the same bytes with a unit mean; ``max_growth`` takes a float fraction as
+    ``verdict["limits"]["max_growth"]`` reports it. Bools, floats for sizes and ints for
+    growth are refused: each could be a slip."""
+    path = ROOT / "sample-traces/train-3steps.jsonl"
+    peak = 9999220736  # sample-traces/README.md
+    for limit, ok in [(peak, True), (peak - 1, False), (9 * 2**30, False), (10 * 2**30, True)]:
+        as_int = memtide.check(path, max_peak=limit)
+        as_text = memtide.check(path, max_peak=f"{limit}B")
+        assert bool(as_int) == ok, (limit, as_int)
+        assert (as_int.exit_code, as_int.reasons) == (as_text.exit_code, as_text.reasons)
+        assert as_int.verdict["limits"]["max_peak"] == limit
+    # An opened trace takes them too.
+    t = memtide.open(path, progress=False)
+    assert memtide.check(t, max_peak=peak) and not memtide.check(t, max_peak=peak - 1)
+    leak = ROOT / "sample-traces/train-leak.jsonl"
+    frac = memtide.check(leak, max_growth=0.01)
+    pct = memtide.check(leak, max_growth="1%")
+    assert (frac.exit_code, frac.reasons) == (pct.exit_code, pct.reasons) == (1, pct.reasons)
+    assert frac.verdict["limits"]["max_growth"] == 0.01
+    assert memtide.check(leak, max_growth=0.5)
+    for bad, err in [({"max_peak": True}, TypeError), ({"max_peak": 2.5e9}, TypeError),
+                     ({"max_peak": -1}, ValueError), ({"max_growth": 5}, TypeError),
+                     ({"max_growth": False}, TypeError), ({"max_growth": -0.1}, ValueError),
+                     ({"max_growth": float("nan")}, ValueError)]:
+        with pytest.raises(err):
+            memtide.check(path, **bad)

@@ -67,6 +67,35 @@ fn print_doc(a: &CheckArgs, doc: &impl serde::Serialize, lines: &[String]) -> Re
     Ok(())
 }
 
+/// Whether `--report` adds to its file instead of replacing it: `--report-append`, or the
+/// file is the step summary GitHub Actions named in `$GITHUB_STEP_SUMMARY` (one summary per
+/// step, which earlier lines and other checks also write to).
+fn appends(a: &CheckArgs, path: &Path) -> bool {
+    a.report_append || is_step_summary(path, std::env::var_os("GITHUB_STEP_SUMMARY").as_deref())
+}
+
+/// Whether `path` is the file `summary` names (the same file, by identity; or the same path
+/// when neither exists yet).
+fn is_step_summary(path: &Path, summary: Option<&std::ffi::OsStr>) -> bool {
+    match summary {
+        Some(s) if !s.is_empty() => {
+            let s = Path::new(s);
+            path == s || crate::output_file::same_file(path, s)
+        }
+        _ => false,
+    }
+}
+
+/// Writes the `--report` Markdown to `path`: appended (see [`appends`]) or replacing the file,
+/// never over one of `inputs`.
+pub fn write_report(a: &CheckArgs, path: &Path, md: &str, inputs: &[&Path]) -> Result<()> {
+    if appends(a, path) {
+        crate::output_file::append(path, md.as_bytes(), inputs)
+    } else {
+        crate::output_file::write_atomically(path, md.as_bytes(), inputs)
+    }
+}
+
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let limits = limits(
         a.max_peak.as_deref(),
@@ -85,7 +114,39 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     print_doc(a, &j, &j.lines)?;
     if let Some(path) = &a.report {
         let md = j.report(devices, a.window.as_deref())?;
-        crate::output_file::write_atomically(path, md.as_bytes(), &inputs(a))?;
+        write_report(a, path, &md, &inputs(a))?;
     }
     Ok(ExitCode::from(j.verdict.outcome().exit_code()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::is_step_summary;
+    use std::ffi::OsStr;
+    use std::path::Path;
+
+    #[test]
+    fn the_step_summary_is_told_by_its_path_or_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = dir.path().join("step_summary");
+        std::fs::write(&summary, "x").unwrap();
+        let link = dir.path().join("link");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&summary, &link).unwrap();
+        let s = Some(summary.as_os_str());
+        assert!(is_step_summary(&summary, s));
+        #[cfg(unix)]
+        assert!(is_step_summary(&link, s));
+        assert!(!is_step_summary(&dir.path().join("report.md"), s));
+        assert!(!is_step_summary(&summary, None));
+        assert!(!is_step_summary(&summary, Some(OsStr::new(""))));
+        // Not there yet: the same path still counts.
+        let later = dir.path().join("later");
+        assert!(is_step_summary(&later, Some(later.as_os_str())));
+        assert!(!is_step_summary(
+            Path::new("other"),
+            Some(later.as_os_str())
+        ));
+    }
 }

@@ -87,6 +87,28 @@ fn append(f: &mut Followed, bytes: Option<&[u8]>) -> Result<usize> {
     Ok(from)
 }
 
+/// A file not there yet (the job has not created it) is waited for, saying so on standard
+/// error, as `tail -F` does; with `--idle-exit`, for that long at most (then exit 2: nothing
+/// was checked).
+fn wait_for_file(a: &CheckArgs) -> Result<()> {
+    if crate::follow::appeared(&a.file) {
+        return Ok(());
+    }
+    crate::errln!(
+        "memtide: waiting for {} to appear (Ctrl-C to stop)",
+        a.file.display()
+    );
+    let limit = a.idle_exit.map(Duration::from_secs_f64);
+    match crate::follow::wait_for(&a.file, limit, &|| false) {
+        crate::follow::Waited::Appeared => Ok(()),
+        _ => anyhow::bail!(
+            "{}: nothing was checked: the file did not appear within {:.1} s (--idle-exit)",
+            a.file.display(),
+            limit.map_or(0.0, |l| l.as_secs_f64())
+        ),
+    }
+}
+
 pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let Some(max_peak) = a.max_peak.as_deref() else {
         anyhow::bail!("check --follow needs --max-peak");
@@ -98,6 +120,7 @@ pub fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         anyhow::bail!("check --follow cannot write --report (the trace is still growing); run check without -f for a report");
     }
     let limit = super::flags::size("--max-peak", max_peak)?;
+    wait_for_file(a)?;
     let mut f = open(a)?;
     refuse_doubtful(a, &f)?;
     if let Some((d, p)) = followed::any_over(&f.devices, limit) {

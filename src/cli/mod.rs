@@ -416,8 +416,14 @@ pub struct CheckArgs {
     /// Also write the verdict and a Markdown report of the checked trace to FILE (on pass and
     /// on fail), for a CI job summary or a pull-request comment; `-`: print the report (which
     /// starts with the verdict) instead of the plain verdict lines. Never one of the files read.
+    /// The file named by $GITHUB_STEP_SUMMARY is appended to (a step's summary keeps what
+    /// was written before); any other file is replaced.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// With --report FILE: append the report to FILE (after a blank line) instead of
+    /// replacing it, for a summary that several checks write to.
+    #[arg(long, requires = "report")]
+    pub report_append: bool,
     /// Print the verdict as one JSON object (each limit, its figure, pass or fail, the
     /// evidence) instead of the verdict lines; the exit code is unchanged.
     #[arg(long)]

@@ -171,7 +171,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         read.extend(r.rows.iter().map(|x| x.file.as_path()));
         read.extend(r.errors.iter().map(|e| e.path.as_path()));
         read.extend(r.skipped.iter().map(|s| s.path.as_path()));
-        crate::output_file::write_atomically(path, md.as_bytes(), &read)?;
+        super::check::write_report(a, path, &md, &read)?;
     }
     Ok(ExitCode::from(code))
 }

@@ -57,6 +57,9 @@ pub enum ExplorerAction {
     PrevOom,
     /// Pin the OOM panel open (it opens by itself when the cursor is on an OOM) / unpin.
     ToggleOomPanel,
+    /// Scroll the OOM panel a page down / up (its advice, pinners and fixes at any size).
+    OomDown,
+    OomUp,
     /// Open / close the allocator view (segments and blocks at the cursor).
     ToggleAllocator,
     /// Allocator view: select the previous / next segment or block row.

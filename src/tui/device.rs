@@ -4,6 +4,7 @@
 
 use memtide_core::formats::{JsonlDecoder, Progress};
 pub use memtide_core::open::Device;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,10 @@ pub struct LoadState {
     pub total: u64,
     pub started: Option<Instant>,
     pub elapsed: Duration,
+    /// Set by a follow loader while the file is not there yet (`-f` before the recorder
+    /// made it); `waiting_now` is its value at the last tick.
+    pub waiting: Arc<AtomicBool>,
+    pub waiting_now: bool,
 }
 
 impl LoadState {
@@ -28,6 +33,8 @@ impl LoadState {
             total: 0,
             started: None,
             elapsed: Duration::ZERO,
+            waiting: Arc::default(),
+            waiting_now: false,
         }
     }
 
@@ -35,6 +42,7 @@ impl LoadState {
     pub fn sample(&mut self, now: Instant) {
         self.done = self.progress.done();
         self.total = self.progress.total();
+        self.waiting_now = self.waiting.load(Ordering::Relaxed);
         let s = *self.started.get_or_insert(now);
         self.elapsed = now.saturating_duration_since(s);
     }

@@ -5,6 +5,7 @@ use super::device::Device;
 use memtide_core::formats::Progress;
 use memtide_core::open::OpenOptions;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -16,11 +17,13 @@ pub enum Effect {
         opts: OpenOptions,
         progress: Progress,
     },
-    /// Fuzzy-search names and frames on a worker; reply `Msg::SearchDone`.
+    /// Search names, categories and frames on a worker (matches live at `at`, the cursor,
+    /// ranked first); reply `Msg::SearchDone`.
     Search {
         gen: u64,
         query: String,
         device: Arc<Device>,
+        at: memtide_core::trace::Seq,
     },
     /// Compute a huge live set on a worker; reply `Msg::LiveDone`.
     Live {
@@ -30,12 +33,14 @@ pub enum Effect {
         device: Arc<Device>,
     },
     /// Read a file that will be followed: like `Load`, but JSONL keeps its decoder and byte
-    /// offset so appends continue it; reply `Msg::FollowLoaded`.
+    /// offset so appends continue it; reply `Msg::FollowLoaded`. A file not there yet is
+    /// waited for (`waiting` is set meanwhile, for the loading screen to say so).
     LoadFollow {
         gen: u64,
         path: PathBuf,
         opts: OpenOptions,
         progress: Progress,
+        waiting: Arc<AtomicBool>,
     },
     /// Watch the file from `offset` (None: its current end) on a worker; replies `Msg::Tail`
     /// (stale generations are dropped, and their threads stop).

@@ -164,6 +164,12 @@ pub const EXPLORER: &[Binding] = &[
         "pin / unpin the OOM panel (opens on an OOM)",
     ),
     row(
+        &[c("J")],
+        e(E::OomDown),
+        "scroll the OOM panel down (advice, fixes)",
+    ),
+    row(&[c("K")], e(E::OomUp), "scroll the OOM panel up"),
+    row(
         &[c("s")],
         e(E::ToggleAllocator),
         "allocator view: segments, blocks at cursor",
@@ -198,9 +204,13 @@ pub const EXPLORER: &[Binding] = &[
     row(
         &[c("/")],
         e(E::SearchStart),
-        "fuzzy search names and frames (tree: filter)",
+        "search name/category/frame (tree: filter)",
     ),
-    row(&[c("n")], e(E::NextMatch), "next match (by size)"),
+    row(
+        &[c("n")],
+        e(E::NextMatch),
+        "next match (live at the cursor first)",
+    ),
     row(&[c("N")], e(E::PrevMatch), "previous match"),
     row(&[c("b")], e(E::ToggleBands), "cycle shown bands"),
     row(&[c("t")], e(E::ToggleAxis), "event axis / time axis"),
@@ -525,7 +535,7 @@ pub fn markdown() -> String {
         "# memtide explorer keys\n\nGenerated from the key tables in `src/tui/keymap.rs` (`memtide::tui::keymap::markdown`); regenerate with `UPDATE_DOCS=1 cargo test --test tui tui_keys::docs_keys_md`.\n\n",
     );
     markdown_table(&mut s, EXPLORER);
-    s.push_str("\nIn the search prompt: type to search (fuzzy, names and frames), `Enter` jumps to the biggest match, `Esc` cancels, `Backspace` deletes.\n");
+    s.push_str("\nIn the search prompt: type to search (fuzzy: names, categories and frames), `Enter` goes to the best match, `Esc` cancels, `Backspace` deletes. Matches are ranked: those holding the query's words whole before scattered letters, then those live at the cursor (selected where they are: the cursor stays, on the peak if it was there), then a match by name, module path or category before one by a user frame, before one by a library frame only, then the biggest first.\n");
     s.push_str("\n## Allocator view (`s`)\n\nThe explorer's keys keep working (cursor moves, `o`/`O`, `p`): the view follows the cursor.\n\n");
     markdown_table(&mut s, ALLOCATOR);
     for (title, table) in [

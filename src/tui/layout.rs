@@ -180,10 +180,27 @@ pub fn oom_advice_lines(x: &OomExplanation, width: u16) -> Vec<(&'static str, St
     out
 }
 
+/// Rows of the OOM panel below its title at `width`: the figure rows, the verdict, the
+/// wrapped reasoning, advice, pinners and fixes (what `J`/`K` scroll through).
+pub fn oom_body_rows(x: &OomExplanation, width: u16) -> usize {
+    let rows = x.figures().len().div_ceil(oom_grid_cols(width));
+    rows + 1 + oom_advice_lines(x, width).len()
+}
+
 /// Rows the OOM panel needs at `width` to show everything.
 pub fn oom_panel_height(x: &OomExplanation, width: u16) -> u16 {
-    let rows = x.figures().len().div_ceil(oom_grid_cols(width));
-    (2 + rows + oom_advice_lines(x, width).len()) as u16
+    (1 + oom_body_rows(x, width)) as u16
+}
+
+/// The first body row an OOM panel `height` rows high (title included) may show so that its
+/// last row is the body's last: 0 when everything fits.
+pub fn oom_max_scroll(body_rows: usize, height: u16) -> usize {
+    body_rows.saturating_sub((height as usize).saturating_sub(1))
+}
+
+/// Rows one `J`/`K` moves the OOM panel: its visible body less one row kept for context.
+pub fn oom_page(height: u16) -> usize {
+    (height as usize).saturating_sub(2).max(1)
 }
 
 /// Rows of the allocator view above its segment rows besides the pool rows: title, totals,
@@ -225,6 +242,16 @@ mod panel_tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn oom_scrolling_ends_on_the_last_row() {
+        // 27 body rows in a 10-row panel (title + 9): the last first row is 18.
+        assert_eq!(oom_max_scroll(27, 10), 18);
+        assert_eq!(oom_max_scroll(5, 10), 0);
+        assert_eq!(oom_max_scroll(5, 0), 5);
+        assert_eq!(oom_page(10), 8);
+        assert_eq!(oom_page(2), 1);
     }
 
     #[test]

@@ -131,13 +131,25 @@ impl Harness {
                     path,
                     opts,
                     progress,
-                } => Msg::FollowLoaded {
-                    gen,
-                    result: workers::load_follow(&path, &opts, &progress),
-                },
+                    waiting,
+                } => {
+                    // Inline, a missing file is not waited for: the load is cancelled.
+                    if !crate::follow::appeared(&path) {
+                        progress.cancel();
+                    }
+                    Msg::FollowLoaded {
+                        gen,
+                        result: workers::load_follow(&path, &opts, &progress, &waiting),
+                    }
+                }
                 // Tests feed `Msg::Tail` themselves; no watcher thread.
                 Effect::Tail { .. } => continue,
-                Effect::Search { gen, query, device } => workers::search(gen, &query, &device),
+                Effect::Search {
+                    gen,
+                    query,
+                    device,
+                    at,
+                } => workers::search(gen, &query, &device, at),
                 Effect::Live {
                     gen,
                     at,

@@ -194,3 +194,53 @@ fn check_follow_reads_a_file_rewritten_in_place_again() {
         "{stderr}"
     );
 }
+
+/// Issue 52: `check -f` started before the job made its file waits for it, saying so on
+/// standard error (as `tail -F`), then gates it; with `--idle-exit`, a file that never comes
+/// is not a pass: exit 2, nothing checked.
+#[test]
+fn check_follow_waits_for_a_file_that_is_not_there_yet() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("later/run.jsonl");
+    let mut child = Command::new(bin())
+        .args(["check", "-f"])
+        .arg(&p)
+        .args(["--max-peak", "1GiB", "--idle-exit", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("check");
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "it must wait, not exit"
+    );
+    std::fs::create_dir_all(p.parent().expect("dir")).expect("mkdir");
+    std::fs::copy(sample("train-3steps.jsonl"), &p).expect("copy");
+    let code = exit_code_within(&mut child, 500);
+    let out = child.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("waiting for"), "{stderr}");
+    assert!(stderr.contains("run.jsonl to appear"), "{stderr}");
+    assert!(stdout.starts_with("FAIL: peak"), "{stdout}");
+}
+
+#[test]
+fn check_follow_on_a_file_that_never_comes_is_no_pass() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("never.jsonl");
+    let out = Command::new(bin())
+        .args(["check", "-f"])
+        .arg(&p)
+        .args(["--max-peak", "1GiB", "--idle-exit", "0.3"])
+        .output()
+        .expect("check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did not appear within 0.3 s"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

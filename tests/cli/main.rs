@@ -4,7 +4,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod action;
 mod check_json;
+mod ci_report;
 mod cli;
 mod compare;
 mod device_log;

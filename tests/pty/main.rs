@@ -6,5 +6,6 @@ mod support;
 
 mod hostile_depth;
 mod pty;
+mod pty_80x24;
 mod pty_oom;
 mod pty_ranks;

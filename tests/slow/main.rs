@@ -7,6 +7,7 @@ mod support;
 
 mod conformance;
 mod infer_truth;
+mod pytest_marker;
 mod python_api;
 mod recorder;
 mod samples;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::python_env::{borrow, build_wheel, run, stdout, target_dir, venv_with};
+use crate::support::python_env::{run, stdout, stdout_and_stderr, venv_with_the_wheel};
 
 fn env_dir() -> PathBuf {
     crate::support::python_env::env_dir().expect("MEMTIDE_PY_ENV or HOME")
@@ -24,12 +24,10 @@ fn the_python_api_from_the_wheel() {
     let env = env_dir();
     let bin = Path::new(env!("CARGO_BIN_EXE_memtide"));
     let tmp = tempfile::tempdir().expect("tempdir");
-    let wheel = build_wheel(&env, root, &target_dir(bin), &tmp.path().join("wheels"));
     let venv = tmp.path().join("venv");
-    let py = venv_with(&env, &venv, &wheel);
     // pytest from the cached environment, after the venv's own packages (the wheel's
     // `memtide` wins over anything there).
-    borrow(&env, &py, "pytest");
+    let py = venv_with_the_wheel(&env, bin, tmp.path(), &["pytest"]);
     let from = run(
         Command::new(&py)
             .current_dir(tmp.path())
@@ -49,11 +47,7 @@ fn the_python_api_from_the_wheel() {
         .env("MEMTIDE_BIN", bin)
         .output()
         .expect("run pytest");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = stdout_and_stderr(&out);
     assert!(out.status.success(), "pytest failed:\n{report}");
     assert!(report.contains(" passed"), "{report}");
 }

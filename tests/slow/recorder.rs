@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::python_env::env_dir;
+use crate::support::python_env::{env_dir, stdout_and_stderr};
 
 fn has_torch(python: &Path) -> bool {
     python.exists()
@@ -44,11 +44,7 @@ fn python_recorder_suite_passes() {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("run pytest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = stdout_and_stderr(&out);
     assert!(
         out.status.success(),
         "python recorder tests failed:\n{text}"

@@ -33,6 +33,15 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A command's standard output then its standard error, as text (a test runner's report).
+pub fn stdout_and_stderr(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// The cargo target directory a test binary was built in (`…/target/debug/memtide` →
 /// `…/target`), so a wheel reuses that build instead of compiling everything again.
 pub fn target_dir(bin: &Path) -> PathBuf {
@@ -110,4 +119,18 @@ pub fn borrow(env: &Path, py: &Path, module: &str) {
         stdout(&from).trim(),
     )
     .expect("write .pth");
+}
+
+/// The `memtide-cli` wheel of this checkout (built beside the test binary `bin`) installed
+/// alone into a fresh virtual environment under `tmp`, with `borrowed` lent from the cached
+/// environment `env` after the venv's own packages (the wheel's `memtide` wins over anything
+/// there); returns the venv's python.
+pub fn venv_with_the_wheel(env: &Path, bin: &Path, tmp: &Path, borrowed: &[&str]) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let wheel = build_wheel(env, root, &target_dir(bin), &tmp.join("wheels"));
+    let py = venv_with(env, &tmp.join("venv"), &wheel);
+    for module in borrowed {
+        borrow(env, &py, module);
+    }
+    py
 }

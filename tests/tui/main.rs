@@ -14,5 +14,6 @@ mod tui_lab;
 mod tui_owners;
 mod tui_ranks;
 mod tui_reducer;
+mod tui_search;
 mod tui_snapshots;
 mod tui_whatif;

@@ -151,10 +151,17 @@ fn search_jumps_to_the_biggest_match_inside_its_lifetime_and_cycles() {
     // exp_avg lives from #12 to the end; the highest total in that span is the peak.
     assert_eq!(cursor(&h), 30);
     assert_eq!(h.explorer().search.current, Some(0));
-    h.press("nn");
+    h.press("n");
+    // exp_avg_sq is live at #30 too: selected where it is, the cursor stays.
+    assert_eq!(cursor(&h), 30);
+    h.press("n");
     // The third match is step 1's temp, live only after #14.
     assert_eq!(cursor(&h), 14);
     h.press("N");
+    // exp_avg_sq lives from #12 on: live at #14, so the cursor stays there; `p` returns.
+    assert_eq!(cursor(&h), 14);
+    assert_eq!(h.explorer().search.current, Some(1));
+    h.press("p");
     assert_eq!(cursor(&h), 30);
     // A view's name finds the storage it holds.
     h.press("/attn_probe<Enter>");

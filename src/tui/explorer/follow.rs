@@ -12,6 +12,7 @@ use crate::tui::shared::Shared;
 use crate::tui::view::Viewport;
 use memtide_core::formats::Progress;
 use memtide_core::trace::{human_bytes, Seq};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,13 +21,19 @@ pub const NEW_PEAK_FLASH: Duration = Duration::from_millis(2500);
 /// Quiet time after which the last equal-`t` group is applied too.
 const IDLE_FLUSH: Duration = Duration::from_millis(200);
 
-/// The load effect for follow mode.
-pub fn load_effect(ex: &ExplorerState, gen: u64, progress: Progress) -> Effect {
+/// The load effect for follow mode (`waiting`: set while the file is not there yet).
+pub fn load_effect(
+    ex: &ExplorerState,
+    gen: u64,
+    progress: Progress,
+    waiting: Arc<AtomicBool>,
+) -> Effect {
     Effect::LoadFollow {
         gen,
         path: ex.path.clone(),
         opts: ex.opts.clone(),
         progress,
+        waiting,
     }
 }
 
@@ -149,7 +156,7 @@ fn reload(sh: &mut Shared, ex: &mut ExplorerState, why: &str) -> Vec<Effect> {
     f.restore = if f.on { None } else { cursor_src };
     f.tail_gen = u64::MAX; // stop the old watcher's messages
     sh.status = Some(format!("{why}; reloading in the background…"));
-    vec![load_effect(ex, gen, Progress::new())]
+    vec![load_effect(ex, gen, Progress::new(), Arc::default())]
 }
 
 /// Timer: applies the last equal-`t` group after a quiet moment; expires the new-peak

@@ -233,6 +233,9 @@ pub struct ExplorerState {
     /// The OOM panel is pinned open (`x`): it shows the last OOM at or before the cursor;
     /// unpinned, it opens when the cursor is on an OOM.
     pub oom_pinned: bool,
+    /// The OOM panel's scroll (`J`/`K`): which OOM (its index in `oom_at`) and the first
+    /// body row shown; another OOM in the panel starts at its top.
+    pub oom_scroll: (usize, usize),
     /// The allocator view (`s`), when open.
     pub alloc: Option<AllocView>,
     /// `--alloc-conf CONF`: the settings `w` simulates (None: the file's own, else
@@ -261,6 +264,7 @@ impl ExplorerState {
             follow: None,
             absolute_time: false,
             oom_pinned: false,
+            oom_scroll: (0, 0),
             alloc: None,
             whatif_conf: None,
             whatif: None,
@@ -300,6 +304,14 @@ impl ExplorerState {
             return None;
         }
         Some(dev.oom_at.iter().rposition(|&m| m <= at).unwrap_or(0))
+    }
+
+    /// The first body row the OOM panel shows for OOM `k` (0 unless scrolled on it).
+    pub fn oom_first_row(&self, k: usize) -> usize {
+        match self.oom_scroll {
+            (of, row) if of == k => row,
+            _ => 0,
+        }
     }
 
     /// The screen geometry at `width` × `height`: the allocator view takes the panel below

@@ -24,9 +24,11 @@ use std::time::Instant;
 pub fn start(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
     let gen = sh.gen();
     let progress = Progress::new();
-    ex.screen = Screen::Loading(LoadState::new(gen, progress.clone()));
+    let load = LoadState::new(gen, progress.clone());
+    let waiting = load.waiting.clone();
+    ex.screen = Screen::Loading(load);
     if ex.follow.is_some() {
-        return vec![follow::load_effect(ex, gen, progress)];
+        return vec![follow::load_effect(ex, gen, progress, waiting)];
     }
     vec![Effect::Load {
         gen,
@@ -270,6 +272,7 @@ pub fn action(sh: &mut Shared, ex: &mut ExplorerState, a: A) -> Vec<Effect> {
             fx
         }
         A::NextOom | A::PrevOom => oom_jump(sh, ex, &dev, a),
+        A::OomDown | A::OomUp => super::oom::scroll(sh, ex, &dev, a == A::OomDown),
         A::ToggleOomPanel => {
             if dev.oom_at.is_empty() {
                 return say(sh, "no out-of-memory event in this trace");
@@ -635,6 +638,7 @@ fn search_effect(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>) -> 
         gen,
         query: ex.search.query.clone(),
         device: dev.clone(),
+        at: ex.view.cursor,
     }]
 }
 
@@ -648,18 +652,29 @@ fn goto_match(sh: &mut Shared, ex: &mut ExplorerState, i: usize) -> Vec<Effect> 
     };
     ex.search.current = Some(i);
     let tr = &dev.trace;
-    let lo = tr.start(id);
-    let hi = tr
-        .end(id)
-        .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)).max(lo));
-    let at = dev.index.argmax(lo, hi).map_or(lo, |(s, _)| s);
-    let fx = jump(sh, ex, at);
+    // A match live at the cursor is selected where it is: stepping through the matches live
+    // at the peak keeps the peak. Another goes to its highest instant.
+    let here = tr.is_live_at(id, ex.view.cursor);
+    let fx = if here {
+        Vec::new()
+    } else {
+        let lo = tr.start(id);
+        let hi = tr
+            .end(id)
+            .map_or(dev.last(), |e| Seq(e.0.saturating_sub(1)).max(lo));
+        let at = dev.index.argmax(lo, hi).map_or(lo, |(s, _)| s);
+        jump(sh, ex, at)
+    };
     if let Some(p) = ex.live.rows.iter().position(|e| e.id == id) {
         ex.live.selected = p;
         fix_scroll(sh, ex);
     }
+    let away = match dev.peak {
+        Some(p) if !here && p.at != ex.view.cursor => " (p: back to the peak)",
+        _ => "",
+    };
     sh.status = Some(format!(
-        "match {}/{}: {} {}",
+        "match {}/{}{away}: {} {}",
         i + 1,
         ex.search.matches.len(),
         fmt::bytes(tr.size(id).0),

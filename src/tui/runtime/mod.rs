@@ -41,7 +41,7 @@ pub fn run(mut app: App) -> Result<Outcome> {
     let search = workers::spawn_latest(
         "memtide-search",
         tx.clone(),
-        |r: &workers::SearchRequest| workers::search(r.0, &r.1, &r.2),
+        |r: &workers::SearchRequest| workers::search(r.0, &r.1, &r.2, r.3),
     )
     .context("cannot start the search thread")?;
     let live = workers::spawn_latest("memtide-live", tx.clone(), workers::live)
@@ -139,10 +139,11 @@ fn run_effects(
                 path,
                 opts,
                 progress,
+                waiting,
             } => workers::spawn_reader(
                 gen,
                 tx.clone(),
-                move || workers::load_follow(&path, &opts, &progress),
+                move || workers::load_follow(&path, &opts, &progress, &waiting),
                 |gen, result| Msg::FollowLoaded { gen, result },
             ),
             Effect::Tail {
@@ -152,8 +153,13 @@ fn run_effects(
                 appendable,
                 mode,
             } => tail::spawn(gen, path, offset, appendable, mode, tail_tx.clone()),
-            Effect::Search { gen, query, device } => {
-                let _ = search.send((gen, query, device));
+            Effect::Search {
+                gen,
+                query,
+                device,
+                at,
+            } => {
+                let _ = search.send((gen, query, device, at));
             }
             Effect::Live {
                 gen,

@@ -9,6 +9,7 @@ use crossbeam_channel::Sender;
 use memtide_core::formats::{Histories, Progress};
 use memtide_core::open::{Follow, OpenError, OpenOptions};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Opens `path` through the core's door, every device ready (facts computed here, off the
@@ -53,11 +54,22 @@ fn ready(devices: Vec<Device>) -> Vec<Arc<Device>> {
 }
 
 /// Opens a file to follow: JSONL keeps its decoder and offset; other formats are read whole.
+/// A file not there yet (or still empty) is waited for, `waiting` set meanwhile, until it
+/// appears or the load is cancelled.
 pub fn load_follow(
     path: &Path,
     opts: &OpenOptions,
     progress: &Progress,
+    waiting: &AtomicBool,
 ) -> Result<FollowLoad, String> {
+    if !crate::follow::appeared(path) {
+        waiting.store(true, Ordering::Relaxed);
+        let waited = crate::follow::wait_for(path, None, &|| progress.is_cancelled());
+        waiting.store(false, Ordering::Relaxed);
+        if waited != crate::follow::Waited::Appeared {
+            return Err(format!("{} did not appear", path.display()));
+        }
+    }
     let mut opened = memtide_core::open::open_followed(path, &with_models(opts), progress)
         .map_err(|e| open_error_text(&e))?;
     let Follow { decoder, offset } = opened.take_follow();
@@ -69,9 +81,9 @@ pub fn load_follow(
     })
 }
 
-/// The reply to a search request.
-pub fn search(gen: u64, query: &str, device: &Device) -> Msg {
-    let (matches, strings) = find::search(&device.trace, query);
+/// The reply to a search request (`at`: the cursor).
+pub fn search(gen: u64, query: &str, device: &Device, at: memtide_core::trace::Seq) -> Msg {
+    let (matches, strings) = find::search(device, query, at);
     Msg::SearchDone {
         gen,
         matches,
@@ -210,8 +222,8 @@ pub fn spawn_latest<T: Send + 'static>(
     Ok(tx)
 }
 
-/// A search request: generation, query, device.
-pub type SearchRequest = (u64, String, Arc<Device>);
+/// A search request: generation, query, device, cursor.
+pub type SearchRequest = (u64, String, Arc<Device>, memtide_core::trace::Seq);
 
 /// The OSC 52 escape that puts `text` on the terminal's clipboard (works over SSH).
 pub fn osc52(text: &str) -> String {

@@ -1,5 +1,5 @@
 //! The loading screen: file, progress bar, bytes, MB/s and ETA (sampled on ticks by
-//! `update`), and how to cancel.
+//! `update`), and how to cancel; under `-f`, that the file is not there yet.
 
 use super::put;
 use crate::tui::device::LoadState;
@@ -14,6 +14,27 @@ pub fn draw(buf: &mut Buffer, area: Rect, sh: &Shared, ex: &ExplorerState, ls: &
     let y = area.y + area.height / 2 - 2;
     let x = area.x + 2;
     let w = area.width.saturating_sub(4);
+    if ls.waiting_now {
+        put(
+            buf,
+            x,
+            y,
+            &format!("waiting for {} to appear", ex.path.display()),
+            w,
+            th.header_title,
+        );
+        let secs = ls.elapsed.as_secs_f64();
+        put(
+            buf,
+            x,
+            y + 1,
+            &format!("following (-f): it opens as soon as the run writes it · waited {secs:.0} s"),
+            w,
+            th.dim,
+        );
+        put(buf, x, y + 3, "q: quit", w, th.dim);
+        return;
+    }
     put(
         buf,
         x,

@@ -2,17 +2,27 @@
 //! `summary` prints it) — requested, rounded, pool, driver free, allocated, reserved, free in
 //! reserve, largest free block, capacity, outside the allocator ("unavailable" where the
 //! source lacks the figure), then the verdict, its reasoning, the advice, the pinners and the
-//! fixes checked by replay, wrapped.
+//! fixes checked by replay, wrapped; scrolled by `J`/`K` when it does not fit (the title says
+//! which rows are shown).
 
 use super::put;
 use crate::tui::explorer::ExplorerState;
 use crate::tui::fmt;
 use crate::tui::layout::{
-    oom_advice_lines, oom_grid_cols, OOM_CELL_W as CELL_W, OOM_LABEL_W as LABEL_W,
+    oom_advice_lines, oom_grid_cols, oom_max_scroll, OOM_CELL_W as CELL_W, OOM_LABEL_W as LABEL_W,
 };
 use crate::tui::shared::Shared;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+
+/// One row of the panel's body.
+enum Row<'a> {
+    /// Figure cells side by side: (label, value).
+    Figures(&'a [(&'static str, String)]),
+    Verdict,
+    /// A labelled (or continued) line of the reasoning, advice, pinners or fixes.
+    Detail(&'static str, String),
+}
 
 pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     let th = &sh.theme;
@@ -25,6 +35,21 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     let at = dev.oom_at.get(k).copied().unwrap_or(ex.view.cursor);
     let tr = &dev.trace;
     let sep = sh.glyphs.sep();
+    let figs = x.figures();
+    let mut rows: Vec<Row> = figs
+        .chunks(oom_grid_cols(r.width))
+        .map(Row::Figures)
+        .collect();
+    rows.push(Row::Verdict);
+    rows.extend(
+        oom_advice_lines(x, r.width)
+            .into_iter()
+            .map(|(label, line)| Row::Detail(label, line)),
+    );
+    let room = (r.height as usize).saturating_sub(1);
+    let first = ex
+        .oom_first_row(k)
+        .min(oom_max_scroll(rows.len(), r.height));
     let mut title = format!(
         " out of memory at {} {sep} {} {sep} OOM {}/{}",
         fmt::at_mode(tr, at, ex.absolute_time),
@@ -35,84 +60,88 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     if at != ex.view.cursor {
         title.push_str(" (pinned; the cursor is elsewhere)");
     }
+    if rows.len() > room {
+        let last = (first + room).min(rows.len());
+        title.push_str(&format!(
+            "   J/K scroll {}–{last}/{}",
+            first + 1,
+            rows.len()
+        ));
+    }
     title.push_str("   o/O next/prev · x pin · s allocator");
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     put(buf, r.x, r.y, &title, r.width, th.live_header);
-    let cols = oom_grid_cols(r.width);
-    let figs = x.figures();
-    let mut y = r.y + 1;
-    for chunk in figs.chunks(cols) {
-        if y >= r.bottom() {
-            return;
-        }
-        let mut cx = r.x + 2;
-        for (label, value) in chunk {
-            let st = if value == "unavailable" {
-                th.dim
-            } else {
-                th.text
-            };
-            let lx = put(
-                buf,
-                cx,
-                y,
-                &format!("{label:<LABEL_W$}"),
-                r.right().saturating_sub(cx),
-                th.dim,
-            );
-            put(
-                buf,
-                lx,
-                y,
-                &fmt::trunc(value, CELL_W - LABEL_W - 1),
-                r.right().saturating_sub(lx),
-                st,
-            );
-            cx += CELL_W as u16;
-            if cx >= r.right() {
-                break;
+    let shown = rows.iter().enumerate().skip(first).take(room);
+    for (y, (i, row)) in (r.y + 1..).zip(shown) {
+        // The last row shown ends in … when more follows below.
+        let more = i + 1 == first + room && i + 1 < rows.len();
+        match row {
+            Row::Figures(chunk) => figures(buf, r, y, sh, chunk),
+            Row::Verdict => {
+                let lx = label(buf, r, y, sh, "verdict");
+                put(
+                    buf,
+                    lx,
+                    y,
+                    x.verdict.name(),
+                    r.right().saturating_sub(lx),
+                    th.oom,
+                );
+            }
+            Row::Detail(name, line) => {
+                let lx = label(buf, r, y, sh, name);
+                let text = if more {
+                    format!("{line}…")
+                } else {
+                    line.clone()
+                };
+                put(buf, lx, y, &text, r.right().saturating_sub(lx), th.text);
             }
         }
-        y += 1;
     }
-    if y >= r.bottom() {
-        return;
-    }
-    let lx = put(
+}
+
+/// A row's label, padded; returns where its value starts.
+fn label(buf: &mut Buffer, r: Rect, y: u16, sh: &Shared, name: &str) -> u16 {
+    put(
         buf,
         r.x + 2,
         y,
-        &format!("{:<LABEL_W$}", "verdict"),
+        &format!("{name:<LABEL_W$}"),
         r.width.saturating_sub(2),
-        th.dim,
-    );
-    put(
-        buf,
-        lx,
-        y,
-        x.verdict.name(),
-        r.right().saturating_sub(lx),
-        th.oom,
-    );
-    y += 1;
-    let lines = oom_advice_lines(x, r.width);
-    let room = r.bottom().saturating_sub(y) as usize;
-    for (i, (label, line)) in lines.iter().enumerate().take(room) {
+        sh.theme.dim,
+    )
+}
+
+/// A row of figure cells.
+fn figures(buf: &mut Buffer, r: Rect, y: u16, sh: &Shared, chunk: &[(&'static str, String)]) {
+    let th = &sh.theme;
+    let mut cx = r.x + 2;
+    for (name, value) in chunk {
+        let st = if value == "unavailable" {
+            th.dim
+        } else {
+            th.text
+        };
         let lx = put(
             buf,
-            r.x + 2,
+            cx,
             y,
-            &format!("{label:<LABEL_W$}"),
-            r.width.saturating_sub(2),
+            &format!("{name:<LABEL_W$}"),
+            r.right().saturating_sub(cx),
             th.dim,
         );
-        // The last row shown ends in … when the advice goes on.
-        let text = if i + 1 == room && lines.len() > room {
-            format!("{line}…")
-        } else {
-            line.clone()
-        };
-        put(buf, lx, y, &text, r.right().saturating_sub(lx), th.text);
-        y += 1;
+        put(
+            buf,
+            lx,
+            y,
+            &fmt::trunc(value, CELL_W - LABEL_W - 1),
+            r.right().saturating_sub(lx),
+            st,
+        );
+        cx += CELL_W as u16;
+        if cx >= r.right() {
+            break;
+        }
     }
 }

@@ -19,12 +19,12 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         th.search_input,
     );
     let info = if s.query.is_empty() {
-        "  type to search names and frames · Enter: biggest match · Esc: cancel".to_string()
+        "  type to search names and frames · Enter: best match · Esc: cancel".to_string()
     } else if s.pending {
         "  searching…".to_string()
     } else {
         format!(
-            "  {} storages match ({} strings) · Enter: jump to the biggest",
+            "  {} storages match ({} strings) · Enter: the best",
             fmt::thousands(s.matches.len() as u64),
             fmt::thousands(s.strings as u64)
         )
