@@ -70,7 +70,7 @@ fn the_oom_panels_fixes_are_reached_by_keys_at_80x24() {
         p.send(b"J");
         let s = wait_rows_change(&p, &rows);
         rows = scroll_rows(&s);
-        if s.contains("fix               expandable_segments:True: would have fit: no") {
+        if s.contains("fix               expandable_segments:True: does not fit") {
             reached = true;
             break;
         }
