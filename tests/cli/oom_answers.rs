@@ -947,6 +947,12 @@ fn a_message_alone_gets_the_verdict_its_figures_give() {
     // 9.74 GiB against 8.50 + 1.25 = 9.75 GiB: decided by less than the printed rounding.
     let x = verdict(&write("edge.txt", "9.74 GiB", "1.25 GiB", "8.50 GiB"));
     assert_eq!(x["verdict"], "unknown", "{x}");
+    // The driver reported 1.25 GiB free for a 20 MiB request, and no memory fraction is named
+    // ("allowed"): the driver refused it itself; no cap, no shortfall.
+    let x = verdict(&write("wddm.txt", "20.00 MiB", "1.25 GiB", "8.50 GiB"));
+    assert_eq!(x["verdict"], "unknown", "{x}");
+    assert!(x["reasoning"].as_str().unwrap().contains("the driver refused the allocation itself"), "{x}");
+    assert_eq!(x["shortfall"], serde_json::Value::Null);
     // A message that cannot be read is said so, with the offset.
     let bad = dir.path().join("cut.txt");
     std::fs::write(&bad, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 44.53 GiB of which 448.00 KiB is free.").unwrap();

@@ -58,6 +58,11 @@ pub fn explain_message(path: &Path) -> Result<MessageAnswer> {
     let mut oom = explain(&facts);
     oom.shortfall = oom.lacked();
     pieces_after_release(&mut oom, precision);
+    // The 2.0 (and 1.x) and 2.2+ wordings print `allowed` when a memory fraction is set;
+    // 2.1's does not.
+    if m.wording != "2.1" && m.allowed.is_none() {
+        refused_by_the_driver(&mut oom);
+    }
     Ok(MessageAnswer {
         file: f.name.clone(),
         wording: m.wording,
@@ -109,4 +114,25 @@ fn pieces_after_release(x: &mut OomExplanation, precision: u64) {
         human_bytes(room)
     );
     x.advice = "the free memory was in pieces: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True may serve it (unless the run already used it); a message cannot be replayed, so no setting is called fit: record a memory snapshot to check it by replay".into();
+}
+
+/// A 2.0 or 2.2+ message prints `… allowed;` when a memory fraction caps the process. Without it, a
+/// driver that reported room for the whole new segment and still refused it did so itself
+/// (Windows' WDDM, ROCm, an APU carve-out): no cap of PyTorch's explains it, and the figures
+/// cannot say which tensors to blame.
+fn refused_by_the_driver(x: &mut OomExplanation) {
+    let (Some(r), Some(d)) = (x.rounded_bytes, x.device_free) else {
+        return;
+    };
+    if d < r {
+        return;
+    }
+    x.verdict = Verdict::Unknown;
+    x.reasoning = format!(
+        "the driver reported {} free, room for the {} requested, and the message names no memory fraction (PyTorch prints \"allowed\" when one caps the process): the driver refused the allocation itself — the figures do not explain it",
+        human_bytes(d),
+        human_bytes(r)
+    );
+    x.advice = "cannot tell the cause from the message: on Windows the WDDM driver, on ROCm or an APU the driver's own limits, refuse allocations the free figure would allow; check the driver's own limits, and record a memory snapshot to see the allocator's blocks".into();
+    x.shortfall = None;
 }

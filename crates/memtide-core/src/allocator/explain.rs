@@ -322,7 +322,7 @@ impl OomExplanation {
                 None if self.device_free.is_none() => {
                     "unavailable: the file does not record what the driver had free".into()
                 }
-                None if self.driver_had_room() => "unavailable: the driver had room for the segment, so a cap the file does not record (a memory fraction) refused it"
+                None if self.driver_had_room() => "unavailable: the driver reported room for the segment, so something other than the bytes refused it (a memory fraction, or the driver itself)"
                     .into(),
                 None => "unavailable".into(),
             },
