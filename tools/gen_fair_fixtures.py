@@ -134,7 +134,7 @@ def main(out):
         train("offload-copies", mode="offload_copies", step_us=1500),
         train("one-step", steps=1),
         train("cut", cut_last=True),
-        train("three-layers", layers=3, reserved=1536),
+        train("three-layers", layers=3, reserved=1600),
         train("two-steps", steps=2),
         train("base-synced", step_us=1100, meta={"step_clock": "synchronized"}),
     ]

@@ -21,6 +21,7 @@ mod hostile;
 mod hostile_input;
 mod hostile_outputs;
 mod hostile_readers;
+mod invariants;
 mod impossible_capacity;
 mod jsonl_fuzz;
 mod kineto;

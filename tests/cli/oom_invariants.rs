@@ -5,54 +5,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use crate::support::repo::{memtide, root};
-
-/// Where the repository keeps traces: the samples and every fixture directory.
-const TRACE_DIRS: [&str; 4] = [
-    "sample-traces",
-    "tests/fixtures",
-    "tests/data",
-    "crates/memtide-core/tests/fixtures",
-];
-
-/// Every file under `dir` (symbolic links not followed: the fixture links point inside the
-/// repository, which is walked anyway).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let Ok(t) = e.file_type() else { continue };
-        if t.is_dir() {
-            walk(&e.path(), out);
-        } else if t.is_file() {
-            out.push(e.path());
-        }
-    }
-}
-
-fn is_trace_name(p: &Path) -> bool {
-    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    !n.ends_with(".truth.json")
-        && [".pickle", ".json", ".jsonl", ".gz", ".pt"]
-            .iter()
-            .any(|x| n.ends_with(x))
-}
+use crate::support::repo::{memtide, root, trace_files};
 
 /// Each file of the repository that `summary` reads and whose report holds an OOM, with its
 /// `summary --json` document.
 fn oom_files() -> Vec<(PathBuf, serde_json::Value)> {
-    let mut files = Vec::new();
-    for d in TRACE_DIRS {
-        walk(&root().join(d), &mut files);
-    }
-    files.sort();
-    files
+    trace_files()
         .into_iter()
-        .filter(|p| is_trace_name(p))
         .filter_map(|p| {
             let o = memtide().arg("summary").arg(&p).arg("--json").output().ok()?;
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;

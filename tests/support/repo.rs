@@ -44,3 +44,43 @@ pub fn memtide_unlimited() -> Command {
 pub fn memtide_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memtide"))
 }
+
+/// Where the repository keeps traces: the samples and every fixture directory.
+const TRACE_DIRS: [&str; 4] = [
+    "sample-traces",
+    "tests/fixtures",
+    "tests/data",
+    "crates/memtide-core/tests/fixtures",
+];
+
+/// Every file under the repository's trace directories whose name a trace may have
+/// (symbolic links not followed: the fixture links point inside the repository, which is
+/// walked anyway), sorted; generator truth files left out.
+pub fn trace_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() {
+                walk(&e.path(), out);
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for d in TRACE_DIRS {
+        walk(&root().join(d), &mut files);
+    }
+    files.sort();
+    files.retain(|p| {
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        !n.ends_with(".truth.json")
+            && [".pickle", ".json", ".jsonl", ".gz", ".pt"]
+                .iter()
+                .any(|x| n.ends_with(x))
+    });
+    files
+}
