@@ -13,7 +13,9 @@ use memtide::tui::msg::Msg;
 use memtide::tui::theme::Theme;
 use memtide::tui::{ui, update};
 use memtide_core::index::Index;
-use memtide_core::trace::{Bytes, Category, EventKind, Mark, MarkKind, StorageKind, Trace, Ts, StackId};
+use memtide_core::trace::{
+    Bytes, Category, EventKind, Mark, MarkKind, StackId, StorageKind, Trace, Ts,
+};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::hint::black_box;

@@ -8,7 +8,10 @@ use std::process::ExitCode;
 pub fn run(a: &OomArgs) -> Result<ExitCode> {
     let r = memtide_report::oom_message::explain_message(&a.file)?;
     if a.json {
-        crate::out_json!("{}", crate::safe_text::json_pretty(&serde_json::to_value(&r)?)?);
+        crate::out_json!(
+            "{}",
+            crate::safe_text::json_pretty(&serde_json::to_value(&r)?)?
+        );
     } else {
         crate::outln!("{}", r.text().trim_end());
     }

@@ -359,4 +359,3 @@ pub fn lines_in(
     )]);
     out
 }
-

@@ -29,7 +29,11 @@ fn every_device_summary() -> Vec<(String, Value)> {
         let Some(v) = summary(&p, None) else { continue };
         let devices: Vec<String> = v["devices"]
             .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         if devices.len() <= 1 {
             let d = v["device"].as_str().unwrap_or("?").to_string();
@@ -58,12 +62,18 @@ fn every_summary_of_every_file_holds_its_invariants() {
         // The bands add up to the peak (external null: unavailable, not counted).
         let bands = p["bands"].as_object().unwrap();
         let sum: u64 = bands.values().filter_map(Value::as_u64).sum();
-        assert_eq!(sum, peak, "{at}: the bands {bands:?} add up to {sum}, not the peak {peak}");
+        assert_eq!(
+            sum, peak,
+            "{at}: the bands {bands:?} add up to {sum}, not the peak {peak}"
+        );
         let external = bands.get("external").and_then(Value::as_u64);
         // The external band by source adds up to the band.
         if let (Some(e), Some(by)) = (external, p["external_by_source"].as_object()) {
             let s: u64 = by.values().filter_map(Value::as_u64).sum();
-            assert_eq!(s, e, "{at}: external by source {by:?} ≠ the external band {e}");
+            assert_eq!(
+                s, e,
+                "{at}: external by source {by:?} ≠ the external band {e}"
+            );
         }
         // What the allocator holds at the peak is in its reserve then, so below its highest.
         if let Some(r) = v["reserved_peak"].as_u64() {
@@ -77,7 +87,11 @@ fn every_summary_of_every_file_holds_its_invariants() {
         // Each OOM: the allocator's bytes within its reserve.
         for o in v["ooms"].as_array().into_iter().flatten() {
             if let (Some(a), Some(r)) = (o["allocated"].as_u64(), o["reserved"].as_u64()) {
-                assert!(a <= r, "{at}: OOM #{} allocated {a} > reserved {r}", o["index"]);
+                assert!(
+                    a <= r,
+                    "{at}: OOM #{} allocated {a} > reserved {r}",
+                    o["index"]
+                );
             }
             if let Some(s) = o["shortfall"].as_u64() {
                 assert!(s > 0, "{at}: a shortfall of 0 B is no shortfall");
@@ -92,5 +106,8 @@ fn every_summary_of_every_file_holds_its_invariants() {
             .sum();
         assert!(live <= peak, "{at}: live rows {live} > the peak {peak}");
     }
-    assert!(checked_reserve >= 20, "too few files with a reserve: {checked_reserve}");
+    assert!(
+        checked_reserve >= 20,
+        "too few files with a reserve: {checked_reserve}"
+    );
 }

@@ -364,7 +364,11 @@ fn the_fix_list_is_checked_by_replay_under_whatif_s_ceiling() {
     // roundup_power2_divisions:4 rounds 2000 MiB up to 2048 MiB: still out at #15.
     let r = fix("roundup_power2_divisions:4");
     assert_eq!(
-        (r["result"].clone(), r["would_have_fit"].clone(), r["oom_at"].clone()),
+        (
+            r["result"].clone(),
+            r["would_have_fit"].clone(),
+            r["oom_at"].clone()
+        ),
         ("does_not_fit".into(), false.into(), 15.into())
     );
     assert_eq!(r["shortfall"], 514 * MIB, "6146 + 2048 − 7680 MiB");
@@ -416,7 +420,9 @@ fn the_sample_oom_gets_a_definite_verdict_without_a_capacity() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|x| x["result"] == "does_not_fit" && x["would_have_fit"] == false && x["oom_at"] == 80));
+        .all(|x| x["result"] == "does_not_fit"
+            && x["would_have_fit"] == false
+            && x["oom_at"] == 80));
     assert!(o["pinners"].as_array().unwrap().is_empty());
     // The estimates for live tensors: the 2 × 3 GiB saved at model.py:31 forward, and half
     // of the 6.75 GiB of activations (3 + 3 GiB + 768 MiB + 512 B), against the one shortfall:
@@ -770,7 +776,10 @@ fn a_fix_that_leaves_too_little_for_the_step_says_so() {
             .contains("will likely run out again later in this step"),
         "{o}"
     );
-    assert!(!o["savings"].as_array().unwrap().is_empty(), "savings under every verdict");
+    assert!(
+        !o["savings"].as_array().unwrap().is_empty(),
+        "savings under every verdict"
+    );
 }
 
 /// A leak that filled the card: every setting runs out (the model's shortfall, 184 MiB, is the
@@ -807,9 +816,10 @@ fn the_setting_in_use_is_never_offered() {
     let o = &v["ooms"][0];
     let fixes = o["fixes"].as_array().unwrap();
     assert!(
-        fixes
-            .iter()
-            .all(|x| !x["setting"].as_str().unwrap().starts_with("max_split_size_mb")),
+        fixes.iter().all(|x| !x["setting"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_split_size_mb")),
         "{fixes:?}"
     );
     let e = fixes
@@ -823,9 +833,15 @@ fn the_setting_in_use_is_never_offered() {
     );
     assert_eq!(o["verdict"], "fragmentation");
     let a = o["advice"].as_str().unwrap();
-    assert!(a.contains("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"), "{a}");
+    assert!(
+        a.contains("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+        "{a}"
+    );
     assert!(!a.contains("max_split_size_mb"), "{a}");
-    assert_eq!(o["shortfall"], t["replays"]["max_split_size_mb:128"]["shortfall"]);
+    assert_eq!(
+        o["shortfall"],
+        t["replays"]["max_split_size_mb:128"]["shortfall"]
+    );
 }
 
 /// The profiler trace of the bundled OOM records no driver free bytes: what the run surely had
@@ -851,7 +867,10 @@ fn no_fix_fits_from_an_upper_bound() {
     assert_eq!(e["result"], "depends");
     assert_eq!(e["ceiling"]["source"], "capacity");
     let outside = e["outside_below"].as_u64().unwrap();
-    assert!(outside < 512 * MIB, "the README's 512 MiB outside decides: {outside}");
+    assert!(
+        outside < 512 * MIB,
+        "the README's 512 MiB outside decides: {outside}"
+    );
     assert_eq!(
         outside,
         16 * GIB - e["needs"].as_u64().unwrap(),
@@ -879,9 +898,16 @@ fn the_failed_request_s_stack_is_in_every_report() {
         .map(|x| x.as_str().unwrap())
         .collect();
     assert!(stack.contains(&"train.py:60 train_step"), "{stack:?}");
-    assert_eq!(o["module"], serde_json::Value::Null, "the stack names no module");
+    assert_eq!(
+        o["module"],
+        serde_json::Value::Null,
+        "the stack names no module"
+    );
     let text = String::from_utf8(memtide().args(["summary", f]).output().unwrap().stdout).unwrap();
-    assert!(text.contains("  requested at      train.py:60 train_step"), "{text}");
+    assert!(
+        text.contains("  requested at      train.py:60 train_step"),
+        "{text}"
+    );
     let md = String::from_utf8(
         memtide()
             .args(["summary", "--markdown", f])
@@ -890,7 +916,10 @@ fn the_failed_request_s_stack_is_in_every_report() {
             .stdout,
     )
     .unwrap();
-    assert!(md.contains("| requested at | train.py:60 train\\_step |"), "{md}");
+    assert!(
+        md.contains("| requested at | train.py:60 train\\_step |"),
+        "{md}"
+    );
     let check = memtide()
         .args(["check", "--max-peak", "100GiB", f])
         .output()
@@ -899,11 +928,14 @@ fn the_failed_request_s_stack_is_in_every_report() {
     assert!(
         line.contains("(requested at train.py:60 train_step)")
             && line.contains("514.0 MiB short under the file's own settings")
-            && line.contains("no allocator setting fits, even under the most the run could have had"),
+            && line
+                .contains("no allocator setting fits, even under the most the run could have had"),
         "{line}"
     );
     // A Kineto trace records no stack for its OOM: null, never empty made-up frames.
-    let k = summary_json(&[repo("sample-traces/cuda-oom.pt.trace.json.gz").to_str().unwrap()]);
+    let k = summary_json(&[repo("sample-traces/cuda-oom.pt.trace.json.gz")
+        .to_str()
+        .unwrap()]);
     assert_eq!(k["ooms"][0]["stack"], serde_json::Value::Null);
     assert_eq!(k["ooms"][0]["user_frame"], serde_json::Value::Null);
 }
@@ -942,8 +974,17 @@ fn a_message_alone_gets_the_verdict_its_figures_give() {
     // 8.00 GiB ≤ 8.50 GiB unallocated + 1.25 GiB free, and no block held it: in pieces.
     let x = verdict(&write("frag.txt", "8.00 GiB", "1.25 GiB", "8.50 GiB"));
     assert_eq!(x["verdict"], "fragmentation", "{x}");
-    assert!(x["advice"].as_str().unwrap().contains("no setting is called fit"), "{x}");
-    assert!(x["fixes"].as_array().unwrap().is_empty(), "nothing replayed: {x}");
+    assert!(
+        x["advice"]
+            .as_str()
+            .unwrap()
+            .contains("no setting is called fit"),
+        "{x}"
+    );
+    assert!(
+        x["fixes"].as_array().unwrap().is_empty(),
+        "nothing replayed: {x}"
+    );
     // 9.74 GiB against 8.50 + 1.25 = 9.75 GiB: decided by less than the printed rounding.
     let x = verdict(&write("edge.txt", "9.74 GiB", "1.25 GiB", "8.50 GiB"));
     assert_eq!(x["verdict"], "unknown", "{x}");
@@ -951,12 +992,21 @@ fn a_message_alone_gets_the_verdict_its_figures_give() {
     // ("allowed"): the driver refused it itself; no cap, no shortfall.
     let x = verdict(&write("wddm.txt", "20.00 MiB", "1.25 GiB", "8.50 GiB"));
     assert_eq!(x["verdict"], "unknown", "{x}");
-    assert!(x["reasoning"].as_str().unwrap().contains("the driver refused the allocation itself"), "{x}");
+    assert!(
+        x["reasoning"]
+            .as_str()
+            .unwrap()
+            .contains("the driver refused the allocation itself"),
+        "{x}"
+    );
     assert_eq!(x["shortfall"], serde_json::Value::Null);
     // A message that cannot be read is said so, with the offset.
     let bad = dir.path().join("cut.txt");
     std::fs::write(&bad, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 44.53 GiB of which 448.00 KiB is free.").unwrap();
     let o = memtide().arg("oom").arg(&bad).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("offset"), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("offset"),
+        "{o:?}"
+    );
 }

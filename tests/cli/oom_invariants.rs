@@ -16,7 +16,12 @@ fn oom_files() -> Vec<(PathBuf, serde_json::Value)> {
     trace_files()
         .into_iter()
         .filter_map(|p| {
-            let o = memtide().arg("summary").arg(&p).arg("--json").output().ok()?;
+            let o = memtide()
+                .arg("summary")
+                .arg(&p)
+                .arg("--json")
+                .output()
+                .ok()?;
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
             let has = v["ooms"].as_array().is_some_and(|a| !a.is_empty());
             has.then_some((p, v))

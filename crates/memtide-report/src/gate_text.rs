@@ -109,7 +109,8 @@ pub fn oom_text(x: &OomEvidence) -> String {
             x.fixes_that_depend.join(", ")
         )
     } else if x.no_setting_fits {
-        "; checked by replay: no allocator setting fits, even under the most the run could have had".to_string()
+        "; checked by replay: no allocator setting fits, even under the most the run could have had"
+            .to_string()
     } else {
         String::new()
     };

@@ -282,7 +282,10 @@ impl OomExplanation {
     /// Whether the driver's free bytes would have held the new segment the request needed
     /// (then something else — a cap — refused it).
     fn driver_had_room(&self) -> bool {
-        match (self.rounded_bytes.and_then(allocation_size), self.device_free) {
+        match (
+            self.rounded_bytes.and_then(allocation_size),
+            self.device_free,
+        ) {
             (Some(seg), Some(d)) => d >= seg,
             _ => false,
         }

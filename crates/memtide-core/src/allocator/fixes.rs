@@ -133,10 +133,9 @@ impl Fix {
     /// 1.189 GiB headroom left)`.
     pub fn text(&self) -> String {
         let peak = human_bytes(self.reserved_peak);
-        let under = self
-            .ceiling
-            .as_ref()
-            .map_or(String::new(), |c| format!(" under {}", human_bytes(c.bytes)));
+        let under = self.ceiling.as_ref().map_or(String::new(), |c| {
+            format!(" under {}", human_bytes(c.bytes))
+        });
         match self.result {
             Some(FixResult::Fits) => format!(
                 "{}: fits{under} (reserved peak {peak}{})",
@@ -232,7 +231,9 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
         .and_then(|r| r.oom_shortfall);
     // Under the most, when it differs from the sure ceiling.
     let wide = match (&sure, &most) {
-        (Some(s), Some(m)) if m.bytes > s.bytes => whatif_under(trace, history, &confs, Some(m)).ok(),
+        (Some(s), Some(m)) if m.bytes > s.bytes => {
+            whatif_under(trace, history, &confs, Some(m)).ok()
+        }
         _ => None,
     };
     let fixes = w
@@ -253,10 +254,7 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
         })
         .collect();
     let ceiling_text = match (&sure, &most) {
-        (Some(s), Some(m)) if m.bytes > s.bytes => Some(format!(
-            "{}; at most {}",
-            s.text, m.text
-        )),
+        (Some(s), Some(m)) if m.bytes > s.bytes => Some(format!("{}; at most {}", s.text, m.text)),
         (Some(c), _) | (None, Some(c)) => Some(c.text.clone()),
         (None, None) => None,
     }

@@ -9,9 +9,9 @@ use super::live::entry_in;
 use super::summary::external_by_source;
 use super::trend::Trend;
 use crate::allocator::fixes::Saving;
+use crate::allocator::fixes::{Fix, FixResult};
 use crate::allocator::pinners::{pinners, Pinner};
 use crate::allocator::rounding::block_extent;
-use crate::allocator::fixes::{Fix, FixResult};
 use crate::allocator::sim::AllocConf;
 use crate::allocator::{explain, fixes, History, OomExplanation, OomFacts, Op, PoolFacts, Verdict};
 use crate::index::Index;
@@ -230,7 +230,11 @@ fn names(fixes: &[&Fix]) -> String {
 /// request (with the headroom they leave), else those that would under a condition.
 fn fragmentation_advice(x: &OomExplanation, fits: &[&Fix], depends: &[&Fix]) -> String {
     if let Some(best) = fits.iter().max_by_key(|f| f.headroom_after) {
-        let rest: Vec<&Fix> = fits.iter().copied().filter(|f| f.setting != best.setting).collect();
+        let rest: Vec<&Fix> = fits
+            .iter()
+            .copied()
+            .filter(|f| f.setting != best.setting)
+            .collect();
         return format!(
             "the free memory was in pieces: set PYTORCH_CUDA_ALLOC_CONF={} — replayed from the start under the ceiling the run surely had, it serves the request{}{}",
             best.setting,

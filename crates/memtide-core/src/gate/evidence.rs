@@ -2,11 +2,11 @@
 //! window), the biggest allocations live there, the first OOM with its verdict, and the
 //! allocations that survive every step.
 
+use crate::allocator::FixResult;
 use crate::analysis::frames::FrameView;
 use crate::analysis::live::entry_in;
 use crate::analysis::trend::Trend;
 use crate::analysis::Peak;
-use crate::allocator::FixResult;
 use crate::index::Index;
 use crate::open::Device;
 use crate::trace::Trace;
