@@ -58,90 +58,98 @@ def frames_of(name, line):
              "line": 1527, "name": "_call_impl"}]
 
 
-def record():
-    """The recorded run: its trace entries, final segments and OOM facts."""
-    trace = []
-    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
-    names = {}
+class Run:
+    """One run recorded by the model allocator: the trace entries it records, what each block
+    is (name and line), and the `record_function` annotations around them."""
 
-    def alloc(name, size, line):
-        b = a.malloc(size)
-        names[b.addr] = (name, line)
+    def __init__(self, conf=""):
+        self.trace = []
+        self.a = Allocator(Conf(conf), CAPACITY - OUTSIDE, trace=self.trace)
+        self.names = {}
+        self.marks = []
+
+    def alloc(self, name, size, line):
+        b = self.a.malloc(size)
+        self.names[b.addr] = (name, line)
         return b
 
-    alloc("weights", 2048 * MiB, 12)
-    alloc("loss", 512, 40)
-    act = alloc("activation", 4096 * MiB, 20)
-    a.free_(act)
-    xs = [alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
-    a.free_(xs[0])
-    a.free_(xs[2])
-    try:
-        alloc("y", 2000 * MiB, 35)
-        raise AssertionError("the defaults should run out of memory")
-    except Oom as x:
-        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
-        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
-               "reserved": a.reserved, "allocated": a.allocated()}
-    large = [b for b in a.free["large"]]
+    def free(self, b):
+        self.a.free_(b)
+
+    def mark(self, name, stage):
+        # An annotation sits between the entries around it (entries are 100 µs apart).
+        self.marks.append({"name": name, "stage": stage, "device": 0,
+                           "time_us": T0 + 100 * len(self.trace) - 50})
+
+    def alloc_or_oom(self, name, size, line):
+        """The block, or None and the OOM's facts after recording PyTorch's `oom` entry."""
+        try:
+            return self.alloc(name, size, line), None
+        except Oom as x:
+            self.trace.append(dict(action="oom", addr=x.device_free, size=x.size,
+                                   device_free=x.device_free))
+            return None, {"index": len(self.trace) - 1, "request": x.size,
+                          "device_free": x.device_free, "reserved": self.a.reserved,
+                          "allocated": self.a.allocated()}
+
+    def oom(self, name, size, line):
+        """Asks for `size`, which must run out of memory: the OOM's facts."""
+        _, facts = self.alloc_or_oom(name, size, line)
+        assert facts is not None, f"{name} should run out of memory"
+        return facts
+
+    def finish(self, frames_by_block=False):
+        """The trace entries (times, stream, frames: each block's own name and line, else
+        `step` at the entry's position) and the final segments."""
+        segments = self.a.segments_dump(lambda b: frames_of(*self.names.get(b.addr, ("?", 0))))
+        for i, e in enumerate(self.trace):
+            e["time_us"] = T0 + 100 * i
+            e["stream"] = 0
+            at = ("step", 10 + i)
+            e["frames"] = frames_of(*(self.names.get(e["addr"], at) if frames_by_block else at))
+        return self.trace, segments
+
+
+def record():
+    """The recorded run: its trace entries, final segments and OOM facts."""
+    r = Run()
+    r.alloc("weights", 2048 * MiB, 12)
+    r.alloc("loss", 512, 40)
+    r.free(r.alloc("activation", 4096 * MiB, 20))
+    xs = [r.alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
+    r.free(xs[0])
+    r.free(xs[2])
+    oom = r.oom("y", 2000 * MiB, 35)
+    large = [b for b in r.a.free["large"]]
     oom["pool_free"] = sum(b.size for b in large)
     oom["largest_free_block"] = max(b.size for b in large)
-    oom["free_in_reserve"] = sum(b.size for p in a.free.values() for b in p)
-    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
-    for i, e in enumerate(trace):
-        e["time_us"] = T0 + 100 * i
-        e["stream"] = 0
-        e["frames"] = frames_of("step", 10 + i)
+    oom["free_in_reserve"] = sum(b.size for p in r.a.free.values() for b in p)
+    trace, segments = r.finish()
     return trace, segments, oom
 
 
 def record_horizon():
     """The two-step run whose fixes leave less room than the step needs: its trace entries,
     final segments, annotations and OOM facts."""
-    trace = []
-    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
-    names = {}
-    marks = []
-
-    def alloc(name, size, line):
-        b = a.malloc(size)
-        names[b.addr] = (name, line)
-        return b
-
-    def mark(name, stage):
-        # An annotation sits between the entries around it (entries are 100 µs apart).
-        marks.append({"name": name, "stage": stage, "device": 0,
-                      "time_us": T0 + 100 * len(trace) - 50})
-
-    alloc("weights", 2048 * MiB, 12)
-    alloc("loss", 512, 40)
-    mark("step0", "START")
-    mark("forward", "START")
-    act = alloc("activation", 4096 * MiB, 20)
-    tmp = alloc("logits", 1000 * MiB, 21)
-    a.free_(tmp)
-    a.free_(act)
-    mark("forward", "END")
-    mark("step0", "END")
-    mark("step1", "START")
-    mark("forward", "START")
-    xs = [alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
-    a.free_(xs[0])
-    a.free_(xs[2])
-    try:
-        alloc("y", 2000 * MiB, 35)
-        raise AssertionError("the defaults should run out of memory")
-    except Oom as x:
-        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
-        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
-               "reserved": a.reserved, "allocated": a.allocated()}
-    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
-    for i, e in enumerate(trace):
-        e["time_us"] = T0 + 100 * i
-        e["stream"] = 0
-        e["frames"] = frames_of("step", 10 + i)
+    r = Run()
+    r.alloc("weights", 2048 * MiB, 12)
+    r.alloc("loss", 512, 40)
+    r.mark("step0", "START")
+    r.mark("forward", "START")
+    act = r.alloc("activation", 4096 * MiB, 20)
+    r.free(r.alloc("logits", 1000 * MiB, 21))
+    r.free(act)
+    r.mark("forward", "END")
+    r.mark("step0", "END")
+    r.mark("step1", "START")
+    r.mark("forward", "START")
+    xs = [r.alloc(f"x{i}", 1200 * MiB, 30 + i) for i in (1, 2, 3)]
+    r.free(xs[0])
+    r.free(xs[2])
+    oom = r.oom("y", 2000 * MiB, 35)
     oom["largest_earlier_in_phase"] = 4096 * MiB
-    return trace, segments, marks, oom
+    trace, segments = r.finish()
+    return trace, segments, r.marks, oom
 
 
 def record_split_in_use():
@@ -151,31 +159,13 @@ def record_split_in_use():
     3000 MiB: no block, 5000 + 3000 > 7680, nothing unsplit to release: OOM with 2000 MiB free
     in 40 MiB pieces and 2680 MiB on the driver. Expandable segments on top of the setting in
     use tile one growing segment and serve it (reserve 6000 MiB)."""
-    trace = []
-    a = Allocator(Conf(IN_USE), CAPACITY - OUTSIDE, trace=trace)
-    names = {}
-
-    def alloc(name, size, line):
-        b = a.malloc(size)
-        names[b.addr] = (name, line)
-        return b
-
-    blocks = [alloc("buffer", 100 * MiB, 50) for _ in range(50)]
-    for b in blocks:
-        a.free_(b)
-    _kept = [alloc("hidden", 60 * MiB, 51) for _ in range(50)]
-    try:
-        alloc("gather", 3000 * MiB, 52)
-        raise AssertionError("max_split_size_mb:128 should run out of memory")
-    except Oom as x:
-        trace.append(dict(action="oom", addr=x.device_free, size=x.size, device_free=x.device_free))
-        oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
-               "reserved": a.reserved, "allocated": a.allocated()}
-    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
-    for i, e in enumerate(trace):
-        e["time_us"] = T0 + 100 * i
-        e["stream"] = 0
-        e["frames"] = frames_of(*names.get(e["addr"], ("step", 10 + i)))
+    r = Run(IN_USE)
+    for b in [r.alloc("buffer", 100 * MiB, 50) for _ in range(50)]:
+        r.free(b)
+    for _ in range(50):
+        r.alloc("hidden", 60 * MiB, 51)
+    oom = r.oom("gather", 3000 * MiB, 52)
+    trace, segments = r.finish(frames_by_block=True)
     return trace, segments, [], oom
 
 
@@ -190,44 +180,23 @@ def record_leak():
     while the activation is live: 7864 > 7680, nothing to release: OOM 184 MiB short, the
     driver reporting 72 MiB free. No allocator setting can serve it: the live tensors, grown by
     2560 MiB of leaks, are the cause."""
-    trace = []
-    a = Allocator(Conf(""), CAPACITY - OUTSIDE, trace=trace)
-    names = {}
-    marks = []
-
-    def alloc(name, size, line):
-        b = a.malloc(size)
-        names[b.addr] = (name, line)
-        return b
-
-    def mark(name, stage):
-        marks.append({"name": name, "stage": stage, "device": 0,
-                      "time_us": T0 + 100 * len(trace) - 50})
-
-    alloc("weights", 2048 * MiB, 12)
+    r = Run()
+    r.alloc("weights", 2048 * MiB, 12)
     oom = None
     for k in range(12):
-        mark(f"step{k}", "START")
-        mark("forward", "START")
-        act = alloc("activation", 3000 * MiB, 20)
-        try:
-            alloc("cached_logits", 256 * MiB, 21)
-        except Oom as x:
-            trace.append(dict(action="oom", addr=x.device_free, size=x.size,
-                              device_free=x.device_free))
-            oom = {"index": len(trace) - 1, "request": x.size, "device_free": x.device_free,
-                   "reserved": a.reserved, "allocated": a.allocated(), "leaked_steps": k}
+        r.mark(f"step{k}", "START")
+        r.mark("forward", "START")
+        act = r.alloc("activation", 3000 * MiB, 20)
+        _, oom = r.alloc_or_oom("cached_logits", 256 * MiB, 21)
+        if oom is not None:
+            oom["leaked_steps"] = k
             break
-        a.free_(act)
-        mark("forward", "END")
-        mark(f"step{k}", "END")
+        r.free(act)
+        r.mark("forward", "END")
+        r.mark(f"step{k}", "END")
     assert oom is not None, "the leak should run out of memory"
-    segments = a.segments_dump(lambda b: frames_of(*names.get(b.addr, ("?", 0))))
-    for i, e in enumerate(trace):
-        e["time_us"] = T0 + 100 * i
-        e["stream"] = 0
-        e["frames"] = frames_of(*names.get(e["addr"], ("step", 10 + i)))
-    return trace, segments, marks, oom
+    trace, segments = r.finish(frames_by_block=True)
+    return trace, segments, r.marks, oom
 
 
 def write(out, name, trace, segments, marks, oom, settings=None, replays=None):
