@@ -374,8 +374,7 @@ fn largest_earlier(trace: &Trace, at: Seq) -> Option<(u64, String)> {
     let phase = trace
         .marks
         .iter()
-        .filter(|m| m.kind == MarkKind::Phase && m.at <= at && m.end.is_none_or(|e| at <= e))
-        .next_back()
+        .rfind(|m| m.kind == MarkKind::Phase && m.at <= at && m.end.is_none_or(|e| at <= e))
         .map(|m| trace.strings.text(m.name).to_string());
     let in_phase = |p: Seq| match &phase {
         None => true,
