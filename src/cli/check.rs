@@ -86,7 +86,7 @@ fn is_step_summary(path: &Path, summary: Option<&std::ffi::OsStr>) -> bool {
     }
 }
 
-/// Writes the `--report` Markdown to `path`: appended (see [`appends`]) or replacing the file,
+/// Writes the `--report` Markdown to `path`: appended (see `appends`) or replacing the file,
 /// never over one of `inputs`.
 pub fn write_report(a: &CheckArgs, path: &Path, md: &str, inputs: &[&Path]) -> Result<()> {
     if appends(a, path) {
