@@ -229,10 +229,21 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
         .first()
         .filter(|_| reproduced && proven)
         .and_then(|r| r.oom_shortfall);
-    // Under the most, when it differs from the sure ceiling.
-    let wide = match (&sure, &most) {
-        (Some(s), Some(m)) if m.bytes > s.bytes => {
-            whatif_under(trace, history, &confs, Some(m)).ok()
+    // Under the most, when it differs from the sure ceiling: only the settings that ran out
+    // under the sure one (one that fits there fits), and only where the fixes are judged.
+    let two = matches!((&sure, &most), (Some(s), Some(m)) if m.bytes > s.bytes);
+    let short: Vec<usize> = w
+        .runs
+        .iter()
+        .skip(1)
+        .enumerate()
+        .filter(|(_, r)| r.oom.is_some())
+        .map(|(k, _)| k)
+        .collect();
+    let wide = match &most {
+        Some(m) if two && reproduced && !short.is_empty() => {
+            let picked: Vec<AllocConf> = short.iter().filter_map(|&k| confs.get(k).cloned()).collect();
+            whatif_under(trace, history, &picked, Some(m)).ok()
         }
         _ => None,
     };
@@ -242,8 +253,11 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
         .skip(1)
         .enumerate()
         .map(|(k, r)| {
-            let under_most = wide.as_ref().and_then(|w| w.runs.get(k + 1));
-            let mut fix = judge(r, under_most, sure.as_ref(), most.as_ref(), reproduced);
+            let under_most = wide.as_ref().and_then(|w| {
+                let p = short.iter().position(|&x| x == k)?;
+                w.runs.get(p + 1)
+            });
+            let mut fix = judge(r, under_most, two, sure.as_ref(), most.as_ref(), reproduced);
             fix.setting = labels.get(k).map_or(fix.setting, |l| l.to_string());
             fix.outside_below = fix
                 .needs
@@ -272,11 +286,12 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
     }
 }
 
-/// One setting's result from its replay under the sure ceiling (`r`) and under the most
-/// (`wide`, None when the two are one).
+/// One setting's result from its replay under the sure ceiling (`r`) and, where the two
+/// ceilings differ (`two`) and it ran out under the sure one, under the most (`wide`).
 fn judge(
     r: &super::sim::RunResult,
     wide: Option<&super::sim::RunResult>,
+    two: bool,
     sure: Option<&Ceiling>,
     most: Option<&Ceiling>,
     judged: bool,
@@ -296,7 +311,7 @@ fn judge(
     if !judged {
         return fix;
     }
-    let (Some(first), one) = (sure.or(most), wide.is_none()) else {
+    let (Some(first), one) = (sure.or(most), !two) else {
         return fix;
     };
     if r.oom.is_none() && sure.is_some() {
@@ -320,6 +335,10 @@ fn judge(
         if r.oom.is_some() && sure.is_none() {
             fix.ceiling = most.map(FixCeiling::of);
         }
+    } else if wide.is_none() {
+        // Out under the sure ceiling; the replay under the most did not run: more memory
+        // might have served it.
+        fix.result = Some(FixResult::Depends);
     } else if let Some(w) = wide {
         fix.ceiling = most.map(FixCeiling::of);
         fix.reserved_peak = w.reserved_peak;
