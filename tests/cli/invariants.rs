@@ -111,3 +111,34 @@ fn every_summary_of_every_file_holds_its_invariants() {
         "too few files with a reserve: {checked_reserve}"
     );
 }
+
+/// A file that holds more at its peak than its reserve ever reached contradicts itself: said,
+/// and doubted (`check` exits 2 unless --allow-warnings) — the invariant above found one among
+/// the repository's own fixtures.
+#[test]
+fn a_reserve_below_the_peak_is_doubted() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("impossible.jsonl");
+    std::fs::write(
+        &f,
+        concat!(
+            "{\"memtide\":1,\"device\":\"cuda:0\",\"clock\":\"us\"}\n",
+            "{\"t\":1,\"op\":\"reserve\",\"id\":100,\"size\":1073741824}\n",
+            "{\"t\":2,\"op\":\"alloc\",\"id\":1,\"size\":1610612736,\"cat\":\"activation\"}\n",
+            "{\"t\":3,\"op\":\"free\",\"id\":1}\n",
+        ),
+    )
+    .unwrap();
+    let o = memtide().arg("summary").arg(&f).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("the file's highest reserve (1.000 GiB) is below the 1.500 GiB it says the framework held at the peak"),
+        "{text}"
+    );
+    let c = memtide()
+        .args(["check", "--max-peak", "100GiB"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(c.status.code(), Some(2), "{c:?}");
+}

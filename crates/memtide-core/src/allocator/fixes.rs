@@ -242,7 +242,10 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
         .collect();
     let wide = match &most {
         Some(m) if two && reproduced && !short.is_empty() => {
-            let picked: Vec<AllocConf> = short.iter().filter_map(|&k| confs.get(k).cloned()).collect();
+            let picked: Vec<AllocConf> = short
+                .iter()
+                .filter_map(|&k| confs.get(k).cloned())
+                .collect();
             whatif_under(trace, history, &picked, Some(m)).ok()
         }
         _ => None,

@@ -36,6 +36,25 @@ pub fn global_peak(trace: &Trace, index: &Index) -> Option<Peak> {
     window_peak(trace, index, Seq(0), Seq(index.len() as u64 - 1))
 }
 
+/// Why the file contradicts itself, or None: the framework held more at its peak than the
+/// file's reserve ever reached (the allocator's bytes live inside its reserve; a reserve
+/// sampled now and then may lag the peak, but not stay below it for the whole run).
+pub fn reserve_doubt(trace: &Trace, index: &Index) -> Option<String> {
+    let peak = global_peak(trace, index).filter(|p| !p.at_start)?;
+    let (reserved, _) = index.reserved_peak_at()?;
+    let inside = peak
+        .bytes
+        .0
+        .saturating_sub(peak.bands.get(crate::trace::Band::External));
+    (inside > reserved.0).then(|| {
+        format!(
+            "the file's highest reserve ({}) is below the {} it says the framework held at the peak: one of the two figures is wrong",
+            crate::trace::human_bytes(reserved.0),
+            crate::trace::human_bytes(inside)
+        )
+    })
+}
+
 /// The peak of `[lo, hi]` (inclusive positions); when `lo` is 0 the initial state is a
 /// candidate too (and wins ties, being first).
 pub fn window_peak(trace: &Trace, index: &Index, lo: Seq, hi: Seq) -> Option<Peak> {

@@ -331,24 +331,10 @@ impl Summary {
         .doubting_the_reserve(trace, index)
     }
 
-    /// A file whose reserve at the peak is below the bytes it says the framework held there
-    /// contradicts itself (the allocator's bytes live inside its reserve): said among the
-    /// warnings and the doubtful ones, with both figures.
+    /// A file whose reserve never reaches what the framework held at the peak contradicts
+    /// itself ([`super::peak::reserve_doubt`]): said among the warnings and the doubtful ones.
     fn doubting_the_reserve(mut self, trace: &Trace, index: &Index) -> Summary {
-        if !trace.has_reserved {
-            return self;
-        }
-        let Some(p) = self.peak.as_ref().filter(|p| !p.at_start) else {
-            return self;
-        };
-        let inside = p.bytes.saturating_sub(p.bands[Band::External as usize]);
-        let reserved = index.reserved_at(trace, crate::trace::Seq(p.index)).0;
-        if inside > reserved {
-            let w = format!(
-                "the file's reserve at the peak ({}) is below the {} it says the framework held there: one of the two figures is wrong",
-                crate::trace::human_bytes(reserved),
-                crate::trace::human_bytes(inside)
-            );
+        if let Some(w) = super::peak::reserve_doubt(trace, index) {
             self.warnings.push(w.clone());
             self.doubtful.push(w);
         }

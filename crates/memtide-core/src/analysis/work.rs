@@ -171,7 +171,9 @@ impl Work {
 /// A phase named by a phase mark (`forward`, `backward`, `Optimizer.step#Adam.step`).
 pub(crate) fn phase_of_mark(name: &str) -> Option<Phase> {
     let l = name.to_ascii_lowercase();
-    if l.contains("backward") || l.contains("bwd") {
+    if drives_both(&l) {
+        None
+    } else if l.contains("backward") || l.contains("bwd") {
         Some(Phase::Backward)
     } else if l.contains("zero_grad") {
         None
@@ -212,9 +214,26 @@ pub(crate) struct FramePhase {
     forward: bool,
 }
 
-/// The phase words of one frame's text.
+/// A name that drives both passes (torchtitan's `forward_backward_step`, Megatron's
+/// `forward_backward_no_pipelining`, `fwd_bwd`): it says nothing of which one runs.
+fn drives_both(l: &str) -> bool {
+    [
+        "forward_backward",
+        "forward-backward",
+        "forward_and_backward",
+        "fwd_bwd",
+        "fwdbwd",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// The phase words of one frame's text (none from a frame that drives both passes).
 pub(crate) fn frame_phase(f: &str) -> FramePhase {
     let l = f.to_ascii_lowercase();
+    if drives_both(&l) {
+        return FramePhase::default();
+    }
     FramePhase {
         backward: l.contains("backward") || l.contains("accumulategrad"),
         optim: l.contains("/optim/") || l.contains("optimizer.") || l.contains("_init_group"),
@@ -529,6 +548,38 @@ mod tests {
 
     fn phase(frames: &[&str]) -> Option<Phase> {
         phase_of_frames(frames.iter().copied())
+    }
+
+    /// torchtitan's `forward_backward_step` and Megatron's `forward_backward_no_pipelining`
+    /// drive both passes: a forward's allocation under them is forward work, and a mark of
+    /// that name is no phase.
+    #[test]
+    fn a_frame_that_drives_both_passes_names_neither() {
+        assert_eq!(
+            phase(&[
+                "/x/torch/nn/functional.py:3104:cross_entropy",
+                "/x/torchtitan/models/llama3/model.py:410:forward",
+                "/x/torchtitan/train.py:377:forward_backward_step",
+                "/x/torchtitan/train.py:520:train_step"
+            ]),
+            Some(Phase::Forward)
+        );
+        assert_eq!(
+            phase(&[
+                "/x/megatron/core/pipeline_parallel/schedules.py:420:forward_backward_no_pipelining",
+                "/x/pretrain_gpt.py:210:train_step"
+            ]),
+            None
+        );
+        assert_eq!(
+            phase(&[
+                "/x/torch/autograd/graph.py:829:_engine_run_backward",
+                "/x/torchtitan/train.py:377:forward_backward_step"
+            ]),
+            Some(Phase::Backward)
+        );
+        assert_eq!(phase_of_mark("forward_backward_step"), None);
+        assert_eq!(phase_of_mark("## backward ##"), Some(Phase::Backward));
     }
 
     #[test]

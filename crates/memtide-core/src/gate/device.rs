@@ -116,6 +116,15 @@ pub fn check_device(device: &Device, limits: &Limits) -> Result<Verdict, GateErr
         return Err(GateError::NoEvents);
     }
     refuse_doubtful(trace, limits.allow_warnings)?;
+    if let (Some(why), false) = (
+        crate::analysis::peak::reserve_doubt(trace, index),
+        limits.allow_warnings,
+    ) {
+        return Err(GateError::Doubtful {
+            device: trace.device.clone(),
+            reasons: vec![why],
+        });
+    }
     let doubt = model_doubt(trace, index);
     if let (Some(why), false) = (&doubt, limits.allow_warnings) {
         return Err(GateError::DoubtfulModel {

@@ -840,8 +840,14 @@ fn mark_kind(name: &str) -> MarkKind {
     let stepnum = l
         .strip_prefix("step")
         .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    let both = ["forward_backward", "fwd_bwd"]
+        .iter()
+        .any(|w| l.contains(w));
     if l.starts_with("profilerstep") || stepnum {
         MarkKind::Step
+    } else if both {
+        // `forward_backward_step` drives both passes: no one phase.
+        MarkKind::Annotation
     } else if ["forward", "backward", "optimizer", "zero_grad"]
         .iter()
         .any(|k| l.contains(k))
