@@ -392,6 +392,14 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     pair_before_recording(trace, pairs);
 }
 
+/// PyTorch's small-pool bound: requests up to 1 MiB come from 2 MiB small segments.
+const SMALL_REQUEST: u64 = 1 << 20;
+
+/// The most a large block may exceed its request without being split: PyTorch splits only
+/// when more than 1 MiB would remain (`CachingAllocatorConfig`'s `kSmallSize`), and requests
+/// are rounded to 512 B.
+const UNSPLIT_REMAINDER: u64 = (1 << 20) + 512;
+
 /// Memory from before the recording, and what the file made that pairs with it by size.
 #[derive(Default)]
 struct Pairing {
@@ -439,18 +447,39 @@ fn pair_before_recording(trace: &mut Trace, p: Pairing) {
     let grads = max_live_by_size(&p.grads);
     let states = max_live_by_size(&p.states);
     let mut by_size: std::collections::BTreeMap<u64, Vec<AllocId>> = Default::default();
+    // The sizes the file made gradients and states of; a block from before the recording is
+    // the allocator's whole block, which may exceed its tensor's request by an unsplit
+    // remainder (PyTorch splits a large block only when more than 1 MiB would remain): such a
+    // block pairs with the largest such size below it within that remainder.
+    let mut made: Vec<u64> = grads.keys().chain(states.keys()).copied().collect();
+    made.sort_unstable();
+    made.dedup();
+    let tensor_size = |block: u64| -> u64 {
+        if made.binary_search(&block).is_ok() || block <= SMALL_REQUEST {
+            return block;
+        }
+        let below = made.partition_point(|&x| x <= block);
+        match below.checked_sub(1).and_then(|k| made.get(k)) {
+            Some(&s) if s > SMALL_REQUEST && block - s <= UNSPLIT_REMAINDER => s,
+            _ => block,
+        }
+    };
     for id in p.before {
         if matches!(
             trace.category(id),
             Category::Unknown | Category::InferredPersistent
         ) {
-            by_size.entry(trace.size(id).0).or_default().push(id);
+            by_size
+                .entry(tensor_size(trace.size(id).0))
+                .or_default()
+                .push(id);
         }
     }
     for (size, ids) in by_size {
         let a = ids.len();
         let g = grads.get(&size).copied().unwrap_or(0);
         let o = states.get(&size).copied().unwrap_or(0);
+
         let shown = crate::trace::human_bytes(size);
         let (params, opt) = if g > 0 && a <= g {
             (a, 0)
