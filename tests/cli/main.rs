@@ -20,6 +20,7 @@ mod hostile_input;
 mod hostile_outputs;
 mod hostile_readers;
 mod impossible_capacity;
+mod job_listing;
 mod jsonl_fuzz;
 mod kineto;
 mod lab;

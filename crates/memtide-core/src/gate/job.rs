@@ -176,6 +176,15 @@ pub struct UnreadableFile {
     pub error: String,
 }
 
+/// A file of the job left out without blocking the gate: certainly not a trace (no format
+/// memtide reads, or a whole file of one whose content is no trace), a subdirectory, or a
+/// name `--exclude` matched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SkippedFile {
+    pub file: String,
+    pub reason: String,
+}
+
 /// Part of a job that was not gated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -239,6 +248,8 @@ pub struct JobVerdict {
     pub growth: Option<JobGrowthGate>,
     /// What was not gated, in the order the gates found it.
     pub unchecked: Vec<Unchecked>,
+    /// Files left out that are not ranks (they do not block a pass), in the order listed.
+    pub skipped: Vec<SkippedFile>,
 }
 
 /// Gates a job: fails (exit 1) when a rank is over a limit or ran out of memory under
@@ -350,10 +361,7 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
                 .errors
                 .iter()
                 .map(|e| UnreadableFile {
-                    file: e.path.file_name().map_or_else(
-                        || e.path.display().to_string(),
-                        |f| f.to_string_lossy().into_owned(),
-                    ),
+                    file: file_name(&e.path),
                     error: e.error.clone(),
                 })
                 .collect(),
@@ -381,5 +389,21 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
         imbalance,
         growth,
         unchecked,
+        skipped: r
+            .skipped
+            .iter()
+            .map(|s| SkippedFile {
+                file: file_name(&s.path),
+                reason: s.reason.clone(),
+            })
+            .collect(),
     })
+}
+
+/// A path's last component, as the verdict names files.
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    )
 }

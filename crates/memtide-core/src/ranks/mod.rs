@@ -8,11 +8,13 @@
 //! rankN.json`) gives the same rows as the traces themselves. No terminal code.
 
 pub(crate) mod discover;
+pub(crate) mod exclude;
 pub(crate) mod load;
 pub(crate) mod row;
 pub(crate) mod skipped;
 
-pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
+pub use discover::{discover, discover_excluding, rank_from_name, Discovered, RankFile, Skipped};
+pub use exclude::Exclude;
 pub use load::{
     default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
 };
@@ -33,7 +35,8 @@ pub struct Failed {
 pub struct Ranks {
     /// One row per readable rank file, sorted by rank (then file order).
     pub rows: Vec<RankRow>,
-    /// Files that are not traces (and directories, hidden files are left out silently).
+    /// Files that are not traces, subdirectories and files `--exclude` left out (hidden
+    /// files are left out silently).
     pub skipped: Vec<Skipped>,
     /// Files that could not be read, with their errors.
     pub errors: Vec<Failed>,

@@ -803,8 +803,10 @@ fn finish(res: Result<(), FeedError>, ctx: Ctx) -> Result<Raw, FormatError> {
             offset,
             "the snapshot JSON ends inside a value (is the file cut short?)",
         )),
+        // A whole top-level value without a snapshot's keys, or a list item that is no
+        // segment: certainly not a trace.
         Err(FeedError::Json { offset, line, msg }) if msg.starts_with(NOT_SNAPSHOT) => Err(
-            FormatError::Invalid(format!("{msg} (byte offset {offset}, line {line})")),
+            FormatError::NotATrace(format!("{msg} (byte offset {offset}, line {line})")),
         ),
         Err(FeedError::Json { offset, line, msg }) => Err(FormatError::at(
             offset,

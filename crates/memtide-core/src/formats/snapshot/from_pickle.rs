@@ -792,6 +792,12 @@ fn invalid(what: String) -> FormatError {
     FormatError::Invalid(format!("not a PyTorch memory snapshot: {what}"))
 }
 
+/// The whole pickle was read and its top-level value is not a snapshot's: certainly not a
+/// trace (a job's listing skips it).
+fn not_a_snapshot(what: String) -> FormatError {
+    FormatError::NotATrace(format!("not a PyTorch memory snapshot: {what}"))
+}
+
 /// Walks the top-level dict: device lists (rows already converted), segments, annotations,
 /// allocator settings and pinned host memory. A bare list is `torch.cuda.memory_snapshot()`'s
 /// list of segments.
@@ -804,7 +810,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             let ann = a.intern("external_annotations");
             let (s, d, n) = (a.get(t, seg), a.get(t, dt), a.get(t, ann));
             if s.is_none() && d.is_none() {
-                return Err(invalid(
+                return Err(not_a_snapshot(
                     "the top-level dict has neither 'segments' nor 'device_traces'".into(),
                 ));
             }
@@ -823,7 +829,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             for (i, v) in a.list(l).iter().enumerate() {
                 let ok = matches!(v, Val::Dict(d) if a.get(d, addr).is_some() && a.get(d, total).is_some());
                 if !ok {
-                    return Err(invalid(format!(
+                    return Err(not_a_snapshot(format!(
                         "the pickle holds a list whose item {i} is not a segment dict with 'address' and 'total_size' (found {})",
                         v.type_name()
                     )));
@@ -832,7 +838,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             (Some(top), None, None)
         }
         other => {
-            return Err(invalid(format!(
+            return Err(not_a_snapshot(format!(
                 "the pickle holds a {}, expected a dict",
                 other.type_name()
             )))
