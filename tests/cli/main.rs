@@ -23,6 +23,7 @@ mod impossible_capacity;
 mod job_listing;
 mod jsonl_fuzz;
 mod kineto;
+mod leak_survivors;
 mod lab;
 mod markdown;
 mod nsys_data_only;
