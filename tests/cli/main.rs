@@ -15,6 +15,7 @@ mod follow;
 mod fuzz_slice;
 mod gpu_conformance;
 mod gpu_truth;
+mod history_vs_dump;
 mod hostile;
 mod hostile_input;
 mod hostile_outputs;

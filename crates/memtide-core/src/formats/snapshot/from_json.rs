@@ -580,6 +580,7 @@ impl<'de> Visitor<'de> for Top<'_> {
                     seen = true;
                     let s: Vec<JSegment> = m.next_value()?;
                     self.0.raw.segments = self.0.segments(s);
+                    self.0.raw.has_segments_key = true;
                 }
                 "allocator_settings" => {
                     let v: serde_json::Value = m.next_value()?;
@@ -628,6 +629,7 @@ impl<'de> Visitor<'de> for Top<'_> {
             v.push(x.0);
         }
         self.0.raw.segments = self.0.segments(v);
+        self.0.raw.has_segments_key = true;
         Ok(())
     }
 }
@@ -933,6 +935,7 @@ fn scan<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fe
     match feed.peek()? {
         Some(b'[') => {
             ctx.raw.segments = segment_list(feed, ctx, true)?;
+            ctx.raw.has_segments_key = true;
         }
         Some(b'{') => top(feed, ctx, fast)?,
         Some(c) => {
@@ -984,6 +987,7 @@ fn top<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fee
             "segments" => {
                 seen = true;
                 ctx.raw.segments = segment_list(feed, ctx, false)?;
+                ctx.raw.has_segments_key = true;
             }
             "allocator_settings" => {
                 let v: serde_json::Value = feed.value()?;

@@ -860,7 +860,9 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
     }
     if let Some(s) = segments {
         let segs = read_segments(a, c, s, "segments")?;
-        c.raw()?.segments = segs;
+        let raw = c.raw()?;
+        raw.segments = segs;
+        raw.has_segments_key = true;
     }
     if let Some(Val::List(al)) = annotations {
         read_annotations(a, c.raw()?, al);

@@ -191,6 +191,9 @@ pub struct Raw {
     /// Whether the file has a `device_traces` key (else: a bare segment list, or a dict with
     /// segments only: a snapshot without history).
     pub has_traces_key: bool,
+    /// Whether the file gives the dump's segments (a `segments` key, even an empty list, or a
+    /// bare segment list): then a device without segments held nothing at the dump.
+    pub has_segments_key: bool,
     /// One bit per row: a segment event (alloc, free, map, unmap). Rows are few of these,
     /// and the replay's backward pass over a long trace reads only them.
     segment_rows: Vec<u64>,
