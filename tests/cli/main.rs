@@ -40,6 +40,7 @@ mod right_answers;
 mod rules_everywhere;
 mod shell;
 mod snapshot;
+mod snapshot_category;
 mod snapshot_rows_freed;
 mod special_files;
 mod summary_schema;

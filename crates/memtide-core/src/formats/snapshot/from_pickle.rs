@@ -42,6 +42,7 @@ struct Keys {
     pool_id: u32,
     compile_context: u32,
     forward_frames: u32,
+    category: u32,
     /// FX frame fields (`augment_with_fx_traces=True`): op, node name, target, original trace.
     fx: [u32; 4],
     /// Arena string id → action, for the known action names.
@@ -57,6 +58,7 @@ enum Field {
     PoolId,
     CompileContext,
     ForwardFrames,
+    Category,
     Addr,
     Size,
     TimeUs,
@@ -83,6 +85,7 @@ impl Keys {
             pool_id: a.intern("pool_id"),
             compile_context: a.intern("compile_context"),
             forward_frames: a.intern("forward_frames"),
+            category: a.intern("category"),
             fx: [
                 a.intern("fx_node_op"),
                 a.intern("fx_node_name"),
@@ -100,6 +103,7 @@ impl Keys {
             (k.pool_id, Field::PoolId),
             (k.compile_context, Field::CompileContext),
             (k.forward_frames, Field::ForwardFrames),
+            (k.category, Field::Category),
             (k.addr, Field::Addr),
             (k.size, Field::Size),
             (k.time_us, Field::TimeUs),
@@ -428,6 +432,7 @@ impl Conv {
             name: StrId(0),
             action,
             has_time: false,
+            category: None,
         };
         let mut device_free = None;
         let mut name = None;
@@ -466,6 +471,11 @@ impl Conv {
                         || matches!(val, Val::List(l) if a.list(l).is_empty());
                     if !empty {
                         put("forward_frames", val_json(a, val, 0));
+                    }
+                }
+                Field::Category => {
+                    if let Val::Str(c) = val {
+                        row.category = super::raw::entry_category(a.str(c));
                     }
                 }
                 Field::Addr => row.addr = int_field("addr", val)?,

@@ -69,6 +69,16 @@ pub struct Row {
     pub name: StrId,
     pub action: Action,
     pub has_time: bool,
+    /// The entry's `category` (PyTorch's `_profile_to_snapshot` writes its memory
+    /// profiler's category on each alloc: `parameter`, `gradient`, `optimizer_state`, …), when
+    /// it names one memtide knows; `unknown` and absent are None.
+    pub category: Option<crate::trace::Category>,
+}
+
+/// An entry's `category` value as a category (None: absent, `unknown`, or a name memtide
+/// does not know, which inference then decides).
+pub(crate) fn entry_category(text: &str) -> Option<crate::trace::Category> {
+    crate::trace::Category::parse(text).filter(|c| *c != crate::trace::Category::Unknown)
 }
 
 /// State of a block in the final `segments`.

@@ -510,7 +510,10 @@ impl<'r> Replay<'r> {
     fn open_row(&mut self, r: u32, row: &Row, from_start: bool) -> AllocId {
         let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
         let name = self.loc.str(self.raw, &mut self.t, row.name);
-        let (size, cat, kind) = (Bytes(row.size), Category::Unknown, StorageKind::Block);
+        // PyTorch's own category when the entry carries one (its memory profiler's, written by
+        // `_profile_to_snapshot`): recorded, never inferred over.
+        let cat = row.category.unwrap_or(Category::Unknown);
+        let (size, kind) = (Bytes(row.size), StorageKind::Block);
         let id = if from_start {
             self.t
                 .open_from_start(size, cat, kind, name, stack, row.addr)
