@@ -27,7 +27,12 @@ fn segment(p: &mut P, address: i32, blocks: &[(i32, &str)]) {
     p.s("blocks").op(b']').op(b'(');
     for &(size, state) in blocks {
         p.op(b'}').op(b'(');
-        p.s("size").i(size).s("requested_size").i(size).s("state").s(state);
+        p.s("size")
+            .i(size)
+            .s("requested_size")
+            .i(size)
+            .s("state")
+            .s(state);
         p.op(b'u');
     }
     p.op(b'e').op(b'u');
@@ -52,9 +57,18 @@ fn disagreeing_pickle() -> Vec<u8> {
     segment(
         &mut p,
         BASE,
-        &[(MIB, "inactive"), (half, "active_allocated"), (half, "inactive")],
+        &[
+            (MIB, "inactive"),
+            (half, "active_allocated"),
+            (half, "inactive"),
+        ],
     );
-    p.op(b'e').s("device_traces").op(b']').op(b'(').op(b']').op(b'(');
+    p.op(b'e')
+        .s("device_traces")
+        .op(b']')
+        .op(b'(')
+        .op(b']')
+        .op(b'(');
     entry(&mut p, "segment_alloc", BASE, 2 * MIB);
     entry(&mut p, "alloc", BASE, MIB);
     entry(&mut p, "alloc", BASE + MIB, half);
@@ -86,7 +100,11 @@ fn all_free_json() -> String {
 fn summary(path: &Path) -> (String, Value) {
     let p = path.display().to_string();
     let text = memtide().args(["summary", &p]).output().unwrap();
-    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
     let json = memtide().args(["summary", &p, "--json"]).output().unwrap();
     assert!(json.status.success());
     (
@@ -113,11 +131,16 @@ fn a_history_ending_with_blocks_the_dump_shows_free_is_told() {
     let pickle = dir.path().join("disagrees.pickle");
     std::fs::write(&pickle, disagreeing_pickle()).unwrap();
     let (text, v) = summary(&pickle);
-    assert_eq!(v["final_bytes"], 3 * (MIB / 2), "the history's end: 1.5 MiB");
+    assert_eq!(
+        v["final_bytes"],
+        3 * (MIB / 2),
+        "the history's end: 1.5 MiB"
+    );
     let w = the_warning(&v);
     assert!(
-        w.contains("it ends with 1 block (1048576 B, 1.000 MiB) live that the dump's segments show free")
-            && w.contains("1572864 B live at the end of the history, 524288 B allocated in the dump"),
+        w.contains(
+            "it ends with 1 block (1048576 B, 1.000 MiB) live that the dump's segments show free"
+        ) && w.contains("1572864 B live at the end of the history, 524288 B allocated in the dump"),
         "{w}"
     );
     assert!(text.contains(WORDS), "{text}");

@@ -64,7 +64,13 @@ fn json_snapshot() -> String {
 fn pickle_snapshot() -> Vec<u8> {
     let mut p = P::new();
     let total: i64 = all().iter().map(|a| a.1 * MIB).sum();
-    p.op(b'}').op(b'(').s("device_traces").op(b']').op(b'(').op(b']').op(b'(');
+    p.op(b'}')
+        .op(b'(')
+        .s("device_traces")
+        .op(b']')
+        .op(b'(')
+        .op(b']')
+        .op(b'(');
     let mut addr = BASE;
     for (cat, mib) in all() {
         p.op(b'}').op(b'(');
@@ -72,7 +78,12 @@ fn pickle_snapshot() -> Vec<u8> {
         p.s("size").i((mib * MIB) as i32).s("stream").i(0);
         p.s("frames").op(b']').op(b'(');
         p.op(b'}').op(b'(');
-        p.s("filename").s("none").s("line").i(0).s("name").s("train.py(12): step");
+        p.s("filename")
+            .s("none")
+            .s("line")
+            .i(0)
+            .s("name")
+            .s("train.py(12): step");
         p.op(b'u').op(b'e');
         if let Some(c) = cat {
             p.s("category").s(c);
@@ -82,11 +93,19 @@ fn pickle_snapshot() -> Vec<u8> {
     }
     p.op(b'e').op(b']').op(b'e');
     p.s("segments").op(b']').op(b'(').op(b'}').op(b'(');
-    p.s("device").i(0).s("address").i(BASE as i32).s("total_size").i(total as i32);
+    p.s("device")
+        .i(0)
+        .s("address")
+        .i(BASE as i32)
+        .s("total_size")
+        .i(total as i32);
     p.s("stream").i(0).s("blocks").op(b']').op(b'(');
     for (_, mib) in all() {
         p.op(b'}').op(b'(');
-        p.s("size").i((mib * MIB) as i32).s("state").s("active_allocated");
+        p.s("size")
+            .i((mib * MIB) as i32)
+            .s("state")
+            .s("active_allocated");
         p.s("requested_size").i((mib * MIB) as i32);
         p.op(b'u');
     }
@@ -130,10 +149,10 @@ fn check(v: &Value, what: &str) {
         .filter_map(|n| n.as_str())
         .collect();
     assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("7 of 9 allocations carry PyTorch's own category")
-                && n.ends_with("used as recorded; the other 2 inferred")),
+        notes.iter().any(
+            |n| n.starts_with("7 of 9 allocations carry PyTorch's own category")
+                && n.ends_with("used as recorded; the other 2 inferred")
+        ),
         "{what}: {notes:?}"
     );
     // The persistent split reads the recorded figures: 3 MiB params, 4 grads, 8 optimizer.
@@ -165,12 +184,21 @@ fn the_profilers_category_is_the_allocations_category() {
 fn every_allocation_categorised_makes_the_bands_recorded() {
     // Only the seven with a known category: nothing is left to infer.
     let mut p = P::new();
-    p.op(b'}').op(b'(').s("device_traces").op(b']').op(b'(').op(b']').op(b'(');
+    p.op(b'}')
+        .op(b'(')
+        .s("device_traces")
+        .op(b']')
+        .op(b'(')
+        .op(b']')
+        .op(b'(');
     let mut addr = BASE;
     for (cat, mib, _) in ALLOCS {
         p.op(b'}').op(b'(');
         p.s("action").s("alloc").s("addr").i(addr as i32);
-        p.s("size").i((mib * MIB) as i32).s("category").s(cat.unwrap());
+        p.s("size")
+            .i((mib * MIB) as i32)
+            .s("category")
+            .s(cat.unwrap());
         p.op(b'u');
         addr += mib * MIB;
     }

@@ -217,7 +217,8 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
             }
         }
     }
-    hits.sort_by_key(|&(k, _)| k); // stable: within a step, the live list's order
+    // Stable: within a step, the live list's order.
+    hits.sort_by_key(|&(k, _)| k);
     // Per group, the steps already listed (a group can span every step of a long run).
     let mut seen: FxHashMap<(String, String), FxHashSet<&str>> = FxHashMap::default();
     // Per group, the positions of the steps its storages were made in.
@@ -257,10 +258,7 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
     let mut v: Vec<Survivor> = groups
         .into_iter()
         .filter(|(key, _)| {
-            made_in
-                .get(key)
-                .is_some_and(|ks| ks.iter().any(survives))
-                && !remade.contains(key)
+            made_in.get(key).is_some_and(|ks| ks.iter().any(survives)) && !remade.contains(key)
         })
         .map(|(_, g)| g)
         .collect();
@@ -286,7 +284,10 @@ fn remade_sites(
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
         let start = trace.start(id);
-        if trace.is_from_start(id) || start < first.lo || start >= last.lo || trace.end(id).is_none()
+        if trace.is_from_start(id)
+            || start < first.lo
+            || start >= last.lo
+            || trace.end(id).is_none()
         {
             continue;
         }

@@ -3,7 +3,7 @@
 //! without a peak or steps, unreadable) keep a pass from being a pass.
 
 use super::{first_names, plural, GateError, Outcome};
-use crate::ranks::{RankRow, Ranks, Spread};
+use crate::ranks::{worst_of, PeakOf, RankRow, Ranks, Spread};
 use crate::trace::Bytes;
 use serde::Serialize;
 use std::fmt;
@@ -115,11 +115,21 @@ impl<'a> Judged<'a> {
         self.several.then(|| name.to_string())
     }
 
-    fn peak(&self) -> Option<RankPeak> {
-        self.peak.as_ref().map(|(p, d)| RankPeak {
-            rank: self.rank(),
-            peak: *p,
-            device: self.device(d),
+    /// The rank's peak with its claim to be the worst.
+    fn peak_of(&self) -> Option<(PeakOf, RankPeak)> {
+        self.peak.as_ref().map(|(p, d)| {
+            (
+                PeakOf {
+                    peak: *p,
+                    rank: self.row.rank,
+                    order: self.row.order,
+                },
+                RankPeak {
+                    rank: self.rank(),
+                    peak: *p,
+                    device: self.device(d),
+                },
+            )
         })
     }
 }
@@ -287,17 +297,19 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
             if !without.is_empty() {
                 unchecked.push(Unchecked::NoPeak { ranks: without });
             }
-            let mut over: Vec<RankPeak> = gated
+            // Ranks named in the order every answer names them (ties: the lowest rank).
+            let mut over: Vec<(PeakOf, RankPeak)> = gated
                 .iter()
-                .filter_map(|x| x.peak())
-                .filter(|p| p.peak > limit.0)
+                .filter_map(|x| x.peak_of())
+                .filter(|(_, p)| p.peak > limit.0)
                 .collect();
-            over.sort_by_key(|p| std::cmp::Reverse(p.peak));
+            over.sort_by(|a, b| a.0.worst_first(&b.0));
+            let highest = worst_of(gated.iter().filter_map(|x| x.peak_of()), |(k, _)| *k);
             Some(JobPeakGate {
                 limit: limit.0,
                 passed: over.is_empty(),
-                over,
-                highest: gated.iter().filter_map(|x| x.peak()).max_by_key(|p| p.peak),
+                over: over.into_iter().map(|(_, p)| p).collect(),
+                highest: highest.map(|(_, p)| p),
             })
         }
     };
