@@ -61,9 +61,10 @@ fn json_snapshot() -> String {
     )
 }
 
-fn pickle_snapshot() -> Vec<u8> {
-    let mut p = P::new();
-    let total: i64 = all().iter().map(|a| a.1 * MIB).sum();
+/// `{"device_traces": [[alloc entries…]` of `allocs` (size in MiB, one after the other from
+/// `BASE`), each with `_profile_to_snapshot`'s frame and its category when it has one; the
+/// caller closes the device's list.
+fn open_traces(p: &mut P, allocs: &[(Option<&str>, i64)]) {
     p.op(b'}')
         .op(b'(')
         .s("device_traces")
@@ -72,7 +73,7 @@ fn pickle_snapshot() -> Vec<u8> {
         .op(b']')
         .op(b'(');
     let mut addr = BASE;
-    for (cat, mib) in all() {
+    for &(cat, mib) in allocs {
         p.op(b'}').op(b'(');
         p.s("action").s("alloc").s("addr").i(addr as i32);
         p.s("size").i((mib * MIB) as i32).s("stream").i(0);
@@ -91,6 +92,12 @@ fn pickle_snapshot() -> Vec<u8> {
         p.op(b'u');
         addr += mib * MIB;
     }
+}
+
+fn pickle_snapshot() -> Vec<u8> {
+    let mut p = P::new();
+    let total: i64 = all().iter().map(|a| a.1 * MIB).sum();
+    open_traces(&mut p, &all());
     p.op(b'e').op(b']').op(b'e');
     p.s("segments").op(b']').op(b'(').op(b'}').op(b'(');
     p.s("device")
@@ -184,24 +191,8 @@ fn the_profilers_category_is_the_allocations_category() {
 fn every_allocation_categorised_makes_the_bands_recorded() {
     // Only the seven with a known category: nothing is left to infer.
     let mut p = P::new();
-    p.op(b'}')
-        .op(b'(')
-        .s("device_traces")
-        .op(b']')
-        .op(b'(')
-        .op(b']')
-        .op(b'(');
-    let mut addr = BASE;
-    for (cat, mib, _) in ALLOCS {
-        p.op(b'}').op(b'(');
-        p.s("action").s("alloc").s("addr").i(addr as i32);
-        p.s("size")
-            .i((mib * MIB) as i32)
-            .s("category")
-            .s(cat.unwrap());
-        p.op(b'u');
-        addr += mib * MIB;
-    }
+    let known: Vec<(Option<&str>, i64)> = ALLOCS.iter().map(|a| (a.0, a.1)).collect();
+    open_traces(&mut p, &known);
     p.op(b'e').op(b'e').s("segments").op(b']').op(b'u').op(b'.');
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("all.pickle");
