@@ -23,6 +23,9 @@ pub fn explore(args: &ExploreArgs) -> Result<ExitCode> {
     if is_job(&args.files) {
         return open_ranks(args);
     }
+    if !args.exclude.is_empty() {
+        return Err(super::ranks::exclude_without_job());
+    }
     if let [a, b] = args.files.as_slice() {
         return open_diff(a, b, &args.input, args.theme.as_deref(), args.ascii);
     }
@@ -71,7 +74,7 @@ fn open_ranks(args: &ExploreArgs) -> Result<ExitCode> {
     }
     let theme = tui::theme(args.theme.as_deref())?;
     let opts = super::ranks::options(&args.input, None, None, false)?;
-    let discovered = memtide_core::ranks::discover(&args.files)?;
+    let discovered = super::ranks::list(&args.files, &args.exclude)?;
     if discovered.files.is_empty() {
         bail!(
             "no files to read in {}",

@@ -306,6 +306,10 @@ pub struct ExploreArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
+    /// A job (DIR or several files): leave out the files whose name matches GLOB (`*`, `?`,
+    /// `[a-z]`; matched against the file name), listed as skipped; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Colour theme: default, light, mono, or a path to a theme TOML.
     #[arg(long)]
     pub theme: Option<String>,
@@ -340,6 +344,10 @@ pub struct SummaryArgs {
     /// Ranks: read at most N files at once (at most 1024; default: every core, or MEMTIDE_JOBS).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, value_parser = flags::jobs)]
     pub jobs: usize,
+    /// A job (DIR or several files): leave out the files whose name matches GLOB (`*`, `?`,
+    /// `[a-z]`; matched against the file name), listed as skipped; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Print the stable JSON schema instead of text.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -392,6 +400,10 @@ pub struct CheckArgs {
     /// Ranks: read at most N files at once (at most 1024; default: every core, or MEMTIDE_JOBS).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, value_parser = flags::jobs)]
     pub jobs: usize,
+    /// A job (DIR or several files): leave out the files whose name matches GLOB (`*`, `?`,
+    /// `[a-z]`; matched against the file name), listed as skipped; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Fail when the step baseline (bytes live at each step start, after warm-up) grows by more
     /// than this, e.g. 1% (a leak or retained-graph gate; the % sign is required).
     #[arg(long, value_name = "PCT")]
@@ -515,10 +527,12 @@ pub const EXIT_ERROR: u8 = 2;
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Summary(a)) if ranks::is_job(&a.file, &a.more) => ranks::summary(&a),
+        Some(Command::Summary(a)) if !a.exclude.is_empty() => Err(ranks::exclude_without_job()),
         Some(Command::Summary(a)) => summary::run(&a),
         Some(Command::Check(a)) if ranks::is_job(&a.file, &a.more) || a.max_imbalance.is_some() => {
             ranks::check(&a)
         }
+        Some(Command::Check(a)) if !a.exclude.is_empty() => Err(ranks::exclude_without_job()),
         Some(Command::Check(a)) if a.follow.follow => follow::run_check(&a),
         Some(Command::Check(a)) => check::run(&a),
         Some(Command::Replay(a)) => replay::run(&a),

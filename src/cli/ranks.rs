@@ -37,17 +37,36 @@ pub fn options(
     memtide_report::ranks::options(&input.into(), capacity, window, all_frames)
 }
 
-/// Lists and reads the job on `jobs` threads (0: every core), with a progress line on a
-/// terminal's stderr.
-pub fn read(inputs: &[PathBuf], opts: &RankOptions, jobs: usize) -> Result<Ranks> {
-    let discovered = ranks::discover(inputs).with_context(|| {
+/// `--exclude` given for one trace.
+pub fn exclude_without_job() -> anyhow::Error {
+    anyhow::anyhow!(
+        "--exclude leaves files of a job out: give a directory or several files (one trace is read whole)"
+    )
+}
+
+/// Lists the job's files, leaving out those `exclude` (`--exclude GLOB`, parsed by the core)
+/// matches.
+pub fn list(inputs: &[PathBuf], exclude: &[String]) -> Result<ranks::Discovered> {
+    let exclude = ranks::Exclude::parse(exclude).map_err(anyhow::Error::msg)?;
+    ranks::discover_excluding(inputs, &exclude).with_context(|| {
         format!(
             "cannot list {}",
             inputs
                 .first()
                 .map_or(String::new(), |p| p.display().to_string())
         )
-    })?;
+    })
+}
+
+/// Lists (leaving out `exclude`) and reads the job on `jobs` threads (0: every core), with a
+/// progress line on a terminal's stderr.
+pub fn read(
+    inputs: &[PathBuf],
+    exclude: &[String],
+    opts: &RankOptions,
+    jobs: usize,
+) -> Result<Ranks> {
+    let discovered = list(inputs, exclude)?;
     let total = discovered.files.len();
     let names: Vec<String> = discovered
         .files
@@ -90,7 +109,7 @@ pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
     )?;
     opts.keep_summary = a.json;
     let files = inputs(&a.file, &a.more);
-    let r = read(&files, &opts, a.jobs)?;
+    let r = read(&files, &a.exclude, &opts, a.jobs)?;
     let title = title(&files);
     if a.json {
         crate::out_json!("{}", crate::safe_text::json_pretty(&to_json(&r))?);
@@ -143,7 +162,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode> {
         // Before the (long) read; the rank files inside a directory are checked once listed.
         crate::output_file::refuse_inputs(path, &super::check::inputs(a))?;
     }
-    let r = read(&files, &opts, a.jobs)?;
+    let r = read(&files, &a.exclude, &opts, a.jobs)?;
     let title = title(&files);
     if r.rows.is_empty() {
         // With --json, standard output holds JSON or nothing: the error names the files.

@@ -66,7 +66,7 @@ pub struct RanksState {
     pub files: Vec<RankFile>,
     pub slots: Vec<Slot>,
     pub progress: Vec<Progress>,
-    /// Files discovery left out (subdirectories).
+    /// Files discovery left out (subdirectories, names `--exclude` matched).
     pub skipped: Vec<Skipped>,
     pub opts: RankOptions,
     /// Threads reading files (0: every core).

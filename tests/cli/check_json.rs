@@ -200,7 +200,9 @@ fn check_job(args: &[&str]) -> bool {
         .iter()
         .filter(|l| {
             l.starts_with("error (exit 2")
-                || (l.starts_with("note: ") && !l.contains("out of memory on"))
+                || (l.starts_with("note: ")
+                    && !l.contains("out of memory on")
+                    && !l.starts_with("note: skipped: "))
         })
         .count();
     assert_eq!(
@@ -208,6 +210,17 @@ fn check_job(args: &[&str]) -> bool {
         v["unchecked"].as_array().unwrap().len(),
         "{args:?}"
     );
+    // Each skipped file is in the JSON; the text names each (one line per kind of reason).
+    let skipped = v["skipped"].as_array().unwrap();
+    for s in skipped {
+        let file = s["file"].as_str().unwrap();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("note: skipped: ") && l.contains(file)),
+            "{args:?}: {file}"
+        );
+    }
     true
 }
 

@@ -354,3 +354,69 @@ fn a_directory_of_summaries_gives_the_same_table() {
         );
     }
 }
+
+/// Three ranks with one peak (the same file copied as ranks 3, 0 and 5, listed in that
+/// order on the command line): every answer names rank 0, the lowest rank among equal peaks
+/// (issue 50: `summary` said rank 0, `check` rank 5).
+#[test]
+fn tied_ranks_are_named_the_same_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<String> = [3, 0, 5]
+        .iter()
+        .map(|r| {
+            let p = tmp.path().join(format!("rank{r}.pickle"));
+            std::fs::copy(file("rank1.pickle"), &p).unwrap();
+            p.display().to_string()
+        })
+        .collect();
+    let peak = own_summary("rank1.pickle")["peak"]["bytes"]
+        .as_u64()
+        .unwrap();
+    let dir = tmp.path().display().to_string();
+    for inputs in [vec![dir.clone()], files.clone()] {
+        let run = |extra: &[&str]| {
+            let mut args: Vec<&str> = extra[..1].to_vec();
+            args.extend(inputs.iter().map(String::as_str));
+            args.extend(&extra[1..]);
+            memtide().args(&args).output().unwrap()
+        };
+        let v: Value = serde_json::from_slice(&run(&["summary", "--json"]).stdout).unwrap();
+        assert_eq!(v["worst_rank"], 0, "{inputs:?}");
+        assert_eq!(v["spread"]["max_rank"], 0);
+        assert_eq!(v["spread"]["max_peak"], peak);
+        let text = String::from_utf8(run(&["summary"]).stdout).unwrap();
+        let worst = text.lines().find(|l| l.starts_with("worst rank")).unwrap();
+        assert!(worst.starts_with("worst rank       0 ·"), "{worst}");
+        let starred: Vec<&str> = text.lines().filter(|l| l.starts_with('*')).collect();
+        assert!(
+            starred.len() == 1 && starred[0].contains("rank0.pickle"),
+            "{text}"
+        );
+
+        let ok = run(&["check", "--max-peak", "1GiB"]);
+        assert_eq!(ok.status.code(), Some(0));
+        let line = String::from_utf8(ok.stdout).unwrap();
+        assert!(
+            line.contains("(highest: rank 0 (rank0.pickle) "),
+            "{inputs:?}: {line}"
+        );
+        let v: Value =
+            serde_json::from_slice(&run(&["check", "--max-peak", "1GiB", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(v["peak"]["highest"]["rank"], 0);
+        let v: Value =
+            serde_json::from_slice(&run(&["check", "--max-peak", "1MiB", "--json"]).stdout)
+                .unwrap();
+        let over: Vec<u64> = v["peak"]["over"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["rank"].as_u64().unwrap())
+            .collect();
+        assert_eq!(over, [0, 3, 5]);
+        let v: Value =
+            serde_json::from_slice(&run(&["check", "--max-imbalance", "10%", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(v["imbalance"]["max_rank"], 0);
+    }
+}

@@ -244,6 +244,20 @@ pub fn job_lines(v: &JobVerdict) -> Vec<String> {
         "note"
     };
     lines.extend(v.unchecked.iter().map(|u| format!("{prefix}: {u}")));
+    // Files that are not ranks, one line per kind of reason: listed, never blocking.
+    let skipped: Vec<memtide_core::ranks::Skipped> = v
+        .skipped
+        .iter()
+        .map(|s| memtide_core::ranks::Skipped {
+            path: s.file.clone().into(),
+            reason: s.reason.clone(),
+        })
+        .collect();
+    lines.extend(
+        memtide_core::ranks::group_skipped(&skipped)
+            .iter()
+            .map(|g| format!("note: skipped: {}", g.line())),
+    );
     lines
 }
 

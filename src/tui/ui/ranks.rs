@@ -448,10 +448,15 @@ fn draw_footer(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
         .map(|(i, _)| name(i))
         .collect();
     skipped.extend(st.skipped.iter().map(|s| {
-        s.path
+        let name = s
+            .path
             .file_name()
-            .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
-            + "/"
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+        if s.is_directory() {
+            name + "/"
+        } else {
+            name
+        }
     }));
     let extra = if skipped.is_empty() {
         match st.finished {

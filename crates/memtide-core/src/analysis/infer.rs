@@ -30,7 +30,7 @@
 //!    a loss kept with its graph) is that step's data, not state;
 //! 8. anything with a stack → activation, else unknown.
 
-use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_OP_KNOWN};
+use crate::trace::model::{FLAG_FREED_IN_OP, FLAG_INFERRED, FLAG_OP_KNOWN};
 use crate::trace::{AllocId, Band, Category, MarkKind, StackId, StorageKind, Trace};
 use serde::Deserialize;
 
@@ -314,6 +314,23 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
         if trace.storage_kind(id) == StorageKind::Segment {
+            continue;
+        }
+        // A category the reader recorded (a snapshot entry's own `category`) is the file's
+        // word, not a guess: kept.
+        let recorded = trace.category(id);
+        if recorded != Category::Unknown && trace.flags(id) & FLAG_INFERRED == 0 {
+            // Its gradients and optimizer state pair with memory from before the recording
+            // as inferred ones do.
+            let made = match recorded {
+                Category::Grad => Some(&mut pairs.grads),
+                Category::Optimizer => Some(&mut pairs.states),
+                _ => None,
+            };
+            if let Some(v) = made {
+                let end = trace.end(id).map_or(u64::MAX, |e| e.0);
+                v.push((trace.size(id).0, trace.start(id).0, end));
+            }
             continue;
         }
         let sid = trace.storages.stack.get(i).copied().unwrap_or_default();

@@ -175,9 +175,15 @@ pub(crate) fn last_step_complete(trace: &Trace) -> bool {
 /// Allocations made inside a step after the warm-up and still live at every later boundary,
 /// grouped by (name, top frame); the same site's warm-up allocations join when it recurs.
 ///
+/// A site whose only such allocations come from the last step, and whose allocations of
+/// earlier steps were freed, is remade every step (a gradient that
+/// `zero_grad(set_to_none=True)` frees and backward makes again): its newest allocation has
+/// crossed the end alone, no allocation of it survived a step, so it is no survivor.
+///
 /// One pass over the storages live at the end, O(live × log steps): a lifetime is one interval
 /// `[start, end)`, so a storage live at the end that started before a later step's boundary is
-/// live at that boundary and every one after it.
+/// live at that boundary and every one after it; and, only when a site survives from the last
+/// step alone, one pass over the storages made before it.
 fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
     let n = index.len() as u64;
     let mut groups: BTreeMap<(String, String), Survivor> = BTreeMap::new();
@@ -211,9 +217,12 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
             }
         }
     }
-    hits.sort_by_key(|&(k, _)| k); // stable: within a step, the live list's order
-                                   // Per group, the steps already listed (a group can span every step of a long run).
+    // Stable: within a step, the live list's order.
+    hits.sort_by_key(|&(k, _)| k);
+    // Per group, the steps already listed (a group can span every step of a long run).
     let mut seen: FxHashMap<(String, String), FxHashSet<&str>> = FxHashMap::default();
+    // Per group, the positions of the steps its storages were made in.
+    let mut made_in: FxHashMap<(String, String), FxHashSet<usize>> = FxHashMap::default();
     for (k, id) in hits {
         let s = &steps[k];
         let name = crate::clip::clip(trace.name(id)).into_owned();
@@ -229,17 +238,67 @@ fn survivors(trace: &Trace, index: &Index, steps: &[StepRow]) -> Vec<Survivor> {
         });
         g.bytes += trace.size(id);
         g.count += 1;
+        made_in.entry(key.clone()).or_default().insert(k);
         if seen.entry(key).or_default().insert(&*s.name) {
             g.steps.push(s.name.clone());
         }
         g.ids.push(id);
     }
-    // A site counts as leaking when it survives from at least one step after the warm-up.
-    let warm = steps.first().map(|s| s.name.clone());
+    // A site counts as leaking when it survives from at least one step after the warm-up:
+    // from a step before the last (it outlived a later step's start), or from the last step
+    // when it is not remade every step.
+    let last = steps.len().saturating_sub(1);
+    let survives = |k: &usize| *k != 0;
+    let only_last: FxHashSet<&(String, String)> = made_in
+        .iter()
+        .filter(|(_, ks)| ks.iter().any(survives) && !ks.iter().any(|k| survives(k) && *k != last))
+        .map(|(key, _)| key)
+        .collect();
+    let remade = remade_sites(trace, steps, &only_last);
     let mut v: Vec<Survivor> = groups
-        .into_values()
-        .filter(|g| g.steps.iter().any(|s| Some(s) != warm.as_ref()))
+        .into_iter()
+        .filter(|(key, _)| {
+            made_in.get(key).is_some_and(|ks| ks.iter().any(survives)) && !remade.contains(key)
+        })
+        .map(|(_, g)| g)
         .collect();
     v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
     v
+}
+
+/// Of `sites` (name, top frame), those that made a storage inside a step before the last of
+/// `steps` and freed it: the site makes a new storage each step rather than keeping the old.
+fn remade_sites(
+    trace: &Trace,
+    steps: &[StepRow],
+    sites: &FxHashSet<&(String, String)>,
+) -> FxHashSet<(String, String)> {
+    let mut remade = FxHashSet::default();
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+        return remade;
+    };
+    if sites.is_empty() || steps.len() < 2 {
+        return remade;
+    }
+    let names: FxHashSet<&str> = sites.iter().map(|(n, _)| n.as_str()).collect();
+    for i in 0..trace.storage_count() {
+        let id = AllocId(i as u32);
+        let start = trace.start(id);
+        if trace.is_from_start(id)
+            || start < first.lo
+            || start >= last.lo
+            || trace.end(id).is_none()
+        {
+            continue;
+        }
+        let name = crate::clip::clip(trace.name(id));
+        if !names.contains(&*name) {
+            continue;
+        }
+        let key = (name.into_owned(), trace.top_frame(id).into_owned());
+        if sites.contains(&key) {
+            remade.insert(key);
+        }
+    }
+    remade
 }

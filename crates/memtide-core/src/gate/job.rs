@@ -3,7 +3,7 @@
 //! without a peak or steps, unreadable) keep a pass from being a pass.
 
 use super::{first_names, plural, GateError, Outcome};
-use crate::ranks::{RankRow, Ranks, Spread};
+use crate::ranks::{worst_of, PeakOf, RankRow, Ranks, Spread};
 use crate::trace::Bytes;
 use serde::Serialize;
 use std::fmt;
@@ -115,11 +115,21 @@ impl<'a> Judged<'a> {
         self.several.then(|| name.to_string())
     }
 
-    fn peak(&self) -> Option<RankPeak> {
-        self.peak.as_ref().map(|(p, d)| RankPeak {
-            rank: self.rank(),
-            peak: *p,
-            device: self.device(d),
+    /// The rank's peak with its claim to be the worst.
+    fn peak_of(&self) -> Option<(PeakOf, RankPeak)> {
+        self.peak.as_ref().map(|(p, d)| {
+            (
+                PeakOf {
+                    peak: *p,
+                    rank: self.row.rank,
+                    order: self.row.order,
+                },
+                RankPeak {
+                    rank: self.rank(),
+                    peak: *p,
+                    device: self.device(d),
+                },
+            )
         })
     }
 }
@@ -174,6 +184,15 @@ pub struct JobGrowthGate {
 pub struct UnreadableFile {
     pub file: String,
     pub error: String,
+}
+
+/// A file of the job left out without blocking the gate: certainly not a trace (no format
+/// memtide reads, or a whole file of one whose content is no trace), a subdirectory, or a
+/// name `--exclude` matched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SkippedFile {
+    pub file: String,
+    pub reason: String,
 }
 
 /// Part of a job that was not gated.
@@ -239,6 +258,8 @@ pub struct JobVerdict {
     pub growth: Option<JobGrowthGate>,
     /// What was not gated, in the order the gates found it.
     pub unchecked: Vec<Unchecked>,
+    /// Files left out that are not ranks (they do not block a pass), in the order listed.
+    pub skipped: Vec<SkippedFile>,
 }
 
 /// Gates a job: fails (exit 1) when a rank is over a limit or ran out of memory under
@@ -276,17 +297,19 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
             if !without.is_empty() {
                 unchecked.push(Unchecked::NoPeak { ranks: without });
             }
-            let mut over: Vec<RankPeak> = gated
+            // Ranks named in the order every answer names them (ties: the lowest rank).
+            let mut over: Vec<(PeakOf, RankPeak)> = gated
                 .iter()
-                .filter_map(|x| x.peak())
-                .filter(|p| p.peak > limit.0)
+                .filter_map(|x| x.peak_of())
+                .filter(|(_, p)| p.peak > limit.0)
                 .collect();
-            over.sort_by_key(|p| std::cmp::Reverse(p.peak));
+            over.sort_by(|a, b| a.0.worst_first(&b.0));
+            let highest = worst_of(gated.iter().filter_map(|x| x.peak_of()), |(k, _)| *k);
             Some(JobPeakGate {
                 limit: limit.0,
                 passed: over.is_empty(),
-                over,
-                highest: gated.iter().filter_map(|x| x.peak()).max_by_key(|p| p.peak),
+                over: over.into_iter().map(|(_, p)| p).collect(),
+                highest: highest.map(|(_, p)| p),
             })
         }
     };
@@ -350,10 +373,7 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
                 .errors
                 .iter()
                 .map(|e| UnreadableFile {
-                    file: e.path.file_name().map_or_else(
-                        || e.path.display().to_string(),
-                        |f| f.to_string_lossy().into_owned(),
-                    ),
+                    file: file_name(&e.path),
                     error: e.error.clone(),
                 })
                 .collect(),
@@ -381,5 +401,21 @@ pub fn check_job(r: &Ranks, limits: &JobLimits) -> Result<JobVerdict, GateError>
         imbalance,
         growth,
         unchecked,
+        skipped: r
+            .skipped
+            .iter()
+            .map(|s| SkippedFile {
+                file: file_name(&s.path),
+                reason: s.reason.clone(),
+            })
+            .collect(),
     })
+}
+
+/// A path's last component, as the verdict names files.
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    )
 }

@@ -45,7 +45,7 @@ pub use file::{
 };
 pub use job::{
     check_job, ImbalanceGate, JobGrowthGate, JobLimits, JobOomGate, JobPeakGate, JobVerdict,
-    RankGrowth, RankOoms, RankPeak, RankRef, Unchecked, UnreadableFile,
+    RankGrowth, RankOoms, RankPeak, RankRef, SkippedFile, Unchecked, UnreadableFile,
 };
 
 /// How a gate ended: the exit code `memtide check` gives it.

@@ -4,6 +4,7 @@
 //! note; or a list of files as given. Content decides later whether a file is a trace (the
 //! reader) or a `summary --json` object; nothing is judged by its extension here.
 
+use super::exclude::Exclude;
 use std::path::{Path, PathBuf};
 
 /// One file of the job, before it is read.
@@ -22,6 +23,16 @@ pub struct Skipped {
     pub path: PathBuf,
     pub reason: String,
 }
+
+impl Skipped {
+    /// Whether the skipped entry is a subdirectory (its name is shown with a `/`).
+    pub fn is_directory(&self) -> bool {
+        self.reason.starts_with(DIRECTORY)
+    }
+}
+
+/// The reason of a subdirectory, up to its details.
+pub(crate) const DIRECTORY: &str = "a directory";
 
 /// The files of a job and what was skipped while listing them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,6 +99,38 @@ pub fn rank_from_name(name: &str) -> Option<NameRank> {
 /// The files of the job: a single directory is listed; anything else is the list as given.
 /// Fails only when a directory cannot be listed.
 pub fn discover(inputs: &[PathBuf]) -> std::io::Result<Discovered> {
+    discover_excluding(inputs, &Exclude::none())
+}
+
+/// [`discover`], leaving out the files whose name `exclude` matches (`--exclude GLOB`): each
+/// is listed as skipped, naming the pattern, and never read.
+pub fn discover_excluding(inputs: &[PathBuf], exclude: &Exclude) -> std::io::Result<Discovered> {
+    let mut d = discover_all(inputs)?;
+    if exclude.is_empty() {
+        return Ok(d);
+    }
+    let mut kept = Vec::with_capacity(d.files.len());
+    for f in d.files {
+        match exclude.matching(&file_name(&f.path)) {
+            Some(glob) => d.skipped.push(Skipped {
+                path: f.path,
+                reason: format!("{EXCLUDED} (it matches {glob})"),
+            }),
+            None => kept.push(f),
+        }
+    }
+    // The order given, renumbered over the files kept.
+    for (order, f) in kept.iter_mut().enumerate() {
+        f.order = order;
+    }
+    d.files = kept;
+    Ok(d)
+}
+
+/// The reason of a file `--exclude` left out, up to its details.
+pub(crate) const EXCLUDED: &str = "left out by --exclude";
+
+fn discover_all(inputs: &[PathBuf]) -> std::io::Result<Discovered> {
     let mut d = Discovered::default();
     let mut paths: Vec<PathBuf> = Vec::new();
     match inputs {
@@ -223,6 +266,32 @@ mod tests {
         assert_eq!(d.files[3].name_rank, None);
         assert_eq!(d.skipped.len(), 1, "the subdirectory");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn excluded_names_are_skipped_and_the_rest_renumbered() {
+        let paths: Vec<PathBuf> = ["rank0.pickle", "notes.pickle", "rank1.pickle"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let d = discover_excluding(&paths, &Exclude::parse(&["notes*"]).unwrap()).unwrap();
+        let kept: Vec<(String, usize)> = d
+            .files
+            .iter()
+            .map(|f| (file_name(&f.path), f.order))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("rank0.pickle".to_string(), 0),
+                ("rank1.pickle".to_string(), 1)
+            ]
+        );
+        assert_eq!(d.skipped.len(), 1);
+        assert_eq!(
+            d.skipped[0].reason,
+            "left out by --exclude (it matches notes*)"
+        );
     }
 
     #[test]

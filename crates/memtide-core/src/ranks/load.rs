@@ -71,9 +71,11 @@ impl RankOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FileOutcome {
     Row(Box<RankRow>),
-    /// Not a trace nor a summary (the reason says what it looks like).
+    /// Certainly not a trace nor a summary: no format memtide reads, or a whole file of one
+    /// whose content is no trace (a pickled config dict); the reason says what it is.
     Skipped(String),
-    /// A trace (or what claims to be one) that could not be read: the reader's error.
+    /// A trace (or what claims to be one) that could not be read: the reader's error. A
+    /// damaged rank (cut short, malformed) is this, never skipped.
     Failed(String),
 }
 
@@ -170,6 +172,10 @@ pub fn load_one(file: &RankFile, opts: &RankOptions, progress: &Progress) -> Fil
                 }
                 None => format!("not a trace nor a memtide summary: {why}"),
             })
+        }
+        // A whole file of a known format whose content is no trace (a pickled config).
+        Err(FormatError::NotATrace(why)) => {
+            FileOutcome::Skipped(format!("not a trace nor a memtide summary ({why})"))
         }
         Err(e) => FileOutcome::Failed(e.to_string()),
     }

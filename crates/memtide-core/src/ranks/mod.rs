@@ -8,11 +8,13 @@
 //! rankN.json`) gives the same rows as the traces themselves. No terminal code.
 
 pub(crate) mod discover;
+pub(crate) mod exclude;
 pub(crate) mod load;
 pub(crate) mod row;
 pub(crate) mod skipped;
 
-pub use discover::{discover, rank_from_name, Discovered, RankFile, Skipped};
+pub use discover::{discover, discover_excluding, rank_from_name, Discovered, RankFile, Skipped};
+pub use exclude::Exclude;
 pub use load::{
     default_jobs, load_all, load_one, summary_json, FileOutcome, RankEvent, RankOptions,
 };
@@ -33,7 +35,8 @@ pub struct Failed {
 pub struct Ranks {
     /// One row per readable rank file, sorted by rank (then file order).
     pub rows: Vec<RankRow>,
-    /// Files that are not traces (and directories, hidden files are left out silently).
+    /// Files that are not traces, subdirectories and files `--exclude` left out (hidden
+    /// files are left out silently).
     pub skipped: Vec<Skipped>,
     /// Files that could not be read, with their errors.
     pub errors: Vec<Failed>,
@@ -126,6 +129,35 @@ pub(crate) fn duplicate_notes(rows: &[RankRow]) -> Vec<String> {
     notes
 }
 
+/// A rank's claim to be the worst: its peak, its rank number and its file's position in the
+/// order given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeakOf {
+    pub peak: u64,
+    pub rank: u64,
+    pub order: usize,
+}
+
+impl PeakOf {
+    /// The one order that names the worst rank, everywhere a rank is named for its peak
+    /// (`summary DIR`'s worst rank and spread, the overview's star, `check DIR`'s highest
+    /// rank and its list of ranks over the limit): the highest peak first, then among equal
+    /// peaks the lowest rank number, then the first file given.
+    pub fn worst_first(&self, other: &PeakOf) -> std::cmp::Ordering {
+        other
+            .peak
+            .cmp(&self.peak)
+            .then(self.rank.cmp(&other.rank))
+            .then(self.order.cmp(&other.order))
+    }
+}
+
+/// The worst of `items` by [`PeakOf::worst_first`] (`key` gives each one's claim); None when
+/// there are none.
+pub fn worst_of<T>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) -> PeakOf) -> Option<T> {
+    items.into_iter().min_by(|a, b| key(a).worst_first(&key(b)))
+}
+
 /// How the ranks' peaks differ.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spread {
@@ -150,14 +182,20 @@ pub struct Spread {
 impl Spread {
     /// The spread of the rows that have a peak (None: none has).
     pub fn of<'a>(rows: impl IntoIterator<Item = &'a RankRow>) -> Option<Spread> {
-        let mut peaks: Vec<(u64, u64, usize)> = rows
+        let mut peaks: Vec<PeakOf> = rows
             .into_iter()
-            .filter_map(|r| r.peak.map(|p| (p, r.rank, r.order)))
+            .filter_map(|r| {
+                r.peak.map(|peak| PeakOf {
+                    peak,
+                    rank: r.rank,
+                    order: r.order,
+                })
+            })
             .collect();
         if peaks.is_empty() {
             return None;
         }
-        let mut sorted: Vec<u64> = peaks.iter().map(|p| p.0).collect();
+        let mut sorted: Vec<u64> = peaks.iter().map(|p| p.peak).collect();
         sorted.sort_unstable();
         let n = sorted.len();
         let median = if n % 2 == 1 {
@@ -168,13 +206,13 @@ impl Spread {
             a / 2 + b / 2 + (a % 2 + b % 2) / 2
         };
         let (max, min) = (sorted[n - 1], sorted[0]);
-        // Highest peak first, then the lowest rank, then the first file.
-        peaks.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+        peaks.sort_by(PeakOf::worst_first);
         let worst = peaks[0];
+        // The lowest peak, named among equals as the worst is: the lowest rank, first file.
         let best = peaks
             .iter()
-            .filter(|p| p.0 == min)
-            .min_by_key(|p| (p.1, p.2))
+            .filter(|p| p.peak == min)
+            .min_by_key(|p| (p.rank, p.order))
             .copied()
             .unwrap_or(worst);
         Some(Spread {
@@ -184,9 +222,9 @@ impl Spread {
             median,
             ratio: (min > 0).then(|| max as f64 / min as f64),
             max_minus_median: max - median,
-            worst_rank: worst.1,
-            worst_order: worst.2,
-            best_rank: best.1,
+            worst_rank: worst.rank,
+            worst_order: worst.order,
+            best_rank: best.rank,
         })
     }
 

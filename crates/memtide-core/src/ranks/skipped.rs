@@ -80,13 +80,15 @@ pub fn names_with_more(names: &[String], shown: usize) -> String {
 }
 
 fn is_directory_reason(kind: &str) -> bool {
-    kind == "a directory"
+    kind == super::discover::DIRECTORY
 }
 
 /// The kind said of many: `files that are not traces nor memtide summaries`.
 fn plural_kind(kind: &str) -> String {
     if is_directory_reason(kind) {
         "directories (only the files directly in the job's directory are read)".into()
+    } else if kind == super::discover::EXCLUDED {
+        format!("files {kind}")
     } else if let Some(rest) = kind.strip_prefix("not ") {
         format!(
             "files that are not {}",

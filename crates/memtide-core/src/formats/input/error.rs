@@ -18,6 +18,12 @@ pub enum FormatError {
     /// Readable, but not what the user asked (e.g. a device that is not in the file).
     #[error("{0}")]
     Invalid(String),
+    /// Certainly not a memory trace, though its format was recognised: a whole, well-formed
+    /// pickle or JSON document whose top-level value is not a snapshot's (a pickled config
+    /// dict, a pickled Python object). A job's listing skips such a file; a damaged trace
+    /// (cut short, malformed) is never this.
+    #[error("{0}")]
+    NotATrace(String),
     /// A side file (`--rules`, `--categories`) that cannot be read: `what` names it
     /// (`rules file r.toml`), `reason` says where in it and why.
     #[error("{what}: {reason}")]

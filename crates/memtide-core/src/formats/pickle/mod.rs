@@ -1114,6 +1114,24 @@ pub(crate) fn unpickle_into<R: Read>(
             }
             _ => {
                 if let Some(name) = refused(op) {
+                    // Before any container: the top-level value is a Python object (a pickled
+                    // config or `argparse.Namespace`), certainly not a snapshot, whose
+                    // top-level value is a dict or a list made first.
+                    let top_is_object = marks.is_empty()
+                        && !stack.iter().any(|v| {
+                            matches!(
+                                v,
+                                Val::Dict(_) | Val::List(_) | Val::Tuple(_) | Val::Done(..)
+                            )
+                        });
+                    if top_is_object {
+                        return Err(FormatError::NotATrace(
+                            err(format!(
+                                "the pickle holds a Python object (refused opcode {name} (0x{op:02x}) before any dict or list: it would make Python import or call code), not a memory snapshot"
+                            ))
+                            .to_string(),
+                        ));
+                    }
                     return Err(err(format!(
                         "refused opcode {name} (0x{op:02x}): it would make Python import or call code; a memory snapshot holds only plain data (dict, list, str, int, float), so this file is not a snapshot or was tampered with"
                     )));

@@ -125,6 +125,10 @@ struct JEntry {
     compile_context: Option<Box<RawValue>>,
     #[serde(default)]
     forward_frames: Option<Box<RawValue>>,
+    /// PyTorch's memory profiler category (`_profile_to_snapshot`); any other value is
+    /// ignored.
+    #[serde(default)]
+    category: Option<serde_json::Value>,
 }
 
 /// A kept field's value unless it is a default (0, null, "", "N/A", [], [0, 0]).
@@ -294,6 +298,8 @@ pub(super) struct EntryIn<'a> {
     pub stack: StackIn<'a>,
     /// Kept fields as raw JSON text: `stream`, `pool_id`, `compile_context`, `forward_frames`.
     pub kept: [Option<&'a str>; 4],
+    /// `category`, when a string memtide knows.
+    pub category: Option<crate::trace::Category>,
 }
 
 impl JEntry {
@@ -320,6 +326,11 @@ impl JEntry {
                 &self.forward_frames,
             ]
             .map(|v| v.as_ref().map(|r| r.get())),
+            category: self
+                .category
+                .as_ref()
+                .and_then(|c| c.as_str())
+                .and_then(super::raw::entry_category),
         }
     }
 }
@@ -491,6 +502,7 @@ impl Ctx {
             name,
             action,
             has_time: e.time_us.is_some(),
+            category: e.category,
         };
         let r = self.raw.push_row(row)?;
         if let Some(f) = e.device_free {
@@ -580,6 +592,7 @@ impl<'de> Visitor<'de> for Top<'_> {
                     seen = true;
                     let s: Vec<JSegment> = m.next_value()?;
                     self.0.raw.segments = self.0.segments(s);
+                    self.0.raw.has_segments_key = true;
                 }
                 "allocator_settings" => {
                     let v: serde_json::Value = m.next_value()?;
@@ -628,6 +641,7 @@ impl<'de> Visitor<'de> for Top<'_> {
             v.push(x.0);
         }
         self.0.raw.segments = self.0.segments(v);
+        self.0.raw.has_segments_key = true;
         Ok(())
     }
 }
@@ -803,8 +817,10 @@ fn finish(res: Result<(), FeedError>, ctx: Ctx) -> Result<Raw, FormatError> {
             offset,
             "the snapshot JSON ends inside a value (is the file cut short?)",
         )),
+        // A whole top-level value without a snapshot's keys, or a list item that is no
+        // segment: certainly not a trace.
         Err(FeedError::Json { offset, line, msg }) if msg.starts_with(NOT_SNAPSHOT) => Err(
-            FormatError::Invalid(format!("{msg} (byte offset {offset}, line {line})")),
+            FormatError::NotATrace(format!("{msg} (byte offset {offset}, line {line})")),
         ),
         Err(FeedError::Json { offset, line, msg }) => Err(FormatError::at(
             offset,
@@ -931,6 +947,7 @@ fn scan<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fe
     match feed.peek()? {
         Some(b'[') => {
             ctx.raw.segments = segment_list(feed, ctx, true)?;
+            ctx.raw.has_segments_key = true;
         }
         Some(b'{') => top(feed, ctx, fast)?,
         Some(c) => {
@@ -982,6 +999,7 @@ fn top<R: Read>(feed: &mut Feed<R>, ctx: &mut Ctx, fast: bool) -> Result<(), Fee
             "segments" => {
                 seen = true;
                 ctx.raw.segments = segment_list(feed, ctx, false)?;
+                ctx.raw.has_segments_key = true;
             }
             "allocator_settings" => {
                 let v: serde_json::Value = feed.value()?;
@@ -1184,6 +1202,13 @@ mod tests {
             "{\"segments\": [], \"device_traces\": [[{\"action\" : \"alloc\"\r\n,\t\"size\":1}]]}",
             r#"[{"address": 1, "total_size": 2, "blocks": []}]"#,
             r#"{"segments": [], "host_traces": null, "device_traces": []}"#,
+            // `_profile_to_snapshot`'s category: known, unknown, not a string, escaped.
+            r#"{"segments": [], "device_traces": [[
+              {"action": "alloc", "addr": 1, "size": 2, "category": "parameter", "frames": []},
+              {"action": "alloc", "addr": 3, "size": 2, "category": "unknown"},
+              {"action": "alloc", "addr": 5, "size": 2, "category": 7},
+              {"action": "alloc", "addr": 7, "size": 2, "category": "optimizer\u005fstate"},
+              {"action": "alloc", "addr": 9, "size": 2, "category": "sideways"}]]}"#,
         ];
         for d in docs {
             assert!(read_serde(d.as_bytes(), false).is_ok(), "{d}");

@@ -42,6 +42,7 @@ struct Keys {
     pool_id: u32,
     compile_context: u32,
     forward_frames: u32,
+    category: u32,
     /// FX frame fields (`augment_with_fx_traces=True`): op, node name, target, original trace.
     fx: [u32; 4],
     /// Arena string id → action, for the known action names.
@@ -57,6 +58,7 @@ enum Field {
     PoolId,
     CompileContext,
     ForwardFrames,
+    Category,
     Addr,
     Size,
     TimeUs,
@@ -83,6 +85,7 @@ impl Keys {
             pool_id: a.intern("pool_id"),
             compile_context: a.intern("compile_context"),
             forward_frames: a.intern("forward_frames"),
+            category: a.intern("category"),
             fx: [
                 a.intern("fx_node_op"),
                 a.intern("fx_node_name"),
@@ -100,6 +103,7 @@ impl Keys {
             (k.pool_id, Field::PoolId),
             (k.compile_context, Field::CompileContext),
             (k.forward_frames, Field::ForwardFrames),
+            (k.category, Field::Category),
             (k.addr, Field::Addr),
             (k.size, Field::Size),
             (k.time_us, Field::TimeUs),
@@ -428,6 +432,7 @@ impl Conv {
             name: StrId(0),
             action,
             has_time: false,
+            category: None,
         };
         let mut device_free = None;
         let mut name = None;
@@ -466,6 +471,11 @@ impl Conv {
                         || matches!(val, Val::List(l) if a.list(l).is_empty());
                     if !empty {
                         put("forward_frames", val_json(a, val, 0));
+                    }
+                }
+                Field::Category => {
+                    if let Val::Str(c) = val {
+                        row.category = super::raw::entry_category(a.str(c));
                     }
                 }
                 Field::Addr => row.addr = int_field("addr", val)?,
@@ -792,6 +802,12 @@ fn invalid(what: String) -> FormatError {
     FormatError::Invalid(format!("not a PyTorch memory snapshot: {what}"))
 }
 
+/// The whole pickle was read and its top-level value is not a snapshot's: certainly not a
+/// trace (a job's listing skips it).
+fn not_a_snapshot(what: String) -> FormatError {
+    FormatError::NotATrace(format!("not a PyTorch memory snapshot: {what}"))
+}
+
 /// Walks the top-level dict: device lists (rows already converted), segments, annotations,
 /// allocator settings and pinned host memory. A bare list is `torch.cuda.memory_snapshot()`'s
 /// list of segments.
@@ -804,7 +820,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             let ann = a.intern("external_annotations");
             let (s, d, n) = (a.get(t, seg), a.get(t, dt), a.get(t, ann));
             if s.is_none() && d.is_none() {
-                return Err(invalid(
+                return Err(not_a_snapshot(
                     "the top-level dict has neither 'segments' nor 'device_traces'".into(),
                 ));
             }
@@ -823,7 +839,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             for (i, v) in a.list(l).iter().enumerate() {
                 let ok = matches!(v, Val::Dict(d) if a.get(d, addr).is_some() && a.get(d, total).is_some());
                 if !ok {
-                    return Err(invalid(format!(
+                    return Err(not_a_snapshot(format!(
                         "the pickle holds a list whose item {i} is not a segment dict with 'address' and 'total_size' (found {})",
                         v.type_name()
                     )));
@@ -832,7 +848,7 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
             (Some(top), None, None)
         }
         other => {
-            return Err(invalid(format!(
+            return Err(not_a_snapshot(format!(
                 "the pickle holds a {}, expected a dict",
                 other.type_name()
             )))
@@ -854,7 +870,9 @@ fn collect(a: &mut Arena, c: &mut Conv, top: Val) -> Result<(), FormatError> {
     }
     if let Some(s) = segments {
         let segs = read_segments(a, c, s, "segments")?;
-        c.raw()?.segments = segs;
+        let raw = c.raw()?;
+        raw.segments = segs;
+        raw.has_segments_key = true;
     }
     if let Some(Val::List(al)) = annotations {
         read_annotations(a, c.raw()?, al);

@@ -272,6 +272,7 @@ pub(super) fn entry<'a>(s: &'a [u8], known: &KnownStacks) -> Option<(EntryIn<'a>
         meta: Meta::None,
         stack: StackIn::None,
         kept: [None; 4],
+        category: None,
     };
     let mut seen = 0u16;
     loop {
@@ -288,9 +289,10 @@ pub(super) fn entry<'a>(s: &'a [u8], known: &KnownStacks) -> Option<(EntryIn<'a>
             b"pool_id" => 8,
             b"compile_context" => 9,
             b"forward_frames" => 10,
-            _ => 11,
+            b"category" => 11,
+            _ => 12,
         };
-        if bit < 11 {
+        if bit < 12 {
             if seen & (1 << bit) != 0 {
                 return None;
             }
@@ -311,6 +313,14 @@ pub(super) fn entry<'a>(s: &'a [u8], known: &KnownStacks) -> Option<(EntryIn<'a>
             }
             6 => e.stack = frames(s, &mut i, known)?,
             7..=10 => e.kept[bit - 7] = Some(raw(s, &mut i)?),
+            11 => {
+                e.category = if s.get(i) == Some(&b'"') {
+                    super::raw::entry_category(&string(s, &mut i)?)
+                } else {
+                    value_as::<IgnoredAny>(s, &mut i)?;
+                    None
+                }
+            }
             _ => {
                 value_as::<IgnoredAny>(s, &mut i)?;
             }

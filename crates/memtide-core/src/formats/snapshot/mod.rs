@@ -1,8 +1,10 @@
 //! PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot()`): pickle (protocols
 //! 2–5, read by a data-only unpickler) or JSON, plain or gzip. One [`Trace`] per device
 //! ("cuda:N"), replayed as MemoryViz does, plus "host:pinned" when the file records pinned
-//! host memory; snapshots carry no categories, so every trace says `BandsSource::Inferred`
-//! (the door's reading step infers them). A snapshot without history
+//! host memory; snapshots usually carry no categories, so a trace says
+//! `BandsSource::Inferred` (the door's reading step infers them) unless every allocation's
+//! entry carried PyTorch's own `category` (`_profile_to_snapshot`), kept as recorded either
+//! way. A snapshot without history
 //! (or the bare segment list of `torch.cuda.memory_snapshot()`) is one instant per device.
 
 mod block_sizes;
@@ -20,7 +22,7 @@ use super::detect::Format;
 use super::error::FormatError;
 use super::source::{Input, Progress};
 use super::{Histories, LoadOptions};
-use crate::trace::{BandsSource, Trace};
+use crate::trace::{AllocId, BandsSource, Category, StorageKind, Trace};
 pub use from_json::{read as read_json, read_serde as read_json_serde};
 pub use from_pickle::{
     read as read_pickle, read_in_batches as read_pickle_in_batches,
@@ -250,7 +252,41 @@ fn check_sizes(raw: &Raw) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Replays every device of a decoded snapshot (categories are left for inference).
+/// The categories the entries carried (PyTorch's `_profile_to_snapshot` writes its memory
+/// profiler's on each alloc), said in a note: the bands are recorded when every block has
+/// one, else inferred for the others (the door's reading step keeps the recorded ones).
+fn recorded_categories(t: &mut Trace) -> BandsSource {
+    let blocks = (0..t.storage_count())
+        .map(|i| AllocId(i as u32))
+        .filter(|&id| t.storage_kind(id) != StorageKind::Segment);
+    let (mut n, mut with) = (0u64, 0u64);
+    for id in blocks {
+        n += 1;
+        with += u64::from(t.category(id) != Category::Unknown);
+    }
+    if with == 0 {
+        return BandsSource::Inferred;
+    }
+    let rest = if with == n {
+        String::new()
+    } else {
+        format!("; the other {} inferred", n - with)
+    };
+    t.meta.push((
+        "note".into(),
+        format!(
+            "{with} of {n} allocations carry PyTorch's own category (the entries' 'category' key, from its memory profiler): used as recorded{rest}"
+        ),
+    ));
+    if with == n {
+        BandsSource::Recorded
+    } else {
+        BandsSource::Inferred
+    }
+}
+
+/// Replays every device of a decoded snapshot (categories the entries carry are kept; the
+/// rest are left for inference).
 pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
     let mut out = Vec::new();
     for d in traced_devices(raw) {
@@ -261,7 +297,7 @@ pub fn build(raw: &Raw, source: &str) -> Vec<Trace> {
                 raw.skipped_items
             ));
         }
-        t.bands_source = BandsSource::Inferred;
+        t.bands_source = recorded_categories(&mut t);
         out.push(t);
     }
     if has_host_trace(raw) {

@@ -69,6 +69,16 @@ pub struct Row {
     pub name: StrId,
     pub action: Action,
     pub has_time: bool,
+    /// The entry's `category` (PyTorch's `_profile_to_snapshot` writes its memory
+    /// profiler's category on each alloc: `parameter`, `gradient`, `optimizer_state`, …), when
+    /// it names one memtide knows; `unknown` and absent are None.
+    pub category: Option<crate::trace::Category>,
+}
+
+/// An entry's `category` value as a category (None: absent, `unknown`, or a name memtide
+/// does not know, which inference then decides).
+pub(crate) fn entry_category(text: &str) -> Option<crate::trace::Category> {
+    crate::trace::Category::parse(text).filter(|c| *c != crate::trace::Category::Unknown)
 }
 
 /// State of a block in the final `segments`.
@@ -191,6 +201,9 @@ pub struct Raw {
     /// Whether the file has a `device_traces` key (else: a bare segment list, or a dict with
     /// segments only: a snapshot without history).
     pub has_traces_key: bool,
+    /// Whether the file gives the dump's segments (a `segments` key, even an empty list, or a
+    /// bare segment list): then a device without segments held nothing at the dump.
+    pub has_segments_key: bool,
     /// One bit per row: a segment event (alloc, free, map, unmap). Rows are few of these,
     /// and the replay's backward pass over a long trace reads only them.
     segment_rows: Vec<u64>,

@@ -237,6 +237,7 @@ mod tests {
             name: StrId(0),
             action: Action::Alloc,
             has_time: false,
+            category: None,
         }
     }
 

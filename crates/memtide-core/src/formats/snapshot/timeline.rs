@@ -13,7 +13,7 @@ use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
     Trace, Ts,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// Maps global (file-wide) interned ids into one trace's interner.
@@ -302,6 +302,9 @@ fn build_one(
         r.entry(i, row);
     }
     r.rows.end_pass();
+    if sizes == Sizes::Blocks && !r.history_less && (raw.has_segments_key || !segs.is_empty()) {
+        r.check_live_against_dump(segs);
+    }
     let dump = r.open_dump_blocks(segs, sizes);
     r.check_reserve(segs, dump.final_reserved);
     if sizes == Sizes::Blocks && !r.history_less {
@@ -507,7 +510,10 @@ impl<'r> Replay<'r> {
     fn open_row(&mut self, r: u32, row: &Row, from_start: bool) -> AllocId {
         let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
         let name = self.loc.str(self.raw, &mut self.t, row.name);
-        let (size, cat, kind) = (Bytes(row.size), Category::Unknown, StorageKind::Block);
+        // PyTorch's own category when the entry carries one (its memory profiler's, written by
+        // `_profile_to_snapshot`): recorded, never inferred over.
+        let cat = row.category.unwrap_or(Category::Unknown);
+        let (size, kind) = (Bytes(row.size), StorageKind::Block);
         let id = if from_start {
             self.t
                 .open_from_start(size, cat, kind, name, stack, row.addr)
@@ -669,6 +675,59 @@ impl<'r> Replay<'r> {
             }
         }
         d
+    }
+
+    /// The history must end with the blocks the dump holds: a block it holds live at its end
+    /// whose address the final segments show free (an inactive block, or no segment at all)
+    /// means the history and the dump disagree — recording stopped before the dump, or the
+    /// history missed frees — and the end of the history is not the dump's state. Said with
+    /// the count and the bytes, and both totals (before the dump's own blocks, the ghosts,
+    /// are opened). A segment listed without its blocks tells nothing about its addresses.
+    fn check_live_against_dump(&mut self, segs: &[&Segment]) {
+        let mut held: FxHashSet<u64> = FxHashSet::default();
+        let mut unknown: Vec<(u64, u64)> = Vec::new();
+        let mut dump_allocated = 0u64;
+        for s in segs {
+            if s.blocks.is_empty() {
+                unknown.push((s.address, s.address.saturating_add(s.total_size)));
+                continue;
+            }
+            let mut addr = s.address;
+            for b in &s.blocks {
+                match b.state {
+                    super::raw::BlockState::Inactive => {}
+                    super::raw::BlockState::Allocated => {
+                        dump_allocated = dump_allocated.saturating_add(b.size);
+                        held.insert(addr);
+                    }
+                    _ => {
+                        held.insert(addr);
+                    }
+                }
+                addr = addr.wrapping_add(b.size);
+            }
+        }
+        unknown.sort_unstable();
+        let (mut count, mut bytes, mut live) = (0u64, 0u64, 0u64);
+        for (&addr, &id) in &self.live {
+            let size = self.t.size(id).0;
+            live = live.saturating_add(size);
+            let in_unknown = match unknown.partition_point(|&(a, _)| a <= addr) {
+                0 => false,
+                i => addr < unknown[i - 1].1,
+            };
+            if !held.contains(&addr) && !in_unknown {
+                count += 1;
+                bytes = bytes.saturating_add(size);
+            }
+        }
+        if count > 0 {
+            self.t.warn(format!(
+                "the history disagrees with its own dump: it ends with {count} block{} ({bytes} B, {}) live that the dump's segments show free; {live} B live at the end of the history, {dump_allocated} B allocated in the dump (recording may have stopped before the dump, or the history missed their frees): the final figures are the history's, not the dump's",
+                if count == 1 { "" } else { "s" },
+                crate::trace::human_bytes(bytes)
+            ));
+        }
     }
 
     /// The replayed reserve must end where the final segments say.
