@@ -172,6 +172,10 @@ pub fn fragmentation(largest: u64, free: u64) -> Option<f64> {
 pub struct State {
     pub(crate) segs: BTreeMap<u64, Seg>,
     pub(crate) blocks: BTreeMap<u64, Active>,
+    /// The segments' union, merged: where a new mapping's unmapped parts are found without
+    /// walking every segment inside it (a file mapping ranges again and again, each shifted
+    /// by a byte, made that quadratic).
+    mapped: crate::trace::ranges::RangeSet,
 }
 
 impl State {
@@ -306,6 +310,7 @@ impl State {
                 self.segs.insert(b, seg);
             }
         }
+        self.mapped.remove(a, b);
         (b - a) - covered
     }
 
@@ -321,19 +326,10 @@ impl State {
         if a >= b {
             return 0;
         }
-        let mut double = 0u64;
-        let mut pieces = Vec::new();
-        let mut cur = a;
-        for (s, seg) in self.segs_overlapping(a, b) {
-            if s > cur {
-                pieces.push((cur, s));
-            }
-            double += seg.end.min(b) - s.max(a);
-            cur = cur.max(seg.end);
-        }
-        if cur < b {
-            pieces.push((cur, b));
-        }
+        let pieces = self.mapped.gaps(a, b);
+        let fresh: u64 = pieces.iter().map(|&(s, e)| e - s).sum();
+        let double = (b - a) - fresh;
+        self.mapped.add(a, b);
         // Expandable segments of one pool and stream grow in place: a range touching one
         // merges with it (PyTorch reserves each one's address space apart, so small and large
         // ones never touch; a pool set inferred from a size alone yields to a known large one).

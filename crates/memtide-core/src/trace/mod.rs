@@ -5,6 +5,7 @@ pub(crate) mod band;
 pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;
+pub(crate) mod ranges;
 pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};

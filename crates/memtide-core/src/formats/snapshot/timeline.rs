@@ -9,6 +9,7 @@
 use super::block_sizes::{self, SegEvent};
 use super::raw::{Action, Annotation, Raw, Row, Segment};
 use super::rows::Reader;
+use crate::trace::ranges::RangeSet;
 use crate::trace::{
     AllocId, Bytes, Category, Clock, EventKind, Mark, MarkKind, Seq, StackId, StorageKind, StrId,
     Trace, Ts,
@@ -79,55 +80,6 @@ impl Localize {
     }
 }
 
-/// Disjoint mapped address ranges `[start, end)`, merged (the initial-state solver).
-#[derive(Default)]
-struct RangeSet(BTreeMap<u64, u64>);
-
-impl RangeSet {
-    fn add(&mut self, a: u64, b: u64) {
-        if a >= b {
-            return;
-        }
-        let (mut lo, mut hi) = (a, b);
-        // Merge with every range that overlaps or touches [a, b).
-        let touching: Vec<(u64, u64)> = self
-            .0
-            .range(..=b)
-            .rev()
-            .take_while(|&(_, &e)| e >= a)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in touching {
-            self.0.remove(&s);
-            lo = lo.min(s);
-            hi = hi.max(e);
-        }
-        self.0.insert(lo, hi);
-    }
-
-    fn remove(&mut self, a: u64, b: u64) {
-        if a >= b {
-            return;
-        }
-        let over: Vec<(u64, u64)> = self
-            .0
-            .range(..b)
-            .rev()
-            .take_while(|&(_, &e)| e > a)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in over {
-            self.0.remove(&s);
-            if s < a {
-                self.0.insert(s, a);
-            }
-            if e > b {
-                self.0.insert(b, e);
-            }
-        }
-    }
-}
-
 /// Reserved memory as mapped address ranges: disjoint pieces, each one segment storage.
 /// `segment_alloc`/`segment_map` add a range, `segment_free`/`segment_unmap` remove whatever
 /// they overlap (a piece, several, or part of one), so reserved is the measure of the union.
@@ -135,6 +87,10 @@ impl RangeSet {
 struct Mapped {
     /// start → (end, storage).
     pieces: BTreeMap<u64, (u64, AllocId)>,
+    /// The union of the pieces, merged: where a new mapping's unmapped parts are found
+    /// without walking every piece inside it (ranges mapped again and again, each shifted
+    /// by a byte, made that quadratic).
+    union: RangeSet,
     /// Bytes mapped again while already mapped (not counted twice).
     double_mapped: u64,
     /// Bytes unmapped that were not mapped.
@@ -163,6 +119,7 @@ impl Mapped {
             )
         };
         self.pieces.insert(a, (b, id));
+        self.union.add(a, b);
     }
 
     fn overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64, AllocId)> {
@@ -179,17 +136,12 @@ impl Mapped {
 
     /// Maps `[a, b)`: only the parts not already mapped become new pieces.
     fn map(&mut self, t: &mut Trace, a: u64, b: u64, stack: StackId) {
-        let mut cur = a;
-        for (s, e, _) in self.overlapping(a, b) {
-            if s > cur {
-                self.open_piece(t, cur, s, stack, false);
-            }
-            self.double_mapped += e.min(b) - s.max(a);
-            cur = cur.max(e);
+        let gaps = self.union.gaps(a, b);
+        let fresh: u64 = gaps.iter().map(|&(s, e)| e - s).sum();
+        for (s, e) in gaps {
+            self.open_piece(t, s, e, stack, false);
         }
-        if cur < b {
-            self.open_piece(t, cur, b, stack, false);
-        }
+        self.double_mapped += (b - a) - fresh;
     }
 
     /// Unmaps `[a, b)`: closes every piece it overlaps; the parts outside stay mapped.
@@ -208,6 +160,7 @@ impl Mapped {
             }
         }
         self.unmatched_unmap += (b - a) - covered;
+        self.union.remove(a, b);
     }
 
     fn total(&self) -> u64 {
@@ -422,7 +375,7 @@ impl<'r> Replay<'r> {
             .iter()
             .map(|s| (s.address, (s.address.saturating_add(s.total_size), s.stack)))
             .collect();
-        for (&a, &b) in &initial.0 {
+        for (a, b) in initial.iter() {
             let stack = seg_at
                 .range(..=a)
                 .next_back()
