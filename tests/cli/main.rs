@@ -41,6 +41,7 @@ mod plot;
 mod ranks;
 mod right_answers;
 mod rules_everywhere;
+mod serving;
 mod shell;
 mod snapshot;
 mod snapshot_category;

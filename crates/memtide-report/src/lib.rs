@@ -14,6 +14,7 @@
 //!   - [`whatif`]: the allocator replayed under other settings;
 //!   - [`ranks`]: a distributed job's table and document;
 //!   - [`picture`]: the timeline as SVG or PNG ([`picture_diff`]: two runs on one scale).
+//! - [`serving`]: the serving budget's lines in the text and Markdown reports.
 //! - [`sizes`]: sizes and percentages as people write them; [`safe_text`]: text made safe for
 //!   where it goes (a terminal, a log line, JSON); [`frames`]: how a frame is shown.
 //!
@@ -33,6 +34,7 @@ pub mod picture_diff;
 pub mod prologue;
 pub mod ranks;
 pub mod safe_text;
+pub mod serving;
 pub mod sizes;
 pub mod summary;
 pub mod whatif;

@@ -84,6 +84,9 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     peak(&mut o, s, v);
     persistent(&mut o, s);
     figures(&mut o, s);
+    if let Some(b) = &s.budget {
+        crate::serving::text(&mut o, b);
+    }
     device_log(&mut o, s);
     nsys(&mut o, s);
     live_set(&mut o, s, v);
@@ -166,6 +169,9 @@ fn persistent(o: &mut String, s: &Summary) {
         if p.other > 0 {
             let _ = write!(line, " + other {}", human_bytes(p.other));
         }
+    }
+    if p.private_pool > 0 {
+        let _ = write!(line, " (private pools {})", human_bytes(p.private_pool));
     }
     if let (Some(bpp), Some(n)) = (p.bytes_per_param, p.param_count) {
         let _ = write!(line, " → {bpp:.1} B/param × {} params", grouped(n));

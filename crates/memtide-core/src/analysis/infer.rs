@@ -23,8 +23,10 @@
 //!    `AddmmBackward0`) and still alive when the next optimizer phase starts → grad,
 //!    otherwise → autograd_detail (backward intermediates; PyTorch's AUTOGRAD_DETAIL, an
 //!    activation-band category);
-//! 6. made under a module's `forward` → activation, whatever its lifetime (a leaked or
-//!    retained-graph activation is still one);
+//! 6. made in a private pool (a CUDA graph's pool or a `MemPool`: the snapshot's `pool_id` /
+//!    `segment_pool_id` is not `(0, 0)`) → private_pool (persistent: the pool keeps its memory
+//!    for its life, whatever the tensors made in it); else made under a module's `forward` →
+//!    activation, whatever its lifetime (a leaked or retained-graph activation is still one);
 //! 7. alive at every step boundary after its creation, and not made inside a step span
 //!    (setup, or live from the start) → persistent: a survivor made inside a step (the batch,
 //!    a loss kept with its graph) is that step's data, not state;
@@ -219,7 +221,7 @@ fn frame_kind(text: &str, file: &str, name: &str) -> Option<Kind> {
     {
         return Some(Kind::Param);
     }
-    if name.contains("kv_cache") || file.contains("/mem_cache/memory_pool") {
+    if is_kv_cache_allocation(file, name) {
         return Some(Kind::Buffer);
     }
     if file.contains("/optim/")
@@ -250,6 +252,25 @@ fn frame_kind(text: &str, file: &str, name: &str) -> Option<Kind> {
         return Some(Kind::Forward);
     }
     None
+}
+
+/// A frame that allocates an inference server's KV cache: vLLM's `_allocate_kv_cache`
+/// (v0's cache engine), `_allocate_kv_cache_tensors` / `initialize_kv_cache_tensors` /
+/// `initialize_kv_cache` (v1's model runner), SGLang's `init_memory_pool` and its
+/// `mem_cache/memory_pool.py` constructors (`__init__`, `_create_buffers`). Not any frame
+/// that names the KV cache: `unified_kv_cache_update` writes into it during a forward, and
+/// vLLM's engine-level `_initialize_kv_caches` encloses the profile run and graph capture.
+fn is_kv_cache_allocation(file: &str, name: &str) -> bool {
+    matches!(
+        name,
+        "_allocate_kv_cache"
+            | "_allocate_kv_cache_tensors"
+            | "initialize_kv_cache_tensors"
+            | "initialize_kv_cache"
+            | "allocate_kv_cache"
+            | "init_memory_pool"
+    ) || (file.contains("/mem_cache/memory_pool")
+        && (name == "__init__" || name.starts_with("_create") || name.starts_with("create")))
 }
 
 fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
@@ -310,6 +331,17 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     optim_starts.sort_unstable();
     let step_spans = prefix_max_ends(step_spans);
     let mut pairs = Pairing::default();
+    let mut pools = PoolMemo::default();
+    // Stream captures (profiler traces): what is made while one is open is the graph's pool.
+    let mut captures: Vec<(u64, u64)> = trace
+        .marks
+        .iter()
+        .filter(|m| m.kind == MarkKind::Capture)
+        // `end` is the last event inside: the span is [at, end + 1).
+        .map(|m| (m.at.0, m.end.map_or(m.at.0, |e| e.0).saturating_add(1)))
+        .collect();
+    captures.sort_unstable();
+    let captures = prefix_max_ends(captures);
 
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
@@ -372,6 +404,12 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
             (None, Some(Kind::OptimizerState)) => Category::Optimizer,
             (None, Some(Kind::Param)) => Category::Param,
             (None, Some(Kind::Buffer)) => Category::Buffer,
+            (None, _)
+                if (!from_start && inside_span(&captures, start))
+                    || pools.of(trace, id).is_some() =>
+            {
+                Category::PrivatePool
+            }
             _ if short => Category::Temp,
             // Optimizer state survives into the next optimizer phase (or to the end); the
             // optimizer's own intermediates die before it.
@@ -416,6 +454,35 @@ const SMALL_REQUEST: u64 = 1 << 20;
 /// when more than 1 MiB would remain (`CachingAllocatorConfig`'s `kSmallSize`), and requests
 /// are rounded to 512 B.
 const UNSPLIT_REMAINDER: u64 = (1 << 20) + 512;
+
+/// The private pool named by a storage's kept fields (its trace entry's `pool_id`, or the
+/// `segment_pool_id` of the segment holding a block live at the dump); None for the default
+/// pool `(0, 0)` or when the file does not say.
+fn pool_in_text(text: &str) -> Option<(i64, i64)> {
+    if !text.contains("pool_id") {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let p = v.get("pool_id").or_else(|| v.get("segment_pool_id"))?;
+    let a = p.as_array()?;
+    let pair = (a.first()?.as_i64()?, a.get(1)?.as_i64()?);
+    (pair != (0, 0)).then_some(pair)
+}
+
+/// [`pool_in_text`] read once per distinct kept-fields text (interned: a capture's thousands
+/// of blocks share a few).
+#[derive(Default)]
+struct PoolMemo(rustc_hash::FxHashMap<crate::trace::StrId, Option<(i64, i64)>>);
+
+impl PoolMemo {
+    fn of(&mut self, trace: &Trace, id: AllocId) -> Option<(i64, i64)> {
+        let x = *trace.extra.get(&id)?;
+        *self
+            .0
+            .entry(x)
+            .or_insert_with(|| pool_in_text(trace.strings.text(x)))
+    }
+}
 
 /// Memory from before the recording, and what the file made that pairs with it by size.
 #[derive(Default)]

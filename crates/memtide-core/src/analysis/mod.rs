@@ -18,6 +18,7 @@ pub(crate) mod parity;
 pub(crate) mod peak;
 pub(crate) mod persistent;
 pub(crate) mod retained;
+pub(crate) mod serving;
 pub(crate) mod summary;
 pub(crate) mod summary_json;
 pub(crate) mod tree;
@@ -40,6 +41,7 @@ pub use parity::Verdict;
 pub use peak::{final_bytes, global_peak, window_peak, Peak};
 pub use persistent::{persistent, Persistent};
 pub use retained::{retained, Retained};
+pub use serving::{serving_budget, Capture, ServingBudget, Stage, StageSource};
 pub use summary::{
     document_json, external_by_source, names_text, table_ends, PeakReport, Summary, SummaryOptions,
     WindowReport, WINDOW_ENDS,

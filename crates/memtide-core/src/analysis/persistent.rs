@@ -19,6 +19,8 @@ pub struct Persistent {
     pub buffers: Option<u64>,
     /// Persistent bytes of no finer category (inferred "persistent").
     pub other: u64,
+    /// Blocks of private pools (CUDA graphs' pools, `MemPool`s): category `private_pool`.
+    pub private_pool: u64,
     /// Parameters (elements), from the source's header (`param_count`); None when unknown.
     pub param_count: Option<u64>,
     /// `total / param_count`.
@@ -32,6 +34,7 @@ pub struct Persistent {
 /// The breakdown of the storages `ids` (live at one instant); None when none is persistent.
 pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
     let (mut p, mut g, mut o, mut b, mut other) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut pool = 0u64;
     let mut any = false;
     let mut inferred = false;
     for &id in ids {
@@ -47,6 +50,7 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
             Category::Grad => g += n,
             Category::Optimizer => o += n,
             Category::Buffer => b += n,
+            Category::PrivatePool => pool += n,
             _ => other += n,
         }
     }
@@ -58,7 +62,7 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
     // the recording began or their stacks do not say what they are; they may well be among
     // the unknown bytes, so "0 parameters" would be a guess.
     let params_known = split && !(inferred && p == 0);
-    let total = p + g + o + b + other;
+    let total = p + g + o + b + other + pool;
     let param_count = param_count(trace);
     let bytes_per_param = param_count
         .filter(|&n| n > 0 && params_known)
@@ -71,6 +75,7 @@ pub fn persistent(trace: &Trace, ids: &[AllocId]) -> Option<Persistent> {
         optimizer: split.then_some(o),
         buffers: split.then_some(b),
         other,
+        private_pool: pool,
         param_count,
         bytes_per_param,
         source: if inferred { "inferred" } else { "recorded" },

@@ -107,6 +107,9 @@ pub struct Summary {
     pub boundary: Option<super::boundary::Boundary>,
     /// Snapshots whose history starts after blocks were live: bounds on the run's peak.
     pub history_bounds: Option<super::bounds::HistoryBounds>,
+    /// The serving budget (docs/serving.md); None when nothing in the trace is serving
+    /// memory (no stream capture, private pool or KV cache).
+    pub budget: Option<super::serving::ServingBudget>,
 }
 
 /// The window a summary's peak was measured in, with its source indices.
@@ -326,6 +329,7 @@ impl Summary {
             allocator_at_end: None,
             boundary: None,
             history_bounds: None,
+            budget: None,
         }
         .doubting_the_model()
         .doubting_the_reserve(trace, index)
@@ -382,6 +386,7 @@ impl Summary {
         self.ooms = ooms;
         self.allocator_at_end = history.map(|h| crate::allocator::allocator_at_end(&h.segments));
         self.history_bounds = super::bounds::bounds(trace, index, history);
+        self.budget = super::serving::serving_budget(trace, index, history);
         self
     }
 

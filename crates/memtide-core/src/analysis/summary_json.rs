@@ -77,6 +77,8 @@ pub struct SummaryJson<'a> {
     /// Snapshots whose history starts late: bounds on the peak (left out otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_bounds: Option<&'a super::bounds::HistoryBounds>,
+    /// The serving budget (docs/serving.md); null when nothing in the trace is serving memory.
+    pub budget: Option<&'a super::serving::ServingBudget>,
 }
 
 /// The device log's alignment report and whether the peak lies inside the log.
@@ -153,6 +155,7 @@ pub struct PersistentJson<'a> {
     pub optimizer: Option<u64>,
     pub buffers: Option<u64>,
     pub other: u64,
+    pub private_pool: u64,
     pub param_count: Option<u64>,
     pub bytes_per_param: Option<f64>,
     pub source: &'a str,
@@ -168,6 +171,7 @@ impl<'a> PersistentJson<'a> {
             optimizer: p.optimizer,
             buffers: p.buffers,
             other: p.other,
+            private_pool: p.private_pool,
             param_count: p.param_count,
             bytes_per_param: p.bytes_per_param,
             source: p.source,
@@ -421,6 +425,7 @@ impl<'a> SummaryJson<'a> {
             ooms: &s.ooms,
             allocator_at_end: s.allocator_at_end.as_ref(),
             history_bounds: s.history_bounds.as_ref(),
+            budget: s.budget.as_ref(),
         }
     }
 }

@@ -330,10 +330,18 @@ fn regions(
 
 /// Most bytes of storages of category `cat` live at once.
 fn most_live(trace: &Trace, cat: Category) -> u64 {
+    most_live_where(trace, |id| {
+        trace.storage_kind(id) == StorageKind::Block && trace.category(id) == cat
+    })
+}
+
+/// The most bytes of the storages `keep` picks live at once (a sweep over their starts and
+/// ends: storages from the start count from position 0).
+pub(crate) fn most_live_where(trace: &Trace, keep: impl Fn(AllocId) -> bool) -> u64 {
     let mut ev: Vec<(u64, i128)> = Vec::new();
     for i in 0..trace.storage_count() {
         let id = AllocId(i as u32);
-        if trace.storage_kind(id) != StorageKind::Block || trace.category(id) != cat {
+        if !keep(id) {
             continue;
         }
         let size = trace.size(id).0 as i128;

@@ -59,10 +59,13 @@ pub enum Category {
     Unknown = 10,
     /// Band inferred as persistent without a finer category.
     InferredPersistent = 11,
+    /// A block of a private pool (a CUDA graph's pool or a `MemPool`: a snapshot's
+    /// `segment_pool_id` other than `(0, 0)`): held for the pool's life, never activation.
+    PrivatePool = 12,
 }
 
 impl Category {
-    pub const ALL: [Category; 12] = [
+    pub const ALL: [Category; 13] = [
         Category::Param,
         Category::Grad,
         Category::Optimizer,
@@ -75,6 +78,7 @@ impl Category {
         Category::External,
         Category::Unknown,
         Category::InferredPersistent,
+        Category::PrivatePool,
     ];
 
     pub fn band(self) -> Band {
@@ -83,7 +87,8 @@ impl Category {
             | Category::Grad
             | Category::Optimizer
             | Category::Buffer
-            | Category::InferredPersistent => Band::Persistent,
+            | Category::InferredPersistent
+            | Category::PrivatePool => Band::Persistent,
             Category::Activation | Category::Input | Category::AutogradDetail => Band::Activation,
             Category::Workspace | Category::Temp => Band::Workspace,
             Category::External => Band::External,
@@ -105,6 +110,7 @@ impl Category {
             Category::External => "external",
             Category::Unknown => "unknown",
             Category::InferredPersistent => "persistent",
+            Category::PrivatePool => "private_pool",
         }
     }
 
@@ -123,6 +129,7 @@ impl Category {
             "external" => Category::External,
             "unknown" => Category::Unknown,
             "persistent" => Category::InferredPersistent,
+            "private_pool" => Category::PrivatePool,
             _ => return None,
         })
     }

@@ -104,6 +104,9 @@ pub enum MarkKind {
     Note,
     Oom,
     Annotation,
+    /// A stream capture open (a CUDA graph being captured): `at` where it opens, `end` where
+    /// it closes; named after the annotation around it (`capture_8192_PIECEWISE`), if any.
+    Capture,
 }
 
 impl MarkKind {
@@ -115,6 +118,7 @@ impl MarkKind {
             "note" => MarkKind::Note,
             "oom" => MarkKind::Oom,
             "annotation" => MarkKind::Annotation,
+            "capture" => MarkKind::Capture,
             _ => return None,
         })
     }
@@ -126,6 +130,7 @@ impl MarkKind {
             MarkKind::Note => "note",
             MarkKind::Oom => "oom",
             MarkKind::Annotation => "annotation",
+            MarkKind::Capture => "capture",
         }
     }
 }

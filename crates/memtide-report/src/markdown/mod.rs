@@ -159,6 +159,9 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o);
     bands(&mut o, s);
     owners::persistent(&mut o, s);
+    if let Some(b) = &s.budget {
+        crate::serving::markdown(&mut o, b);
+    }
     device_log(&mut o, s);
     owners::live(&mut o, s);
     steps(&mut o, s);

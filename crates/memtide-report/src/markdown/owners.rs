@@ -45,6 +45,14 @@ pub fn persistent(o: &mut String, s: &Summary) {
             }
         }
     }
+    if p.private_pool > 0 {
+        let _ = writeln!(
+            o,
+            "| private pools | {} | {} |",
+            human_bytes(p.private_pool),
+            share(p.private_pool)
+        );
+    }
     let _ = writeln!(
         o,
         "| other | {} | {} |\n",

@@ -847,6 +847,58 @@ fn apply_change(
     true
 }
 
+/// Stream captures: each `…BeginCapture` call with the next `…EndCapture` on its thread, as
+/// (name, start, end) in ns, in time order. The name is the innermost annotation around the
+/// begin call on that thread (`capture_8192_PIECEWISE`, `capture_32_DECODE`), else
+/// `CUDA graph capture`. A begin without an end runs to the last span of the trace.
+fn captures(c: &Collected) -> Vec<(String, i64, i64)> {
+    let mut calls: Vec<&super::parse::Span> = c
+        .spans
+        .iter()
+        .filter(|s| s.kind() == SpanKind::Capture)
+        .collect();
+    if calls.is_empty() {
+        return Vec::new();
+    }
+    calls.sort_by_key(|s| (s.start, s.end));
+    let last = c.spans.iter().map(|s| s.end).max().unwrap_or(0);
+    let mut open: rustc_hash::FxHashMap<u32, i64> = Default::default();
+    let mut out = Vec::new();
+    for s in calls {
+        match super::parse::capture_call(c.names.get(s.name())) {
+            Some(true) => {
+                open.entry(s.tid).or_insert(s.start);
+            }
+            Some(false) => {
+                if let Some(b) = open.remove(&s.tid) {
+                    out.push((capture_name(c, s.tid, b), b, s.end));
+                }
+            }
+            None => {}
+        }
+    }
+    let mut rest: Vec<(u32, i64)> = open.into_iter().collect();
+    rest.sort_by_key(|&(tid, b)| (b, tid));
+    for (tid, b) in rest {
+        out.push((capture_name(c, tid, b), b, last));
+    }
+    out.sort_by_key(|&(_, b, e)| (b, e));
+    out
+}
+
+/// The innermost annotation on thread `tid` open at `at` (the one that started last).
+fn capture_name(c: &Collected, tid: u32, at: i64) -> String {
+    c.spans
+        .iter()
+        .filter(|s| s.kind() == SpanKind::Annotation && s.tid == tid)
+        .filter(|s| s.start <= at && at < s.end)
+        .max_by_key(|s| (s.start, std::cmp::Reverse(s.end)))
+        .map_or_else(
+            || "CUDA graph capture".to_string(),
+            |s| c.names.get(s.name()).to_string(),
+        )
+}
+
 /// Step and phase marks from annotation spans, OOM marks, sorted by position. The first
 /// `n_mem` events of `t` are the device's `[memory]` events (their times, ascending, place
 /// the marks).
@@ -906,6 +958,28 @@ fn add_marks(t: &mut Trace, c: &Collected, n_mem: usize, ooms: &[usize]) {
                 stack: StackId(0),
             },
             s.start,
+        ));
+    }
+    for (name, start, end) in captures(c) {
+        let at = first(t, &|x| x < start);
+        let last = first(t, &|x| x < end.max(start.saturating_add(1)));
+        // A capture with no [memory] event of this device inside still opened: marked
+        // on the event after it (grew nothing), as long as one exists.
+        let at = at.min(n_mem.saturating_sub(1));
+        let end_at = last.saturating_sub(1).max(at);
+        let id = t.strings.intern(&name);
+        marks.push((
+            Mark {
+                at: Seq(at as u64),
+                ts: Ts(start),
+                name: id,
+                kind: MarkKind::Capture,
+                end: Some(Seq(end_at as u64)),
+                size: None,
+                free: None,
+                stack: StackId(0),
+            },
+            start,
         ));
     }
     for &o in ooms {

@@ -63,6 +63,9 @@ pub(crate) enum SpanKind {
     CpuOp = 0,
     Python = 1,
     Annotation = 2,
+    /// A runtime call that opens or closes a stream capture (`cudaStreamBeginCapture`,
+    /// `cudaStreamEndCapture`, `hipStream…`): where a CUDA graph's pool may grow.
+    Capture = 3,
 }
 
 /// A complete (`ph:"X"`) event: `[start, end)` in ns. 24 bytes (the kind sits in the top
@@ -94,7 +97,8 @@ impl Span {
         match self.tag >> NAME_BITS {
             0 => SpanKind::CpuOp,
             1 => SpanKind::Python,
-            _ => SpanKind::Annotation,
+            2 => SpanKind::Annotation,
+            _ => SpanKind::Capture,
         }
     }
 }
@@ -174,9 +178,11 @@ impl Collected {
         v
     }
 
-    /// Frees the op spans once attribution is done (only annotations are needed after).
+    /// Frees the op spans once attribution is done (only annotations and captures are needed
+    /// after).
     pub fn drop_op_spans(&mut self) {
-        self.spans.retain(|s| s.kind() == SpanKind::Annotation);
+        self.spans
+            .retain(|s| matches!(s.kind(), SpanKind::Annotation | SpanKind::Capture));
         self.spans.shrink_to_fit();
     }
 }
@@ -861,6 +867,18 @@ impl Keep for Collected {
     }
 }
 
+/// Whether a runtime call opens (`Some(true)`) or closes (`Some(false)`) a stream capture:
+/// `cudaStreamBeginCapture` / `cudaStreamEndCapture` as CUPTI names them (with or without a
+/// `_v10000`-style suffix), `hipStreamBeginCapture` / `hipStreamEndCapture` on ROCm.
+pub(crate) fn capture_call(name: &str) -> Option<bool> {
+    let bare = name.split('_').next().unwrap_or(name);
+    match bare {
+        "cudaStreamBeginCapture" | "hipStreamBeginCapture" => Some(true),
+        "cudaStreamEndCapture" | "hipStreamEndCapture" => Some(false),
+        _ => None,
+    }
+}
+
 /// Keeps what matters of one event.
 pub(super) fn keep(k: &mut impl Keep, ev: RawEvent<'_>) {
     let Some(ts) = ev.ts.filter(|t| t.is_finite()) else {
@@ -910,6 +928,7 @@ pub(super) fn keep(k: &mut impl Keep, ev: RawEvent<'_>) {
                     Cat::CpuOp => SpanKind::CpuOp,
                     Cat::Python => SpanKind::Python,
                     Cat::UserAnnotation => SpanKind::Annotation,
+                    Cat::Other if capture_call(name).is_some() => SpanKind::Capture,
                     Cat::Other | Cat::GpuAnnotation => return,
                 }
             };
