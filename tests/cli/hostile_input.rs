@@ -192,6 +192,17 @@ fn integer_beyond_64_bits_is_named() {
     assert!(err.contains("byte offset"), "{err}");
 }
 
+/// `memtide summary PATH`, killed after 30 s (a bound that only a quadratic or endless read
+/// reaches).
+fn summary_within_30_s(path: &Path) -> std::process::Output {
+    memtide()
+        .arg("summary")
+        .arg(path)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("run")
+}
+
 /// A kept field that holds the list that holds it (the pickle's memo allows it): a bare
 /// segment list of 40 segments whose `segment_pool_id` is `(0, the list)`. Copying the
 /// value at every reference would need 40^8 steps; the kept value is bounded instead, and the
@@ -212,12 +223,7 @@ fn self_referential_kept_value_is_bounded() {
     p.op(b'e').op(b'.');
     let dir = tempfile::tempdir().expect("tmp");
     let path = write(&dir, "selfref.pickle", &p.0);
-    let out = memtide()
-        .arg("summary")
-        .arg(&path)
-        .timeout(std::time::Duration::from_secs(30))
-        .output()
-        .expect("run");
+    let out = summary_within_30_s(&path);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -251,12 +257,7 @@ fn segments_mapped_again_shifted_by_a_byte_read_at_once() {
     );
     let dir = tempfile::tempdir().expect("tmp");
     let path = write(&dir, "shifted.json", snap.as_bytes());
-    let out = memtide()
-        .arg("summary")
-        .arg(&path)
-        .timeout(std::time::Duration::from_secs(30))
-        .output()
-        .expect("run");
+    let out = summary_within_30_s(&path);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.code().is_some(), "killed by the time limit");
     // Mapping i overlaps the union of the ones before it on size − 1 bytes (i ≥ 1).

@@ -373,6 +373,19 @@ fn before_recording_paired_with_gradients() {
     assert_eq!(with_evidence, 4);
 }
 
+/// The live rows at the peak of the snapshot at `p`.
+fn live_at_peak(p: &std::path::Path) -> Vec<serde_json::Value> {
+    let j = summary_json(p.to_str().expect("utf-8"));
+    j["peak"]["live"].as_array().expect("live").clone()
+}
+
+/// How many of `live` are of `cat` with `bytes`.
+fn count_rows(live: &[serde_json::Value], cat: &str, bytes: u64) -> usize {
+    live.iter()
+        .filter(|r| r["category"] == cat && r["bytes"] == bytes)
+        .count()
+}
+
 /// A block from before the recording whose size pairs with nothing in the file stays
 /// unknown even when gradients of other sizes exist; three blocks per gradient of a size are
 /// a parameter and its two Adam states.
@@ -414,13 +427,8 @@ fn before_recording_only_where_the_file_decides() {
     );
     let p = dir.join("triples.json");
     std::fs::write(&p, snap).expect("write");
-    let j = summary_json(p.to_str().expect("utf-8"));
-    let live = j["peak"]["live"].as_array().expect("live");
-    let count = |cat: &str, bytes: u64| {
-        live.iter()
-            .filter(|r| r["category"] == cat && r["bytes"] == bytes)
-            .count()
-    };
+    let live = live_at_peak(&p);
+    let count = |cat: &str, bytes: u64| count_rows(&live, cat, bytes);
     assert_eq!(count("param", 2 * mib), 1, "{live:?}");
     assert_eq!(count("optimizer", 2 * mib), 2, "{live:?}");
     assert_eq!(count("grad", 2 * mib), 1, "{live:?}");
@@ -477,13 +485,8 @@ fn a_block_pairs_with_the_tensor_size_it_rounds() {
     );
     let p = dir.join("unsplit.json");
     std::fs::write(&p, snap).expect("write");
-    let j = summary_json(p.to_str().expect("utf-8"));
-    let live = j["peak"]["live"].as_array().expect("live");
-    let count = |cat: &str, bytes: u64| {
-        live.iter()
-            .filter(|r| r["category"] == cat && r["bytes"] == bytes)
-            .count()
-    };
+    let live = live_at_peak(&p);
+    let count = |cat: &str, bytes: u64| count_rows(&live, cat, bytes);
     assert_eq!(count("optimizer", tensor), 2, "{live:?}");
     assert_eq!(count("param", 26 * mib), 1, "{live:?}");
     assert_eq!(count("unknown", 28 * mib), 1, "{live:?}");
