@@ -32,24 +32,20 @@ impl DeviceKey {
 
 pub use memtide_report::whatif::SimOom;
 
-/// A finished simulation, ready to draw.
+/// A finished simulation, ready to draw: the report layer's overlay of one device.
 #[derive(Clone, Debug)]
 pub struct Overlay {
     pub device: DeviceKey,
-    /// The legend: `whatif reserved (expandable_segments:True)`.
-    pub label: String,
-    /// Reserved bytes after each event; shorter than the trace when the run ran out of
-    /// memory (nothing is drawn after it).
-    pub series: Vec<u64>,
-    pub peak: u64,
-    pub oom: Option<SimOom>,
-    /// The source records no allocator: the figures estimate a CUDA run.
-    pub estimate: bool,
-    /// The ceiling the run was replayed under, in words (None: no ceiling; reserved peaks
-    /// only).
-    pub ceiling: Option<String>,
-    /// `would have fit` or what it depends on (None: no ceiling, or an OOM).
-    pub fit: Option<String>,
+    /// The simulated reserved line, its label, OOM, ceiling and fit.
+    pub sim: memtide_report::whatif::Overlay,
+}
+
+impl std::ops::Deref for Overlay {
+    type Target = memtide_report::whatif::Overlay;
+
+    fn deref(&self) -> &Self::Target {
+        &self.sim
+    }
 }
 
 /// The overlay's state.
@@ -91,16 +87,9 @@ pub fn pending(ex: &ExplorerState, dev: &Arc<Device>) -> bool {
 /// Runs the simulation for `dev` (the worker's side): the report layer's overlay
 /// ([`memtide_report::whatif::overlay`]) of this device.
 pub fn simulate(dev: &Arc<Device>, conf: Option<&AllocConf>) -> Result<Overlay, String> {
-    let o = memtide_report::whatif::overlay(dev, conf)?;
     Ok(Overlay {
         device: DeviceKey::of(dev),
-        label: o.label,
-        series: o.series,
-        peak: o.peak,
-        oom: o.oom,
-        estimate: o.estimate,
-        fit: o.fit,
-        ceiling: o.ceiling,
+        sim: memtide_report::whatif::overlay(dev, conf)?,
     })
 }
 
