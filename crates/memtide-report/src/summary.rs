@@ -133,8 +133,14 @@ fn ooms(o: &mut String, s: &Summary, v: &TextView) {
 
 /// A time relative to the trace's first event (`+12.345 ms`), or the file's value.
 fn time_text(s: &Summary, t: f64, v: &TextView) -> String {
+    time_words(s, t, v.absolute_time)
+}
+
+/// A time relative to the trace's first event (`t=+12.345 ms`), or the file's value where it
+/// has no first event or `absolute` asks for it: the text's and the Markdown's words.
+pub(crate) fn time_words(s: &Summary, t: f64, absolute: bool) -> String {
     match s.start_time_us {
-        Some(t0) if !v.absolute_time => {
+        Some(t0) if !absolute => {
             let d = t - t0;
             if d.abs() >= 1e6 {
                 format!("t=+{:.3} s", d / 1e6)

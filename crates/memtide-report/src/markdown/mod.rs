@@ -85,17 +85,7 @@ fn peak_place(s: &Summary) -> String {
 
 /// A time relative to the trace's first event (`t=+12.345 ms`), or the file's value.
 fn time_text(s: &Summary, t: f64) -> String {
-    match s.start_time_us {
-        Some(t0) => {
-            let d = t - t0;
-            if d.abs() >= 1e6 {
-                format!("t=+{:.3} s", d / 1e6)
-            } else {
-                format!("t=+{:.3} ms", d / 1e3)
-            }
-        }
-        None => format!("t={} us", memtide_core::analysis::Micros(Some(t))),
-    }
+    crate::summary::time_words(s, t, false)
 }
 
 /// The report of one device's summary.
