@@ -1,9 +1,9 @@
 //! A PyTorch OOM message alone (`memtide oom MESSAGE`): where no trace was kept, the figures
 //! the message prints explained by the same rules as a trace's OOM, each with its precision.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use memtide_core::allocator::{explain, OomExplanation, OomFacts, Verdict};
-use memtide_core::open::read_oom_message;
+use memtide_core::open::{read_oom_message, OpenError};
 use memtide_core::trace::human_bytes;
 use serde::Serialize;
 use std::path::Path;
@@ -25,7 +25,11 @@ pub struct MessageAnswer {
 
 /// Reads and explains the first OOM message in `path` (a whole job log is fine).
 pub fn explain_message(path: &Path) -> Result<MessageAnswer> {
-    let f = read_oom_message(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // The message named as the command's own argument, not as `--oom-message`'s.
+    let f = read_oom_message(path).map_err(|e| match e {
+        OpenError::OomMessage { name, reason } => anyhow::anyhow!("cannot read {name}: {reason}"),
+        e => anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+    })?;
     let m = &f.message;
     let (reserved, reserved_precision) = m.reserved_bytes();
     let precision = [
