@@ -8,7 +8,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-use crate::support::repo::memtide;
+use crate::support::repo::{memtide, summary_json};
 
 fn job() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ranks")
@@ -44,19 +44,6 @@ fn own_summary(name: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn job_json(dir: &Path) -> Value {
-    let out = memtide()
-        .args(["summary", &dir.display().to_string(), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// Peaks of each rank from the single-file summaries.
 fn own_peaks() -> Vec<(u64, u64)> {
     TRACES
@@ -67,7 +54,7 @@ fn own_peaks() -> Vec<(u64, u64)> {
 
 #[test]
 fn each_rank_s_summary_is_that_file_s_own_summary() {
-    let v = job_json(&job());
+    let v = summary_json(&job());
     let ranks = v["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), TRACES.len());
     for (name, rank) in TRACES {
@@ -114,7 +101,7 @@ fn the_worst_rank_and_the_spread_match_the_single_file_summaries() {
     let mut sorted: Vec<u64> = peaks.iter().map(|p| p.1).collect();
     sorted.sort_unstable();
     let median = sorted[sorted.len() / 2]; // 7 ranks: the middle one
-    let v = job_json(&job());
+    let v = summary_json(&job());
     assert_eq!(v["worst_rank"], worst);
     assert_eq!(worst, 2, "the fixture's embedding rank");
     let s = &v["spread"];
@@ -147,7 +134,7 @@ fn the_unreadable_file_is_listed_with_its_error_and_the_note_is_skipped() {
         .unwrap();
     assert_eq!(single.status.code(), Some(2));
     let single_err = String::from_utf8_lossy(&single.stderr).to_string();
-    let v = job_json(&job());
+    let v = summary_json(&job());
     let errors = v["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1);
     assert!(errors[0]["file"]
@@ -334,8 +321,8 @@ fn a_directory_of_summaries_gives_the_same_table() {
             .collect()
     };
     assert_eq!(rows(&table(tmp.path())), rows(&table(&job())));
-    let v = job_json(tmp.path());
-    let traces = job_json(&job());
+    let v = summary_json(tmp.path());
+    let traces = summary_json(&job());
     assert_eq!(v["spread"], traces["spread"]);
     assert_eq!(v["worst_rank"], traces["worst_rank"]);
     for (a, b) in v["ranks"]

@@ -9,10 +9,9 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
-use std::path::Path;
 
 use crate::support::pickle_writer::P;
-use crate::support::repo::memtide;
+use crate::support::repo::summary_json;
 
 const MIB: i64 = 1 << 20;
 const BASE: i64 = 0x2000_0000;
@@ -120,19 +119,6 @@ fn pickle_snapshot() -> Vec<u8> {
     p.0
 }
 
-fn summary(path: &Path) -> Value {
-    let out = memtide()
-        .args(["summary", &path.display().to_string(), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn check(v: &Value, what: &str) {
     let live = v["peak"]["live"].as_array().unwrap();
     assert_eq!(live.len(), all().len(), "{what}");
@@ -181,10 +167,10 @@ fn the_profilers_category_is_the_allocations_category() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("profile.json");
     std::fs::write(&json, json_snapshot()).unwrap();
-    check(&summary(&json), "json");
+    check(&summary_json(&json), "json");
     let pickle = dir.path().join("profile.pickle");
     std::fs::write(&pickle, pickle_snapshot()).unwrap();
-    check(&summary(&pickle), "pickle");
+    check(&summary_json(&pickle), "pickle");
 }
 
 #[test]
@@ -197,7 +183,7 @@ fn every_allocation_categorised_makes_the_bands_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("all.pickle");
     std::fs::write(&path, p.0).unwrap();
-    let v = summary(&path);
+    let v = summary_json(&path);
     assert_eq!(v["peak"]["bands_source"], "recorded");
     let live = v["peak"]["live"].as_array().unwrap();
     assert_eq!(live.len(), ALLOCS.len());

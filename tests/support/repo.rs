@@ -84,3 +84,19 @@ pub fn trace_files() -> Vec<PathBuf> {
     });
     files
 }
+
+/// `memtide summary PATH --json` (a trace or a job directory), asserting it succeeds.
+pub fn summary_json(path: &Path) -> serde_json::Value {
+    let out = memtide()
+        .arg("summary")
+        .arg(path)
+        .arg("--json")
+        .output()
+        .expect("memtide runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("summary --json is JSON")
+}
