@@ -268,3 +268,33 @@ fn segments_mapped_again_shifted_by_a_byte_read_at_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A segment of size 0 (`segment_alloc`, `segment_map`, their frees, on a device and on the
+/// host): nothing is mapped, the file reads, and nothing panics. (A proptest case of the
+/// snapshot reader found the merged range set asked for the gaps of an empty range.)
+#[test]
+fn a_segment_of_size_zero_maps_nothing() {
+    let entries = [
+        r#"{"action":"segment_alloc","addr":4194304,"size":0,"stream":0,"time_us":1}"#,
+        r#"{"action":"segment_map","addr":4194304,"size":0,"stream":0,"time_us":2}"#,
+        r#"{"action":"segment_alloc","addr":8388608,"size":2097152,"stream":0,"time_us":3}"#,
+        r#"{"action":"segment_map","addr":8388608,"size":0,"stream":0,"time_us":4}"#,
+        r#"{"action":"segment_unmap","addr":8388608,"size":0,"stream":0,"time_us":5}"#,
+        r#"{"action":"segment_free","addr":4194304,"size":0,"stream":0,"time_us":6}"#,
+    ];
+    let list = entries.join(",");
+    let snap = format!(
+        r#"{{"segments":[],"device_traces":[[{list}]],"host_segments":[],"host_traces":[{list}],"allocator_settings":{{}},"external_annotations":[]}}"#
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write(&dir, "empty-segments.json", snap.as_bytes());
+    let out = summary_within_30_s(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("reserved peak    2.000 MiB (2,097,152 B)"),
+        "the one real segment is reserved: {text}"
+    );
+}

@@ -33,6 +33,11 @@ impl RangeSet {
     /// touching it (merged, so few), however many pieces were mapped inside it.
     pub(crate) fn gaps(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
+        if a >= b {
+            // An empty range (a segment of size 0) leaves nothing unmapped; the map's range
+            // query below needs a start before its end.
+            return out;
+        }
         let mut cur = a;
         let first = self
             .0
@@ -84,5 +89,35 @@ impl RangeSet {
                 self.0.insert(b, e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RangeSet;
+
+    #[test]
+    fn an_empty_or_reversed_range_has_no_gaps_and_changes_nothing() {
+        let mut r = RangeSet::default();
+        r.add(10, 20);
+        assert!(r.gaps(15, 15).is_empty());
+        assert!(r.gaps(30, 30).is_empty());
+        assert!(r.gaps(25, 5).is_empty());
+        r.add(40, 40);
+        r.remove(12, 12);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(10, 20)]);
+    }
+
+    #[test]
+    fn gaps_are_what_no_range_covers() {
+        let mut r = RangeSet::default();
+        r.add(10, 20);
+        r.add(30, 40);
+        r.add(20, 25); // touches the first: merged
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(10, 25), (30, 40)]);
+        assert_eq!(r.gaps(0, 50), vec![(0, 10), (25, 30), (40, 50)]);
+        assert_eq!(r.gaps(12, 35), vec![(25, 30)]);
+        r.remove(15, 32);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(10, 15), (32, 40)]);
     }
 }
