@@ -12,7 +12,7 @@ pub(crate) const MIB: u64 = 1 << 20;
 /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: 2026-11-29 10:00:00 UTC.
 const SESSION_NS: i64 = 1_795_946_400_000_000_000;
 /// The snapshot's first entry, 1 ms after the session start (µs since the epoch).
-const T0_US: i64 = SESSION_NS / 1000 + 1000;
+pub(crate) const T0_US: i64 = SESSION_NS / 1000 + 1000;
 /// The training process and one other process on the same GPU.
 pub(crate) const PID: i64 = 4242;
 const OTHER_PID: i64 = 999;
@@ -68,7 +68,7 @@ fn snapshot_json() -> Value {
 
 /// One row of `CUDA_GPU_MEMORY_USAGE_EVENTS`: (ns after the session start, pid, address,
 /// bytes, memKind, 0 alloc / 1 free, pc, correlationId).
-type Usage = (i64, i64, u64, i64, i64, i64, i64, Option<i64>);
+pub(crate) type Usage = (i64, i64, u64, i64, i64, i64, i64, Option<i64>);
 
 /// ns after the session start of `us` after T0.
 pub(crate) fn at(us: i64) -> i64 {
@@ -151,7 +151,7 @@ fn usage_rows() -> Vec<Usage> {
 }
 
 /// Call chains by correlationId: (symbol, module), innermost first.
-fn chains() -> Vec<(i64, Vec<(&'static str, &'static str)>)> {
+pub(crate) fn chains() -> Vec<(i64, Vec<(&'static str, &'static str)>)> {
     let rt = ("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12");
     vec![
         (
@@ -211,6 +211,11 @@ pub(crate) struct Variant {
 
 /// Writes an export per the documented schema (tests/fixtures/nsys/README.md).
 pub(crate) fn write_export(path: &Path, v: Variant) {
+    write_export_of(path, v, &usage_rows());
+}
+
+/// Writes an export of `rows` (with the call chains of [`chains`]).
+pub(crate) fn write_export_of(path: &Path, v: Variant, rows: &[Usage]) {
     let c = Connection::open(path).expect("create sqlite");
     let mem_cols = if v.old {
         "start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER"
@@ -272,7 +277,7 @@ pub(crate) fn write_export(path: &Path, v: Variant) {
         )
         .expect("string row");
     }
-    for (k, (start, pid, addr, bytes, kind, op, pc, corr)) in usage_rows().into_iter().enumerate() {
+    for (k, &(start, pid, addr, bytes, kind, op, pc, corr)) in rows.iter().enumerate() {
         if v.old && kind == 1 {
             continue;
         }

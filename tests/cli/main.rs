@@ -30,6 +30,7 @@ mod kineto;
 mod lab;
 mod leak_survivors;
 mod markdown;
+mod nsys_before_history;
 mod nsys_data_only;
 mod one_door;
 mod oom;

@@ -87,7 +87,12 @@ pub fn merge(
     let segments = segments_of(t, wall);
     // A clock that cannot be aligned is said as such, before any process is picked by it.
     check_clock(t, wall, export, &device_allocs)?;
-    let Pick { pid, matched, .. } = pick_process(export, &device_allocs, &segments)?;
+    let Pick {
+        pid,
+        matched,
+        matched_segments,
+        ..
+    } = pick_process(export, &device_allocs, &segments)?;
     info.device = device;
     info.pid = pid;
     let mine: Vec<&Allocation> = device_allocs
@@ -96,6 +101,10 @@ pub fn merge(
         .collect();
     info.allocations = mine.len() as u64;
     info.pytorch_segments = matched.len() as u64;
+    info.pytorch_segments_before_history = matched_segments
+        .iter()
+        .filter(|&&i| segments.get(i).is_some_and(|s| s.from_ns.is_none()))
+        .count() as u64;
     info.segments_not_in_export = segments.len() as u64 - matched.len() as u64;
     check_clock(t, wall, export, &mine)?;
 
@@ -264,6 +273,8 @@ fn segments_of(t: &Trace, wall: i64) -> Vec<Segment> {
 struct Pick {
     pid: Option<u32>,
     matched: HashSet<usize>,
+    /// The segments (indices into the trace's) those allocations matched.
+    matched_segments: HashSet<usize>,
     #[cfg_attr(not(test), allow(dead_code))]
     work: u64,
 }
@@ -284,7 +295,7 @@ fn pick_process(
         by_key.entry((s.address, s.size)).or_default().push(i);
     }
     let mut work = (allocs.len() + segments.len()) as u64;
-    let mut scored: Vec<(u32, HashSet<usize>)> = by_pid
+    let mut scored: Vec<(u32, Matches)> = by_pid
         .into_iter()
         .map(|(p, mine)| {
             let (m, w) = match_segments(export, &mine, segments, &by_key);
@@ -292,12 +303,13 @@ fn pick_process(
             (p, m)
         })
         .collect();
-    scored.sort_by_key(|(p, m)| (std::cmp::Reverse(m.len()), *p));
-    let pick = |scored: &mut Vec<(u32, HashSet<usize>)>, work| {
-        let (p, matched) = scored.swap_remove(0);
+    scored.sort_by_key(|(p, m)| (std::cmp::Reverse(m.allocs.len()), *p));
+    let pick = |scored: &mut Vec<(u32, Matches)>, work| {
+        let (p, m) = scored.swap_remove(0);
         Pick {
             pid: Some(p),
-            matched,
+            matched: m.allocs,
+            matched_segments: m.segments,
             work,
         }
     };
@@ -305,15 +317,23 @@ fn pick_process(
         [] => Ok(Pick {
             pid: None,
             matched: HashSet::new(),
+            matched_segments: HashSet::new(),
             work,
         }),
         [_] => Ok(pick(&mut scored, work)),
-        [(a, ma), (b, mb), ..] if ma.len() == mb.len() => Err(side(export, format!(
+        [(a, ma), (b, mb), ..] if ma.allocs.len() == mb.allocs.len() => Err(side(export, format!(
             "the export holds several processes and none is told apart by the trace's segments (pid {a}: {} matched, pid {b}: {} matched): export only the training process (nsys export filters, or one rank per report)",
-            ma.len(), mb.len()
+            ma.allocs.len(), mb.allocs.len()
         ))),
         _ => Ok(pick(&mut scored, work)),
     }
+}
+
+/// A process's allocations that are PyTorch's segments (indices into its allocations), and
+/// the segments they are (indices into the trace's).
+struct Matches {
+    allocs: HashSet<usize>,
+    segments: HashSet<usize>,
 }
 
 /// The allocations that are PyTorch's segments: same address and size (`by_key`: the
@@ -324,7 +344,7 @@ fn match_segments(
     allocs: &[&Allocation],
     segments: &[Segment],
     by_key: &HashMap<(u64, u64), Vec<usize>>,
-) -> (HashSet<usize>, u64) {
+) -> (Matches, u64) {
     let mut used: HashSet<usize> = HashSet::new();
     let mut out = HashSet::new();
     let mut work = allocs.len() as u64;
@@ -347,7 +367,13 @@ fn match_segments(
             out.insert(k);
         }
     }
-    (out, work)
+    (
+        Matches {
+            allocs: out,
+            segments: used,
+        },
+        work,
+    )
 }
 
 /// The length of the overlap of two lives (None ends are unbounded).

@@ -374,8 +374,8 @@ fn nsys(o: &mut String, s: &Summary) {
     crate::report_line!(o, "nsys             {}", n.label());
     crate::report_line!(
         o,
-        "                 {} device allocations of the process: {} PyTorch segments (left out: reserved already), {} external; {} made before the capture, {} never freed, {} between two events (unseen), {} outside the trace; {} host allocations not counted",
-        n.allocations, n.pytorch_segments, n.external, n.before_capture, n.never_freed, n.between_events, n.outside_trace, n.host
+        "                 {} device allocations of the process: {} PyTorch segments (matched by address and size, {} of them made before the history; left out: reserved already), {} external; {} made before the capture, {} never freed, {} between two events (unseen), {} outside the trace; {} host allocations not counted",
+        n.allocations, n.pytorch_segments, n.pytorch_segments_before_history, n.external, n.before_capture, n.never_freed, n.between_events, n.outside_trace, n.host
     );
     for u in &n.unseen {
         crate::report_line!(o, "                 not seen: {u}");

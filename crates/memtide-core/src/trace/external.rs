@@ -43,6 +43,9 @@ pub struct NsysInfo {
     /// Of those, PyTorch's own segments (matched by address and size to the trace's
     /// `segment_alloc`/`segment_free`): left out, counted once, in reserved.
     pub pytorch_segments: u64,
+    /// Of those, segments the trace holds from its start (made before the history began,
+    /// known from the snapshot's segment list or their free): matched all the same.
+    pub pytorch_segments_before_history: u64,
     /// Segments of the trace the export has no allocation for (made with cuMemMap by
     /// expandable segments, which the export does not record, or outside the capture).
     pub segments_not_in_export: u64,

@@ -15,7 +15,7 @@ use crate::trace::{
     Trace, Ts,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Maps global (file-wide) interned ids into one trace's interner.
 struct Localize {
@@ -173,6 +173,22 @@ impl Mapped {
 /// `[addr, addr + size)`, clamped at the top of the address space.
 fn range(addr: u64, size: u64) -> (u64, u64) {
     (addr, addr.saturating_add(size))
+}
+
+/// `[a, b)` cut at every edge inside it.
+fn split_at_edges(a: u64, b: u64, edges: &BTreeSet<u64>) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut cur = a;
+    if a < b {
+        for &e in edges.range((std::ops::Bound::Excluded(a), std::ops::Bound::Excluded(b))) {
+            out.push((cur, e));
+            cur = e;
+        }
+    }
+    if cur < b {
+        out.push((cur, b));
+    }
+    out
 }
 
 /// Builds the trace of CUDA device `d`.
@@ -351,9 +367,14 @@ impl<'r> Replay<'r> {
     fn open_initial_reserve(&mut self, segs: &[&Segment], rows: &[u32]) {
         let raw = self.raw;
         let mut initial = RangeSet::default();
+        // Where one segment ends and another begins: the merged set joins segments the
+        // driver placed side by side, and each is opened as its own piece (an Nsight export
+        // matches PyTorch's segments by address and size).
+        let mut edges: BTreeSet<u64> = BTreeSet::new();
         for s in segs {
             let (a, b) = range(s.address, s.total_size);
             initial.add(a, b);
+            edges.extend([a, b]);
         }
         if !self.history_less {
             // Only segment events matter here: the bits say which rows are, without reading
@@ -365,7 +386,10 @@ impl<'r> Replay<'r> {
                 let (a, b) = range(row.addr, row.size);
                 match row.action {
                     Action::SegmentAlloc | Action::SegmentMap => initial.remove(a, b),
-                    Action::SegmentFree | Action::SegmentUnmap => initial.add(a, b),
+                    Action::SegmentFree | Action::SegmentUnmap => {
+                        initial.add(a, b);
+                        edges.extend([a, b]);
+                    }
                     _ => {}
                 }
             }
@@ -375,7 +399,11 @@ impl<'r> Replay<'r> {
             .iter()
             .map(|s| (s.address, (s.address.saturating_add(s.total_size), s.stack)))
             .collect();
-        for (a, b) in initial.iter() {
+        let pieces: Vec<(u64, u64)> = initial
+            .iter()
+            .flat_map(|(a, b)| split_at_edges(a, b, &edges))
+            .collect();
+        for (a, b) in pieces {
             let stack = seg_at
                 .range(..=a)
                 .next_back()
