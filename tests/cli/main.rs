@@ -9,6 +9,7 @@ mod check_json;
 mod ci_report;
 mod cli;
 mod compare;
+mod course_transformer;
 mod device_log;
 mod every_device;
 mod external_sources;

@@ -141,6 +141,9 @@ struct Facts {
     /// The innermost meaningful frame's kind.
     kind: Option<Kind>,
     has_frames: bool,
+    /// Some frame is source code (`file:line`), not only op names: where the tensor was
+    /// made in the program is known.
+    has_source: bool,
 }
 
 /// Splits a frame into (file, function name). Two shapes:
@@ -295,11 +298,12 @@ fn facts(trace: &Trace, sid: StackId, rules: &Rules) -> Facts {
                 .find(|r| s.contains(&r.pattern))
                 .map(|r| r.category);
         }
+        let (file, name) = split_frame(&s);
+        x.has_source |= !file.is_empty();
         if x.kind.is_none() {
-            let (file, name) = split_frame(&s);
             x.kind = frame_kind(&s, file, name);
         }
-        if x.user.is_some() && x.kind.is_some() {
+        if x.user.is_some() && x.kind.is_some() && x.has_source {
             break;
         }
     }
@@ -331,6 +335,12 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     optim_starts.sort_unstable();
     let step_spans = prefix_max_ends(step_spans);
     let mut pairs = Pairing::default();
+    let mut lines: Vec<crate::analysis::lineage::Candidate> = Vec::new();
+    // Every gradient as (tensor size, start, end).
+    let mut grads: Vec<(u64, u64, u64)> = Vec::new();
+    // Where the setup ends: the first step span, or the first storage a forward or a
+    // backward made.
+    let mut setup_end = step_spans.first().map_or(u64::MAX, |s| s.0);
     let mut pools = PoolMemo::default();
     // Stream captures (profiler traces): what is made while one is open is the graph's pool.
     let mut captures: Vec<(u64, u64)> = trace
@@ -399,6 +409,23 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
             }
         };
 
+        // Storages whose source frames name no tensor role of their own (a course's modules
+        // make their parameters in their own `__init__`, its own Adam its state) or name the
+        // parameter or optimizer code: what they are is decided by their lives and sizes
+        // below ([`crate::analysis::lineage`]). Not a bare op's output (a profiler trace
+        // without stacks): nothing says where it was made.
+        // Short-lived ones too: `p.data = p.data - lr * u` then `p.data = p.data - wd * p`
+        // makes a parameter that lives a few events before the next replaces it.
+        let undecided = fx.user.is_none()
+            && fx.has_source
+            && !from_start
+            && matches!(fx.kind, None | Some(Kind::Param) | Some(Kind::Optimizer));
+        if matches!(
+            fx.kind,
+            Some(Kind::Forward) | Some(Kind::Backward) | Some(Kind::Grad)
+        ) {
+            setup_end = setup_end.min(start);
+        }
         let cat = match (fx.user, fx.kind) {
             (Some(c), _) => c,
             (None, Some(Kind::OptimizerState)) => Category::Optimizer,
@@ -440,10 +467,24 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
         if let (Some(v), None) = (made, fx.user) {
             v.push((trace.size(id).0, start, end.unwrap_or(u64::MAX)));
         }
+        // The tensor's own size (the block may hold an unsplit remainder beside it).
+        let tensor = trace.requested_size(id).unwrap_or(trace.size(id)).0;
+        if cat == Category::Grad && fx.user.is_none() {
+            grads.push((tensor, start, end.unwrap_or(u64::MAX)));
+        }
         if from_start && !fx.has_frames && fx.user.is_none() {
             pairs.before.push(id);
         }
+        if undecided && cat != Category::PrivatePool {
+            lines.push(crate::analysis::lineage::Candidate {
+                id,
+                size: tensor,
+                start,
+                end: end.unwrap_or(u64::MAX),
+            });
+        }
     }
+    crate::analysis::lineage::name_lines(trace, &lines, &grads, setup_end);
     pair_before_recording(trace, pairs);
 }
 
@@ -496,7 +537,7 @@ struct Pairing {
 }
 
 /// The most storages of each size live at one instant.
-fn max_live_by_size(v: &[(u64, u64, u64)]) -> rustc_hash::FxHashMap<u64, usize> {
+pub(crate) fn max_live_by_size(v: &[(u64, u64, u64)]) -> rustc_hash::FxHashMap<u64, usize> {
     let mut ev: Vec<(u64, u64, i8)> = Vec::with_capacity(v.len() * 2);
     for &(size, s, e) in v {
         ev.push((size, s, 1));

@@ -11,6 +11,7 @@ pub(crate) mod fair;
 pub(crate) mod frames;
 pub(crate) mod grown;
 pub(crate) mod infer;
+pub(crate) mod lineage;
 pub(crate) mod live;
 pub(crate) mod methods;
 pub(crate) mod oom;

@@ -386,6 +386,8 @@ struct Seen {
     /// only from a category (visible only where the phase allocates something new).
     shown: bool,
     size: u64,
+    /// The tensor's size (requested).
+    tensor: u64,
     cat: Category,
     inferred: bool,
     has_stack: bool,
@@ -441,6 +443,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             phase,
             shown: shown.is_some(),
             size: trace.size(id).0,
+            tensor: tensor_size(trace, id),
             cat,
             inferred,
             has_stack,
@@ -480,13 +483,22 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         let f = &mut first_forward[s.update];
         *f = Some(f.map_or(s.start, |f| f.min(s.start)));
     }
+    // Optimizer state each update made: (tensor size, block size).
+    let mut state_made: Vec<Vec<(u64, u64)>> = vec![Vec::new(); updates.len()];
     for s in &seen {
         let u = &mut updates[s.update];
         if let Some(p) = s.phase {
             u.phases.add(p);
         }
-        if s.cat == Category::Optimizer && s.survives_update {
-            u.optimizer_state_made += s.size;
+        // State made in the update (not in the setup before its first forward: an optimizer
+        // that makes its state in its own `__init__` made it before any step).
+        if s.cat == Category::Optimizer
+            && s.survives_update
+            && first_forward[s.update].is_none_or(|f| s.start > f)
+        {
+            if let Some(m) = state_made.get_mut(s.update) {
+                m.push((s.tensor, s.size));
+            }
         }
         let input = if recorded_inputs {
             s.cat == Category::Input && !s.inferred
@@ -503,6 +515,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     for u in &mut updates {
         u.inputs.sort_unstable();
     }
+    replaced_state(trace, &regions, &state_made, &mut updates);
     let phases = updates
         .iter()
         .fold(Phases::default(), |acc, u| acc.union(u.phases));
@@ -548,6 +561,51 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         optimizer_bytes,
         inputs_source,
     }
+}
+
+/// Optimizer state an update freed is state it replaced, not state it added (an optimizer
+/// that rebinds `state["m"] = new_m` makes and frees its state every step): each update's
+/// state made (`made`: tensor and block sizes) counts only what no state of the same tensor
+/// size freed in that update was replaced by.
+fn replaced_state(
+    trace: &Trace,
+    regions: &[(String, Seq, Seq)],
+    made: &[Vec<(u64, u64)>],
+    updates: &mut [Update],
+) {
+    let mut freed: Vec<rustc_hash::FxHashMap<u64, usize>> = vec![Default::default(); updates.len()];
+    for i in 0..trace.storage_count() {
+        let id = AllocId(i as u32);
+        if trace.storage_kind(id) != StorageKind::Block || trace.category(id) != Category::Optimizer
+        {
+            continue;
+        }
+        let Some(end) = trace.end(id) else {
+            continue;
+        };
+        let k = regions.partition_point(|r| r.1 <= end);
+        let Some(f) = k
+            .checked_sub(1)
+            .filter(|&k| regions.get(k).is_some_and(|r| r.2 >= end))
+            .and_then(|k| freed.get_mut(k))
+        else {
+            continue;
+        };
+        *f.entry(tensor_size(trace, id)).or_default() += 1;
+    }
+    for ((u, made), freed) in updates.iter_mut().zip(made).zip(&mut freed) {
+        for &(tensor, block) in made {
+            match freed.get_mut(&tensor).filter(|n| **n > 0) {
+                Some(n) => *n -= 1,
+                None => u.optimizer_state_made += block,
+            }
+        }
+    }
+}
+
+/// A storage's tensor size (what was requested; its block may hold an unsplit remainder).
+fn tensor_size(trace: &Trace, id: AllocId) -> u64 {
+    trace.requested_size(id).unwrap_or(trace.size(id)).0
 }
 
 #[cfg(test)]
