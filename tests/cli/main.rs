@@ -50,3 +50,4 @@ mod special_files;
 mod summary_schema;
 mod threaded;
 mod whatif;
+mod windows_fold;
