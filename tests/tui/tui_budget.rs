@@ -147,3 +147,14 @@ fn budget_view_ascii_80x24() {
     );
     insta::assert_snapshot!(s);
 }
+
+#[test]
+fn the_smallest_screen_shows_what_fits() {
+    // 40×10: the panel has a row or two; the title first, nothing drawn outside it.
+    let mut h = Harness::open(&capture(), 40, 10);
+    h.press("B");
+    assert!(h.explorer().budget.is_some());
+    let s = h.screen();
+    assert!(s.contains("serving budget"), "{s}");
+    assert!(s.lines().all(|l| l.chars().count() <= 40), "{s}");
+}
