@@ -126,6 +126,18 @@ class Trace:
         """Per step: ``name``, ``baseline`` (bytes live at its start), ``peak``, …"""
         return _ns(self._s().get("steps") or [])
 
+    @property
+    def budget(self) -> Optional[Dict[str, Any]]:
+        """The serving budget (docs/serving.md) as a dict with the keys of ``summary --json``'s
+        ``budget``: ``before_trace``, ``weights``, ``kv_cache``, ``graphs``,
+        ``activation_peak``, ``outside``, ``capacity``, ``headroom`` (bytes, None where the
+        trace cannot say), ``stages`` and ``captures``; None when nothing in the trace is
+        serving memory (no stream capture, private pool or KV cache). A fresh copy."""
+        b = self._s().get("budget")
+        if b is None:
+            return None
+        return json.loads(json.dumps(b))
+
     # -- questions at an instant ---------------------------------------------------------------
     def live_at(self, index: int, limit: Optional[int] = DEFAULT_ROWS) -> Rows:
         """The storages live after event ``index`` (numbered as ``peak.index``), biggest first:

@@ -191,3 +191,29 @@ def test_the_command_from_the_wheel(tmp_path):
     assert memtide.open(gz, progress=False).peak.bytes == json.loads(
         subprocess.run([exe, "summary", "--json", STEPS], capture_output=True, text=True).stdout
     )["peak"]["bytes"]
+
+
+CAPTURE = str(ROOT / "tests/fixtures/serving/capture.kineto.json")
+
+
+def test_budget_is_the_summary_budget_and_the_hand_figures():
+    """``Trace.budget``: ``summary --json``'s ``budget`` as a dict, its figures those of
+    tests/fixtures/serving/README.md worked out by hand; None without serving memory."""
+    mib = 1 << 20
+    t = memtide.open(CAPTURE, progress=False)
+    b = t.budget
+    assert b == cli_json("summary", CAPTURE, "--json")["budget"]
+    assert b["before_trace"] == 3072 * mib
+    assert b["graphs"] == 60 * mib
+    assert b["activation_peak"] == 4 * mib
+    assert b["weights"] is None and b["kv_cache"] is None and b["outside"] is None
+    assert b["capacity"] == 8192 * mib
+    assert b["headroom"] == (8192 - 3262) * mib
+    assert [(c["size"], c["bytes_added"]) for c in b["captures"]] == [(16, 20 * mib),
+                                                                       (8, 40 * mib)]
+    assert [s["name"] for s in b["stages"]] == ["before trace", "activation peak",
+                                                "graph capture"]
+    # A fresh copy: changing it changes nothing the trace holds.
+    b["graphs"] = 0
+    assert t.budget["graphs"] == 60 * mib
+    assert memtide.open(STEPS, progress=False).budget is None

@@ -373,6 +373,11 @@ pub struct SummaryArgs {
     /// Print the top of the stack tree at the peak (who owns the bytes, by stack).
     #[arg(long)]
     pub tree: bool,
+    /// Windows in the text and Markdown reports: folded (each phase name once, with its
+    /// count and highest peak: a server's hundreds of `CompiledFxGraph` calls are one
+    /// line) or all (every window on its own line).
+    #[arg(long, value_name = "MODE", default_value = "folded", value_parser = ["folded", "all"])]
+    pub windows: String,
     /// Print times as the file's absolute values (epoch µs) instead of relative to the
     /// trace's first event.
     #[arg(long)]

@@ -63,7 +63,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         for s in shown {
             crate::outln!(
                 "{}",
-                memtide_report::markdown::render(s).trim_end_matches('\n')
+                memtide_report::markdown::render_with(s, a.windows == "all").trim_end_matches('\n')
             );
             crate::outln!("");
         }
@@ -86,6 +86,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             all_frames: a.frames == "all",
             tree: a.tree,
             absolute_time: a.absolute_time,
+            all_windows: a.windows == "all",
         };
         for (i, (s, _)) in shown.iter().enumerate() {
             if i > 0 {

@@ -73,6 +73,8 @@ pub enum ExplorerAction {
     ToggleAbsoluteTime,
     /// Overlay the simulated reserved line (`--alloc-conf` settings) / hide it.
     ToggleWhatif,
+    /// Open / close the budget view (the serving budget per stage, with its legend).
+    ToggleBudget,
     /// Typed into the search prompt.
     SearchChar(char),
     SearchBackspace,

@@ -175,6 +175,11 @@ pub const EXPLORER: &[Binding] = &[
         "allocator view: segments, blocks at cursor",
     ),
     row(
+        &[c("B")],
+        e(E::ToggleBudget),
+        "budget view: serving memory per stage, sources",
+    ),
+    row(
         &[c("k"), UP],
         e(E::SelectUp),
         "select previous live row (scroll inspector)",
@@ -194,7 +199,7 @@ pub const EXPLORER: &[Binding] = &[
     row(
         &[k("Esc", KeyCode::Esc)],
         e(E::Back),
-        "close inspector / help / search",
+        "close inspector / help / budget / search",
     ),
     row(
         &[c("g")],

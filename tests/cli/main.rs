@@ -52,3 +52,4 @@ mod special_files;
 mod summary_schema;
 mod threaded;
 mod whatif;
+mod windows_fold;

@@ -5,6 +5,7 @@
 mod support;
 
 mod tui_allocator;
+mod tui_budget;
 mod tui_cli;
 mod tui_diff;
 mod tui_export;

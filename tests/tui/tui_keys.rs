@@ -181,26 +181,26 @@ fn names_with_format_characters_are_shown_escaped() {
 fn help_scrolls_where_it_does_not_fit_and_closes_on_any_other_key() {
     let mut h = Harness::open(&fixture("train3.jsonl"), 80, 24);
     h.press("?");
-    assert!(h.screen().contains("keys 1–22 of 40"), "{}", h.screen());
+    assert!(h.screen().contains("keys 1–22 of 41"), "{}", h.screen());
     h.press("j");
     assert!(h.app.shared.help, "j scrolls, the overlay stays");
-    assert!(h.screen().contains("keys 2–23 of 40"), "{}", h.screen());
+    assert!(h.screen().contains("keys 2–23 of 41"), "{}", h.screen());
     h.press("<PgDn><PgDn><PgDn>");
     assert!(
-        h.screen().contains("keys 19–40 of 40"),
+        h.screen().contains("keys 20–41 of 41"),
         "clamped: {}",
         h.screen()
     );
     assert!(h.screen().contains("click"), "the last binding is shown");
     h.press("<PgUp><PgUp><PgUp>k");
-    assert!(h.screen().contains("keys 1–22 of 40"), "{}", h.screen());
+    assert!(h.screen().contains("keys 1–22 of 41"), "{}", h.screen());
     h.press("x");
     assert!(!h.app.shared.help, "any other key closes");
     // Reopened, it starts at the top.
     h.press("?<PgDn>?");
     assert!(!h.app.shared.help);
     h.press("?");
-    assert!(h.screen().contains("keys 1–22 of 40"));
+    assert!(h.screen().contains("keys 1–22 of 41"));
     let mut big = Harness::open(&fixture("train3.jsonl"), 200, 50);
     big.press("?j");
     assert!(!big.app.shared.help, "where it all fits, j closes it");

@@ -220,3 +220,29 @@ impl NativeTrace {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::open::{open, Options};
+    use memtide_core::formats::Progress;
+    use serde_json::Value;
+
+    /// `Trace.budget` is the summary document's `budget` (python/memtide/_trace.py): on the
+    /// hand-made capture trace, the figures of tests/fixtures/serving/README.md.
+    #[test]
+    fn the_summary_document_carries_the_serving_budget() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/serving/capture.kineto.json");
+        let opened = open(&path, &Options::default(), &Progress::new()).expect("open");
+        let doc: Value =
+            serde_json::from_str(&summary_text(&opened, None, TreeFrames::User).expect("summary"))
+                .expect("json");
+        let b = &doc["budget"];
+        let mib = 1u64 << 20;
+        assert_eq!(b["graphs"].as_u64(), Some(60 * mib));
+        assert_eq!(b["before_trace"].as_u64(), Some(3072 * mib));
+        assert_eq!(b["weights"], Value::Null, "unknown, never 0");
+        assert_eq!(b["captures"].as_array().map(Vec::len), Some(2));
+    }
+}

@@ -1,15 +1,17 @@
-//! The serving budget as the text report and the Markdown report show it (the figures are
-//! the core's [`memtide_core::analysis::ServingBudget`]; docs/serving.md).
+//! The serving budget as the text report, the Markdown report and the explorer's budget view
+//! show it (the figures are the core's [`memtide_core::analysis::ServingBudget`];
+//! docs/serving.md).
 
 use memtide_core::analysis::{Capture, ServingBudget, StageSource};
-use memtide_core::trace::human_bytes;
+use memtide_core::trace::{human_bytes, Band};
 use std::fmt::Write as _;
 
 fn figure(v: Option<u64>) -> String {
     v.map_or_else(|| "unknown".into(), human_bytes)
 }
 
-fn source(s: StageSource) -> &'static str {
+/// A stage's source as `summary --json` names it.
+pub fn source(s: StageSource) -> &'static str {
     match s {
         StageSource::Trace => "trace",
         StageSource::Inferred => "inferred",
@@ -47,6 +49,101 @@ fn headroom_text(b: &ServingBudget) -> String {
     }
 }
 
+/// One figure of the budget as the explorer's budget view draws it: a row per stage, with
+/// its legend and where its figure comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Figure {
+    pub name: &'static str,
+    /// Bytes; None when the trace cannot say (unknown, never 0).
+    pub bytes: Option<u64>,
+    /// Where the figure comes from (`trace`, `inferred`, …, `computed` for the headroom);
+    /// None when unknown.
+    pub source: Option<&'static str>,
+    /// What the stage holds, in a few words (the legend; at most 20 characters).
+    pub what: &'static str,
+    /// The band its memory belongs to (the swatch's colour and glyph); None for the headroom.
+    pub band: Option<Band>,
+}
+
+/// The stages in a server's order — before trace, weights, activation peak, KV cache,
+/// graphs, outside, headroom — each with its bytes, its source and its legend.
+pub fn figures(b: &ServingBudget) -> Vec<Figure> {
+    // A stage's source as the budget's `stages` names it (the stage is there when known).
+    let staged = |stage: &str| {
+        b.stages
+            .iter()
+            .find(|s| s.name == stage)
+            .map(|s| source(s.source))
+    };
+    let row = |name, bytes: Option<u64>, stage, what, band| Figure {
+        name,
+        bytes,
+        source: bytes.and(staged(stage)),
+        what,
+        band: Some(band),
+    };
+    vec![
+        row(
+            "before trace",
+            b.before_trace,
+            "before trace",
+            "live at trace start",
+            Band::Unknown,
+        ),
+        row(
+            "weights",
+            b.weights,
+            "load weights",
+            "model parameters",
+            Band::Persistent,
+        ),
+        row(
+            "activation peak",
+            b.activation_peak,
+            "activation peak",
+            "profile run's peak",
+            Band::Activation,
+        ),
+        row(
+            "KV cache",
+            b.kv_cache,
+            "KV cache",
+            "KV-cache buffers",
+            Band::Persistent,
+        ),
+        row(
+            "graphs",
+            b.graphs,
+            "graph capture",
+            "CUDA-graph pools",
+            Band::Persistent,
+        ),
+        Figure {
+            name: "outside",
+            bytes: b.outside,
+            source: b.outside.map(|_| "trace"),
+            what: "outside PyTorch",
+            band: Some(Band::External),
+        },
+        Figure {
+            name: "headroom",
+            bytes: b.headroom,
+            source: b.headroom.map(|_| "computed"),
+            what: "left of the capacity",
+            band: None,
+        },
+    ]
+}
+
+/// The capture ladder in one line (`size 16: +20.00 MiB (1 capture) · …`); None when the
+/// budget has none.
+pub fn ladder(b: &ServingBudget) -> Option<String> {
+    (!b.captures.is_empty()).then(|| {
+        let rungs: Vec<String> = b.captures.iter().map(rung).collect();
+        rungs.join(" · ")
+    })
+}
+
 /// The budget's lines in the text report.
 pub fn text(o: &mut String, b: &ServingBudget) {
     crate::report_line!(
@@ -73,9 +170,8 @@ pub fn text(o: &mut String, b: &ServingBudget) {
     if !stages.is_empty() {
         crate::report_line!(o, "stages           {}", stages.join(" → "));
     }
-    if !b.captures.is_empty() {
-        let rungs: Vec<String> = b.captures.iter().map(rung).collect();
-        crate::report_line!(o, "capture ladder   {}", rungs.join(" · "));
+    if let Some(l) = ladder(b) {
+        crate::report_line!(o, "capture ladder   {l}");
     }
 }
 
@@ -94,8 +190,7 @@ pub fn markdown(o: &mut String, b: &ServingBudget) {
         let _ = writeln!(o, "| {name} | {} |", figure(v));
     }
     let _ = writeln!(o, "| headroom | {} |\n", headroom_text(b));
-    if !b.captures.is_empty() {
-        let rungs: Vec<String> = b.captures.iter().map(rung).collect();
-        let _ = writeln!(o, "Capture ladder: {}.\n", rungs.join(" · "));
+    if let Some(l) = ladder(b) {
+        let _ = writeln!(o, "Capture ladder: {l}.\n");
     }
 }

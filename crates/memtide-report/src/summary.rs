@@ -70,6 +70,8 @@ pub struct TextView {
     pub tree: bool,
     /// Times as the file's values instead of relative to the first event.
     pub absolute_time: bool,
+    /// List every window (`--windows all`) instead of one row per phase name.
+    pub all_windows: bool,
 }
 
 /// The human report (binary units, with exact bytes beside them), section by section.
@@ -93,7 +95,7 @@ pub fn render_text_with(s: &Summary, v: &TextView) -> String {
     if v.tree {
         tree(&mut o, s);
     }
-    windows(&mut o, s);
+    windows(&mut o, s, v);
     steps(&mut o, s, v);
     ooms(&mut o, s, v);
     notes_and_warnings(&mut o, s);
@@ -485,19 +487,92 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
     }
 }
 
-/// The peak of each window.
-fn windows(o: &mut String, s: &Summary) {
-    if !s.windows.is_empty() {
-        let _ = writeln!(o);
-        crate::report_line!(o, "windows:");
-        for w in &s.windows {
-            crate::report_line!(o, "  {}", window_line(w));
-        }
-        if s.windows_omitted > 0 {
-            crate::report_line!(o, "  {}", windows_omitted_text(s.windows_omitted));
-        }
+/// The peak of each window (phases folded by name unless `v.all_windows`).
+fn windows(o: &mut String, s: &Summary, v: &TextView) {
+    if s.windows.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    crate::report_line!(o, "windows:");
+    let shown = shown_windows(s, v.all_windows);
+    for (w, count) in &shown.rows {
+        crate::report_line!(o, "  {}", window_line(w, *count));
+    }
+    for line in shown.notes() {
+        crate::report_line!(o, "  {line}");
     }
 }
+
+/// The windows a readable report (text, Markdown) lists: every window as [`Summary::windows`]
+/// lists it, or (folded) the steps and `reset_peak` windows as listed and each phase name
+/// once — its count and the window of its highest peak.
+pub struct ShownWindows<'a> {
+    /// Each row's window and how many windows it stands for (1: itself).
+    pub rows: Vec<(&'a WindowReport, u64)>,
+    /// Windows left out (the first and last [`WINDOW_ENDS`] of each kind listed).
+    pub omitted: u64,
+    /// Phase names left out (folded: the first and last [`WINDOW_ENDS`] names listed).
+    pub names_omitted: usize,
+    /// Whether some rows stand for several phase windows.
+    pub folded: bool,
+}
+
+impl ShownWindows<'_> {
+    /// The lines after the rows: what was left out, and how to see every window.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.omitted > 0 {
+            out.push(windows_omitted_text(self.omitted));
+        }
+        if self.names_omitted > 0 {
+            out.push(format!(
+                "… {} more phase names not listed (listed: the first and last {WINDOW_ENDS})",
+                grouped(self.names_omitted as u64)
+            ));
+        }
+        if self.folded {
+            out.push(
+                "(phases of one name folded: how many, and the highest peak among them; summary --windows all lists every window)"
+                    .into(),
+            );
+        }
+        out
+    }
+}
+
+/// [`ShownWindows`] of `s`: every window listed when `all` or when no phase name repeats.
+pub fn shown_windows(s: &Summary, all: bool) -> ShownWindows<'_> {
+    let folded = !all && s.windows_folded.iter().any(|f| f.count > 1);
+    if !folded {
+        return ShownWindows {
+            rows: s.windows.iter().map(|w| (w, 1)).collect(),
+            omitted: s.windows_omitted,
+            names_omitted: 0,
+            folded: false,
+        };
+    }
+    let phases: u64 = s.windows_folded.iter().map(|f| f.count).sum();
+    let phases_listed = s.windows.iter().filter(|w| w.kind == PHASE).count() as u64;
+    let mut rows: Vec<(&WindowReport, u64)> = s
+        .windows
+        .iter()
+        .filter(|w| w.kind != PHASE)
+        .map(|w| (w, 1))
+        .collect();
+    let (head, names_omitted, tail) = table_ends(&s.windows_folded);
+    rows.extend(head.iter().chain(tail).map(|f| (&f.highest, f.count)));
+    ShownWindows {
+        rows,
+        omitted: s
+            .windows_omitted
+            .saturating_sub(phases.saturating_sub(phases_listed)),
+        names_omitted,
+        folded: true,
+    }
+}
+
+/// The kind of the windows that fold by name.
+const PHASE: &str = "phase";
 
 /// The line that says how many windows a long run's report leaves out.
 pub fn windows_omitted_text(n: u64) -> String {
@@ -589,12 +664,24 @@ fn notes_and_warnings(o: &mut String, s: &Summary) {
     }
 }
 
-fn window_line(w: &WindowReport) -> String {
+/// One window's line; a row standing for `count` > 1 windows of one name says how many and
+/// shows the highest one.
+fn window_line(w: &WindowReport, count: u64) -> String {
     let peak = match (w.peak_bytes, w.peak_index) {
         (Some(b), Some(i)) => format!("peak {} at #{i}", human_bytes(b)),
         (Some(b), None) if w.peak_at_start => format!("peak {} at start", human_bytes(b)),
         _ => "peak unavailable".into(),
     };
+    if count > 1 {
+        return format!(
+            "{:<10} {:<16} × {}  highest {peak} (in #{}–#{})",
+            w.kind,
+            w.name,
+            grouped(count),
+            w.first_index,
+            w.last_index
+        );
+    }
     format!(
         "{:<10} {:<16} #{}–#{}  {peak}",
         w.kind, w.name, w.first_index, w.last_index

@@ -269,6 +269,7 @@ fn append(
         }
     }
     nav::refresh_view(sh, ex);
+    super::budget::refresh(sh, ex);
     nav::refresh_live(sh, ex)
 }
 

@@ -1,7 +1,8 @@
 //! The explorer page (`memtide FILE`): its state, its reducer, the reducer steps it shares
-//! with follow mode, follow mode's side of the live tail, and the OOM panel's scroll. Drawing is in `tui::ui`.
+//! with follow mode, follow mode's side of the live tail, the OOM panel's scroll and the budget view. Drawing is in `tui::ui`.
 
 pub mod alloc;
+pub mod budget;
 pub mod follow;
 pub mod nav;
 pub mod oom;

@@ -30,6 +30,7 @@ pub fn init_device(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
     ex.live = Default::default();
     ex.live.at = Seq(u64::MAX);
     refresh_view(sh, ex);
+    super::budget::refresh(sh, ex);
     refresh_live(sh, ex)
 }
 

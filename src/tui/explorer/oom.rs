@@ -21,9 +21,11 @@ pub fn scroll(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, down: bool)
         return Vec::new();
     };
     let height = ex.layout(sh.width, sh.height).panel.height;
-    if ex.alloc.is_some() || height == 0 {
-        sh.status =
-            Some("the OOM panel is hidden: Esc closes the inspector, s the allocator view".into());
+    if ex.alloc.is_some() || ex.budget.is_some() || height == 0 {
+        sh.status = Some(
+            "the OOM panel is hidden: Esc closes the inspector, the allocator or budget view"
+                .into(),
+        );
         return Vec::new();
     }
     let rows = oom_body_rows(x, sh.width);

@@ -243,6 +243,8 @@ pub struct ExplorerState {
     pub whatif_conf: Option<memtide_core::allocator::sim::AllocConf>,
     /// The what-if overlay (`w`): simulating, or ready.
     pub whatif: Option<super::whatif::Whatif>,
+    /// The budget view (`B`), when open.
+    pub budget: Option<super::budget::BudgetView>,
 }
 
 impl ExplorerState {
@@ -268,6 +270,7 @@ impl ExplorerState {
             alloc: None,
             whatif_conf: None,
             whatif: None,
+            budget: None,
         }
     }
 
@@ -314,8 +317,8 @@ impl ExplorerState {
         }
     }
 
-    /// The screen geometry at `width` × `height`: the allocator view takes the panel below
-    /// the timeline; the OOM panel takes its top rows above the live list.
+    /// The screen geometry at `width` × `height`: the allocator view and the budget view take
+    /// the panel below the timeline; the OOM panel takes its top rows above the live list.
     pub fn layout(&self, width: u16, height: u16) -> Layout {
         let inspecting = self.inspect.is_some();
         let mut l = Layout::new(width, height, inspecting);
@@ -336,7 +339,7 @@ impl ExplorerState {
         if inspecting {
             return l;
         }
-        if self.alloc.is_some() {
+        if self.alloc.is_some() || self.budget.is_some() {
             l.panel = l.live;
             l.live.height = 0;
         } else if let Some(k) = self.panel_oom() {

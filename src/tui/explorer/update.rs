@@ -326,6 +326,7 @@ pub fn action(sh: &mut Shared, ex: &mut ExplorerState, a: A) -> Vec<Effect> {
             vec![Effect::Copy(text)]
         }
         A::Export => export_view(sh, ex, &dev),
+        A::ToggleBudget => super::budget::toggle(sh, ex, &dev),
         A::ToggleWhatif => {
             let conf = ex.whatif_conf.clone();
             whatif::toggle(sh, ex, &dev, conf)
@@ -476,7 +477,7 @@ fn live_and_inspector(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: 
                 refresh_view(sh, ex);
                 fix_scroll(sh, ex);
                 nav::fix_alloc_scroll(sh, ex);
-            } else if ex.alloc.take().is_some() {
+            } else if ex.alloc.take().is_some() || ex.budget.take().is_some() {
                 fix_scroll(sh, ex);
             } else if !ex.search.query.is_empty() {
                 ex.search = Default::default();
@@ -732,6 +733,7 @@ fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -
             fix_scroll(sh, ex);
             return Vec::new();
         }
+        ex.budget = None;
         if ex.inspect.take().is_some() {
             refresh_view(sh, ex);
         }

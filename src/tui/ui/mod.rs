@@ -2,6 +2,7 @@
 //! computed (cached columns, live rows, inspector lines); O(width × height).
 
 pub mod allocator;
+pub mod budget;
 pub mod diff;
 pub mod error;
 pub mod fair;
@@ -101,6 +102,8 @@ fn explorer(buf: &mut Buffer, area: Rect, l: &Layout, sh: &Shared, ex: &Explorer
             if l.panel.height > 0 {
                 if ex.alloc.is_some() {
                     allocator::draw(buf, l.panel, sh, ex);
+                } else if ex.budget.is_some() {
+                    budget::draw(buf, l.panel, sh, ex);
                 } else {
                     oom::draw(buf, l.panel, sh, ex);
                 }

@@ -8,7 +8,7 @@ use super::summary_json::SummaryJson;
 use super::tree::{stack_tree, TreeFrames, TreeNode};
 use super::trend::{trend, Trend};
 use super::window_spec::Resolved;
-use super::windows::{each_window, Window};
+use super::windows::{each_window, Window, WindowKind};
 use crate::index::Index;
 use crate::trace::units::grouped;
 use crate::trace::{Band, DeviceLogInfo, Trace};
@@ -79,6 +79,11 @@ pub struct Summary {
     pub windows: Vec<WindowReport>,
     /// Windows of the run not in `windows`.
     pub windows_omitted: u64,
+    /// Every phase window folded by name (a server's `CompiledFxGraph` calls, each
+    /// capture's annotation): one row per phase name, in order of first appearance, with
+    /// its count and the window of the highest peak. Counts every phase window of the run,
+    /// those left out of `windows` too.
+    pub windows_folded: Vec<FoldedWindows>,
     pub bands_source: &'static str,
     pub time_available: bool,
     /// The file's time origin (µs, the file's clock): its earliest event over all its
@@ -165,6 +170,77 @@ pub struct WindowReport {
     pub peak_time_us: Option<f64>,
 }
 
+impl WindowReport {
+    /// The report of window `w` of `trace`.
+    fn of(trace: &Trace, w: Window) -> WindowReport {
+        let peak = w.peak.filter(|p| !p.at_start);
+        WindowReport {
+            kind: w.kind.name(),
+            name: w.name,
+            first_index: trace.event_number(w.lo),
+            last_index: trace.event_number(w.hi),
+            first_source_index: trace.src_index(w.lo),
+            last_source_index: trace.src_index(w.hi),
+            peak_bytes: w.peak.map(|p| p.bytes.0),
+            peak_index: peak.map(|p| trace.event_number(p.at)),
+            peak_source_index: peak.map(|p| trace.src_index(p.at)),
+            peak_at_start: w.peak.is_some_and(|p| p.at_start),
+            peak_time_us: peak.and_then(|p| trace.time_us(p.at)),
+        }
+    }
+}
+
+/// The phase windows of one name as one row: how many there are, and the one whose peak
+/// is the highest (the first to reach it).
+#[derive(Clone, Debug)]
+pub struct FoldedWindows {
+    pub count: u64,
+    /// The window of the highest peak (its `kind` and `name` are the row's).
+    pub highest: WindowReport,
+}
+
+/// Phase windows folded by name as they stream past (one entry per name: the marks, which
+/// the trace holds whole, bound them).
+#[derive(Default)]
+struct PhaseFold {
+    rows: Vec<(u64, Window)>,
+    by_name: rustc_hash::FxHashMap<std::sync::Arc<str>, usize>,
+}
+
+impl PhaseFold {
+    fn add(&mut self, w: &Window) {
+        if w.kind != WindowKind::Phase {
+            return;
+        }
+        let bytes = |w: &Window| w.peak.map(|p| p.bytes.0);
+        match self.by_name.get(&w.name) {
+            Some(&k) => {
+                if let Some((count, best)) = self.rows.get_mut(k) {
+                    *count += 1;
+                    // Strictly higher: the first window to reach the highest peak stays.
+                    if bytes(w) > bytes(best) {
+                        *best = w.clone();
+                    }
+                }
+            }
+            None => {
+                self.by_name.insert(w.name.clone(), self.rows.len());
+                self.rows.push((1, w.clone()));
+            }
+        }
+    }
+
+    fn reports(self, trace: &Trace) -> Vec<FoldedWindows> {
+        self.rows
+            .into_iter()
+            .map(|(count, w)| FoldedWindows {
+                count,
+                highest: WindowReport::of(trace, w),
+            })
+            .collect()
+    }
+}
+
 impl Summary {
     /// Builds the report of `trace` (indexed by `index`).
     pub fn build(trace: &Trace, index: &Index) -> Summary {
@@ -232,32 +308,14 @@ impl Summary {
                     external_by_source: external_by_source(trace, &live_all),
                 }
             });
-        let (listed, windows_omitted) = listed_windows(each_window(trace, index), peak_at);
+        let mut fold = PhaseFold::default();
+        let (listed, windows_omitted) =
+            listed_windows(each_window(trace, index).inspect(|w| fold.add(w)), peak_at);
         let windows = listed
             .into_iter()
-            .map(|w: Window| WindowReport {
-                kind: w.kind.name(),
-                name: w.name,
-                first_index: trace.event_number(w.lo),
-                last_index: trace.event_number(w.hi),
-                first_source_index: trace.src_index(w.lo),
-                last_source_index: trace.src_index(w.hi),
-                peak_bytes: w.peak.map(|p| p.bytes.0),
-                peak_index: w
-                    .peak
-                    .filter(|p| !p.at_start)
-                    .map(|p| trace.event_number(p.at)),
-                peak_source_index: w
-                    .peak
-                    .filter(|p| !p.at_start)
-                    .map(|p| trace.src_index(p.at)),
-                peak_at_start: w.peak.is_some_and(|p| p.at_start),
-                peak_time_us: w
-                    .peak
-                    .filter(|p| !p.at_start)
-                    .and_then(|p| trace.time_us(p.at)),
-            })
+            .map(|w| WindowReport::of(trace, w))
             .collect();
+        let windows_folded = fold.reports(trace);
         let rp = index.reserved_peak_at();
         Summary {
             source: trace.source.clone(),
@@ -291,6 +349,7 @@ impl Summary {
             distributed: trace.distributed.clone(),
             windows,
             windows_omitted,
+            windows_folded,
             bands_source: trace.bands_source.name(),
             time_available: trace.clock.has_time(),
             start_time_us: trace.origin_us(),

@@ -8,7 +8,8 @@
 //! full length (a frame shortens its file and its name, keeping its line). `windows` lists
 //! every window of a kind that has at most 500 (2 × [`super::summary::WINDOW_ENDS`]); a kind
 //! with more lists its first and last 250 and every window holding the peak, and
-//! `windows_omitted` (present only then) counts the windows left out. `steps` lists every
+//! `windows_omitted` (present only then) counts the windows left out. `windows_folded`
+//! (present only when a phase name repeats) folds every phase window by name. `steps` lists every
 //! step (the text and Markdown reports list the first and last 250 rows and say how many
 //! they leave out).
 
@@ -57,6 +58,10 @@ pub struct SummaryJson<'a> {
     /// Windows not listed in `windows` (left out when every window is listed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub windows_omitted: Option<u64>,
+    /// Phase windows folded by name (present only when a phase name repeats): every phase
+    /// name once, with its count and the window of its highest peak.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows_folded: Vec<FoldedJson<'a>>,
     pub steps: StepsJson<'a>,
     pub trend: TrendJson<'a>,
     /// The run's measurement boundary (diff --json's per-side `boundary`); null when the
@@ -251,6 +256,14 @@ pub struct WindowPeakJson<'a> {
     pub peak_time_us: Micros,
 }
 
+/// The phase windows of one name: the highest one's figures, and how many there are.
+#[derive(Serialize)]
+pub struct FoldedJson<'a> {
+    #[serde(flatten)]
+    pub highest: WindowPeakJson<'a>,
+    pub count: u64,
+}
+
 /// One row of the per-step table: bytes live at the step's start, and its peak.
 #[derive(Serialize)]
 pub(crate) struct StepJson<'a> {
@@ -414,6 +427,17 @@ impl<'a> SummaryJson<'a> {
             }),
             windows: s.windows.iter().map(WindowPeakJson::new).collect(),
             windows_omitted: (s.windows_omitted > 0).then_some(s.windows_omitted),
+            windows_folded: if s.windows_folded.iter().any(|f| f.count > 1) {
+                s.windows_folded
+                    .iter()
+                    .map(|f| FoldedJson {
+                        count: f.count,
+                        highest: WindowPeakJson::new(&f.highest),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
             steps: StepsJson(&s.trend.steps),
             trend: TrendJson::new(&s.trend),
             boundary: s.boundary.as_ref(),

@@ -7,7 +7,9 @@ use crate::analysis::external_split::ExternalSplit;
 use crate::analysis::frames::{FrameRules, FrameView};
 use crate::analysis::summary::{Summary, SummaryOptions};
 use crate::analysis::window_spec::Resolved;
-use crate::analysis::{global_peak, window_peak, windows_of, Peak, Window};
+use crate::analysis::{
+    global_peak, serving_budget, window_peak, windows_of, Peak, ServingBudget, Window,
+};
 use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::FormatError;
 use crate::index::Index;
@@ -41,6 +43,7 @@ pub struct Device {
     ooms: OnceLock<Vec<OomExplanation>>,
     doubtful: OnceLock<Vec<String>>,
     ext_split: OnceLock<Option<ExternalSplit>>,
+    budget: OnceLock<Option<ServingBudget>>,
 }
 
 impl Device {
@@ -103,6 +106,7 @@ impl Device {
             ooms: OnceLock::new(),
             doubtful: OnceLock::new(),
             ext_split: OnceLock::new(),
+            budget: OnceLock::new(),
         };
         d.refresh_marks();
         d
@@ -122,6 +126,7 @@ impl Device {
         self.allocator = Some(Arc::new(model));
         self.history = None;
         self.ooms = OnceLock::new();
+        self.budget = OnceLock::new();
     }
 
     /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's);
@@ -130,6 +135,7 @@ impl Device {
         self.trace.capacity = Some(capacity);
         self.trace.capacity_source = Some("--capacity".into());
         self.ooms = OnceLock::new();
+        self.budget = OnceLock::new();
     }
 
     /// Forgets the device's capacity (one its file contradicts); the OOMs are explained
@@ -138,6 +144,7 @@ impl Device {
         self.trace.capacity = None;
         self.trace.capacity_source = None;
         self.ooms = OnceLock::new();
+        self.budget = OnceLock::new();
     }
 
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms()[k]`'s event): the core's
@@ -178,9 +185,22 @@ impl Device {
             .as_ref()
     }
 
+    /// The serving budget (docs/serving.md), as `summary` reports it; None when nothing in
+    /// the trace is serving memory (no stream capture, private pool or KV cache).
+    pub fn budget(&self) -> Option<&ServingBudget> {
+        self.budget
+            .get_or_init(|| serving_budget(&self.trace, &self.index, self.history()))
+            .as_ref()
+    }
+
     /// Computes every fact now (a consumer that must not wait later, such as a UI thread).
     pub fn warm(&self) {
-        let _ = (self.ooms(), self.doubtful(), self.ext_split());
+        let _ = (
+            self.ooms(),
+            self.doubtful(),
+            self.ext_split(),
+            self.budget(),
+        );
     }
 
     /// Recomputes step windows, mark and OOM positions and the reserved peak (after
@@ -205,6 +225,7 @@ impl Device {
         self.reserved_peak = index.reserved_peak().map(|(b, _)| b);
         self.doubtful = OnceLock::new();
         self.ext_split = OnceLock::new();
+        self.budget = OnceLock::new();
         if self
             .ooms
             .get()

@@ -9,8 +9,8 @@ mod owners;
 
 use crate::frames::short_frame;
 use crate::safe_text::terminal_safe;
-use crate::summary::{steps_omitted_text, windows_omitted_text};
-use memtide_core::analysis::{table_ends, StepRow, Summary, WindowReport};
+use crate::summary::{shown_windows, steps_omitted_text, ShownWindows};
+use memtide_core::analysis::{table_ends, StepRow, Summary};
 use memtide_core::trace::{external, grouped, human_bytes, Band};
 use std::fmt::Write as _;
 
@@ -88,8 +88,13 @@ fn time_text(s: &Summary, t: f64) -> String {
     crate::summary::time_words(s, t, false)
 }
 
-/// The report of one device's summary.
+/// The report of one device's summary (phases folded by name).
 pub fn render(s: &Summary) -> String {
+    render_with(s, false)
+}
+
+/// [`render`], every window listed when `all_windows` (`--windows all`).
+pub fn render_with(s: &Summary, all_windows: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -155,7 +160,7 @@ pub fn render(s: &Summary) -> String {
     device_log(&mut o, s);
     owners::live(&mut o, s);
     steps(&mut o, s);
-    windows(&mut o, &s.windows, s.windows_omitted);
+    windows(&mut o, &shown_windows(s, all_windows));
     oom::ooms(&mut o, s);
     if !s.notes.is_empty() {
         let _ = writeln!(o, "**Notes**\n");
@@ -322,32 +327,37 @@ fn steps(o: &mut String, s: &Summary) {
     }
 }
 
-fn windows(o: &mut String, ws: &[WindowReport], omitted: u64) {
-    if ws.is_empty() {
+fn windows(o: &mut String, shown: &ShownWindows) {
+    if shown.rows.is_empty() {
         return;
     }
     let _ = writeln!(
         o,
         "**Windows**\n\n| kind | name | events | peak | at |\n|---|---|---|---:|---|"
     );
-    for w in ws {
+    for (w, count) in &shown.rows {
         let at = match (w.peak_index, w.peak_at_start) {
             (Some(i), _) => format!("#{i}"),
             (None, true) => "start".into(),
             _ => "-".into(),
         };
+        // A folded row: the name's count; its events and peak are the highest window's.
+        let name = if *count > 1 {
+            format!("{} × {}", cell(&w.name), grouped(*count))
+        } else {
+            cell(&w.name)
+        };
         let _ = writeln!(
             o,
-            "| {} | {} | #{}–#{} | {} | {at} |",
+            "| {} | {name} | #{}–#{} | {} | {at} |",
             w.kind,
-            cell(&w.name),
             w.first_index,
             w.last_index,
             w.peak_bytes.map_or("-".into(), human_bytes)
         );
     }
-    if omitted > 0 {
-        let _ = writeln!(o, "\n{}", windows_omitted_text(omitted));
+    for line in shown.notes() {
+        let _ = writeln!(o, "\n{line}");
     }
     let _ = writeln!(o);
 }
