@@ -1,7 +1,8 @@
 //! The serving budget as the text report and the Markdown report show it (the figures are
 //! the core's [`memtide_core::analysis::ServingBudget`]; docs/serving.md).
 
-use memtide_core::analysis::{Capture, ServingBudget, StageSource};
+use memtide_core::analysis::{Capture, Reconciled, ServingBudget, StageSource};
+use memtide_core::formats::server_log::LogFigure;
 use memtide_core::trace::human_bytes;
 use std::fmt::Write as _;
 
@@ -13,7 +14,75 @@ fn source(s: StageSource) -> &'static str {
     match s {
         StageSource::Trace => "trace",
         StageSource::Inferred => "inferred",
+        StageSource::ServerLog => "server log",
     }
+}
+
+/// A logged figure as the server printed it: GiB with the decimals its rounding says
+/// (`2.43 GiB`, `14.9888 GiB`, `-7.83 GiB`).
+fn as_logged(bytes: i64, precision: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let decimals = if precision == 0 {
+        4
+    } else {
+        (0.5 * GIB / precision as f64)
+            .log10()
+            .round()
+            .clamp(0.0, 6.0) as usize
+    };
+    format!("{:.decimals$} GiB", bytes as f64 / GIB)
+}
+
+/// One logged figure beside the trace's: `KV cache 160.0 GiB as logged, 160.0 GiB in the
+/// trace`, `graph memory estimated 2.430 GiB, measured 624.6 MiB in the capture`.
+fn reconciled(r: &Reconciled) -> String {
+    let logged = as_logged(r.logged, r.precision);
+    let trace = r.trace.map_or_else(|| "unknown".into(), human_bytes);
+    let mut s = match (r.figure, r.compared_with) {
+        (LogFigure::GraphsEstimate, _) => match r.trace {
+            Some(_) => format!("graph memory estimated {logged}, measured {trace} in the capture"),
+            None => format!("graph memory estimated {logged}, unknown in the trace"),
+        },
+        (LogFigure::FreeAfterGraphs, _) => format!(
+            "{} {logged} as logged, headroom {trace} in the trace",
+            r.figure.label()
+        ),
+        (f, Some(_)) => format!("{} {logged} as logged, {trace} in the trace", f.label()),
+        (f, None) => format!("{} {logged} as logged", f.label()),
+    };
+    if r.agrees == Some(false) {
+        if let Some(t) = r.trace {
+            let d = (i128::from(t) - i128::from(r.logged)).unsigned_abs();
+            let d = u64::try_from(d).unwrap_or(u64::MAX);
+            s.push_str(&format!(", {} apart", human_bytes(d)));
+        }
+    }
+    s
+}
+
+/// Where the log's figures come from: `run.log, vLLM, rank 0`.
+fn log_origin(b: &ServingBudget) -> String {
+    let mut servers: Vec<&str> = Vec::new();
+    for r in &b.reconcile {
+        if !servers.contains(&r.server.name()) {
+            servers.push(r.server.name());
+        }
+    }
+    let rank = b
+        .reconcile
+        .iter()
+        .find_map(|r| r.rank)
+        .map(|r| format!(", rank {r}"))
+        .unwrap_or_default();
+    format!(
+        "{}{}{rank}",
+        crate::safe_text::one_line(b.server_log.as_deref().unwrap_or("server log")),
+        if servers.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", servers.join(" and "))
+        }
+    )
 }
 
 /// `size 8192: +964.0 MiB (25 captures)`, `pool (1, 0): 80.0 MiB`, `pool (3, 0): released`.
@@ -77,6 +146,13 @@ pub fn text(o: &mut String, b: &ServingBudget) {
         let rungs: Vec<String> = b.captures.iter().map(rung).collect();
         crate::report_line!(o, "capture ladder   {}", rungs.join(" · "));
     }
+    if b.server_log.is_some() {
+        crate::report_line!(o, "server log       {}", log_origin(b));
+        for (i, r) in b.reconcile.iter().enumerate() {
+            let head = if i == 0 { "reconcile" } else { "" };
+            crate::report_line!(o, "{head:<17}{}", reconciled(r));
+        }
+    }
 }
 
 /// The budget as a Markdown table.
@@ -97,5 +173,24 @@ pub fn markdown(o: &mut String, b: &ServingBudget) {
     if !b.captures.is_empty() {
         let rungs: Vec<String> = b.captures.iter().map(rung).collect();
         let _ = writeln!(o, "Capture ladder: {}.\n", rungs.join(" · "));
+    }
+    if !b.stages.is_empty() {
+        let stages: Vec<String> = b
+            .stages
+            .iter()
+            .map(|s| format!("{} {} ({})", s.name, human_bytes(s.bytes), source(s.source)))
+            .collect();
+        let _ = writeln!(o, "Stages: {}.\n", stages.join(" → "));
+    }
+    if b.server_log.is_some() {
+        let _ = writeln!(
+            o,
+            "Server log ({}), reconciled with the trace:\n",
+            crate::markdown::cell(&log_origin(b))
+        );
+        for r in &b.reconcile {
+            let _ = writeln!(o, "- line {}: {}", r.line, reconciled(r));
+        }
+        let _ = writeln!(o);
     }
 }
