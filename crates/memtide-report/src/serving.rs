@@ -88,6 +88,7 @@ fn log_origin(b: &ServingBudget) -> String {
 /// `size 8192: +964.0 MiB (25 captures)`, `pool (1, 0): 80.0 MiB`, `pool (3, 0): released`.
 fn rung(c: &Capture) -> String {
     let who = match (&c.pool, c.size) {
+        (Some(p), _) if c.mem_pool => format!("MemPool {p}"),
         (Some(p), _) => format!("pool {p}"),
         (None, Some(n)) => format!("size {n}"),
         (None, None) => "size unknown".into(),

@@ -75,6 +75,10 @@ pub struct Capture {
     /// releases a failed capture's pool).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub released: bool,
+    /// A user's `torch.cuda.MemPool()` (id `(0, N)`: PyTorch numbers user-created pools
+    /// `{0, uid}` and graph pools `{uid, 0}`): its memory is not counted as graphs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mem_pool: bool,
 }
 
 /// A device's serving budget. Every figure is bytes, or None where the trace cannot say.
@@ -146,6 +150,7 @@ fn ladder_from_marks(trace: &Trace) -> Vec<Capture> {
                 captures: Some(1),
                 pool: None,
                 released: false,
+                mem_pool: false,
             }),
         }
     }
@@ -197,6 +202,7 @@ fn ladder_from_pools(history: &History) -> Vec<Capture> {
                 captures: None,
                 pool: Some(format!("({}, {})", p.0, p.1)),
                 released: !present,
+                mem_pool: p.0 == 0,
             }
         })
         .collect()
@@ -236,7 +242,11 @@ pub fn serving_budget(
         let g = l.iter().map(|c| c.bytes_added).sum();
         (l, Some(g))
     } else if !pools.is_empty() {
-        let g = pools.iter().map(|c| c.bytes_added).sum();
+        let g = pools
+            .iter()
+            .filter(|c| !c.mem_pool)
+            .map(|c| c.bytes_added)
+            .sum();
         (pools, Some(g))
     } else {
         (Vec::new(), None)
