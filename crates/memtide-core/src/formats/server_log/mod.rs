@@ -34,7 +34,7 @@
 //!   `"CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: %s GiB
 //!   (%.1f%%)."`
 //!
-//! SGLang (`sgl-project/sglang`, `python/sglang/srt/model_executor/model_runner.py` and
+//! SGLang (`sgl-project/sglang`, `sglang/srt/model_executor/model_runner.py` and
 //! `mem_cache/memory_pool.py`; "GB" there is GiB: `get_available_gpu_memory` returns
 //! `free_gpu_memory / (1 << 30)` and the pool divides by `GB = 1024 * 1024 * 1024`):
 //! - `f"Init torch distributed ends. mem usage={…:.2f} GB"`
