@@ -187,7 +187,7 @@ pub fn markdown(o: &mut String, b: &ServingBudget) {
         let _ = writeln!(
             o,
             "Server log ({}), reconciled with the trace:\n",
-            crate::markdown::cell(&log_origin(b))
+            log_origin(b)
         );
         for r in &b.reconcile {
             let _ = writeln!(o, "- line {}: {}", r.line, reconciled(r));

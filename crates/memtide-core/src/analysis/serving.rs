@@ -5,8 +5,8 @@
 
 use super::work::most_live_where;
 use crate::allocator::History;
-use crate::formats::server_log::{DeviceServerLog, LogFigure, Server};
 use crate::index::Index;
+use crate::trace::external::{DeviceServerLog, LogFigure, Server};
 use crate::trace::{AllocId, Band, Category, MarkKind, StorageKind, Trace};
 use serde::Serialize;
 

@@ -361,7 +361,7 @@ pub struct Trace {
     pub nsys: Option<NsysInfo>,
     /// The server's startup log (`--server-log`): this device's rank's memory figures, which
     /// the serving budget is reconciled with (None: no log given).
-    pub server_log: Option<crate::formats::server_log::DeviceServerLog>,
+    pub server_log: Option<super::external::DeviceServerLog>,
     /// Whether memory outside the framework is measured at all (a recorder's `external`
     /// spans or `sample` lines, a device log that covers the trace, an Nsight Systems
     /// export). False: the external band is unavailable, never 0.
