@@ -428,3 +428,26 @@ fn a_server_log_gives_a_training_trace_a_budget() {
     assert_eq!(b["reconcile"][4]["figure"], json!("kv_cache"));
     assert_eq!(b["reconcile"][4]["trace"], Value::Null);
 }
+
+#[test]
+fn a_log_without_the_device_s_rank_says_whose_lines_it_took() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("tp.log");
+    std::fs::write(
+        &log,
+        "[2026-12-06 10:00:09 TP3] Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.06 GB. avail mem=4.81 GB.\n\
+[2026-12-06 10:00:09 TP2] Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.50 GB. avail mem=4.00 GB.\n",
+    )
+    .expect("write");
+    let log = log.to_str().expect("utf-8 path");
+    let text = summary(&["--server-log", log], "capture.kineto.json");
+    assert!(
+        text.contains(
+            "SGLang, rank 2 (the log has no rank 0, this device's: the lowest rank's lines)"
+        ),
+        "{text}"
+    );
+    let b = budget(&["--server-log", log], "capture.kineto.json");
+    assert_eq!(b["reconcile"][0]["rank"], json!(2));
+    assert_eq!(b["reconcile"][0]["logged"], json!(logged(0.5, 2).0));
+}

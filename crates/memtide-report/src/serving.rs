@@ -74,8 +74,12 @@ fn log_origin(b: &ServingBudget) -> String {
         .find_map(|r| r.rank)
         .map(|r| format!(", rank {r}"))
         .unwrap_or_default();
+    let missing = b
+        .server_log_missing_rank
+        .map(|n| format!(" (the log has no rank {n}, this device's: the lowest rank's lines)"))
+        .unwrap_or_default();
     format!(
-        "{}{}{rank}",
+        "{}{}{rank}{missing}",
         crate::safe_text::one_line(b.server_log.as_deref().unwrap_or("server log")),
         if servers.is_empty() {
             String::new()

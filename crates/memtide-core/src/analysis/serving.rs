@@ -108,6 +108,9 @@ pub struct ServingBudget {
     /// The server log read (`--server-log`), None without one.
     #[serde(skip)]
     pub server_log: Option<String>,
+    /// The device's rank where the log has no lines of it (the lowest rank's were taken).
+    #[serde(skip)]
+    pub server_log_missing_rank: Option<u32>,
 }
 
 /// The first run of digits in a capture's name (`capture_8192_PIECEWISE` → 8192), where the
@@ -305,6 +308,7 @@ pub fn serving_budget(
         captures,
         reconcile: Vec::new(),
         server_log: log.map(|l| l.name.clone()),
+        server_log_missing_rank: log.and_then(|l| l.missing_rank),
     };
     if let Some(l) = log {
         budget.reconcile = reconcile(&budget, l);

@@ -296,6 +296,9 @@ pub struct DeviceServerLog {
     pub name: String,
     /// The rank chosen (None: the log names none).
     pub rank: Option<u32>,
+    /// The device's own rank (`cuda:N` → N) where the log names ranks but not that one: the
+    /// lowest rank's lines were taken instead.
+    pub missing_rank: Option<u32>,
     /// The first figure of each kind the rank (or a line naming no rank) logged.
     pub figures: Vec<Logged>,
 }

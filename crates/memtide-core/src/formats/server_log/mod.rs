@@ -132,6 +132,7 @@ impl ServerLog {
         DeviceServerLog {
             name: self.name.clone(),
             rank,
+            missing_rank: ordinal.filter(|n| !ranks.is_empty() && !ranks.contains(n)),
             figures,
         }
     }

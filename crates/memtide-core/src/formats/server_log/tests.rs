@@ -203,6 +203,8 @@ Graph capturing finished in 3 secs, took 0.25 GiB\n\
     );
     let d = log.for_device("cuda:7");
     assert_eq!(d.rank, Some(0), "not in the log: the lowest rank");
+    assert_eq!(d.missing_rank, Some(7), "said, not hidden");
+    assert_eq!(log.for_device("cuda:1").missing_rank, None);
     assert_eq!(
         d.get(F::Weights).map(|f| f.bytes),
         Some(4 * GIB),
