@@ -121,6 +121,17 @@ fn headroom_text(b: &ServingBudget) -> String {
     }
 }
 
+/// `before trace 3.000 GiB (trace) → load weights 2.500 GiB (server log) → …`; None
+/// without a stage.
+fn stages(b: &ServingBudget) -> Option<String> {
+    let stages: Vec<String> = b
+        .stages
+        .iter()
+        .map(|s| format!("{} {} ({})", s.name, human_bytes(s.bytes), source(s.source)))
+        .collect();
+    (!stages.is_empty()).then(|| stages.join(" → "))
+}
+
 /// The budget's lines in the text report.
 pub fn text(o: &mut String, b: &ServingBudget) {
     crate::report_line!(
@@ -139,13 +150,8 @@ pub fn text(o: &mut String, b: &ServingBudget) {
         figure(b.capacity),
         headroom_text(b)
     );
-    let stages: Vec<String> = b
-        .stages
-        .iter()
-        .map(|s| format!("{} {} ({})", s.name, human_bytes(s.bytes), source(s.source)))
-        .collect();
-    if !stages.is_empty() {
-        crate::report_line!(o, "stages           {}", stages.join(" → "));
+    if let Some(stages) = stages(b) {
+        crate::report_line!(o, "stages           {stages}");
     }
     if !b.captures.is_empty() {
         let rungs: Vec<String> = b.captures.iter().map(rung).collect();
@@ -179,13 +185,8 @@ pub fn markdown(o: &mut String, b: &ServingBudget) {
         let rungs: Vec<String> = b.captures.iter().map(rung).collect();
         let _ = writeln!(o, "Capture ladder: {}.\n", rungs.join(" · "));
     }
-    if !b.stages.is_empty() {
-        let stages: Vec<String> = b
-            .stages
-            .iter()
-            .map(|s| format!("{} {} ({})", s.name, human_bytes(s.bytes), source(s.source)))
-            .collect();
-        let _ = writeln!(o, "Stages: {}.\n", stages.join(" → "));
+    if let Some(stages) = stages(b) {
+        let _ = writeln!(o, "Stages: {stages}.\n");
     }
     if b.server_log.is_some() {
         let _ = writeln!(
