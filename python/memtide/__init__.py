@@ -109,14 +109,16 @@ def _growth(name: str, v: Growth) -> Optional[str]:
 def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] = None,
          device_log: Optional[PathLike] = None, *, device_log_tz: Optional[int] = None,
          device_log_offset: Optional[int] = None, oom_message: Optional[PathLike] = None,
-         nsys: Optional[PathLike] = None, categories: Optional[PathLike] = None,
-         rules: Optional[PathLike] = None, lenient: bool = False, cpp_frames: bool = False,
+         nsys: Optional[PathLike] = None, server_log: Optional[PathLike] = None,
+         categories: Optional[PathLike] = None, rules: Optional[PathLike] = None, lenient: bool = False, cpp_frames: bool = False,
          single_thread: bool = False, allocator_history: bool = False,
          progress: Optional[bool] = None, max_memory: MaxMemory = None) -> Trace:
     """Reads ``path`` (memtide JSONL, a CUDA memory snapshot pickle/JSON, a Kineto trace,
     an ``export_memory_timeline`` file; ``.gz`` too) with memtide's own readers — no
     ``pickle.load`` — on a thread, the GIL free. The options are the CLI's flags
-    (``device="cuda:1"``, ``capacity="80GiB"``, ``device_log="smi.csv"``, …);
+    (``device="cuda:1"``, ``capacity="80GiB"``, ``device_log="smi.csv"``,
+    ``server_log="vllm.log"``: the serving budget reconciled with vLLM's or SGLang's startup
+    memory lines, …);
     ``allocator_history=True`` keeps the allocator history for :meth:`Trace.allocator_at`.
     ``progress``: None shows a bar when interactive (tqdm if installed), False never.
     ``max_memory``: the most memory the reading may add (bytes, or "4GiB", "512M"; default
@@ -133,7 +135,8 @@ def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] =
     loading = _native.start_open(
         p, device=device, capacity=capacity, device_log=opt(device_log),
         device_log_tz=device_log_tz, device_log_offset=device_log_offset,
-        oom_message=opt(oom_message), nsys=opt(nsys), categories=opt(categories),
+        oom_message=opt(oom_message), nsys=opt(nsys), server_log=opt(server_log),
+        categories=opt(categories),
         rules=opt(rules), lenient=lenient, cpp_frames=cpp_frames, single_thread=single_thread,
         allocator_history=allocator_history, max_memory=_budget(max_memory))
     native = _wait(loading, progress, f"memtide: reading {os.path.basename(p)}")

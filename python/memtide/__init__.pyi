@@ -26,6 +26,7 @@ def open(
     device_log_offset: Optional[int] = ...,
     oom_message: Optional[PathLike] = ...,
     nsys: Optional[PathLike] = ...,
+    server_log: Optional[PathLike] = ...,
     categories: Optional[PathLike] = ...,
     rules: Optional[PathLike] = ...,
     lenient: bool = ...,

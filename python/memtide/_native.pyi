@@ -15,6 +15,7 @@ def start_open(
     device_log_offset: Optional[int] = ...,
     oom_message: Optional[str] = ...,
     nsys: Optional[str] = ...,
+    server_log: Optional[str] = ...,
     categories: Optional[str] = ...,
     rules: Optional[str] = ...,
     lenient: bool = ...,

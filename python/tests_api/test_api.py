@@ -121,6 +121,24 @@ def test_missing_file_and_unknown_device(tmp_path):
     assert d.value.devices == ["cuda:0"] and d.value.wanted == "cuda:5"
 
 
+def test_server_log_reconciles_the_budget(tmp_path):
+    """`server_log=` is `--server-log`: the summary's budget equals the command's, its
+    figures those of tests/fixtures/serving/README.md."""
+    serving = ROOT / "tests/fixtures/serving"
+    pools, log = str(serving / "pools.pickle"), str(serving / "pools.vllm.log")
+    b = memtide.open(pools, server_log=log, progress=False).summary()["budget"]
+    assert b == cli_json("summary", "--json", "--server-log", log, pools)["budget"]
+    assert [(r["figure"], r["line"], r["rank"]) for r in b["reconcile"]] == [
+        ("weights", 2, 0), ("activation_peak", 4, 0), ("outside", 4, 0),
+        ("graphs_estimate", 5, 0), ("kv_cache", 6, 0), ("graphs", 10, 0)]
+    assert b["reconcile"][0]["logged"] == 2 << 30
+    bad = tmp_path / "server.log"
+    bad.write_text("no memory here\n")
+    with pytest.raises(memtide.MemtideError) as e:
+        memtide.open(pools, server_log=bad, progress=False)
+    assert "server.log" in str(e.value) and "no vLLM or SGLang memory line" in str(e.value)
+
+
 def test_jupyter_picture_and_repr():
     t = memtide.open(OOM, progress=False)
     svg = t._repr_svg_()

@@ -19,6 +19,7 @@ impl From<&InputArgs> for InputOptions {
             device_log_offset: a.device_log_offset,
             oom_message: a.oom_message.clone(),
             nsys: a.nsys.clone(),
+            server_log: a.server_log.clone(),
             categories: a.categories.clone(),
             rules: a.rules.clone(),
             cpp_frames: a.cpp_frames,
@@ -45,6 +46,7 @@ pub fn side_files(a: &InputArgs) -> Vec<&Path> {
         a.categories.as_deref(),
         a.rules.as_deref(),
         a.oom_message.as_deref(),
+        a.server_log.as_deref(),
     ]
     .into_iter()
     .flatten()

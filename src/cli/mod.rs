@@ -283,6 +283,11 @@ pub struct InputArgs {
     /// `memtide summary snapshot.pickle --nsys run.sqlite`.
     #[arg(long, value_name = "SQLITE")]
     pub nsys: Option<PathBuf>,
+    /// The inference server's startup log (vLLM or SGLang, any release that prints its
+    /// memory lines; a whole job log is fine): the serving budget shows each figure's source
+    /// and reconciles the log's figures with the trace's (docs/serving.md).
+    #[arg(long, value_name = "FILE")]
+    pub server_log: Option<PathBuf>,
     /// PyTorch export_memory_timeline file whose categories label a Kineto trace.
     #[arg(long, value_name = "FILE")]
     pub categories: Option<PathBuf>,

@@ -27,7 +27,7 @@ pub struct Loading {
 /// Starts reading `path` on a thread; see `memtide.open` for the arguments.
 #[pyfunction]
 #[pyo3(signature = (path, *, device=None, capacity=None, device_log=None, device_log_tz=None,
-    device_log_offset=None, oom_message=None, nsys=None, categories=None, rules=None,
+    device_log_offset=None, oom_message=None, nsys=None, server_log=None, categories=None, rules=None,
     lenient=false, cpp_frames=false, single_thread=false, allocator_history=false,
     max_memory=None))]
 #[allow(clippy::too_many_arguments)]
@@ -40,6 +40,7 @@ pub fn start_open(
     device_log_offset: Option<i64>,
     oom_message: Option<PathBuf>,
     nsys: Option<PathBuf>,
+    server_log: Option<PathBuf>,
     categories: Option<PathBuf>,
     rules: Option<PathBuf>,
     lenient: bool,
@@ -58,6 +59,7 @@ pub fn start_open(
             device_log_offset,
             oom_message,
             nsys,
+            server_log,
             categories,
             rules,
             cpp_frames,

@@ -26,6 +26,9 @@ pub struct InputOptions {
     pub oom_message: Option<PathBuf>,
     /// An Nsight Systems SQLite export of the same run.
     pub nsys: Option<PathBuf>,
+    /// The inference server's startup log (vLLM, SGLang): its memory figures reconcile the
+    /// serving budget.
+    pub server_log: Option<PathBuf>,
     /// An `export_memory_timeline` file whose categories label a Kineto trace.
     pub categories: Option<PathBuf>,
     /// A rules TOML: category rules and `[[frames]]` patterns.
@@ -65,7 +68,7 @@ impl InputOptions {
     }
 
     /// The side files these options name (`--device-log`, `--nsys`, `--categories`,
-    /// `--rules`, `--oom-message`): inputs like the trace, which no output may overwrite.
+    /// `--rules`, `--oom-message`, `--server-log`): inputs like the trace, which no output may overwrite.
     pub fn side_files(&self) -> Vec<&Path> {
         [
             self.device_log.as_deref(),
@@ -73,17 +76,22 @@ impl InputOptions {
             self.categories.as_deref(),
             self.rules.as_deref(),
             self.oom_message.as_deref(),
+            self.server_log.as_deref(),
         ]
         .into_iter()
         .flatten()
         .collect()
     }
 
-    /// The core's open options: these, `--oom-message` read, and `capacity` (a size as
-    /// written, checked; None where the answer applies none).
+    /// The core's open options: these, `--oom-message` and `--server-log` read, and
+    /// `capacity` (a size as written, checked; None where the answer applies none).
     pub fn open_options(&self, capacity: Option<&str>) -> Result<OpenOptions> {
         let oom_message = match &self.oom_message {
             Some(p) => Some(memtide_core::open::read_oom_message(p)?),
+            None => None,
+        };
+        let server_log = match &self.server_log {
+            Some(p) => Some(std::sync::Arc::new(memtide_core::open::read_server_log(p)?)),
             None => None,
         };
         let capacity = capacity.map(crate::sizes::capacity).transpose()?;
@@ -91,6 +99,7 @@ impl InputOptions {
             read: self.load_options(),
             capacity,
             oom_message,
+            server_log,
             rules: None,
         })
     }

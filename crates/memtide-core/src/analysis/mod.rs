@@ -42,7 +42,7 @@ pub use parity::Verdict;
 pub use peak::{final_bytes, global_peak, window_peak, Peak};
 pub use persistent::{persistent, Persistent};
 pub use retained::{retained, Retained};
-pub use serving::{serving_budget, Capture, ServingBudget, Stage, StageSource};
+pub use serving::{serving_budget, Capture, Reconciled, ServingBudget, Stage, StageSource};
 pub use summary::{
     document_json, external_by_source, names_text, table_ends, FoldedWindows, PeakReport, Summary,
     SummaryOptions, WindowReport, WINDOW_ENDS,

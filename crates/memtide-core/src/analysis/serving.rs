@@ -6,6 +6,7 @@
 use super::work::most_live_where;
 use crate::allocator::History;
 use crate::index::Index;
+use crate::trace::external::{DeviceServerLog, LogFigure, Server};
 use crate::trace::{AllocId, Band, Category, MarkKind, StorageKind, Trace};
 use serde::Serialize;
 
@@ -18,6 +19,33 @@ pub enum StageSource {
     /// Measured by the trace, attributed by inferred categories (frames: weight loaders, the
     /// KV cache's allocation, module forwards).
     Inferred,
+    /// The server's startup log (`--server-log`), where the trace cannot say.
+    ServerLog,
+}
+
+/// One figure of the server's log beside the trace's counterpart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Reconciled {
+    /// What the log's figure measures (`weights`, `kv_cache`, `graphs`, `graphs_estimate`,
+    /// `activation_peak`, `outside`, `capacity`, `distributed_init`, `free_after_weights`,
+    /// `free_after_kv_cache`, `free_after_graphs`).
+    pub figure: LogFigure,
+    /// The figure as logged, in bytes (printed GiB × 2^30; may be below 0).
+    pub logged: i64,
+    /// Half the last printed digit: the logged figure stands for `logged ± precision`.
+    pub precision: u64,
+    /// The budget key it is compared with (`graphs` for the estimate, `headroom` for what
+    /// the server left free); None where the trace has no counterpart.
+    pub compared_with: Option<&'static str>,
+    /// The trace's figure for `compared_with` (None: no counterpart, or the trace cannot say).
+    pub trace: Option<u64>,
+    /// Whether the trace's figure is within the log's rounding of the logged one; None when
+    /// either is missing.
+    pub agrees: Option<bool>,
+    /// The log line it was read from (1-based) and the rank that printed it.
+    pub line: usize,
+    pub rank: Option<u32>,
+    pub server: Server,
 }
 
 /// One stage of a server's start: load weights → profile run → KV cache → graph capture.
@@ -47,6 +75,10 @@ pub struct Capture {
     /// releases a failed capture's pool).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub released: bool,
+    /// A user's `torch.cuda.MemPool()` (id `(0, N)`: PyTorch numbers user-created pools
+    /// `{0, uid}` and graph pools `{uid, 0}`): its memory is not counted as graphs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mem_pool: bool,
 }
 
 /// A device's serving budget. Every figure is bytes, or None where the trace cannot say.
@@ -71,6 +103,14 @@ pub struct ServingBudget {
     pub headroom: Option<u64>,
     pub stages: Vec<Stage>,
     pub captures: Vec<Capture>,
+    /// The server log's figures beside the trace's (`--server-log`; empty without one).
+    pub reconcile: Vec<Reconciled>,
+    /// The server log read (`--server-log`), None without one.
+    #[serde(skip)]
+    pub server_log: Option<String>,
+    /// The device's rank where the log has no lines of it (the lowest rank's were taken).
+    #[serde(skip)]
+    pub server_log_missing_rank: Option<u32>,
 }
 
 /// The first run of digits in a capture's name (`capture_8192_PIECEWISE` → 8192), where the
@@ -113,6 +153,7 @@ fn ladder_from_marks(trace: &Trace) -> Vec<Capture> {
                 captures: Some(1),
                 pool: None,
                 released: false,
+                mem_pool: false,
             }),
         }
     }
@@ -164,6 +205,7 @@ fn ladder_from_pools(history: &History) -> Vec<Capture> {
                 captures: None,
                 pool: Some(format!("({}, {})", p.0, p.1)),
                 released: !present,
+                mem_pool: p.0 == 0,
             }
         })
         .collect()
@@ -184,7 +226,8 @@ pub fn serving_budget(
     let kv = most_live_where(trace, |id| block_of(id, Category::Buffer));
     let pool_blocks =
         (0..trace.storage_count()).any(|i| block_of(AllocId(i as u32), Category::PrivatePool));
-    if !any_capture && pools.is_empty() && kv == 0 && !pool_blocks {
+    let log = trace.server_log.as_ref();
+    if !any_capture && pools.is_empty() && kv == 0 && !pool_blocks && log.is_none() {
         return None;
     }
     let known = |n: u64| (n > 0).then_some(n);
@@ -202,7 +245,11 @@ pub fn serving_budget(
         let g = l.iter().map(|c| c.bytes_added).sum();
         (l, Some(g))
     } else if !pools.is_empty() {
-        let g = pools.iter().map(|c| c.bytes_added).sum();
+        let g = pools
+            .iter()
+            .filter(|c| !c.mem_pool)
+            .map(|c| c.bytes_added)
+            .sum();
         (pools, Some(g))
     } else {
         (Vec::new(), None)
@@ -226,12 +273,29 @@ pub fn serving_budget(
             });
         }
     };
+    // Where the trace cannot say, the log's figure (when it is not below 0).
+    let logged = |what: LogFigure| {
+        log.and_then(|l| l.get(what))
+            .and_then(|f| u64::try_from(f.bytes).ok())
+    };
+    let or_log = |trace: Option<u64>, source, what| match trace {
+        Some(b) => (Some(b), source),
+        None => (logged(what), StageSource::ServerLog),
+    };
     stage("before trace", before_trace, StageSource::Trace);
-    stage("load weights", weights, StageSource::Inferred);
-    stage("activation peak", activation_peak, StageSource::Inferred);
-    stage("KV cache", known(kv), StageSource::Inferred);
-    stage("graph capture", graphs, StageSource::Trace);
-    Some(ServingBudget {
+    let (b, s) = or_log(weights, StageSource::Inferred, LogFigure::Weights);
+    stage("load weights", b, s);
+    let (b, s) = or_log(
+        activation_peak,
+        StageSource::Inferred,
+        LogFigure::ActivationPeak,
+    );
+    stage("activation peak", b, s);
+    let (b, s) = or_log(known(kv), StageSource::Inferred, LogFigure::KvCache);
+    stage("KV cache", b, s);
+    let (b, s) = or_log(graphs, StageSource::Trace, LogFigure::Graphs);
+    stage("graph capture", b, s);
+    let mut budget = ServingBudget {
         before_trace,
         weights,
         kv_cache: known(kv),
@@ -242,7 +306,54 @@ pub fn serving_budget(
         headroom,
         stages,
         captures,
+        reconcile: Vec::new(),
+        server_log: log.map(|l| l.name.clone()),
+        server_log_missing_rank: log.and_then(|l| l.missing_rank),
+    };
+    if let Some(l) = log {
+        budget.reconcile = reconcile(&budget, l);
+    }
+    Some(budget)
+}
+
+/// The budget key a logged figure is compared with, and the trace's figure for it.
+fn counterpart(b: &ServingBudget, what: LogFigure) -> Option<(&'static str, Option<u64>)> {
+    Some(match what {
+        LogFigure::Weights => ("weights", b.weights),
+        LogFigure::ActivationPeak => ("activation_peak", b.activation_peak),
+        LogFigure::KvCache => ("kv_cache", b.kv_cache),
+        LogFigure::Graphs | LogFigure::GraphsEstimate => ("graphs", b.graphs),
+        LogFigure::Outside => ("outside", b.outside),
+        LogFigure::Capacity => ("capacity", b.capacity),
+        LogFigure::FreeAfterGraphs => ("headroom", b.headroom),
+        LogFigure::DistributedInit | LogFigure::FreeAfterWeights | LogFigure::FreeAfterKvCache => {
+            return None
+        }
     })
+}
+
+/// Each figure of the device's log beside the trace's counterpart, in the log's order.
+fn reconcile(b: &ServingBudget, log: &DeviceServerLog) -> Vec<Reconciled> {
+    log.figures
+        .iter()
+        .map(|f| {
+            let c = counterpart(b, f.figure);
+            let trace = c.and_then(|c| c.1);
+            Reconciled {
+                figure: f.figure,
+                logged: f.bytes,
+                precision: f.precision,
+                compared_with: c.map(|c| c.0),
+                trace,
+                agrees: trace.map(|t| {
+                    (i128::from(t) - i128::from(f.bytes)).unsigned_abs() <= u128::from(f.precision)
+                }),
+                line: f.line,
+                rank: f.rank,
+                server: f.server,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

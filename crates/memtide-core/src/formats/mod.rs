@@ -12,6 +12,7 @@ pub(crate) mod memory_timeline;
 pub(crate) mod nsys;
 pub(crate) mod oom_message;
 pub(crate) mod pickle;
+pub mod server_log;
 pub mod snapshot;
 
 // The input plumbing keeps its paths inside the crate (`formats::source`, `formats::limit`, …).

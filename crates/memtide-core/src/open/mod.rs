@@ -40,6 +40,7 @@ use crate::allocator::{History, Model};
 use crate::analysis::frames::FrameRules;
 use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::oom_message::{self, OomMessage};
+use crate::formats::server_log::ServerLog;
 use crate::formats::{Format, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
 use crate::trace::Bytes;
@@ -57,6 +58,9 @@ pub struct OpenOptions {
     /// `--oom-message`: PyTorch's OOM message, read ([`read_oom_message`]), for the capacity
     /// and the driver's free bytes where the file lacks them.
     pub oom_message: Option<OomMessageFile>,
+    /// `--server-log`: the server's startup log, read ([`read_server_log`]); each device gets
+    /// its rank's figures for the serving budget.
+    pub server_log: Option<Arc<ServerLog>>,
     /// `read.rules`' rules when already read ([`OpenOptions::read_rules`]: a job opens many
     /// files under one rules file, read once); None: [`open`] reads them.
     pub rules: Option<Arc<UserRules>>,
@@ -112,6 +116,7 @@ impl OpenOptions {
             r.categories.as_deref(),
             r.rules.as_deref(),
             self.oom_message.as_ref().map(|m| m.path.as_path()),
+            self.server_log.as_ref().map(|l| l.path.as_path()),
         ]
         .into_iter()
         .flatten()
@@ -168,6 +173,9 @@ pub enum OpenError {
     /// A side file (`--device-log`, `--rules`, `--nsys`, …): its error names it.
     #[error(transparent)]
     SideFile(FormatError),
+    /// `--server-log`: unreadable, or no vLLM or SGLang memory line in it.
+    #[error("--server-log {name}: {reason}")]
+    ServerLog { name: String, reason: String },
     /// `--oom-message`: unreadable, not PyTorch's message, or of a GPU the file lacks.
     #[error("--oom-message {name}: {reason}")]
     OomMessage { name: String, reason: String },
@@ -280,6 +288,16 @@ pub fn read_oom_message(path: &Path) -> Result<OomMessageFile, OpenError> {
     })
 }
 
+/// Reads `--server-log FILE` (a whole job log is fine: only the memory lines of vLLM and
+/// SGLang are read; bytes that are not UTF-8 read as U+FFFD; past 256 MiB refused). A file
+/// without one memory line is an error.
+pub fn read_server_log(path: &Path) -> Result<ServerLog, OpenError> {
+    crate::formats::server_log::read(path).map_err(|reason| OpenError::ServerLog {
+        name: path.display().to_string(),
+        reason,
+    })
+}
+
 /// The largest `--oom-message` file read (a whole job log is fine; a stray multi-gigabyte
 /// file is refused rather than read into memory).
 pub(crate) const OOM_MESSAGE_MAX: u64 = 256 << 20;
@@ -312,6 +330,11 @@ fn finish(
         let (device, said) = apply_oom_message(&mut loaded, m)?;
         notes.extend(said);
         message_device = Some(device);
+    }
+    if let Some(log) = &opts.server_log {
+        for t in &mut loaded.traces {
+            t.server_log = Some(log.for_device(&t.device));
+        }
     }
     if let Some(c) = opts.capacity {
         for t in &mut loaded.traces {

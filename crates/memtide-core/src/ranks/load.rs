@@ -62,6 +62,7 @@ impl RankOptions {
             read: self.load.clone(),
             capacity: self.capacity.map(crate::trace::Bytes),
             oom_message: None,
+            server_log: None,
             rules: self.rules.clone(),
         }
     }

@@ -1,6 +1,7 @@
 //! Where a trace's external band came from: the source of each external storage, and the
 //! alignment reports of the side files merged into it (`summary --json` keys `device_log`
-//! and `nsys`, the explorer's header).
+//! and `nsys`, the explorer's header); the memory figures of a server's startup log
+//! (`--server-log`, read by `formats::server_log`) that the serving budget is reconciled with.
 
 use serde::Serialize;
 
@@ -209,5 +210,116 @@ mod tests {
             i.label(),
             "external from gpu.csv (device 0) · shift -7200.000 s · every 100 ms · covers 100%"
         );
+    }
+}
+
+/// Which server printed a figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Server {
+    Vllm,
+    Sglang,
+}
+
+impl Server {
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Vllm => "vLLM",
+            Server::Sglang => "SGLang",
+        }
+    }
+}
+
+/// What a logged figure measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFigure {
+    /// The weights loaded (vLLM's model loading; SGLang's free-memory drop over the load).
+    Weights,
+    /// The profile run's activation peak (vLLM).
+    ActivationPeak,
+    /// The KV cache (vLLM: the memory made available to it; SGLang: its K and V buffers).
+    KvCache,
+    /// CUDA-graph memory measured around the capture (the drop in free memory).
+    Graphs,
+    /// CUDA-graph memory estimated before the capture (vLLM's graph-memory profiling).
+    GraphsEstimate,
+    /// Memory outside PyTorch (vLLM's non-torch memory).
+    Outside,
+    /// The device's total memory (vLLM's `total_gpu_memory`).
+    Capacity,
+    /// Memory the distributed init took (SGLang).
+    DistributedInit,
+    /// Free memory after the weights were loaded (SGLang).
+    FreeAfterWeights,
+    /// Free memory after the KV cache's pool was made (SGLang).
+    FreeAfterKvCache,
+    /// Free memory after graph capture (SGLang): what the server left free.
+    FreeAfterGraphs,
+}
+
+impl LogFigure {
+    /// The figure's name in the reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            LogFigure::Weights => "weights",
+            LogFigure::ActivationPeak => "activation peak",
+            LogFigure::KvCache => "KV cache",
+            LogFigure::Graphs => "graph memory",
+            LogFigure::GraphsEstimate => "graph memory estimate",
+            LogFigure::Outside => "non-torch memory",
+            LogFigure::Capacity => "total memory",
+            LogFigure::DistributedInit => "distributed init",
+            LogFigure::FreeAfterWeights => "free after load weights",
+            LogFigure::FreeAfterKvCache => "free after KV cache",
+            LogFigure::FreeAfterGraphs => "free after graph capture",
+        }
+    }
+}
+
+/// One figure as a server logged it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Logged {
+    pub figure: LogFigure,
+    /// The printed value × 2^30, rounded (vLLM can log a negative figure, e.g. a KV-cache
+    /// budget below 0 or a graph pool that shrank).
+    pub bytes: i64,
+    /// Half the last printed digit, in bytes: the true figure is within `bytes ± precision`.
+    pub precision: u64,
+    /// The line it was read from (1-based).
+    pub line: usize,
+    /// The rank its prefix names (`rank=1`, `TP1`); None when it names none.
+    pub rank: Option<u32>,
+    pub server: Server,
+}
+
+/// The figures of one device's rank: what its budget is reconciled with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceServerLog {
+    pub name: String,
+    /// The rank chosen (None: the log names none).
+    pub rank: Option<u32>,
+    /// The device's own rank (`cuda:N` → N) where the log names ranks but not that one: the
+    /// lowest rank's lines were taken instead.
+    pub missing_rank: Option<u32>,
+    /// The first figure of each kind the rank (or a line naming no rank) logged.
+    pub figures: Vec<Logged>,
+}
+
+impl DeviceServerLog {
+    /// The servers the figures come from, in order of first appearance.
+    pub fn servers(&self) -> Vec<Server> {
+        let mut out: Vec<Server> = Vec::new();
+        for f in &self.figures {
+            if !out.contains(&f.server) {
+                out.push(f.server);
+            }
+        }
+        out
+    }
+
+    /// The first figure of a kind.
+    pub fn get(&self, what: LogFigure) -> Option<&Logged> {
+        self.figures.iter().find(|f| f.figure == what)
     }
 }

@@ -9,7 +9,7 @@ pub(crate) mod ranges;
 pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};
-pub use external::{DeviceLogInfo, ExternalDetail, NsysInfo};
+pub use external::{DeviceLogInfo, DeviceServerLog, ExternalDetail, NsysInfo};
 pub use intern::Interner;
 pub use model::{
     BandsSource, Change, Clock, Distributed, EventKind, EventNumbers, Mark, MarkKind, NewBlock,

@@ -359,6 +359,9 @@ pub struct Trace {
     pub time_origin_ns: Option<i64>,
     /// How a merged Nsight Systems export was aligned (None: none was merged).
     pub nsys: Option<NsysInfo>,
+    /// The server's startup log (`--server-log`): this device's rank's memory figures, which
+    /// the serving budget is reconciled with (None: no log given).
+    pub server_log: Option<super::external::DeviceServerLog>,
     /// Whether memory outside the framework is measured at all (a recorder's `external`
     /// spans or `sample` lines, a device log that covers the trace, an Nsight Systems
     /// export). False: the external band is unavailable, never 0.
@@ -407,6 +410,7 @@ impl Trace {
             device_log: None,
             time_origin_ns: None,
             nsys: None,
+            server_log: None,
             external_known: false,
             ext_source: FxHashMap::default(),
             ext_detail: FxHashMap::default(),

@@ -86,6 +86,8 @@ pub(crate) fn final_segment(raw: &Raw, s: &Segment) -> FinalSegment {
 /// The history of CUDA device `d` (entries in trace order; event #i is entry i).
 pub(crate) fn history(raw: &Raw, d: usize) -> History {
     let mut h = final_only(raw, d);
+    // The entries' places index the pools in order of first use, made below.
+    h.pools.truncate(1);
     // Kept-field objects are interned: each distinct one is parsed once, to its place.
     let mut cache: FxHashMap<u32, u32> = FxHashMap::default();
     let mut pool_index: FxHashMap<PoolId, u32> = FxHashMap::default();
@@ -146,13 +148,27 @@ pub(crate) fn settings(raw: &Raw) -> AllocConf {
         .unwrap_or_default()
 }
 
-/// The history of CUDA device `d` without its entries: the final segments only.
+/// The history of CUDA device `d` without its entries: the final segments only, and every
+/// pool the entries name (a pool released before the dump is named by its entries alone:
+/// the serving budget's capture ladder says it was there).
 pub(crate) fn final_only(raw: &Raw, d: usize) -> History {
+    let mut pools = vec![PoolId(0, 0)];
+    let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    for r in raw.devices.get(d).map_or(&[][..], |v| &v[..]) {
+        if let Some(&x) = raw.row_extra.get(r) {
+            if seen.insert(x.0) {
+                let id = pool_id(parse_extra(raw, x).get("pool_id"));
+                if !pools.contains(&id) {
+                    pools.push(id);
+                }
+            }
+        }
+    }
     History {
         device: format!("cuda:{d}"),
         conf: settings(raw),
         places: vec![Place::default()],
-        pools: vec![PoolId(0, 0)],
+        pools,
         segments: raw
             .segments
             .iter()
