@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use crate::support::repo::root;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -589,4 +590,47 @@ fn esc_in_a_ranks_diff_closes_the_fair_panel_before_going_back() {
     assert!(!d.fair_open);
     h.press("<Esc>");
     assert!(h.app.ranks().is_some(), "then back to the overview");
+}
+
+/// Inputs that carry no label (issue 50): snapshots whose categories are inferred, the batch
+/// made before the recording began, so no allocation names the inputs. A checkpointed twin
+/// (each layer's activation made in the forward as without checkpointing, then freed under
+/// the checkpoint) is the same work from the evidence: the first forward allocates the same
+/// first and largest sizes (256 MiB, tools/gen_fair_fixtures.py). A twin with a doubled
+/// sequence (512 MiB) cannot be told: the evidence disagrees, and a difference in what the
+/// forward allocates may be the method's own, so it is said, not called different work.
+#[test]
+fn unlabelled_inputs_are_judged_from_the_first_forward() {
+    let v = diff_json_paths(
+        &root().join("tests/fixtures/fair/unlabelled.snapshot.json"),
+        &root().join("tests/fixtures/fair/unlabelled-checkpointed.snapshot.json"),
+        &[],
+    );
+    let p = &v["parity"];
+    assert_eq!(p["verdict"], "same_work", "{p}");
+    let words = p["words"].as_str().unwrap_or("");
+    assert!(
+        words.starts_with("same work (inferred: inputs from evidence: the first forward allocates 256.0 MiB first and 256.0 MiB at most in each"),
+        "{words}"
+    );
+    assert_eq!(line(&v, "inputs")["state"], "same");
+    // The parameters and Adam's state were found by what they are (no category recorded).
+    assert_eq!(line(&v, "parameters")["state"], "same");
+    assert_eq!(line(&v, "optimizer_state")["state"], "same");
+
+    let v = diff_json_paths(
+        &root().join("tests/fixtures/fair/unlabelled.snapshot.json"),
+        &root().join("tests/fixtures/fair/unlabelled-seq2x.snapshot.json"),
+        &[],
+    );
+    let p = &v["parity"];
+    assert_eq!(p["verdict"], "cannot_tell", "{p}");
+    let inputs = line(&v, "inputs");
+    assert_eq!(inputs["state"], "unknown");
+    assert!(
+        inputs["words"].as_str().is_some_and(|w| w.contains(
+            "the evidence disagrees: the first forward allocates A 256.0 MiB, 256.0 MiB vs B 512.0 MiB, 512.0 MiB"
+        )),
+        "{inputs}"
+    );
 }

@@ -165,6 +165,9 @@ fn split_frame(f: &str) -> (&str, &str) {
     if f.starts_with("aten::") || f.starts_with("autograd::") || f.starts_with("nn.Module: ") {
         return ("", f);
     }
+    if let Some(parts) = file_line_space_name(f) {
+        return parts;
+    }
     let mut it = f.rsplitn(3, ':');
     let name = it.next().unwrap_or("");
     let _line = it.next();
@@ -172,6 +175,23 @@ fn split_frame(f: &str) -> (&str, &str) {
         Some(file) => (file, name),
         None => ("", f),
     }
+}
+
+/// The JSONL shape `file:line function` (memtide's recorder, docs/formats.md): the first
+/// `:` followed by digits and a space ends the file (a Windows drive's `C:\` is not one).
+fn file_line_space_name(f: &str) -> Option<(&str, &str)> {
+    let b = f.as_bytes();
+    for (i, _) in f.match_indices(':') {
+        let digits = b
+            .get(i + 1..)?
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits > 0 && b.get(i + 1 + digits) == Some(&b' ') && i > 0 {
+            return Some((f.get(..i)?, f.get(i + 2 + digits..)?));
+        }
+    }
+    None
 }
 
 /// An autograd graph node's name (`AddmmBackward0`, `ReluBackward1`): a backward op span.
@@ -338,9 +358,11 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
     let mut lines: Vec<crate::analysis::lineage::Candidate> = Vec::new();
     // Every gradient as (tensor size, start, end).
     let mut grads: Vec<(u64, u64, u64)> = Vec::new();
-    // Where the setup ends: the first step span, or the first storage a forward or a
-    // backward made.
-    let mut setup_end = step_spans.first().map_or(u64::MAX, |s| s.0);
+    // Where the setup ends: the first step (a mark sits after the event it is placed at:
+    // that event came before it), or the first storage a forward or a backward made.
+    let mut setup_end = step_spans
+        .first()
+        .map_or(u64::MAX, |s| s.0.saturating_add(1));
     let mut pools = PoolMemo::default();
     // Stream captures (profiler traces): what is made while one is open is the graph's pool.
     let mut captures: Vec<(u64, u64)> = trace
@@ -720,6 +742,14 @@ mod tests {
             ("C:\\x\\model.py", "forward")
         );
         assert_eq!(split_frame("aten::mm"), ("", "aten::mm"));
+        assert_eq!(
+            split_frame("torch/optim/adam.py:200 _init_group"),
+            ("torch/optim/adam.py", "_init_group")
+        );
+        assert_eq!(
+            split_frame("C:\\x\\model.py:31 forward (layers.0)"),
+            ("C:\\x\\model.py", "forward (layers.0)")
+        );
         assert_eq!(
             split_frame("autograd::engine::evaluate_function: AddmmBackward0"),
             ("", "autograd::engine::evaluate_function: AddmmBackward0")

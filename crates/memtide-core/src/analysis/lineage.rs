@@ -81,7 +81,8 @@ pub(crate) fn name_lines(
         v.sort_by_key(|&k| candidates.get(k).map_or(0, |c| c.start));
     }
     let mut claimed = vec![false; candidates.len()];
-    let setup_end = setup_end.min(first);
+    // The update's mark sits after the event it is placed at: that event came before it.
+    let setup_end = setup_end.min(first.saturating_add(1));
     let mut roots: Vec<usize> = (0..candidates.len())
         .filter(|&k| candidates.get(k).is_some_and(|c| c.start < setup_end))
         .collect();

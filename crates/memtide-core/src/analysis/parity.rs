@@ -248,9 +248,87 @@ pub(crate) fn inputs_words(w: &Work) -> String {
     format!("varies: {}", parts.join("; "))
 }
 
+/// `4.000 MiB, 4.000 MiB, 16.00 MiB`.
+fn sizes_words(v: &[u64]) -> String {
+    v.iter()
+        .map(|&s| human_bytes(s))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The inputs from evidence where no input allocation is seen on a side: what the batch and
+/// sequence make the model allocate (the first forward's first allocation and its largest:
+/// checkpointing, offloading and the like keep them, they free sooner) and the data made once
+/// before the steps. Same when every piece both sides have agrees; None (cannot tell) when
+/// one disagrees or the first forward is missing: a difference here may be the method's own.
+fn inputs_inferred(a: &Work, b: &Work, va: Value, vb: Value) -> Option<ParityLine> {
+    let first = |w: &Work| w.first_forward.first().copied();
+    let largest = |w: &Work| w.first_forward.iter().copied().max();
+    let (f, l) = (first(a).zip(first(b))?, largest(a).zip(largest(b))?);
+    let before = !a.before_steps.is_empty() && !b.before_steps.is_empty();
+    if f.0 != f.1 || l.0 != l.1 || (before && a.before_steps != b.before_steps) {
+        return None;
+    }
+    let mut why = format!(
+        "the first forward allocates {} first and {} at most in each",
+        human_bytes(f.0),
+        human_bytes(l.0)
+    );
+    if before {
+        why.push_str(&format!(
+            ", and the data made before the steps is the same ({})",
+            sizes_words(&a.before_steps)
+        ));
+    }
+    Some(line(
+        "inputs",
+        LineState::Same,
+        true,
+        va,
+        vb,
+        format!("same (inferred: {why})"),
+    ))
+}
+
+/// What the inputs' evidence says where it cannot settle them (for the `unknown` words).
+fn inputs_evidence(a: &Work, b: &Work) -> Option<String> {
+    let (fa, fb) = (&a.first_forward, &b.first_forward);
+    if fa.is_empty() || fb.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the first forward allocates A {} vs B {}{}",
+        sizes_words(fa),
+        sizes_words(fb),
+        if !a.before_steps.is_empty() || !b.before_steps.is_empty() {
+            format!(
+                "; made before the steps: A {} vs B {}",
+                if a.before_steps.is_empty() {
+                    "none".into()
+                } else {
+                    sizes_words(&a.before_steps)
+                },
+                if b.before_steps.is_empty() {
+                    "none".into()
+                } else {
+                    sizes_words(&b.before_steps)
+                }
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
 fn inputs(a: &Work, b: &Work) -> ParityLine {
     let (va, vb) = (inputs_value(a), inputs_value(b));
     if a.inputs_source.is_none() || b.inputs_source.is_none() {
+        if let Some(l) = inputs_inferred(a, b, va.clone(), vb.clone()) {
+            return l;
+        }
+        let evidence = inputs_evidence(a, b)
+            .map(|e| format!(" — the evidence disagrees: {e}"))
+            .unwrap_or_default();
         return line(
             "inputs",
             LineState::Unknown,
@@ -258,7 +336,7 @@ fn inputs(a: &Work, b: &Work) -> ParityLine {
             va,
             vb,
             format!(
-                "unknown: {}",
+                "unknown: {}{evidence}",
                 who_lacks(
                     a.inputs_source.is_none(),
                     b.inputs_source.is_none(),
@@ -450,7 +528,19 @@ pub(crate) fn parity(a: &Work, b: &Work) -> Parity {
     } else {
         Verdict::SameWork
     };
+    let inferred: Vec<String> = lines
+        .iter()
+        .filter_map(|l| {
+            l.words
+                .strip_prefix("same (inferred: ")
+                .and_then(|w| w.strip_suffix(')'))
+                .map(|w| format!("{} from evidence: {w}", l.line))
+        })
+        .collect();
     let words = match verdict {
+        Verdict::SameWork if !inferred.is_empty() => {
+            format!("same work (inferred: {})", inferred.join("; "))
+        }
         Verdict::SameWork => "same work".to_string(),
         Verdict::DifferentWork => format!("different work: {} differ", line_words(&differs)),
         Verdict::CannotTell => format!("cannot tell: {}", missing.join("; ")),

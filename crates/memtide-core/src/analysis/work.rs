@@ -143,7 +143,17 @@ pub struct Work {
     pub optimizer_bytes: Option<u64>,
     /// How inputs were found; None: no input allocation was found or none can be.
     pub inputs_source: Option<InputsSource>,
+    /// The sizes of the first forward's first allocations (in order; at most
+    /// [`FIRST_FORWARD`]): what the batch and sequence make a model allocate first, the
+    /// evidence of the inputs where no input allocation is seen.
+    pub first_forward: Vec<u64>,
+    /// The sizes (ascending) of the allocations with a stack made before the first update,
+    /// outside every step and not persistent: data made once before the loop.
+    pub before_steps: Vec<u64>,
 }
+
+/// How many of the first forward's allocations [`Work::first_forward`] keeps.
+pub const FIRST_FORWARD: usize = 8;
 
 impl Work {
     /// Number of updates measured; None when the run marks none (no steps, no optimizer step).
@@ -543,6 +553,8 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     } else {
         None
     };
+    let first_forward = first_forward_sizes(&seen);
+    let before_steps = made_before_steps(trace, &regions);
     let any_inputs = updates.iter().any(|u| !u.inputs.is_empty());
     let inputs_source = match (recorded_inputs, any_inputs) {
         (true, _) => Some(InputsSource::Recorded),
@@ -560,7 +572,50 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         param_bytes,
         optimizer_bytes,
         inputs_source,
+        first_forward,
+        before_steps,
     }
+}
+
+/// The sizes of the first [`FIRST_FORWARD`] allocations of the first update that has a
+/// forward, in order.
+fn first_forward_sizes(seen: &[Seen]) -> Vec<u64> {
+    let Some(first) = seen
+        .iter()
+        .filter(|s| s.phase == Some(Phase::Forward))
+        .map(|s| s.update)
+        .min()
+    else {
+        return Vec::new();
+    };
+    let mut v: Vec<(Seq, u64)> = seen
+        .iter()
+        .filter(|s| s.update == first && s.phase == Some(Phase::Forward))
+        .map(|s| (s.start, s.tensor))
+        .collect();
+    v.sort_unstable();
+    v.into_iter().take(FIRST_FORWARD).map(|(_, t)| t).collect()
+}
+
+/// The sizes (ascending) of allocations with a stack made before the first update's region,
+/// not persistent.
+fn made_before_steps(trace: &Trace, regions: &[(String, Seq, Seq)]) -> Vec<u64> {
+    let Some(first) = regions.first().map(|r| r.1) else {
+        return Vec::new();
+    };
+    let mut v: Vec<u64> = (0..trace.storage_count())
+        .map(|i| AllocId(i as u32))
+        .filter(|&id| {
+            trace.storage_kind(id) == StorageKind::Block
+                && !trace.is_from_start(id)
+                && trace.start(id) < first
+                && trace.category(id).band() != crate::trace::Band::Persistent
+                && !trace.strings.stack(trace.stack_id(id)).is_empty()
+        })
+        .map(|id| tensor_size(trace, id))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// Optimizer state an update freed is state it replaced, not state it added (an optimizer
