@@ -3,9 +3,12 @@
 opcode walk (`floor_ops`, best of RUNS), `memtide summary --json` (wall time and peak RSS, best
 of RUNS) and the explorer's first screen in a pseudo-terminal (time from exec to the first
 timeline screen, peak RSS at that moment), each as a ratio to the walk or to the file's size;
-then the middle shape with one OOM entry appended against the same file without it.
+then the middle shape with one OOM entry appended against the same file without it (and its
+first screen).
 
 Usage: benches/big.py [--memtide BIN] [--runs N] [--shapes 222,424,1030] [--no-screen] WORKDIR
+
+(`GEN_BIG_SNAPSHOT=PATH` names the generator binary when it is not in target/release/examples.)
 
 The snapshots are written into WORKDIR by `gen_big_snapshot` (deterministic: a file already
 there is used as it is). Build first, e.g. with the no-LTO settings of benches/HISTORY.md:
@@ -117,8 +120,13 @@ def main():
                               timed([a.memtide, "summary", "--json", oom])))
             without = min(p[0] for p in pairs)
             with_oom, rss = min(p[1] for p in pairs)
-            print(f"424 + one OOM: summary --json {with_oom:.2f} s, {rss:.0f} MiB, against "
-                  f"{without:.2f} s without it ({with_oom / without:.2f}x)", flush=True)
+            line = (f"424 + one OOM: summary --json {with_oom:.2f} s, {rss:.0f} MiB, against "
+                    f"{without:.2f} s without it ({with_oom / without:.2f}x)")
+            if not a.no_screen:
+                (ft, fr), _ = best(lambda: first_screen(a.memtide, oom), a.runs)
+                line += (f" | first screen {ft:.2f} s ({ft / fw:.1f}x the walk), {fr:.0f} MiB"
+                         if ft else " | first screen never shown")
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
