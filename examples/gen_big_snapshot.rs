@@ -298,7 +298,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             written += 1;
             continue;
         }
-        let growing = (written / 20_000) % 2 == 0;
+        let growing = (written / 20_000).is_multiple_of(2);
         let i = rng.below(BLOCKS as u64) as usize;
         let (addr, size, _, stack) = blocks[i];
         let alloc_p = if growing { 70 } else { 30 };

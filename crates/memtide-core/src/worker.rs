@@ -62,7 +62,7 @@ pub(crate) fn map_on<R: Send>(
             .filter_map(|i| {
                 std::thread::Builder::new()
                     .name(format!("{name}-{i}"))
-                    .spawn_scoped(s, move || take())
+                    .spawn_scoped(s, take)
                     .ok()
             })
             .collect();

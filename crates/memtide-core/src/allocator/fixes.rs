@@ -384,6 +384,7 @@ fn judge(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::{open, OpenOptions, Progress};
