@@ -15,7 +15,9 @@ there is used as it is). Build first, e.g. with the no-LTO settings of benches/H
 `cargo build --release --example gen_big_snapshot && cargo build --release -p memtide-core
 --example floor_ops && cargo build --release`.
 """
-import argparse, fcntl, os, pty, re, select, struct, subprocess, sys, termios, time
+import argparse, os, re, subprocess, sys, time
+
+from screen_time import measure  # benches/, the script's folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL = os.path.join(ROOT, "target", "release")
@@ -53,32 +55,10 @@ def timed(argv):
     return wall, ru.ru_maxrss / 1024.0
 
 
-def first_screen(memtide, path, marker=b"live at"):
+def first_screen(memtide, path):
     """Seconds from exec to the first timeline screen and VmHWM (MiB) at that moment."""
-    t0 = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        os.execvpe(memtide, [memtide, path], dict(os.environ, TERM="xterm-256color"))
-    buf, t1, hwm = b"", None, 0.0
-    while True:
-        r, _, _ = select.select([fd], [], [], 600)
-        if not r:
-            break
-        try:
-            data = os.read(fd, 1 << 16)
-        except OSError:
-            break
-        if not data:
-            break
-        buf = (buf + data)[-(1 << 20):]
-        if t1 is None and marker in buf:
-            t1 = time.perf_counter()
-            with open(f"/proc/{pid}/status") as st:
-                hwm = next(int(l.split()[1]) for l in st if l.startswith("VmHWM")) / 1024.0
-            os.write(fd, b"q")
-    os.waitpid(pid, 0)
-    return (t1 - t0) if t1 else None, hwm
+    t, _, hwm = measure([memtide, path], b"live at")
+    return t, hwm
 
 
 def best(f, runs):
