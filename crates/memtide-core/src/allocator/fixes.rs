@@ -7,7 +7,7 @@
 
 use super::replay::History;
 use super::sim::ceiling::{self, Ceiling};
-use super::sim::report::{replays, whatif_on};
+use super::sim::report::replays;
 use super::sim::{input_for, AllocConf};
 use crate::index::Index;
 use crate::trace::{human_bytes, Trace};
@@ -222,27 +222,38 @@ pub(crate) fn checked(
     };
     // The first run (the file's own settings) checks the model against the file's OOM.
     let first = sure.as_ref().or(most.as_ref());
-    let input = input_for(trace, history);
-    let Ok(w) = whatif_on(trace, history, &input, &confs, first, jobs) else {
-        return Fixes::default();
+    // The file's own settings first (as `whatif` runs them; what the file recorded beside
+    // them is not needed here), then each setting.
+    let (own_conf, source) = match super::sim::recorded_conf(trace) {
+        Some(Ok(c)) => (c, "recorded"),
+        None => (AllocConf::default(), "defaults"),
+        Some(Err(_)) => return Fixes::default(),
     };
-    if w.runs.first().is_none_or(|r| r.ops == 0) {
+    let input = input_for(trace, history);
+    let runs = replays(
+        trace,
+        history,
+        &input,
+        Some((&own_conf, source)),
+        &confs,
+        first,
+        jobs,
+    );
+    if runs.first().is_none_or(|r| r.ops == 0) {
         return Fixes::default();
     }
-    let model = w.runs.first().and_then(|r| r.model_check.as_ref());
+    let model = runs.first().and_then(|r| r.model_check.as_ref());
     let reproduced = model.is_some_and(|m| m.result == "reproduced");
     // The file's own settings' shortfall, where the ceiling is proven (not an upper bound).
     let proven = matches!((&sure, &most), (Some(s), Some(m)) if s.bytes == m.bytes);
-    let own_shortfall = w
-        .runs
+    let own_shortfall = runs
         .first()
         .filter(|_| reproduced && proven)
         .and_then(|r| r.oom_shortfall);
     // Under the most, when it differs from the sure ceiling: only the settings that ran out
     // under the sure one (one that fits there fits), and only where the fixes are judged.
     let two = matches!((&sure, &most), (Some(s), Some(m)) if m.bytes > s.bytes);
-    let short: Vec<usize> = w
-        .runs
+    let short: Vec<usize> = runs
         .iter()
         .skip(1)
         .enumerate()
@@ -268,8 +279,7 @@ pub(crate) fn checked(
         }
         _ => None,
     };
-    let fixes = w
-        .runs
+    let fixes = runs
         .iter()
         .skip(1)
         .enumerate()
