@@ -13,7 +13,7 @@ A WORKDIR that already holds `snapshot.pickle` (e.g. a link to a generated 220 M
 is used as it is: nothing is generated and nothing there is written over; the JSONL run is
 then made only if `same_events.jsonl` is there too.
 """
-import fcntl, json, os, pickle, pty, random, select, struct, sys, termios, time
+import json, os, pickle, random, sys
 
 memtide, ptmem = sys.argv[1], sys.argv[2]
 pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 330_000
@@ -68,39 +68,7 @@ if not os.path.lexists(pkl) and not os.path.lexists(jsonl):
     subprocess.run([sys.executable] + sys.argv, env=dict(os.environ, FIRST_SCREEN_GENERATE="1"), check=True)
 
 
-def measure(argv, marker):
-    t0 = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color")
-        os.execvpe(argv[0], argv, env)
-    buf, t1, hwm = b"", None, ["0"]
-    while True:
-        r, _, _ = select.select([fd], [], [], 600)
-        if not r:
-            break
-        try:
-            data = os.read(fd, 1 << 16)
-        except OSError:
-            break
-        if not data:
-            break
-        buf = (buf + data)[-(1 << 20):]
-        if t1 is None and marker in buf:
-            t1 = time.perf_counter()
-            with open(f"/proc/{pid}/status") as st:
-                hwm = [l.split()[1] for l in st if l.startswith("VmHWM")]
-            os.write(fd, b"q")
-    while True:  # drain until exit
-        try:
-            if not os.read(fd, 1 << 16):
-                break
-        except OSError:
-            break
-    _, status, ru = os.wait4(pid, 0)
-    # Peak RSS over the whole run (ru_maxrss) and at the first screen (VmHWM).
-    return (t1 - t0) if t1 else None, ru.ru_maxrss / 1024.0, int(hwm[0]) / 1024.0
+from screen_time import measure  # noqa: E402 (benches/, the script's folder)
 
 
 size_mb = os.path.getsize(pkl) / 1e6

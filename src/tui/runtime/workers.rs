@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Opens `path` through the core's door, every device ready (facts computed here, off the
-/// UI thread).
+/// Opens `path` through the core's door, off the UI thread; the devices come back as soon
+/// as they are read and indexed, their dearer facts computed behind ([`warm_behind`]).
 pub fn load(
     path: &Path,
     opts: &OpenOptions,
@@ -21,7 +21,24 @@ pub fn load(
 ) -> Result<Vec<Arc<Device>>, String> {
     let opened = memtide_core::open::open(path, &with_models(opts), progress)
         .map_err(|e| open_error_text(&e))?;
-    Ok(ready(opened.devices))
+    Ok(warm_behind(opened.devices))
+}
+
+/// The devices shared at once, their dearer facts (the OOM explanations with the fix list's
+/// replays, the doubts, the external split) computed on a thread of their own, so the first
+/// screen does not wait for them: a page that asks before they are done waits for that
+/// thread's answer (each fact is computed once). Computed here when no thread can start.
+/// Not for a followed file, whose device is changed in place on each append.
+fn warm_behind(devices: Vec<Device>) -> Vec<Arc<Device>> {
+    let shared: Vec<Arc<Device>> = devices.into_iter().map(Arc::new).collect();
+    let theirs = shared.clone();
+    let started = std::thread::Builder::new()
+        .name("memtide-warm".into())
+        .spawn(move || theirs.iter().for_each(|d| d.warm()));
+    if started.is_err() {
+        shared.iter().for_each(|d| d.warm());
+    }
+    shared
 }
 
 /// The explorer's open options: the allocator models are replayed while the file loads (on

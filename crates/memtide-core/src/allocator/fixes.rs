@@ -7,7 +7,8 @@
 
 use super::replay::History;
 use super::sim::ceiling::{self, Ceiling};
-use super::sim::{whatif_under, AllocConf};
+use super::sim::report::replays;
+use super::sim::{input_for, AllocConf};
 use crate::index::Index;
 use crate::trace::{human_bytes, Trace};
 use serde::Serialize;
@@ -195,8 +196,15 @@ pub(crate) struct Fixes {
 
 /// The fix list of `trace`: each of [`SETTINGS`] the file does not already use, replayed
 /// under the ceiling the run surely had and, where the file does not prove it, under the
-/// most it could have had ([`ceiling::bounds`]). Empty when nothing can be replayed.
-pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -> Fixes {
+/// most it could have had ([`ceiling::bounds`]). Empty when nothing can be replayed. The
+/// replays share one input and run on at most `jobs` threads: the list is the same for any
+/// `jobs`.
+pub(crate) fn checked(
+    trace: &Trace,
+    index: &Index,
+    history: Option<&History>,
+    jobs: usize,
+) -> Fixes {
     let own = super::sim::recorded_conf(trace)
         .and_then(Result::ok)
         .unwrap_or_default();
@@ -214,51 +222,71 @@ pub(crate) fn checked(trace: &Trace, index: &Index, history: Option<&History>) -
     };
     // The first run (the file's own settings) checks the model against the file's OOM.
     let first = sure.as_ref().or(most.as_ref());
-    let Ok(w) = whatif_under(trace, history, &confs, first) else {
-        return Fixes::default();
+    // The file's own settings first (as `whatif` runs them; what the file recorded beside
+    // them is not needed here), then each setting.
+    let (own_conf, source) = match super::sim::recorded_conf(trace) {
+        Some(Ok(c)) => (c, "recorded"),
+        None => (AllocConf::default(), "defaults"),
+        Some(Err(_)) => return Fixes::default(),
     };
-    if w.runs.first().is_none_or(|r| r.ops == 0) {
+    let input = input_for(trace, history);
+    let runs = replays(
+        trace,
+        history,
+        &input,
+        Some((&own_conf, source)),
+        &confs,
+        first,
+        jobs,
+    );
+    if runs.first().is_none_or(|r| r.ops == 0) {
         return Fixes::default();
     }
-    let model = w.runs.first().and_then(|r| r.model_check.as_ref());
+    let model = runs.first().and_then(|r| r.model_check.as_ref());
     let reproduced = model.is_some_and(|m| m.result == "reproduced");
     // The file's own settings' shortfall, where the ceiling is proven (not an upper bound).
     let proven = matches!((&sure, &most), (Some(s), Some(m)) if s.bytes == m.bytes);
-    let own_shortfall = w
-        .runs
+    let own_shortfall = runs
         .first()
         .filter(|_| reproduced && proven)
         .and_then(|r| r.oom_shortfall);
     // Under the most, when it differs from the sure ceiling: only the settings that ran out
     // under the sure one (one that fits there fits), and only where the fixes are judged.
     let two = matches!((&sure, &most), (Some(s), Some(m)) if m.bytes > s.bytes);
-    let short: Vec<usize> = w
-        .runs
+    let short: Vec<usize> = runs
         .iter()
         .skip(1)
         .enumerate()
         .filter(|(_, r)| r.oom.is_some())
         .map(|(k, _)| k)
         .collect();
+    // (Only those settings: the file's own run is not needed again.)
     let wide = match &most {
         Some(m) if two && reproduced && !short.is_empty() => {
             let picked: Vec<AllocConf> = short
                 .iter()
                 .filter_map(|&k| confs.get(k).cloned())
                 .collect();
-            whatif_under(trace, history, &picked, Some(m)).ok()
+            Some(replays(
+                trace,
+                history,
+                &input,
+                None,
+                &picked,
+                Some(m),
+                jobs,
+            ))
         }
         _ => None,
     };
-    let fixes = w
-        .runs
+    let fixes = runs
         .iter()
         .skip(1)
         .enumerate()
         .map(|(k, r)| {
             let under_most = wide.as_ref().and_then(|w| {
                 let p = short.iter().position(|&x| x == k)?;
-                w.runs.get(p + 1)
+                w.get(p)
             });
             let mut fix = judge(r, under_most, two, sure.as_ref(), most.as_ref(), reproduced);
             fix.setting = labels.get(k).map_or(fix.setting, |l| l.to_string());
@@ -363,4 +391,54 @@ fn judge(
         Some(FixResult::Depends) | None => None,
     };
     fix
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{open, OpenOptions, Progress};
+
+    /// The fix list is the same whether its replays run on one thread or share several:
+    /// every OOM fixture as it is and without the driver's free bytes (then the settings
+    /// that run out under the reserve are replayed again under the most the run could have
+    /// had), the settings in the same order with the same figures.
+    #[test]
+    fn the_fix_list_is_the_same_on_one_thread_or_several() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let dir = root.join("tests/fixtures/oom");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+            .collect();
+        files.sort();
+        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        assert!(files.len() >= 9, "{files:?}");
+        let (mut fixes, mut widened) = (0, 0);
+        for f in &files {
+            for forget_free in [false, true] {
+                let mut opened = open(f, &OpenOptions::default(), &Progress::new()).unwrap();
+                for d in &mut opened.devices {
+                    if forget_free {
+                        for m in &mut d.trace.marks {
+                            m.free = None;
+                        }
+                    }
+                    let one = checked(&d.trace, &d.index, d.history(), 1);
+                    for jobs in [2, 3, 8] {
+                        let many = checked(&d.trace, &d.index, d.history(), jobs);
+                        assert_eq!(one, many, "{} with {jobs} threads", f.display());
+                    }
+                    fixes += one.fixes.len();
+                    // Judged by the replay under the most (its peak is what it needs).
+                    widened += one.fixes.iter().filter(|x| x.needs.is_some()).count();
+                }
+            }
+        }
+        // The fixtures do replay settings, twice for some (else the comparison above
+        // proves nothing).
+        assert!(fixes >= 40, "{fixes} fixes");
+        assert!(widened >= 4, "{widened} settings replayed under the most");
+    }
 }

@@ -37,11 +37,20 @@ pub(crate) fn explain_ooms(
     if marks.is_empty() {
         return Vec::new();
     }
-    // One replay for all OOMs: the state before each OOM entry.
-    let states = history.map(|h| {
-        let at: Vec<usize> = marks.iter().map(|m| m.at.idx()).collect();
-        h.states_before(&at)
-    });
+    // One replay for all OOMs: the state before each OOM entry, on a thread of its own
+    // while the fix list's replays run (they do not depend on each other).
+    let jobs = crate::ranks::default_jobs();
+    let (states, fx) = crate::worker::both(
+        "memtide-oom-state",
+        jobs,
+        || {
+            history.map(|h| {
+                let at: Vec<usize> = marks.iter().map(|m| m.at.idx()).collect();
+                h.states_before(&at)
+            })
+        },
+        || fixes::checked(trace, index, history, jobs),
+    );
     let rising = trend.rising.then(|| match trend.growth_bytes {
         Some(g) => format!(
             "{}{} after warm-up",
@@ -50,7 +59,6 @@ pub(crate) fn explain_ooms(
         ),
         None => "at every step".to_string(),
     });
-    let fx = fixes::checked(trace, index, history);
     let own = crate::allocator::sim::recorded_conf(trace)
         .and_then(Result::ok)
         .unwrap_or_default();

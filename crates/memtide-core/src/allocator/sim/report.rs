@@ -92,46 +92,33 @@ pub fn whatif_under(
     ceiling: Option<&Ceiling>,
 ) -> Result<WhatIf, super::ConfError> {
     let input = input_for(trace, history);
+    whatif_on(
+        trace,
+        history,
+        &input,
+        confs,
+        ceiling,
+        crate::ranks::default_jobs(),
+    )
+}
+
+/// [`whatif_under`] on a replay input already built, its runs (independent replays of the
+/// same input) shared out over at most `jobs` threads; the result is the same for any `jobs`.
+pub(crate) fn whatif_on(
+    trace: &Trace,
+    history: Option<&History>,
+    input: &SimInput,
+    confs: &[AllocConf],
+    ceiling: Option<&Ceiling>,
+    jobs: usize,
+) -> Result<WhatIf, super::ConfError> {
     let own = recorded_conf(trace).transpose()?;
-    let opts = RunOptions {
-        capacity: ceiling.map(|c| c.bytes),
-        device: trace.device.clone(),
-        ..RunOptions::default()
+    let defaults = AllocConf::default();
+    let first = match &own {
+        Some(c) => (c, "recorded"),
+        None => (&defaults, "defaults"),
     };
-    let mut runs = Vec::new();
-    let (first, source) = match &own {
-        Some(c) => (c.clone(), "recorded"),
-        None => (AllocConf::default(), "defaults"),
-    };
-    // The file's own run starts from its recorded layout.
-    let own_opts = RunOptions {
-        recorded_layout: true,
-        ..opts.clone()
-    };
-    let mut r = run(&input, &first, &own_opts);
-    r.settings_source = source.into();
-    if ceiling.is_some() {
-        r.model_check = model_check(trace, history, &input, &r);
-    }
-    runs.push(r);
-    for c in confs {
-        let mut r = run(&input, c, &opts);
-        r.settings_source = "--alloc-conf".into();
-        runs.push(r);
-    }
-    // Served under a ceiling the run may not have had (an upper bound): it depends on what
-    // lay outside the allocator, never "would have fit".
-    if ceiling.is_some_and(|c| !c.proven()) {
-        for r in runs.iter_mut().filter(|r| r.outcome == "would_have_fit") {
-            r.outcome = "depends";
-        }
-    }
-    // Positions on the event axis become the `#N` users see (as `summary`'s OOMs).
-    for r in &mut runs {
-        if let Some(o) = &mut r.oom {
-            o.index = trace.event_number(Seq(o.index));
-        }
-    }
+    let runs = replays(trace, history, input, Some(first), confs, ceiling, jobs);
     let recorded = history.filter(|h| !h.segments.is_empty() || !h.entries.is_empty());
     let recorded = recorded.and_then(|h| {
         let (reserved_peak, segments) = recorded_peak(h)?;
@@ -150,6 +137,63 @@ pub fn whatif_under(
         capacity: ceiling.and_then(|c| c.capacity),
         ceiling: ceiling.cloned(),
     })
+}
+
+/// The replays of `confs` (after the file's own settings `own`, with their source, when
+/// given: that run starts from the recorded layout and is checked against the file's OOM),
+/// each under `ceiling`, on at most `jobs` threads, in the order given; OOMs at their `#N`.
+pub(crate) fn replays(
+    trace: &Trace,
+    history: Option<&History>,
+    input: &SimInput,
+    own: Option<(&AllocConf, &'static str)>,
+    confs: &[AllocConf],
+    ceiling: Option<&Ceiling>,
+    jobs: usize,
+) -> Vec<RunResult> {
+    let opts = RunOptions {
+        capacity: ceiling.map(|c| c.bytes),
+        device: trace.device.clone(),
+        ..RunOptions::default()
+    };
+    // The file's own run starts from its recorded layout.
+    let own_opts = RunOptions {
+        recorded_layout: true,
+        ..opts.clone()
+    };
+    let first = usize::from(own.is_some());
+    let mut runs = crate::worker::map_on("memtide-whatif", jobs, confs.len() + first, |k| {
+        match (k.checked_sub(first).and_then(|k| confs.get(k)), own) {
+            (Some(c), _) => {
+                let mut r = run(input, c, &opts);
+                r.settings_source = "--alloc-conf".into();
+                r
+            }
+            (None, Some((c, source))) => {
+                let mut r = run(input, c, &own_opts);
+                r.settings_source = source.into();
+                if ceiling.is_some() {
+                    r.model_check = model_check(trace, history, input, &r);
+                }
+                r
+            }
+            (None, None) => run(input, &AllocConf::default(), &opts),
+        }
+    });
+    // Served under a ceiling the run may not have had (an upper bound): it depends on what
+    // lay outside the allocator, never "would have fit".
+    if ceiling.is_some_and(|c| !c.proven()) {
+        for r in runs.iter_mut().filter(|r| r.outcome == "would_have_fit") {
+            r.outcome = "depends";
+        }
+    }
+    // Positions on the event axis become the `#N` users see (as `summary`'s OOMs).
+    for r in &mut runs {
+        if let Some(o) = &mut r.oom {
+            o.index = trace.event_number(Seq(o.index));
+        }
+    }
+    runs
 }
 
 /// The first run (the file's own settings) against the file's first OOM request: where the
