@@ -6,6 +6,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+/// The number of threads to work with: `MEMTIDE_JOBS` when set, else the cores.
+pub fn default_jobs() -> usize {
+    std::env::var("MEMTIDE_JOBS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Starts thread `name` running `work(value)`. When the thread cannot start: `Err` with the
 /// value (`None` only if a poisoned hand-over lost it). The handle yields `None` only if the
 /// value never reached the thread.

@@ -1,7 +1,6 @@
 //! `memtide._native.main(argv)`: the `memtide` command as the wheel installs it — the same
 //! parse and run as the binary (`src/main.rs`), returning the exit status.
 
-use clap::Parser as _;
 use pyo3::prelude::*;
 use std::process::ExitCode;
 
@@ -14,18 +13,7 @@ pub fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
         memtide_core::budget::library_mode(false);
         crate::alloc_guard::return_large_frees_to_the_system();
         crate::abort_restore::install();
-        if let Err(e) = memtide_core::budget::init_from_env() {
-            eprintln!(
-                "memtide: error: {}",
-                memtide::safe_text::one_line(&e.to_string())
-            );
-            return memtide::cli::EXIT_ERROR;
-        }
-        let code = match memtide::Cli::try_parse_from(argv) {
-            Ok(cli) => memtide::run(cli),
-            Err(e) => memtide::cli::usage_error(e),
-        };
-        status(code)
+        status(memtide::main_with(argv))
     })
 }
 
@@ -33,5 +21,5 @@ pub fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
 fn status(code: ExitCode) -> u8 {
     (0..=u8::MAX)
         .find(|&n| ExitCode::from(n) == code)
-        .unwrap_or(memtide::cli::EXIT_ERROR)
+        .unwrap_or(memtide::EXIT_ERROR)
 }

@@ -39,7 +39,7 @@ pub(crate) fn explain_ooms(
     }
     // One replay for all OOMs: the state before each OOM entry, on a thread of its own
     // while the fix list's replays run (they do not depend on each other).
-    let jobs = crate::ranks::default_jobs();
+    let jobs = crate::worker::default_jobs();
     let (states, fx) = crate::worker::both(
         "memtide-oom-state",
         jobs,

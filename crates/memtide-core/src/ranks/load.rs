@@ -87,14 +87,7 @@ pub enum RankEvent {
     Done(usize, FileOutcome),
 }
 
-/// The number of threads to read with: `MEMTIDE_JOBS` when set, else the cores.
-pub fn default_jobs() -> usize {
-    std::env::var("MEMTIDE_JOBS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
+pub use crate::worker::default_jobs;
 
 /// Reads every file on at most `jobs` threads (`progress[i]` counts file `i`'s bytes; a
 /// missing entry gets a fresh counter), calling `on_event` from the worker threads as each

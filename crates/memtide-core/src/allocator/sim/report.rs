@@ -98,7 +98,7 @@ pub fn whatif_under(
         &input,
         confs,
         ceiling,
-        crate::ranks::default_jobs(),
+        crate::worker::default_jobs(),
     )
 }
 
