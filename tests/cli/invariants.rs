@@ -97,6 +97,39 @@ fn every_summary_of_every_file_holds_its_invariants() {
                 assert!(s > 0, "{at}: a shortfall of 0 B is no shortfall");
             }
         }
+        // The persistent split: its known parts within the persistent band, and optimizer
+        // state never without parameters to be the state of (known, or unknown: null).
+        let split = &p["persistent"];
+        if let Some(total) = split["total"].as_u64() {
+            let band = bands.get("persistent").and_then(Value::as_u64);
+            assert_eq!(
+                Some(total),
+                band,
+                "{at}: persistent split {split} ≠ the band"
+            );
+            let parts: u64 = [
+                "params",
+                "grads",
+                "optimizer",
+                "buffers",
+                "other",
+                "private_pool",
+            ]
+            .iter()
+            .filter_map(|k| split[*k].as_u64())
+            .sum();
+            assert!(
+                parts <= total,
+                "{at}: the persistent split's parts {parts} > its total {total}: {split}"
+            );
+            if split["optimizer"].as_u64().is_some_and(|o| o > 0) {
+                assert_ne!(
+                    split["params"].as_u64(),
+                    Some(0),
+                    "{at}: optimizer state with no parameters: {split}"
+                );
+            }
+        }
         // The live rows at the peak never hold more than the peak.
         let live: u64 = p["live"]
             .as_array()
