@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Opens `path` through the core's door, off the UI thread; the devices come back as soon
-/// as they are read and indexed, their dearer facts computed behind ([`warm_behind`]).
+/// as they are read and indexed, their dearer facts computed behind (`warm_behind`).
 pub fn load(
     path: &Path,
     opts: &OpenOptions,

@@ -70,7 +70,7 @@ pub(crate) const SERVER_LOG_MAX: u64 = 256 << 20;
 const EXPECTED: &str = "no vLLM or SGLang memory line in it (expected e.g. `Model loading took 14.99 GiB …`, `Available KV cache memory: 54.62 GiB`, `Graph capturing finished in 13 secs, took 0.27 GiB`, `Load weight end. … mem usage=15.06 GB`, `KV Cache is allocated. … K size: 12.74 GB, V size: 12.74 GB`)";
 
 /// Reads `--server-log FILE`: bytes that are not UTF-8 read as U+FFFD; past
-/// [`SERVER_LOG_MAX`] refused. The error text names what is wrong (the caller names the file).
+/// 256 MiB (`SERVER_LOG_MAX`) refused. The error text names what is wrong (the caller names the file).
 pub fn read(path: &Path) -> Result<ServerLog, String> {
     let bytes =
         crate::formats::limit::read_file(path, SERVER_LOG_MAX, "a server log").map_err(|e| {
