@@ -160,7 +160,8 @@ fn fit(params: u64, grads: u64, opt: u64, count: Option<u64>) -> String {
         None
     };
     let grads_ok = grads == 0 || near(g, 1.0);
-    // Fewer gradients than parameters: the peak is inside a backward, which has made some.
+    // Fewer gradients than parameters at the peak: a backward under way (it has made some so
+    // far), or gradients made before the recording that nothing pairs with.
     let partial = !grads_ok && g < 1.0;
     let dtype = count.filter(|&n| n > 0).map(|n| params as f64 / n as f64);
     match (state, grads_ok, dtype) {
@@ -171,7 +172,7 @@ fn fit(params: u64, grads: u64, opt: u64, count: Option<u64>) -> String {
                 format!("{s}-like")
             };
             format!(
-                "{like} (optimizer = {o:.2}× params, grads = {g:.2}× params: the gradients partly made, the peak inside a backward)"
+                "{like} (optimizer = {o:.2}× params, grads = {g:.2}× params: fewer gradients than parameters live at the peak: a backward under way, or some not recorded)"
             )
         }
         (Some(s), true, Some(d)) if near(d, 4.0) || near(d, 2.0) => {
@@ -205,7 +206,9 @@ mod tests {
         assert!(fit(0, 0, 80, None).starts_with("no parameters found"));
         // Mid-backward: some gradients made.
         assert!(fit(40, 4, 80, None).starts_with("Adam-like"));
-        assert!(fit(40, 4, 80, Some(10)).contains("gradients partly made"));
+        assert!(
+            fit(40, 4, 80, Some(10)).contains("fewer gradients than parameters live at the peak")
+        );
         assert!(fit(40, 4, 130, None).starts_with("fits no usual model"));
     }
 
