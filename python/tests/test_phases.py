@@ -78,4 +78,14 @@ def test_phases_off_writes_no_phase_marks_and_no_input(tmp_path, memtide_bin):
     assert [e["kind"] for e in ev if e["op"] == "mark"] == ["step"] * 3
     assert not any(e.get("cat") == "input" for e in ev)
     v = diff(memtide_bin, tmp_path / "a.jsonl", tmp_path / "a.jsonl")
-    assert v["parity"]["lines"]["inputs"]["state"] == "unknown"
+    # No allocation names the inputs: they are judged from evidence (the first forward's
+    # allocations, the same file on both sides), never from a label.
+    inputs = v["parity"]["lines"]["inputs"]
+    assert inputs["state"] == "same"
+    assert inputs["words"].startswith("same (inferred: the first forward allocates")
+    assert inputs["a"]["source"] is None
+    # A batch twice as large: the evidence disagrees, and the inputs cannot be told.
+    train(tmp_path / "b.jsonl", 128, phases=False)
+    w = diff(memtide_bin, tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert w["parity"]["lines"]["inputs"]["state"] == "unknown"
+    assert "the evidence disagrees" in w["parity"]["lines"]["inputs"]["words"]
