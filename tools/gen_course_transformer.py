@@ -34,6 +34,7 @@ import os
 import pickle
 
 from cca_model import Allocator, Conf, GiB
+from gen_oom_faithful import SETTINGS
 
 T0 = 1_800_000_000_000_000
 USER = "/home/carol/cs336/cs336_basics"
@@ -41,15 +42,6 @@ TRAIN = "/home/carol/cs336/cs336_systems/profile_memory.py"
 TORCH = "/usr/lib/python3.11/site-packages/torch"
 
 VOCAB, D, FF, LAYERS, BATCH, SEQ, HEADS = 8000, 512, 1376, 4, 16, 256, 8
-SETTINGS = {
-    "PYTORCH_CUDA_ALLOC_CONF": "",
-    "max_split_size": -1,
-    "garbage_collection_threshold": 0.0,
-    "expandable_segments": False,
-    "roundup_power2_divisions": {str(1 << k): 0 for k in range(16)},
-}
-
-
 def frame(filename, line, name):
     return {"filename": filename, "line": line, "name": name}
 
