@@ -51,9 +51,15 @@ pub fn target_dir(bin: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// One wheel build at a time in a test binary: maturin stages the extension at one path of
+/// the shared target directory (`target/maturin/lib_native.so`), and two builds at once (the
+/// Python API's and the pytest marker's tests) took it from under each other.
+static ONE_BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Builds the `memtide-cli` wheel from `root` with the environment's maturin (dev profile:
 /// the code the other tests run) into `out`; returns the `.whl`.
 pub fn build_wheel(env: &Path, root: &Path, target: &Path, out: &Path) -> PathBuf {
+    let _one = ONE_BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let maturin = env.join("bin/maturin");
     assert!(
         maturin.exists(),
