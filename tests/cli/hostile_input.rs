@@ -232,6 +232,15 @@ fn self_referential_kept_value_is_bounded() {
     );
 }
 
+/// A snapshot JSON whose device trace and pinned host trace are both `entries`.
+fn same_on_device_and_host<S: AsRef<str>>(entries: &[S]) -> String {
+    let list: Vec<&str> = entries.iter().map(AsRef::as_ref).collect();
+    let list = list.join(",");
+    format!(
+        r#"{{"segments":[],"device_traces":[[{list}]],"host_segments":[],"host_traces":[{list}],"allocator_settings":{{}},"external_annotations":[]}}"#
+    )
+}
+
 /// Segments mapped again and again, each shifted by a byte (a fuzz case of the 1,000,000-case
 /// run: 34,908 such `segment_alloc` entries of pinned host memory read in 10.5 s, 9,305 of a
 /// device's 1.0 s): every mapping walked every piece mapped inside it. Now what a mapping
@@ -251,10 +260,7 @@ fn segments_mapped_again_shifted_by_a_byte_read_at_once() {
         )
     };
     let entries: Vec<String> = (0..n).map(entry).collect();
-    let list = entries.join(",");
-    let snap = format!(
-        r#"{{"segments":[],"device_traces":[[{list}]],"host_segments":[],"host_traces":[{list}],"allocator_settings":{{}},"external_annotations":[]}}"#
-    );
+    let snap = same_on_device_and_host(&entries);
     let dir = tempfile::tempdir().expect("tmp");
     let path = write(&dir, "shifted.json", snap.as_bytes());
     let out = summary_within_30_s(&path);
@@ -282,10 +288,7 @@ fn a_segment_of_size_zero_maps_nothing() {
         r#"{"action":"segment_unmap","addr":8388608,"size":0,"stream":0,"time_us":5}"#,
         r#"{"action":"segment_free","addr":4194304,"size":0,"stream":0,"time_us":6}"#,
     ];
-    let list = entries.join(",");
-    let snap = format!(
-        r#"{{"segments":[],"device_traces":[[{list}]],"host_segments":[],"host_traces":[{list}],"allocator_settings":{{}},"external_annotations":[]}}"#
-    );
+    let snap = same_on_device_and_host(&entries);
     let dir = tempfile::tempdir().expect("tmp");
     let path = write(&dir, "empty-segments.json", snap.as_bytes());
     let out = summary_within_30_s(&path);
