@@ -489,10 +489,8 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
         if let (Some(v), None) = (made, fx.user) {
             v.push((trace.size(id).0, start, end.unwrap_or(u64::MAX)));
         }
-        // The tensor's own size (the block may hold an unsplit remainder beside it).
-        let tensor = trace.requested_size(id).unwrap_or(trace.size(id)).0;
         if cat == Category::Grad && fx.user.is_none() {
-            grads.push((tensor, start, end.unwrap_or(u64::MAX)));
+            grads.push((trace.tensor_size(id).0, start, end.unwrap_or(u64::MAX)));
         }
         if from_start && !fx.has_frames && fx.user.is_none() {
             pairs.before.push(id);
@@ -500,7 +498,7 @@ pub(crate) fn infer(trace: &mut Trace, rules: &Rules) {
         if undecided && cat != Category::PrivatePool {
             lines.push(crate::analysis::lineage::Candidate {
                 id,
-                size: tensor,
+                size: trace.tensor_size(id).0,
                 start,
                 end: end.unwrap_or(u64::MAX),
             });
@@ -679,7 +677,7 @@ fn pair_before_recording(trace: &mut Trace, p: Pairing) {
 
 /// `[start, end)` spans sorted by start, each end replaced by the largest end so far, so that
 /// `inside_span` is one binary search.
-fn prefix_max_ends(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+pub(crate) fn prefix_max_ends(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     spans.sort_unstable();
     let mut hi = 0;
     for s in &mut spans {

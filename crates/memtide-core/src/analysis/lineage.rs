@@ -23,7 +23,7 @@ pub(crate) struct Candidate {
 /// The optimizer updates' spans `[start, end)` (PyTorch's `Optimizer.step#…` annotations and
 /// the like; not `zero_grad`).
 fn updates(trace: &Trace) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = trace
+    let v: Vec<(u64, u64)> = trace
         .marks
         .iter()
         .filter(|m| m.kind == MarkKind::Phase)
@@ -34,13 +34,7 @@ fn updates(trace: &Trace) -> Vec<(u64, u64)> {
         .map(|m| (m.at.0, m.end.map_or(m.at.0, |e| e.0.saturating_add(1))))
         .collect();
     // Nested or repeated marks: each end the largest so far, so that one search answers.
-    v.sort_unstable();
-    let mut hi = 0;
-    for s in &mut v {
-        hi = hi.max(s.1);
-        s.1 = hi;
-    }
-    v
+    crate::analysis::infer::prefix_max_ends(v)
 }
 
 /// Names the persistent lines among `candidates` (see the module's text); `grads`: every

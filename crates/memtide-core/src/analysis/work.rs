@@ -453,7 +453,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             phase,
             shown: shown.is_some(),
             size: trace.size(id).0,
-            tensor: tensor_size(trace, id),
+            tensor: trace.tensor_size(id).0,
             cat,
             inferred,
             has_stack,
@@ -612,7 +612,7 @@ fn made_before_steps(trace: &Trace, regions: &[(String, Seq, Seq)]) -> Vec<u64> 
                 && trace.category(id).band() != crate::trace::Band::Persistent
                 && !trace.strings.stack(trace.stack_id(id)).is_empty()
         })
-        .map(|id| tensor_size(trace, id))
+        .map(|id| trace.tensor_size(id).0)
         .collect();
     v.sort_unstable();
     v
@@ -646,7 +646,7 @@ fn replaced_state(
         else {
             continue;
         };
-        *f.entry(tensor_size(trace, id)).or_default() += 1;
+        *f.entry(trace.tensor_size(id).0).or_default() += 1;
     }
     for ((u, made), freed) in updates.iter_mut().zip(made).zip(&mut freed) {
         for &(tensor, block) in made {
@@ -656,11 +656,6 @@ fn replaced_state(
             }
         }
     }
-}
-
-/// A storage's tensor size (what was requested; its block may hold an unsplit remainder).
-fn tensor_size(trace: &Trace, id: AllocId) -> u64 {
-    trace.requested_size(id).unwrap_or(trace.size(id)).0
 }
 
 #[cfg(test)]

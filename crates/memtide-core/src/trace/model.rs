@@ -792,6 +792,12 @@ impl Trace {
             .filter(|&r| r != self.size(id))
     }
 
+    /// The tensor's own bytes: what was asked for where the file says, else the storage's
+    /// size (a block may hold an unsplit remainder beside its tensor).
+    pub fn tensor_size(&self, id: AllocId) -> Bytes {
+        self.requested_size(id).unwrap_or(self.size(id))
+    }
+
     pub fn category(&self, id: AllocId) -> Category {
         Category::from_u8(self.storages.cat.get(id.idx()).copied().unwrap_or(10))
     }
