@@ -387,21 +387,30 @@ fn marked_phase(windows: &[(Seq, Seq, Phase)], at: Seq) -> Option<Phase> {
         .map(|w| w.2)
 }
 
-/// What one storage is, for the scan.
+/// What one storage is, for the scan: twelve bytes (one is kept for each allocation of the
+/// run; its start, sizes and category are read back from the trace).
 struct Seen {
-    update: usize,
-    start: Seq,
+    id: AllocId,
+    update: u32,
     phase: Option<Phase>,
-    /// The phase comes from a mark or frames (visible in every update that runs it), not
-    /// only from a category (visible only where the phase allocates something new).
-    shown: bool,
-    size: u64,
-    /// The tensor's size (requested).
-    tensor: u64,
-    cat: Category,
-    inferred: bool,
-    has_stack: bool,
-    survives_update: bool,
+    /// `SHOWN`, `INFERRED`, `HAS_STACK`, `SURVIVES_UPDATE`.
+    bits: u8,
+}
+
+/// The phase comes from a mark or frames (visible in every update that runs it), not only
+/// from a category (visible only where the phase allocates something new).
+const SHOWN: u8 = 1;
+const INFERRED: u8 = 2;
+const HAS_STACK: u8 = 4;
+const SURVIVES_UPDATE: u8 = 8;
+
+impl Seen {
+    fn update(&self) -> usize {
+        self.update as usize
+    }
+    fn is(&self, bit: u8) -> bool {
+        self.bits & bit != 0
+    }
 }
 
 /// The facts of one run.
@@ -447,17 +456,15 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         let shown = marked.or(framed).or(threadless.then_some(Phase::Backward));
         let phase = shown.or((!inferred).then(|| phase_of_category(cat)).flatten());
         let survives_update = trace.end(id).is_none_or(|e| e > regions[update].2);
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
         seen.push(Seen {
-            update,
-            start,
+            id,
+            update: update as u32,
             phase,
-            shown: shown.is_some(),
-            size: trace.size(id).0,
-            tensor: trace.tensor_size(id).0,
-            cat,
-            inferred,
-            has_stack,
-            survives_update,
+            bits: bit(shown.is_some(), SHOWN)
+                | bit(inferred, INFERRED)
+                | bit(has_stack, HAS_STACK)
+                | bit(survives_update, SURVIVES_UPDATE),
         });
     }
     let stacks_known = blocks > 0 && with_stack * 2 >= blocks;
@@ -484,42 +491,43 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         .collect();
     // The snapshot's frame-less rule only where most allocations have frames.
     for s in &mut seen {
-        if s.phase == Some(Phase::Backward) && !s.has_stack && !stacks_known && s.inferred {
+        if s.phase == Some(Phase::Backward) && !s.is(HAS_STACK) && !stacks_known && s.is(INFERRED) {
             s.phase = None;
         }
     }
     let mut first_forward: Vec<Option<Seq>> = vec![None; updates.len()];
     for s in seen.iter().filter(|s| s.phase == Some(Phase::Forward)) {
-        let f = &mut first_forward[s.update];
-        *f = Some(f.map_or(s.start, |f| f.min(s.start)));
+        let start = trace.start(s.id);
+        let f = &mut first_forward[s.update()];
+        *f = Some(f.map_or(start, |f| f.min(start)));
     }
     // Optimizer state each update made: (tensor size, block size).
     let mut state_made: Vec<Vec<(u64, u64)>> = vec![Vec::new(); updates.len()];
     for s in &seen {
-        let u = &mut updates[s.update];
+        let (u, cat, start) = (s.update(), trace.category(s.id), trace.start(s.id));
         if let Some(p) = s.phase {
-            u.phases.add(p);
+            updates[u].phases.add(p);
         }
         // State made in the update (not in the setup before its first forward: an optimizer
         // that makes its state in its own `__init__` made it before any step).
-        if s.cat == Category::Optimizer
-            && s.survives_update
-            && first_forward[s.update].is_none_or(|f| s.start > f)
+        if cat == Category::Optimizer
+            && s.is(SURVIVES_UPDATE)
+            && first_forward[u].is_none_or(|f| start > f)
         {
-            if let Some(m) = state_made.get_mut(s.update) {
-                m.push((s.tensor, s.size));
+            if let Some(m) = state_made.get_mut(u) {
+                m.push((trace.tensor_size(s.id).0, trace.size(s.id).0));
             }
         }
         let input = if recorded_inputs {
-            s.cat == Category::Input && !s.inferred
+            cat == Category::Input && !s.is(INFERRED)
         } else {
-            s.has_stack
+            s.is(HAS_STACK)
                 && s.phase.is_none()
-                && s.cat.band() != crate::trace::Band::Persistent
-                && first_forward[s.update].is_some_and(|f| s.start < f)
+                && cat.band() != crate::trace::Band::Persistent
+                && first_forward[u].is_some_and(|f| start < f)
         };
         if input {
-            u.inputs.push(s.size);
+            updates[u].inputs.push(trace.size(s.id).0);
         }
     }
     for u in &mut updates {
@@ -530,7 +538,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         .iter()
         .fold(Phases::default(), |acc, u| acc.union(u.phases));
     let mut per_update = Phases::default();
-    for s in seen.iter().filter(|s| s.shown) {
+    for s in seen.iter().filter(|s| s.is(SHOWN)) {
         if let Some(p) = s.phase {
             per_update.add(p);
         }
@@ -553,7 +561,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     } else {
         None
     };
-    let first_forward = first_forward_sizes(&seen);
+    let first_forward = first_forward_sizes(trace, &seen);
     let before_steps = made_before_steps(trace, &regions);
     let any_inputs = updates.iter().any(|u| !u.inputs.is_empty());
     let inputs_source = match (recorded_inputs, any_inputs) {
@@ -579,7 +587,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
 
 /// The sizes of the first [`FIRST_FORWARD`] allocations of the first update that has a
 /// forward, in order.
-fn first_forward_sizes(seen: &[Seen]) -> Vec<u64> {
+fn first_forward_sizes(trace: &Trace, seen: &[Seen]) -> Vec<u64> {
     let Some(first) = seen
         .iter()
         .filter(|s| s.phase == Some(Phase::Forward))
@@ -591,7 +599,7 @@ fn first_forward_sizes(seen: &[Seen]) -> Vec<u64> {
     let mut v: Vec<(Seq, u64)> = seen
         .iter()
         .filter(|s| s.update == first && s.phase == Some(Phase::Forward))
-        .map(|s| (s.start, s.tensor))
+        .map(|s| (trace.start(s.id), trace.tensor_size(s.id).0))
         .collect();
     v.sort_unstable();
     v.into_iter().take(FIRST_FORWARD).map(|(_, t)| t).collect()

@@ -6,6 +6,7 @@ pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;
 pub(crate) mod ranges;
+pub(crate) mod requested;
 pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};

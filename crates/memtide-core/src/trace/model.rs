@@ -323,7 +323,7 @@ pub struct Trace {
     /// What the caller asked for, for storages whose size is a larger block the allocator
     /// holds for them (CUDA snapshots: the request rounded, or a whole unsplit block, as
     /// `memory_allocated()` counts it). Absent: the size is what was asked for.
-    pub requested: FxHashMap<AllocId, u64>,
+    pub(crate) requested: super::requested::Requested,
     pub marks: Vec<Mark>,
     pub changes: Vec<Change>,
 
@@ -393,7 +393,7 @@ impl Trace {
             base_released: FxHashMap::default(),
             extra: FxHashMap::default(),
             evidence: FxHashMap::default(),
-            requested: FxHashMap::default(),
+            requested: Default::default(),
             marks: Vec::new(),
             changes: Vec::new(),
             unmatched_frees: 0,
@@ -786,10 +786,7 @@ impl Trace {
     /// The bytes the caller asked for when the storage's size is a larger allocator block
     /// (see [`Trace::requested`]); None when the size is what was asked for.
     pub fn requested_size(&self, id: AllocId) -> Option<Bytes> {
-        self.requested
-            .get(&id)
-            .map(|&r| Bytes(r))
-            .filter(|&r| r != self.size(id))
+        self.requested.get(id, self.size(id).0).map(Bytes)
     }
 
     /// The tensor's own bytes: what was asked for where the file says, else the storage's

@@ -87,9 +87,7 @@ fn set_size(t: &mut Trace, id: AllocId, requested: u64, size: u64) {
     if let Some(s) = t.storages.size.get_mut(id.idx()) {
         *s = size;
     }
-    if size != requested {
-        t.requested.insert(id, requested);
-    }
+    t.requested.set(id, requested, size);
 }
 
 /// The segments before the first entry: the final ones (boundaries kept: neighbouring
@@ -168,7 +166,7 @@ fn seed_from_start(t: &mut Trace, conf: &AllocConf, st: &mut State, unsure: &mut
         let size = t.size(id).0;
         if t.end(id).is_none() {
             // A ghost: its size is the final block's already.
-            st.alloc_sized(addr, t.requested.get(&id).copied().unwrap_or(size), size);
+            st.alloc_sized(addr, t.tensor_size(id).0, size);
             continue;
         }
         let rounded = conf.round_size(size).unwrap_or(size);

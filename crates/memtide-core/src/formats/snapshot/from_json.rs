@@ -499,12 +499,14 @@ impl Ctx {
             size: e.size.map_or(0, Num::u64),
             time_us: e.time_us.map_or(0, Num::i64),
             stack,
-            name,
             action,
             has_time: e.time_us.is_some(),
             category: e.category,
         };
         let r = self.raw.push_row(row)?;
+        if name.0 != 0 {
+            self.raw.row_names.insert(r, name);
+        }
         if let Some(f) = e.device_free {
             self.raw.device_free.insert(r, f.u64());
         }

@@ -11,7 +11,7 @@ use super::raw::{
 use crate::formats::error::FormatError;
 use crate::formats::pickle::{unpickle_into, Arena, Hook, Val};
 use crate::formats::Threads;
-use crate::trace::{StackId, StrId};
+use crate::trace::StackId;
 use std::collections::BTreeMap;
 use std::io::Read;
 
@@ -429,7 +429,6 @@ impl Conv {
             size: 0,
             time_us: 0,
             stack: StackId(0),
-            name: StrId(0),
             action,
             has_time: false,
             category: None,

@@ -200,9 +200,6 @@ impl Builder {
         let mut row = d.row;
         row.stack = self.stack(row.stack.0);
         let rare = d.rare.take();
-        if let Some(n) = rare.as_ref().and_then(|x| x.name.as_deref()) {
-            row.name = self.raw.strings.intern(n);
-        }
         let r = match self.raw.push_row(row) {
             Ok(r) => r,
             Err(e) => {
@@ -211,6 +208,10 @@ impl Builder {
             }
         };
         let Some(rare) = rare else { return };
+        if let Some(n) = rare.name.as_deref() {
+            let n = self.raw.strings.intern(n);
+            self.raw.row_names.insert(r, n);
+        }
         if let Some(f) = rare.device_free {
             self.raw.device_free.insert(r, f);
         }

@@ -226,7 +226,7 @@ impl fmt::Debug for Rows {
 mod tests {
     use super::*;
     use crate::formats::snapshot::raw::Action;
-    use crate::trace::{StackId, StrId};
+    use crate::trace::StackId;
 
     fn row(i: u64) -> Row {
         Row {
@@ -234,7 +234,6 @@ mod tests {
             size: i * 2,
             time_us: 0,
             stack: StackId(0),
-            name: StrId(0),
             action: Action::Alloc,
             has_time: false,
             category: None,

@@ -456,8 +456,8 @@ impl<'r> Replay<'r> {
                 self.mapped.unmap(&mut self.t, a, b);
             }
             Action::Oom => self.oom(ts, r, &row),
-            Action::Annotate => self.annotate(ts, &row),
-            Action::UserDefined => self.user_mark(ts, &row),
+            Action::Annotate => self.annotate(ts, r, &row),
+            Action::UserDefined => self.user_mark(ts, r),
             Action::Snapshot => {
                 self.t.push_event(ts, EventKind::Other);
             }
@@ -490,7 +490,7 @@ impl<'r> Replay<'r> {
     /// start when `from_start`.
     fn open_row(&mut self, r: u32, row: &Row, from_start: bool) -> AllocId {
         let stack = self.loc.stack(self.raw, &mut self.t, row.stack);
-        let name = self.loc.str(self.raw, &mut self.t, row.name);
+        let name = self.loc.str(self.raw, &mut self.t, self.raw.name_of(r));
         // PyTorch's own category when the entry carries one (its memory profiler's, written by
         // `_profile_to_snapshot`): recorded, never inferred over.
         let cat = row.category.unwrap_or(Category::Unknown);
@@ -557,11 +557,12 @@ impl<'r> Replay<'r> {
     }
 
     /// `annotate`: adds to the live allocation's user_metadata (never replaces it).
-    fn annotate(&mut self, ts: Ts, row: &Row) {
+    fn annotate(&mut self, ts: Ts, r: u32, row: &Row) {
         self.t.push_event(ts, EventKind::Other);
+        let added = self.raw.name_of(r);
         match self.live.get(&row.addr) {
-            Some(&id) if row.name.0 != 0 => {
-                let add = self.raw.strings.str(row.name);
+            Some(&id) if added.0 != 0 => {
+                let add = self.raw.strings.str(added);
                 let old = self.t.name(id);
                 let text = if old.is_empty() {
                     add.to_string()
@@ -582,12 +583,13 @@ impl<'r> Replay<'r> {
     }
 
     /// `user_defined`: a note mark.
-    fn user_mark(&mut self, ts: Ts, row: &Row) {
+    fn user_mark(&mut self, ts: Ts, r: u32) {
         let at = self.t.push_event(ts, EventKind::Mark);
-        let text = if row.name.0 == 0 {
+        let name = self.raw.name_of(r);
+        let text = if name.0 == 0 {
             "user_defined"
         } else {
-            self.raw.strings.text(row.name)
+            self.raw.strings.text(name)
         };
         let name = self.t.strings.intern(text);
         self.t.add_mark(Mark {
@@ -642,7 +644,7 @@ impl<'r> Replay<'r> {
                         self.t.open_from_start(size, kind, flag, name, stack, addr)
                     };
                     if counted != b.requested {
-                        self.t.requested.insert(id, b.requested);
+                        self.t.requested.set(id, b.requested, counted);
                     }
                     if let Some(x) = text {
                         let x = self.t.strings.intern(&x);
