@@ -93,11 +93,11 @@ fn samples_peak_as_the_readme_states() {
         let opened: Vec<_> = trace
             .changes
             .iter()
-            .filter(|c| c.at == peak.at && c.open)
+            .filter(|c| c.at() == peak.at && c.open())
             .collect();
         assert_eq!(opened.len(), 1);
-        assert_eq!(trace.name(opened[0].storage), "grad_input temp");
-        assert!(trace.top_frame(opened[0].storage).contains("layers.3"));
+        assert_eq!(trace.name(opened[0].storage()), "grad_input temp");
+        assert!(trace.top_frame(opened[0].storage()).contains("layers.3"));
         // The 1 GiB attn.scores is retained by its view at the peak.
         let live = memtide_core::analysis::live_entries(trace, index, peak.at, None);
         let scores = live

@@ -283,12 +283,12 @@ fn reserved_after_each(t: &Trace) -> (u64, Vec<u64>) {
     let mut c = 0usize;
     for p in 0..t.len() {
         while let Some(ch) = t.changes.get(c) {
-            if ch.at.idx() > p {
+            if ch.at().idx() > p {
                 break;
             }
-            if t.storage_kind(ch.storage) == StorageKind::Segment {
-                let sz = t.size(ch.storage).0;
-                cur = if ch.open {
+            if t.storage_kind(ch.storage()) == StorageKind::Segment {
+                let sz = t.size(ch.storage()).0;
+                cur = if ch.open() {
                     cur.saturating_add(sz)
                 } else {
                     cur.saturating_sub(sz)

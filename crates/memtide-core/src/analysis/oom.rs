@@ -397,8 +397,8 @@ fn largest_earlier(trace: &Trace, at: Seq) -> Option<(u64, String)> {
     let largest = trace
         .changes
         .iter()
-        .filter(|c| c.open && c.at >= steps[0] && c.at < before && in_phase(c.at))
-        .map(|c| trace.size(c.storage).0)
+        .filter(|c| c.open() && c.at() >= steps[0] && c.at() < before && in_phase(c.at()))
+        .map(|c| trace.size(c.storage()).0)
         .max()?;
     Some((
         largest,

@@ -127,10 +127,10 @@ impl Index {
                 }
             }
             while let Some(ch) = changes.get(c) {
-                if ch.at.0 as usize > p {
+                if ch.at().0 as usize > p {
                     break;
                 }
-                self.apply(trace, ch.storage, ch.open);
+                self.apply(trace, ch.storage(), ch.open());
                 c += 1;
                 self.changes_since_ckpt += 1;
             }
@@ -321,18 +321,18 @@ impl Index {
         let mut reserved = self.block_reserved[b];
         let mut c = self.block_change[b];
         while let Some(ch) = trace.changes.get(c) {
-            if ch.at.idx() > p || c >= self.changes {
+            if ch.at().idx() > p || c >= self.changes {
                 break;
             }
-            let size = trace.size(ch.storage).0;
-            let seg = trace.storage_kind(ch.storage) == StorageKind::Segment;
+            let size = trace.size(ch.storage()).0;
+            let seg = trace.storage_kind(ch.storage()) == StorageKind::Segment;
             // Zero-length and duplicate closes cancel exactly as in `apply`, because a close
             // of a storage that was never opened is only ever logged after its open.
-            match (seg, ch.open) {
+            match (seg, ch.open()) {
                 (true, true) => reserved = reserved.wrapping_add(size),
                 (true, false) => reserved = reserved.wrapping_sub(size),
-                (false, true) => bands.add(trace.band(ch.storage), size),
-                (false, false) => bands.sub(trace.band(ch.storage), size),
+                (false, true) => bands.add(trace.band(ch.storage()), size),
+                (false, false) => bands.sub(trace.band(ch.storage()), size),
             }
             c += 1;
         }
@@ -428,13 +428,13 @@ impl Index {
             let Some(ch) = trace.changes.get(c) else {
                 break;
             };
-            if ch.at.0 > p {
+            if ch.at().0 > p {
                 break;
             }
-            if ch.open {
-                set.insert(ch.storage.0, ());
+            if ch.open() {
+                set.insert(ch.storage().0, ());
             } else {
-                set.remove(&ch.storage.0);
+                set.remove(&ch.storage().0);
             }
             c += 1;
         }
@@ -456,15 +456,15 @@ impl Index {
             .collect();
         // Everything opened in (lo, hi] also overlaps.
         let hi = hi.idx().min(self.events - 1) as u64;
-        let start = trace.changes.partition_point(|c| c.at.0 <= lo.0);
+        let start = trace.changes.partition_point(|c| c.at().0 <= lo.0);
         for ch in trace.changes[start..self.changes.min(trace.changes.len())].iter() {
-            if ch.at.0 > hi {
+            if ch.at().0 > hi {
                 break;
             }
-            if ch.open && trace.storage_kind(ch.storage) == StorageKind::Block {
+            if ch.open() && trace.storage_kind(ch.storage()) == StorageKind::Block {
                 // A zero-length interval opened and closed at one position is never live.
-                if trace.end(ch.storage) != Some(ch.at) {
-                    set.insert(ch.storage.0, ());
+                if trace.end(ch.storage()) != Some(ch.at()) {
+                    set.insert(ch.storage().0, ());
                 }
             }
         }

@@ -168,12 +168,48 @@ pub struct View {
     pub released: Option<Seq>,
 }
 
-/// One entry of the change log: a storage opened or closed at a position.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One entry of the change log: a storage opened or closed at a position. Eight bytes (one
+/// per event of a snapshot): the position in 31 bits with the open flag above it, and the
+/// storage. A trace keeps no change past [`Change::LAST_POSITION`] (see [`Trace::log`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Change {
-    pub at: Seq,
-    pub storage: AllocId,
-    pub open: bool,
+    at_open: u32,
+    storage: AllocId,
+}
+
+impl Change {
+    /// The last position a change can be at (2^31 − 1).
+    pub const LAST_POSITION: u64 = (1 << 31) - 1;
+    const OPEN: u32 = 1 << 31;
+
+    /// A change at `at` (at most [`Change::LAST_POSITION`]; a later one is kept there).
+    pub fn new(at: Seq, storage: AllocId, open: bool) -> Change {
+        let at = at.0.min(Change::LAST_POSITION) as u32;
+        Change {
+            at_open: at | if open { Change::OPEN } else { 0 },
+            storage,
+        }
+    }
+    pub fn at(&self) -> Seq {
+        Seq(u64::from(self.at_open & !Change::OPEN))
+    }
+    pub fn storage(&self) -> AllocId {
+        self.storage
+    }
+    /// True: the storage opened; false: it closed.
+    pub fn open(&self) -> bool {
+        self.at_open & Change::OPEN != 0
+    }
+}
+
+impl std::fmt::Debug for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Change")
+            .field("at", &self.at())
+            .field("storage", &self.storage)
+            .field("open", &self.open())
+            .finish()
+    }
 }
 
 /// Where the band of each storage came from.
@@ -631,14 +667,30 @@ impl Trace {
 
     /// Appends to the change log. Entries must come in non-decreasing position order.
     /// A close of a storage that is already closed is ignored, so the log never holds one.
+    /// A change past [`Change::LAST_POSITION`] is not kept, and the trace says its figures
+    /// stop there (a file of over two billion entries).
     pub fn log(&mut self, storage: AllocId, at: Seq, open: bool) {
+        if at.0 > Change::LAST_POSITION {
+            self.past_last_position();
+            return;
+        }
         if !open {
             match self.storages.end.get_mut(storage.idx()) {
                 Some(e) if *e == OPEN_END => *e = at.0,
                 _ => return,
             }
         }
-        self.changes.push(Change { at, storage, open });
+        self.changes.push(Change::new(at, storage, open));
+    }
+
+    fn past_last_position(&mut self) {
+        let said = "the figures stop at event";
+        if !self.warnings.iter().any(|w| w.starts_with(said)) {
+            self.warn_doubtful(format!(
+                "{said} {}: memtide keeps at most 2^31 events of a trace, and this file has more (the allocations and frees after it are not counted)",
+                super::units::grouped(Change::LAST_POSITION)
+            ));
+        }
     }
 
     /// Creates a storage live from the latest event on (the usual reader call).
@@ -724,11 +776,7 @@ impl Trace {
             if b.start.is_none() {
                 self.add_flag(id, FLAG_FROM_START);
             } else {
-                extra.push(Change {
-                    at: start,
-                    storage: id,
-                    open: true,
-                });
+                extra.push(Change::new(start, id, true));
             }
             if let Some(e) = b
                 .end
@@ -737,22 +785,18 @@ impl Trace {
                 if let Some(x) = self.storages.end.get_mut(id.idx()) {
                     *x = e.0;
                 }
-                extra.push(Change {
-                    at: e,
-                    storage: id,
-                    open: false,
-                });
+                extra.push(Change::new(e, id, false));
             }
         }
         if extra.is_empty() {
             return ids;
         }
-        extra.sort_by_key(|c| c.at);
+        extra.sort_by_key(|c| c.at());
         let old = std::mem::take(&mut self.changes);
         let mut merged = Vec::with_capacity(old.len() + extra.len());
         let mut new = extra.into_iter().peekable();
         for c in old {
-            while let Some(n) = new.next_if(|n| n.at < c.at) {
+            while let Some(n) = new.next_if(|n| n.at() < c.at()) {
                 merged.push(n);
             }
             merged.push(c);
@@ -1062,17 +1106,17 @@ impl Trace {
         let n = self.len();
         for p in 0..n {
             while let Some(ch) = changes.get(c) {
-                if ch.at.0 as usize > p {
+                if ch.at().0 as usize > p {
                     break;
                 }
-                let sz = self.size(ch.storage).0 as u128;
-                let seg = self.storage_kind(ch.storage) == StorageKind::Segment;
+                let sz = self.size(ch.storage()).0 as u128;
+                let seg = self.storage_kind(ch.storage()) == StorageKind::Segment;
                 let sum = if seg { &mut reserved } else { &mut used };
-                if ch.open {
+                if ch.open() {
                     *sum += sz;
                     if *sum + anon.max(0) as u128 * u128::from(!seg) > max {
                         let what = if seg { "reserved" } else { "live" };
-                        return Err(over(what, *sum, Some(ch.at), Some(ch.storage)));
+                        return Err(over(what, *sum, Some(ch.at()), Some(ch.storage())));
                     }
                 } else {
                     *sum = sum.saturating_sub(sz);

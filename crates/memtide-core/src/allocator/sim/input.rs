@@ -253,24 +253,24 @@ impl SimInput {
         let mut alloc_of: FxHashMap<u32, u32> = FxHashMap::default();
         let mut n = 0u32;
         for c in &t.changes {
-            ooms_before(&mut s, c.at.0);
-            let id = c.storage;
+            ooms_before(&mut s, c.at().0);
+            let id = c.storage();
             if t.storage_kind(id) != StorageKind::Block {
                 continue;
             }
-            if c.open {
+            if c.open() {
                 s.push(
                     SimOp::Alloc {
                         size: t.size(id).0,
                         stream: 0,
                         pool: 0,
                     },
-                    c.at.0,
+                    c.at().0,
                 );
                 alloc_of.insert(id.0, n);
                 n += 1;
             } else if let Some(a) = alloc_of.remove(&id.0) {
-                s.push(SimOp::Free { alloc: a }, c.at.0);
+                s.push(SimOp::Free { alloc: a }, c.at().0);
             }
         }
         ooms_before(&mut s, u64::MAX);

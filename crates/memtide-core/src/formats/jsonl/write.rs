@@ -106,18 +106,22 @@ impl<'a> JsonlWriter<'a> {
         let at = Seq(self.pos as u64);
         let ts = tr.ts(at).0;
         while let Some(ch) = tr.changes.get(self.change) {
-            if ch.at != at {
+            if ch.at() != at {
                 break;
             }
             let t = self.t(ts);
-            if ch.open {
-                self.open_line(out, t, ch.storage)?;
+            if ch.open() {
+                self.open_line(out, t, ch.storage())?;
             } else {
-                let op = match tr.storage_kind(ch.storage) {
+                let op = match tr.storage_kind(ch.storage()) {
                     StorageKind::Segment => "unreserve",
                     StorageKind::Block => "free",
                 };
-                writeln!(out, "{{\"t\":{t},\"op\":\"{op}\",\"id\":{}}}", ch.storage.0)?;
+                writeln!(
+                    out,
+                    "{{\"t\":{t},\"op\":\"{op}\",\"id\":{}}}",
+                    ch.storage().0
+                )?;
             }
             self.change += 1;
         }

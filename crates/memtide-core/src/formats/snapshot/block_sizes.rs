@@ -49,20 +49,20 @@ pub(crate) fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEv
     let mut next_event = 0usize;
     for k in 0..t.changes.len() {
         let c = t.changes[k];
-        while let Some(e) = events.get(next_event).filter(|e| e.at <= c.at) {
+        while let Some(e) = events.get(next_event).filter(|e| e.at <= c.at()) {
             segment_event(&mut st, e);
             next_event += 1;
         }
-        if t.storage_kind(c.storage) != StorageKind::Block {
+        if t.storage_kind(c.storage()) != StorageKind::Block {
             continue;
         }
-        let addr = src_addr(t, c.storage);
-        if !c.open {
+        let addr = src_addr(t, c.storage());
+        if !c.open() {
             st.free_completed(addr);
             continue;
         }
-        let requested = t.size(c.storage).0;
-        let at_dump = t.end(c.storage).is_none();
+        let requested = t.size(c.storage()).0;
+        let at_dump = t.end(c.storage()).is_none();
         let size = match finals.get(&addr) {
             Some(&(req, size)) if at_dump && req == requested => size,
             _ => {
@@ -73,7 +73,7 @@ pub(crate) fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEv
                 p.size
             }
         };
-        set_size(t, c.storage, requested, size);
+        set_size(t, c.storage(), requested, size);
         st.alloc_sized(addr, requested, size);
     }
     warn(t, &unsure);
