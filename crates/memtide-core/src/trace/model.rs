@@ -273,8 +273,15 @@ impl Distributed {
 pub const NO_IDENTITIES: &str =
     "this file records no addresses: the live set is unavailable (totals are the running sum of Bytes)";
 
-/// Sentinel for "not freed within the trace".
-pub const OPEN_END: u64 = u64::MAX;
+/// Sentinel for "not freed within the trace" (positions are at most
+/// [`Change::LAST_POSITION`], so a storage's start and end take four bytes each).
+pub const OPEN_END: u32 = u32::MAX;
+
+/// A position as a storage column holds it (past [`Change::LAST_POSITION`], where the trace
+/// keeps no change and says so, it is held at that position).
+fn column_position(at: Seq) -> u32 {
+    at.0.min(Change::LAST_POSITION) as u32
+}
 
 /// Storage flag: live from before the first event (ring buffer lost its alloc, or pre-existing).
 pub const FLAG_FROM_START: u8 = 1;
@@ -289,8 +296,8 @@ pub(crate) const FLAG_FREED_IN_OP: u8 = 8;
 /// Columnar table of storages: each is the interval `[start, end)` on the event axis.
 #[derive(Debug, Default, Clone)]
 pub struct Storages {
-    pub start: Vec<u64>,
-    pub end: Vec<u64>,
+    pub start: Vec<u32>,
+    pub end: Vec<u32>,
     pub size: Vec<u64>,
     pub cat: Vec<u8>,
     pub kind: Vec<u8>,
@@ -650,7 +657,7 @@ impl Trace {
     ) -> AllocId {
         let s = &mut self.storages;
         let id = AllocId(s.start.len() as u32);
-        s.start.push(start.0);
+        s.start.push(column_position(start));
         s.end.push(OPEN_END);
         s.size.push(size.0);
         s.cat.push(cat as u8);
@@ -676,7 +683,7 @@ impl Trace {
         }
         if !open {
             match self.storages.end.get_mut(storage.idx()) {
-                Some(e) if *e == OPEN_END => *e = at.0,
+                Some(e) if *e == OPEN_END => *e = column_position(at),
                 _ => return,
             }
         }
@@ -783,7 +790,7 @@ impl Trace {
                 .filter(|&e| e > start || (b.start.is_none() && e >= start))
             {
                 if let Some(x) = self.storages.end.get_mut(id.idx()) {
-                    *x = e.0;
+                    *x = column_position(e);
                 }
                 extra.push(Change::new(e, id, false));
             }
@@ -884,14 +891,18 @@ impl Trace {
     }
 
     pub fn start(&self, id: AllocId) -> Seq {
-        Seq(self.storages.start.get(id.idx()).copied().unwrap_or(0))
+        Seq(self
+            .storages
+            .start
+            .get(id.idx())
+            .map_or(0, |&s| u64::from(s)))
     }
 
     /// End of the interval (exclusive), None while still live.
     pub fn end(&self, id: AllocId) -> Option<Seq> {
         match self.storages.end.get(id.idx()).copied() {
             Some(OPEN_END) | None => None,
-            Some(e) => Some(Seq(e)),
+            Some(e) => Some(Seq(u64::from(e))),
         }
     }
 
@@ -1045,8 +1056,8 @@ impl Trace {
         self.ts.capacity() * 8
             + self.kind.capacity()
             + self.src.as_ref().map_or(0, |v| v.capacity() * 8)
-            + s.start.capacity() * 8
-            + s.end.capacity() * 8
+            + s.start.capacity() * 4
+            + s.end.capacity() * 4
             + s.size.capacity() * 8
             + s.cat.capacity()
             + s.kind.capacity()
