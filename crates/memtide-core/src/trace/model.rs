@@ -835,7 +835,8 @@ impl Trace {
     }
 
     /// The bytes the caller asked for when the storage's size is a larger allocator block
-    /// (see [`Trace::requested`]); None when the size is what was asked for.
+    /// (CUDA snapshots: the request rounded, or a whole unsplit block, as
+    /// `memory_allocated()` counts it); None when the size is what was asked for.
     pub fn requested_size(&self, id: AllocId) -> Option<Bytes> {
         self.requested.get(id, self.size(id).0).map(Bytes)
     }
