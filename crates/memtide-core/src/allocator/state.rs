@@ -204,17 +204,7 @@ impl State {
     pub fn alloc_sized(&mut self, addr: u64, requested: u64, size: u64) -> u64 {
         let size = size.max(block_extent(requested));
         let end = addr.saturating_add(size);
-        // The usual case, no live block in the way, without collecting the overlaps.
-        let clear = self
-            .blocks
-            .range(..end)
-            .next_back()
-            .is_none_or(|(&s, x)| s.saturating_add(x.size) <= addr);
-        let over = if clear {
-            Vec::new()
-        } else {
-            self.blocks_overlapping(addr, end)
-        };
+        let over = self.blocks_overlapping(addr, end);
         for a in &over {
             self.blocks.remove(a);
         }

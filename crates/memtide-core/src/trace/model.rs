@@ -184,9 +184,8 @@ impl Change {
 
     /// A change at `at` (at most [`Change::LAST_POSITION`]; a later one is kept there).
     pub fn new(at: Seq, storage: AllocId, open: bool) -> Change {
-        let at = at.0.min(Change::LAST_POSITION) as u32;
         Change {
-            at_open: at | if open { Change::OPEN } else { 0 },
+            at_open: column_position(at) | if open { Change::OPEN } else { 0 },
             storage,
         }
     }

@@ -23,7 +23,6 @@ impl Requested {
             .checked_sub(requested)
             .and_then(|d| u32::try_from(d).ok());
         match below {
-            Some(0) => self.put(id, 0),
             Some(d) => self.put(id, d),
             None => {
                 self.put(id, 0);
