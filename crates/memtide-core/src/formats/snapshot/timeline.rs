@@ -643,9 +643,7 @@ impl<'r> Replay<'r> {
                     } else {
                         self.t.open_from_start(size, kind, flag, name, stack, addr)
                     };
-                    if counted != b.requested {
-                        self.t.requested.set(id, b.requested, counted);
-                    }
+                    self.t.requested.set(id, b.requested, counted);
                     if let Some(x) = text {
                         let x = self.t.strings.intern(&x);
                         self.t.extra.insert(id, x);
