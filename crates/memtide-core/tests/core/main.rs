@@ -3,6 +3,7 @@
 //! `tests/data/` of this crate, so the core's tests read nothing outside it.
 
 mod allocator_oracle;
+mod block_size_oracle;
 mod change_log;
 mod device_log_prop;
 mod index_oracle;

@@ -7,14 +7,15 @@
 //! After the timeline is built (so that blocks live before the history — ghosts and frees
 //! whose alloc the ring buffer dropped — are known), the device's segments and blocks are
 //! replayed once more in an allocator [`State`]: the final segments with the trace's segment
-//! events undone, the blocks live from the start, then each block change in order. A block
+//! events undone, the blocks live from the start, then each block change in order (of the
+//! blocks, only the large pool's: only they can bound a large request's free run). A block
 //! still allocated at the dump takes the size the final `segments` give it; any other takes
 //! [`block_for`]'s. The caller's request stays in [`Trace::requested`] where it differs.
 
 use super::raw::{Action, BlockState as RawState, Raw, Segment};
 use super::to_allocator::{final_segment, settings};
 use crate::allocator::extent::block_for;
-use crate::allocator::rounding::segment_kind;
+use crate::allocator::rounding::{segment_kind, SMALL_SIZE};
 use crate::allocator::sim::AllocConf;
 use crate::allocator::state::{PoolId, SegMeta, State};
 use crate::trace::{AllocId, Seq, StorageKind, Trace};
@@ -58,7 +59,9 @@ pub(crate) fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEv
         }
         let addr = src_addr(t, c.storage());
         if !c.open() {
-            st.free_completed(addr);
+            if t.size(c.storage()).0 > SMALL_SIZE {
+                st.free_completed(addr);
+            }
             continue;
         }
         let requested = t.size(c.storage()).0;
@@ -67,16 +70,27 @@ pub(crate) fn apply(t: &mut Trace, raw: &Raw, segs: &[&Segment], events: &[SegEv
             Some(&(req, size)) if at_dump && req == requested => size,
             _ => {
                 let p = block_for(&st, &conf, addr, requested);
-                if !p.sure && p.size > crate::allocator::rounding::SMALL_SIZE {
+                if !p.sure && p.size > SMALL_SIZE {
                     unsure.unplaced += 1;
                 }
                 p.size
             }
         };
         set_size(t, c.storage(), requested, size);
-        st.alloc_sized(addr, requested, size);
+        place(&mut st, addr, requested, size);
     }
     warn(t, &unsure);
+}
+
+/// Puts a block into the replayed state when it can bound a large-pool block's free run:
+/// only large-pool blocks can. A small-pool block (1 MiB or less) lies in a small-pool
+/// segment, which no large-pool allocation is cut from, and its own size needs no free run
+/// ([`block_for`] rounds it), so the state leaves small blocks out (most of a training run's
+/// allocations: the pass's time was their ordered-map inserts and removes).
+fn place(st: &mut State, addr: u64, requested: u64, size: u64) {
+    if size > SMALL_SIZE {
+        st.alloc_sized(addr, requested, size);
+    }
 }
 
 fn src_addr(t: &Trace, id: AllocId) -> u64 {
@@ -166,15 +180,15 @@ fn seed_from_start(t: &mut Trace, conf: &AllocConf, st: &mut State, unsure: &mut
         let size = t.size(id).0;
         if t.end(id).is_none() {
             // A ghost: its size is the final block's already.
-            st.alloc_sized(addr, t.tensor_size(id).0, size);
+            place(st, addr, t.tensor_size(id).0, size);
             continue;
         }
         let rounded = conf.round_size(size).unwrap_or(size);
-        if rounded > crate::allocator::rounding::SMALL_SIZE && !conf.expandable_segments {
+        if rounded > SMALL_SIZE && !conf.expandable_segments {
             unsure.from_start += 1;
         }
         set_size(t, id, size, rounded);
-        st.alloc_sized(addr, size, rounded);
+        place(st, addr, size, rounded);
     }
 }
 
