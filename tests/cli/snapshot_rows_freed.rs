@@ -149,3 +149,35 @@ fn histories_for_ooms_keep_entries_only_with_an_oom() {
     }
     assert!(with_oom >= 4, "{with_oom} files with an OOM");
 }
+
+/// The door leaves the allocator models replaying when it hands the devices over (the
+/// explorer's first screen does not wait for them): on every committed snapshot, each
+/// device says it has a model exactly when the headless open kept its history, and the
+/// model it gives on the first ask (waiting for the thread) replays that same history.
+#[test]
+fn models_left_replaying_go_to_the_devices_of_their_histories() {
+    use memtide_core::open::{open, OpenOptions};
+    let mut with_models = 0;
+    for p in snapshots() {
+        let opts = |models: bool| {
+            let mut o = OpenOptions::default();
+            o.read.threads = Threads::Always;
+            o.read.allocator_models = models;
+            o.read.histories = Histories::Whole;
+            o
+        };
+        let Ok(headless) = open(&p, &opts(false), &Progress::new()) else {
+            continue;
+        };
+        let explorer = open(&p, &opts(true), &Progress::new()).expect("opens twice");
+        assert_eq!(headless.devices.len(), explorer.devices.len());
+        for (h, e) in headless.devices.iter().zip(&explorer.devices) {
+            let want = h.history().map(|x| format!("{x:?}"));
+            assert_eq!(e.has_allocator(), want.is_some(), "{}", p.display());
+            let got = e.allocator().map(|m| format!("{:?}", m.history()));
+            assert_eq!(got, want, "{} {}", p.display(), e.name());
+            with_models += usize::from(got.is_some());
+        }
+    }
+    assert!(with_models >= 10, "only {with_models} devices with a model");
+}

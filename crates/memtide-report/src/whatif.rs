@@ -335,7 +335,7 @@ fn settings(r: &RunResult) -> String {
 /// capacity from `--capacity` or the file).
 pub fn overlay(dev: &Device, conf: Option<&AllocConf>) -> Result<Overlay, String> {
     let tr = &dev.trace;
-    let history = dev.allocator.as_ref().map(|m| m.history());
+    let history = dev.allocator().map(|m| m.history());
     let ceiling = memtide_core::allocator::sim::derive_ceiling(tr, &dev.index, None);
     let capacity = ceiling.as_ref().map(|c| c.bytes);
     let s = reserved_series(tr, history, conf, capacity)

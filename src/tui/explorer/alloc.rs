@@ -214,7 +214,7 @@ pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) {
     let keep = view.selected_segment().map(|s| s.address);
     view.at = at;
     view.device = id;
-    let Some(model) = dev.allocator.as_ref() else {
+    let Some(model) = dev.allocator() else {
         view.model = false;
         view.segments.clear();
         view.totals = None;

@@ -109,7 +109,7 @@ pub fn apply_live(sh: &Shared, ex: &mut ExplorerState, dev: &Device, r: LiveResu
                     ex.live.at,
                     &dev.frames,
                     ex.absolute_time,
-                    dev.allocator.is_some(),
+                    dev.has_allocator(),
                 ),
                 dev.doubtful(),
             ),

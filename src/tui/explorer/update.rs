@@ -737,11 +737,11 @@ fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -
         if ex.inspect.take().is_some() {
             refresh_view(sh, ex);
         }
-        let mut v = AllocView::new(dev.allocator.is_some());
+        let mut v = AllocView::new(dev.allocator().is_some());
         refresh(&mut v, dev, ex.view.cursor);
         ex.alloc = Some(v);
         nav::fix_alloc_scroll(sh, ex);
-        if dev.allocator.is_none() {
+        if dev.allocator().is_none() {
             return say(sh, "this file records no segments: only totals are known");
         }
         return Vec::new();
@@ -808,7 +808,7 @@ fn open_inspect(sh: &Shared, ex: &mut ExplorerState, dev: &Device, id: AllocId) 
                 ex.view.cursor,
                 &dev.frames,
                 ex.absolute_time,
-                dev.allocator.is_some(),
+                dev.has_allocator(),
             ),
             dev.doubtful(),
         ),

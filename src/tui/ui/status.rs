@@ -56,7 +56,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         if !dev.oom_at.is_empty() {
             hints.push(("o", "OOM", 5));
         }
-        if dev.allocator.is_some() {
+        if dev.has_allocator() {
             hints.push(("s", "segments", 3));
         }
     }

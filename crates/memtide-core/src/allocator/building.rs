@@ -4,8 +4,12 @@
 use super::{History, Model};
 use std::thread::JoinHandle;
 
-/// The models of a load: built, or still being replayed.
-pub struct Models(State);
+/// The models of a load: built, or still being replayed; with the device each is for, in
+/// order (known before the replay ends).
+pub struct Models {
+    state: State,
+    devices: Vec<String>,
+}
 
 enum State {
     Ready(Vec<Model>),
@@ -15,12 +19,15 @@ enum State {
 impl Models {
     /// No models (the load did not ask for them).
     pub fn none() -> Models {
-        Models(State::Ready(Vec::new()))
+        Models::ready(Vec::new())
     }
 
     /// Models already built.
     pub fn ready(models: Vec<Model>) -> Models {
-        Models(State::Ready(models))
+        Models {
+            devices: models.iter().map(|m| m.history().device.clone()).collect(),
+            state: State::Ready(models),
+        }
     }
 
     /// Replays each history into its model: on a thread of its own when `threaded` (here if
@@ -30,8 +37,12 @@ impl Models {
             return Models::ready(histories.into_iter().map(Model::build).collect());
         }
         let build = |h: Vec<History>| h.into_iter().map(Model::build).collect::<Vec<_>>();
+        let devices = histories.iter().map(|h| h.device.clone()).collect();
         match crate::worker::spawn("memtide-model", histories, build) {
-            Ok(handle) => Models(State::Building(handle)),
+            Ok(handle) => Models {
+                state: State::Building(handle),
+                devices,
+            },
             Err(h) => Models::ready(build(h.unwrap_or_default())),
         }
     }
@@ -39,10 +50,23 @@ impl Models {
     /// The models, waiting for their thread if it is still replaying (a thread that
     /// panicked gives none: the load goes on without an allocator view).
     pub fn wait(self) -> Vec<Model> {
-        match self.0 {
+        match self.state {
             State::Ready(m) => m,
             State::Building(h) => h.join().ok().flatten().unwrap_or_default(),
         }
+    }
+}
+
+impl Models {
+    /// The device each model is for (`History::device`), in the order [`Models::wait`]
+    /// gives them.
+    pub fn devices(&self) -> &[String] {
+        &self.devices
+    }
+
+    /// Whether the models are still being replayed.
+    pub fn building(&self) -> bool {
+        matches!(self.state, State::Building(_))
     }
 }
 
@@ -54,7 +78,7 @@ impl Default for Models {
 
 impl std::fmt::Debug for Models {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
+        match &self.state {
             State::Ready(m) => f.debug_tuple("Models").field(m).finish(),
             State::Building(_) => f.write_str("Models(building)"),
         }

@@ -2,6 +2,7 @@
 //! consumer asks for (peak, reserved peak, steps, marks, OOM explanations, doubts), computed
 //! once here instead of by each command or screen.
 
+use super::model_slot::ModelSlot;
 use crate::allocator::{History, Model, OomExplanation};
 use crate::analysis::external_split::ExternalSplit;
 use crate::analysis::frames::{FrameRules, FrameView};
@@ -33,9 +34,9 @@ pub struct Device {
     pub oom_at: Vec<Seq>,
     /// Highest reserved bytes, if the source records reserved memory.
     pub reserved_peak: Option<Bytes>,
-    /// Snapshots: the allocator's segments and blocks over time, replayed (None: the source
-    /// records no segments, or the model was not asked for: see [`Device::history`]).
-    pub allocator: Option<Arc<Model>>,
+    /// Snapshots: the allocator's segments and blocks over time, replayed (see
+    /// [`Device::allocator`]).
+    allocator: ModelSlot,
     /// How this trace's frames are printed (user frame, project root stripped).
     pub frames: FrameView,
     /// The allocator history when it was kept unreplayed (the headless commands).
@@ -72,7 +73,7 @@ impl Device {
         rules: &FrameRules,
     ) -> Device {
         let mut d = Device::bare(trace, index, rules);
-        d.allocator = model.map(Arc::new);
+        d.allocator = ModelSlot::ready(model);
         d
     }
 
@@ -100,7 +101,7 @@ impl Device {
             mark_at: Vec::new(),
             oom_at: Vec::new(),
             reserved_peak: None,
-            allocator: None,
+            allocator: ModelSlot::default(),
             frames,
             history: None,
             ooms: OnceLock::new(),
@@ -114,19 +115,36 @@ impl Device {
 
     /// The allocator history: the replayed model's, else the one kept as read.
     pub fn history(&self) -> Option<&History> {
-        self.allocator
-            .as_deref()
-            .map(Model::history)
+        self.allocator()
+            .map(|m| m.history())
             .or(self.history.as_ref())
+    }
+
+    /// The allocator's segments and blocks over time, replayed (None: the source records no
+    /// segments, or the model was not asked for: see [`Device::history`]). A model the load
+    /// left replaying on its own thread is waited for here, on the first ask.
+    pub fn allocator(&self) -> Option<&Arc<Model>> {
+        self.allocator.get()
+    }
+
+    /// Whether [`Device::allocator`] has a model to give, without waiting for one still
+    /// replaying (a replay that fails after all gives none).
+    pub fn has_allocator(&self) -> bool {
+        self.allocator.expected()
+    }
+
+    /// Gives the device its slot of the load's models (replayed or still replaying).
+    pub(crate) fn set_model_slot(&mut self, slot: ModelSlot) {
+        self.allocator = slot;
+        self.history = None;
+        self.ooms = OnceLock::new();
+        self.budget = OnceLock::new();
     }
 
     /// Attaches the allocator model replayed apart (the loader builds the device while the
     /// model replays); the OOMs are explained again with its history.
     pub fn attach_model(&mut self, model: Model) {
-        self.allocator = Some(Arc::new(model));
-        self.history = None;
-        self.ooms = OnceLock::new();
-        self.budget = OnceLock::new();
+        self.set_model_slot(ModelSlot::ready(Some(model)));
     }
 
     /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's);
@@ -193,9 +211,11 @@ impl Device {
             .as_ref()
     }
 
-    /// Computes every fact now (a consumer that must not wait later, such as a UI thread).
+    /// Computes every fact now (a consumer that must not wait later, such as a UI thread),
+    /// the allocator model first (waited for when it is still replaying).
     pub fn warm(&self) {
         let _ = (
+            self.allocator(),
             self.ooms(),
             self.doubtful(),
             self.ext_split(),

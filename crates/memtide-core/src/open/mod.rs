@@ -29,6 +29,7 @@
 mod capacity;
 mod device;
 mod load;
+mod model_slot;
 mod pick;
 
 pub use capacity::{capacity_floor, check_capacity, CapacityFloor};
@@ -36,7 +37,7 @@ pub use device::Device;
 pub use load::{infer_missing, load, UserRules};
 pub use pick::{is_rocm_alias, pick_device, UnknownDevice};
 
-use crate::allocator::{History, Model};
+use crate::allocator::History;
 use crate::analysis::frames::FrameRules;
 use crate::formats::jsonl::JsonlDecoder;
 use crate::formats::oom_message::{self, OomMessage};
@@ -44,6 +45,7 @@ use crate::formats::server_log::ServerLog;
 use crate::formats::{Format, FormatError, LoadOptions, Loaded, Progress};
 use crate::index::Index;
 use crate::trace::Bytes;
+use model_slot::ModelSlot;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -147,7 +149,8 @@ pub struct Opened {
 pub struct Timings {
     /// Reading, inferring, merging and checking the file.
     pub read: std::time::Duration,
-    /// Indexing the devices and computing their facts (and waiting for the allocator models).
+    /// Indexing the devices and computing their facts (allocator models asked for go on
+    /// replaying: the first ask for one waits).
     pub index: std::time::Duration,
 }
 
@@ -424,20 +427,18 @@ fn devices(loaded: Loaded, rules: &FrameRules) -> Vec<Device> {
             Device::with_history(trace, index, history, rules)
         })
         .collect();
-    for m in models.wait() {
-        attach(&mut devices, m);
+    if models.devices().is_empty() {
+        return devices;
+    }
+    // Models still replaying are not waited for here: the first ask for one waits.
+    let names: Vec<String> = devices.iter().map(|d| d.name().to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (d, slot) in devices.iter_mut().zip(ModelSlot::assign(models, &names)) {
+        if slot.expected() {
+            d.set_model_slot(slot);
+        }
     }
     devices
-}
-
-/// Gives the model to the first device of its name that has none.
-fn attach(devices: &mut [Device], m: Model) {
-    if let Some(d) = devices
-        .iter_mut()
-        .find(|d| d.allocator.is_none() && d.name() == m.history().device)
-    {
-        d.attach_model(m);
-    }
 }
 
 #[cfg(test)]
