@@ -1,23 +1,137 @@
-//! The decoded trace entries of a snapshot, kept in blocks of 4,096 rows (160 KiB, each
-//! mapped on its own): once the passes that read a block (each CUDA device's allocator
-//! history and timeline replay, the pinned host timeline) have all gone past it, the last
-//! one frees it, so the rows and what is built from them are not all in memory at once.
+//! The decoded trace entries of a snapshot, kept in blocks of 8,192 rows (each row packed in
+//! 24 bytes, see [`Packed`]; a block of 192 KiB is above the C allocator's 128 KiB threshold,
+//! so each is mapped on its own and freeing it gives its memory back): once the passes that
+//! read a block (each CUDA device's allocator history and timeline replay, the pinned host
+//! timeline) have all gone past it, the last one frees it, so the rows and what is built from
+//! them are not all in memory at once.
 //!
 //! Freeing happens only under a [`Rows::plan`] of the passes about to run, each reading its
 //! row list in order through a [`Reader`] ([`Reader::pass`], then [`Reader::end_pass`]).
 //! Without a plan, or when a list is not in row order (a hostile file can repeat or reorder
 //! rows), nothing is freed and every row stays readable.
 
-use super::raw::Row;
+use super::raw::{Action, Row};
+use crate::trace::{Category, StackId};
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 /// Rows per block, as a power of two.
-const BLOCK_BITS: u32 = 12;
+const BLOCK_BITS: u32 = 13;
 
 /// A block of rows; empty once freed.
-type Block = RwLock<Vec<Row>>;
+type Block = RwLock<Chunk>;
+
+/// A row in 24 bytes instead of [`Row`]'s 32: the size in 48 bits with the action, the
+/// time flag and the category above it, and the time as µs after the block's first timed
+/// row. A row whose size or time does not fit (a size of 256 TiB or more, a time before the
+/// block's first or over 71 minutes after it) keeps both in its block's side map, and its
+/// word says so: every row reads back as it was pushed.
+#[derive(Clone, Copy)]
+struct Packed {
+    addr: u64,
+    word: u64,
+    dt: u32,
+    stack: u32,
+}
+
+const SIZE_BITS: u32 = 48;
+const SIZE_MASK: u64 = (1 << SIZE_BITS) - 1;
+const ACTION_SHIFT: u32 = SIZE_BITS;
+const TIMED: u64 = 1 << 52;
+const CATEGORY_SHIFT: u32 = 53;
+const WIDE: u64 = 1 << 63;
+/// Every action, at its discriminant.
+const ACTIONS: [Action; 12] = [
+    Action::Alloc,
+    Action::FreeRequested,
+    Action::FreeCompleted,
+    Action::SegmentAlloc,
+    Action::SegmentFree,
+    Action::SegmentMap,
+    Action::SegmentUnmap,
+    Action::Snapshot,
+    Action::Oom,
+    Action::Annotate,
+    Action::UserDefined,
+    Action::Unknown,
+];
+
+// 7 M entries held as rows are 168 MB at this size (224 MB as `Row`s).
+const _: () = assert!(std::mem::size_of::<Packed>() == 24);
+// A block the C allocator serves from its heap (below its 128 KiB mmap threshold) would stay
+// in the process once freed: the rows' memory would not shrink as the passes go.
+const _: () = assert!((1usize << BLOCK_BITS) * std::mem::size_of::<Packed>() > 128 << 10);
+
+/// One block's rows, packed.
+#[derive(Default)]
+struct Chunk {
+    rows: Vec<Packed>,
+    /// The time of the block's first timed row: the others' `dt` counts from it.
+    base_us: Option<i64>,
+    /// (size, time) of the rows whose word has [`WIDE`], by index in the block.
+    wide: FxHashMap<u32, (u64, i64)>,
+}
+
+impl Chunk {
+    fn push(&mut self, row: &Row) {
+        let dt = if row.has_time {
+            let base = *self.base_us.get_or_insert(row.time_us);
+            u32::try_from(i128::from(row.time_us) - i128::from(base)).ok()
+        } else {
+            (row.time_us == 0).then_some(0)
+        };
+        let category = row.category.map_or(0, |c| c as u64 + 1);
+        let mut word = ((row.action as u64) << ACTION_SHIFT)
+            | (category << CATEGORY_SHIFT)
+            | if row.has_time { TIMED } else { 0 };
+        let dt = match dt.filter(|_| row.size <= SIZE_MASK) {
+            Some(dt) => {
+                word |= row.size;
+                dt
+            }
+            None => {
+                word |= WIDE;
+                self.wide
+                    .insert(self.rows.len() as u32, (row.size, row.time_us));
+                0
+            }
+        };
+        self.rows.push(Packed {
+            addr: row.addr,
+            word,
+            dt,
+            stack: row.stack.0,
+        });
+    }
+
+    fn get(&self, i: usize) -> Option<Row> {
+        let p = self.rows.get(i)?;
+        let w = p.word;
+        let has_time = w & TIMED != 0;
+        let (size, time_us) = if w & WIDE != 0 {
+            *self.wide.get(&(i as u32))?
+        } else if has_time {
+            (w & SIZE_MASK, self.base_us.unwrap_or(0) + i64::from(p.dt))
+        } else {
+            (w & SIZE_MASK, 0)
+        };
+        let category = ((w >> CATEGORY_SHIFT) & 0x1f) as u8;
+        Some(Row {
+            addr: p.addr,
+            size,
+            time_us,
+            stack: StackId(p.stack),
+            action: ACTIONS
+                .get(((w >> ACTION_SHIFT) & 0xf) as usize)
+                .copied()
+                .unwrap_or(Action::Unknown),
+            has_time,
+            category: category.checked_sub(1).map(Category::from_u8),
+        })
+    }
+}
 
 pub struct Rows {
     blocks: Vec<Block>,
@@ -60,7 +174,10 @@ impl Rows {
         if self.len.is_multiple_of(1 << self.bits) {
             let mut v = Vec::new();
             crate::budget::try_grow(&mut v, 1 << self.bits, what)?;
-            self.blocks.push(RwLock::new(v));
+            self.blocks.push(RwLock::new(Chunk {
+                rows: v,
+                ..Chunk::default()
+            }));
         }
         let Some(block) = self.blocks.last_mut() else {
             return Err(format!("{what}: no block to append to"));
@@ -68,7 +185,7 @@ impl Rows {
         block
             .get_mut()
             .map_err(|_| format!("{what}: a block was poisoned"))?
-            .push(row);
+            .push(&row);
         self.len += 1;
         Ok(r)
     }
@@ -76,7 +193,7 @@ impl Rows {
     /// Row `r`; None when out of range or freed.
     pub fn get(&self, r: u32) -> Option<Row> {
         let (b, i) = self.split(r);
-        self.blocks.get(b)?.read().ok()?.get(i).copied()
+        self.blocks.get(b)?.read().ok()?.get(i)
     }
 
     /// A reader of rows (for a pass, or random access).
@@ -129,7 +246,7 @@ impl Rows {
     pub fn blocks_held(&self) -> usize {
         self.blocks
             .iter()
-            .filter(|b| b.read().is_ok_and(|v| !v.is_empty()))
+            .filter(|b| b.read().is_ok_and(|v| !v.rows.is_empty()))
             .count()
     }
 
@@ -144,7 +261,7 @@ impl Rows {
         let Some(n) = self.left.get(b) else { return };
         if n.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(Ok(mut v)) = self.blocks.get(b).map(RwLock::try_write) {
-                *v = Vec::new();
+                *v = Chunk::default();
             }
         }
     }
@@ -154,7 +271,7 @@ impl Rows {
 pub struct Reader<'a> {
     rows: &'a Rows,
     /// The block held for reading, and its index.
-    at: Option<(usize, RwLockReadGuard<'a, Vec<Row>>)>,
+    at: Option<(usize, RwLockReadGuard<'a, Chunk>)>,
     /// The block a pass is in.
     passing: Option<usize>,
 }
@@ -165,7 +282,7 @@ impl Reader<'_> {
     pub fn get(&mut self, r: u32) -> Option<Row> {
         let (b, i) = self.rows.split(r);
         match &self.at {
-            Some((at, rows)) if *at == b => rows.get(i).copied(),
+            Some((at, rows)) if *at == b => rows.get(i),
             _ => self.enter(b, i),
         }
     }
@@ -176,7 +293,7 @@ impl Reader<'_> {
     fn enter(&mut self, b: usize, i: usize) -> Option<Row> {
         self.at = None;
         self.at = Some((b, self.rows.blocks.get(b)?.read().ok()?));
-        self.at.as_ref()?.1.get(i).copied()
+        self.at.as_ref()?.1.get(i)
     }
 
     /// The next row `r` of a planned pass (rows in order): leaving a block for the next one
@@ -246,6 +363,44 @@ mod tests {
             assert_eq!(v.push(row(i), "rows").expect("push"), i as u32);
         }
         v
+    }
+
+    /// Every row reads back as it was pushed: the packed fields, and the sizes and times that
+    /// do not fit them (huge sizes, times before the block's first timed row or long after).
+    #[test]
+    fn packed_rows_read_back_as_pushed() {
+        let mut pushed = Vec::new();
+        let mut v = Rows::with_block_bits(3);
+        let times = [
+            0i64,
+            1_700_000_000_000_000,
+            -5,
+            i64::MAX,
+            i64::MIN,
+            1_700_000_000_000_001,
+        ];
+        for (i, a) in ACTIONS.iter().enumerate() {
+            for (k, &t) in times.iter().enumerate() {
+                let row = Row {
+                    addr: (i * 31 + k) as u64 * 512,
+                    size: [0, 1, SIZE_MASK, SIZE_MASK + 1, u64::MAX, 4096][k],
+                    time_us: t,
+                    stack: StackId((i * k) as u32),
+                    action: *a,
+                    has_time: k % 3 != 2,
+                    category: (k > 0).then(|| Category::ALL[(i + k) % Category::ALL.len()]),
+                };
+                v.push(row, "rows").expect("push");
+                pushed.push(row);
+            }
+        }
+        for (r, want) in pushed.iter().enumerate() {
+            let got = v.get(r as u32).expect("there");
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "row {r}");
+        }
+        for (i, a) in ACTIONS.iter().enumerate() {
+            assert_eq!(*a as usize, i, "{a:?} at its discriminant");
+        }
     }
 
     #[test]
