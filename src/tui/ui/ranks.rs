@@ -365,7 +365,7 @@ fn spark(
     g: Glyphs,
     style: Style,
 ) {
-    let cells = memtide_core::ranks::sparkline(points, w as usize);
+    let cells = memtide_core::ranks::sparkline(points.iter().copied(), w as usize);
     let n = cells.len();
     if n == 0 {
         return;

@@ -50,7 +50,7 @@ pub(crate) fn bounds(
     let predating_bytes = predating
         .iter()
         .fold(0u64, |s, &id| s.saturating_add(trace.size(id).0));
-    let recorded = index.totals().iter().copied().max().unwrap_or(0);
+    let recorded = index.totals().max().unwrap_or(0);
     let reserved_at_start = if trace.has_reserved {
         index.reserved_at(trace, Seq(0)).0
     } else {

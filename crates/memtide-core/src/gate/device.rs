@@ -132,7 +132,7 @@ pub fn check_device(device: &Device, limits: &Limits) -> Result<Verdict, GateErr
             why: why.clone(),
         });
     }
-    if !index.totals().iter().any(|&b| b > 0) {
+    if !index.totals().any(|b| b > 0) {
         return Err(GateError::NothingToGate {
             device: trace.device.clone(),
             events: index.len(),

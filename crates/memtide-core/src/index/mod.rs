@@ -15,11 +15,14 @@
 //! A trace without identities (no addresses) adds per-event byte deltas to the unknown band;
 //! its live set is empty (unavailable: [`Trace::identities_known`]).
 //!
-//! Memory: 8 bytes per event for the totals, plus checkpoints (amortised ≤ one `u32` per
+//! Memory: 4 bytes per event for the totals (`totals.rs`), plus checkpoints (amortised ≤ one `u32` per
 //! change) and `O(events / block)` for block maxima and band checkpoints.
+
+mod totals;
 
 use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
+use totals::Totals;
 
 /// Positions per block (band checkpoints, block maxima).
 pub(crate) const BLOCK: usize = 1024;
@@ -41,7 +44,7 @@ pub struct Index {
     events: usize,
     changes: usize,
     /// Total of the five bands after each position.
-    totals: Vec<u64>,
+    totals: Totals,
     /// Band totals and reserved before each block's first position, plus the change-log offset.
     block_bands: Vec<BandTotals>,
     block_reserved: Vec<u64>,
@@ -243,7 +246,7 @@ impl Index {
 
     /// Total bytes (five bands) live after event `at`.
     pub fn total(&self, at: Seq) -> Bytes {
-        Bytes(self.totals.get(at.idx()).copied().unwrap_or(0))
+        Bytes(self.totals.get(at.idx()))
     }
 
     /// Bytes allocated after event `at`: every band but external (memory outside the
@@ -255,9 +258,9 @@ impl Index {
         Bytes(b.total().saturating_sub(b.get(Band::External)))
     }
 
-    /// Totals after each event (for columns and sparklines).
-    pub fn totals(&self) -> &[u64] {
-        &self.totals
+    /// Totals after each event, in order (for sparklines).
+    pub fn totals(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.totals.iter()
     }
 
     /// Bytes live before the first event (storages whose alloc predates the trace).
@@ -363,12 +366,12 @@ impl Index {
         };
         if bl == bh {
             for p in lo..=hi {
-                consider(self.totals[p], p, &mut best);
+                consider(self.totals.get(p), p, &mut best);
             }
         } else {
             let first_end = (bl + 1) * BLOCK;
             for p in lo..first_end {
-                consider(self.totals[p], p, &mut best);
+                consider(self.totals.get(p), p, &mut best);
             }
             // Whole blocks strictly inside, via the sparse table (complete blocks only).
             let (ml, mh) = (bl + 1, bh); // [ml, mh)
@@ -385,7 +388,7 @@ impl Index {
                 }
             }
             for p in bh * BLOCK..=hi {
-                consider(self.totals[p], p, &mut best);
+                consider(self.totals.get(p), p, &mut best);
             }
         }
         (best.1 != usize::MAX).then_some((Seq(best.1 as u64), Bytes(best.0)))
@@ -475,7 +478,7 @@ impl Index {
 
     /// Approximate heap use of the index in bytes (for the ≤ 48 B/event budget).
     pub fn heap_bytes(&self) -> usize {
-        self.totals.capacity() * 8
+        self.totals.heap_bytes()
             + self.block_bands.capacity() * std::mem::size_of::<BandTotals>()
             + self.block_reserved.capacity() * 8
             + self.block_change.capacity() * 8

@@ -273,21 +273,24 @@ pub(crate) fn distributed_rank(v: &Value) -> Option<u64> {
 
 /// `totals` downsampled to at most `points` values, each the maximum of its bucket (so the
 /// peak survives); the whole series when it is shorter.
-pub fn sparkline(totals: &[u64], points: usize) -> Vec<u64> {
+pub fn sparkline(totals: impl ExactSizeIterator<Item = u64>, points: usize) -> Vec<u64> {
     let n = totals.len();
     if points == 0 || n == 0 {
         return Vec::new();
     }
     if n <= points {
-        return totals.to_vec();
+        return totals.collect();
     }
-    (0..points)
-        .map(|k| {
-            let lo = k * n / points;
-            let hi = ((k + 1) * n / points).max(lo + 1);
-            totals[lo..hi].iter().copied().max().unwrap_or(0)
-        })
-        .collect()
+    // Point k is the highest of positions [k·n/points, (k+1)·n/points): none is empty.
+    let mut out = vec![0u64; points];
+    let mut k = 0;
+    for (p, v) in totals.enumerate() {
+        while k + 1 < points && (k + 1) * n / points <= p {
+            k += 1;
+        }
+        out[k] = out[k].max(v);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -300,11 +303,29 @@ mod tests {
         let t: Vec<u64> = (0..1000)
             .map(|i| if i == 377 { 99 } else { i % 7 })
             .collect();
-        let s = sparkline(&t, 64);
+        let s = sparkline(t.iter().copied(), 64);
         assert_eq!(s.len(), 64);
         assert_eq!(s.iter().max(), Some(&99));
-        assert_eq!(sparkline(&[1, 2], 64), vec![1, 2]);
-        assert!(sparkline(&[], 64).is_empty());
+        assert_eq!(sparkline([1, 2].into_iter(), 64), vec![1, 2]);
+        assert!(sparkline(
+            std::iter::empty::<u64>().collect::<Vec<_>>().into_iter(),
+            64
+        )
+        .is_empty());
+        // Each point is the maximum of its bucket [k·n/points, (k+1)·n/points), by slices.
+        for n in [65usize, 100, 999, 1000, 4097] {
+            let t: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 1013).collect();
+            for points in [1usize, 2, 3, 63, 64] {
+                let want: Vec<u64> = (0..points)
+                    .map(|k| {
+                        let lo = k * n / points;
+                        let hi = ((k + 1) * n / points).max(lo + 1);
+                        t[lo..hi].iter().copied().max().unwrap_or(0)
+                    })
+                    .collect();
+                assert_eq!(sparkline(t.iter().copied(), points), want, "{n} {points}");
+            }
+        }
     }
 
     #[test]

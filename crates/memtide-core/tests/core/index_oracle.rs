@@ -265,7 +265,7 @@ proptest! {
         prop_assert_eq!(&trace.changes, &whole.changes);
         prop_assert_eq!(&trace.storages.size, &whole.storages.size);
         let full = Index::build(&whole);
-        prop_assert_eq!(index.totals(), full.totals());
+        prop_assert_eq!(index.totals().collect::<Vec<_>>(), full.totals().collect::<Vec<_>>());
         for p in 0..trace.len() {
             let at = Seq(p as u64);
             prop_assert_eq!(trace.src_index(at), whole.src_index(at));
@@ -312,7 +312,7 @@ fn big_random_trace_argmax_and_live_cross_blocks() {
             *x += trace.size(id).0;
         }
     }
-    assert_eq!(index.totals(), &totals[..]);
+    assert_eq!(index.totals().collect::<Vec<_>>(), totals);
     for k in 0..200u64 {
         let a = (next() % n as u64) as usize;
         let b = (next() % n as u64) as usize;
