@@ -105,9 +105,7 @@ impl Viewport {
     fn reset_range(&mut self, dev: &Device) {
         self.lo = 0;
         self.hi = dev.last().0;
-        let ts = dev.trace.timestamps();
-        self.t0 = ts.first().copied().unwrap_or(0);
-        self.t1 = ts.last().copied().unwrap_or(0);
+        (self.t0, self.t1) = time_bounds(dev);
     }
 
     /// Event span shown (events) or time span (ns), as f64 for zoom arithmetic.
@@ -341,9 +339,8 @@ impl Viewport {
 }
 
 fn time_bounds(dev: &Device) -> (i64, i64) {
-    let ts = dev.trace.timestamps();
     (
-        ts.first().copied().unwrap_or(0),
-        ts.last().copied().unwrap_or(0),
+        dev.trace.timestamps().next().unwrap_or(0),
+        dev.trace.timestamps().next_back().unwrap_or(0),
     )
 }

@@ -110,11 +110,7 @@ pub fn merge(
 
     let n = t.len();
     // UTC ns of each event (a copy: the trace's strings are written below).
-    let utc: Vec<i64> = t
-        .timestamps()
-        .iter()
-        .map(|&x| x.saturating_add(wall))
-        .collect();
+    let utc: Vec<i64> = t.timestamps().map(|x| x.saturating_add(wall)).collect();
     let first_ns = utc.first().copied().unwrap_or(i64::MAX);
     // The first event at or after UTC `ns`: an allocation made then is live from it on.
     let at_or_after = |ns: i64| -> usize { utc.partition_point(|&x| x < ns) };
@@ -400,8 +396,7 @@ fn check_clock(
     let (Some(&lo), Some(&hi)) = (times.iter().min(), times.iter().max()) else {
         return Ok(());
     };
-    let ts = t.timestamps();
-    let (Some(&f), Some(&l)) = (ts.first(), ts.last()) else {
+    let (Some(f), Some(l)) = (t.timestamps().next(), t.timestamps().next_back()) else {
         return Ok(());
     };
     let (f, l) = (f.saturating_add(wall), l.saturating_add(wall));
@@ -441,8 +436,7 @@ fn pool_reserves(
         }
         let at = |rel: i64| {
             let ns = export.session_start_ns.saturating_add(rel);
-            t.timestamps()
-                .partition_point(|&x| x.saturating_add(wall) < ns)
+            t.ts_partition_point(|x| x.saturating_add(wall) < ns)
         };
         let s = at(a.t_ns);
         let e = next.map(|b| at(b.t_ns));

@@ -66,8 +66,7 @@ pub(crate) fn event_ranges(lo: Seq, hi: Seq, width: usize) -> Vec<(Seq, Seq)> {
 
 /// Position ranges of `width` equal time slices of `[t0, t1]`; an empty slice is `(x+1, x)`.
 pub(crate) fn time_ranges(trace: &Trace, t0: Ts, t1: Ts, width: usize) -> Vec<(Seq, Seq)> {
-    let ts = trace.timestamps();
-    if width == 0 || ts.is_empty() || t1 < t0 {
+    if width == 0 || trace.is_empty() || t1 < t0 {
         return Vec::new();
     }
     let dur = (t1.0 - t0.0).max(1) as i128;
@@ -75,11 +74,11 @@ pub(crate) fn time_ranges(trace: &Trace, t0: Ts, t1: Ts, width: usize) -> Vec<(S
         .map(|c| {
             let a = t0.0 as i128 + dur * c / width as i128;
             let b = t0.0 as i128 + dur * (c + 1) / width as i128;
-            let first = ts.partition_point(|&x| (x as i128) < a);
+            let first = trace.ts_partition_point(|x| (x as i128) < a);
             let last_excl = if c + 1 == width as i128 {
-                ts.partition_point(|&x| (x as i128) <= b)
+                trace.ts_partition_point(|x| (x as i128) <= b)
             } else {
-                ts.partition_point(|&x| (x as i128) < b)
+                trace.ts_partition_point(|x| (x as i128) < b)
             };
             if last_excl > first {
                 (Seq(first as u64), Seq(last_excl as u64 - 1))

@@ -15,14 +15,12 @@
 //! A trace without identities (no addresses) adds per-event byte deltas to the unknown band;
 //! its live set is empty (unavailable: [`Trace::identities_known`]).
 //!
-//! Memory: 4 bytes per event for the totals (`totals.rs`), plus checkpoints (amortised ≤ one `u32` per
+//! Memory: 4 bytes per event for the totals (`trace/column64.rs`), plus checkpoints (amortised ≤ one `u32` per
 //! change) and `O(events / block)` for block maxima and band checkpoints.
 
-mod totals;
-
+use crate::trace::column64::Column64;
 use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
-use totals::Totals;
 
 /// Positions per block (band checkpoints, block maxima).
 pub(crate) const BLOCK: usize = 1024;
@@ -44,7 +42,7 @@ pub struct Index {
     events: usize,
     changes: usize,
     /// Total of the five bands after each position.
-    totals: Totals,
+    totals: Column64,
     /// Band totals and reserved before each block's first position, plus the change-log offset.
     block_bands: Vec<BandTotals>,
     block_reserved: Vec<u64>,

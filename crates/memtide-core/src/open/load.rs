@@ -71,7 +71,7 @@ pub(crate) fn share_time_origin(traces: &mut [Trace]) {
     let origin = traces
         .iter()
         .filter(|t| t.clock.has_time())
-        .filter_map(|t| t.timestamps().first().copied())
+        .filter_map(|t| t.timestamps().next())
         .min();
     for t in traces.iter_mut().filter(|t| t.clock.has_time()) {
         t.time_origin_ns = origin;

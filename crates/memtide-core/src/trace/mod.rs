@@ -2,6 +2,7 @@
 //! trace. No terminal code.
 
 pub(crate) mod band;
+pub(crate) mod column64;
 pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;

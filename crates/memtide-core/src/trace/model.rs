@@ -5,6 +5,7 @@
 //! incrementally, so appending never forces a rebuild.
 
 use super::band::{Band, Category};
+use super::column64::Column64;
 use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
@@ -344,7 +345,8 @@ pub struct Trace {
     pub strings: Interner,
 
     // --- events (application order) ---
-    ts: Vec<i64>,
+    /// Times in ns (the clock's), as `i64` bit patterns.
+    ts: Column64,
     kind: Vec<u8>,
     /// Source order index of each event, only materialised once an event is applied out of
     /// source order (JSONL equal-`t` reordering); otherwise the position is the index.
@@ -426,7 +428,7 @@ impl Trace {
             capacity_source: None,
             bands_source: BandsSource::Recorded,
             strings: Interner::new(),
-            ts: Vec::new(),
+            ts: Column64::default(),
             kind: Vec::new(),
             src: None,
             storages: Storages::default(),
@@ -467,7 +469,7 @@ impl Trace {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ts.is_empty()
+        self.ts.len() == 0
     }
 
     /// Reserves room for `events` more events and `storages` more storages (readers that know
@@ -501,7 +503,7 @@ impl Trace {
             let v = self.src.get_or_insert_with(|| (0..at).collect());
             v.push(src_index);
         }
-        self.ts.push(ts.0);
+        self.ts.push(ts.0 as u64);
         self.kind.push(kind as u8);
         if let Some(d) = self.deltas.as_mut() {
             d.push(0);
@@ -510,7 +512,7 @@ impl Trace {
     }
 
     pub fn ts(&self, at: Seq) -> Ts {
-        Ts(self.ts.get(at.idx()).copied().unwrap_or(0))
+        Ts(self.ts.get(at.idx()) as i64)
     }
 
     pub fn kind(&self, at: Seq) -> EventKind {
@@ -575,8 +577,15 @@ impl Trace {
         self.anon_baseline
     }
 
-    pub fn timestamps(&self) -> &[i64] {
-        &self.ts
+    /// The time of each event, in order.
+    pub fn timestamps(&self) -> impl DoubleEndedIterator<Item = i64> + ExactSizeIterator + '_ {
+        self.ts.iter().map(|x| x as i64)
+    }
+
+    /// The first position whose time fails `pred` (`pred` holds for a prefix: rising
+    /// times), as `slice::partition_point` over the times.
+    pub fn ts_partition_point(&self, pred: impl Fn(i64) -> bool) -> usize {
+        self.ts.partition_point(|x| pred(x as i64))
     }
 
     /// Where relative times (`t=+…`) count from (ns, the file's clock): the file's time
@@ -585,7 +594,7 @@ impl Trace {
         if !self.clock.has_time() || self.is_empty() {
             return None;
         }
-        self.time_origin_ns.or_else(|| self.ts.first().copied())
+        self.time_origin_ns.or_else(|| Some(self.ts(Seq(0)).0))
     }
 
     /// [`Trace::origin_ns`] in microseconds.
@@ -608,23 +617,38 @@ impl Trace {
     /// times and `times` rise (annotations, steps), one walk that gallops from the last
     /// answer instead of a binary search over the whole trace each.
     pub fn seq_at_times(&self, times: &[Ts]) -> Vec<Option<Seq>> {
-        let rising = |v: &[i64]| v.windows(2).all(|w| w[0] <= w[1]);
         let wanted: Vec<i64> = times.iter().map(|t| t.0).collect();
-        if !rising(&wanted) || !rising(&self.ts) {
+        let rising = wanted.windows(2).all(|w| w[0] <= w[1])
+            && self
+                .timestamps()
+                .zip(self.timestamps().skip(1))
+                .all(|(a, b)| a <= b);
+        if !rising {
             return times.iter().map(|&t| self.seq_at_time(t)).collect();
         }
-        let ts = &self.ts;
-        let mut lo = 0usize; // every ts[..lo] <= the current time
+        let n = self.ts.len();
+        let at = |i: usize| self.ts.get(i) as i64;
+        let mut lo = 0usize; // every time before lo is <= the current time
         times
             .iter()
             .map(|&Ts(t)| {
                 let (mut hi, mut step) = (lo, 1usize);
-                while hi < ts.len() && ts[hi] <= t {
+                while hi < n && at(hi) <= t {
                     lo = hi + 1;
-                    hi = lo.saturating_add(step).min(ts.len());
+                    hi = lo.saturating_add(step).min(n);
                     step = step.saturating_mul(2);
                 }
-                lo += ts[lo..hi.max(lo)].partition_point(|&x| x <= t);
+                // The first of [lo, hi) past t (a binary search of that stretch).
+                let (mut a, mut b) = (lo, hi.max(lo));
+                while a < b {
+                    let mid = a + (b - a) / 2;
+                    if at(mid) <= t {
+                        a = mid + 1;
+                    } else {
+                        b = mid;
+                    }
+                }
+                lo = a;
                 lo.checked_sub(1).map(|n| Seq(n as u64))
             })
             .collect()
@@ -632,7 +656,7 @@ impl Trace {
 
     /// The last position whose timestamp is ≤ `t` (None if before the first event).
     pub fn seq_at_time(&self, t: Ts) -> Option<Seq> {
-        let n = self.ts.partition_point(|&x| x <= t.0);
+        let n = self.ts_partition_point(|x| x <= t.0);
         if n == 0 {
             None
         } else {
@@ -1053,7 +1077,7 @@ impl Trace {
     /// Memory estimate of the trace columns in bytes (for benches and `--timings`).
     pub fn heap_bytes(&self) -> usize {
         let s = &self.storages;
-        self.ts.capacity() * 8
+        self.ts.heap_bytes()
             + self.kind.capacity()
             + self.src.as_ref().map_or(0, |v| v.capacity() * 8)
             + s.start.capacity() * 4

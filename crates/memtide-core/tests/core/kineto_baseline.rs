@@ -209,7 +209,7 @@ fn categories_sidecar_follows_every_timeline_row() {
     // Column order: PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT,
     // AUTOGRAD_DETAIL, Unknown → bands.
     let band_of = [0usize, 0, 1, 2, 1, 0, 1, 4];
-    let ts = trace.timestamps();
+    let ts: Vec<i64> = trace.timestamps().collect();
     let mut checked = 0;
     let mut mismatches = Vec::new();
     for (t_us, row) in tl.0.iter().zip(&tl.1) {

@@ -54,7 +54,7 @@ impl<'a> JsonlWriter<'a> {
         h.insert("source".into(), tr.source.clone().into());
         h.insert("converted_from".into(), tr.format.into());
         writeln!(out, "{}", serde_json::Value::Object(h))?;
-        let t0 = tr.timestamps().first().copied().unwrap_or(0);
+        let t0 = tr.timestamps().next().unwrap_or(0);
         for i in 0..tr.storage_count() {
             let id = AllocId(i as u32);
             if tr.is_from_start(id) {

@@ -1,27 +1,40 @@
-//! The total after each event, in 4 bytes instead of 8: each block of [`BLOCK`] positions
-//! keeps its first total whole and the others as signed offsets from it. A block whose totals
-//! move more than ±2 GiB from its first (a 4 GiB tensor freed) is kept whole, 8 bytes each:
-//! every total reads back exactly.
+//! A column of 64-bit values, one per event, in 4 bytes a value where it can: each block of
+//! [`BLOCK`] positions keeps its first value whole and the others as signed 32-bit offsets
+//! from it (wrapping, so unsigned and signed values alike). A block whose values move more
+//! than ±2^31 from its first (a 4 GiB tensor freed in the index's totals; more than 2.1 s
+//! between events in nanosecond times) is kept whole, 8 bytes each: every value reads back
+//! exactly. The index's totals and the trace's times.
 
-use super::BLOCK;
+/// Positions per block.
+const BLOCK: usize = 1024;
 
 /// No whole copy: the block's totals are its offsets.
 const NARROW: u32 = u32::MAX;
 
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Totals {
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Column64 {
     len: usize,
-    /// The first total of each block.
+    /// The first value of each block.
     base: Vec<u64>,
-    /// Each total less its block's first (wrapping; 0 in a whole block).
+    /// Each value less its block's first (wrapping; 0 in a whole block).
     off: Vec<i32>,
-    /// Per block, where its whole totals are in `whole` ([`NARROW`]: none).
+    /// Per block, where its whole values are in `whole` ([`NARROW`]: none).
     whole_of: Vec<u32>,
     whole: Vec<Vec<u64>>,
 }
 
-impl Totals {
-    /// Appends the total after the next position.
+impl Column64 {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.off.reserve(n);
+        self.base.reserve(n / BLOCK + 1);
+        self.whole_of.reserve(n / BLOCK + 1);
+    }
+
+    /// Appends the value of the next position.
     pub(crate) fn push(&mut self, total: u64) {
         let (b, i) = (self.len / BLOCK, self.len % BLOCK);
         if i == 0 {
@@ -29,7 +42,7 @@ impl Totals {
             self.whole_of.push(NARROW);
         }
         let base = self.base.get(b).copied().unwrap_or(total);
-        let off = i32::try_from(i128::from(total) - i128::from(base)).ok();
+        let off = i32::try_from(total.wrapping_sub(base) as i64).ok();
         match (self.whole_of.get(b).copied(), off) {
             (Some(NARROW), Some(off)) => self.off.push(off),
             (Some(NARROW), None) => {
@@ -53,7 +66,7 @@ impl Totals {
         self.len += 1;
     }
 
-    /// The total after position `p` (0 past the end).
+    /// The value at position `p` (0 past the end).
     #[inline]
     pub(crate) fn get(&self, p: usize) -> u64 {
         if p >= self.len {
@@ -75,9 +88,24 @@ impl Totals {
         }
     }
 
-    /// Every total in position order.
-    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+    /// Every value in position order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + '_ {
         (0..self.len).map(|p| self.get(p))
+    }
+
+    /// The first position whose value fails `pred` (`pred` holds for a prefix: sorted
+    /// values), as `slice::partition_point`.
+    pub(crate) fn partition_point(&self, pred: impl Fn(u64) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.get(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -85,6 +113,13 @@ impl Totals {
             + self.off.capacity() * 4
             + self.whole_of.capacity() * 4
             + self.whole.iter().map(|w| w.capacity() * 8).sum::<usize>()
+    }
+}
+
+/// As the list of values (what a `Vec` of them prints).
+impl std::fmt::Debug for Column64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -105,7 +140,7 @@ mod tests {
                 1 => Just(-(3i64 << 30)),
                 1 => any::<i64>(),
             ], 0..3000)) {
-            let mut t = Totals::default();
+            let mut t = Column64::default();
             let mut want = Vec::new();
             let mut x = 1u64 << 40;
             for s in steps {
@@ -122,9 +157,30 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// On rising values (times), the first position past any cut is the slice's.
+        #[test]
+        fn partition_point_is_the_slice_s(
+            steps in prop::collection::vec(prop_oneof![4 => 0u64..1000, 1 => Just(5u64 << 30)], 0..3000),
+            cut in any::<u64>(),
+        ) {
+            let mut t = Column64::default();
+            let mut v = Vec::new();
+            let mut x = 0u64;
+            for s in steps {
+                x = x.saturating_add(s);
+                t.push(x);
+                v.push(x);
+            }
+            let cut = v.get(cut as usize % (v.len() + 1)).copied().unwrap_or(u64::MAX);
+            prop_assert_eq!(t.partition_point(|x| x < cut), v.partition_point(|&x| x < cut));
+            prop_assert_eq!(t.partition_point(|x| x <= cut), v.partition_point(|&x| x <= cut));
+        }
+    }
+
     #[test]
     fn a_block_within_2_gib_of_its_first_total_takes_4_bytes_a_total() {
-        let mut t = Totals::default();
+        let mut t = Column64::default();
         for p in 0..(3 * BLOCK) as u64 {
             t.push((1 << 40) + (p % 4) * (1 << 29));
         }
