@@ -8,6 +8,7 @@ pub(crate) mod intern;
 pub(crate) mod model;
 pub(crate) mod ranges;
 pub(crate) mod requested;
+pub(crate) mod size_column;
 pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};

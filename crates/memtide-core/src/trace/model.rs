@@ -8,6 +8,7 @@ use super::band::{Band, Category};
 use super::column64::Column64;
 use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
+use super::size_column::SizeColumn;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -298,7 +299,8 @@ pub(crate) const FLAG_FREED_IN_OP: u8 = 8;
 pub struct Storages {
     pub start: Vec<u32>,
     pub end: Vec<u32>,
-    pub size: Vec<u64>,
+    /// Bytes of each storage (4 bytes each below 4 GiB: see [`Trace::size`]).
+    pub(crate) size: SizeColumn,
     pub cat: Vec<u8>,
     pub kind: Vec<u8>,
     pub flags: Vec<u8>,
@@ -854,7 +856,7 @@ impl Trace {
     }
 
     pub fn size(&self, id: AllocId) -> Bytes {
-        Bytes(self.storages.size.get(id.idx()).copied().unwrap_or(0))
+        Bytes(self.storages.size.get(id.idx()))
     }
 
     /// The bytes the caller asked for when the storage's size is a larger allocator block
@@ -1082,7 +1084,7 @@ impl Trace {
             + self.src.as_ref().map_or(0, |v| v.capacity() * 8)
             + s.start.capacity() * 4
             + s.end.capacity() * 4
-            + s.size.capacity() * 8
+            + s.size.heap_bytes()
             + s.cat.capacity()
             + s.kind.capacity()
             + s.flags.capacity()

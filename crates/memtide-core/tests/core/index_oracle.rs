@@ -263,7 +263,10 @@ proptest! {
         prop_assert_eq!(trace.len(), whole.len());
         prop_assert_eq!(trace.timestamps().collect::<Vec<_>>(), whole.timestamps().collect::<Vec<_>>());
         prop_assert_eq!(&trace.changes, &whole.changes);
-        prop_assert_eq!(&trace.storages.size, &whole.storages.size);
+        prop_assert_eq!(
+            (0..trace.storage_count()).map(|i| trace.size(memtide_core::trace::AllocId(i as u32))).collect::<Vec<_>>(),
+            (0..whole.storage_count()).map(|i| whole.size(memtide_core::trace::AllocId(i as u32))).collect::<Vec<_>>()
+        );
         let full = Index::build(&whole);
         prop_assert_eq!(index.totals().collect::<Vec<_>>(), full.totals().collect::<Vec<_>>());
         for p in 0..trace.len() {

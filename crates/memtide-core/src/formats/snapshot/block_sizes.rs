@@ -98,9 +98,7 @@ fn src_addr(t: &Trace, id: AllocId) -> u64 {
 }
 
 fn set_size(t: &mut Trace, id: AllocId, requested: u64, size: u64) {
-    if let Some(s) = t.storages.size.get_mut(id.idx()) {
-        *s = size;
-    }
+    t.storages.size.set(id.idx(), size);
     t.requested.set(id, requested, size);
 }
 
