@@ -172,7 +172,7 @@ pub fn ranked(dev: &Device, query: &str, at: Seq) -> (Vec<(AllocId, Rank)>, usiz
         }
         let id = AllocId(i as u32);
         let best = [
-            string_fit(st.name[i]).map(|f| (f, Place::Name)),
+            string_fit(trace.name_id(id)).map(|f| (f, Place::Name)),
             cat_fit(trace.category(id)).map(|f| (f, Place::Name)),
             stack_fit(st.stack[i]),
             via_view.get(&id).copied(),

@@ -120,10 +120,7 @@ fn groups(tr: &Trace, view: &FrameView, ids: &[AllocId], by_band: bool) -> Vec<G
             (tr.band(id).idx() as u32, 0)
         } else {
             let st = &tr.storages;
-            (
-                st.stack.get(id.idx()).map_or(0, |s| s.0),
-                st.name.get(id.idx()).map_or(0, |s| s.0),
-            )
+            (st.stack.get(id.idx()).map_or(0, |s| s.0), tr.name_id(id).0)
         };
         let g = m.entry(key).or_insert((0, 0));
         g.0 += tr.size(id).0;

@@ -6,6 +6,7 @@ pub(crate) mod column64;
 pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;
+pub(crate) mod name_column;
 pub(crate) mod ranges;
 pub(crate) mod requested;
 pub(crate) mod size_column;

@@ -8,6 +8,7 @@ use super::band::{Band, Category};
 use super::column64::Column64;
 use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
+use super::name_column::NameColumn;
 use super::size_column::SizeColumn;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
@@ -304,7 +305,8 @@ pub struct Storages {
     pub cat: Vec<u8>,
     pub kind: Vec<u8>,
     pub flags: Vec<u8>,
-    pub name: Vec<StrId>,
+    /// Names (on the side while few storages have one: see [`Trace::name`]).
+    pub(crate) name: NameColumn,
     pub stack: Vec<StackId>,
     /// The source's own id (JSONL tensor id, snapshot/Kineto address).
     pub src_id: Vec<u64>,
@@ -944,12 +946,8 @@ impl Trace {
     }
 
     /// The interned name of storage `id` (names shared by many storages are one id).
-    pub(crate) fn name_id(&self, id: AllocId) -> StrId {
-        self.storages
-            .name
-            .get(id.idx())
-            .copied()
-            .unwrap_or_default()
+    pub fn name_id(&self, id: AllocId) -> StrId {
+        self.storages.name.get(id.idx())
     }
 
     /// The id of the storage's stack (`StackId(0)`, the empty stack, when it has none).
@@ -1088,7 +1086,7 @@ impl Trace {
             + s.cat.capacity()
             + s.kind.capacity()
             + s.flags.capacity()
-            + s.name.capacity() * 4
+            + s.name.heap_bytes()
             + s.stack.capacity() * 4
             + s.src_id.capacity() * 8
             + self.changes.capacity() * std::mem::size_of::<Change>()

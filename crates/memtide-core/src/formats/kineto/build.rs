@@ -818,7 +818,7 @@ fn apply_change(
         l.id
     } else {
         let (name, stack, src) = (
-            t.storages.name.get(l.id.idx()).copied().unwrap_or_default(),
+            t.storages.name.get(l.id.idx()),
             t.storages
                 .stack
                 .get(l.id.idx())

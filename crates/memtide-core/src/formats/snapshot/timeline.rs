@@ -572,9 +572,7 @@ impl<'r> Replay<'r> {
                     format!("{old}; {add}")
                 };
                 let name = self.t.strings.intern(&text);
-                if let Some(n) = self.t.storages.name.get_mut(id.idx()) {
-                    *n = name;
-                }
+                self.t.storages.name.set(id.idx(), name);
                 self.n.annotated += 1;
             }
             Some(_) => {}
