@@ -387,8 +387,8 @@ fn marked_phase(windows: &[(Seq, Seq, Phase)], at: Seq) -> Option<Phase> {
         .map(|w| w.2)
 }
 
-/// What one storage is, for the scan: twelve bytes (one is kept for each allocation of the
-/// run; its start, sizes and category are read back from the trace).
+/// What one allocation of the run is, for the scan (computed afresh on each pass by
+/// [`Scan::seen`]: held for every allocation it cost 12 bytes each at `summary`'s peak).
 struct Seen {
     id: AllocId,
     update: u32,
@@ -413,6 +413,81 @@ impl Seen {
     }
 }
 
+/// The passes over the run's allocations: what each is, from the trace, the update regions
+/// and the phase marks, with the phase of each stack judged once.
+struct Scan<'a> {
+    trace: &'a Trace,
+    regions: &'a [(String, Seq, Seq)],
+    phase_marks: &'a [(Seq, Seq, Phase)],
+    cache: rustc_hash::FxHashMap<u32, Option<Phase>>,
+    judged: super::frames::JudgedFrames<FramePhase>,
+    /// Whether most allocations have frames (the snapshot's frame-less rule applies only
+    /// then); set after the first pass.
+    stacks_known: bool,
+}
+
+impl Scan<'_> {
+    /// The update `id` was made in, for a block of the run (None: from the start, a
+    /// segment, or outside every update).
+    fn update_of(&self, id: AllocId) -> Option<usize> {
+        let t = self.trace;
+        if t.storage_kind(id) != StorageKind::Block || t.is_from_start(id) {
+            return None;
+        }
+        let start = t.start(id);
+        let update = self.regions.partition_point(|r| r.1 <= start);
+        update
+            .checked_sub(1)
+            .filter(|&u| self.regions[u].2 >= start)
+    }
+
+    /// What allocation `id` is, if it is one of the run's.
+    fn seen(&mut self, id: AllocId) -> Option<Seen> {
+        let update = self.update_of(id)?;
+        let t = self.trace;
+        let sid = t.stack_id(id);
+        let has_stack = !t.strings.stack(sid).is_empty();
+        let start = t.start(id);
+        let cat = t.category(id);
+        let inferred = t.flags(id) & FLAG_INFERRED != 0;
+        let marked = marked_phase(self.phase_marks, start);
+        let judged = &mut self.judged;
+        let framed = *self
+            .cache
+            .entry(sid.0)
+            .or_insert_with(|| phase_of(judged.stack(t, sid, frame_phase).into_iter()));
+        // A snapshot's allocations without Python frames come from a thread that runs no
+        // Python: on a GPU, the autograd engine's (the backward pass), where most
+        // allocations have frames.
+        let threadless = !has_stack && t.format == "snapshot";
+        let shown = marked.or(framed).or(threadless.then_some(Phase::Backward));
+        let mut phase = shown.or((!inferred).then(|| phase_of_category(cat)).flatten());
+        if phase == Some(Phase::Backward) && !has_stack && !self.stacks_known && inferred {
+            phase = None;
+        }
+        let survives_update = t.end(id).is_none_or(|e| e > self.regions[update].2);
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        Some(Seen {
+            id,
+            update: update as u32,
+            phase,
+            bits: bit(shown.is_some(), SHOWN)
+                | bit(inferred, INFERRED)
+                | bit(has_stack, HAS_STACK)
+                | bit(survives_update, SURVIVES_UPDATE),
+        })
+    }
+
+    /// Calls `f` with each of the run's allocations, in id order.
+    fn each(&mut self, mut f: impl FnMut(&Seen)) {
+        for i in 0..self.trace.storage_count() {
+            if let Some(s) = self.seen(AllocId(i as u32)) {
+                f(&s);
+            }
+        }
+    }
+}
+
 /// The facts of one run.
 pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     let phase_marks = phase_windows(trace, index);
@@ -424,9 +499,15 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             && trace.category(id) != Category::Unknown
             && trace.flags(id) & FLAG_INFERRED == 0
     });
-    let mut cache: rustc_hash::FxHashMap<u32, Option<Phase>> = Default::default();
-    let mut judged = super::frames::JudgedFrames::new();
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut scan = Scan {
+        trace,
+        regions: &regions,
+        phase_marks: &phase_marks,
+        cache: Default::default(),
+        judged: super::frames::JudgedFrames::new(),
+        stacks_known: false,
+    };
+    // First pass: how many blocks have frames, and whether the file states its inputs.
     let (mut blocks, mut with_stack) = (0u64, 0u64);
     let mut recorded_inputs = false;
     for i in 0..trace.storage_count() {
@@ -435,39 +516,14 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             continue;
         }
         blocks += 1;
-        let sid = trace.stack_id(id);
-        let has_stack = !trace.strings.stack(sid).is_empty();
-        with_stack += u64::from(has_stack);
-        let start = trace.start(id);
-        let update = regions.partition_point(|r| r.1 <= start);
-        let Some(update) = update.checked_sub(1).filter(|&u| regions[u].2 >= start) else {
-            continue;
-        };
-        let cat = trace.category(id);
-        let inferred = trace.flags(id) & FLAG_INFERRED != 0;
-        recorded_inputs |= cat == Category::Input && !inferred;
-        let marked = marked_phase(&phase_marks, start);
-        let framed = *cache
-            .entry(sid.0)
-            .or_insert_with(|| phase_of(judged.stack(trace, sid, frame_phase).into_iter()));
-        // A snapshot's allocations without Python frames come from a thread that runs no
-        // Python: on a GPU, the autograd engine's (the backward pass).
-        let threadless = !has_stack && trace.format == "snapshot";
-        let shown = marked.or(framed).or(threadless.then_some(Phase::Backward));
-        let phase = shown.or((!inferred).then(|| phase_of_category(cat)).flatten());
-        let survives_update = trace.end(id).is_none_or(|e| e > regions[update].2);
-        let bit = |on: bool, b: u8| if on { b } else { 0 };
-        seen.push(Seen {
-            id,
-            update: update as u32,
-            phase,
-            bits: bit(shown.is_some(), SHOWN)
-                | bit(inferred, INFERRED)
-                | bit(has_stack, HAS_STACK)
-                | bit(survives_update, SURVIVES_UPDATE),
-        });
+        with_stack += u64::from(!trace.strings.stack(trace.stack_id(id)).is_empty());
+        if scan.update_of(id).is_some() {
+            recorded_inputs |=
+                trace.category(id) == Category::Input && trace.flags(id) & FLAG_INFERRED == 0;
+        }
     }
     let stacks_known = blocks > 0 && with_stack * 2 >= blocks;
+    scan.stacks_known = stacks_known;
     let mut evidence = Vec::new();
     if stacks_known {
         evidence.push("stacks");
@@ -489,24 +545,33 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
             optimizer_state_made: 0,
         })
         .collect();
-    // The snapshot's frame-less rule only where most allocations have frames.
-    for s in &mut seen {
-        if s.phase == Some(Phase::Backward) && !s.is(HAS_STACK) && !stacks_known && s.is(INFERRED) {
-            s.phase = None;
-        }
-    }
+    // Second pass: where each update's forward begins, the phases seen, and the first
+    // update with a forward.
     let mut first_forward: Vec<Option<Seq>> = vec![None; updates.len()];
-    for s in seen.iter().filter(|s| s.phase == Some(Phase::Forward)) {
-        let start = trace.start(s.id);
-        let f = &mut first_forward[s.update()];
-        *f = Some(f.map_or(start, |f| f.min(start)));
-    }
-    // Optimizer state each update made: (tensor size, block size).
+    let mut per_update = Phases::default();
+    let mut first: Option<u32> = None;
+    scan.each(|s| {
+        if s.phase == Some(Phase::Forward) {
+            let start = trace.start(s.id);
+            let f = &mut first_forward[s.update()];
+            *f = Some(f.map_or(start, |f| f.min(start)));
+            first = Some(first.map_or(s.update, |u| u.min(s.update)));
+        }
+        if let (true, Some(p)) = (s.is(SHOWN), s.phase) {
+            per_update.add(p);
+        }
+    });
+    // Third pass: each update's phases, the optimizer state it made ((tensor size, block
+    // size)), its inputs; the first forward's allocations.
     let mut state_made: Vec<Vec<(u64, u64)>> = vec![Vec::new(); updates.len()];
-    for s in &seen {
+    let mut first_forward_allocs: Vec<(Seq, u64)> = Vec::new();
+    scan.each(|s| {
         let (u, cat, start) = (s.update(), trace.category(s.id), trace.start(s.id));
         if let Some(p) = s.phase {
             updates[u].phases.add(p);
+        }
+        if s.phase == Some(Phase::Forward) && Some(s.update) == first {
+            first_forward_allocs.push((start, trace.tensor_size(s.id).0));
         }
         // State made in the update (not in the setup before its first forward: an optimizer
         // that makes its state in its own `__init__` made it before any step).
@@ -529,7 +594,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         if input {
             updates[u].inputs.push(trace.size(s.id).0);
         }
-    }
+    });
     for u in &mut updates {
         u.inputs.sort_unstable();
     }
@@ -537,12 +602,6 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     let phases = updates
         .iter()
         .fold(Phases::default(), |acc, u| acc.union(u.phases));
-    let mut per_update = Phases::default();
-    for s in seen.iter().filter(|s| s.is(SHOWN)) {
-        if let Some(p) = s.phase {
-            per_update.add(p);
-        }
-    }
     let split = (0..trace.storage_count()).any(|i| {
         matches!(
             trace.category(AllocId(i as u32)),
@@ -561,7 +620,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
     } else {
         None
     };
-    let first_forward = first_forward_sizes(trace, &seen);
+    let first_forward = first_forward_sizes(first_forward_allocs);
     let before_steps = made_before_steps(trace, &regions);
     let any_inputs = updates.iter().any(|u| !u.inputs.is_empty());
     let inputs_source = match (recorded_inputs, any_inputs) {
@@ -586,23 +645,14 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
 }
 
 /// The sizes of the first [`FIRST_FORWARD`] allocations of the first update that has a
-/// forward, in order.
-fn first_forward_sizes(trace: &Trace, seen: &[Seen]) -> Vec<u64> {
-    let Some(first) = seen
-        .iter()
-        .filter(|s| s.phase == Some(Phase::Forward))
-        .map(|s| s.update)
-        .min()
-    else {
-        return Vec::new();
-    };
-    let mut v: Vec<(Seq, u64)> = seen
-        .iter()
-        .filter(|s| s.update == first && s.phase == Some(Phase::Forward))
-        .map(|s| (trace.start(s.id), trace.tensor_size(s.id).0))
-        .collect();
-    v.sort_unstable();
-    v.into_iter().take(FIRST_FORWARD).map(|(_, t)| t).collect()
+/// forward, in order (`allocs`: that update's forward allocations, (start, tensor size)).
+fn first_forward_sizes(mut allocs: Vec<(Seq, u64)>) -> Vec<u64> {
+    allocs.sort_unstable();
+    allocs
+        .into_iter()
+        .take(FIRST_FORWARD)
+        .map(|(_, t)| t)
+        .collect()
 }
 
 /// The sizes (ascending) of allocations with a stack made before the first update's region,
