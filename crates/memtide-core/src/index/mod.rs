@@ -362,15 +362,16 @@ impl Index {
                 *best = (v, p);
             }
         };
-        if bl == bh {
-            for p in lo..=hi {
-                consider(self.totals.get(p), p, &mut best);
+        let scan = |a: usize, b: usize, best: &mut (u64, usize)| {
+            if let Some((v, p)) = self.totals.first_max(a, b) {
+                consider(v, p, best);
             }
+        };
+        if bl == bh {
+            scan(lo, hi, &mut best);
         } else {
             let first_end = (bl + 1) * BLOCK;
-            for p in lo..first_end {
-                consider(self.totals.get(p), p, &mut best);
-            }
+            scan(lo, first_end - 1, &mut best);
             // Whole blocks strictly inside, via the sparse table (complete blocks only).
             let (ml, mh) = (bl + 1, bh); // [ml, mh)
             if ml < mh {
@@ -385,9 +386,7 @@ impl Index {
                     consider(v, p as usize, &mut best);
                 }
             }
-            for p in bh * BLOCK..=hi {
-                consider(self.totals.get(p), p, &mut best);
-            }
+            scan(bh * BLOCK, hi, &mut best);
         }
         (best.1 != usize::MAX).then_some((Seq(best.1 as u64), Bytes(best.0)))
     }

@@ -73,19 +73,60 @@ impl Column64 {
             return 0;
         }
         let b = p / BLOCK;
-        match self.whole_of.get(b) {
-            Some(&NARROW) => match (self.base.get(b), self.off.get(p)) {
-                (Some(&base), Some(&off)) => base.wrapping_add_signed(i64::from(off)),
-                _ => 0,
-            },
-            Some(&k) => self
-                .whole
-                .get(k as usize)
-                .and_then(|w| w.get(p % BLOCK))
-                .copied()
-                .unwrap_or(0),
-            None => 0,
+        match (self.whole_of.get(b), self.base.get(b), self.off.get(p)) {
+            (Some(&NARROW), Some(&base), Some(&off)) => base.wrapping_add_signed(i64::from(off)),
+            _ => self.whole_at(p),
         }
+    }
+
+    /// The value at position `p` of a block kept whole.
+    #[cold]
+    #[inline(never)]
+    fn whole_at(&self, p: usize) -> u64 {
+        let b = p / BLOCK;
+        self.whole_of
+            .get(b)
+            .and_then(|&k| self.whole.get(k as usize))
+            .and_then(|w| w.get(p % BLOCK))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The highest value at positions `lo..=hi` and the first position holding it (None
+    /// when the range is empty or past the end). A block kept as offsets is scanned on its
+    /// offsets (its values cannot wrap past 0 or 2^64 there), so a scan costs what a slice's
+    /// would.
+    pub(crate) fn first_max(&self, lo: usize, hi: usize) -> Option<(u64, usize)> {
+        let hi = hi.min(self.len.checked_sub(1)?);
+        let mut best: Option<(u64, usize)> = None;
+        let mut consider = |v: u64, p: usize| {
+            if best.is_none_or(|(b, _)| v > b) {
+                best = Some((v, p));
+            }
+        };
+        let mut p = lo;
+        while p <= hi {
+            let b = p / BLOCK;
+            let end = hi.min((b + 1) * BLOCK - 1);
+            let base = self.base.get(b).copied().unwrap_or(0);
+            let no_wrap = (1 << 31..=u64::MAX - (1 << 31)).contains(&base);
+            match (self.whole_of.get(b), self.off.get(p..=end)) {
+                (Some(&NARROW), Some(offs)) if no_wrap => {
+                    let mut m: Option<(i32, usize)> = None;
+                    for (k, &o) in offs.iter().enumerate() {
+                        if m.is_none_or(|(x, _)| o > x) {
+                            m = Some((o, k));
+                        }
+                    }
+                    if let Some((o, k)) = m {
+                        consider(base.wrapping_add_signed(i64::from(o)), p + k);
+                    }
+                }
+                _ => (p..=end).for_each(|q| consider(self.get(q), q)),
+            }
+            p = end + 1;
+        }
+        best
     }
 
     /// Every value in position order.
@@ -158,6 +199,37 @@ mod tests {
     }
 
     proptest! {
+        /// The first highest value of any range is a scan's, whatever the values (offsets,
+        /// whole blocks, values near 0 and 2^64).
+        #[test]
+        fn first_max_is_a_scan_s(
+            steps in prop::collection::vec(prop_oneof![
+                8 => -4096i64..4096,
+                1 => Just(3i64 << 30),
+                1 => any::<i64>(),
+            ], 1..3000),
+            start in prop_oneof![Just(0u64), Just(1u64 << 40), Just(u64::MAX - 5000)],
+            a in any::<usize>(),
+            b in any::<usize>(),
+        ) {
+            let mut t = Column64::default();
+            let mut v = Vec::new();
+            let mut x = start;
+            for s in steps {
+                x = x.wrapping_add_signed(s);
+                t.push(x);
+                v.push(x);
+            }
+            let (lo, hi) = (a % v.len(), b % (v.len() + 10));
+            let mut want: Option<(u64, usize)> = None;
+            for (p, &x) in v.iter().enumerate().take(hi.min(v.len() - 1) + 1).skip(lo) {
+                if want.is_none_or(|(w, _)| x > w) {
+                    want = Some((x, p));
+                }
+            }
+            prop_assert_eq!(t.first_max(lo, hi), want);
+        }
+
         /// On rising values (times), the first position past any cut is the slice's.
         #[test]
         fn partition_point_is_the_slice_s(

@@ -27,10 +27,16 @@ impl SizeColumn {
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
         match self.narrow.get(i) {
-            Some(&WIDE) => self.wide.get(&(i as u32)).copied().unwrap_or(0),
-            Some(&s) => u64::from(s),
+            Some(&s) if s != WIDE => u64::from(s),
+            Some(_) => self.wide_at(i),
             None => 0,
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wide_at(&self, i: usize) -> u64 {
+        self.wide.get(&(i as u32)).copied().unwrap_or(0)
     }
 
     /// Sets the size of storage `i` (nothing past the end).
