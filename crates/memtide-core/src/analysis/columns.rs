@@ -94,14 +94,17 @@ pub(crate) fn time_ranges(trace: &Trace, t0: Ts, t1: Ts, width: usize) -> Vec<(S
 
 fn column(trace: &Trace, index: &Index, (lo, hi): (Seq, Seq)) -> Column {
     match index.argmax(lo, hi) {
-        Some((at, _)) => Column {
-            lo,
-            hi,
-            at,
-            bands: index.bands_at(trace, at),
-            reserved: index.reserved_at(trace, at),
-            empty: false,
-        },
+        Some((at, _)) => {
+            let (bands, reserved) = index.bands_and_reserved_at(trace, at);
+            Column {
+                lo,
+                hi,
+                at,
+                bands,
+                reserved,
+                empty: false,
+            }
+        }
         None => Column {
             lo,
             hi,
