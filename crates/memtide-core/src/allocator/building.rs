@@ -55,9 +55,7 @@ impl Models {
             State::Building(h) => h.join().ok().flatten().unwrap_or_default(),
         }
     }
-}
 
-impl Models {
     /// The device each model is for (`History::device`), in the order [`Models::wait`]
     /// gives them.
     pub fn devices(&self) -> &[String] {

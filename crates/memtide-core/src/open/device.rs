@@ -141,12 +141,6 @@ impl Device {
         self.budget = OnceLock::new();
     }
 
-    /// Attaches the allocator model replayed apart (the loader builds the device while the
-    /// model replays); the OOMs are explained again with its history.
-    pub fn attach_model(&mut self, model: Model) {
-        self.set_model_slot(ModelSlot::ready(Some(model)));
-    }
-
     /// Sets the device's capacity (`--capacity`: the user's figure wins over the file's);
     /// the OOMs are explained again with it.
     pub fn set_capacity(&mut self, capacity: Bytes) {
