@@ -15,8 +15,9 @@
 //! A trace without identities (no addresses) adds per-event byte deltas to the unknown band;
 //! its live set is empty (unavailable: [`Trace::identities_known`]).
 //!
-//! Memory: 4 bytes per event for the totals (`trace/column64.rs`), plus checkpoints (amortised ≤ one `u32` per
-//! change) and `O(events / block)` for block maxima and band checkpoints.
+//! Memory: 4 bytes per event for the totals (`trace/column64.rs`), plus checkpoints
+//! (amortised ≤ one `u32` per change) and `O(events / block)` for block maxima and band
+//! checkpoints.
 
 use crate::trace::column64::Column64;
 use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};

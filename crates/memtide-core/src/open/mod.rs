@@ -432,7 +432,6 @@ fn devices(loaded: Loaded, rules: &FrameRules) -> Vec<Device> {
     }
     // Models still replaying are not waited for here: the first ask for one waits.
     let names: Vec<String> = devices.iter().map(|d| d.name().to_string()).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     for (d, slot) in devices.iter_mut().zip(ModelSlot::assign(models, &names)) {
         if slot.expected() {
             d.set_model_slot(slot);

@@ -54,10 +54,11 @@ impl ModelSlot {
 
     /// A slot per device of `names` for the load's `models`: model `j` goes to the first
     /// device of its name that has none yet. Slots wait for the models only when asked.
-    pub(crate) fn assign(models: Models, names: &[&str]) -> Vec<ModelSlot> {
+    pub(crate) fn assign(models: Models, names: &[impl AsRef<str>]) -> Vec<ModelSlot> {
         let mut of_device: Vec<Option<usize>> = vec![None; names.len()];
         for (j, name) in models.devices().iter().enumerate() {
-            if let Some(k) = (0..names.len()).find(|&k| of_device[k].is_none() && names[k] == name)
+            if let Some(k) =
+                (0..names.len()).find(|&k| of_device[k].is_none() && names[k].as_ref() == name)
             {
                 of_device[k] = Some(j);
             }

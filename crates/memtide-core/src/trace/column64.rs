@@ -8,7 +8,7 @@
 /// Positions per block.
 const BLOCK: usize = 1024;
 
-/// No whole copy: the block's totals are its offsets.
+/// No whole copy: the block's values are its offsets.
 const NARROW: u32 = u32::MAX;
 
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -35,20 +35,20 @@ impl Column64 {
     }
 
     /// Appends the value of the next position.
-    pub(crate) fn push(&mut self, total: u64) {
+    pub(crate) fn push(&mut self, value: u64) {
         let (b, i) = (self.len / BLOCK, self.len % BLOCK);
         if i == 0 {
-            self.base.push(total);
+            self.base.push(value);
             self.whole_of.push(NARROW);
         }
-        let base = self.base.get(b).copied().unwrap_or(total);
-        let off = i32::try_from(total.wrapping_sub(base) as i64).ok();
+        let base = self.base.get(b).copied().unwrap_or(value);
+        let off = i32::try_from(value.wrapping_sub(base) as i64).ok();
         match (self.whole_of.get(b).copied(), off) {
             (Some(NARROW), Some(off)) => self.off.push(off),
             (Some(NARROW), None) => {
                 // Keep the block whole from here: what it holds so far, then this.
                 let mut w: Vec<u64> = (b * BLOCK..self.len).map(|p| self.get(p)).collect();
-                w.push(total);
+                w.push(value);
                 if let Some(slot) = self.whole_of.get_mut(b) {
                     *slot = self.whole.len() as u32;
                 }
@@ -57,7 +57,7 @@ impl Column64 {
             }
             (Some(k), _) => {
                 if let Some(w) = self.whole.get_mut(k as usize) {
-                    w.push(total);
+                    w.push(value);
                 }
                 self.off.push(0);
             }
@@ -94,8 +94,8 @@ impl Column64 {
 
     /// The highest value at positions `lo..=hi` and the first position holding it (None
     /// when the range is empty or past the end). A block kept as offsets is scanned on its
-    /// offsets (its values cannot wrap past 0 or 2^64 there), so a scan costs what a slice's
-    /// would.
+    /// offsets, so a scan costs what a slice's would: the highest offset is the highest value
+    /// unless a value of the range wraps past 0 or 2^64 (then each value is read).
     pub(crate) fn first_max(&self, lo: usize, hi: usize) -> Option<(u64, usize)> {
         let hi = hi.min(self.len.checked_sub(1)?);
         let mut best: Option<(u64, usize)> = None;
@@ -109,20 +109,15 @@ impl Column64 {
             let b = p / BLOCK;
             let end = hi.min((b + 1) * BLOCK - 1);
             let base = self.base.get(b).copied().unwrap_or(0);
-            let no_wrap = (1 << 31..=u64::MAX - (1 << 31)).contains(&base);
-            match (self.whole_of.get(b), self.off.get(p..=end)) {
-                (Some(&NARROW), Some(offs)) if no_wrap => {
-                    let mut m: Option<(i32, usize)> = None;
-                    for (k, &o) in offs.iter().enumerate() {
-                        if m.is_none_or(|(x, _)| o > x) {
-                            m = Some((o, k));
-                        }
-                    }
-                    if let Some((o, k)) = m {
-                        consider(base.wrapping_add_signed(i64::from(o)), p + k);
-                    }
-                }
-                _ => (p..=end).for_each(|q| consider(self.get(q), q)),
+            let scanned = match (self.whole_of.get(b), self.off.get(p..=end)) {
+                (Some(&NARROW), Some(offs)) => highest_offset(offs)
+                    .filter(|&(lowest, _, _)| base.checked_add_signed(i64::from(lowest)).is_some())
+                    .and_then(|(_, o, k)| Some((base.checked_add_signed(i64::from(o))?, p + k))),
+                _ => None,
+            };
+            match scanned {
+                Some((v, q)) => consider(v, q),
+                None => (p..=end).for_each(|q| consider(self.get(q), q)),
             }
             p = end + 1;
         }
@@ -137,7 +132,17 @@ impl Column64 {
     /// The first position whose value fails `pred` (`pred` holds for a prefix: sorted
     /// values), as `slice::partition_point`.
     pub(crate) fn partition_point(&self, pred: impl Fn(u64) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len);
+        self.partition_point_in(0, self.len, pred)
+    }
+
+    /// [`Column64::partition_point`] of positions `lo..hi` (`pred` holds for a prefix of them).
+    pub(crate) fn partition_point_in(
+        &self,
+        mut lo: usize,
+        mut hi: usize,
+        pred: impl Fn(u64) -> bool,
+    ) -> usize {
+        hi = hi.min(self.len);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if pred(self.get(mid)) {
@@ -155,6 +160,16 @@ impl Column64 {
             + self.whole_of.capacity() * 4
             + self.whole.iter().map(|w| w.capacity() * 8).sum::<usize>()
     }
+}
+
+/// The lowest offset, the highest and the first position of the highest (None: no offsets).
+fn highest_offset(offs: &[i32]) -> Option<(i32, i32, usize)> {
+    let mut it = offs.iter().copied().enumerate();
+    let (_, first) = it.next()?;
+    Some(it.fold((first, first, 0), |(lowest, high, at), (k, o)| {
+        let (high, at) = if o > high { (o, k) } else { (high, at) };
+        (lowest.min(o), high, at)
+    }))
 }
 
 /// As the list of values (what a `Vec` of them prints).

@@ -642,17 +642,9 @@ impl Trace {
                     hi = lo.saturating_add(step).min(n);
                     step = step.saturating_mul(2);
                 }
-                // The first of [lo, hi) past t (a binary search of that stretch).
-                let (mut a, mut b) = (lo, hi.max(lo));
-                while a < b {
-                    let mid = a + (b - a) / 2;
-                    if at(mid) <= t {
-                        a = mid + 1;
-                    } else {
-                        b = mid;
-                    }
-                }
-                lo = a;
+                lo = self
+                    .ts
+                    .partition_point_in(lo, hi.max(lo), |x| x as i64 <= t);
                 lo.checked_sub(1).map(|n| Seq(n as u64))
             })
             .collect()
