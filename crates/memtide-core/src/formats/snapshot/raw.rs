@@ -74,7 +74,7 @@ pub struct Row {
     pub category: Option<crate::trace::Category>,
 }
 
-// Every entry of a big snapshot is held until the replay passes it, packed in 24 bytes
+// Every entry of a big snapshot is held until the replay passes it, packed in 20 bytes
 // (`rows.rs`); a `Row` is what a reader gets back.
 const _: () = assert!(std::mem::size_of::<Row>() == 32);
 

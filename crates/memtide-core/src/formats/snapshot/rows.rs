@@ -1,5 +1,5 @@
 //! The decoded trace entries of a snapshot, kept in blocks of 8,192 rows (each row packed in
-//! 24 bytes, see [`Packed`]; a block of 192 KiB is above the C allocator's 128 KiB threshold,
+//! 20 bytes, see [`Packed`]; a block of 160 KiB is above the C allocator's 128 KiB threshold,
 //! so each is mapped on its own and freeing it gives its memory back): once the passes that
 //! read a block (each CUDA device's allocator history and timeline replay, the pinned host
 //! timeline) have all gone past it, the last one frees it, so the rows and what is built from
@@ -23,25 +23,35 @@ const BLOCK_BITS: u32 = 13;
 /// A block of rows; empty once freed.
 type Block = RwLock<Chunk>;
 
-/// A row in 24 bytes instead of [`Row`]'s 32: the size in 48 bits with the action, the
-/// time flag and the category above it, and the time as µs after the block's first timed
-/// row. A row whose size or time does not fit (a size of 256 TiB or more, a time before the
-/// block's first or over 71 minutes after it) keeps both in its block's side map, and its
-/// word says so: every row reads back as it was pushed.
+/// A row in 20 bytes instead of [`Row`]'s 32: the address in units of 512 bytes (40 bits;
+/// every block and segment address the caching allocator hands out is a multiple of 512
+/// below 2^49), the size in 40 bits, the action, the time flag and the category beside them,
+/// and the time as µs after the block's first timed row. A row whose address, size or time
+/// does not fit (an OOM entry's free bytes in `addr`, a size of 1 TiB or more, a time before
+/// the block's first or over 71 minutes after it) keeps all three in its block's side map,
+/// and its word says so: every row reads back as it was pushed.
 #[derive(Clone, Copy)]
 struct Packed {
-    addr: u64,
-    word: u64,
+    /// The address in units (low 32 bits).
+    addr_lo: u32,
+    /// The address units' high 8 bits, then the size's low 24 bits.
+    mid: u32,
+    /// The size's high 16 bits, the action, the time flag, the category, the wide flag.
+    word: u32,
     dt: u32,
     stack: u32,
 }
 
-const SIZE_BITS: u32 = 48;
+const ADDR_SHIFT: u32 = 9;
+const ADDR_UNIT_BITS: u32 = 40;
+const SIZE_BITS: u32 = 40;
 const SIZE_MASK: u64 = (1 << SIZE_BITS) - 1;
-const ACTION_SHIFT: u32 = SIZE_BITS;
-const TIMED: u64 = 1 << 52;
-const CATEGORY_SHIFT: u32 = 53;
-const WIDE: u64 = 1 << 63;
+/// The size's bits in `mid` (above the address's high 8).
+const SIZE_LOW_BITS: u32 = 24;
+const ACTION_SHIFT: u32 = 16;
+const TIMED: u32 = 1 << 20;
+const CATEGORY_SHIFT: u32 = 21;
+const WIDE: u32 = 1 << 31;
 /// Every action, at its discriminant.
 const ACTIONS: [Action; 12] = [
     Action::Alloc,
@@ -58,11 +68,20 @@ const ACTIONS: [Action; 12] = [
     Action::Unknown,
 ];
 
-// 7 M entries held as rows are 168 MB at this size (224 MB as `Row`s).
-const _: () = assert!(std::mem::size_of::<Packed>() == 24);
+// 7 M entries held as rows are 140 MB at this size (224 MB as `Row`s).
+const _: () = assert!(std::mem::size_of::<Packed>() == 20);
 // A block the C allocator serves from its heap (below its 128 KiB mmap threshold) would stay
 // in the process once freed: the rows' memory would not shrink as the passes go.
 const _: () = assert!((1usize << BLOCK_BITS) * std::mem::size_of::<Packed>() > 128 << 10);
+// The action (4 bits), the time flag and the category (5 bits) fit between the size's high
+// bits and the wide flag.
+const _: () = assert!(CATEGORY_SHIFT + 5 < 31 && SIZE_BITS - SIZE_LOW_BITS <= ACTION_SHIFT);
+
+/// The address in units of 512 bytes, when it is a multiple of 512 below 2^49.
+fn addr_units(addr: u64) -> Option<u64> {
+    let units = addr >> ADDR_SHIFT;
+    (addr & ((1 << ADDR_SHIFT) - 1) == 0 && units < 1 << ADDR_UNIT_BITS).then_some(units)
+}
 
 /// One block's rows, packed.
 #[derive(Default)]
@@ -70,8 +89,8 @@ struct Chunk {
     rows: Vec<Packed>,
     /// The time of the block's first timed row: the others' `dt` counts from it.
     base_us: Option<i64>,
-    /// (size, time) of the rows whose word has [`WIDE`], by index in the block.
-    wide: FxHashMap<u32, (u64, i64)>,
+    /// (address, size, time) of the rows whose word has [`WIDE`], by index in the block.
+    wide: FxHashMap<u32, (u64, u64, i64)>,
 }
 
 impl Chunk {
@@ -82,24 +101,26 @@ impl Chunk {
         } else {
             (row.time_us == 0).then_some(0)
         };
-        let category = row.category.map_or(0, |c| c as u64 + 1);
-        let mut word = ((row.action as u64) << ACTION_SHIFT)
+        let category = row.category.map_or(0, |c| c as u32 + 1);
+        let mut word = ((row.action as u32) << ACTION_SHIFT)
             | (category << CATEGORY_SHIFT)
             | if row.has_time { TIMED } else { 0 };
-        let dt = match dt.filter(|_| row.size <= SIZE_MASK) {
-            Some(dt) => {
-                word |= row.size;
-                dt
-            }
+        let fits = dt
+            .zip(addr_units(row.addr))
+            .filter(|_| row.size <= SIZE_MASK);
+        let (units, size, dt) = match fits {
+            Some((dt, units)) => (units, row.size, dt),
             None => {
                 word |= WIDE;
                 self.wide
-                    .insert(self.rows.len() as u32, (row.size, row.time_us));
-                0
+                    .insert(self.rows.len() as u32, (row.addr, row.size, row.time_us));
+                (0, 0, 0)
             }
         };
+        word |= (size >> SIZE_LOW_BITS) as u32;
         self.rows.push(Packed {
-            addr: row.addr,
+            addr_lo: units as u32,
+            mid: (units >> 32) as u32 | ((size & ((1 << SIZE_LOW_BITS) - 1)) as u32) << 8,
             word,
             dt,
             stack: row.stack.0,
@@ -110,16 +131,21 @@ impl Chunk {
         let p = self.rows.get(i)?;
         let w = p.word;
         let has_time = w & TIMED != 0;
-        let (size, time_us) = if w & WIDE != 0 {
+        let (addr, size, time_us) = if w & WIDE != 0 {
             *self.wide.get(&(i as u32))?
-        } else if has_time {
-            (w & SIZE_MASK, self.base_us.unwrap_or(0) + i64::from(p.dt))
         } else {
-            (w & SIZE_MASK, 0)
+            let units = u64::from(p.addr_lo) | u64::from(p.mid & 0xff) << 32;
+            let size =
+                u64::from(p.mid >> 8) | u64::from(w & ((1 << ACTION_SHIFT) - 1)) << SIZE_LOW_BITS;
+            let time_us = match has_time {
+                true => self.base_us.unwrap_or(0) + i64::from(p.dt),
+                false => 0,
+            };
+            (units << ADDR_SHIFT, size, time_us)
         };
         let category = ((w >> CATEGORY_SHIFT) & 0x1f) as u8;
         Some(Row {
-            addr: p.addr,
+            addr,
             size,
             time_us,
             stack: StackId(p.stack),
@@ -365,8 +391,9 @@ mod tests {
         v
     }
 
-    /// Every row reads back as it was pushed: the packed fields, and the sizes and times that
-    /// do not fit them (huge sizes, times before the block's first timed row or long after).
+    /// Every row reads back as it was pushed: the packed fields, and the addresses, sizes
+    /// and times that do not fit them (an address off 512 or at 2^49 and above, sizes of
+    /// 2^40 and above, times before the block's first timed row or long after).
     #[test]
     fn packed_rows_read_back_as_pushed() {
         let mut pushed = Vec::new();
@@ -379,25 +406,55 @@ mod tests {
             i64::MIN,
             1_700_000_000_000_001,
         ];
+        let sizes = [
+            0,
+            1,
+            SIZE_MASK,
+            SIZE_MASK + 1,
+            u64::MAX,
+            4096,
+            0xff_ffff,
+            1 << 24,
+        ];
+        let addrs = [
+            0u64,
+            512,
+            0x7f4a_2000_0000,
+            (1 << 49) - 512,
+            1 << 49,
+            u64::MAX,
+            0x7f4a_2000_0001,
+            64_000_000_123,
+        ];
         for (i, a) in ACTIONS.iter().enumerate() {
             for (k, &t) in times.iter().enumerate() {
-                let row = Row {
-                    addr: (i * 31 + k) as u64 * 512,
-                    size: [0, 1, SIZE_MASK, SIZE_MASK + 1, u64::MAX, 4096][k],
-                    time_us: t,
-                    stack: StackId((i * k) as u32),
-                    action: *a,
-                    has_time: k % 3 != 2,
-                    category: (k > 0).then(|| Category::ALL[(i + k) % Category::ALL.len()]),
-                };
-                v.push(row, "rows").expect("push");
-                pushed.push(row);
+                for (j, (&size, &addr)) in sizes.iter().zip(&addrs).enumerate() {
+                    let row = Row {
+                        addr: addr ^ ((i * 31 + k) as u64 * 512 * u64::from(j < 4)),
+                        size,
+                        time_us: t,
+                        stack: StackId((i * k + j) as u32),
+                        action: *a,
+                        has_time: (k + j) % 3 != 2,
+                        category: (k > 0).then(|| Category::ALL[(i + k + j) % Category::ALL.len()]),
+                    };
+                    v.push(row, "rows").expect("push");
+                    pushed.push(row);
+                }
             }
         }
         for (r, want) in pushed.iter().enumerate() {
             let got = v.get(r as u32).expect("there");
             assert_eq!(format!("{got:?}"), format!("{want:?}"), "row {r}");
         }
+        // Both ways of keeping a row are read back (else the comparison proves little).
+        let wide: usize = v
+            .blocks
+            .iter()
+            .map(|b| b.read().expect("not poisoned").wide.len())
+            .sum();
+        let packed = pushed.len() - wide;
+        assert!(wide > 100 && packed > 100, "{wide} wide, {packed} packed");
         for (i, a) in ACTIONS.iter().enumerate() {
             assert_eq!(*a as usize, i, "{a:?} at its discriminant");
         }
