@@ -128,7 +128,7 @@ fn external_line(trace: &Trace, id: AllocId) -> Line {
 /// How the inspector names where a storage lives: a block's address in hex (`addresses`: the
 /// source's ids are block addresses, as in snapshots), else the source's id.
 fn source_id(trace: &Trace, id: AllocId, addresses: bool) -> String {
-    let src = trace.storages.src_id.get(id.idx()).copied().unwrap_or(0);
+    let src = trace.src_id(id).unwrap_or(0);
     if addresses && trace.storage_kind(id) == StorageKind::Block {
         format!("address {}", fmt::addr(src))
     } else {

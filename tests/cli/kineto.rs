@@ -44,7 +44,7 @@ fn totals(t: &Trace) -> Vec<u64> {
 fn stack_of(t: &Trace, src: u64) -> (String, Vec<String>) {
     let id = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
-        .find(|&id| t.storages.src_id[id.idx()] == src)
+        .find(|&id| t.src_id(id) == Some(src))
         .expect("storage with that address");
     (
         t.name(id).to_string(),

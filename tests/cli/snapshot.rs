@@ -323,7 +323,7 @@ fn fields_checks(file: &str) {
     let id = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
         .find(|&id| {
-            t.storages.src_id[id.idx()] == a
+            t.src_id(id).unwrap() == a
                 && t.storage_kind(id) == memtide_core::trace::StorageKind::Block
         })
         .unwrap();
@@ -382,7 +382,7 @@ fn pytorch_2_x_fields_json_with_object_metadata_and_string_frames() {
     let t = &opened.devices[0].trace;
     let id = (0..t.storage_count())
         .map(|i| memtide_core::trace::AllocId(i as u32))
-        .find(|&id| t.storages.src_id[id.idx()] == 0x7F70_0040_0000)
+        .find(|&id| t.src_id(id).unwrap() == 0x7F70_0040_0000)
         .unwrap();
     let meta: Value = serde_json::from_str(t.name(id)).unwrap();
     assert_eq!(meta["tag"], "x");

@@ -145,7 +145,7 @@ fn measure(dir: &Path) -> Measure {
     assert_eq!(labelled.len(), inferred.len());
     let mut truth_of: HashMap<(u64, u64), Band> = HashMap::new();
     for id in lindex.live_at(&labelled, at) {
-        let key = (labelled.storages.src_id[id.idx()], labelled.size(id).0);
+        let key = (labelled.src_id(id).expect("a storage"), labelled.size(id).0);
         assert!(
             truth_of.insert(key, labelled.band(id)).is_none(),
             "{run}: one live allocation per address"
@@ -154,7 +154,7 @@ fn measure(dir: &Path) -> Measure {
     let mut per_allocation = 0;
     let mut worst = Vec::new();
     for id in index.live_at(&inferred, at) {
-        let key = (inferred.storages.src_id[id.idx()], inferred.size(id).0);
+        let key = (inferred.src_id(id).expect("a storage"), inferred.size(id).0);
         let want = truth_of.get(&key).copied().unwrap_or(Band::Unknown);
         let got = inferred.band(id);
         if got != want {

@@ -217,7 +217,7 @@ fn enter_on_a_block_inspects_its_allocation_and_moves_the_cursor_to_it() {
     let ex = h.explorer();
     let id = ex.inspect.as_ref().expect("the inspector is open").id;
     let tr = &ex.device().unwrap().trace;
-    assert_eq!(tr.storages.src_id[id.idx()], 0x7E00_0000_0000);
+    assert_eq!(tr.src_id(id).unwrap(), 0x7E00_0000_0000);
     assert_eq!(tr.size(id), Bytes(512 * MIB));
     let s = h.screen();
     assert!(s.contains("address 0x7e0000000000"), "{s}");

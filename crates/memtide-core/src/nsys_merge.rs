@@ -255,7 +255,7 @@ fn segments_of(t: &Trace, wall: i64) -> Vec<Segment> {
         .map(|i| AllocId(i as u32))
         .filter(|&id| t.storage_kind(id) == StorageKind::Segment)
         .map(|id| Segment {
-            address: t.storages.src_id.get(id.idx()).copied().unwrap_or(0),
+            address: t.src_id(id).unwrap_or(0),
             size: t.size(id).0,
             from_ns: (!t.is_from_start(id)).then(|| t.ts(t.start(id)).0.saturating_add(wall)),
             to_ns: t.end(id).map(|e| t.ts(e).0.saturating_add(wall)),

@@ -196,7 +196,7 @@ impl AllocView {
         let tr = &dev.trace;
         let at = Seq(self.at.0.min(dev.last().0));
         for id in dev.index.live_at_unsorted(tr, at) {
-            let addr = tr.storages.src_id.get(id.idx()).copied().unwrap_or(0);
+            let addr = tr.src_id(id).unwrap_or(0);
             if addr >= lo && addr < hi {
                 self.owners.insert(addr, id);
             }

@@ -517,7 +517,7 @@ fn named(
 ) -> Vec<Pinner> {
     let live = index.live_at(trace, at);
     for p in &mut ps {
-        let src = |id: &AllocId| trace.storages.src_id.get(id.idx()).copied();
+        let src = |id: &AllocId| trace.src_id(*id);
         let Some(&id) = live.iter().find(|id| src(id) == Some(p.address)) else {
             continue;
         };

@@ -10,6 +10,7 @@ pub(crate) mod name_column;
 pub(crate) mod ranges;
 pub(crate) mod requested;
 pub(crate) mod size_column;
+pub(crate) mod src_id_column;
 pub(crate) mod units;
 
 pub use band::{Band, BandTotals, Category};

@@ -10,6 +10,7 @@ use super::external::{DeviceLogInfo, ExternalDetail, NsysInfo};
 use super::intern::Interner;
 use super::name_column::NameColumn;
 use super::size_column::SizeColumn;
+use super::src_id_column::SrcIdColumn;
 use super::units::{AllocId, Bytes, Seq, StackId, StrId, Ts};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -308,8 +309,9 @@ pub struct Storages {
     /// Names (on the side while few storages have one: see [`Trace::name`]).
     pub(crate) name: NameColumn,
     pub stack: Vec<StackId>,
-    /// The source's own id (JSONL tensor id, snapshot/Kineto address).
-    pub src_id: Vec<u64>,
+    /// The source's own id (JSONL tensor id, snapshot/Kineto address; 4 bytes each where
+    /// it fits: see [`Trace::src_id`]).
+    pub(crate) src_id: SrcIdColumn,
 }
 
 impl Storages {
@@ -849,6 +851,12 @@ impl Trace {
         self.storages.len()
     }
 
+    /// The source's own id of storage `id`: a snapshot's or Kineto's block address, a JSONL
+    /// tensor id (None: no such storage).
+    pub fn src_id(&self, id: AllocId) -> Option<u64> {
+        self.storages.src_id.get(id.idx())
+    }
+
     pub fn size(&self, id: AllocId) -> Bytes {
         Bytes(self.storages.size.get(id.idx()))
     }
@@ -1080,7 +1088,7 @@ impl Trace {
             + s.flags.capacity()
             + s.name.heap_bytes()
             + s.stack.capacity() * 4
-            + s.src_id.capacity() * 8
+            + s.src_id.heap_bytes()
             + self.changes.capacity() * std::mem::size_of::<Change>()
             + self.deltas.as_ref().map_or(0, |d| d.capacity() * 8)
     }
@@ -1100,7 +1108,7 @@ impl Trace {
             let who = id.map_or(String::new(), |id| {
                 format!(
                     " (storage {} of {} B opens there)",
-                    self.storages.src_id.get(id.idx()).copied().unwrap_or(0),
+                    self.src_id(id).unwrap_or(0),
                     self.size(id).0
                 )
             });

@@ -97,7 +97,7 @@ fn live_set_at_peak_equals_live_at_max_json() {
     let mut got: Vec<(u64, u64)> = index
         .live_at(&trace, at)
         .into_iter()
-        .map(|id| (trace.storages.src_id[id.idx()], trace.size(id).0))
+        .map(|id| (trace.src_id(id).expect("a storage"), trace.size(id).0))
         .collect();
     want.sort_unstable();
     got.sort_unstable();

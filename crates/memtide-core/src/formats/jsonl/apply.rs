@@ -329,7 +329,7 @@ impl Applier {
         };
         let sid = r.storage;
         // Drop every tensor of the storage: the base and any views.
-        let base_tensor = trace.storages.src_id.get(sid.idx()).copied();
+        let base_tensor = trace.src_id(sid);
         if let Some(b) = base_tensor {
             if self
                 .tensors

@@ -94,7 +94,7 @@ fn place(st: &mut State, addr: u64, requested: u64, size: u64) {
 }
 
 fn src_addr(t: &Trace, id: AllocId) -> u64 {
-    t.storages.src_id.get(id.idx()).copied().unwrap_or(0)
+    t.src_id(id).unwrap_or(0)
 }
 
 fn set_size(t: &mut Trace, id: AllocId, requested: u64, size: u64) {
