@@ -6,7 +6,7 @@
 //! - [`Index::argmax`]: first position of the highest total in any range (block maxima plus a
 //!   sparse table over complete blocks, so O(block) per query);
 //! - [`Index::live_at`]: the live set at any position (adaptive live-set checkpoints, so the
-//!   replay is bounded by max(block, live-set size));
+//!   replay is bounded by twice max(block, live-set size));
 //! - [`Index::overlapping`]: storages live anywhere in a range;
 //! - the initial state (before position 0: storages live from the start) as an instant of its
 //!   own: [`Index::start_total`], [`Index::live_at_start`], and [`Index::reserved_peak_at`]
@@ -16,7 +16,7 @@
 //! its live set is empty (unavailable: [`Trace::identities_known`]).
 //!
 //! Memory: 4 bytes per event for the totals (`trace/column64.rs`), plus checkpoints
-//! (amortised ≤ one `u32` per change) and `O(events / block)` for block maxima and band
+//! (amortised ≤ half a `u32` per change) and `O(events / block)` for block maxima and band
 //! checkpoints.
 
 use crate::trace::column64::Column64;
@@ -25,6 +25,12 @@ use rustc_hash::FxHashMap;
 
 /// Positions per block (band checkpoints, block maxima).
 pub(crate) const BLOCK: usize = 1024;
+
+/// A live-set checkpoint is taken once this many times max(BLOCK, live-set size) changes
+/// went by since the last: a query replays at most that many changes; the checkpoints
+/// hold at most 4 / this bytes a change (at 1: 41 MB of the 1 GB snapshot's index of
+/// 113 MB; at 2, `live_at` 36 µs → measured in benches/HISTORY.md).
+const LIVE_CHECKPOINT_SPAN: usize = 2;
 
 #[derive(Debug, Clone, Default)]
 struct LiveCheckpoint {
@@ -113,9 +119,10 @@ impl Index {
                 self.block_change.push(c);
                 self.block_max.push((0, p as u64));
                 // A live-set checkpoint when enough has changed since the last one to make
-                // replays long: bounded by max(BLOCK, live size).
+                // replays long: bounded by twice max(BLOCK, live size), so the checkpoints
+                // hold at most two bytes a change.
                 if self.live_ckpts.is_empty()
-                    || self.changes_since_ckpt >= BLOCK.max(self.live.len())
+                    || self.changes_since_ckpt >= LIVE_CHECKPOINT_SPAN * BLOCK.max(self.live.len())
                 {
                     let lo = self.live_flat.len();
                     self.live_flat.extend_from_slice(&self.live);
