@@ -9,7 +9,7 @@ use super::entries::Entries;
 use super::extent::block_for;
 use super::rounding::{segment_kind, PoolKind, LARGE_BUFFER};
 use super::sim::config::AllocConf;
-use super::state::{Active, BlockState, PoolId, SegMeta, State};
+use super::state::{Active, BlockState, FlatState, PoolId, SegMeta, State};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
@@ -421,17 +421,18 @@ fn apply(st: &mut State, e: &Entry, h: &History, finals: &Finals, rep: &mut Repl
 #[derive(Clone, Debug)]
 pub struct Model {
     history: History,
-    /// `checkpoints[k]` = the state after `k * every` entries.
-    checkpoints: Vec<State>,
+    /// `checkpoints[k]` = the state after `k * every` entries, kept flat.
+    checkpoints: Vec<FlatState>,
     every: usize,
     end: State,
     report: ReplayReport,
     finals: Finals,
 }
 
-/// Checkpoint memory budget, in stored blocks and segments (about 48 B each: 48 MiB). Four
-/// times this held 192 MiB on a 7 M-entry snapshot, half the explorer's memory beyond the
-/// trace, to save replaying at most a few thousand more entries per query (a millisecond).
+/// Checkpoint memory budget, in stored blocks and segments (32 B each, kept flat: 32 MiB;
+/// about 48 B each as trees). Four times this held 192 MiB on a 7 M-entry snapshot, half
+/// the explorer's memory beyond the trace, to save replaying at most a few thousand more
+/// entries per query (a millisecond).
 const CHECKPOINT_BUDGET: usize = 1 << 20;
 
 impl Model {
@@ -448,21 +449,18 @@ impl Model {
         let mut held = 0usize;
         let (end, mut report) = {
             let mut r = history.replayer();
-            checkpoints.push(r.state.clone());
+            checkpoints.push(r.state.flat());
             held += r.state.active_count() + r.state.segment_count();
             let n = history.entries.len();
             let mut at = every;
             while at <= n {
                 r.advance_to(at);
-                checkpoints.push(r.state.clone());
+                checkpoints.push(r.state.flat());
                 held += r.state.active_count() + r.state.segment_count();
                 if held > CHECKPOINT_BUDGET {
                     // Keep every other checkpoint: the interval doubles.
                     checkpoints = checkpoints.into_iter().step_by(2).collect();
-                    held = checkpoints
-                        .iter()
-                        .map(|s| s.active_count() + s.segment_count())
-                        .sum();
+                    held = checkpoints.iter().map(FlatState::items).sum();
                     every *= 2;
                 }
                 at = checkpoints.len() * every;
@@ -521,7 +519,7 @@ impl Model {
         let Some(base) = self.checkpoints.get(k) else {
             return self.history.initial_state();
         };
-        let mut st = base.clone();
+        let mut st = State::from_flat(base);
         let mut rep = ReplayReport::default();
         for e in self
             .history
