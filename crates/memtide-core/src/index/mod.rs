@@ -20,7 +20,7 @@
 //! checkpoints.
 
 use crate::trace::column64::Column64;
-use crate::trace::{AllocId, Band, BandTotals, Bytes, Seq, StorageKind, Trace};
+use crate::trace::{AllocId, Band, BandTotals, Bytes, Change, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
 
 /// Positions per block (band checkpoints, block maxima).
@@ -28,8 +28,9 @@ pub(crate) const BLOCK: usize = 1024;
 
 /// A live-set checkpoint is taken once this many times max(BLOCK, live-set size) changes
 /// went by since the last: a query replays at most that many changes; the checkpoints
-/// hold at most 4 / this bytes a change (at 1: 41 MB of the 1 GB snapshot's index of
-/// 113 MB; at 2, `live_at` 36 µs → measured in benches/HISTORY.md).
+/// hold at most 4 / this bytes a change. At 1 they held 41 MB of the 113 MB index of a
+/// 17 M-entry snapshot; at 2 half that, for `live_at` at 46–51 µs instead of 36–42 µs on
+/// 10 M events (criterion, one sitting: benches/HISTORY.md).
 const LIVE_CHECKPOINT_SPAN: usize = 2;
 
 #[derive(Debug, Clone, Default)]
@@ -42,6 +43,97 @@ struct LiveCheckpoint {
     lo: usize,
     hi: usize,
 }
+
+/// The storages live as the change log goes, and copies of them at checkpoints (what
+/// [`Index::live_at`] replays from).
+#[derive(Debug, Clone, Default)]
+struct LiveSets {
+    ckpts: Vec<LiveCheckpoint>,
+    flat: Vec<u32>,
+    changes_since_ckpt: usize,
+    /// Live at the end of what is followed, and where each is in `live`.
+    live: Vec<u32>,
+    pos: FxHashMap<u32, u32>,
+}
+
+impl LiveSets {
+    fn insert(&mut self, id: u32) {
+        if self.pos.contains_key(&id) {
+            return;
+        }
+        self.pos.insert(id, self.live.len() as u32);
+        self.live.push(id);
+    }
+
+    fn remove(&mut self, id: u32) {
+        let Some(i) = self.pos.remove(&id) else {
+            return;
+        };
+        let i = i as usize;
+        self.live.swap_remove(i);
+        if let Some(&moved) = self.live.get(i) {
+            self.pos.insert(moved, i as u32);
+        }
+    }
+
+    /// Follows `changes` (the first at `c`) over positions `from..to`: a checkpoint at a
+    /// block's start when enough has changed since the last one to make replays long
+    /// (bounded by [`LIVE_CHECKPOINT_SPAN`] times max(BLOCK, live size)).
+    fn extend(&mut self, changes: &[Change], from: usize, to: usize, mut c: usize) {
+        for p in from..to {
+            if p % BLOCK == 0
+                && (self.ckpts.is_empty()
+                    || self.changes_since_ckpt >= LIVE_CHECKPOINT_SPAN * BLOCK.max(self.live.len()))
+            {
+                let lo = self.flat.len();
+                self.flat.extend_from_slice(&self.live);
+                self.ckpts.push(LiveCheckpoint {
+                    pos: p as u64,
+                    change_off: c,
+                    lo,
+                    hi: self.flat.len(),
+                });
+                self.changes_since_ckpt = 0;
+            }
+            while let Some(ch) = changes.get(c) {
+                if ch.at().0 as usize > p {
+                    break;
+                }
+                match ch.open() {
+                    true => self.insert(ch.storage().0),
+                    false => self.remove(ch.storage().0),
+                }
+                c += 1;
+                self.changes_since_ckpt += 1;
+            }
+        }
+    }
+}
+
+/// Sets bit `i`.
+fn set_bit(bits: &mut Vec<u64>, i: u32) {
+    let w = (i / 64) as usize;
+    if bits.len() <= w {
+        bits.resize(w + 1, 0);
+    }
+    if let Some(x) = bits.get_mut(w) {
+        *x |= 1 << (i % 64);
+    }
+}
+
+/// Clears bit `i`; whether it was set.
+fn clear_bit(bits: &mut [u64], i: u32) -> bool {
+    let Some(x) = bits.get_mut((i / 64) as usize) else {
+        return false;
+    };
+    let was = *x & (1 << (i % 64)) != 0;
+    *x &= !(1 << (i % 64));
+    was
+}
+
+/// Events from which [`Index::extend`] follows the live sets on a second thread (below, the
+/// thread costs more than it saves).
+const LIVE_THREAD_FROM: usize = 1 << 20;
 
 /// The interval index. Rebuild with [`Index::build`], extend with [`Index::extend`].
 #[derive(Debug, Clone, Default)]
@@ -60,15 +152,14 @@ pub struct Index {
     sparse: Vec<Vec<u32>>,
     complete_blocks: usize,
 
-    live_ckpts: Vec<LiveCheckpoint>,
-    live_flat: Vec<u32>,
-    changes_since_ckpt: usize,
+    /// The live sets and their checkpoints (built beside the totals).
+    live: LiveSets,
 
     // running state at the end of what is indexed
     cur_bands: BandTotals,
     cur_reserved: u64,
-    live: Vec<u32>,
-    live_pos: FxHashMap<u32, u32>,
+    /// Which storages are live, one bit each (what the totals need of the live set).
+    live_bits: Vec<u64>,
     baseline: BandTotals,
     baseline_reserved: u64,
     /// Storages live before position 0 (the initial state), for [`Index::live_at_start`].
@@ -80,7 +171,17 @@ pub struct Index {
 impl Index {
     /// Builds the index of a whole trace.
     pub fn build(trace: &Trace) -> Index {
-        let mut ix = Index::default();
+        let mut ix = Index::build_base(trace);
+        ix.extend(trace);
+        ix
+    }
+
+    /// The index of the initial state alone (nothing of the events indexed yet).
+    fn build_base(trace: &Trace) -> Index {
+        let mut ix = Index {
+            live_bits: Vec::with_capacity(trace.storage_count() / 64 + 1),
+            ..Index::default()
+        };
         // Storages live from the start are the baseline: counted before position 0.
         for i in 0..trace.storage_count() {
             let id = AllocId(i as u32);
@@ -90,25 +191,51 @@ impl Index {
                     StorageKind::Segment => ix.baseline_reserved += size,
                     StorageKind::Block => ix.baseline.add(trace.band(id), size),
                 }
-                ix.live_insert(i as u32);
+                ix.live.insert(i as u32);
+                set_bit(&mut ix.live_bits, i as u32);
             }
         }
         // Bytes no storage carries (a source without identities) sit in the unknown band.
         ix.baseline.add(Band::Unknown, trace.anon_baseline());
-        ix.start_live = ix.live.clone();
+        ix.start_live = ix.live.live.clone();
         ix.cur_bands = ix.baseline;
         ix.cur_reserved = ix.baseline_reserved;
         if trace.has_reserved || ix.baseline_reserved > 0 {
             // The initial state is the first candidate (it wins ties: it comes first).
             ix.reserved_peak = Some((ix.cur_reserved, None));
         }
-        ix.extend(trace);
         ix
     }
 
     /// Indexes events appended to `trace` since the last call. Cost is proportional to the new
-    /// events and changes only.
+    /// events and changes only. The live sets follow the change log on a thread of their own
+    /// while this one sums the totals, when there are [`LIVE_THREAD_FROM`] events or more.
     pub fn extend(&mut self, trace: &Trace) {
+        self.extend_on(trace, LIVE_THREAD_FROM);
+    }
+
+    /// [`Index::extend`], the live sets on a second thread from `thread_from` new events.
+    fn extend_on(&mut self, trace: &Trace, thread_from: usize) {
+        let (from, to, c) = (self.events, trace.len(), self.changes);
+        let changes = &trace.changes;
+        let live = std::mem::take(&mut self.live);
+        let follow = move || {
+            let mut live = live;
+            live.extend(changes, from, to, c);
+            live
+        };
+        let jobs = match to.saturating_sub(from) >= thread_from {
+            true => 2,
+            false => 1,
+        };
+        let (live, ()) =
+            crate::worker::both("memtide-index", jobs, follow, || self.extend_totals(trace));
+        self.live = live;
+    }
+
+    /// The totals, band and reserved checkpoints, block maxima and reserved peak of the
+    /// events appended since the last call.
+    fn extend_totals(&mut self, trace: &Trace) {
         let n = trace.len();
         let changes = &trace.changes;
         let mut c = self.changes;
@@ -118,22 +245,6 @@ impl Index {
                 self.block_reserved.push(self.cur_reserved);
                 self.block_change.push(c);
                 self.block_max.push((0, p as u64));
-                // A live-set checkpoint when enough has changed since the last one to make
-                // replays long: bounded by twice max(BLOCK, live size), so the checkpoints
-                // hold at most two bytes a change.
-                if self.live_ckpts.is_empty()
-                    || self.changes_since_ckpt >= LIVE_CHECKPOINT_SPAN * BLOCK.max(self.live.len())
-                {
-                    let lo = self.live_flat.len();
-                    self.live_flat.extend_from_slice(&self.live);
-                    self.live_ckpts.push(LiveCheckpoint {
-                        pos: p as u64,
-                        change_off: c,
-                        lo,
-                        hi: self.live_flat.len(),
-                    });
-                    self.changes_since_ckpt = 0;
-                }
             }
             while let Some(ch) = changes.get(c) {
                 if ch.at().0 as usize > p {
@@ -141,7 +252,6 @@ impl Index {
                 }
                 self.apply(trace, ch.storage(), ch.open());
                 c += 1;
-                self.changes_since_ckpt += 1;
             }
             apply_delta(&mut self.cur_bands, trace.delta(Seq(p as u64)));
             let total = self.cur_bands.total();
@@ -168,6 +278,8 @@ impl Index {
         self.changes = c;
     }
 
+    /// A change's bytes: an open counts (again, were it open already), a close of a live
+    /// storage stops counting, a close of one not live changes nothing.
     fn apply(&mut self, trace: &Trace, id: AllocId, open: bool) {
         let size = trace.size(id).0;
         let seg = trace.storage_kind(id) == StorageKind::Segment;
@@ -177,34 +289,14 @@ impl Index {
             } else {
                 self.cur_bands.add(trace.band(id), size);
             }
-            self.live_insert(id.0);
-        } else if self.live_remove(id.0) {
+            set_bit(&mut self.live_bits, id.0);
+        } else if clear_bit(&mut self.live_bits, id.0) {
             if seg {
                 self.cur_reserved = self.cur_reserved.wrapping_sub(size);
             } else {
                 self.cur_bands.sub(trace.band(id), size);
             }
         }
-    }
-
-    fn live_insert(&mut self, id: u32) {
-        if self.live_pos.contains_key(&id) {
-            return;
-        }
-        self.live_pos.insert(id, self.live.len() as u32);
-        self.live.push(id);
-    }
-
-    fn live_remove(&mut self, id: u32) -> bool {
-        let Some(i) = self.live_pos.remove(&id) else {
-            return false;
-        };
-        let i = i as usize;
-        self.live.swap_remove(i);
-        if let Some(&moved) = self.live.get(i) {
-            self.live_pos.insert(moved, i as u32);
-        }
-        true
     }
 
     /// Adds one level-entry per level for the block that just completed.
@@ -427,13 +519,14 @@ impl Index {
         }
         let p = at.idx().min(self.events - 1) as u64;
         let ci = self
-            .live_ckpts
+            .live
+            .ckpts
             .partition_point(|c| c.pos <= p)
             .saturating_sub(1);
-        let Some(ck) = self.live_ckpts.get(ci) else {
+        let Some(ck) = self.live.ckpts.get(ci) else {
             return Vec::new();
         };
-        let mut set: FxHashMap<u32, ()> = self.live_flat[ck.lo..ck.hi]
+        let mut set: FxHashMap<u32, ()> = self.live.flat[ck.lo..ck.hi]
             .iter()
             .map(|&i| (i, ()))
             .collect();
@@ -495,10 +588,11 @@ impl Index {
             + self.block_change.capacity() * 8
             + self.block_max.capacity() * 16
             + self.sparse.iter().map(|l| l.capacity() * 4).sum::<usize>()
-            + self.live_ckpts.capacity() * std::mem::size_of::<LiveCheckpoint>()
-            + self.live_flat.capacity() * 4
-            + self.live.capacity() * 4
-            + self.live_pos.capacity() * 12
+            + self.live.ckpts.capacity() * std::mem::size_of::<LiveCheckpoint>()
+            + self.live.flat.capacity() * 4
+            + self.live.live.capacity() * 4
+            + self.live.pos.capacity() * 12
+            + self.live_bits.capacity() * 8
             + self.start_live.capacity() * 4
     }
 }
@@ -523,5 +617,86 @@ pub fn sort_biggest_first(trace: &Trace, v: &mut [AllocId]) {
     keyed.sort_unstable();
     for (slot, (_, _, id)) in v.iter_mut().zip(keyed) {
         *slot = id;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Category, StrId, Ts};
+
+    /// A trace of `n` events: blocks of random sizes and categories opened and closed (some
+    /// live from the start, some closed twice), segments mapped and unmapped.
+    fn random_trace(n: u64, seed: u64) -> Trace {
+        let mut rng = seed | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut t = Trace::new("cuda:0", "test", "synthetic");
+        let mut live: Vec<AllocId> = Vec::new();
+        let cats = [Category::Activation, Category::Param, Category::Temp, Category::External];
+        for k in 0..40 {
+            let kind = [StorageKind::Block, StorageKind::Segment][k % 2];
+            let size = Bytes(next() % 1_000_000);
+            let cat = cats[k % cats.len()];
+            live.push(t.open_from_start(size, cat, kind, StrId(0), Default::default(), k as u64));
+        }
+        for i in 0..n {
+            t.push_event(Ts(i as i64), crate::trace::EventKind::Other);
+            match next() % 5 {
+                0..=2 if live.len() < 500 => {
+                    let kind =
+                        [StorageKind::Block, StorageKind::Segment][usize::from(next() % 9 == 0)];
+                    let cat = cats[(next() % 4) as usize];
+                    live.push(t.open(
+                        Bytes(next() % 1_000_000),
+                        cat,
+                        kind,
+                        StrId(0),
+                        Default::default(),
+                        i,
+                    ));
+                }
+                _ if !live.is_empty() => {
+                    let k = (next() % live.len() as u64) as usize;
+                    let id = live.swap_remove(k);
+                    t.close(id);
+                    if next() % 50 == 0 {
+                        t.close(id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// The live sets followed on a thread of their own give the very index that one thread
+    /// gives, built whole or extended in pieces.
+    #[test]
+    fn the_live_sets_thread_changes_nothing() {
+        for (n, seed) in [(0u64, 1u64), (5, 2), (3000, 3), (40_000, 4)] {
+            let t = random_trace(n, seed);
+            let one = {
+                let mut ix = Index::build_base(&t);
+                ix.extend_on(&t, usize::MAX);
+                ix
+            };
+            let two = {
+                let mut ix = Index::build_base(&t);
+                ix.extend_on(&t, 0);
+                ix
+            };
+            assert_eq!(format!("{one:?}"), format!("{two:?}"), "{n} events");
+            assert_eq!(format!("{one:?}"), format!("{:?}", Index::build(&t)));
+            assert!(
+                n < 40_000 || one.live.ckpts.len() > 10,
+                "{}",
+                one.live.ckpts.len()
+            );
+        }
     }
 }
