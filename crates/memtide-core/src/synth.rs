@@ -3,17 +3,22 @@
 
 use std::fmt::Write as _;
 
-/// Writes `events` JSONL v1 event lines (plus a header) of a training-like workload: ~500
-/// distinct stacks, a slowly varying live set of a few hundred to a few thousand storages,
-/// step marks every 10,000 events. Deterministic for a given `seed`.
-pub fn jsonl(events: u64, seed: u64, out: &mut impl std::io::Write) -> std::io::Result<()> {
+/// A xorshift generator of `seed` (deterministic, not for anything but test shapes).
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut rng = seed | 1;
-    let mut next = move || {
+    move || {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         rng
-    };
+    }
+}
+
+/// Writes `events` JSONL v1 event lines (plus a header) of a training-like workload: ~500
+/// distinct stacks, a slowly varying live set of a few hundred to a few thousand storages,
+/// step marks every 10,000 events. Deterministic for a given `seed`.
+pub fn jsonl(events: u64, seed: u64, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let mut next = xorshift(seed);
     let cats = [
         "activation",
         "temp",
@@ -54,7 +59,7 @@ pub fn jsonl(events: u64, seed: u64, out: &mut impl std::io::Write) -> std::io::
             if e % 50_000 == 0 {
                 target = 200 + (next() % 4000) as usize;
             }
-            let alloc = live.is_empty() || (live.len() < target && next() % 2 == 0);
+            let alloc = live.is_empty() || (live.len() < target && next().is_multiple_of(2));
             if alloc {
                 id += 1;
                 let size = 512 * (1 + next() % 65536);

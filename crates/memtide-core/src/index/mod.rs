@@ -628,16 +628,15 @@ mod tests {
     /// A trace of `n` events: blocks of random sizes and categories opened and closed (some
     /// live from the start, some closed twice), segments mapped and unmapped.
     fn random_trace(n: u64, seed: u64) -> Trace {
-        let mut rng = seed | 1;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::synth::xorshift(seed);
         let mut t = Trace::new("cuda:0", "test", "synthetic");
         let mut live: Vec<AllocId> = Vec::new();
-        let cats = [Category::Activation, Category::Param, Category::Temp, Category::External];
+        let cats = [
+            Category::Activation,
+            Category::Param,
+            Category::Temp,
+            Category::External,
+        ];
         for k in 0..40 {
             let kind = [StorageKind::Block, StorageKind::Segment][k % 2];
             let size = Bytes(next() % 1_000_000);
@@ -648,8 +647,8 @@ mod tests {
             t.push_event(Ts(i as i64), crate::trace::EventKind::Other);
             match next() % 5 {
                 0..=2 if live.len() < 500 => {
-                    let kind =
-                        [StorageKind::Block, StorageKind::Segment][usize::from(next() % 9 == 0)];
+                    let kind = [StorageKind::Block, StorageKind::Segment]
+                        [usize::from(next().is_multiple_of(9))];
                     let cat = cats[(next() % 4) as usize];
                     live.push(t.open(
                         Bytes(next() % 1_000_000),
@@ -664,7 +663,7 @@ mod tests {
                     let k = (next() % live.len() as u64) as usize;
                     let id = live.swap_remove(k);
                     t.close(id);
-                    if next() % 50 == 0 {
+                    if next().is_multiple_of(50) {
                         t.close(id);
                     }
                 }
