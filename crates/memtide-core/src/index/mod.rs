@@ -209,7 +209,7 @@ impl Index {
 
     /// Indexes events appended to `trace` since the last call. Cost is proportional to the new
     /// events and changes only. The live sets follow the change log on a thread of their own
-    /// while this one sums the totals, when there are [`LIVE_THREAD_FROM`] events or more.
+    /// while this one sums the totals, when there are 2^20 new events or more.
     pub fn extend(&mut self, trace: &Trace) {
         self.extend_on(trace, LIVE_THREAD_FROM);
     }
