@@ -1,16 +1,16 @@
 //! A device's trace entries, packed: 6 bytes an entry instead of 24, since the explorer
 //! keeps every entry of every history (17 M entries of a 1 GB snapshot: 306 MB less).
 //!
-//! A training loop allocates the same few thousand addresses and a few dozen sizes again
-//! and again (in the 79 histories of real snapshots others published that were measured,
-//! at most 2,533 distinct addresses and 99 sizes). So each entry is its op, its place and the numbers of its address
-//! and its size in two tables of the distinct values ([`Small`]). When a table stops
-//! paying (more distinct values than an eighth of the entries, past 65,536, or past what
+//! A training loop allocates the same few thousand addresses and a few dozen sizes again and
+//! again (in the 79 histories of real snapshots others published that were measured, at most
+//! 2,533 distinct addresses and 99 sizes). So each entry is its op, its place and the numbers
+//! of its address and its size in two tables of the distinct values ([`Small`]). When a table
+//! stops paying (more distinct values than an eighth of the entries, past 65,536, or past what
 //! the bits number) or a place is 8 or more, every entry is packed again in 12 bytes
-//! ([`Packed`]): its address in units of 512 below 2^49, its size below 2^31 or a multiple
-//! of 512 below 2^40, its place below 2^20; any other entry (an OOM's free-bytes figure in
-//! `addr`, a hostile file's odd numbers) is then kept whole on the side. Either way every
-//! entry reads back exactly as it was pushed.
+//! ([`Packed`]): its address in units of 512 below 2^49, its size below 2^31 or a multiple of
+//! 512 below 2^40, its place below 2^20; any other entry (an OOM's free-bytes figure in `addr`,
+//! a hostile file's odd numbers) is then kept whole on the side. Either way every entry reads
+//! back exactly as it was pushed.
 
 use super::replay::{Entry, Op};
 use rustc_hash::FxHashMap;
@@ -153,17 +153,8 @@ impl Packed {
     /// The entry, or the index of the one kept on the side.
     fn unpack(self) -> Result<Entry, usize> {
         let [lo, mid, size] = self.0;
-        let op = match self.op_bits() {
-            0 => Op::Alloc,
-            1 => Op::FreeRequested,
-            2 => Op::FreeCompleted,
-            3 => Op::SegmentAlloc,
-            4 => Op::SegmentFree,
-            5 => Op::SegmentMap,
-            6 => Op::SegmentUnmap,
-            7 => Op::Oom,
-            8 => Op::Other,
-            _ => return Err((u64::from(lo) | u64::from(size) << 32) as usize),
+        let Some(&op) = OPS.get(self.op_bits() as usize) else {
+            return Err((u64::from(lo) | u64::from(size) << 32) as usize);
         };
         let units = u64::from(lo) | u64::from(mid & 0xFF) << 32;
         let size = if size & SIZE_IN_UNITS != 0 {

@@ -29,8 +29,8 @@ pub(crate) const BLOCK: usize = 1024;
 /// A live-set checkpoint is taken once this many times max(BLOCK, live-set size) changes
 /// went by since the last: a query replays at most that many changes; the checkpoints
 /// hold at most 4 / this bytes a change. At 1 they held 41 MB of the 113 MB index of a
-/// 17 M-entry snapshot; at 2 half that, for `live_at` at 46–51 µs instead of 36–42 µs on
-/// 10 M events (criterion, one sitting: benches/HISTORY.md).
+/// 17 M-entry snapshot; at 2 half that, for `live_at` at 35.6–40.5 µs against 32.4–40.0 µs
+/// on 10 M events (criterion, fat LTO, one sitting: benches/HISTORY.md).
 const LIVE_CHECKPOINT_SPAN: usize = 2;
 
 #[derive(Debug, Clone, Default)]
