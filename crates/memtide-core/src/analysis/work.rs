@@ -419,7 +419,8 @@ struct Scan<'a> {
     trace: &'a Trace,
     regions: &'a [(String, Seq, Seq)],
     phase_marks: &'a [(Seq, Seq, Phase)],
-    cache: rustc_hash::FxHashMap<u32, Option<Phase>>,
+    /// The phase each stack's frames show, by stack id (None: not judged yet).
+    cache: Vec<Option<Option<Phase>>>,
     judged: super::frames::JudgedFrames<FramePhase>,
     /// Whether most allocations have frames (the snapshot's frame-less rule applies only
     /// then); set after the first pass.
@@ -451,11 +452,20 @@ impl Scan<'_> {
         let cat = t.category(id);
         let inferred = t.flags(id) & FLAG_INFERRED != 0;
         let marked = marked_phase(self.phase_marks, start);
-        let judged = &mut self.judged;
-        let framed = *self
-            .cache
-            .entry(sid.0)
-            .or_insert_with(|| phase_of(judged.stack(t, sid, frame_phase).into_iter()));
+        let slot = sid.0 as usize;
+        if self.cache.len() <= slot {
+            self.cache.resize(slot + 1, None);
+        }
+        let framed = match self.cache.get(slot).copied().flatten() {
+            Some(framed) => framed,
+            None => {
+                let framed = phase_of(self.judged.stack(t, sid, frame_phase).into_iter());
+                if let Some(c) = self.cache.get_mut(slot) {
+                    *c = Some(framed);
+                }
+                framed
+            }
+        };
         // A snapshot's allocations without Python frames come from a thread that runs no
         // Python: on a GPU, the autograd engine's (the backward pass), where most
         // allocations have frames.
