@@ -7,6 +7,7 @@ pub mod external;
 pub(crate) mod intern;
 pub(crate) mod model;
 pub(crate) mod name_column;
+pub(crate) mod narrow;
 pub(crate) mod ranges;
 pub(crate) mod requested;
 pub(crate) mod size_column;

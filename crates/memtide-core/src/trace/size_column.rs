@@ -1,15 +1,11 @@
 //! The storages' sizes in 4 bytes each where they fit: below 4 GiB (nearly every tensor and
 //! segment); a size of 4 GiB or more is kept whole on the side and reads back exactly.
 
-use rustc_hash::FxHashMap;
-
-/// Marks a size kept on the side.
-const WIDE: u32 = u32::MAX;
+use super::narrow::{Narrow, WIDE};
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct SizeColumn {
-    narrow: Vec<u32>,
-    wide: FxHashMap<u32, u64>,
+    narrow: Narrow,
 }
 
 impl SizeColumn {
@@ -18,48 +14,26 @@ impl SizeColumn {
     }
 
     pub(crate) fn push(&mut self, size: u64) {
-        let i = self.narrow.len();
-        self.narrow.push(WIDE);
-        self.set(i, size);
+        self.narrow.push(u32::try_from(size).ok(), size);
     }
 
     /// The size of storage `i` (0 past the end).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
-        match self.narrow.get(i) {
-            Some(&s) if s != WIDE => u64::from(s),
-            Some(_) => self.wide_at(i),
+        match self.narrow.word(i) {
+            Some(s) if s != WIDE => u64::from(s),
+            Some(_) => self.narrow.whole(i),
             None => 0,
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn wide_at(&self, i: usize) -> u64 {
-        self.wide.get(&(i as u32)).copied().unwrap_or(0)
-    }
-
     /// Sets the size of storage `i` (nothing past the end).
     pub(crate) fn set(&mut self, i: usize, size: u64) {
-        let Some(slot) = self.narrow.get_mut(i) else {
-            return;
-        };
-        match u32::try_from(size).ok().filter(|&s| s != WIDE) {
-            Some(s) => {
-                if *slot == WIDE {
-                    self.wide.remove(&(i as u32));
-                }
-                *slot = s;
-            }
-            None => {
-                *slot = WIDE;
-                self.wide.insert(i as u32, size);
-            }
-        }
+        self.narrow.set(i, u32::try_from(size).ok(), size);
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.narrow.capacity() * 4 + self.wide.capacity() * 12
+        self.narrow.heap_bytes()
     }
 }
 
@@ -107,7 +81,7 @@ mod tests {
             }
             prop_assert_eq!(c.get(v.len()), 0);
             prop_assert_eq!(format!("{c:?}"), format!("{v:?}"));
-            prop_assert_eq!(c.wide.len(), v.iter().filter(|&&s| s >= u64::from(u32::MAX)).count());
+            prop_assert_eq!(c.narrow.wide_count(), v.iter().filter(|&&s| s >= u64::from(u32::MAX)).count());
         }
     }
 }

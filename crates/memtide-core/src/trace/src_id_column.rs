@@ -4,10 +4,8 @@
 //! device's blocks lie in a few hundred GiB of address space); anything else kept whole on
 //! the side. Every id reads back exactly.
 
-use rustc_hash::FxHashMap;
+use super::narrow::{Narrow, WIDE};
 
-/// Marks an id kept on the side.
-const WIDE: u32 = u32::MAX;
 /// Set on a small id kept as it is.
 const SMALL: u32 = 1 << 31;
 /// Address units: 512 bytes.
@@ -17,10 +15,9 @@ const BELOW_FIRST: u64 = 1 << 30;
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct SrcIdColumn {
-    narrow: Vec<u32>,
+    narrow: Narrow,
     /// The base of the address units (set by the first address kept in units).
     base_units: Option<u64>,
-    wide: FxHashMap<u32, u64>,
 }
 
 impl SrcIdColumn {
@@ -29,11 +26,8 @@ impl SrcIdColumn {
     }
 
     pub(crate) fn push(&mut self, id: u64) {
-        let n = self.narrow_of(id).unwrap_or_else(|| {
-            self.wide.insert(self.narrow.len() as u32, id);
-            WIDE
-        });
-        self.narrow.push(n);
+        let word = self.narrow_of(id);
+        self.narrow.push(word, id);
     }
 
     /// `id` in 4 bytes, if it fits (numbering the address units from a base on the first).
@@ -57,9 +51,9 @@ impl SrcIdColumn {
     /// The id of storage `i` (None past the end).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<u64> {
-        let n = *self.narrow.get(i)?;
+        let n = self.narrow.word(i)?;
         Some(if n == WIDE {
-            self.wide_at(i)
+            self.narrow.whole(i)
         } else if n & SMALL != 0 {
             u64::from(n & !SMALL)
         } else {
@@ -67,14 +61,8 @@ impl SrcIdColumn {
         })
     }
 
-    #[cold]
-    #[inline(never)]
-    fn wide_at(&self, i: usize) -> u64 {
-        self.wide.get(&(i as u32)).copied().unwrap_or(0)
-    }
-
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.narrow.capacity() * 4 + self.wide.capacity() * 12
+        self.narrow.heap_bytes()
     }
 }
 
@@ -124,7 +112,7 @@ mod tests {
             prop_assert_eq!(c.get(ids.len()), None);
             prop_assert_eq!(format!("{c:?}"), format!("{ids:?}"));
             let small = ids.iter().filter(|&&x| x < u64::from(SMALL - 1)).count();
-            prop_assert!(c.wide.len() <= ids.len() - small);
+            prop_assert!(c.narrow.wide_count() <= ids.len() - small);
         }
     }
 
@@ -142,7 +130,7 @@ mod tests {
         for &x in ids.iter().chain(&odd) {
             c.push(x);
         }
-        assert_eq!(c.wide.len(), 2, "only the odd ones aside");
+        assert_eq!(c.narrow.wide_count(), 2, "only the odd ones aside");
         assert_eq!(c.get(0), Some(first));
         for (i, &x) in ids.iter().chain(&odd).enumerate() {
             assert_eq!(c.get(i + 1), Some(x));
