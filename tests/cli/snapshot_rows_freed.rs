@@ -76,8 +76,10 @@ fn freeing_rows_as_they_are_replayed_changes_nothing() {
     assert!(freed_files >= 20, "rows were freed in {freed_files} runs");
 }
 
-/// The models built beside the freeing replay (the path the explorer takes) describe the
-/// same allocator as models built from histories of rows that stay.
+/// The models of histories read beside the freeing replay (the path the explorer takes),
+/// held until started, describe the same allocator as models built from histories of rows
+/// that stay: replayed on their own thread once started, or by the first ask when never
+/// started.
 #[test]
 fn models_beside_the_freeing_replay_are_unchanged() {
     for p in snapshots() {
@@ -90,20 +92,29 @@ fn models_beside_the_freeing_replay_are_unchanged() {
             "{:?}",
             memtide_core::allocator::Models::build(histories, false).wait()
         );
-        let mut raw = decode(&p, Threads::Always).expect("decodes twice");
-        raw.rows.rechunk(1);
-        let opts = LoadOptions {
-            threads: Threads::Always,
-            allocator_models: true,
-            ..LoadOptions::default()
-        };
-        let s = snapshot::replay(&mut raw, "f", &opts);
-        assert_eq!(
-            format!("{:?}", s.models.wait()),
-            expected,
-            "{}",
-            p.display()
-        );
+        for start in [true, false] {
+            let mut raw = decode(&p, Threads::Always).expect("decodes again");
+            raw.rows.rechunk(1);
+            let opts = LoadOptions {
+                threads: Threads::Always,
+                allocator_models: true,
+                ..LoadOptions::default()
+            };
+            let mut models = snapshot::replay(&mut raw, "f", &opts).models;
+            // Held: the replay has not started (it waits for the caller's indexes).
+            assert_eq!(format!("{models:?}"), "Models(held)", "{}", p.display());
+            assert!(models.building());
+            if start {
+                models.start();
+                assert_ne!(format!("{models:?}"), "Models(held)", "{}", p.display());
+            }
+            assert_eq!(
+                format!("{:?}", models.wait()),
+                expected,
+                "{} (started: {start})",
+                p.display()
+            );
+        }
     }
 }
 

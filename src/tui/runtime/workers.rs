@@ -41,8 +41,8 @@ fn warm_behind(devices: Vec<Device>) -> Vec<Arc<Device>> {
     shared
 }
 
-/// The explorer's open options: the allocator models are replayed while the file loads (on
-/// the second thread, beside the timeline, then beside the index).
+/// The explorer's open options: the allocator models are replayed on a thread of their own
+/// once the indexes are built (behind the first screen).
 fn with_models(opts: &OpenOptions) -> OpenOptions {
     let mut o = opts.clone();
     o.read.allocator_models = true;

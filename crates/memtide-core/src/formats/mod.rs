@@ -54,8 +54,9 @@ pub struct LoadOptions {
     pub nsys: Option<PathBuf>,
     /// Whether a second thread reads ahead or parses (the results are the same either way).
     pub threads: Threads,
-    /// Snapshots: replay each allocator history into its model while loading (on the second
-    /// thread, beside the timeline), for [`Loaded::models`]; the explorer asks for this.
+    /// Snapshots: replay each allocator history into its model, for [`Loaded::models`] (on
+    /// a thread of its own once started: [`crate::allocator::Models::start`]); the explorer
+    /// asks for this.
     pub allocator_models: bool,
     /// Snapshots: which allocator histories keep their trace entries.
     pub histories: Histories,
@@ -105,9 +106,9 @@ pub struct Loaded {
     /// Snapshots: the allocator history of each CUDA device (segments and blocks over time;
     /// [`crate::allocator`]), matched to `traces` by device name. Empty for other formats.
     pub allocators: Vec<crate::allocator::History>,
-    /// Snapshots loaded with [`LoadOptions::allocator_models`]: those histories replayed
-    /// into their models (then `allocators` is empty), perhaps still on their thread:
-    /// [`crate::allocator::Models::wait`].
+    /// Snapshots loaded with [`LoadOptions::allocator_models`]: those histories to replay
+    /// into their models (then `allocators` is empty), held until started or still on
+    /// their thread: [`crate::allocator::Models::wait`] replays or waits.
     pub models: crate::allocator::Models,
 }
 

@@ -235,8 +235,9 @@ pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
 }
 
 /// Opens `path`: read, infer, merge side sources, check the sums, then per device the index,
-/// the allocator history (replayed into its model on the second thread when
-/// `opts.read.allocator_models` asks) and the facts every consumer asks for.
+/// the allocator history (replayed into its model on a thread of its own, started once the
+/// indexes are built, when `opts.read.allocator_models` asks) and the facts every consumer
+/// asks for.
 pub fn open(path: &Path, opts: &OpenOptions, progress: &Progress) -> Result<Opened, OpenError> {
     let rules = opts.user_rules()?;
     let t0 = std::time::Instant::now();
@@ -399,9 +400,9 @@ fn apply_oom_message(
     Ok((t.device.clone(), notes))
 }
 
-/// Indexes each trace into a device with its allocator history: replayed models when the
-/// load made them (waited for after indexing, which ran beside them), else the histories as
-/// read.
+/// Indexes each trace into a device with its allocator history: models when the load asked
+/// for them (their replay started once every index is built, waited for on the first ask),
+/// else the histories as read.
 fn devices(loaded: Loaded, rules: &FrameRules) -> Vec<Device> {
     let Loaded {
         traces,
@@ -430,7 +431,10 @@ fn devices(loaded: Loaded, rules: &FrameRules) -> Vec<Device> {
     if models.devices().is_empty() {
         return devices;
     }
-    // Models still replaying are not waited for here: the first ask for one waits.
+    // The indexes are built: the models' replay may have the second core now. It is not
+    // waited for here: the first ask for a model waits.
+    let mut models = models;
+    models.start();
     let names: Vec<String> = devices.iter().map(|d| d.name().to_string()).collect();
     for (d, slot) in devices.iter_mut().zip(ModelSlot::assign(models, &names)) {
         if slot.expected() {

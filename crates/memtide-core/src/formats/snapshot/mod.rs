@@ -69,12 +69,13 @@ pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
     let both = opts
         .threads
         .second_for(raw.rows.len() as u64, SECOND_THREAD_FROM_ROWS);
-    // The models go on replaying on a thread of their own after this returns: the caller
-    // infers, checks and indexes the traces meanwhile, and waits for them when it needs them.
+    // The models are replayed on a thread of their own once the caller starts them (when
+    // it has inferred, checked and indexed the traces: the replay would share their second
+    // core), and waited for when it needs them.
     let allocators = || {
         let h = histories_of(raw, &devices, entries);
         if opts.allocator_models {
-            (Vec::new(), crate::allocator::Models::build(h, both))
+            (Vec::new(), crate::allocator::Models::held(h, both))
         } else {
             (h, crate::allocator::Models::none())
         }
@@ -114,7 +115,8 @@ fn plan_passes(raw: &mut Raw, cuda: &[usize], entries: bool) {
     raw.rows.plan(&lists);
 }
 
-/// Traces at least this long build their allocator history (and model) on a second thread.
+/// Traces at least this long build their allocator history on a second thread (and replay
+/// its model on a thread of its own once started).
 const SECOND_THREAD_FROM_ROWS: u64 = 100_000;
 
 /// The allocator history of each CUDA device among `traces` ("cuda:N"), in trace order.
