@@ -127,6 +127,29 @@ fn mutate(mut b: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> 
     b
 }
 
+/// An entry field that fetches an earlier trace entry from the memo (one byte of a fetch's
+/// index changed, found by the proptest below): the entry the byte reader read and the one
+/// the interpreter sealed both stand as their conversion once read, so the field is refused
+/// with the same words both ways.
+#[test]
+fn a_field_fetching_an_earlier_entry_is_refused_the_same_both_ways() {
+    let bytes = mutate(
+        pickle("tests/fixtures/ranks/rank7.pickle"),
+        &[(9451531984641454506, 178)],
+        None,
+    );
+    let (fast, reference) = both(&bytes);
+    assert_eq!(fast, reference);
+    assert!(
+        fast.starts_with("error: ")
+            && fast.contains("'action' must be a str, found converted object"),
+        "{fast}"
+    );
+    for (way, got) in threaded(&bytes, &WAYS) {
+        assert_eq!(got, fast, "{way}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 

@@ -311,19 +311,6 @@ impl Arena {
         }
     }
 
-    /// A dict a hook converted without its items being stored (as [`Hook::dict_filled`]
-    /// seals one): `kind` and `conv` as that hook would return.
-    pub fn new_sealed_dict(&mut self, kind: u8, conv: u32) -> Val {
-        let v = self.new_dict(Vec::new());
-        if let Val::Dict(id) = v {
-            if let Some(s) = self.dicts.get_mut(id as usize) {
-                s.sealed = kind;
-                s.conv = conv;
-            }
-        }
-        v
-    }
-
     /// How often a memo store replaced a slot of the flat memo: a value read from a slot
     /// stays what the slot holds while this is unchanged, except for a container its hook
     /// converted (then the slot holds the conversion).
@@ -401,6 +388,14 @@ pub trait Hook {
         _items: &[Val],
     ) -> Result<Option<(u8, u32)>, String> {
         Ok(None)
+    }
+
+    /// Whether a dict sealed as `kind` ([`Hook::dict_filled`]) stands as its conversion at
+    /// once: `Val::Done(kind, conv)` on the stack and in its memo slot, the dict given back
+    /// (as [`Hook::fast_dict`] may leave the dicts it reads). Else it stays a sealed dict
+    /// until [`Hook::appended`] sees it.
+    fn stands_converted(&self, _kind: u8) -> bool {
+        false
     }
 
     /// A chance to read a whole dict straight from the bytes after its EMPTY_DICT (`bytes`:
@@ -1099,6 +1094,15 @@ pub(crate) fn unpickle_into<R: Read>(
                             s.conv = conv;
                         }
                         stack.truncate(m);
+                        if hook.stands_converted(kind) {
+                            // From now on it is its conversion, on the stack and in the memo
+                            // (a holder that fetched it before keeps the sealed dict).
+                            let done = Val::Done(kind, conv);
+                            a.consume_dict(id, conv, done);
+                            if let Some(top) = stack.last_mut() {
+                                *top = done;
+                            }
+                        }
                         continue;
                     }
                 }

@@ -221,7 +221,8 @@ impl Hook for Conv {
             return Ok(v);
         };
         match a.dict_sealed(id) {
-            // Converted as its items were set (the common case).
+            // Converted as its items were set, and fetched from the memo before that (else
+            // it stands as its conversion already: `stands_converted`).
             Some((ENTRY, r)) => {
                 a.consume_dict(id, r, Val::Done(ENTRY, r));
                 return Ok(Val::Done(ENTRY, r));
@@ -284,6 +285,12 @@ impl Hook for Conv {
         Ok(None)
     }
 
+    /// A trace entry is its row from the moment it is read: nothing reads an entry's items
+    /// again.
+    fn stands_converted(&self, kind: u8) -> bool {
+        kind == ENTRY
+    }
+
     fn fast_dict(&mut self, a: &mut Arena, bytes: &[u8]) -> Option<(Val, usize)> {
         if !self.entry_bytes {
             return None;
@@ -331,9 +338,9 @@ impl Conv {
             def.row.stack = StackId(n);
         }
         let r = self.ops.row(def);
-        // The dict stands sealed, as dict_filled leaves it: the APPENDS that takes it
-        // consumes it the same way.
-        let dict = a.new_sealed_dict(ENTRY, r);
+        // The entry stands as its conversion at once, in its place and in the memo, as the
+        // interpreter leaves an entry it sealed (`stands_converted`): no dict is made.
+        let dict = Val::Done(ENTRY, r);
         for &st in &s.stores {
             match st {
                 entry_bytes::Store::Dict(idx) => a.memo_store(idx, dict),
