@@ -67,6 +67,12 @@ pub enum Effect {
         device: Arc<Device>,
         conf: Option<memtide_core::allocator::sim::AllocConf>,
     },
+    /// Wait on a worker for `device`'s allocator model, still replaying, so that no key waits
+    /// for it; reply `Msg::ModelReady`.
+    WaitModel { device: Arc<Device> },
+    /// Wait on a worker for `device`'s OOM explanations (their fix lists are replayed on the
+    /// load's warm thread), so that no key or frame waits for them; reply `Msg::OomsReady`.
+    WaitOoms { device: Arc<Device> },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Write a file the user asked for (an exported picture) atomically, never over one of

@@ -275,6 +275,118 @@ fn a_source_without_segments_says_what_it_does_not_know() {
     assert!(s.contains("fragmentation: unavailable"), "{s}");
 }
 
+/// A model still replaying is not waited for by a key: the view says so (and draws no
+/// segment), and `Msg::ModelReady` — the worker's reply once the model is there — fills it
+/// in with what the view shows when the model was there from the start.
+#[test]
+fn the_allocator_view_waits_for_a_replaying_model_without_blocking_and_then_fills_in() {
+    let mut h = open("oom_fragmented.pickle", None, 100, 30);
+    h.press("os");
+    let ready = format!("{:?}", h.explorer().alloc.as_ref().unwrap().rows);
+    let ready_screen = h.screen();
+    assert!(!h.explorer().alloc.as_ref().unwrap().rows.is_empty());
+    // The state `refresh` leaves while the device's model is still replaying.
+    {
+        let ex = h.app.explorer_mut().unwrap();
+        let v = ex.alloc.as_mut().unwrap();
+        v.waiting = Some(1);
+        v.rows.clear();
+        v.segments.clear();
+        v.totals = None;
+        v.at = Seq(u64::MAX);
+    }
+    let s = h.screen();
+    assert!(s.contains("replaying the allocator's segments"), "{s}");
+    assert!(!s.contains("segments ·") && !s.contains("sorted by"), "{s}");
+    h.send(memtide::tui::msg::Msg::ModelReady);
+    let v = h.explorer().alloc.as_ref().unwrap();
+    assert_eq!(v.waiting, None);
+    assert_eq!(format!("{:?}", v.rows), ready);
+    assert_eq!(h.screen(), ready_screen);
+}
+
+/// An OOM whose explanation is still being computed (its fix list replayed behind the first
+/// screen) never holds a key or a frame: the loaded page asks a worker to wait for it, `o`
+/// lands on the OOM and draws a placeholder panel, and the worker's reply brings the panel
+/// the explanation fills.
+#[test]
+fn an_oom_still_being_explained_draws_a_placeholder_then_fills_in() {
+    use memtide::tui::effect::Effect;
+    use memtide::tui::msg::Msg;
+    use memtide::tui::testing::{buffer_text, keys};
+    use memtide::tui::update;
+    use std::sync::Arc;
+    let draw = |app: &App| {
+        let backend = ratatui::backend::TestBackend::new(120, 40);
+        let mut term = ratatui::Terminal::new(backend).unwrap();
+        term.draw(|f| memtide::tui::ui::draw(f, app)).unwrap();
+        buffer_text(term.backend().buffer())
+    };
+    let mut app = App::new(
+        fixture("oom_live.pickle"),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    if let Some(ex) = app.explorer_mut() {
+        ex.opts.capacity = Some(Bytes(8 * GIB));
+    }
+    update::update(
+        &mut app,
+        Msg::Resize {
+            width: 120,
+            height: 40,
+        },
+    );
+    let Some(Effect::Load {
+        gen,
+        path,
+        opts,
+        progress,
+    }) = update::start(&mut app).pop()
+    else {
+        panic!("the explorer starts by loading");
+    };
+    // Opened through the door, not warmed: the explanations are not computed yet.
+    let opened = memtide_core::open::open(&path, &opts, &progress).unwrap();
+    let devs: Vec<Arc<_>> = opened.devices.into_iter().map(Arc::new).collect();
+    let dev = devs[0].clone();
+    let fx = update::update(
+        &mut app,
+        Msg::Loaded {
+            gen,
+            result: Ok(devs),
+        },
+    );
+    assert!(
+        dev.ooms_if_ready().is_none(),
+        "the page computed them itself"
+    );
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::WaitOoms { .. })),
+        "nobody waits for the explanations"
+    );
+    for k in keys("o") {
+        update::update(&mut app, Msg::Key(k));
+    }
+    assert!(
+        dev.ooms_if_ready().is_none(),
+        "`o` computed them on the UI thread"
+    );
+    let s = draw(&app);
+    assert!(
+        s.contains("out of memory at") && s.contains("explaining this OOM"),
+        "{s}"
+    );
+    assert!(!s.contains("verdict"), "{s}");
+    // The worker's wait, then its reply.
+    let verdict = dev.ooms()[0].verdict.name();
+    update::update(&mut app, Msg::OomsReady);
+    let s = draw(&app);
+    assert!(!s.contains("explaining this OOM"), "{s}");
+    assert!(s.contains("verdict") && s.contains(verdict), "{s}");
+}
+
 #[test]
 fn allocator_view_80x24() {
     let mut h = open("oom_fragmented.pickle", None, 80, 24);

@@ -69,6 +69,9 @@ pub struct AllocView {
     pub rows: Vec<AllocRow>,
     pub selected: usize,
     pub offset: usize,
+    /// The device (as `device` names it) whose allocator model is still replaying: the view
+    /// waits for it on a worker instead of blocking a key, and shows so.
+    pub waiting: Option<usize>,
 }
 
 impl AllocView {
@@ -87,6 +90,7 @@ impl AllocView {
             rows: Vec::new(),
             selected: 0,
             offset: 0,
+            waiting: None,
         }
     }
 
@@ -205,11 +209,25 @@ impl AllocView {
 }
 
 /// Recomputes the view at the cursor when it moved or the device changed (the selected
-/// segment stays selected while it exists).
-pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) {
+/// segment stays selected while it exists). A model still replaying is not waited for: the
+/// view says so, and this returns true when the caller must now wait for it on a worker
+/// ([`Effect::WaitModel`](crate::tui::effect::Effect::WaitModel)), which it did not already.
+#[must_use]
+pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) -> bool {
     let id = Arc::as_ptr(dev) as usize;
+    if !dev.allocator_settled() {
+        let start = view.waiting != Some(id);
+        view.waiting = Some(id);
+        view.rows.clear();
+        view.segments.clear();
+        view.totals = None;
+        view.largest_free = None;
+        view.at = Seq(u64::MAX);
+        return start;
+    }
+    view.waiting = None;
     if view.at == at && view.device == id {
-        return;
+        return false;
     }
     let keep = view.selected_segment().map(|s| s.address);
     view.at = at;
@@ -219,7 +237,7 @@ pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) {
         view.segments.clear();
         view.totals = None;
         view.rows.clear();
-        return;
+        return false;
     };
     view.model = true;
     let st = if dev.is_empty() {
@@ -244,4 +262,5 @@ pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) {
     view.sort_segments();
     view.find_owners(dev);
     view.rebuild_rows(keep);
+    false
 }

@@ -76,7 +76,11 @@ pub fn refresh_live(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
         }
     }
     if let Some(a) = ex.alloc.as_mut() {
-        super::alloc::refresh(a, &dev, at);
+        if super::alloc::refresh(a, &dev, at) {
+            fx.push(Effect::WaitModel {
+                device: dev.clone(),
+            });
+        }
     }
     fix_alloc_scroll(sh, ex);
     ex.live.selected = ex.live.selected.min(ex.live.len().saturating_sub(1));

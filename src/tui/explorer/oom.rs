@@ -17,7 +17,12 @@ pub fn scroll(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, down: bool)
         });
         return Vec::new();
     };
-    let Some(x) = dev.ooms().get(k) else {
+    let Some(ooms) = ex.ooms(dev) else {
+        sh.status =
+            Some("this OOM is still being explained: its fix list is replayed behind".into());
+        return Vec::new();
+    };
+    let Some(x) = ooms.get(k) else {
         return Vec::new();
     };
     let height = ex.layout(sh.width, sh.height).panel.height;

@@ -10,6 +10,7 @@ use crate::tui::layout::Layout;
 use crate::tui::liveset::GroupMode;
 use crate::tui::tree::TreeRow;
 use crate::tui::view::Viewport;
+use memtide_core::allocator::OomExplanation;
 use memtide_core::analysis::{Group, LiveEntry, Persistent, TreeNode};
 use memtide_core::formats::JsonlDecoder;
 use memtide_core::open::OpenOptions;
@@ -295,6 +296,18 @@ impl ExplorerState {
         }
     }
 
+    /// The OOM explanations of `dev` as the screen may show them now. A loaded file's are
+    /// computed behind the first screen (with their fix lists' replays): None until they are
+    /// there, and the panel draws a placeholder meanwhile (`Effect::WaitOoms` brings the
+    /// redraw). A followed file's device changes in place on each append, so its
+    /// explanations are computed here, when asked.
+    pub fn ooms<'d>(&self, dev: &'d Device) -> Option<&'d [OomExplanation]> {
+        match self.follow {
+            Some(_) => Some(dev.ooms()),
+            None => dev.ooms_if_ready(),
+        }
+    }
+
     /// Which OOM the panel shows (its index in the device's `oom_at`): the one at the
     /// cursor, else when pinned the last one at or before the cursor (the first when none).
     pub fn panel_oom(&self) -> Option<usize> {
@@ -345,7 +358,7 @@ impl ExplorerState {
         } else if let Some(k) = self.panel_oom() {
             let need = self
                 .device()
-                .and_then(|d| d.ooms().get(k))
+                .and_then(|d| self.ooms(d)?.get(k))
                 .map_or(3, |x| crate::tui::layout::oom_panel_height(x, width));
             let body = l.live.height;
             // Keep a few live rows below when the body has room for them.

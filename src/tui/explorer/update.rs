@@ -70,6 +70,19 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
             matches,
             strings,
         } => search_done(sh, ex, gen, matches, strings),
+        // Nothing to change: the next frame draws the panel from the explanations.
+        Msg::OomsReady => Vec::new(),
+        Msg::ModelReady => {
+            let dev = ex.device().cloned()?;
+            let v = ex.alloc.as_mut().filter(|v| v.waiting.is_some())?;
+            let again = super::alloc::refresh(v, &dev, ex.view.cursor);
+            nav::fix_alloc_scroll(sh, ex);
+            if again {
+                vec![Effect::WaitModel { device: dev }]
+            } else {
+                Vec::new()
+            }
+        }
         Msg::WhatifDone { gen, result } => {
             whatif::done(sh, ex, gen, result.map(|b| *b));
             Vec::new()
@@ -126,7 +139,15 @@ fn loaded(
     });
     ex.devices = devs;
     ex.screen = Screen::Ready;
-    let fx = nav::init_device(sh, ex);
+    let mut fx = nav::init_device(sh, ex);
+    // OOM explanations still on their way (the warm thread replays their fix lists): the
+    // panel draws a placeholder until a worker's reply brings the redraw.
+    fx.extend(
+        ex.devices
+            .iter()
+            .filter(|d| d.ooms_if_ready().is_none())
+            .map(|d| Effect::WaitOoms { device: d.clone() }),
+    );
     if note.is_some() {
         sh.status = note;
     } else if caveat.is_some() {
@@ -714,12 +735,14 @@ fn oom_jump(sh: &mut Shared, ex: &mut ExplorerState, dev: &Device, a: A) -> Vec<
     };
     let fx = jump(sh, ex, dev.oom_at[k]);
     fix_scroll(sh, ex);
-    let verdict = dev.ooms().get(k).map_or("unknown", |x| x.verdict.name());
-    sh.status = Some(format!(
-        "OOM {}/{}: verdict {verdict}",
-        k + 1,
-        dev.oom_at.len()
-    ));
+    let verdict = match ex.ooms(dev) {
+        Some(o) => format!(
+            "verdict {}",
+            o.get(k).map_or("unknown", |x| x.verdict.name())
+        ),
+        None => "being explained (its fix list is replayed behind)".to_string(),
+    };
+    sh.status = Some(format!("OOM {}/{}: {verdict}", k + 1, dev.oom_at.len()));
     fx
 }
 
@@ -737,10 +760,15 @@ fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -
         if ex.inspect.take().is_some() {
             refresh_view(sh, ex);
         }
-        let mut v = AllocView::new(dev.allocator().is_some());
-        refresh(&mut v, dev, ex.view.cursor);
+        let mut v = AllocView::new(dev.has_allocator());
+        let wait = refresh(&mut v, dev, ex.view.cursor);
         ex.alloc = Some(v);
         nav::fix_alloc_scroll(sh, ex);
+        if wait {
+            return vec![Effect::WaitModel {
+                device: dev.clone(),
+            }];
+        }
         if dev.allocator().is_none() {
             return say(sh, "this file records no segments: only totals are known");
         }

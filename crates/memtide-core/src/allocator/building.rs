@@ -87,6 +87,16 @@ impl Models {
         &self.devices
     }
 
+    /// Whether [`Models::wait`] would answer at once: built, or their thread done (held
+    /// models, never started, are not).
+    pub fn finished(&self) -> bool {
+        match &self.state {
+            State::Ready(_) => true,
+            State::Held(_) => false,
+            State::Building(h) => h.is_finished(),
+        }
+    }
+
     /// Whether the models are still to be replayed or being replayed.
     pub fn building(&self) -> bool {
         matches!(self.state, State::Building(_) | State::Held(_))

@@ -133,6 +133,12 @@ impl Device {
         self.allocator.expected()
     }
 
+    /// Whether [`Device::allocator`] would answer now, without waiting for a model still
+    /// replaying (a UI asks this first, and waits on a thread of its own if not).
+    pub fn allocator_settled(&self) -> bool {
+        self.allocator.settled()
+    }
+
     /// Gives the device its slot of the load's models (replayed or still replaying).
     pub(crate) fn set_model_slot(&mut self, slot: ModelSlot) {
         self.allocator = slot;
@@ -157,6 +163,16 @@ impl Device {
         self.trace.capacity_source = None;
         self.ooms = OnceLock::new();
         self.budget = OnceLock::new();
+    }
+
+    /// [`Device::ooms`] when they are there to give without computing them (or waiting for a
+    /// thread that is): None while they are still to come (a UI draws a placeholder, and
+    /// waits for them on a thread of its own).
+    pub fn ooms_if_ready(&self) -> Option<&[OomExplanation]> {
+        if self.oom_at.is_empty() {
+            return Some(self.ooms());
+        }
+        self.ooms.get().map(Vec::as_slice)
     }
 
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms()[k]`'s event): the core's

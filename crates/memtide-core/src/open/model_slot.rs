@@ -14,6 +14,18 @@ struct Pending {
 }
 
 impl Pending {
+    /// Whether [`Pending::model`] would answer without waiting for the thread (models taken
+    /// out but not yet given: another asker is waiting for them, so this one would too).
+    fn finished(&self) -> bool {
+        self.done.get().is_some()
+            || self
+                .models
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(Models::finished)
+    }
+
     /// Model `j` of the load (None: the thread gave none, e.g. it panicked).
     fn model(&self, j: usize) -> Option<Arc<Model>> {
         self.done
@@ -93,6 +105,11 @@ impl ModelSlot {
             .as_ref()
     }
 
+    /// Whether [`ModelSlot::get`] would answer without waiting for a replay.
+    pub(crate) fn settled(&self) -> bool {
+        self.got.get().is_some() || self.pending.as_ref().is_none_or(|(p, _)| p.finished())
+    }
+
     /// Whether the device has a model or one is replaying for it (without waiting).
     pub(crate) fn expected(&self) -> bool {
         match self.got.get() {
@@ -110,5 +127,40 @@ impl std::fmt::Debug for ModelSlot {
             (None, None) => f.write_str("None"),
             (None, Some(_)) => f.write_str("replaying"),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::formats::Threads;
+    use crate::{open, OpenOptions, Progress};
+    use std::time::{Duration, Instant};
+
+    /// The door starts the models' replay itself: with nobody asking, each device's model
+    /// settles (its thread ends), and once settled it is given at once, equal to a model
+    /// asked for by waiting.
+    #[test]
+    fn a_model_settles_without_being_asked_and_is_then_given_at_once() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let f = root.join("sample-traces/cuda-oom.pickle");
+        let mut o = OpenOptions::default();
+        o.read.allocator_models = true;
+        o.read.threads = Threads::Always;
+        let opened = open(&f, &o, &Progress::new()).unwrap();
+        let d = &opened.devices[0];
+        assert!(d.has_allocator(), "the sample has segments");
+        let t0 = Instant::now();
+        while !d.allocator_settled() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the model never settled: its replay was not started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let given = format!("{:?}", d.allocator());
+        let waited = open(&f, &o, &Progress::new()).unwrap();
+        assert_eq!(given, format!("{:?}", waited.devices[0].allocator()));
+        assert!(given.starts_with("Some("), "{given}");
     }
 }
