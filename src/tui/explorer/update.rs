@@ -72,17 +72,7 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
         } => search_done(sh, ex, gen, matches, strings),
         // Nothing to change: the next frame draws the panel from the explanations.
         Msg::OomsReady => Vec::new(),
-        Msg::ModelReady => {
-            let dev = ex.device().cloned()?;
-            let v = ex.alloc.as_mut().filter(|v| v.waiting.is_some())?;
-            let again = super::alloc::refresh(v, &dev, ex.view.cursor);
-            nav::fix_alloc_scroll(sh, ex);
-            if again {
-                vec![Effect::WaitModel { device: dev }]
-            } else {
-                Vec::new()
-            }
-        }
+        Msg::ModelReady => return model_ready(sh, ex),
         Msg::WhatifDone { gen, result } => {
             whatif::done(sh, ex, gen, result.map(|b| *b));
             Vec::new()
@@ -100,8 +90,26 @@ fn tick(sh: &mut Shared, ex: &mut ExplorerState, now: Instant) -> Option<Vec<Eff
         l.sample(now);
         return Some(Vec::new());
     }
+    // The model's reply went to another page (the ranks overview) while this one waited.
+    let settled = ex.device().is_some_and(|d| d.allocator_settled());
+    if settled && ex.alloc.as_ref().is_some_and(|v| v.waiting.is_some()) {
+        return model_ready(sh, ex);
+    }
     let (changed, fx) = follow::tick(sh, ex, now);
     changed.then_some(fx)
+}
+
+/// The allocator view waiting for a model fills in now that it is there (or waits for the
+/// device now shown); None when no view waits.
+fn model_ready(sh: &mut Shared, ex: &mut ExplorerState) -> Option<Vec<Effect>> {
+    let dev = ex.device().cloned()?;
+    let v = ex.alloc.as_mut().filter(|v| v.waiting.is_some())?;
+    let again = super::alloc::refresh(v, &dev, ex.view.cursor);
+    nav::fix_alloc_scroll(sh, ex);
+    Some(match again {
+        true => vec![Effect::WaitModel { device: dev }],
+        false => Vec::new(),
+    })
 }
 
 /// The file was read: pick the device, say what changes the figures' meaning, show it.

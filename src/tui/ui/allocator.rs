@@ -114,16 +114,8 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
     super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
     if view.waiting.is_some() {
         let title = format!(" allocator at {at}   s/Esc: close");
-        put(buf, r.x, r.y, &title, r.width, th.live_header);
-        let line = "replaying the allocator's segments and blocks from the file's history: the view fills in when the replay is done (every key works meanwhile)";
-        let width = (r.width as usize).saturating_sub(4).max(10);
-        for (i, l) in fmt::wrap(line, width).iter().enumerate() {
-            let y = r.y + 1 + i as u16;
-            if y >= r.bottom() {
-                break;
-            }
-            put(buf, r.x + 2, y, l, r.width.saturating_sub(2), th.dim);
-        }
+        let what = "replaying the allocator's segments and blocks from the file's history: the view fills in when the replay is done (every key works meanwhile)";
+        super::waiting_panel(buf, r, sh, &title, what);
         return;
     }
     if !view.model {

@@ -130,6 +130,22 @@ pub fn put(buf: &mut Buffer, x: u16, y: u16, s: &str, w: u16, style: Style) -> u
     buf.set_stringn(x, y, s.as_ref(), w as usize, style).0
 }
 
+/// A panel still waiting for what it shows (computed behind the first screen): `title` on
+/// its header row, then `what` wrapped and dimmed below it.
+pub fn waiting_panel(buf: &mut Buffer, r: Rect, sh: &Shared, title: &str, what: &str) {
+    let th = &sh.theme;
+    fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
+    put(buf, r.x, r.y, title, r.width, th.live_header);
+    let width = (r.width as usize).saturating_sub(4).max(10);
+    for (i, l) in super::fmt::wrap(what, width).iter().enumerate() {
+        let y = r.y + 1 + i as u16;
+        if y >= r.bottom() {
+            break;
+        }
+        put(buf, r.x + 2, y, l, r.width.saturating_sub(2), th.dim);
+    }
+}
+
 /// Fills a row with spaces in `style`.
 pub fn fill(buf: &mut Buffer, r: Rect, style: Style) {
     buf.set_style(r, style);

@@ -109,7 +109,6 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
 /// The panel while the OOM is still being explained (its fix list replayed behind): its
 /// title and what is on the way; every key works meanwhile.
 fn waiting(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState, dev: &Device, k: usize) {
-    let th = &sh.theme;
     let at = dev.oom_at.get(k).copied().unwrap_or(ex.view.cursor);
     let title = format!(
         " out of memory at {} {} OOM {}/{}   o/O next/prev · x pin · s allocator",
@@ -118,17 +117,8 @@ fn waiting(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState, dev: &Dev
         k + 1,
         dev.oom_at.len()
     );
-    super::fill(buf, Rect::new(r.x, r.y, r.width, 1), th.live_header);
-    put(buf, r.x, r.y, &title, r.width, th.live_header);
-    let line = "explaining this OOM: the allocator's settings are replayed from the start of the history to check each fix; the panel fills in when they are done (every key works meanwhile)";
-    let width = (r.width as usize).saturating_sub(4).max(10);
-    for (i, l) in fmt::wrap(line, width).iter().enumerate() {
-        let y = r.y + 1 + i as u16;
-        if y >= r.bottom() {
-            break;
-        }
-        put(buf, r.x + 2, y, l, r.width.saturating_sub(2), th.dim);
-    }
+    let what = "explaining this OOM: the allocator's settings are replayed from the start of the history to check each fix; the panel fills in when they are done (every key works meanwhile)";
+    super::waiting_panel(buf, r, sh, &title, what);
 }
 
 /// A row's label, padded; returns where its value starts.

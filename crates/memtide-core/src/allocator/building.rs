@@ -57,16 +57,14 @@ impl Models {
     /// Starts replaying held histories on a thread of their own (here if one cannot be
     /// started); models built or already replaying are left as they are.
     pub fn start(&mut self) {
-        if !matches!(self.state, State::Held(_)) {
-            return;
-        }
-        let State::Held(histories) = std::mem::replace(&mut self.state, State::Ready(Vec::new()))
-        else {
-            return;
-        };
-        self.state = match crate::worker::spawn("memtide-model", histories, replay_all) {
-            Ok(handle) => State::Building(handle),
-            Err(h) => State::Ready(replay_all(h.unwrap_or_default())),
+        self.state = match std::mem::replace(&mut self.state, State::Ready(Vec::new())) {
+            State::Held(histories) => {
+                match crate::worker::spawn("memtide-model", histories, replay_all) {
+                    Ok(handle) => State::Building(handle),
+                    Err(h) => State::Ready(replay_all(h.unwrap_or_default())),
+                }
+            }
+            other => other,
         };
     }
 
