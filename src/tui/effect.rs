@@ -67,12 +67,9 @@ pub enum Effect {
         device: Arc<Device>,
         conf: Option<memtide_core::allocator::sim::AllocConf>,
     },
-    /// Wait on a worker for `device`'s allocator model, still replaying, so that no key waits
-    /// for it; reply `Msg::ModelReady`.
-    WaitModel { device: Arc<Device> },
-    /// Wait on a worker for `device`'s OOM explanations (their fix lists are replayed on the
-    /// load's warm thread), so that no key or frame waits for them; reply `Msg::OomsReady`.
-    WaitOoms { device: Arc<Device> },
+    /// Wait on a worker for a fact of `device` computed behind the first screen, so that no
+    /// key or frame waits for it; reply `Msg::Ready(fact)`.
+    Wait { device: Arc<Device>, fact: Behind },
     /// Put text on the clipboard via OSC 52.
     Copy(String),
     /// Write a file the user asked for (an exported picture) atomically, never over one of
@@ -84,4 +81,28 @@ pub enum Effect {
     },
     /// Leave the event loop.
     Quit,
+}
+
+/// A device's fact computed behind the first screen, which a page shows once it is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behind {
+    /// The allocator model (replayed on the load's model thread): the allocator view.
+    Model,
+    /// The OOM explanations (their fix lists replayed on the load's warm thread): the OOM
+    /// panel.
+    Ooms,
+}
+
+impl Behind {
+    /// Waits for it (computes it when nothing else is).
+    pub fn wait(self, device: &Device) {
+        match self {
+            Behind::Model => {
+                let _ = device.allocator();
+            }
+            Behind::Ooms => {
+                let _ = device.ooms();
+            }
+        }
+    }
 }

@@ -63,13 +63,10 @@ pub enum Msg {
         gen: u64,
         result: Result<Box<crate::tui::explorer::whatif::Overlay>, String>,
     },
-    /// A device's allocator model finished replaying ([`super::effect::Effect::WaitModel`]):
-    /// the allocator view waiting for it fills in. Asking again is harmless, so it carries no
-    /// generation.
-    ModelReady,
-    /// A device's OOM explanations are there ([`super::effect::Effect::WaitOoms`]): the OOM
-    /// panel drawn as a placeholder fills in. Harmless when repeated: no generation.
-    OomsReady,
+    /// A fact computed behind the first screen is there ([`super::effect::Effect::Wait`]):
+    /// the allocator view or the OOM panel that waited for it fills in. Harmless when
+    /// repeated, so it carries no generation.
+    Ready(super::effect::Behind),
     SearchDone {
         gen: u64,
         /// Matching storages, biggest first.

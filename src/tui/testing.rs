@@ -173,13 +173,9 @@ impl Harness {
                     gen,
                     result: super::explorer::whatif::simulate(&device, conf.as_ref()).map(Box::new),
                 },
-                Effect::WaitModel { device } => {
-                    let _ = device.allocator();
-                    Msg::ModelReady
-                }
-                Effect::WaitOoms { device } => {
-                    let _ = device.ooms();
-                    Msg::OomsReady
+                Effect::Wait { device, fact } => {
+                    fact.wait(&device);
+                    Msg::Ready(fact)
                 }
                 Effect::Copy(t) => {
                     self.clipboard.push(t);

@@ -276,7 +276,7 @@ fn a_source_without_segments_says_what_it_does_not_know() {
 }
 
 /// A model still replaying is not waited for by a key: the view says so (and draws no
-/// segment), and `Msg::ModelReady` — the worker's reply once the model is there — fills it
+/// segment), and `Msg::Ready(Behind::Model)` — the worker's reply once the model is there — fills it
 /// in with what the view shows when the model was there from the start.
 #[test]
 fn the_allocator_view_waits_for_a_replaying_model_without_blocking_and_then_fills_in() {
@@ -290,7 +290,8 @@ fn the_allocator_view_waits_for_a_replaying_model_without_blocking_and_then_fill
     let tick = memtide::tui::msg::Msg::Tick {
         now: std::time::Instant::now(),
     };
-    for reply in [memtide::tui::msg::Msg::ModelReady, tick] {
+    let model_ready = memtide::tui::msg::Msg::Ready(memtide::tui::effect::Behind::Model);
+    for reply in [model_ready, tick] {
         // The state `refresh` leaves while the device's model is still replaying.
         {
             let ex = h.app.explorer_mut().unwrap();
@@ -370,7 +371,13 @@ fn an_oom_still_being_explained_draws_a_placeholder_then_fills_in() {
         "the page computed them itself"
     );
     assert!(
-        fx.iter().any(|e| matches!(e, Effect::WaitOoms { .. })),
+        fx.iter().any(|e| matches!(
+            e,
+            Effect::Wait {
+                fact: memtide::tui::effect::Behind::Ooms,
+                ..
+            }
+        )),
         "nobody waits for the explanations"
     );
     for k in keys("o") {
@@ -388,7 +395,7 @@ fn an_oom_still_being_explained_draws_a_placeholder_then_fills_in() {
     assert!(!s.contains("verdict"), "{s}");
     // The worker's wait, then its reply.
     let verdict = dev.ooms()[0].verdict.name();
-    update::update(&mut app, Msg::OomsReady);
+    update::update(&mut app, Msg::Ready(memtide::tui::effect::Behind::Ooms));
     let s = draw(&app);
     assert!(!s.contains("explaining this OOM"), "{s}");
     assert!(s.contains("verdict") && s.contains(verdict), "{s}");

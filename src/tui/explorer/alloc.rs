@@ -211,7 +211,7 @@ impl AllocView {
 /// Recomputes the view at the cursor when it moved or the device changed (the selected
 /// segment stays selected while it exists). A model still replaying is not waited for: the
 /// view says so, and this returns true when the caller must now wait for it on a worker
-/// ([`Effect::WaitModel`](crate::tui::effect::Effect::WaitModel)), which it did not already.
+/// ([`Effect::Wait`](crate::tui::effect::Effect::Wait)), which it did not already.
 #[must_use]
 pub fn refresh(view: &mut AllocView, dev: &Arc<Device>, at: Seq) -> bool {
     let id = Arc::as_ptr(dev) as usize;

@@ -77,8 +77,9 @@ pub fn refresh_live(sh: &mut Shared, ex: &mut ExplorerState) -> Vec<Effect> {
     }
     if let Some(a) = ex.alloc.as_mut() {
         if super::alloc::refresh(a, &dev, at) {
-            fx.push(Effect::WaitModel {
+            fx.push(Effect::Wait {
                 device: dev.clone(),
+                fact: crate::tui::effect::Behind::Model,
             });
         }
     }

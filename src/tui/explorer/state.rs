@@ -298,7 +298,7 @@ impl ExplorerState {
 
     /// The OOM explanations of `dev` as the screen may show them now. A loaded file's are
     /// computed behind the first screen (with their fix lists' replays): None until they are
-    /// there, and the panel draws a placeholder meanwhile (`Effect::WaitOoms` brings the
+    /// there, and the panel draws a placeholder meanwhile (`Effect::Wait` brings the
     /// redraw). A followed file's device changes in place on each append, so its
     /// explanations are computed here, when asked.
     pub fn ooms<'d>(&self, dev: &'d Device) -> Option<&'d [OomExplanation]> {

@@ -9,7 +9,7 @@ use crate::picture;
 use crate::tui::action::ExplorerAction as A;
 use crate::tui::details;
 use crate::tui::device::{has_device, pick_device, Device, LoadState};
-use crate::tui::effect::Effect;
+use crate::tui::effect::{Behind, Effect};
 use crate::tui::fmt;
 use crate::tui::liveset::GroupMode;
 use crate::tui::msg::Msg;
@@ -71,8 +71,8 @@ pub fn update(sh: &mut Shared, ex: &mut ExplorerState, msg: Msg) -> Option<Vec<E
             strings,
         } => search_done(sh, ex, gen, matches, strings),
         // Nothing to change: the next frame draws the panel from the explanations.
-        Msg::OomsReady => Vec::new(),
-        Msg::ModelReady => return model_ready(sh, ex),
+        Msg::Ready(Behind::Ooms) => Vec::new(),
+        Msg::Ready(Behind::Model) => return model_ready(sh, ex),
         Msg::WhatifDone { gen, result } => {
             whatif::done(sh, ex, gen, result.map(|b| *b));
             Vec::new()
@@ -107,7 +107,10 @@ fn model_ready(sh: &mut Shared, ex: &mut ExplorerState) -> Option<Vec<Effect>> {
     let again = super::alloc::refresh(v, &dev, ex.view.cursor);
     nav::fix_alloc_scroll(sh, ex);
     Some(match again {
-        true => vec![Effect::WaitModel { device: dev }],
+        true => vec![Effect::Wait {
+            device: dev,
+            fact: Behind::Model,
+        }],
         false => Vec::new(),
     })
 }
@@ -154,7 +157,10 @@ fn loaded(
         ex.devices
             .iter()
             .filter(|d| d.ooms_if_ready().is_none())
-            .map(|d| Effect::WaitOoms { device: d.clone() }),
+            .map(|d| Effect::Wait {
+                device: d.clone(),
+                fact: Behind::Ooms,
+            }),
     );
     if note.is_some() {
         sh.status = note;
@@ -773,8 +779,9 @@ fn allocator(sh: &mut Shared, ex: &mut ExplorerState, dev: &Arc<Device>, a: A) -
         ex.alloc = Some(v);
         nav::fix_alloc_scroll(sh, ex);
         if wait {
-            return vec![Effect::WaitModel {
+            return vec![Effect::Wait {
                 device: dev.clone(),
+                fact: Behind::Model,
             }];
         }
         if dev.allocator().is_none() {

@@ -184,24 +184,7 @@ fn run_effects(
                 },
                 |gen, result| Msg::WhatifDone { gen, result },
             ),
-            Effect::WaitModel { device } => workers::spawn_reader(
-                0,
-                tx.clone(),
-                move || {
-                    let _ = device.allocator();
-                    Ok(())
-                },
-                |_, _: Result<(), String>| Msg::ModelReady,
-            ),
-            Effect::WaitOoms { device } => workers::spawn_reader(
-                0,
-                tx.clone(),
-                move || {
-                    let _ = device.ooms();
-                    Ok(())
-                },
-                |_, _: Result<(), String>| Msg::OomsReady,
-            ),
+            Effect::Wait { device, fact } => workers::wait_behind(device, fact, tx.clone()),
             Effect::Copy(text) => {
                 let mut out = std::io::stdout();
                 let _ = out.write_all(workers::osc52(&text).as_bytes());

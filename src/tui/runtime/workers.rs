@@ -2,6 +2,7 @@
 //! functions (tests run them inline) and on worker threads (the runtime); OSC 52 copy text.
 
 use crate::tui::device::{Device, FollowLoad};
+use crate::tui::effect::Behind;
 use crate::tui::find;
 use crate::tui::msg::Msg;
 use base64::Engine;
@@ -127,6 +128,19 @@ pub fn spawn_reader<T: 'static>(
         // Without a thread we cannot load; the UI shows nothing better than a hang, so say so.
         eprintln!("memtide: cannot start the loader thread");
     }
+}
+
+/// Waits on a thread of its own for `fact` of `device`, then says so (`Msg::Ready`), whether
+/// or not the wait ended well: the page asks the device again. Without a thread nothing is
+/// said: the explorer's next tick fills a waiting allocator view in, and any key redraws
+/// the OOM panel, once the fact is there.
+pub fn wait_behind(device: Arc<Device>, fact: Behind, tx: Sender<Msg>) {
+    let _ = std::thread::Builder::new()
+        .name("memtide-wait".into())
+        .spawn(move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fact.wait(&device)));
+            let _ = tx.send(Msg::Ready(fact));
+        });
 }
 
 /// Reads a job's rank files on `jobs` threads (0: every core) and returns the messages in
