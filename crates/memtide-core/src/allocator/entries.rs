@@ -274,6 +274,17 @@ impl Entries {
         Some(Small::new(e.op, e.place, addr, size))
     }
 
+    /// The same entries kept in twelve bytes (no address table: a replay of them finds
+    /// each address in a tree).
+    #[cfg(test)]
+    pub(crate) fn packed_copy(&self) -> Entries {
+        let mut e = self.clone();
+        if !e.is_packed {
+            e.pack_all();
+        }
+        e
+    }
+
     /// Every entry from now on in twelve bytes: those pushed so far are packed again and
     /// the tables dropped.
     fn pack_all(&mut self) {
@@ -302,6 +313,42 @@ impl Entries {
             true => self.packed.get(i).map(|&p| self.read(p)),
             false => self.small.get(i).map(|&s| self.read_small(s)),
         }
+    }
+
+    /// The distinct addresses the entries name (in the order first seen), while every entry
+    /// is kept in six bytes; None once they are not (then there are too many to list).
+    pub fn addresses(&self) -> Option<&[u64]> {
+        (!self.is_packed).then_some(self.addrs.values.as_slice())
+    }
+
+    /// The number of `addr` in [`Entries::addresses`] (None: not named, or no list).
+    pub(crate) fn address_number(&self, addr: u64) -> Option<u32> {
+        match self.is_packed {
+            true => None,
+            false => self.addrs.number.get(&addr).copied(),
+        }
+    }
+
+    /// Entries `r` (clamped to them), each with its address's number in
+    /// [`Entries::addresses`] while there is that list: a replay then finds the address's
+    /// slot without hashing it.
+    pub(crate) fn numbered(
+        &self,
+        r: Range<usize>,
+    ) -> impl Iterator<Item = (Entry, Option<u32>)> + '_ {
+        let end = r.end.min(self.len());
+        let r = r.start.min(end)..end;
+        let (small, packed): (&[Small], &[Packed]) = match self.is_packed {
+            true => (&[], self.packed.get(r).unwrap_or_default()),
+            false => (self.small.get(r).unwrap_or_default(), &[]),
+        };
+        small
+            .iter()
+            .map(|&s| {
+                let (_, _, addr, _) = s.fields();
+                (self.read_small(s), Some(addr as u32))
+            })
+            .chain(packed.iter().map(|&p| (self.read(p), None)))
     }
 
     /// Keeps the first `n` entries.

@@ -16,6 +16,7 @@
 //! disagree, e.g. a block live before the history that the file never names), the rounded
 //! size is a lower bound: [`Placed::sure`] is false.
 
+use super::block_map::Loc;
 use super::rounding::{should_split, SMALL_SIZE};
 use super::sim::config::AllocConf;
 use super::state::State;
@@ -33,6 +34,11 @@ pub(crate) struct Placed {
 /// The block an allocation of `requested` bytes at `addr` got, given the state just before
 /// it (the allocation not yet in it) and the recorded allocator settings.
 pub(crate) fn block_for(state: &State, conf: &AllocConf, addr: u64, requested: u64) -> Placed {
+    block_for_at(state, conf, &state.locate(addr), requested)
+}
+
+/// [`block_for`] at an address located in the state ([`State::locate`]).
+pub(crate) fn block_for_at(state: &State, conf: &AllocConf, at: &Loc, requested: u64) -> Placed {
     let Some(rounded) = conf.round_size(requested) else {
         // No allocator rounds this within 64 bits: what the file says is all there is.
         return Placed {
@@ -46,7 +52,7 @@ pub(crate) fn block_for(state: &State, conf: &AllocConf, addr: u64, requested: u
             sure: true,
         };
     }
-    match state.free_run_at(addr) {
+    match state.free_run_from(at) {
         // `get_free_block` skips expandable blocks while the setting is off, so an allocation
         // in an expandable segment was made with it on: split as the small pool is.
         Some((_, meta)) if meta.expandable => Placed {

@@ -24,6 +24,7 @@
 //! ```
 
 pub(crate) mod at_end;
+pub(crate) mod block_map;
 pub(crate) mod building;
 pub(crate) mod entries;
 pub(crate) mod explain;

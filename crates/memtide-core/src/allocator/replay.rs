@@ -6,11 +6,11 @@
 //! applied forward.
 
 use super::entries::Entries;
-use super::extent::block_for;
+use super::extent::block_for_at;
 use super::rounding::{segment_kind, PoolKind, LARGE_BUFFER};
 use super::sim::config::AllocConf;
 use super::state::{Active, BlockState, FlatState, PoolId, SegMeta, State};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// A trace entry's action, as far as the allocator state is concerned.
@@ -170,37 +170,30 @@ impl History {
 
     /// The state before the first entry.
     pub fn initial_state(&self) -> State {
-        let mut st = State::new();
+        let table = self.entries.addresses().unwrap_or_default();
+        let final_blocks = self.final_blocks();
+        let others = match table.is_empty() {
+            true => Vec::new(),
+            false => final_blocks.iter().map(|&(a, _, _)| a).collect(),
+        };
+        let mut st = State::for_addresses(table, others);
         for s in &self.segments {
             st.map(s.address, s.address.saturating_add(s.total_size), s.meta());
         }
-        let finals = self.final_kinds();
-        for e in self.entries.iter().rev() {
-            let (a, b) = (e.addr, e.addr.saturating_add(e.size));
+        // Blocks live from the start, and the segment entries to undo.
+        let mut seen = Seen::new(&self.entries);
+        let mut segment_entries = Vec::new();
+        for (e, number) in self.entries.numbered(0..self.entries.len()) {
             match e.op {
-                Op::SegmentAlloc | Op::SegmentMap => {
-                    st.unmap(a, b);
+                Op::Alloc => seen.set(e.addr, number, Seen::LIVE),
+                Op::FreeRequested if !seen.has(e.addr, number, Seen::LIVE) => {
+                    seen.set(e.addr, number, Seen::REQUESTED_FIRST);
                 }
-                Op::SegmentFree | Op::SegmentUnmap => {
-                    let meta = self.meta_for(&e, &finals, &st);
-                    st.map(a, b, meta);
-                }
-                _ => {}
-            }
-        }
-        // Blocks live from the start.
-        let mut live: FxHashSet<u64> = FxHashSet::default();
-        let mut requested_first: FxHashSet<u64> = FxHashSet::default();
-        let mut seen_unmatched: FxHashSet<u64> = FxHashSet::default();
-        for e in &self.entries {
-            match e.op {
-                Op::Alloc => {
-                    live.insert(e.addr);
-                }
-                Op::FreeRequested if !live.contains(&e.addr) => {
-                    requested_first.insert(e.addr);
-                }
-                Op::FreeCompleted if !live.remove(&e.addr) && seen_unmatched.insert(e.addr) => {
+                Op::FreeCompleted
+                    if !seen.take(e.addr, number, Seen::LIVE)
+                        && !seen.has(e.addr, number, Seen::UNMATCHED) =>
+                {
+                    seen.set(e.addr, number, Seen::UNMATCHED);
                     st.put_block(
                         e.addr,
                         Active {
@@ -211,14 +204,32 @@ impl History {
                         },
                     );
                 }
+                Op::SegmentAlloc | Op::SegmentMap | Op::SegmentFree | Op::SegmentUnmap => {
+                    segment_entries.push(e);
+                }
                 _ => {}
             }
         }
-        for (addr, b, _) in self.final_blocks() {
+        // The final segments with the trace's segment entries undone, newest first.
+        let finals = self.final_kinds();
+        for e in segment_entries.iter().rev() {
+            let (a, b) = (e.addr, e.addr.saturating_add(e.size));
+            match e.op {
+                Op::SegmentAlloc | Op::SegmentMap => {
+                    st.unmap(a, b);
+                }
+                _ => {
+                    let meta = self.meta_for(e, &finals, &st);
+                    st.map(a, b, meta);
+                }
+            }
+        }
+        for (addr, b, _) in final_blocks {
             let active = matches!(b.state, BlockState::Allocated | BlockState::PendingFree);
-            if active && !live.contains(&addr) && !seen_unmatched.contains(&addr) {
+            let n = self.entries.address_number(addr);
+            if active && !seen.has(addr, n, Seen::LIVE) && !seen.has(addr, n, Seen::UNMATCHED) {
                 let pending =
-                    b.state == BlockState::PendingFree && !requested_first.contains(&addr);
+                    b.state == BlockState::PendingFree && !seen.has(addr, n, Seen::REQUESTED_FIRST);
                 st.put_block(
                     addr,
                     Active {
@@ -338,13 +349,84 @@ impl History {
             .collect();
         report.end_extra_blocks = end
             .blocks
-            .keys()
-            .filter(|a| !finals.contains_key(a))
+            .iter()
+            .filter(|(a, _)| !finals.contains_key(a))
             .count() as u64;
         report.end_missing_blocks = finals
             .keys()
-            .filter(|a| !end.blocks.contains_key(a))
+            .filter(|&&a| !end.blocks.contains_key(a))
             .count() as u64;
+    }
+}
+
+/// What [`History::initial_state`]'s pass saw of each address: flags by the address's
+/// number in the entries' table (its own number past the table for an address the table
+/// does not have).
+struct Seen {
+    flags: Vec<u8>,
+    /// Numbers of addresses the table does not number.
+    others: FxHashMap<u64, usize>,
+    table: usize,
+}
+
+impl Seen {
+    /// Allocated and not yet freed.
+    const LIVE: u8 = 1;
+    /// Its first `free_requested` came while it was not live.
+    const REQUESTED_FIRST: u8 = 2;
+    /// A `free_completed` of it came while it was not live.
+    const UNMATCHED: u8 = 4;
+
+    fn new(entries: &Entries) -> Seen {
+        let table = entries.addresses().map_or(0, <[u64]>::len);
+        Seen {
+            flags: vec![0; table],
+            others: FxHashMap::default(),
+            table,
+        }
+    }
+
+    /// The slot of `addr` (number `n` in the table, if numbered), made if `make`.
+    fn slot(&mut self, addr: u64, n: Option<u32>, make: bool) -> Option<usize> {
+        if let Some(n) = n.map(|n| n as usize).filter(|&n| n < self.table) {
+            return Some(n);
+        }
+        if let Some(&k) = self.others.get(&addr) {
+            return Some(k);
+        }
+        if !make {
+            return None;
+        }
+        let k = self.flags.len();
+        self.flags.push(0);
+        self.others.insert(addr, k);
+        Some(k)
+    }
+
+    fn has(&mut self, addr: u64, n: Option<u32>, flag: u8) -> bool {
+        self.slot(addr, n, false)
+            .and_then(|k| self.flags.get(k))
+            .is_some_and(|f| f & flag != 0)
+    }
+
+    fn set(&mut self, addr: u64, n: Option<u32>, flag: u8) {
+        if let Some(f) = self.slot(addr, n, true).and_then(|k| self.flags.get_mut(k)) {
+            *f |= flag;
+        }
+    }
+
+    /// Clears `flag`, saying whether it was set.
+    fn take(&mut self, addr: u64, n: Option<u32>, flag: u8) -> bool {
+        let had = self.has(addr, n, flag);
+        if had {
+            if let Some(f) = self
+                .slot(addr, n, false)
+                .and_then(|k| self.flags.get_mut(k))
+            {
+                *f &= !flag;
+            }
+        }
+        had
     }
 }
 
@@ -362,22 +444,23 @@ impl Replayer<'_> {
     /// Applies entries until `n` have been applied (no-op when already past).
     pub fn advance_to(&mut self, n: usize) {
         let n = n.min(self.history.entries.len());
-        while self.next < n {
-            if let Some(e) = self.history.entries.get(self.next) {
-                apply(
-                    &mut self.state,
-                    &e,
-                    self.history,
-                    &self.finals,
-                    &mut self.report,
-                );
-            }
-            self.next += 1;
+        if self.next >= n {
+            return;
         }
+        for (e, number) in self.history.entries.numbered(self.next..n) {
+            apply(
+                &mut self.state,
+                &e,
+                number,
+                self.history,
+                &self.finals,
+                &mut self.report,
+            );
+        }
+        self.next = n;
     }
 }
 
-/// Applies one entry.
 /// Facts from the final segments used while replaying.
 #[derive(Clone, Debug, Default)]
 struct Finals {
@@ -386,24 +469,37 @@ struct Finals {
     blocks: FxHashMap<u64, (u64, u64)>,
 }
 
-fn apply(st: &mut State, e: &Entry, h: &History, finals: &Finals, rep: &mut ReplayReport) {
+/// Applies one entry (`number`: its address's number in the entries' table, if numbered).
+fn apply(
+    st: &mut State,
+    e: &Entry,
+    number: Option<u32>,
+    h: &History,
+    finals: &Finals,
+    rep: &mut ReplayReport,
+) {
     let (a, b) = (e.addr, e.addr.saturating_add(e.size));
+    let locate = |st: &State| match number {
+        Some(n) => st.locate_number(e.addr, n),
+        None => st.locate(e.addr),
+    };
     match e.op {
         Op::Alloc => {
             // A block still there at the dump says its own size; else PyTorch's rules place it.
+            let at = locate(st);
             let size = match finals.blocks.get(&e.addr) {
                 Some(&(req, size)) if req == e.size => size,
-                _ => block_for(st, &h.conf, e.addr, e.size).size,
+                _ => block_for_at(st, &h.conf, &at, e.size).size,
             };
-            rep.overwritten += st.alloc_sized(e.addr, e.size, size);
+            rep.overwritten += st.alloc_sized_at(&at, e.size, size);
         }
         Op::FreeRequested => {
-            if !st.free_requested(e.addr) {
+            if !st.free_requested_at(&locate(st)) {
                 rep.unmatched_frees += 1;
             }
         }
         Op::FreeCompleted => {
-            if !st.free_completed(e.addr) {
+            if !st.free_completed_at(&locate(st)) {
                 rep.unmatched_frees += 1;
             }
         }
@@ -521,14 +617,8 @@ impl Model {
         };
         let mut st = State::from_flat(base);
         let mut rep = ReplayReport::default();
-        for e in self
-            .history
-            .entries
-            .range(k * self.every..n)
-            .into_iter()
-            .flatten()
-        {
-            apply(&mut st, &e, &self.history, &self.finals, &mut rep);
+        for (e, number) in self.history.entries.numbered(k * self.every..n) {
+            apply(&mut st, &e, number, &self.history, &self.finals, &mut rep);
         }
         st
     }
@@ -536,5 +626,163 @@ impl Model {
     /// The state after event `i` (entry `i` applied): what the timeline shows at `#i`.
     pub fn after(&self, i: usize) -> State {
         self.before(i.saturating_add(1))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::allocator::rounding::PoolKind;
+    use proptest::prelude::*;
+
+    /// The history with its entries packed: no address table, so its replay keeps every
+    /// block in the state's tree (what every replay did before blocks had slots).
+    fn in_a_tree(h: &History) -> History {
+        History {
+            entries: h.entries.packed_copy(),
+            ..h.clone()
+        }
+    }
+
+    /// The replay through slots and through the tree: the same state before every entry
+    /// (`every` apart), the same report, the same checkpointed model.
+    fn same_both_ways(h: &History, every: usize) -> Result<(), TestCaseError> {
+        let tree = in_a_tree(h);
+        prop_assert!(h.entries.addresses().is_some());
+        prop_assert!(tree.entries.addresses().is_none());
+        let at: Vec<usize> = (0..=h.entries.len()).step_by(every.max(1)).collect();
+        let slots = h.states_before(&at);
+        prop_assert_eq!(&slots, &tree.states_before(&at));
+        for (st, &i) in slots.iter().zip(&at) {
+            prop_assert_eq!(st.segments(), tree.states_before(&[i])[0].segments());
+        }
+        let (a, b) = (
+            Model::build_every(h.clone(), 3),
+            Model::build_every(tree, 3),
+        );
+        prop_assert_eq!(a.report(), b.report());
+        prop_assert_eq!(a.at_end(), b.at_end());
+        for &i in &at {
+            prop_assert_eq!(a.before(i), b.before(i));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_snapshot_fixture_replays_the_same_through_slots_and_a_tree() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["tests/fixtures/oom", "tests/fixtures", "sample-traces"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "pickle") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let opts = crate::formats::LoadOptions {
+            histories: crate::formats::Histories::Whole,
+            ..Default::default()
+        };
+        let mut replayed = 0;
+        for f in &files {
+            let Ok(l) = crate::open::load(f, &opts, &crate::formats::Progress::new()) else {
+                continue;
+            };
+            for h in l.allocators.iter().filter(|h| !h.entries.is_empty()) {
+                let every = (h.entries.len() / 50).max(1);
+                same_both_ways(h, every)
+                    .map_err(|e| format!("{}: {e}", f.display()))
+                    .unwrap();
+                replayed += 1;
+            }
+        }
+        assert!(replayed >= 10, "{replayed} histories replayed");
+    }
+
+    /// One entry over a few addresses and segments, any op in any order: allocations over
+    /// live blocks, frees of nothing, blocks outside segments, segments mapped twice.
+    fn entry() -> impl Strategy<Value = Entry> {
+        let op = proptest::sample::select(vec![
+            Op::Alloc,
+            Op::Alloc,
+            Op::FreeRequested,
+            Op::FreeCompleted,
+            Op::FreeCompleted,
+            Op::SegmentAlloc,
+            Op::SegmentFree,
+            Op::SegmentMap,
+            Op::SegmentUnmap,
+            Op::Oom,
+        ]);
+        (op, 0u64..400, 0u64..6, 0u32..2).prop_map(|(op, slot, size, place)| {
+            let addr = 0x1000_0000 + slot * (1 << 19);
+            let size = match op {
+                Op::SegmentAlloc | Op::SegmentFree | Op::SegmentMap | Op::SegmentUnmap => {
+                    (size + 1) << 21
+                }
+                _ => [0, 512, 1000, 3 << 19, 5 << 20, 21 << 20][size as usize],
+            };
+            Entry {
+                addr,
+                size,
+                place,
+                op,
+            }
+        })
+    }
+
+    fn final_segment() -> impl Strategy<Value = FinalSegment> {
+        (
+            0u64..200,
+            proptest::collection::vec((0u64..4, 0u8..3), 1..6),
+        )
+            .prop_map(|(at, blocks)| {
+                let blocks: Vec<FinalBlock> = blocks
+                    .into_iter()
+                    .map(|(units, state)| FinalBlock {
+                        size: (units + 1) << 19,
+                        requested: ((units + 1) << 19) - 100,
+                        state: match state {
+                            0 => BlockState::Allocated,
+                            1 => BlockState::PendingFree,
+                            _ => BlockState::Free,
+                        },
+                    })
+                    .collect();
+                FinalSegment {
+                    address: 0x1000_0000 + at * (1 << 20),
+                    total_size: blocks.iter().map(|b| b.size).sum(),
+                    stream: 0,
+                    pool_id: PoolId(0, 0),
+                    kind: Some(PoolKind::Large),
+                    expandable: false,
+                    blocks,
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Histories no faithful file would make replay the same through slots and a tree.
+        #[test]
+        fn any_history_replays_the_same_through_slots_and_a_tree(
+            entries in proptest::collection::vec(entry(), 0..400),
+            segments in proptest::collection::vec(final_segment(), 0..4),
+            every in 1usize..7,
+        ) {
+            let h = History {
+                device: "cuda:0".into(),
+                entries: entries.into(),
+                places: vec![Place::default(), Place { stream: 7, pool: 0 }],
+                pools: vec![PoolId(0, 0)],
+                segments,
+                conf: AllocConf::default(),
+            };
+            same_both_ways(&h, every)?;
+        }
     }
 }

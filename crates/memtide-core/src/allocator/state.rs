@@ -4,6 +4,7 @@
 //! segment — PyTorch merges adjacent inactive blocks, so each gap is one free block — and
 //! every query (segment list, free blocks, totals per pool and stream) is derived from that.
 
+use super::block_map::{BlockMap, Loc};
 use super::rounding::{block_extent, PoolKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -188,7 +189,7 @@ impl FlatState {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct State {
     pub(crate) segs: BTreeMap<u64, Seg>,
-    pub(crate) blocks: BTreeMap<u64, Active>,
+    pub(crate) blocks: BlockMap,
     /// The segments' union, merged: where a new mapping's unmapped parts are found without
     /// walking every segment inside it (a file mapping ranges again and again, each shifted
     /// by a byte, made that quadratic).
@@ -204,7 +205,7 @@ impl State {
     pub(crate) fn flat(&self) -> FlatState {
         FlatState {
             segs: self.segs.iter().map(|(&a, &s)| (a, s)).collect(),
-            blocks: self.blocks.iter().map(|(&a, &b)| (a, b)).collect(),
+            blocks: self.blocks.iter().collect(),
             mapped: self.mapped.clone(),
         }
     }
@@ -215,6 +216,17 @@ impl State {
             segs: f.segs.iter().copied().collect(),
             blocks: f.blocks.iter().copied().collect(),
             mapped: f.mapped.clone(),
+        }
+    }
+
+    /// An empty state whose blocks are kept in slots at the addresses a replay will place
+    /// blocks at — a history's address table (`numbered`, each then located by its number)
+    /// and `others` — so that the queries it makes on every entry are a few word operations
+    /// (any other address still works, as in a tree).
+    pub(crate) fn for_addresses(numbered: &[u64], others: Vec<u64>) -> State {
+        State {
+            blocks: BlockMap::over(numbered, others),
+            ..State::default()
         }
     }
 
@@ -237,14 +249,20 @@ impl State {
     /// An allocation whose extent is known to be `size` (a block PyTorch did not split: its
     /// remainder was too small, so the block is larger than the rounded request).
     pub fn alloc_sized(&mut self, addr: u64, requested: u64, size: u64) -> u64 {
+        let at = self.blocks.locate(addr);
+        self.alloc_sized_at(&at, requested, size)
+    }
+
+    /// [`State::alloc_sized`] at an address located among the blocks ([`State::locate`]).
+    pub(crate) fn alloc_sized_at(&mut self, at: &Loc, requested: u64, size: u64) -> u64 {
         let size = size.max(block_extent(requested));
-        let end = addr.saturating_add(size);
-        let over = self.blocks_overlapping(addr, end);
-        for a in &over {
+        let end = at.addr.saturating_add(size);
+        let over = self.blocks_overlapping(at, end);
+        for &a in &over {
             self.blocks.remove(a);
         }
-        self.blocks.insert(
-            addr,
+        self.blocks.insert_at(
+            at,
             Active {
                 size,
                 requested,
@@ -265,15 +283,30 @@ impl State {
     /// (PyTorch merges neighbouring free blocks and an allocation takes the front of one, so
     /// such an address means the replay and the file disagree).
     pub fn free_run_at(&self, addr: u64) -> Option<(u64, SegMeta)> {
+        self.free_run_from(&self.blocks.locate(addr))
+    }
+
+    /// `addr` located among the blocks, for several questions about it.
+    pub(crate) fn locate(&self, addr: u64) -> Loc {
+        self.blocks.locate(addr)
+    }
+
+    /// `addr`, number `n` of the address table the state was made for, located.
+    pub(crate) fn locate_number(&self, addr: u64, n: u32) -> Loc {
+        self.blocks.locate_number(addr, n)
+    }
+
+    /// [`State::free_run_at`] a located address.
+    pub(crate) fn free_run_from(&self, at: &Loc) -> Option<(u64, SegMeta)> {
+        let addr = at.addr;
         let (&start, seg) = self.segs.range(..=addr).next_back()?;
         if seg.end <= addr {
             return None;
         }
         let before = self
             .blocks
-            .range(..=addr)
-            .next_back()
-            .map(|(&s, b)| s.saturating_add(b.size));
+            .last_at_or_below_at(at)
+            .map(|(s, b)| s.saturating_add(b.size));
         if before.is_some_and(|end| end > addr) {
             return None;
         }
@@ -282,15 +315,20 @@ impl State {
         }
         let next = self
             .blocks
-            .range(addr..seg.end)
-            .next()
-            .map_or(seg.end, |(&s, _)| s);
+            .first_in_at(at, seg.end)
+            .map_or(seg.end, |(s, _)| s);
         Some((next - addr, seg.meta))
     }
 
     /// `free_requested`: the block stays active, pending. False when no block is there.
     pub fn free_requested(&mut self, addr: u64) -> bool {
-        match self.blocks.get_mut(&addr) {
+        let at = self.blocks.locate(addr);
+        self.free_requested_at(&at)
+    }
+
+    /// [`State::free_requested`] at a located address.
+    pub(crate) fn free_requested_at(&mut self, at: &Loc) -> bool {
+        match self.blocks.get_mut_at(at) {
             Some(b) => {
                 b.pending = true;
                 true
@@ -301,16 +339,30 @@ impl State {
 
     /// `free_completed`: the block becomes free. False when no block is there.
     pub fn free_completed(&mut self, addr: u64) -> bool {
-        self.blocks.remove(&addr).is_some()
+        let at = self.blocks.locate(addr);
+        self.free_completed_at(&at)
     }
 
-    fn blocks_overlapping(&self, a: u64, b: u64) -> Vec<u64> {
+    /// [`State::free_completed`] at a located address.
+    pub(crate) fn free_completed_at(&mut self, at: &Loc) -> bool {
+        self.blocks.remove_at(at).is_some()
+    }
+
+    /// The blocks that overlap `[a, b)` as a scan down from `b` finds them: from the block
+    /// starting last below `b`, while each ends past `a`.
+    fn blocks_overlapping(&self, at: &Loc, b: u64) -> Vec<u64> {
+        // With no block starting in `[a, b)` the scan starts below `a` (located already,
+        // where `b` would need a search: the usual case).
+        let a = at.addr;
+        let from = match self.blocks.first_in_at(at, b) {
+            None => *at,
+            Some(_) => self.blocks.locate(b),
+        };
         let mut v: Vec<u64> = self
             .blocks
-            .range(..b)
-            .rev()
-            .take_while(|&(&s, x)| s.saturating_add(x.size) > a)
-            .map(|(&s, _)| s)
+            .below_rev(from)
+            .take_while(|&(s, x)| s.saturating_add(x.size) > a)
+            .map(|(s, _)| s)
             .collect();
         v.reverse();
         v
@@ -419,11 +471,10 @@ impl State {
         // A block that began before the segment (a file that unmapped part of it) is clipped.
         let first = self
             .blocks
-            .range(..start)
-            .next_back()
-            .filter(|&(&s, b)| s.saturating_add(b.size) > start)
-            .map(|(&s, &b)| (s, b));
-        let inside = self.blocks.range(start..seg.end).map(|(&s, &b)| (s, b));
+            .last_below(start)
+            .filter(|&(s, b)| s.saturating_add(b.size) > start)
+            .map(|(s, &b)| (s, b));
+        let inside = self.blocks.range(start, seg.end);
         for (s, b) in first.into_iter().chain(inside) {
             let bs = s.max(cur);
             let be = s.saturating_add(b.size).min(seg.end);
@@ -563,7 +614,7 @@ impl State {
             .iter()
             .map(|s| s.allocated + s.pending_free)
             .sum();
-        let all: u64 = self.blocks.values().map(|b| b.size).sum();
+        let all: u64 = self.blocks.iter().map(|(_, b)| b.size).sum();
         all.saturating_sub(inside)
     }
 }

@@ -90,7 +90,7 @@ impl SimInput {
         let mut live: FxHashMap<u64, u32> = FxHashMap::default();
         let mut n = 0u32;
         let start = h.initial_state();
-        for (&addr, b) in &start.blocks {
+        for (addr, b) in start.blocks.iter() {
             let (stream, pool_id) = start
                 .segs
                 .range(..=addr)

@@ -77,7 +77,7 @@ pub(crate) fn layout_of(
     let blocks = start
         .blocks
         .iter()
-        .map(|(&addr, b)| SeedBlock {
+        .map(|(addr, b)| SeedBlock {
             addr,
             size: b.size,
             requested: b.requested,
