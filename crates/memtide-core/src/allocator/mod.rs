@@ -42,7 +42,9 @@ pub use entries::Entries;
 pub use explain::{explain, shown, OomExplanation, OomFacts, PoolFacts, Verdict};
 pub use fixes::{Fix, FixCeiling, FixResult};
 pub use pinners::Pinner;
-pub use replay::{Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport};
+pub use replay::{
+    Entry, FinalBlock, FinalSegment, History, Model, Op, Place, ReplayReport, StatesAtOoms,
+};
 pub use rounding::PoolKind;
 pub use state::{
     fragmentation, BlockState, BlockView, PoolId, PoolKey, PoolTotals, SegmentView, State, Totals,

@@ -104,6 +104,31 @@ pub struct History {
     /// The recorded allocator settings (`allocator_settings`; PyTorch's defaults when the
     /// file has none): how requests were rounded and whether blocks were split.
     pub conf: AllocConf,
+    /// The states before its OOM entries, when replayed ahead of the ask
+    /// ([`History::replay_to_ooms`]).
+    pub at_ooms: StatesAtOoms,
+}
+
+/// The allocator states before a history's OOM entries, replayed ahead of the ask: what
+/// [`History::states_before`] gives at those entries without a replay.
+#[derive(Clone, Debug, Default)]
+pub struct StatesAtOoms {
+    /// How many entries the history had when they were replayed (a history whose entries
+    /// changed since replays again).
+    entries: usize,
+    /// (entry index, the state once the entries before it are applied), ascending.
+    states: Vec<(usize, State)>,
+}
+
+impl StatesAtOoms {
+    /// The state before entry `i`, if replayed ahead over `entries` entries.
+    fn before(&self, i: usize, entries: usize) -> Option<&State> {
+        if self.entries != entries {
+            return None;
+        }
+        let k = self.states.binary_search_by_key(&i, |&(at, _)| at).ok()?;
+        self.states.get(k).map(|(_, s)| s)
+    }
 }
 
 /// What the replay met that a faithful file would not have.
@@ -323,8 +348,38 @@ impl History {
         }
     }
 
-    /// The states before each of `at` (entry indices, ascending), in one pass.
+    /// Replays the history now to each of its OOM entries, keeping the state before each
+    /// for [`History::states_before`] (a headless load of a file that ran out of memory does
+    /// this on the thread that read the history, while the traces are built).
+    pub fn replay_to_ooms(&mut self) {
+        let at: Vec<usize> = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.op == Op::Oom)
+            .map(|(i, _)| i)
+            .collect();
+        if at.is_empty() {
+            return;
+        }
+        let states = self.states_before(&at);
+        self.at_ooms = StatesAtOoms {
+            entries: self.entries.len(),
+            states: at.into_iter().zip(states).collect(),
+        };
+    }
+
+    /// The states before each of `at` (entry indices, ascending), in one pass (none when
+    /// every one was replayed ahead: [`History::replay_to_ooms`]).
     pub fn states_before(&self, at: &[usize]) -> Vec<State> {
+        let n = self.entries.len();
+        let ahead: Option<Vec<State>> = at
+            .iter()
+            .map(|&i| self.at_ooms.before(i, n).cloned())
+            .collect();
+        if let Some(states) = ahead.filter(|_| !at.is_empty()) {
+            return states;
+        }
         let mut r = self.replayer();
         at.iter()
             .map(|&i| {
@@ -634,6 +689,7 @@ impl Model {
 mod tests {
     use super::*;
     use crate::allocator::rounding::PoolKind;
+    use crate::{open, LoadOptions, OpenOptions, Progress};
     use proptest::prelude::*;
 
     /// The history with its entries packed: no address table, so its replay keeps every
@@ -682,16 +738,24 @@ mod tests {
             }
         }
         files.sort();
-        let opts = crate::formats::LoadOptions {
-            histories: crate::formats::Histories::Whole,
+        // (Read for the explorer: every history whole, in its model.)
+        let opts = OpenOptions {
+            read: LoadOptions {
+                allocator_models: true,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut replayed = 0;
         for f in &files {
-            let Ok(l) = crate::open::load(f, &opts, &crate::formats::Progress::new()) else {
+            let Ok(opened) = open(f, &opts, &Progress::new()) else {
                 continue;
             };
-            for h in l.allocators.iter().filter(|h| !h.entries.is_empty()) {
+            let models = opened.devices.iter().filter_map(|d| d.allocator());
+            for h in models
+                .map(|m| m.history())
+                .filter(|h| !h.entries.is_empty())
+            {
                 let every = (h.entries.len() / 50).max(1);
                 same_both_ways(h, every)
                     .map_err(|e| format!("{}: {e}", f.display()))
@@ -700,6 +764,42 @@ mod tests {
             }
         }
         assert!(replayed >= 10, "{replayed} histories replayed");
+    }
+
+    /// A headless load of a file that ran out of memory replays its history to each OOM as
+    /// it reads it: the states kept are a replay's from the start, and a history whose
+    /// entries changed since replays again.
+    #[test]
+    fn a_headless_load_keeps_the_state_before_each_oom() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files: Vec<_> = std::fs::read_dir(root.join("tests/fixtures/oom"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+            .collect();
+        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        let mut kept = 0;
+        for f in &files {
+            let opened = open(f, &Default::default(), &Progress::new()).unwrap();
+            for h in opened.devices.iter().filter_map(|d| d.history()) {
+                let at: Vec<usize> = (0..h.entries.len())
+                    .filter(|&i| h.entries.get(i).is_some_and(|e| e.op == Op::Oom))
+                    .collect();
+                assert_eq!(h.at_ooms.states.len(), at.len(), "{}", f.display());
+                let fresh = History {
+                    at_ooms: StatesAtOoms::default(),
+                    ..h.clone()
+                };
+                assert_eq!(h.states_before(&at), fresh.states_before(&at));
+                kept += at.len();
+                if let Some(&last) = at.last() {
+                    let mut cut = h.clone();
+                    cut.entries.truncate(last);
+                    assert_eq!(cut.at_ooms.before(last, cut.entries.len()), None);
+                }
+            }
+        }
+        assert!(kept >= 9, "{kept} states kept");
     }
 
     /// One entry over a few addresses and segments, any op in any order: allocations over
@@ -780,7 +880,7 @@ mod tests {
                 places: vec![Place::default(), Place { stream: 7, pool: 0 }],
                 pools: vec![PoolId(0, 0)],
                 segments,
-                conf: AllocConf::default(),
+                ..History::default()
             };
             same_both_ways(&h, every)?;
         }

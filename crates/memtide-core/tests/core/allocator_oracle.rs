@@ -371,7 +371,7 @@ proptest! {
                 after.push(if k + 1 < n { o.mid[k].clone() } else { o.figures() });
             }
         }
-        let h = History { device: "cuda:0".into(), entries: entries.into(), places: PLACES.to_vec(), pools: vec![PoolId(0, 0)], segments: dump(&o), conf: Default::default() };
+        let h = History { device: "cuda:0".into(), entries: entries.into(), places: PLACES.to_vec(), pools: vec![PoolId(0, 0)], segments: dump(&o), ..History::default() };
         let m = Model::build_every(h.clone(), every);
         prop_assert!(m.report().consistent(), "{:?}", m.report());
         prop_assert_eq!(model_figures(&m.at_start()), start);

@@ -73,10 +73,17 @@ pub fn replay(raw: &mut Raw, source: &str, opts: &LoadOptions) -> Snapshot {
     // it has inferred, checked and indexed the traces: the replay would share their second
     // core), and waited for when it needs them.
     let allocators = || {
-        let h = histories_of(raw, &devices, entries);
+        let mut h = histories_of(raw, &devices, entries);
         if opts.allocator_models {
             (Vec::new(), crate::allocator::Models::held(h, both))
         } else {
+            // A headless answer about a file that ran out of memory starts with the
+            // allocator's state at each OOM: replayed here, where the second core is free
+            // while the traces are built.
+            if raw.any_oom {
+                h.iter_mut()
+                    .for_each(crate::allocator::History::replay_to_ooms);
+            }
             (h, crate::allocator::Models::none())
         }
     };
