@@ -26,6 +26,7 @@
 pub(crate) mod at_end;
 pub(crate) mod block_map;
 pub(crate) mod building;
+pub(crate) mod by_address;
 pub(crate) mod entries;
 pub(crate) mod explain;
 pub(crate) mod extent;

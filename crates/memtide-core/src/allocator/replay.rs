@@ -5,6 +5,7 @@
 //! buffer dropped and the final active blocks the trace never allocated. Then each entry is
 //! applied forward.
 
+use super::by_address::ByAddress;
 use super::entries::Entries;
 use super::extent::block_for_at;
 use super::rounding::{segment_kind, PoolKind, LARGE_BUFFER};
@@ -195,6 +196,12 @@ impl History {
 
     /// The state before the first entry.
     pub fn initial_state(&self) -> State {
+        self.initial_state_and_segment_entries().0
+    }
+
+    /// [`History::initial_state`], with the history's segment entries in order (found by
+    /// the same pass).
+    pub(crate) fn initial_state_and_segment_entries(&self) -> (State, Vec<Entry>) {
         let table = self.entries.addresses().unwrap_or_default();
         let final_blocks = self.final_blocks();
         let others = match table.is_empty() {
@@ -251,7 +258,7 @@ impl History {
         }
         for (addr, b, _) in final_blocks {
             let active = matches!(b.state, BlockState::Allocated | BlockState::PendingFree);
-            let n = self.entries.address_number(addr);
+            let n = None;
             if active && !seen.has(addr, n, Seen::LIVE) && !seen.has(addr, n, Seen::UNMATCHED) {
                 let pending =
                     b.state == BlockState::PendingFree && !seen.has(addr, n, Seen::REQUESTED_FIRST);
@@ -265,7 +272,7 @@ impl History {
                 );
             }
         }
-        st
+        (st, segment_entries)
     }
 
     /// What the final segments tell the replay: each segment's pool set and each active
@@ -414,17 +421,10 @@ impl History {
     }
 }
 
-/// What [`History::initial_state`]'s pass saw of each address: flags by the address's
-/// number in the entries' table (its own number past the table for an address the table
-/// does not have).
-struct Seen {
-    flags: Vec<u8>,
-    /// Numbers of addresses the table does not number.
-    others: FxHashMap<u64, usize>,
-    table: usize,
-}
+/// What [`History::initial_state`]'s pass saw of each address.
+struct Seen<'a>(ByAddress<'a, u8>);
 
-impl Seen {
+impl<'a> Seen<'a> {
     /// Allocated and not yet freed.
     const LIVE: u8 = 1;
     /// Its first `free_requested` came while it was not live.
@@ -432,56 +432,26 @@ impl Seen {
     /// A `free_completed` of it came while it was not live.
     const UNMATCHED: u8 = 4;
 
-    fn new(entries: &Entries) -> Seen {
-        let table = entries.addresses().map_or(0, <[u64]>::len);
-        Seen {
-            flags: vec![0; table],
-            others: FxHashMap::default(),
-            table,
-        }
+    fn new(entries: &'a Entries) -> Self {
+        Seen(ByAddress::new(entries))
     }
 
-    /// The slot of `addr` (number `n` in the table, if numbered), made if `make`.
-    fn slot(&mut self, addr: u64, n: Option<u32>, make: bool) -> Option<usize> {
-        if let Some(n) = n.map(|n| n as usize).filter(|&n| n < self.table) {
-            return Some(n);
-        }
-        if let Some(&k) = self.others.get(&addr) {
-            return Some(k);
-        }
-        if !make {
-            return None;
-        }
-        let k = self.flags.len();
-        self.flags.push(0);
-        self.others.insert(addr, k);
-        Some(k)
-    }
-
-    fn has(&mut self, addr: u64, n: Option<u32>, flag: u8) -> bool {
-        self.slot(addr, n, false)
-            .and_then(|k| self.flags.get(k))
-            .is_some_and(|f| f & flag != 0)
+    fn has(&self, addr: u64, n: Option<u32>, flag: u8) -> bool {
+        self.0.get(addr, n).is_some_and(|f| f & flag != 0)
     }
 
     fn set(&mut self, addr: u64, n: Option<u32>, flag: u8) {
-        if let Some(f) = self.slot(addr, n, true).and_then(|k| self.flags.get_mut(k)) {
-            *f |= flag;
-        }
+        let f = self.0.get(addr, n).unwrap_or(0);
+        self.0.insert(addr, n, f | flag);
     }
 
     /// Clears `flag`, saying whether it was set.
     fn take(&mut self, addr: u64, n: Option<u32>, flag: u8) -> bool {
-        let had = self.has(addr, n, flag);
-        if had {
-            if let Some(f) = self
-                .slot(addr, n, false)
-                .and_then(|k| self.flags.get_mut(k))
-            {
-                *f &= !flag;
-            }
+        let f = self.0.get(addr, n).unwrap_or(0);
+        if f & flag != 0 {
+            self.0.insert(addr, n, f & !flag);
         }
-        had
+        f & flag != 0
     }
 }
 
@@ -702,7 +672,8 @@ mod tests {
     }
 
     /// The replay through slots and through the tree: the same state before every entry
-    /// (`every` apart), the same report, the same checkpointed model.
+    /// (`every` apart), the same what-if input, the same report, the same checkpointed
+    /// model.
     fn same_both_ways(h: &History, every: usize) -> Result<(), TestCaseError> {
         let tree = in_a_tree(h);
         prop_assert!(h.entries.addresses().is_some());
@@ -713,6 +684,9 @@ mod tests {
         for (st, &i) in slots.iter().zip(&at) {
             prop_assert_eq!(st.segments(), tree.states_before(&[i])[0].segments());
         }
+        // The what-if input read from it: the same ops, hints and streams either way.
+        let input = |h: &History| format!("{:?}", crate::allocator::sim::SimInput::from_history(h));
+        prop_assert_eq!(input(h), input(&tree));
         let (a, b) = (
             Model::build_every(h.clone(), 3),
             Model::build_every(tree, 3),

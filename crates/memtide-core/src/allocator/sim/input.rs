@@ -2,8 +2,9 @@
 //! streams and private pools when the file has them), from a snapshot's allocator history or
 //! from any [`Trace`] (JSONL, Kineto, memory timelines).
 
-use super::layout::{layout_of, segment_hint, Layout};
-use crate::allocator::replay::{History, Op};
+use super::layout::{layout_of, Layout};
+use crate::allocator::by_address::ByAddress;
+use crate::allocator::replay::{Entry, History, Op};
 use crate::allocator::state::PoolId;
 use crate::trace::{MarkKind, Seq, StorageKind, Trace};
 use rustc_hash::FxHashMap;
@@ -87,9 +88,15 @@ impl SimInput {
             .map(|(i, &p)| (p, i as u32))
             .collect();
         let mut streams: FxHashMap<u64, ()> = FxHashMap::default();
-        let mut live: FxHashMap<u64, u32> = FxHashMap::default();
+        // Each live allocation's number by its address, and the places allocated from.
+        let mut live: ByAddress<u32> = ByAddress::new(&h.entries);
+        let mut places_used = vec![false; h.places.len()];
         let mut n = 0u32;
-        let start = h.initial_state();
+        let (start, segment_entries) = h.initial_state_and_segment_entries();
+        // (Every entry is at most one op, and the prologue at most two a block.)
+        let most = h.entries.len() + 2 * start.active_count();
+        s.ops.reserve(most);
+        s.at.reserve(most);
         for (addr, b) in start.blocks.iter() {
             let (stream, pool_id) = start
                 .segs
@@ -114,13 +121,19 @@ impl SimInput {
                 },
                 0,
             );
-            live.insert(addr, n);
+            live.insert(addr, None, n);
             if b.pending {
                 s.push(SimOp::FreeRequested { alloc: n }, 0);
             }
             n += 1;
         }
-        s.layout = Some(layout_of(h, &start, &mut pool_index, &mut s.pools));
+        s.layout = Some(layout_of(
+            h,
+            &start,
+            &segment_entries,
+            &mut pool_index,
+            &mut s.pools,
+        ));
         s.prologue = s.ops.len();
         if s.prologue > 0 {
             s.notes.push(format!(
@@ -128,17 +141,30 @@ impl SimInput {
                 s.prologue
             ));
         }
-        let mut pending: FxHashMap<u32, ()> = FxHashMap::default();
+        // Allocations with a free requested and not yet completed, by number.
+        let mut pending: Vec<bool> = Vec::new();
         let mut in_release = false;
-        for (i, e) in h.entries.iter().enumerate() {
+        let mut before: Option<Entry> = None;
+        for (i, (e, number)) in h.entries.numbered(0..h.entries.len()).enumerate() {
             let i = i as u64;
             let releasing = matches!(e.op, Op::SegmentFree | Op::SegmentUnmap);
             match e.op {
                 Op::Alloc => {
                     let place = h.place_of(&e);
-                    streams.insert(place.stream, ());
-                    if let Some(a) = segment_hint(h, i as usize) {
-                        s.seg_hints.insert(s.ops.len(), a);
+                    match places_used.get_mut(e.place as usize) {
+                        Some(u) => *u = true,
+                        None => {
+                            streams.insert(place.stream, ());
+                        }
+                    }
+                    // The address the recorded run's `cudaMalloc` returned for it: the
+                    // `segment_alloc` entry right before it on the same stream and pool
+                    // (`alloc_block` records it just before `alloc_found_block` records the
+                    // allocation).
+                    if let Some(b) = before.filter(|b| {
+                        b.op == Op::SegmentAlloc && b.addr == e.addr && h.place_of(b) == place
+                    }) {
+                        s.seg_hints.insert(s.ops.len(), b.addr);
                     }
                     s.push(
                         SimOp::Alloc {
@@ -148,19 +174,25 @@ impl SimInput {
                         },
                         i,
                     );
-                    live.insert(e.addr, n);
+                    live.insert(e.addr, number, n);
                     n += 1;
                 }
                 Op::FreeRequested => {
-                    if let Some(&a) = live.get(&e.addr) {
-                        if pending.insert(a, ()).is_none() {
+                    if let Some(a) = live.get(e.addr, number) {
+                        if pending.len() <= a as usize {
+                            pending.resize(n as usize, false);
+                        }
+                        if let Some(p) = pending.get_mut(a as usize).filter(|p| !**p) {
+                            *p = true;
                             s.push(SimOp::FreeRequested { alloc: a }, i);
                         }
                     }
                 }
                 Op::FreeCompleted => {
-                    if let Some(a) = live.remove(&e.addr) {
-                        pending.remove(&a);
+                    if let Some(a) = live.remove(e.addr, number) {
+                        if let Some(p) = pending.get_mut(a as usize) {
+                            *p = false;
+                        }
                         s.push(SimOp::Free { alloc: a }, i);
                     }
                 }
@@ -178,6 +210,10 @@ impl SimInput {
                 _ => {}
             }
             in_release = releasing;
+            before = Some(e);
+        }
+        for (place, _) in h.places.iter().zip(&places_used).filter(|(_, &u)| u) {
+            streams.insert(place.stream, ());
         }
         s.streams = streams.len().max(1);
         s

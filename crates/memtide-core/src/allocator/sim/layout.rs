@@ -6,7 +6,7 @@
 //! (pytorch/pytorch `c10/cuda/CUDACachingAllocator.cpp`, commit 001074d2): with addresses of
 //! its own the model breaks those ties differently from the run it replays.
 
-use crate::allocator::replay::{History, Op};
+use crate::allocator::replay::{Entry, History, Op};
 use crate::allocator::rounding::{PoolKind, LARGE_BUFFER};
 use crate::allocator::state::{PoolId, State};
 use rustc_hash::FxHashMap;
@@ -49,10 +49,11 @@ pub struct Layout {
 pub(crate) fn layout_of(
     h: &History,
     start: &State,
+    segment_entries: &[Entry],
     pool_of: &mut FxHashMap<PoolId, u32>,
     pools: &mut Vec<PoolId>,
 ) -> Layout {
-    let bases = expandable_bases(h, start);
+    let bases = expandable_bases(h, start, segment_entries);
     let mut segments = Vec::with_capacity(start.segs.len());
     for (&addr, seg) in &start.segs {
         let m = seg.meta;
@@ -86,13 +87,17 @@ pub(crate) fn layout_of(
     Layout {
         segments,
         blocks,
-        above: highest_address(h),
+        above: highest_address(h, segment_entries),
     }
 }
 
 /// The lowest address each expandable segment (by stream, pool and pool set) had mapped,
 /// before or during the history.
-fn expandable_bases(h: &History, start: &State) -> FxHashMap<(u64, PoolId, PoolKind), u64> {
+fn expandable_bases(
+    h: &History,
+    start: &State,
+    segment_entries: &[Entry],
+) -> FxHashMap<(u64, PoolId, PoolKind), u64> {
     let mut out: FxHashMap<(u64, PoolId, PoolKind), u64> = FxHashMap::default();
     let mut note = |key, addr: u64| {
         let b = out.entry(key).or_insert(addr);
@@ -103,7 +108,7 @@ fn expandable_bases(h: &History, start: &State) -> FxHashMap<(u64, PoolId, PoolK
             note((seg.meta.stream, seg.meta.pool_id, seg.meta.kind), addr);
         }
     }
-    for e in h.entries.iter().filter(|e| e.op == Op::SegmentMap) {
+    for e in segment_entries.iter().filter(|e| e.op == Op::SegmentMap) {
         let known = h
             .segments
             .iter()
@@ -117,39 +122,20 @@ fn expandable_bases(h: &History, start: &State) -> FxHashMap<(u64, PoolId, PoolK
         } else {
             PoolKind::Small
         });
-        note((h.stream_of(&e), h.pool_of(&e), kind), e.addr);
+        note((h.stream_of(e), h.pool_of(e), kind), e.addr);
     }
     out
 }
 
 /// The end of the highest range the recorded run held (its final segments and every segment
-/// entry of the history).
-fn highest_address(h: &History) -> u64 {
+/// entry of the history, `segment_entries`).
+fn highest_address(h: &History, segment_entries: &[Entry]) -> u64 {
     let finals = h
         .segments
         .iter()
         .map(|s| s.address.saturating_add(s.total_size));
-    let events = h
-        .entries
+    let events = segment_entries
         .iter()
-        .filter(|e| {
-            matches!(
-                e.op,
-                Op::SegmentAlloc | Op::SegmentFree | Op::SegmentMap | Op::SegmentUnmap
-            )
-        })
         .map(|e| e.addr.saturating_add(e.size));
     finals.chain(events).max().unwrap_or(0)
-}
-
-/// The address the recorded run's `cudaMalloc` returned for the allocation at entry `i`: the
-/// `segment_alloc` entry right before it on the same stream and pool (`alloc_block` records
-/// it just before `alloc_found_block` records the allocation).
-pub(crate) fn segment_hint(h: &History, i: usize) -> Option<u64> {
-    let e = h.entries.get(i)?;
-    let before = h.entries.get(i.checked_sub(1)?)?;
-    (before.op == Op::SegmentAlloc
-        && before.addr == e.addr
-        && h.place_of(&before) == h.place_of(&e))
-    .then_some(before.addr)
 }
