@@ -40,6 +40,7 @@ pub(crate) fn explain_ooms(
     // One replay for all OOMs: the state before each OOM entry, on a thread of its own
     // while the fix list's replays run (they do not depend on each other).
     let jobs = crate::worker::default_jobs();
+    let fix_jobs = crate::worker::jobs_for_runs(fixes::SETTINGS.len() + 1);
     let (states, fx) = crate::worker::both(
         "memtide-oom-state",
         jobs,
@@ -49,7 +50,7 @@ pub(crate) fn explain_ooms(
                 h.states_before(&at)
             })
         },
-        || fixes::checked(trace, index, history, jobs),
+        || fixes::checked(trace, index, history, fix_jobs),
     );
     let rising = trend.rising.then(|| match trend.growth_bytes {
         Some(g) => format!(

@@ -98,7 +98,7 @@ pub fn whatif_under(
         &input,
         confs,
         ceiling,
-        crate::worker::default_jobs(),
+        crate::worker::jobs_for_runs(confs.len() + 1),
     )
 }
 
