@@ -53,9 +53,24 @@ impl Block {
 
 /// Free mapped blocks ordered by (stream, size, address), as `BlockComparatorSize` orders
 /// them: each key packs the stream's dense index (16 bits), the size (48 bits) and the
-/// address (64 bits) into one `u128`, so a lookup compares one integer.
+/// address (64 bits) into one `u128`, so a lookup compares one integer. The keys lie in
+/// sorted runs of at most `2 * RUN` (a tree of two levels): a lookup is a binary search over
+/// the runs' last keys, then one in the run; an insert or a remove moves at most a run.
 #[derive(Debug, Default)]
-struct FreeSet(BTreeMap<u128, u32>);
+struct FreeSet {
+    runs: Vec<Vec<(u128, u32)>>,
+    /// The last key of each run.
+    lasts: Vec<u128>,
+    len: usize,
+}
+
+const RUN: usize = 32;
+
+/// Where `k` goes in a sorted run: the count of keys below it, by a scan (a run is short:
+/// a scan that stops at the place beat a binary search of its mispredicted branches).
+fn place_in(run: &[(u128, u32)], k: u128) -> usize {
+    run.iter().take_while(|e| e.0 < k).count()
+}
 
 fn pack(stream: u64, size: u64, addr: u64) -> u128 {
     ((stream as u128) << 112) | ((size as u128) << 64) | addr as u128
@@ -74,18 +89,85 @@ fn unpack(k: u128, i: u32) -> (u64, u64, u64, u32) {
 const SIZE_MASK: u64 = (1 << 48) - 1;
 
 impl FreeSet {
+    /// The run that holds (or would hold) `k`, and `k`'s place in it: the first key at or
+    /// above it. None past the last key.
+    fn seek(&self, k: u128) -> Option<(usize, usize)> {
+        let r = self.lasts.partition_point(|&l| l < k);
+        let run = self.runs.get(r)?;
+        Some((r, place_in(run, k)))
+    }
+
     fn insert(&mut self, k: (u64, u64, u64, u32)) {
-        self.0.insert(pack(k.0, k.1, k.2), k.3);
+        let key = pack(k.0, k.1, k.2);
+        if self.runs.is_empty() {
+            self.runs.push(vec![(key, k.3)]);
+            self.lasts.push(key);
+            self.len = 1;
+            return;
+        }
+        let r = self
+            .lasts
+            .partition_point(|&l| l < key)
+            .min(self.runs.len() - 1);
+        let run = &mut self.runs[r];
+        let at = place_in(run, key);
+        if run.get(at).is_some_and(|e| e.0 == key) {
+            run[at].1 = k.3;
+            return;
+        }
+        run.insert(at, (key, k.3));
+        self.len += 1;
+        if at + 1 == run.len() {
+            self.lasts[r] = key;
+        }
+        if run.len() > 2 * RUN {
+            let tail = run.split_off(RUN);
+            self.lasts[r] = run[RUN - 1].0;
+            let last = tail[tail.len() - 1].0;
+            self.runs.insert(r + 1, tail);
+            self.lasts.insert(r + 1, last);
+        }
     }
+
     fn remove(&mut self, k: &(u64, u64, u64, u32)) -> bool {
-        self.0.remove(&pack(k.0, k.1, k.2)).is_some()
+        let key = pack(k.0, k.1, k.2);
+        let Some((r, at)) = self.seek(key) else {
+            return false;
+        };
+        let run = &mut self.runs[r];
+        if run.get(at).is_none_or(|e| e.0 != key) {
+            return false;
+        }
+        run.remove(at);
+        self.len -= 1;
+        match run.last() {
+            None => {
+                self.runs.remove(r);
+                self.lasts.remove(r);
+            }
+            Some(&(l, _)) => self.lasts[r] = l,
+        }
+        true
     }
+
+    /// Keys from `k` on, in order.
+    fn at_or_above(&self, k: u128) -> impl Iterator<Item = (u128, u32)> + '_ {
+        let (r, at) = self.seek(k).unwrap_or((self.runs.len(), 0));
+        self.runs
+            .get(r..)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .flat_map(move |(j, run)| run.get(if j == 0 { at } else { 0 }..).unwrap_or_default())
+            .copied()
+    }
+
     /// Blocks at or above (stream, size), in order.
     fn from(&self, stream: u64, size: u64) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
-        self.0
-            .range(pack(stream, size, 0)..)
-            .map(|(&k, &i)| unpack(k, i))
+        self.at_or_above(pack(stream, size, 0))
+            .map(|(k, i)| unpack(k, i))
     }
+
     /// Blocks of `stream` with sizes in `[lo, hi)`, largest first.
     fn between_rev(
         &self,
@@ -93,33 +175,34 @@ impl FreeSet {
         lo: u64,
         hi: u64,
     ) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
-        self.0
-            .range(pack(stream, lo, 0)..pack(stream, hi, 0))
-            .rev()
-            .map(|(&k, &i)| unpack(k, i))
+        let (lo, hi) = (pack(stream, lo, 0), pack(stream, hi, 0));
+        let mut v: Vec<(u128, u32)> = self.at_or_above(lo).take_while(|e| e.0 < hi).collect();
+        v.reverse();
+        v.into_iter().map(|(k, i)| unpack(k, i))
     }
+
     /// The largest block of each stream.
     fn largest_per_stream(&self) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut from = 0u128;
-        while let Some((&k, _)) = self.0.range(from..).next() {
-            let stream = k >> 112;
-            let end = (stream + 1) << 112;
-            if let Some((&last, _)) = self.0.range(..end).next_back() {
-                out.push(((last >> 64) as u64) & SIZE_MASK);
+        let mut out: Vec<u64> = Vec::new();
+        let mut last: Option<u128> = None;
+        for (k, _) in self.runs.iter().flatten() {
+            if let Some(l) = last.filter(|l| l >> 112 != k >> 112) {
+                out.push(((l >> 64) as u64) & SIZE_MASK);
             }
-            from = end;
-            if stream >= (1 << 16) - 1 {
-                break;
-            }
+            last = Some(*k);
+        }
+        if let Some(l) = last {
+            out.push(((l >> 64) as u64) & SIZE_MASK);
         }
         out
     }
+
     fn iter(&self) -> impl Iterator<Item = (u64, u64, u64, u32)> + '_ {
-        self.0.iter().map(|(&k, &i)| unpack(k, i))
+        self.runs.iter().flatten().map(|&(k, i)| unpack(k, i))
     }
+
     fn len(&self) -> usize {
-        self.0.len()
+        self.len
     }
 }
 
@@ -1218,5 +1301,63 @@ impl Engine {
     /// Whether any expandable segment is live.
     pub fn has_expandable(&self) -> bool {
         self.expandable.iter().any(|e| e.live)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The free set answers as an ordered map of its packed keys: inserts (of keys new
+        /// and present), removes (of keys present and absent), lookups from any (stream,
+        /// size), ranges taken backwards, the largest block of each stream, everything in
+        /// order. Enough keys for its runs to split and empty again.
+        #[test]
+        fn the_free_set_answers_as_an_ordered_map(
+            steps in proptest::collection::vec(
+                (any::<bool>(), 0u64..3, 0u64..40, 0u64..300, any::<u32>()),
+                0..1500,
+            ),
+        ) {
+            let mut f = FreeSet::default();
+            let mut t: BTreeMap<u128, u32> = BTreeMap::new();
+            for (k, &(add, stream, size, addr, v)) in steps.iter().enumerate() {
+                let key = (stream, size << 9, addr << 9, v);
+                if add {
+                    f.insert(key);
+                    t.insert(pack(key.0, key.1, key.2), v);
+                } else {
+                    prop_assert_eq!(f.remove(&key), t.remove(&pack(key.0, key.1, key.2)).is_some());
+                }
+                prop_assert_eq!(f.len(), t.len());
+                if k % 50 == 0 {
+                    let (s, lo) = (k as u64 % 3, (k as u64 % 37) << 9);
+                    let want: Vec<_> = t.range(pack(s, lo, 0)..).take(5).map(|(&k, &i)| unpack(k, i)).collect();
+                    prop_assert_eq!(f.from(s, lo).take(5).collect::<Vec<_>>(), want);
+                    let hi = lo + (9 << 9);
+                    let want: Vec<_> = t.range(pack(s, lo, 0)..pack(s, hi, 0)).rev().map(|(&k, &i)| unpack(k, i)).collect();
+                    prop_assert_eq!(f.between_rev(s, lo, hi).collect::<Vec<_>>(), want);
+                }
+            }
+            let all: Vec<_> = t.iter().map(|(&k, &i)| unpack(k, i)).collect();
+            prop_assert_eq!(f.iter().collect::<Vec<_>>(), all.clone());
+            let mut largest: Vec<u64> = Vec::new();
+            for s in 0..3u128 {
+                if let Some((&k, _)) = t.range(s << 112..(s + 1) << 112).next_back() {
+                    largest.push(((k >> 64) as u64) & SIZE_MASK);
+                }
+            }
+            prop_assert_eq!(f.largest_per_stream(), largest);
+            // Emptied again, every run goes.
+            for k in all.iter().skip(1).step_by(2).chain(all.iter().step_by(2)).rev() {
+                f.remove(k);
+            }
+            prop_assert_eq!((f.len(), f.runs.len(), f.iter().count()), (0, 0, 0));
+        }
     }
 }
