@@ -202,7 +202,14 @@ impl History {
     /// [`History::initial_state`], with the history's segment entries in order (found by
     /// the same pass).
     pub(crate) fn initial_state_and_segment_entries(&self) -> (State, Vec<Entry>) {
-        let table = self.entries.addresses().unwrap_or_default();
+        // Slots for the addresses the entries name, while they are few enough for a state to
+        // carry a slot each (a training loop's are a few thousand; a history naming millions
+        // keeps its blocks in the tree, as it would cost more to rank them than to search).
+        let table = self
+            .entries
+            .addresses()
+            .filter(|t| t.len() <= SLOTTED_ADDRESSES)
+            .unwrap_or_default();
         let final_blocks = self.final_blocks();
         let others = match table.is_empty() {
             true => Vec::new(),
@@ -420,6 +427,9 @@ impl History {
             .count() as u64;
     }
 }
+
+/// The most addresses a replayed state keeps a slot for ([`History::initial_state`]).
+const SLOTTED_ADDRESSES: usize = 1 << 16;
 
 /// What [`History::initial_state`]'s pass saw of each address.
 struct Seen<'a>(ByAddress<'a, u8>);
@@ -774,6 +784,65 @@ mod tests {
             }
         }
         assert!(kept >= 9, "{kept} states kept");
+    }
+
+    /// A history naming more addresses than a state keeps slots for (its blocks stay in the
+    /// tree) replays as its packed copy does.
+    #[test]
+    fn a_history_of_many_addresses_replays_through_the_tree_alike() {
+        let n = SLOTTED_ADDRESSES as u64 + 1000;
+        let mut entries = vec![Entry {
+            op: Op::SegmentAlloc,
+            addr: 1 << 40,
+            size: n << 10,
+            place: 0,
+        }];
+        // A long run over a few addresses first: the table keeps numbering new addresses
+        // past 65,536 only while they are at most an eighth of the entries.
+        for k in 0..(8 * n + 8) {
+            let addr = (1 << 40) + ((k / 2 % 16) << 10);
+            let op = if k % 2 == 0 {
+                Op::Alloc
+            } else {
+                Op::FreeCompleted
+            };
+            entries.push(Entry {
+                op,
+                addr,
+                size: 1000,
+                place: 0,
+            });
+        }
+        for k in 0..n {
+            let addr = (1 << 40) + (k << 10);
+            entries.push(Entry {
+                op: Op::Alloc,
+                addr,
+                size: 1000,
+                place: 0,
+            });
+            if k % 3 != 0 {
+                entries.push(Entry {
+                    op: Op::FreeCompleted,
+                    addr,
+                    size: 1000,
+                    place: 0,
+                });
+            }
+        }
+        let h = History {
+            device: "cuda:0".into(),
+            entries: entries.into(),
+            ..History::default()
+        };
+        assert!(h
+            .entries
+            .addresses()
+            .is_some_and(|t| t.len() > SLOTTED_ADDRESSES));
+        let len = h.entries.len();
+        let at = [0, len / 3, len - 1, len];
+        assert_eq!(h.states_before(&at), in_a_tree(&h).states_before(&at));
+        assert!(h.states_before(&[len])[0].active_count() > 20_000);
     }
 
     /// One entry over a few addresses and segments, any op in any order: allocations over
