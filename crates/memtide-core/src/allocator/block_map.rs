@@ -226,6 +226,18 @@ impl BlockMap {
         }
     }
 
+    /// An empty map keeping blocks in slots at the same addresses.
+    pub(crate) fn empty_like(&self) -> BlockMap {
+        let n = self.universe.sorted.len();
+        BlockMap {
+            universe: Arc::clone(&self.universe),
+            slots: vec![EMPTY; n],
+            occupied: Bits::new(n),
+            other: BTreeMap::new(),
+            ranked: 0,
+        }
+    }
+
     fn at_rank(&self, r: usize) -> Option<(u64, &Active)> {
         Some((*self.universe.sorted.get(r)?, self.slots.get(r)?))
     }
@@ -341,12 +353,7 @@ impl BlockMap {
         later(ranked, other)
     }
 
-    /// The block at the least address in `[a, b)`.
-    pub(crate) fn first_in(&self, a: u64, b: u64) -> Option<(u64, &Active)> {
-        self.first_in_at(&self.locate(a), b)
-    }
-
-    /// [`BlockMap::first_in`] from a located address.
+    /// The block at the least address in `[a, b)`, `a` located.
     pub(crate) fn first_in_at(&self, at: &Loc, b: u64) -> Option<(u64, &Active)> {
         let a = at.addr;
         if a >= b {
@@ -366,38 +373,39 @@ impl BlockMap {
 
     /// The blocks at addresses in `[a, b)`, ascending.
     pub(crate) fn range(&self, a: u64, b: u64) -> impl Iterator<Item = (u64, Active)> + '_ {
-        let mut from = a;
-        std::iter::from_fn(move || {
-            let (x, v) = self.first_in(from, b)?;
-            from = x.checked_add(1).unwrap_or(b);
-            Some((x, *v))
-        })
+        let ranked = self
+            .ranked_from(self.locate(a).below)
+            .take_while(move |&(x, _)| x < b);
+        let other = self.other.range(a..b.max(a)).map(|(&x, &v)| (x, v));
+        Merge::ascending(ranked, other)
     }
 
     /// The blocks at addresses below a located one, descending.
     pub(crate) fn below_rev(&self, at: Loc) -> impl Iterator<Item = (u64, Active)> + '_ {
-        let mut next = self.last_below_at(&at).map(|(x, v)| (x, *v));
-        std::iter::from_fn(move || {
-            let (x, v) = next?;
-            next = self.last_below(x).map(|(y, w)| (y, *w));
-            Some((x, v))
-        })
+        let mut end = at.below;
+        let ranked = std::iter::from_fn(move || {
+            let r = self.occupied.last_below(end)?;
+            end = r;
+            self.at_rank(r).map(|(x, v)| (x, *v))
+        });
+        let other = self.other.range(..at.addr).rev().map(|(&x, &v)| (x, v));
+        Merge::descending(ranked, other)
     }
 
     /// Every block, ascending.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, Active)> + '_ {
-        let ranked = {
-            let mut from = 0usize;
-            std::iter::from_fn(move || {
-                let r = self.occupied.first_from(from)?;
-                from = r + 1;
-                self.at_rank(r).map(|(a, v)| (a, *v))
-            })
-        };
-        Merge {
-            a: ranked.peekable(),
-            b: self.other.iter().map(|(&a, &v)| (a, v)).peekable(),
-        }
+        let other = self.other.iter().map(|(&a, &v)| (a, v));
+        Merge::ascending(self.ranked_from(0), other)
+    }
+
+    /// The blocks in slots from rank `r` on, ascending.
+    fn ranked_from(&self, r: usize) -> impl Iterator<Item = (u64, Active)> + '_ {
+        let mut from = r;
+        std::iter::from_fn(move || {
+            let r = self.occupied.first_from(from)?;
+            from = r + 1;
+            self.at_rank(r).map(|(a, v)| (a, *v))
+        })
     }
 }
 
@@ -412,10 +420,32 @@ fn later<'a>(
     }
 }
 
-/// Two ascending runs of distinct addresses, merged.
+/// Two runs of distinct addresses in the same order, merged.
 struct Merge<A: Iterator, B: Iterator> {
     a: std::iter::Peekable<A>,
     b: std::iter::Peekable<B>,
+    descending: bool,
+}
+
+impl<A, B> Merge<A, B>
+where
+    A: Iterator<Item = (u64, Active)>,
+    B: Iterator<Item = (u64, Active)>,
+{
+    fn ascending(a: A, b: B) -> Self {
+        Merge {
+            a: a.peekable(),
+            b: b.peekable(),
+            descending: false,
+        }
+    }
+
+    fn descending(a: A, b: B) -> Self {
+        Merge {
+            descending: true,
+            ..Merge::ascending(a, b)
+        }
+    }
 }
 
 impl<A, B> Iterator for Merge<A, B>
@@ -427,7 +457,7 @@ where
 
     fn next(&mut self) -> Option<(u64, Active)> {
         match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if y.0 < x.0 => self.b.next(),
+            (Some(x), Some(y)) if (y.0 < x.0) != self.descending => self.b.next(),
             (Some(_), _) => self.a.next(),
             (None, _) => self.b.next(),
         }
@@ -558,7 +588,7 @@ mod tests {
                     prop_assert_eq!(m.last_below(q).map(|(a, b)| (a, *b)), tree_lt);
                     let end = q.saturating_add(700);
                     let tree_in = t.range(q..end).next().map(|(&a, &b)| (a, b));
-                    prop_assert_eq!(m.first_in(q, end).map(|(a, b)| (a, *b)), tree_in);
+                    prop_assert_eq!(m.first_in_at(&m.locate(q), end).map(|(a, b)| (a, *b)), tree_in);
                     let tree_range: Vec<_> = t.range(q..end).map(|(&a, &b)| (a, b)).collect();
                     prop_assert_eq!(m.range(q, end).collect::<Vec<_>>(), tree_range);
                     let tree_rev: Vec<_> =

@@ -650,7 +650,7 @@ impl Model {
         let Some(base) = self.checkpoints.get(k) else {
             return self.history.initial_state();
         };
-        let mut st = State::from_flat(base);
+        let mut st = State::from_flat(base, &self.end);
         let mut rep = ReplayReport::default();
         for (e, number) in self.history.entries.numbered(k * self.every..n) {
             apply(&mut st, &e, number, &self.history, &self.finals, &mut rep);

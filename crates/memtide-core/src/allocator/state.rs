@@ -210,11 +210,16 @@ impl State {
         }
     }
 
-    /// The state a checkpoint kept (sorted, so its trees are built in one pass).
-    pub(crate) fn from_flat(f: &FlatState) -> State {
+    /// The state a checkpoint kept, its blocks in slots where `like`'s are (a state of the
+    /// same history: a replay from it then costs what the history's first replay did).
+    pub(crate) fn from_flat(f: &FlatState, like: &State) -> State {
+        let mut blocks = like.blocks.empty_like();
+        for &(addr, b) in &f.blocks {
+            blocks.insert(addr, b);
+        }
         State {
             segs: f.segs.iter().copied().collect(),
-            blocks: f.blocks.iter().copied().collect(),
+            blocks,
             mapped: f.mapped.clone(),
         }
     }
