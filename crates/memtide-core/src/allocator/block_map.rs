@@ -246,8 +246,21 @@ impl BlockMap {
         self.ranked + self.other.len()
     }
 
+    /// Whether the map keeps blocks in slots (else every block is in the tree).
+    pub(crate) fn has_slots(&self) -> bool {
+        !self.universe.sorted.is_empty()
+    }
+
     /// `addr` located among the slots, for the `_at` queries.
     pub(crate) fn locate(&self, addr: u64) -> Loc {
+        if !self.has_slots() {
+            // No slots (a map for any address): the tree alone, as fast as a tree.
+            return Loc {
+                addr,
+                rank: None,
+                below: 0,
+            };
+        }
         self.universe.locate(addr)
     }
 
@@ -322,9 +335,9 @@ impl BlockMap {
 
     /// The block at the greatest address at or below a located one.
     pub(crate) fn last_at_or_below_at(&self, at: &Loc) -> Option<(u64, &Active)> {
-        let ranked = self
-            .occupied
-            .last_below(at.at_or_below())
+        let ranked = (self.ranked > 0)
+            .then(|| self.occupied.last_below(at.at_or_below()))
+            .flatten()
             .and_then(|r| self.at_rank(r));
         let other = self
             .other
@@ -341,9 +354,9 @@ impl BlockMap {
 
     /// [`BlockMap::last_below`] a located address.
     pub(crate) fn last_below_at(&self, at: &Loc) -> Option<(u64, &Active)> {
-        let ranked = self
-            .occupied
-            .last_below(at.below)
+        let ranked = (self.ranked > 0)
+            .then(|| self.occupied.last_below(at.below))
+            .flatten()
             .and_then(|r| self.at_rank(r));
         let other = self
             .other
@@ -359,9 +372,9 @@ impl BlockMap {
         if a >= b {
             return None;
         }
-        let ranked = self
-            .occupied
-            .first_from(at.below)
+        let ranked = (self.ranked > 0)
+            .then(|| self.occupied.first_from(at.below))
+            .flatten()
             .and_then(|r| self.at_rank(r))
             .filter(|&(x, _)| x < b);
         let other = self.other.range(a..b).next().map(|(&x, v)| (x, v));
@@ -384,7 +397,7 @@ impl BlockMap {
     pub(crate) fn below_rev(&self, at: Loc) -> impl Iterator<Item = (u64, Active)> + '_ {
         let mut end = at.below;
         let ranked = std::iter::from_fn(move || {
-            let r = self.occupied.last_below(end)?;
+            let r = (self.ranked > 0).then(|| self.occupied.last_below(end))??;
             end = r;
             self.at_rank(r).map(|(x, v)| (x, *v))
         });

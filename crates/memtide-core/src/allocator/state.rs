@@ -356,12 +356,13 @@ impl State {
     /// The blocks that overlap `[a, b)` as a scan down from `b` finds them: from the block
     /// starting last below `b`, while each ends past `a`.
     fn blocks_overlapping(&self, at: &Loc, b: u64) -> Vec<u64> {
-        // With no block starting in `[a, b)` the scan starts below `a` (located already,
-        // where `b` would need a search: the usual case).
+        // In slots, with no block starting in `[a, b)` the scan starts below `a` (located
+        // already, where `b` would need a search: the usual case); in the tree, at `b` (one
+        // search either way).
         let a = at.addr;
-        let from = match self.blocks.first_in_at(at, b) {
-            None => *at,
-            Some(_) => self.blocks.locate(b),
+        let from = match self.blocks.has_slots() && self.blocks.first_in_at(at, b).is_none() {
+            true => *at,
+            false => self.blocks.locate(b),
         };
         let mut v: Vec<u64> = self
             .blocks
