@@ -317,7 +317,7 @@ impl Entries {
 
     /// The distinct addresses the entries name (in the order first seen), while every entry
     /// is kept in six bytes; None once they are not (then there are too many to list).
-    pub fn addresses(&self) -> Option<&[u64]> {
+    pub(crate) fn addresses(&self) -> Option<&[u64]> {
         (!self.is_packed).then_some(self.addrs.values.as_slice())
     }
 

@@ -105,8 +105,8 @@ pub struct History {
     /// The recorded allocator settings (`allocator_settings`; PyTorch's defaults when the
     /// file has none): how requests were rounded and whether blocks were split.
     pub conf: AllocConf,
-    /// The states before its OOM entries, when replayed ahead of the ask
-    /// ([`History::replay_to_ooms`]).
+    /// The states before its OOM entries, when replayed ahead of the ask (a headless load of
+    /// a file that ran out of memory replays them as it reads the history).
     pub at_ooms: StatesAtOoms,
 }
 
@@ -365,7 +365,7 @@ impl History {
     /// Replays the history now to each of its OOM entries, keeping the state before each
     /// for [`History::states_before`] (a headless load of a file that ran out of memory does
     /// this on the thread that read the history, while the traces are built).
-    pub fn replay_to_ooms(&mut self) {
+    pub(crate) fn replay_to_ooms(&mut self) {
         let at: Vec<usize> = self
             .entries
             .iter()
@@ -384,7 +384,7 @@ impl History {
     }
 
     /// The states before each of `at` (entry indices, ascending), in one pass (none when
-    /// every one was replayed ahead: [`History::replay_to_ooms`]).
+    /// every one was replayed ahead: [`History::at_ooms`]).
     pub fn states_before(&self, at: &[usize]) -> Vec<State> {
         let n = self.entries.len();
         let ahead: Option<Vec<State>> = at
