@@ -212,25 +212,23 @@ impl BlockMap {
             .iter()
             .map(|a| rank.get(a).copied().unwrap_or(u32::MAX))
             .collect();
-        let n = sorted.len();
-        BlockMap {
-            universe: Arc::new(Universe {
-                sorted,
-                rank,
-                of_number,
-            }),
-            slots: vec![EMPTY; n],
-            occupied: Bits::new(n),
-            other: BTreeMap::new(),
-            ranked: 0,
-        }
+        BlockMap::empty_in(Arc::new(Universe {
+            sorted,
+            rank,
+            of_number,
+        }))
     }
 
     /// An empty map keeping blocks in slots at the same addresses.
     pub(crate) fn empty_like(&self) -> BlockMap {
-        let n = self.universe.sorted.len();
+        BlockMap::empty_in(Arc::clone(&self.universe))
+    }
+
+    /// An empty map with a slot for each address of `universe`.
+    fn empty_in(universe: Arc<Universe>) -> BlockMap {
+        let n = universe.sorted.len();
         BlockMap {
-            universe: Arc::clone(&self.universe),
+            universe,
             slots: vec![EMPTY; n],
             occupied: Bits::new(n),
             other: BTreeMap::new(),

@@ -265,10 +265,10 @@ impl History {
         }
         for (addr, b, _) in final_blocks {
             let active = matches!(b.state, BlockState::Allocated | BlockState::PendingFree);
-            let n = None;
-            if active && !seen.has(addr, n, Seen::LIVE) && !seen.has(addr, n, Seen::UNMATCHED) {
-                let pending =
-                    b.state == BlockState::PendingFree && !seen.has(addr, n, Seen::REQUESTED_FIRST);
+            // (A final block's address comes without its number: the table is asked.)
+            let saw = |flag| seen.has(addr, None, flag);
+            if active && !saw(Seen::LIVE) && !saw(Seen::UNMATCHED) {
+                let pending = b.state == BlockState::PendingFree && !saw(Seen::REQUESTED_FIRST);
                 st.put_block(
                     addr,
                     Active {
