@@ -85,13 +85,17 @@ class Trace:
         return self._native.events
 
     # -- the summary --------------------------------------------------------------------------
-    def summary(self, window: Optional[str] = None, frames: str = "user") -> Dict[str, Any]:
-        """The document ``memtide summary FILE --json`` prints, as a dict (a fresh copy)."""
-        if window is None and frames == "user":
+    def summary(
+        self, window: Optional[str] = None, frames: str = "user", fixes: bool = False
+    ) -> Dict[str, Any]:
+        """The document ``memtide summary FILE --json`` prints, as a dict (a fresh copy).
+        ``fixes=True``: as ``--fixes``, each OOM's fix list replayed whatever the history's
+        length (by default only histories of at most 1,000,000 entries get theirs)."""
+        if window is None and frames == "user" and not fixes:
             if self._summary is None:
                 self._summary = json.loads(self._native.summary_json())
             return json.loads(json.dumps(self._summary))
-        return json.loads(self._native.summary_json(window=window, frames=frames))
+        return json.loads(self._native.summary_json(window=window, frames=frames, fixes=fixes))
 
     def _s(self) -> Dict[str, Any]:
         if self._summary is None:

@@ -362,6 +362,11 @@ pub struct SummaryArgs {
     /// Print load and index timings (MB/s, bytes per event) to stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Replay each OOM's fix list whatever the history's length: every allocator setting is
+    /// a replay of the whole history, so by default only histories of at most 1,000,000
+    /// entries get theirs.
+    #[arg(long)]
+    pub fixes: bool,
     /// Measure the peak in a window: steady (last full step after warm-up), step:N,
     /// marks:A..B, reset_peak (since the last reset), all.
     #[arg(long, value_name = "WINDOW")]

@@ -4,7 +4,7 @@
 use super::load::{open, pick_device};
 use super::SummaryArgs;
 use anyhow::{bail, Result};
-use memtide_core::analysis::{Summary, SummaryOptions, TreeFrames};
+use memtide_core::analysis::{FixReplay, Summary, SummaryOptions, TreeFrames};
 use memtide_report::summary::{summarise, TextView};
 use std::process::ExitCode;
 
@@ -39,6 +39,11 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
         // the Markdown report, which does not show it, skips it.
         boundary: !a.markdown || a.json,
+        fixes: if a.fixes {
+            FixReplay::Always
+        } else {
+            FixReplay::default()
+        },
     };
     let summaries = summarise(&traces, a.window.as_deref(), &opts)?;
     let Some(main) = summaries.get(primary) else {

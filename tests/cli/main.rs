@@ -14,6 +14,7 @@ mod device_log;
 mod every_device;
 mod external_sources;
 mod fair_comparison;
+mod fix_deferral;
 mod follow;
 mod fuzz_slice;
 mod gpu_conformance;

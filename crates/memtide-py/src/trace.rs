@@ -8,7 +8,7 @@
 use crate::call::{budget_of, run, Done};
 use crate::open::Opened;
 use crate::questions;
-use memtide_core::analysis::{write_document, DocumentJson, SummaryOptions, TreeFrames};
+use memtide_core::analysis::{write_document, DocumentJson, FixReplay, SummaryOptions, TreeFrames};
 use memtide_core::formats::Progress;
 use memtide_core::open::Device;
 use pyo3::exceptions::PyValueError;
@@ -37,10 +37,12 @@ fn summary_text(
     o: &Opened,
     window: Option<&str>,
     tree_frames: TreeFrames,
+    fixes: FixReplay,
 ) -> anyhow::Result<String> {
     let opts = SummaryOptions {
         tree_frames,
         boundary: true,
+        fixes,
     };
     let summaries = memtide_report::summary::summarise(&o.devices, window, &opts)?;
     let Some(main) = summaries.get(o.primary) else {
@@ -131,10 +133,17 @@ impl NativeTrace {
         Ok(self.main()?.index.len())
     }
 
-    /// The document `memtide summary FILE --json` prints, as JSON text (the GIL released).
-    #[pyo3(signature = (window=None, frames="user"))]
-    fn summary_json(&self, py: Python<'_>, window: Option<&str>, frames: &str) -> PyResult<String> {
-        let default = window.is_none() && frames == "user";
+    /// The document `memtide summary FILE --json` prints, as JSON text (the GIL released);
+    /// `fixes`: as `--fixes`.
+    #[pyo3(signature = (window=None, frames="user", fixes=false))]
+    fn summary_json(
+        &self,
+        py: Python<'_>,
+        window: Option<&str>,
+        frames: &str,
+        fixes: bool,
+    ) -> PyResult<String> {
+        let default = window.is_none() && frames == "user" && !fixes;
         if default {
             if let Some(s) = self.summary.get() {
                 return Ok(s.clone());
@@ -152,7 +161,14 @@ impl NativeTrace {
             }
         };
         let window = window.map(str::to_string);
-        let text = self.ask(py, move |o| summary_text(o, window.as_deref(), tree_frames))?;
+        let replay = if fixes {
+            FixReplay::Always
+        } else {
+            FixReplay::default()
+        };
+        let text = self.ask(py, move |o| {
+            summary_text(o, window.as_deref(), tree_frames, replay)
+        })?;
         if default {
             let _ = self.summary.set(text.clone());
         }
@@ -235,9 +251,10 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/serving/capture.kineto.json");
         let opened = open(&path, &Options::default(), &Progress::new()).expect("open");
-        let doc: Value =
-            serde_json::from_str(&summary_text(&opened, None, TreeFrames::User).expect("summary"))
-                .expect("json");
+        let doc: Value = serde_json::from_str(
+            &summary_text(&opened, None, TreeFrames::User, FixReplay::default()).expect("summary"),
+        )
+        .expect("json");
         let b = &doc["budget"];
         let mib = 1u64 << 20;
         assert_eq!(b["graphs"].as_u64(), Some(60 * mib));

@@ -83,8 +83,10 @@ impl Judged {
     /// The `--report` Markdown: the verdict's lines, then the summary of each gated device of
     /// `devices` (its peak in `window` when given).
     pub fn report(&self, devices: &[Device], window: Option<&str>) -> Result<String> {
+        // The gate's evidence replayed the fix lists already (`Device::ooms`).
         let opts = memtide_core::analysis::SummaryOptions {
             boundary: false,
+            fixes: memtide_core::analysis::FixReplay::Always,
             ..Default::default()
         };
         let gated = self.gated_devices();

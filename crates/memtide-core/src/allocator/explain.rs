@@ -145,6 +145,11 @@ pub struct OomExplanation {
     /// The ceiling the fixes were replayed under, in words (null: none known; the fixes
     /// then compare reserved peaks only).
     pub fixes_ceiling: Option<String>,
+    /// Why `fixes` is empty when the settings were not replayed (`summary` of a long history
+    /// without `--fixes`): in JSON only then. The verdict is then the state's at the OOM,
+    /// not checked against the replays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixes_deferred: Option<String>,
     /// The one shortfall to aim at: the bytes the request lacked under the file's own
     /// settings (the replay's figure where it reproduces the OOM; else the request less the
     /// free reserve and the driver's free bytes). Null when unknowable.
@@ -351,6 +356,9 @@ impl OomExplanation {
         for f in &self.fixes {
             v.push(("fix", f.text()));
         }
+        if let Some(d) = &self.fixes_deferred {
+            v.push(("fixes", d.clone()));
+        }
         if let Some(h) = &self.horizon {
             v.push(("horizon", h.clone()));
         }
@@ -437,6 +445,7 @@ pub fn explain(f: &OomFacts) -> OomExplanation {
         advice,
         pinners: Vec::new(),
         fixes: Vec::new(),
+        fixes_deferred: None,
         savings: Vec::new(),
         fixes_ceiling: None,
         shortfall: None,

@@ -44,8 +44,8 @@ pub use persistent::{persistent, Persistent};
 pub use retained::{retained, Retained};
 pub use serving::{serving_budget, Capture, Reconciled, ServingBudget, Stage, StageSource};
 pub use summary::{
-    document_json, external_by_source, names_text, table_ends, FoldedWindows, PeakReport, Summary,
-    SummaryOptions, WindowReport, WINDOW_ENDS,
+    document_json, external_by_source, names_text, table_ends, FixReplay, FoldedWindows,
+    PeakReport, Summary, SummaryOptions, WindowReport, FIX_REPLAY_ENTRIES, WINDOW_ENDS,
 };
 pub use summary_json::{write_document, DocumentJson, Micros, PersistentJson};
 pub use tree::{stack_tree, TreeFrames, TreeNode};

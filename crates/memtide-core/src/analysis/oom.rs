@@ -7,6 +7,7 @@
 use super::frames::{parse_frame, FrameView};
 use super::live::entry_in;
 use super::summary::external_by_source;
+use super::summary::FixReplay;
 use super::trend::Trend;
 use crate::allocator::fixes::Saving;
 use crate::allocator::fixes::{Fix, FixResult};
@@ -15,6 +16,7 @@ use crate::allocator::rounding::block_extent;
 use crate::allocator::sim::AllocConf;
 use crate::allocator::{explain, fixes, History, OomExplanation, OomFacts, Op, PoolFacts, Verdict};
 use crate::index::Index;
+use crate::trace::units::grouped;
 use crate::trace::{human_bytes, AllocId, Band, MarkKind, Seq, Trace, FLAG_FROM_START};
 
 /// How many live allocations the advice names.
@@ -28,6 +30,7 @@ pub(crate) fn explain_ooms(
     history: Option<&History>,
     trend: &Trend,
     view: &FrameView,
+    replay: FixReplay,
 ) -> Vec<OomExplanation> {
     let marks: Vec<_> = trace
         .marks
@@ -37,21 +40,28 @@ pub(crate) fn explain_ooms(
     if marks.is_empty() {
         return Vec::new();
     }
+    let replayed = replay_length(trace, history);
+    let deferred = (!replay.replays(replayed)).then(|| deferred_words(replayed, replay));
+    let states_before = || {
+        history.map(|h| {
+            let at: Vec<usize> = marks.iter().map(|m| m.at.idx()).collect();
+            h.states_before(&at)
+        })
+    };
     // One replay for all OOMs: the state before each OOM entry, on a thread of its own
     // while the fix list's replays run (they do not depend on each other).
-    let jobs = crate::worker::default_jobs();
-    let fix_jobs = crate::worker::jobs_for_runs(fixes::SETTINGS.len() + 1);
-    let (states, fx) = crate::worker::both(
-        "memtide-oom-state",
-        jobs,
-        || {
-            history.map(|h| {
-                let at: Vec<usize> = marks.iter().map(|m| m.at.idx()).collect();
-                h.states_before(&at)
-            })
-        },
-        || fixes::checked(trace, index, history, fix_jobs),
-    );
+    let (states, fx) = match deferred {
+        Some(_) => (states_before(), fixes::Fixes::default()),
+        None => crate::worker::both(
+            "memtide-oom-state",
+            crate::worker::default_jobs(),
+            states_before,
+            || {
+                let jobs = crate::worker::jobs_for_runs(fixes::SETTINGS.len() + 1);
+                fixes::checked(trace, index, history, jobs)
+            },
+        ),
+    };
     let rising = trend.rising.then(|| match trend.growth_bytes {
         Some(g) => format!(
             "{}{} after warm-up",
@@ -119,6 +129,9 @@ pub(crate) fn explain_ooms(
                 x.fixes = fx.fixes.clone();
                 x.fixes_ceiling = fx.ceiling_text.clone();
                 reconcile(&mut x, &own, trend);
+                if let Some(d) = &deferred {
+                    left_unchecked(&mut x, d);
+                }
             }
             if let (Verdict::Fragmentation, Some(s), Some(p)) = (x.verdict, state, &facts.pool) {
                 x.pinners = named(trace, index, at, pinners(s, &p.key), view);
@@ -223,6 +236,43 @@ fn reconcile(x: &mut OomExplanation, own: &AllocConf, trend: &Trend) {
         if let Some(leak) = leak_words(trend, x.shortfall) {
             x.advice = format!("{leak}. {}", x.advice);
         }
+    }
+}
+
+/// What the fix list's settings each replay: the history's entries, else the trace's events
+/// (a source without an allocator history replays its allocations).
+pub(crate) fn replay_length(trace: &Trace, history: Option<&History>) -> usize {
+    history.map_or(trace.len(), |h| h.entries.len())
+}
+
+/// Why the settings were not replayed: the history's length against what `replay` allows.
+fn deferred_words(entries: usize, replay: FixReplay) -> String {
+    let limit = match replay {
+        FixReplay::UpTo(n) => format!(" (summary replays up to {} by default)", grouped(n as u64)),
+        FixReplay::Always => String::new(),
+    };
+    format!(
+        "not replayed: each allocator setting is a replay of the whole history, and this one has {} entries{limit}; --fixes replays them",
+        grouped(entries as u64)
+    )
+}
+
+/// An explanation whose settings were not replayed says so: the fix list's line, and for a
+/// verdict the replays may turn (`fragmentation`, `live_tensors`, `unknown`), that it is the
+/// state's alone and which settings serve the request is not proven.
+fn left_unchecked(x: &mut OomExplanation, why: &str) {
+    x.fixes_deferred = Some(why.to_string());
+    if x.verdict == Verdict::Fragmentation {
+        x.advice.push_str(
+            "; which setting serves this request is not proven here: --fixes replays them",
+        );
+    }
+    if matches!(
+        x.verdict,
+        Verdict::Fragmentation | Verdict::LiveTensors | Verdict::Unknown
+    ) {
+        x.reasoning
+            .push_str("; the allocator settings were not replayed (--fixes), so this is the state's verdict at the OOM, not checked against them");
     }
 }
 
@@ -564,5 +614,97 @@ fn describe(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> String {
         (false, true) => e.name.clone(),
         (true, false) => frame,
         (true, true) => "unnamed".to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{open, OpenOptions, Progress};
+
+    /// The reasoning a replay adds when it turns the verdict ([`reconcile`]).
+    fn turned_by_replay(x: &OomExplanation) -> bool {
+        x.reasoning.contains("; but no allocator setting replayed")
+            || x.reasoning
+                .contains("; but replayed from the start under the ceiling")
+    }
+
+    /// An OOM whose fix list is not replayed keeps every figure of the replayed explanation,
+    /// says why its list is empty, and keeps the state's verdict (the one the replayed
+    /// explanation turned, or the same): every OOM fixture and the sample, each OOM, under a
+    /// limit of 0 entries (deferred) and of the history's own length (replayed: the very
+    /// explanations `Device::ooms` keeps).
+    #[test]
+    fn an_unreplayed_fix_list_keeps_the_figures_and_says_why() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files: Vec<_> = std::fs::read_dir(root.join("tests/fixtures/oom"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+            .collect();
+        files.sort();
+        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        let (mut deferred, mut turned, mut checked) = (0, 0, 0);
+        for f in &files {
+            let opened = open(f, &OpenOptions::default(), &Progress::new()).unwrap();
+            for d in &opened.devices {
+                let length = replay_length(&d.trace, d.history());
+                let full = d.ooms();
+                let same = d.ooms_for(FixReplay::UpTo(length));
+                assert!(
+                    std::ptr::eq(full, same),
+                    "{}: replayed at its length",
+                    f.display()
+                );
+                assert!(full.iter().all(|x| x.fixes_deferred.is_none()));
+                let short = d.ooms_for(FixReplay::UpTo(length.saturating_sub(1)));
+                assert_eq!(short.len(), full.len(), "{}", f.display());
+                for (k, (s, x)) in short.iter().zip(full).enumerate() {
+                    let at = format!("{} OOM {k}", f.display());
+                    assert_eq!(s.figures(), x.figures(), "{at}");
+                    assert_eq!(s.savings, x.savings, "{at}");
+                    assert!(s.fixes.is_empty() && s.fixes_ceiling.is_none(), "{at}");
+                    assert_eq!(s.horizon, None, "{at}");
+                    if k > 0 {
+                        // Only the first OOM's list is ever replayed.
+                        assert_eq!(s, x, "{at}");
+                        continue;
+                    }
+                    let why = s.fixes_deferred.as_deref().unwrap();
+                    assert!(
+                        why.contains(&format!("{} entries", grouped(length as u64)))
+                            && why.contains("--fixes"),
+                        "{at}: {why}"
+                    );
+                    assert!(s.details().iter().any(|(k, v)| *k == "fixes" && v == why));
+                    deferred += 1;
+                    if turned_by_replay(x) {
+                        turned += 1;
+                        assert_ne!(s.verdict, x.verdict, "{at}");
+                    } else {
+                        assert_eq!(s.verdict, x.verdict, "{at}");
+                    }
+                    assert!(!turned_by_replay(s), "{at}");
+                    if matches!(
+                        s.verdict,
+                        Verdict::Fragmentation | Verdict::LiveTensors | Verdict::Unknown
+                    ) {
+                        assert!(s.reasoning.contains("not checked against them"), "{at}");
+                        checked += 1;
+                    }
+                    if s.verdict == Verdict::Fragmentation {
+                        assert!(s.advice.ends_with("not proven here: --fixes replays them"));
+                    }
+                }
+            }
+        }
+        // Every fixture's first OOM was deferred, with verdicts the replays could turn
+        // (none of these files' replays turns one: `turned` counts them if one ever does).
+        assert!(deferred >= 9, "{deferred} deferred");
+        assert!(
+            checked >= 9,
+            "{checked} verdicts said unchecked ({turned} turned)"
+        );
     }
 }

@@ -32,6 +32,9 @@ pub struct SummaryOptions {
     /// Measure the run's boundary ([`Summary::bounded`]: one more pass over the storages;
     /// the Markdown report, which does not show it, skips it). Default: yes.
     pub boundary: bool,
+    /// Whether each OOM's fix list is replayed ([`FixReplay`]). Default: for histories of at
+    /// most [`FIX_REPLAY_ENTRIES`] entries.
+    pub fixes: FixReplay,
 }
 
 impl Default for SummaryOptions {
@@ -39,6 +42,41 @@ impl Default for SummaryOptions {
         SummaryOptions {
             tree_frames: TreeFrames::default(),
             boundary: true,
+            fixes: FixReplay::default(),
+        }
+    }
+}
+
+/// The history length above which `summary` leaves an OOM's fix list to `--fixes`: each
+/// allocator setting is a replay of the whole history, five of them together costing more
+/// than everything else the summary computes (about 90 ns an entry each on this project's
+/// machine), and a million entries keeps that under half a second.
+pub const FIX_REPLAY_ENTRIES: usize = 1_000_000;
+
+/// When an OOM's fix list is replayed (every allocator setting from the start of the
+/// history, [`crate::allocator::OomExplanation::fixes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixReplay {
+    /// For a history of at most this many entries; a longer one's OOMs are explained from
+    /// the state at each OOM alone, their fix list left to be asked for
+    /// ([`crate::allocator::OomExplanation::fixes_deferred`] says so).
+    UpTo(usize),
+    /// Whatever the history's length (`summary --fixes`, the explorer's OOM panel, `check`).
+    Always,
+}
+
+impl Default for FixReplay {
+    fn default() -> Self {
+        FixReplay::UpTo(FIX_REPLAY_ENTRIES)
+    }
+}
+
+impl FixReplay {
+    /// Whether a history of `entries` entries gets its fix list replayed.
+    pub fn replays(self, entries: usize) -> bool {
+        match self {
+            FixReplay::UpTo(n) => entries <= n,
+            FixReplay::Always => true,
         }
     }
 }
@@ -420,8 +458,8 @@ impl Summary {
     }
 
     /// Explains the OOMs with the device's allocator history (a snapshot's segments and
-    /// blocks; None: what the timeline alone tells) and, with a history, adds
-    /// `allocator_at_end`.
+    /// blocks; None: what the timeline alone tells), their fix lists replayed as
+    /// [`FixReplay::default`] allows, and, with a history, adds `allocator_at_end`.
     pub fn explained(
         self,
         trace: &Trace,
@@ -429,7 +467,14 @@ impl Summary {
         history: Option<&crate::allocator::History>,
         view: &FrameView,
     ) -> Summary {
-        let ooms = super::oom::explain_ooms(trace, index, history, &self.trend, view);
+        let ooms = super::oom::explain_ooms(
+            trace,
+            index,
+            history,
+            &self.trend,
+            view,
+            FixReplay::default(),
+        );
         self.with_ooms(trace, index, history, ooms)
     }
 

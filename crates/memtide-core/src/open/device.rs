@@ -6,7 +6,7 @@ use super::model_slot::ModelSlot;
 use crate::allocator::{History, Model, OomExplanation};
 use crate::analysis::external_split::ExternalSplit;
 use crate::analysis::frames::{FrameRules, FrameView};
-use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::summary::{FixReplay, Summary, SummaryOptions};
 use crate::analysis::window_spec::Resolved;
 use crate::analysis::{
     global_peak, serving_budget, window_peak, windows_of, Peak, ServingBudget, Window,
@@ -42,6 +42,8 @@ pub struct Device {
     /// The allocator history when it was kept unreplayed (the headless commands).
     history: Option<History>,
     ooms: OnceLock<Vec<OomExplanation>>,
+    /// The OOMs explained without replaying their fix list ([`Device::ooms_for`]).
+    ooms_unreplayed: OnceLock<Vec<OomExplanation>>,
     doubtful: OnceLock<Vec<String>>,
     ext_split: OnceLock<Option<ExternalSplit>>,
     budget: OnceLock<Option<ServingBudget>>,
@@ -105,6 +107,7 @@ impl Device {
             frames,
             history: None,
             ooms: OnceLock::new(),
+            ooms_unreplayed: OnceLock::new(),
             doubtful: OnceLock::new(),
             ext_split: OnceLock::new(),
             budget: OnceLock::new(),
@@ -144,6 +147,7 @@ impl Device {
         self.allocator = slot;
         self.history = None;
         self.ooms = OnceLock::new();
+        self.ooms_unreplayed = OnceLock::new();
         self.budget = OnceLock::new();
     }
 
@@ -153,6 +157,7 @@ impl Device {
         self.trace.capacity = Some(capacity);
         self.trace.capacity_source = Some("--capacity".into());
         self.ooms = OnceLock::new();
+        self.ooms_unreplayed = OnceLock::new();
         self.budget = OnceLock::new();
     }
 
@@ -162,6 +167,7 @@ impl Device {
         self.trace.capacity = None;
         self.trace.capacity_source = None;
         self.ooms = OnceLock::new();
+        self.ooms_unreplayed = OnceLock::new();
         self.budget = OnceLock::new();
     }
 
@@ -176,21 +182,37 @@ impl Device {
     }
 
     /// Every OOM explained, in event order (`oom_at[k]` is `ooms()[k]`'s event): the core's
-    /// explanation, as `summary` prints it.
+    /// explanation with its fix list replayed, as `summary --fixes` prints it.
     pub fn ooms(&self) -> &[OomExplanation] {
-        self.ooms.get_or_init(|| {
-            if self.oom_at.is_empty() {
-                return Vec::new();
-            }
-            let trend = crate::analysis::trend::trend(&self.trace, &self.index);
-            crate::analysis::oom::explain_ooms(
-                &self.trace,
-                &self.index,
-                self.history(),
-                &trend,
-                &self.frames,
-            )
-        })
+        self.ooms
+            .get_or_init(|| self.explain_ooms(FixReplay::Always))
+    }
+
+    /// The OOMs as `replay` asks for them: [`Device::ooms`] where it replays this device's
+    /// fix list, else each explained from the state at the OOM alone (its
+    /// `fixes_deferred` says why), kept apart from the replayed ones.
+    pub fn ooms_for(&self, replay: FixReplay) -> &[OomExplanation] {
+        let length = crate::analysis::oom::replay_length(&self.trace, self.history());
+        if replay.replays(length) {
+            return self.ooms();
+        }
+        self.ooms_unreplayed
+            .get_or_init(|| self.explain_ooms(replay))
+    }
+
+    fn explain_ooms(&self, replay: FixReplay) -> Vec<OomExplanation> {
+        if self.oom_at.is_empty() {
+            return Vec::new();
+        }
+        let trend = crate::analysis::trend::trend(&self.trace, &self.index);
+        crate::analysis::oom::explain_ooms(
+            &self.trace,
+            &self.index,
+            self.history(),
+            &trend,
+            &self.frames,
+            replay,
+        )
     }
 
     /// The explanation of the OOM at `at`, if an OOM is there.
@@ -263,6 +285,13 @@ impl Device {
         {
             self.ooms = OnceLock::new();
         }
+        if self
+            .ooms_unreplayed
+            .get()
+            .is_some_and(|o| o.len() != self.oom_at.len())
+        {
+            self.ooms_unreplayed = OnceLock::new();
+        }
     }
 
     /// Feeds bytes appended to a followed file through its decoder (None: apply the last
@@ -305,7 +334,7 @@ impl Device {
                 &self.trace,
                 &self.index,
                 self.history(),
-                self.ooms().to_vec(),
+                self.ooms_for(opts.fixes).to_vec(),
             );
         if opts.boundary {
             s.bounded(&self.trace, &self.index)

@@ -311,7 +311,7 @@ pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, S
         } else {
             TreeFrames::User
         },
-        boundary: true,
+        ..SummaryOptions::default()
     };
     let mut summaries: Vec<Summary> = Vec::with_capacity(opened.devices.len());
     let mut timeline = Vec::new();
