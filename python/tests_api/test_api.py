@@ -235,3 +235,14 @@ def test_budget_is_the_summary_budget_and_the_hand_figures():
     b["graphs"] = 0
     assert t.budget["graphs"] == 60 * mib
     assert memtide.open(STEPS, progress=False).budget is None
+
+
+def test_summary_fixes_is_the_fixes_flag():
+    """``summary(fixes=True)`` is ``summary --fixes --json``; on a history of fewer than a
+    million entries the fix list is replayed either way, so both equal the plain document."""
+    got = memtide.open(OOM, progress=False).summary(fixes=True)
+    want = cli_json("summary", "--json", "--fixes", OOM)
+    assert got == want
+    assert got == cli_json("summary", "--json", OOM)
+    assert got["ooms"][0]["fixes"], got["ooms"][0]
+    assert "fixes_deferred" not in got["ooms"][0]

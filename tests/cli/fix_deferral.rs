@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::support::pickle_writer::snapshot;
-use crate::support::repo::memtide;
+use crate::support::repo::{memtide, root};
 
 /// Entries in the generated history: just over the million `summary` replays by default.
 const ENTRIES: usize = 1_000_010;
@@ -36,8 +36,12 @@ fn long_history_with_an_oom() -> Vec<u8> {
 }
 
 fn summary_json(path: &std::path::Path, fixes: bool) -> serde_json::Value {
+    summary_json_of(&[path], fixes)
+}
+
+fn summary_json_of(paths: &[&std::path::Path], fixes: bool) -> serde_json::Value {
     let mut cmd = memtide();
-    cmd.arg("summary").arg(path).arg("--json");
+    cmd.arg("summary").args(paths).arg("--json");
     if fixes {
         cmd.arg("--fixes");
     }
@@ -90,4 +94,36 @@ fn a_long_history_leaves_its_fix_list_to_the_fixes_flag() {
     plain.as_object_mut().unwrap().remove("ooms");
     full.as_object_mut().unwrap().remove("ooms");
     assert_eq!(plain, full);
+}
+
+/// A job (several files) passes `--fixes` to each rank: the long rank's OOM is deferred
+/// without it and replayed with it.
+#[test]
+fn a_job_passes_the_fixes_flag_to_its_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.pickle");
+    std::fs::write(&path, long_history_with_an_oom()).unwrap();
+    let other = root().join("sample-traces/cuda-oom.pickle");
+    let long_rank = |fixes: bool| {
+        let v = summary_json_of(&[&path, &other], fixes);
+        let ranks = v["ranks"].as_array().unwrap().clone();
+        assert_eq!(ranks.len(), 2, "{v}");
+        let short = ranks
+            .iter()
+            .find(|r| r["file"].as_str().unwrap().ends_with("cuda-oom.pickle"));
+        // The short history's list is replayed either way.
+        assert!(short.unwrap()["summary"]["ooms"][0]
+            .get("fixes_deferred")
+            .is_none());
+        ranks
+            .into_iter()
+            .find(|r| r["file"].as_str().unwrap().ends_with("long.pickle"))
+            .unwrap()["summary"]["ooms"][0]
+            .clone()
+    };
+    let plain = long_rank(false);
+    assert!(plain["fixes_deferred"].is_string(), "{plain}");
+    let full = long_rank(true);
+    assert!(full.get("fixes_deferred").is_none(), "{full}");
+    assert_eq!(full["fixes"].as_array().unwrap().len(), 4, "{full}");
 }

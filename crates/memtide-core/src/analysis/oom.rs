@@ -41,7 +41,8 @@ pub(crate) fn explain_ooms(
         return Vec::new();
     }
     let replayed = replay_length(trace, history);
-    let deferred = (!replay.replays(replayed)).then(|| deferred_words(replayed, replay));
+    let deferred =
+        (!replay.replays(replayed)).then(|| deferred_words(replayed, history.is_some(), replay));
     let states_before = || {
         history.map(|h| {
             let at: Vec<usize> = marks.iter().map(|m| m.at.idx()).collect();
@@ -245,15 +246,20 @@ pub(crate) fn replay_length(trace: &Trace, history: Option<&History>) -> usize {
     history.map_or(trace.len(), |h| h.entries.len())
 }
 
-/// Why the settings were not replayed: the history's length against what `replay` allows.
-fn deferred_words(entries: usize, replay: FixReplay) -> String {
+/// Why the settings were not replayed: the history's length (or, without one, the trace's)
+/// against what `replay` allows.
+fn deferred_words(length: usize, history: bool, replay: FixReplay) -> String {
     let limit = match replay {
         FixReplay::UpTo(n) => format!(" (summary replays up to {} by default)", grouped(n as u64)),
         FixReplay::Always => String::new(),
     };
+    let (what, unit) = match history {
+        true => ("the whole history, and this one has", "entries"),
+        false => ("the trace's allocations, and this trace has", "events"),
+    };
     format!(
-        "not replayed: each allocator setting is a replay of the whole history, and this one has {} entries{limit}; --fixes replays them",
-        grouped(entries as u64)
+        "not replayed: each allocator setting is a replay of {what} {} {unit}{limit}; --fixes replays them",
+        grouped(length as u64)
     )
 }
 
@@ -645,6 +651,8 @@ mod tests {
             .collect();
         files.sort();
         files.push(root.join("sample-traces/cuda-oom.pickle"));
+        // A profiler trace: no history, its allocations replayed.
+        files.push(root.join("sample-traces/cuda-oom.pt.trace.json.gz"));
         let (mut deferred, mut turned, mut checked) = (0, 0, 0);
         for f in &files {
             let opened = open(f, &OpenOptions::default(), &Progress::new()).unwrap();
@@ -672,8 +680,13 @@ mod tests {
                         continue;
                     }
                     let why = s.fixes_deferred.as_deref().unwrap();
+                    let unit = if d.history().is_some() {
+                        "entries"
+                    } else {
+                        "events"
+                    };
                     assert!(
-                        why.contains(&format!("{} entries", grouped(length as u64)))
+                        why.contains(&format!("{} {unit}", grouped(length as u64)))
                             && why.contains("--fixes"),
                         "{at}: {why}"
                     );

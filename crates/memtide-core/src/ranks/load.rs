@@ -5,7 +5,7 @@
 
 use super::discover::RankFile;
 use super::row::{distributed_rank, row_from_summary, sparkline, KeptSummary, RankRow, RankSource};
-use crate::analysis::summary::{Summary, SummaryOptions};
+use crate::analysis::summary::{FixReplay, Summary, SummaryOptions};
 use crate::analysis::summary_json::{DocumentJson, StepsJson};
 use crate::analysis::tree::TreeFrames;
 use crate::analysis::window_spec::WindowSpec;
@@ -37,6 +37,8 @@ pub struct RankOptions {
     pub keep_summary: bool,
     /// Points of each row's sparkline.
     pub sparkline_points: usize,
+    /// Whether each rank's OOM fix list is replayed (`--fixes`: [`FixReplay::Always`]).
+    pub fixes: FixReplay,
 }
 
 impl Default for RankOptions {
@@ -50,6 +52,7 @@ impl Default for RankOptions {
             all_frames: false,
             keep_summary: false,
             sparkline_points: 120,
+            fixes: FixReplay::default(),
         }
     }
 }
@@ -311,6 +314,7 @@ pub fn summary_json(opened: Opened, opts: &RankOptions) -> Result<RankSummary, S
         } else {
             TreeFrames::User
         },
+        fixes: opts.fixes,
         ..SummaryOptions::default()
     };
     let mut summaries: Vec<Summary> = Vec::with_capacity(opened.devices.len());
