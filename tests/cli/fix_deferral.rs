@@ -76,18 +76,7 @@ fn a_long_history_leaves_its_fix_list_to_the_fixes_flag() {
     assert_eq!(fixes.len(), 4, "{f}");
     assert!(fixes.iter().all(|x| x["result"].is_string()), "{f}");
     // The state's figures are the same either way.
-    for k in [
-        "index",
-        "requested_bytes",
-        "rounded_bytes",
-        "pool",
-        "device_free",
-        "allocated",
-        "reserved",
-        "free_in_reserve",
-        "largest_free_block",
-        "verdict",
-    ] {
+    for k in crate::oom::FIGURE_KEYS {
         assert_eq!(p[k], f[k], "{k}");
     }
     // Everything outside the OOMs is the same document.

@@ -65,6 +65,22 @@ const KEYS: [&str; 27] = [
     "horizon",
 ];
 
+/// An OOM's figures and verdict in `summary --json` (what the state at the OOM decides).
+pub(crate) const FIGURE_KEYS: [&str; 12] = [
+    "index",
+    "requested_bytes",
+    "rounded_bytes",
+    "pool",
+    "device_free",
+    "allocated",
+    "reserved",
+    "free_in_reserve",
+    "largest_free_block",
+    "capacity",
+    "outside_allocator",
+    "verdict",
+];
+
 #[test]
 fn every_verdict_matches_the_generator_figures() {
     for (name, verdict) in [
@@ -81,20 +97,7 @@ fn every_verdict_matches_the_generator_figures() {
         let keys: Vec<&str> = o.keys().map(String::as_str).collect();
         assert_eq!(keys, KEYS, "{name}: exactly the issue's keys, in order");
         let w = &want["ooms"][0];
-        for k in [
-            "index",
-            "requested_bytes",
-            "rounded_bytes",
-            "pool",
-            "device_free",
-            "allocated",
-            "reserved",
-            "free_in_reserve",
-            "largest_free_block",
-            "capacity",
-            "outside_allocator",
-            "verdict",
-        ] {
+        for k in FIGURE_KEYS {
             assert_eq!(o[k], w[k], "{name}: {k}");
         }
         assert_eq!(o["verdict"], verdict, "{name}");

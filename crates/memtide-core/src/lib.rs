@@ -87,6 +87,8 @@ pub mod open;
 pub mod ranks;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
+#[cfg(test)]
+pub(crate) mod test_files;
 pub mod trace;
 pub(crate) mod worker;
 

@@ -405,15 +405,7 @@ mod tests {
     /// had), the settings in the same order with the same figures.
     #[test]
     fn the_fix_list_is_the_same_on_one_thread_or_several() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let dir = root.join("tests/fixtures/oom");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-            .collect();
-        files.sort();
-        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        let files = crate::test_files::oom_snapshots();
         assert!(files.len() >= 9, "{files:?}");
         let (mut fixes, mut widened) = (0, 0);
         for f in &files {

@@ -755,13 +755,7 @@ mod tests {
     /// entries changed since replays again.
     #[test]
     fn a_headless_load_keeps_the_state_before_each_oom() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut files: Vec<_> = std::fs::read_dir(root.join("tests/fixtures/oom"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-            .collect();
-        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        let files = crate::test_files::oom_snapshots();
         let mut kept = 0;
         for f in &files {
             let opened = open(f, &Default::default(), &Progress::new()).unwrap();

@@ -643,16 +643,9 @@ mod tests {
     /// explanations `Device::ooms` keeps).
     #[test]
     fn an_unreplayed_fix_list_keeps_the_figures_and_says_why() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut files: Vec<_> = std::fs::read_dir(root.join("tests/fixtures/oom"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-            .collect();
-        files.sort();
-        files.push(root.join("sample-traces/cuda-oom.pickle"));
+        let mut files = crate::test_files::oom_snapshots();
         // A profiler trace: no history, its allocations replayed.
-        files.push(root.join("sample-traces/cuda-oom.pt.trace.json.gz"));
+        files.push(crate::test_files::repo_root().join("sample-traces/cuda-oom.pt.trace.json.gz"));
         let (mut deferred, mut turned, mut checked) = (0, 0, 0);
         for f in &files {
             let opened = open(f, &OpenOptions::default(), &Progress::new()).unwrap();
