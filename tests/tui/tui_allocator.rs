@@ -393,6 +393,21 @@ fn an_oom_still_being_explained_draws_a_placeholder_then_fills_in() {
         "{s}"
     );
     assert!(!s.contains("verdict"), "{s}");
+    assert!(!s.contains("so far"), "nothing replayed yet: {s}");
+    // The replays as a worker would count them: a tick samples them into the panel.
+    let p = dev.oom_progress();
+    p.total.store(200, std::sync::atomic::Ordering::Relaxed);
+    p.done.store(84, std::sync::atomic::Ordering::Relaxed);
+    let fx = update::update(
+        &mut app,
+        Msg::Tick {
+            now: std::time::Instant::now(),
+        },
+    );
+    assert!(fx.is_empty(), "a tick only redraws: {fx:?}");
+    assert!(draw(&app).contains("(42 % so"), "{}", draw(&app));
+    p.total.store(0, std::sync::atomic::Ordering::Relaxed);
+    p.done.store(0, std::sync::atomic::Ordering::Relaxed);
     // The worker's wait, then its reply.
     let verdict = dev.ooms()[0].verdict.name();
     update::update(&mut app, Msg::Ready(memtide::tui::effect::Behind::Ooms));

@@ -1,10 +1,39 @@
 //! A named thread that owns the value it works on, and gives the value back when no thread
 //! can be started (the caller then does the work itself); independent jobs shared out over
-//! a few threads (`map_on`).
+//! a few threads (`map_on`); the progress such work shares ([`Progress`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// Shared progress of long work another thread watches: how much is done of the total (a
+/// load: bytes of the file read, compressed bytes for `.gz`, of its size; the OOM fix list's
+/// replays: ops replayed of the ops every started replay holds), and a cancellation flag the
+/// work honours where it can.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub done: Arc<AtomicU64>,
+    pub total: Arc<AtomicU64>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Progress::default()
+    }
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
 
 /// The number of threads to work with: `MEMTIDE_JOBS` when set, else the cores.
 pub fn default_jobs() -> usize {

@@ -246,6 +246,9 @@ pub struct ExplorerState {
     pub whatif: Option<super::whatif::Whatif>,
     /// The budget view (`B`), when open.
     pub budget: Option<super::budget::BudgetView>,
+    /// While the OOM panel waits for its explanations: the fix lists' replays as last
+    /// sampled (ops replayed, ops in every replay started), shown in the panel.
+    pub oom_replayed: Option<(u64, u64)>,
 }
 
 impl ExplorerState {
@@ -272,6 +275,7 @@ impl ExplorerState {
             whatif_conf: None,
             whatif: None,
             budget: None,
+            oom_replayed: None,
         }
     }
 

@@ -90,13 +90,29 @@ fn tick(sh: &mut Shared, ex: &mut ExplorerState, now: Instant) -> Option<Vec<Eff
         l.sample(now);
         return Some(Vec::new());
     }
+    let sampled = sample_oom_replays(ex);
     // The model's reply went to another page (the ranks overview) while this one waited.
     let settled = ex.device().is_some_and(|d| d.allocator_settled());
     if settled && ex.alloc.as_ref().is_some_and(|v| v.waiting.is_some()) {
-        return model_ready(sh, ex);
+        return model_ready(sh, ex).or(sampled.then(Vec::new));
     }
     let (changed, fx) = follow::tick(sh, ex, now);
-    changed.then_some(fx)
+    (changed || sampled).then_some(fx)
+}
+
+/// While the OOM panel waits for its explanations, samples the fix lists' replays as they
+/// go; whether the sample changed (the panel is drawn again).
+fn sample_oom_replays(ex: &mut ExplorerState) -> bool {
+    let now = ex.device().and_then(|dev| {
+        let waiting = ex.panel_oom().is_some() && ex.ooms(dev).is_none();
+        waiting.then(|| {
+            let p = dev.oom_progress();
+            (p.done(), p.total())
+        })
+    });
+    let changed = now != ex.oom_replayed;
+    ex.oom_replayed = now;
+    changed
 }
 
 /// The allocator view waiting for a model fills in now that it is there (or waits for the

@@ -117,8 +117,14 @@ fn waiting(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState, dev: &Dev
         k + 1,
         dev.oom_at.len()
     );
-    let what = "explaining this OOM: the allocator's settings are replayed from the start of the history to check each fix; the panel fills in when they are done (every key works meanwhile)";
-    super::waiting_panel(buf, r, sh, &title, what);
+    let how_far = match ex.oom_replayed {
+        Some((done, total)) if total > 0 => {
+            format!(" ({} % so far)", done.min(total) * 100 / total)
+        }
+        _ => String::new(),
+    };
+    let what = format!("explaining this OOM: the allocator's settings are replayed from the start of the history to check each fix{how_far}; the panel fills in when they are done (every key works meanwhile)");
+    super::waiting_panel(buf, r, sh, &title, &what);
 }
 
 /// A row's label, padded; returns where its value starts.

@@ -7,7 +7,7 @@
 
 use super::replay::History;
 use super::sim::ceiling::{self, Ceiling};
-use super::sim::report::replays;
+use super::sim::report::{replays, RunsOn};
 use super::sim::{input_for, AllocConf};
 use crate::index::Index;
 use crate::trace::{human_bytes, Trace};
@@ -197,13 +197,13 @@ pub(crate) struct Fixes {
 /// The fix list of `trace`: each of [`SETTINGS`] the file does not already use, replayed
 /// under the ceiling the run surely had and, where the file does not prove it, under the
 /// most it could have had ([`ceiling::bounds`]). Empty when nothing can be replayed. The
-/// replays share one input and run on at most `jobs` threads: the list is the same for any
-/// `jobs`.
+/// replays share one input and run as `on` says (threads, progress): the list is the same
+/// for any number of threads.
 pub(crate) fn checked(
     trace: &Trace,
     index: &Index,
     history: Option<&History>,
-    jobs: usize,
+    on: &RunsOn,
 ) -> Fixes {
     let own = super::sim::recorded_conf(trace)
         .and_then(Result::ok)
@@ -237,7 +237,7 @@ pub(crate) fn checked(
         Some((&own_conf, source)),
         &confs,
         first,
-        jobs,
+        on,
     );
     if runs.first().is_none_or(|r| r.ops == 0) {
         return Fixes::default();
@@ -267,15 +267,7 @@ pub(crate) fn checked(
                 .iter()
                 .filter_map(|&k| confs.get(k).cloned())
                 .collect();
-            Some(replays(
-                trace,
-                history,
-                &input,
-                None,
-                &picked,
-                Some(m),
-                jobs,
-            ))
+            Some(replays(trace, history, &input, None, &picked, Some(m), on))
         }
         _ => None,
     };
@@ -417,9 +409,9 @@ mod tests {
                             m.free = None;
                         }
                     }
-                    let one = checked(&d.trace, &d.index, d.history(), 1);
+                    let one = checked(&d.trace, &d.index, d.history(), &RunsOn::threads(1));
                     for jobs in [2, 3, 8] {
-                        let many = checked(&d.trace, &d.index, d.history(), jobs);
+                        let many = checked(&d.trace, &d.index, d.history(), &RunsOn::threads(jobs));
                         assert_eq!(one, many, "{} with {jobs} threads", f.display());
                     }
                     fixes += one.fixes.len();

@@ -13,11 +13,13 @@ use crate::allocator::fixes::Saving;
 use crate::allocator::fixes::{Fix, FixResult};
 use crate::allocator::pinners::{pinners, Pinner};
 use crate::allocator::rounding::block_extent;
+use crate::allocator::sim::report::RunsOn;
 use crate::allocator::sim::AllocConf;
 use crate::allocator::{explain, fixes, History, OomExplanation, OomFacts, Op, PoolFacts, Verdict};
 use crate::index::Index;
 use crate::trace::units::grouped;
 use crate::trace::{human_bytes, AllocId, Band, MarkKind, Seq, Trace, FLAG_FROM_START};
+use crate::worker::Progress;
 
 /// How many live allocations the advice names.
 const ADVICE_LIVE: usize = 3;
@@ -31,6 +33,7 @@ pub(crate) fn explain_ooms(
     trend: &Trend,
     view: &FrameView,
     replay: FixReplay,
+    progress: Option<&Progress>,
 ) -> Vec<OomExplanation> {
     let marks: Vec<_> = trace
         .marks
@@ -58,8 +61,11 @@ pub(crate) fn explain_ooms(
             crate::worker::default_jobs(),
             states_before,
             || {
-                let jobs = crate::worker::jobs_for_runs(fixes::SETTINGS.len() + 1);
-                fixes::checked(trace, index, history, jobs)
+                let on = RunsOn {
+                    jobs: crate::worker::jobs_for_runs(fixes::SETTINGS.len() + 1),
+                    progress: progress.cloned(),
+                };
+                fixes::checked(trace, index, history, &on)
             },
         ),
     };
@@ -646,12 +652,21 @@ mod tests {
         let mut files = crate::test_files::oom_snapshots();
         // A profiler trace: no history, its allocations replayed.
         files.push(crate::test_files::repo_root().join("sample-traces/cuda-oom.pt.trace.json.gz"));
-        let (mut deferred, mut turned, mut checked) = (0, 0, 0);
+        let (mut deferred, mut turned, mut checked, mut counted) = (0, 0, 0, 0);
         for f in &files {
             let opened = open(f, &OpenOptions::default(), &Progress::new()).unwrap();
             for d in &opened.devices {
                 let length = replay_length(&d.trace, d.history());
+                let short = d.ooms_for(FixReplay::UpTo(length.saturating_sub(1)));
+                let progress = d.oom_progress();
+                assert_eq!(progress.total(), 0, "{}: nothing replayed", f.display());
                 let full = d.ooms();
+                // Every run's ops counted, those after a run's refusal too.
+                assert_eq!(progress.done(), progress.total(), "{}", f.display());
+                if full.first().is_some_and(|x| !x.fixes.is_empty()) {
+                    assert!(progress.total() > 0, "{}", f.display());
+                    counted += 1;
+                }
                 let same = d.ooms_for(FixReplay::UpTo(length));
                 assert!(
                     std::ptr::eq(full, same),
@@ -659,7 +674,6 @@ mod tests {
                     f.display()
                 );
                 assert!(full.iter().all(|x| x.fixes_deferred.is_none()));
-                let short = d.ooms_for(FixReplay::UpTo(length.saturating_sub(1)));
                 assert_eq!(short.len(), full.len(), "{}", f.display());
                 for (k, (s, x)) in short.iter().zip(full).enumerate() {
                     let at = format!("{} OOM {k}", f.display());
@@ -707,9 +721,10 @@ mod tests {
         }
         // Every fixture's first OOM was deferred, with verdicts the replays could turn
         // (none of these files' replays turns one: `turned` counts them if one ever does).
-        assert!(deferred >= 9, "{deferred} deferred");
+        assert!(deferred >= 10, "{deferred} deferred");
+        assert!(counted >= 9, "{counted} fix lists' replays counted");
         assert!(
-            checked >= 9,
+            checked >= 10,
             "{checked} verdicts said unchecked ({turned} turned)"
         );
     }

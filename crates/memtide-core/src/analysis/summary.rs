@@ -474,6 +474,7 @@ impl Summary {
             &self.trend,
             view,
             FixReplay::default(),
+            None,
         );
         self.with_ooms(trace, index, history, ooms)
     }

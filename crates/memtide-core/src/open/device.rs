@@ -12,7 +12,7 @@ use crate::analysis::{
     global_peak, serving_budget, window_peak, windows_of, Peak, ServingBudget, Window,
 };
 use crate::formats::jsonl::JsonlDecoder;
-use crate::formats::FormatError;
+use crate::formats::{FormatError, Progress};
 use crate::index::Index;
 use crate::trace::{Bytes, MarkKind, Seq, Trace};
 use std::sync::{Arc, OnceLock};
@@ -44,6 +44,8 @@ pub struct Device {
     ooms: OnceLock<Vec<OomExplanation>>,
     /// The OOMs explained without replaying their fix list ([`Device::ooms_for`]).
     ooms_unreplayed: OnceLock<Vec<OomExplanation>>,
+    /// The fix lists' replays, in ops ([`Device::oom_progress`]).
+    oom_progress: Progress,
     doubtful: OnceLock<Vec<String>>,
     ext_split: OnceLock<Option<ExternalSplit>>,
     budget: OnceLock<Option<ServingBudget>>,
@@ -108,6 +110,7 @@ impl Device {
             history: None,
             ooms: OnceLock::new(),
             ooms_unreplayed: OnceLock::new(),
+            oom_progress: Progress::new(),
             doubtful: OnceLock::new(),
             ext_split: OnceLock::new(),
             budget: OnceLock::new(),
@@ -148,6 +151,7 @@ impl Device {
         self.history = None;
         self.ooms = OnceLock::new();
         self.ooms_unreplayed = OnceLock::new();
+        self.oom_progress = Progress::new();
         self.budget = OnceLock::new();
     }
 
@@ -158,6 +162,7 @@ impl Device {
         self.trace.capacity_source = Some("--capacity".into());
         self.ooms = OnceLock::new();
         self.ooms_unreplayed = OnceLock::new();
+        self.oom_progress = Progress::new();
         self.budget = OnceLock::new();
     }
 
@@ -168,6 +173,7 @@ impl Device {
         self.trace.capacity_source = None;
         self.ooms = OnceLock::new();
         self.ooms_unreplayed = OnceLock::new();
+        self.oom_progress = Progress::new();
         self.budget = OnceLock::new();
     }
 
@@ -212,7 +218,15 @@ impl Device {
             &trend,
             &self.frames,
             replay,
+            Some(&self.oom_progress),
         )
+    }
+
+    /// How far [`Device::ooms`] has got with its fix lists' replays: ops replayed (`done`) of
+    /// the ops every replay started so far holds (`total`; 0 before they start, and when
+    /// nothing is replayed). A screen that waits for the explanations shows it.
+    pub fn oom_progress(&self) -> &Progress {
+        &self.oom_progress
     }
 
     /// The explanation of the OOM at `at`, if an OOM is there.
@@ -284,6 +298,7 @@ impl Device {
             .is_some_and(|o| o.len() != self.oom_at.len())
         {
             self.ooms = OnceLock::new();
+            self.oom_progress = Progress::new();
         }
         if self
             .ooms_unreplayed

@@ -118,7 +118,15 @@ pub(crate) fn whatif_on(
         Some(c) => (c, "recorded"),
         None => (&defaults, "defaults"),
     };
-    let runs = replays(trace, history, input, Some(first), confs, ceiling, jobs);
+    let runs = replays(
+        trace,
+        history,
+        input,
+        Some(first),
+        confs,
+        ceiling,
+        &RunsOn::threads(jobs),
+    );
     let recorded = history.filter(|h| !h.segments.is_empty() || !h.entries.is_empty());
     let recorded = recorded.and_then(|h| {
         let (reserved_peak, segments) = recorded_peak(h)?;
@@ -139,9 +147,26 @@ pub(crate) fn whatif_on(
     })
 }
 
+/// Where a set of replays runs: on at most `jobs` threads, each run's ops counted into
+/// `progress` when given (its total raised by the ops of every run before they start).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunsOn {
+    pub jobs: usize,
+    pub progress: Option<crate::worker::Progress>,
+}
+
+impl RunsOn {
+    pub(crate) fn threads(jobs: usize) -> RunsOn {
+        RunsOn {
+            jobs,
+            progress: None,
+        }
+    }
+}
+
 /// The replays of `confs` (after the file's own settings `own`, with their source, when
 /// given: that run starts from the recorded layout and is checked against the file's OOM),
-/// each under `ceiling`, on at most `jobs` threads, in the order given; OOMs at their `#N`.
+/// each under `ceiling`, as `on` says, in the order given; OOMs at their `#N`.
 pub(crate) fn replays(
     trace: &Trace,
     history: Option<&History>,
@@ -149,11 +174,12 @@ pub(crate) fn replays(
     own: Option<(&AllocConf, &'static str)>,
     confs: &[AllocConf],
     ceiling: Option<&Ceiling>,
-    jobs: usize,
+    on: &RunsOn,
 ) -> Vec<RunResult> {
     let opts = RunOptions {
         capacity: ceiling.map(|c| c.bytes),
         device: trace.device.clone(),
+        progress: on.progress.clone(),
         ..RunOptions::default()
     };
     // The file's own run starts from its recorded layout.
@@ -162,24 +188,29 @@ pub(crate) fn replays(
         ..opts.clone()
     };
     let first = usize::from(own.is_some());
-    let mut runs = crate::worker::map_on("memtide-whatif", jobs, confs.len() + first, |k| {
-        match (k.checked_sub(first).and_then(|k| confs.get(k)), own) {
-            (Some(c), _) => {
-                let mut r = run(input, c, &opts);
-                r.settings_source = "--alloc-conf".into();
-                r
-            }
-            (None, Some((c, source))) => {
-                let mut r = run(input, c, &own_opts);
-                r.settings_source = source.into();
-                if ceiling.is_some() {
-                    r.model_check = model_check(trace, history, input, &r);
+    if let Some(p) = &on.progress {
+        let ops = (input.ops.len() * (confs.len() + first)) as u64;
+        p.total.fetch_add(ops, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut runs =
+        crate::worker::map_on("memtide-whatif", on.jobs, confs.len() + first, |k| {
+            match (k.checked_sub(first).and_then(|k| confs.get(k)), own) {
+                (Some(c), _) => {
+                    let mut r = run(input, c, &opts);
+                    r.settings_source = "--alloc-conf".into();
+                    r
                 }
-                r
+                (None, Some((c, source))) => {
+                    let mut r = run(input, c, &own_opts);
+                    r.settings_source = source.into();
+                    if ceiling.is_some() {
+                        r.model_check = model_check(trace, history, input, &r);
+                    }
+                    r
+                }
+                (None, None) => run(input, &AllocConf::default(), &opts),
             }
-            (None, None) => run(input, &AllocConf::default(), &opts),
-        }
-    });
+        });
     // Served under a ceiling the run may not have had (an upper bound): it depends on what
     // lay outside the allocator, never "would have fit".
     if ceiling.is_some_and(|c| !c.proven()) {

@@ -11,7 +11,9 @@ use crate::allocator::explain::{
 };
 use crate::allocator::rounding::PoolKind;
 use crate::allocator::state::{fragmentation, PoolKey};
+use crate::worker::Progress;
 use serde::Serialize;
+use std::sync::atomic::Ordering;
 
 /// How to run.
 #[derive(Clone, Debug, Default)]
@@ -32,7 +34,13 @@ pub struct RunOptions {
     /// the addresses the recorded run's `cudaMalloc` returned (the run under the file's own
     /// settings): else the prologue is allocated first at the model's own addresses.
     pub recorded_layout: bool,
+    /// Ops replayed, added to `done` as the run goes (every op of the input once the run is
+    /// over, those after a refusal too): for a screen that waits on the replays.
+    pub progress: Option<Progress>,
 }
+
+/// Ops between two additions to [`RunOptions::progress`].
+const PROGRESS_EVERY: usize = 1 << 16;
 
 /// The result of one run (the `runs[]` object of `whatif --json`).
 #[derive(Clone, Debug, Serialize)]
@@ -194,6 +202,11 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         r.timeline.push((0, 0));
     }
     for (k, op) in input.ops.iter().enumerate() {
+        if k % PROGRESS_EVERY == PROGRESS_EVERY - 1 {
+            if let Some(p) = &opts.progress {
+                p.done.fetch_add(PROGRESS_EVERY as u64, Ordering::Relaxed);
+            }
+        }
         if k == input.prologue {
             r.prologue_segment_events = r.segment_events.len();
         }
@@ -287,6 +300,11 @@ pub fn run(input: &SimInput, conf: &AllocConf, opts: &RunOptions) -> RunResult {
         }
     }
     r.segments_at_end = e.segments();
+    if let Some(p) = &opts.progress {
+        let counted = (r.ops as usize / PROGRESS_EVERY) * PROGRESS_EVERY;
+        p.done
+            .fetch_add((input.ops.len() - counted) as u64, Ordering::Relaxed);
+    }
     r
 }
 

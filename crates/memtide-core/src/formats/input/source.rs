@@ -6,35 +6,11 @@ use super::gzip::GzipReader;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-/// Shared load progress: bytes of the file read so far (compressed bytes for `.gz`), the file
+/// A load's progress: bytes of the file read so far (compressed bytes for `.gz`), the file
 /// size, and a cancellation flag the reader honours.
-#[derive(Clone, Debug, Default)]
-pub struct Progress {
-    pub done: Arc<AtomicU64>,
-    pub total: Arc<AtomicU64>,
-    pub cancel: Arc<AtomicBool>,
-}
-
-impl Progress {
-    pub fn new() -> Self {
-        Progress::default()
-    }
-    pub fn done(&self) -> u64 {
-        self.done.load(Ordering::Relaxed)
-    }
-    pub fn total(&self) -> u64 {
-        self.total.load(Ordering::Relaxed)
-    }
-    pub fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
-    }
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
-}
+pub use crate::worker::Progress;
 
 /// Counts bytes read from the file and stops on cancellation.
 struct Counting<R> {
