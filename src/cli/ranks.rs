@@ -108,9 +108,7 @@ pub fn summary(a: &SummaryArgs) -> Result<ExitCode> {
         a.frames == "all",
     )?;
     opts.keep_summary = a.json;
-    if a.fixes {
-        opts.fixes = memtide_core::analysis::FixReplay::Always;
-    }
+    opts.fixes = memtide_core::analysis::FixReplay::from_flag(a.fixes);
     let files = inputs(&a.file, &a.more);
     let r = read(&files, &a.exclude, &opts, a.jobs)?;
     let title = title(&files);

@@ -39,11 +39,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         // The boundary (the text's line, `--json`'s key) is one more pass over the storages:
         // the Markdown report, which does not show it, skips it.
         boundary: !a.markdown || a.json,
-        fixes: if a.fixes {
-            FixReplay::Always
-        } else {
-            FixReplay::default()
-        },
+        fixes: FixReplay::from_flag(a.fixes),
     };
     let summaries = summarise(&traces, a.window.as_deref(), &opts)?;
     let Some(main) = summaries.get(primary) else {

@@ -161,11 +161,7 @@ impl NativeTrace {
             }
         };
         let window = window.map(str::to_string);
-        let replay = if fixes {
-            FixReplay::Always
-        } else {
-            FixReplay::default()
-        };
+        let replay = FixReplay::from_flag(fixes);
         let text = self.ask(py, move |o| {
             summary_text(o, window.as_deref(), tree_frames, replay)
         })?;

@@ -72,6 +72,14 @@ impl Default for FixReplay {
 }
 
 impl FixReplay {
+    /// As a `--fixes` flag asks: [`FixReplay::Always`] when given, else the default.
+    pub fn from_flag(fixes: bool) -> FixReplay {
+        match fixes {
+            true => FixReplay::Always,
+            false => FixReplay::default(),
+        }
+    }
+
     /// Whether a history of `entries` entries gets its fix list replayed.
     pub fn replays(self, entries: usize) -> bool {
         match self {

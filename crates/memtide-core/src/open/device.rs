@@ -292,19 +292,14 @@ impl Device {
         self.doubtful = OnceLock::new();
         self.ext_split = OnceLock::new();
         self.budget = OnceLock::new();
-        if self
-            .ooms
-            .get()
-            .is_some_and(|o| o.len() != self.oom_at.len())
-        {
+        // Explanations of another set of OOMs are explained again on next ask.
+        let n = self.oom_at.len();
+        let stale = |o: &OnceLock<Vec<OomExplanation>>| o.get().is_some_and(|o| o.len() != n);
+        if stale(&self.ooms) {
             self.ooms = OnceLock::new();
             self.oom_progress = Progress::new();
         }
-        if self
-            .ooms_unreplayed
-            .get()
-            .is_some_and(|o| o.len() != self.oom_at.len())
-        {
+        if stale(&self.ooms_unreplayed) {
             self.ooms_unreplayed = OnceLock::new();
         }
     }
