@@ -33,9 +33,10 @@ def round_size(n):
 
 
 class Sim:
-    def __init__(self, capacity, outside):
+    def __init__(self, capacity, outside, device=0):
         self.capacity = capacity
         self.outside = outside
+        self.device = device
         self.segs = {}  # start -> dict(size, stream, type, expandable)
         self.blocks = {}  # addr -> (size, requested)
         self.trace = []
@@ -111,7 +112,7 @@ class Sim:
             if cur < end:
                 blocks.append(dict(address=cur, size=end - cur, requested_size=0, state="inactive", frames=[]))
             alloc = sum(b["size"] for b in blocks if b["state"] != "inactive")
-            out.append(dict(device=0, address=start, total_size=s["size"], allocated_size=alloc,
+            out.append(dict(device=self.device, address=start, total_size=s["size"], allocated_size=alloc,
                             active_size=alloc,
                             requested_size=sum(b["requested_size"] for b in blocks if b["state"] != "inactive"),
                             stream=0, segment_type=s["type"], segment_pool_id=(0, 0),
@@ -224,16 +225,40 @@ def request_too_large():
                     "a single 16 GiB request on an 8 GiB device")
 
 
+def second_device():
+    """Two GPUs of one process: cuda:0 trains without trouble, cuda:1 runs out of memory (the
+    live-tensors scenario on it). The snapshot lists cuda:0 first, as `_dump_snapshot` does."""
+    calm = Sim(8 * GiB, 512 * MiB, device=0)
+    base = 0x7B00_0000_0000
+    calm.segment(base, 1024 * MiB)
+    calm.alloc(base, 256 * MiB)
+    calm.alloc(base + 256 * MiB, 512 * MiB)
+    calm.free(base + 256 * MiB)
+    s, t = live_tensors()
+    s.device = 1
+    snap = s.dump()
+    snap["segments"] = calm.segments() + snap["segments"]
+    snap["device_traces"] = [calm.trace, s.trace]
+    t["doc"] = "cuda:0 holds 256 MiB and never runs short; on cuda:1 " + t["doc"]
+    t["ooms"][0]["device"] = "cuda:1"
+    # The dump's own figures of the device that ran out (the first device's are its own).
+    t["allocator_at_end"] = at_end(s.segments())
+    return snap, t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for name, f in [("oom_live", live_tensors), ("oom_fragmented", fragmentation),
-                    ("oom_outside", outside_allocator), ("oom_too_large", request_too_large)]:
-        sim, t = f()
+                    ("oom_outside", outside_allocator), ("oom_too_large", request_too_large),
+                    ("oom_second_device", second_device)]:
+        snap, t = f()
+        if isinstance(snap, Sim):
+            snap = snap.dump()
         with open(os.path.join(a.out, name + ".pickle"), "wb") as fh:
-            pickle.dump(sim.dump(), fh, protocol=4)
+            pickle.dump(snap, fh, protocol=4)
         with open(os.path.join(a.out, name + ".truth.json"), "w") as fh:
             json.dump(t, fh, indent=1, sort_keys=True)
             fh.write("\n")

@@ -79,7 +79,8 @@ pub fn open_error(e: OpenError) -> anyhow::Error {
     prologue::open_error(e)
 }
 
-/// Index of the device the user asked for, else the first device with events.
+/// Index of the device the user asked for, else the first that ran out of memory, else the
+/// first with events.
 pub fn pick_device(opened: &Opened, want: Option<&str>) -> Result<usize> {
     prologue::pick_device(opened, want, &mut say)
 }

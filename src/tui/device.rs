@@ -64,16 +64,15 @@ pub fn has_device(devs: &[Arc<Device>], want: &str) -> bool {
     memtide_core::open::pick_device(names(devs), Some(want)).is_ok()
 }
 
-/// The device the user asked for (name or ordinal: the core's rule), else the first with
-/// events.
+/// The device the user asked for (name or ordinal: the core's rule), else the first that ran
+/// out of memory, else the first with events.
 pub fn pick_device(devs: &[Arc<Device>], want: Option<&str>) -> usize {
     memtide_core::open::pick_device(names(devs), want)
         .or_else(|_| memtide_core::open::pick_device(names(devs), None))
         .unwrap_or(0)
 }
 
-/// Each device's name and whether it has events, as the core's device rule takes them.
-fn names(devs: &[Arc<Device>]) -> impl Iterator<Item = (&str, bool)> {
-    devs.iter()
-        .map(|d| (d.trace.device.as_str(), !d.is_empty()))
+/// Each device's name and what it holds, as the core's device rule takes them.
+fn names(devs: &[Arc<Device>]) -> impl Iterator<Item = (&str, memtide_core::open::Holds)> {
+    devs.iter().map(|d| (d.trace.device.as_str(), d.holds()))
 }

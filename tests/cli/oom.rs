@@ -88,6 +88,8 @@ fn every_verdict_matches_the_generator_figures() {
         ("oom_fragmented.pickle", "fragmentation"),
         ("oom_outside.pickle", "outside_allocator"),
         ("oom_too_large.pickle", "request_too_large"),
+        // Two GPUs, the OOM on the second: the device a user names none of is that one.
+        ("oom_second_device.pickle", "live_tensors"),
     ] {
         let got = summary(name, &["--capacity", "8GiB"]);
         let want = truth(name);
@@ -101,6 +103,13 @@ fn every_verdict_matches_the_generator_figures() {
             assert_eq!(o[k], w[k], "{name}: {k}");
         }
         assert_eq!(o["verdict"], verdict, "{name}");
+        if let Some(device) = w.get("device") {
+            assert_eq!(o["device"], *device, "{name}");
+            assert_eq!(
+                got["device"], *device,
+                "{name}: the document is the OOM's device"
+            );
+        }
         assert!(!o["advice"].as_str().unwrap_or("").is_empty());
         // allocator_at_end = the generator's sums over the dumped segments.
         let end = &got["allocator_at_end"];
@@ -118,6 +127,27 @@ fn every_verdict_matches_the_generator_figures() {
             );
         }
     }
+}
+
+#[test]
+fn a_named_device_wins_over_the_one_that_ran_out_of_memory() {
+    let got = summary("oom_second_device.pickle", &["--device", "0"]);
+    assert_eq!(got["device"], "cuda:0");
+    assert!(
+        got.get("ooms").is_none(),
+        "cuda:0 ran out of nothing: {got}"
+    );
+    assert_eq!(got["peak"]["bytes"], 768 * 1024 * 1024);
+    // Unnamed, every device is still listed, the OOM's first among the documents.
+    let all = summary("oom_second_device.pickle", &[]);
+    assert_eq!(all["devices"], serde_json::json!(["cuda:0", "cuda:1"]));
+    let per: Vec<&str> = all["per_device"]
+        .as_array()
+        .expect("per_device")
+        .iter()
+        .filter_map(|d| d["device"].as_str())
+        .collect();
+    assert_eq!(per, ["cuda:0", "cuda:1"], "per_device stays in file order");
 }
 
 #[test]

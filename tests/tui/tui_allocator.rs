@@ -512,3 +512,21 @@ fn the_oom_panel_follows_the_frame_rules() {
     assert!(!ruled.contains("model.py:31"), "{ruled}");
     assert!(ruled.contains("train.py:57"), "{ruled}");
 }
+
+/// A file of two GPUs whose second ran out of memory opens on that one, with the OOM's key in
+/// the status row; `d` goes to the other.
+#[test]
+fn a_file_opens_on_the_device_that_ran_out_of_memory() {
+    let mut h = open("oom_second_device.pickle", Some(8 * GIB), 100, 30);
+    let want = truth("oom_second_device.pickle")["ooms"][0]["index"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(h.explorer().device().unwrap().trace.device, "cuda:1");
+    let s = h.screen();
+    assert!(s.contains("cuda:1 [2/2]"), "{s}");
+    assert!(s.contains("o OOM"), "{s}");
+    h.press("o");
+    assert_eq!(event(&h), want);
+    h.press("d");
+    assert_eq!(h.explorer().device().unwrap().trace.device, "cuda:0");
+}

@@ -230,3 +230,31 @@ fn a_rewrite_in_place_reloads_the_new_run() {
         h.app.shared.status
     );
 }
+
+/// A followed snapshot of two GPUs, reloaded whole on change: the reload keeps the device on
+/// screen, not the one the file opened on (the OOM's device, `cuda:1`, by the core's rule).
+#[test]
+fn a_reload_keeps_the_device_the_user_moved_to() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("snapshot.pickle");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/oom/oom_second_device.pickle");
+    std::fs::copy(&fixture, &p).expect("copy");
+    let mut h = Harness::open_follow(&p, 100, 30);
+    let shown = |h: &Harness| h.explorer().device().expect("dev").trace.device.clone();
+    assert_eq!(
+        shown(&h),
+        "cuda:1",
+        "opened on the device that ran out of memory"
+    );
+    h.press("d");
+    assert_eq!(shown(&h), "cuda:0");
+    let gen = tail_gen(&h);
+    h.send(Msg::Tail {
+        gen,
+        event: TailEvent::Reload("the file was replaced"),
+        now: Instant::now(),
+    });
+    assert_eq!(shown(&h), "cuda:0", "the reload kept the device on screen");
+    assert_ne!(tail_gen(&h), gen, "the reload did run");
+}

@@ -24,7 +24,8 @@ pub struct Opened {
     pub path: PathBuf,
     pub format: Format,
     pub devices: Vec<Device>,
-    /// The device asked for (`device=`), else the first with events.
+    /// The device asked for (`device=`), else the first that ran out of memory, else the
+    /// first with events.
     pub primary: usize,
     /// Whether `device=` was given (`summary --json` then says so).
     pub device_given: bool,

@@ -52,7 +52,8 @@ pub fn open_error(e: OpenError) -> anyhow::Error {
     }
 }
 
-/// Index of the device `want` names, else the first device with events (the core's rule:
+/// Index of the device `want` names, else the first that ran out of memory, else the first
+/// with events (the core's rule:
 /// [`Opened::pick`]); a note to `say` when a ROCm name stood for a CUDA one.
 pub fn pick_device(opened: &Opened, want: Option<&str>, say: Say) -> Result<usize> {
     if opened.devices.is_empty() {

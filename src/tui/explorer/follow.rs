@@ -6,7 +6,7 @@
 use super::nav;
 use super::state::{ExplorerState, Screen};
 use crate::follow::TailEvent;
-use crate::tui::device::{pick_device, FollowLoad};
+use crate::tui::device::{has_device, pick_device, FollowLoad};
 use crate::tui::effect::Effect;
 use crate::tui::shared::Shared;
 use crate::tui::view::Viewport;
@@ -65,7 +65,13 @@ pub fn loaded(
     };
     let offset = load.offset;
     let devices = load.devices;
-    ex.current = pick_device(&devices, ex.device_want.as_deref());
+    // A reload keeps the device on screen (the user may have moved on from the one opened).
+    let shown = ex
+        .device()
+        .filter(|_| reload)
+        .map(|d| d.trace.device.clone())
+        .filter(|name| has_device(&devices, name));
+    ex.current = pick_device(&devices, shown.as_deref().or(ex.device_want.as_deref()));
     ex.devices = devices;
     ex.screen = Screen::Ready;
     let (restore, on) = match ex.follow.as_mut() {

@@ -3,6 +3,7 @@
 //! once here instead of by each command or screen.
 
 use super::model_slot::ModelSlot;
+use super::pick::Holds;
 use crate::allocator::{History, Model, OomExplanation};
 use crate::analysis::external_split::ExternalSplit;
 use crate::analysis::frames::{FrameRules, FrameView};
@@ -359,6 +360,17 @@ impl Device {
 
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
+    }
+
+    /// What the device holds, as the device rule weighs it ([`super::pick_device`]).
+    pub fn holds(&self) -> Holds {
+        if !self.oom_at.is_empty() {
+            Holds::Oom
+        } else if self.is_empty() {
+            Holds::Nothing
+        } else {
+            Holds::Events
+        }
     }
 
     /// The last event's position (0 when there is none).

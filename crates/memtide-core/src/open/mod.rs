@@ -35,7 +35,7 @@ mod pick;
 pub use capacity::{capacity_floor, check_capacity, CapacityFloor};
 pub use device::Device;
 pub use load::{infer_missing, load, UserRules};
-pub use pick::{is_rocm_alias, pick_device, UnknownDevice};
+pub use pick::{is_rocm_alias, pick_device, Holds, UnknownDevice};
 
 use crate::allocator::History;
 use crate::analysis::frames::FrameRules;
@@ -202,7 +202,7 @@ impl OpenError {
 
 impl Opened {
     /// The device the user means ([`pick_device`]: a name, an ordinal, or None for the
-    /// first device with events).
+    /// first device that ran out of memory, else the first with events).
     pub fn pick(&self, want: Option<&str>) -> Result<usize, UnknownDevice> {
         pick_device(names(&self.devices), want)
     }
@@ -229,9 +229,9 @@ impl Opened {
     }
 }
 
-/// Each device's name and whether it has events, as [`pick_device`] takes them.
-pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, bool)> {
-    devices.iter().map(|d| (d.name(), !d.is_empty()))
+/// Each device's name and what it holds, as [`pick_device`] takes them.
+pub(crate) fn names(devices: &[Device]) -> impl Iterator<Item = (&str, Holds)> {
+    devices.iter().map(|d| (d.name(), d.holds()))
 }
 
 /// Opens `path`: read, infer, merge side sources, check the sums, then per device the index,

@@ -21,7 +21,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct RankOptions {
     pub load: LoadOptions,
-    /// `--device`: an ordinal or a name (None: the first device with events).
+    /// `--device`: an ordinal or a name (None: the first device that ran out of memory, else the
+    /// first with events).
     pub device: Option<String>,
     /// `--capacity` in bytes (the user's figure wins over the file's).
     pub capacity: Option<u64>,
