@@ -530,3 +530,26 @@ fn a_file_opens_on_the_device_that_ran_out_of_memory() {
     h.press("d");
     assert_eq!(h.explorer().device().unwrap().trace.device, "cuda:0");
 }
+
+/// At 80 columns a long file name is cut from the left, not left out: the header keeps the
+/// name's end beside the device and the peak (the OOM fixture's figures, by hand: 6 GiB of
+/// blocks and 8 KiB made and freed before the OOM).
+#[test]
+fn at_80_columns_a_long_file_name_keeps_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "a_distributed_job_of_eight_ranks_rank3_step1200_memory_snapshot.pickle";
+    let p = dir.path().join(long);
+    std::fs::copy(fixture("oom_live.pickle"), &p).unwrap();
+    let h = Harness::open(&p, 80, 24);
+    let s = h.screen();
+    let header = s.lines().next().unwrap();
+    assert!(header.contains("…"), "{header}");
+    assert!(
+        header.contains("_memory_snapshot.pickle · cuda:0"),
+        "{header}"
+    );
+    assert!(!header.contains(long), "cut: {header}");
+    assert!(header.contains("cuda:0"), "{header}");
+    assert!(header.contains("peak 6.000 GiB"), "{header}");
+    assert!(header.chars().count() <= 80, "{header}");
+}

@@ -214,6 +214,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
         Part {
             spans: vec![(" peak A ".into(), th.header_dim), (pa, th.header_title)],
             keep: 9,
+            least: 0,
         },
         Part::text(ma, th.header_title, 2),
         Part {
@@ -222,6 +223,7 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
                 (pb, th.header_title),
             ],
             keep: 9,
+            least: 0,
         },
         Part::text(mb, th.header_title, 2),
     ];

@@ -1,6 +1,7 @@
 //! A line of parts that may not all fit: the least important parts are left out first (the
-//! rightmost of equal importance first), so a narrow terminal keeps what matters most — the
-//! peak and reserved figures in the header, `? help` and `q quit` in the status row.
+//! rightmost of equal importance first; a part that may be cut is cut down first), so a narrow
+//! terminal keeps what matters most — the peak and reserved figures in the header, `? help`
+//! and `q quit` in the status row, as much of the file's name as is left.
 
 use super::put;
 use ratatui::buffer::Buffer;
@@ -12,6 +13,10 @@ use ratatui::style::Style;
 pub struct Part {
     pub spans: Vec<(String, Style)>,
     pub keep: u8,
+    /// The fewest columns its one piece of text may be cut to (from the left, after its
+    /// separator: the end of a file's name tells files apart) before it is left out; 0: shown
+    /// whole or not at all.
+    pub least: usize,
 }
 
 impl Part {
@@ -20,6 +25,15 @@ impl Part {
         Part {
             spans: vec![(text.into(), style)],
             keep,
+            least: 0,
+        }
+    }
+
+    /// A part of one piece of text that may be cut down to `least` columns before it goes.
+    pub fn cuttable(text: impl Into<String>, style: Style, keep: u8, least: usize) -> Part {
+        Part {
+            least,
+            ..Part::text(text, style, keep)
         }
     }
 
@@ -28,25 +42,56 @@ impl Part {
     }
 }
 
-/// Which of `parts` fit in `width` columns together: drops the least important (and, among
-/// equals, the rightmost) until the rest fit. The last part standing is kept even when it
-/// alone is too wide (it is cut when drawn).
-pub fn fitting(parts: &[Part], width: usize) -> Vec<bool> {
-    let mut shown = vec![true; parts.len()];
-    let mut total: usize = parts.iter().map(Part::width).sum();
+/// The columns each of `parts` is drawn in so that together they fit `width` (None: left
+/// out): the least important (and, among equals, the rightmost) goes first, cut down to its
+/// `least` columns before it is left out, until the rest fit. The last part standing is kept
+/// even when it alone is too wide (it is cut when drawn).
+pub fn fitting(parts: &[Part], width: usize) -> Vec<Option<usize>> {
+    let mut shown: Vec<Option<usize>> = parts.iter().map(|p| Some(p.width())).collect();
+    let mut total: usize = shown.iter().flatten().sum();
     while total > width {
         let drop = (0..parts.len())
-            .filter(|&i| shown[i])
+            .filter(|&i| shown[i].is_some())
             .min_by_key(|&i| (parts[i].keep, std::cmp::Reverse(i)));
         match drop {
-            Some(i) if shown.iter().filter(|&&s| s).count() > 1 => {
-                shown[i] = false;
-                total -= parts[i].width();
+            Some(i) if shown.iter().flatten().count() > 1 => {
+                let now = shown[i].unwrap_or(0);
+                let least = parts[i].least;
+                if least > 0 && now > least {
+                    let cut = (now - least).min(total - width);
+                    shown[i] = Some(now - cut);
+                    total -= cut;
+                } else {
+                    shown[i] = None;
+                    total -= now;
+                }
             }
             _ => break,
         }
     }
     shown
+}
+
+/// `text` cut to `w` columns from the left, after a leading separator (` · `, ` | `), with
+/// `…` where it was cut.
+fn cut_left(text: &str, w: usize) -> String {
+    let n = text.chars().count();
+    if n <= w {
+        return text.to_string();
+    }
+    let sep = [" · ", " | "]
+        .into_iter()
+        .find(|s| text.starts_with(s))
+        .unwrap_or("");
+    let lead = sep.chars().count();
+    let room = w.saturating_sub(lead);
+    if room == 0 {
+        return text.chars().take(w).collect();
+    }
+    let mut out = sep.to_string();
+    out.push('…');
+    out.extend(text.chars().skip(n - (room - 1)));
+    out
 }
 
 /// The parts `make(true)` gives (the long form) when they all fit `width`, else the parts
@@ -68,14 +113,17 @@ pub fn draw(buf: &mut Buffer, x: u16, y: u16, right: u16, parts: &[Part]) -> u16
     let shown = fitting(parts, usize::from(right.saturating_sub(x)));
     let start = x;
     let mut x = x;
-    for (p, _) in parts.iter().zip(shown).filter(|(_, s)| *s) {
+    for (p, w) in parts.iter().zip(shown) {
+        let Some(w) = w else { continue };
+        let cut = (w < p.width() && p.spans.len() == 1).then(|| cut_left(&p.spans[0].0, w));
         for (i, (text, style)) in p.spans.iter().enumerate() {
+            let text = cut.as_deref().unwrap_or(text);
             let text = match text
                 .strip_prefix(" · ")
                 .or_else(|| text.strip_prefix(" | "))
             {
                 Some(rest) if x == start && i == 0 => format!(" {rest}"),
-                _ => text.clone(),
+                _ => text.to_string(),
             };
             if x >= right {
                 return x;
@@ -99,11 +147,38 @@ mod tests {
     #[test]
     fn least_important_goes_first_and_the_rightmost_of_equals() {
         let p = parts(&[("aaaa", 5), ("bb", 1), ("cccc", 9), ("dd", 1)]);
-        assert_eq!(fitting(&p, 12), vec![true; 4]);
-        assert_eq!(fitting(&p, 11), vec![true, true, true, false]);
-        assert_eq!(fitting(&p, 9), vec![true, false, true, false]);
-        assert_eq!(fitting(&p, 5), vec![false, false, true, false]);
+        let shown = |w| -> Vec<bool> { fitting(&p, w).iter().map(Option::is_some).collect() };
+        assert_eq!(shown(12), vec![true; 4]);
+        assert_eq!(shown(11), vec![true, true, true, false]);
+        assert_eq!(shown(9), vec![true, false, true, false]);
+        assert_eq!(shown(5), vec![false, false, true, false]);
         // The most important part stays even when nothing fits.
-        assert_eq!(fitting(&p, 0), vec![false, false, true, false]);
+        assert_eq!(shown(0), vec![false, false, true, false]);
+    }
+
+    #[test]
+    fn a_cuttable_part_is_cut_to_its_least_before_it_goes() {
+        let name = " · a_long_run_name_rank3.pickle";
+        let p = vec![
+            Part::text(" memtide", Style::default(), 3),
+            Part::cuttable(name, Style::default(), 6, 12),
+            Part::text(" · peak 1.0 GiB", Style::default(), 10),
+        ];
+        let (n, peak) = (name.chars().count(), 15);
+        // Room for all: nothing cut.
+        assert_eq!(
+            fitting(&p, 8 + n + peak),
+            vec![Some(8), Some(n), Some(peak)]
+        );
+        // Less: the less important title goes first, then the name is cut, never below 12.
+        assert_eq!(fitting(&p, n + peak), vec![None, Some(n), Some(peak)]);
+        assert_eq!(fitting(&p, 20 + peak), vec![None, Some(20), Some(peak)]);
+        assert_eq!(fitting(&p, 12 + peak), vec![None, Some(12), Some(peak)]);
+        assert_eq!(fitting(&p, 11 + peak), vec![None, None, Some(peak)]);
+        // Cut from the left, after its separator: the end of the name stays.
+        assert_eq!(cut_left(name, 20), " · …ame_rank3.pickle");
+        assert_eq!(cut_left(name, 20).chars().count(), 20);
+        assert_eq!(cut_left("abcdef", 4), "…def");
+        assert_eq!(cut_left(name, n), name);
     }
 }

@@ -40,6 +40,10 @@ pub fn draw(buf: &mut Buffer, l: &Layout, sh: &Shared, ex: &ExplorerState, dev: 
     }
 }
 
+/// The fewest columns of the file's name the header keeps before it leaves it out (the
+/// separator and `…` among them).
+const FILE_LEAST: usize = 16;
+
 /// The first row: file, device and the run's figures, the peak and reserved figures kept
 /// longest when the terminal is narrow.
 fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
@@ -53,7 +57,8 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
     );
     let mut parts = vec![
         Part::text(" memtide", th.header_title, 3),
-        text(format!("{sep}{file}"), 6),
+        // Cut from the left before it goes: at 80 columns a long name keeps its end.
+        Part::cuttable(format!("{sep}{file}"), th.header_text, 6, FILE_LEAST),
     ];
     let mut device = format!("{sep}{}", tr.device);
     if ex.devices.len() > 1 {
@@ -138,6 +143,7 @@ fn cursor_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
         let lead = if first { " = " } else { " + " };
         first = false;
         parts.push(Part {
+            least: 0,
             spans: vec![
                 (lead.to_string(), th.header_dim),
                 (
@@ -207,7 +213,11 @@ fn source_parts(sh: &Shared, dev: &Device, at: memtide_core::trace::Seq) -> Opti
         ));
     }
     spans.push((")".to_string(), th.header_dim));
-    any.then_some(Part { spans, keep: 3 })
+    any.then_some(Part {
+        spans,
+        keep: 3,
+        least: 0,
+    })
 }
 
 /// The persistent band's split, short: `params 1.0Gi + grads 1.0Gi + optim 2.0Gi · 16.0

@@ -69,6 +69,7 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
                 (format!(" {what} "), th.status_bar),
             ],
             keep,
+            least: 0,
         })
         .collect();
     x = fit::draw(buf, x, r.y, r.right(), &parts);
