@@ -59,7 +59,9 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         let shown: Vec<&Summary> = if a.input.device.is_some() {
             vec![main]
         } else {
-            summaries.iter().filter(|s| s.events > 0).collect()
+            lead_with(primary, summaries.iter())
+                .filter(|s| s.events > 0)
+                .collect()
         };
         for s in shown {
             crate::outln!(
@@ -77,9 +79,7 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 .take(1)
                 .collect()
         } else {
-            summaries
-                .iter()
-                .zip(&traces)
+            lead_with(primary, summaries.iter().zip(&traces))
                 .filter(|(s, _)| s.events > 0)
                 .collect()
         };
@@ -98,4 +98,15 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The devices' items with the one the device rule picked first (the one that ran out of
+/// memory, on a file of several GPUs), the others after it in file order.
+fn lead_with<T>(primary: usize, items: impl Iterator<Item = T>) -> impl Iterator<Item = T> {
+    let mut items: Vec<T> = items.collect();
+    if primary < items.len() {
+        let first = items.remove(primary);
+        items.insert(0, first);
+    }
+    items.into_iter()
 }

@@ -415,3 +415,35 @@ fn jsonl_oom_uses_reserve_spans_and_oom_lines() {
     let v = run(&[head, r#"{"t":1,"op":"alloc","id":1,"size":1024}"#]);
     assert!(v.get("ooms").is_none() && v.get("allocator_at_end").is_none());
 }
+
+/// The text and Markdown reports of a file of several GPUs begin with the device that ran out
+/// of memory, the others after it in file order.
+#[test]
+fn the_report_of_several_gpus_begins_with_the_one_that_ran_out() {
+    for flag in [None, Some("--markdown")] {
+        let out = Command::cargo_bin("memtide")
+            .expect("memtide binary")
+            .arg("summary")
+            .args(flag)
+            .arg(fixture("oom_second_device.pickle"))
+            .output()
+            .expect("run memtide");
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let heads: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("memtide summary ·") || l.starts_with("### memtide ·"))
+            .map(|l| l.rsplit(" · ").next().unwrap_or(""))
+            .collect();
+        assert_eq!(heads, ["cuda:1", "cuda:0"], "{flag:?}: {text}");
+        let oom = text
+            .to_lowercase()
+            .find("out of memory")
+            .expect("the OOM is explained");
+        let second = text.rfind("cuda:0").expect("cuda:0's report");
+        assert!(
+            oom < second,
+            "{flag:?}: the OOM comes before cuda:0's report"
+        );
+    }
+}
