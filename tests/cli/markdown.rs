@@ -560,3 +560,77 @@ fn growth_after_warm_up_has_one_wording_in_text_and_markdown() {
         "{md}"
     );
 }
+
+/// Two runs of two commits of one script: the optimizer's two states moved from lines 76 and
+/// 77 to 73 and 74 (three lines removed above them), the activation stayed at line 40. The
+/// moved owners are one owner each (the bytes by hand: 1 GiB each in A, 1.5 GiB in B), so
+/// nothing grew twice and shrank twice; an owner with as many lines as the other run's cannot
+/// be told apart and stays as it is (`extra.py`).
+#[test]
+fn an_owner_that_moved_lines_between_two_commits_is_one_owner() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, lines: [u32; 2], state: u64, extra: &[u32]| {
+        let mut s = String::from("{\"memtide\":1}\n");
+        let mut t = 1;
+        let mut alloc = |id: u32, size: u64, cat: &str, frame: String| {
+            s.push_str(&format!(
+                "{{\"t\":{t},\"op\":\"alloc\",\"id\":{id},\"size\":{size},\"cat\":\"{cat}\",\"stack\":[\"{frame}\"]}}\n"
+            ));
+            t += 1;
+        };
+        alloc(1, 64 << 20, "activation", "model.py:40 forward".into());
+        alloc(2, state, "optimizer", format!("opt.py:{} step", lines[0]));
+        alloc(3, state, "optimizer", format!("opt.py:{} step", lines[1]));
+        for (i, l) in extra.iter().enumerate() {
+            alloc(
+                10 + i as u32,
+                1 << 20,
+                "activation",
+                format!("extra.py:{l} f"),
+            );
+        }
+        let p = dir.path().join(name);
+        std::fs::write(&p, s).expect("write");
+        p
+    };
+    let a = run("a.jsonl", [76, 77], 1 << 30, &[5]);
+    let b = run("b.jsonl", [73, 74], 3 << 29, &[7, 8]);
+    let v: serde_json::Value =
+        serde_json::from_str(&run_ok(&["diff", "--json"], &[&a, &b])).expect("json");
+    let rows = |k: &str| -> Vec<(String, Option<String>, i64)> {
+        v[k].as_array()
+            .expect("list")
+            .iter()
+            .map(|x| {
+                (
+                    x["frame"].as_str().unwrap_or("").to_string(),
+                    x["a_frame"].as_str().map(str::to_string),
+                    x["delta"].as_i64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let half_gib = 1i64 << 29;
+    assert_eq!(
+        rows("grown"),
+        [
+            (
+                "opt.py:73 step".into(),
+                Some("opt.py:76 step".into()),
+                half_gib
+            ),
+            (
+                "opt.py:74 step".into(),
+                Some("opt.py:77 step".into()),
+                half_gib
+            ),
+            ("extra.py:7 f".into(), None, 1 << 20),
+            ("extra.py:8 f".into(), None, 1 << 20),
+        ]
+    );
+    assert_eq!(rows("shrunk"), [("extra.py:5 f".into(), None, -(1 << 20))]);
+    let text = run_ok(&["diff"], &[&a, &b]);
+    assert!(text.contains("opt.py:73 step (A: line 76)"), "{text}");
+    let md = run_ok(&["diff", "--markdown"], &[&a, &b]);
+    assert!(md.contains("opt.py:74 step (A: line 77)"), "{md}");
+}

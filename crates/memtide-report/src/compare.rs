@@ -149,6 +149,7 @@ fn owners_json(g: Option<&[Grown]>) -> serde_json::Value {
                     "category": x.category,
                     "label": x.label,
                     "frame": x.frame,
+                    "a_frame": x.a_frame,
                     "a_bytes": x.a_bytes,
                     "a_count": x.a_count,
                     "b_bytes": x.b_bytes,
@@ -342,7 +343,7 @@ fn owners_text(o: &mut String, what: &str, rows: &[Grown]) {
         rows.len()
     );
     for x in rows.iter().take(GROWN_SHOWN) {
-        let frame = crate::frames::short_frame(&x.frame);
+        let frame = crate::frames::moved_frame(x);
         let what = if x.label.is_empty() {
             frame.to_string()
         } else {

@@ -1,7 +1,7 @@
 //! How the reports (text and Markdown) show a stack frame: shared by `summary`, `check`,
 //! `diff` and `markdown`, below all of them.
 
-use memtide_core::analysis::LiveEntry;
+use memtide_core::analysis::{Grown, LiveEntry};
 
 /// A frame without the site-packages prefix (`torch/nn/functional.py:1777:relu`).
 pub fn short_frame(f: &str) -> &str {
@@ -28,5 +28,15 @@ pub fn shown_frame_of(frame: &str, user_frame: &str, innermost: &str, all_frames
         user_frame.to_string()
     } else {
         format!("{user_frame}  ← {innermost}")
+    }
+}
+
+/// An owner's frame, short, with A's line where the owner moved between the runs
+/// (`opt.py:73 step (A: line 76)`).
+pub fn moved_frame(x: &Grown) -> String {
+    let frame = short_frame(&x.frame);
+    match x.moved_from() {
+        Some(line) => format!("{frame} (A: line {line})"),
+        None => frame.to_string(),
     }
 }

@@ -3,7 +3,6 @@
 //! and the allocations that grew, with their user frames — GitHub tables, binary units.
 
 use super::{cell, size};
-use crate::frames::short_frame;
 use memtide_core::analysis::{Diff, Grown, OwnerChanges, Persistent, Summary};
 use memtide_core::trace::{grouped, human_bytes, Band};
 use std::fmt::Write as _;
@@ -238,7 +237,7 @@ fn owners(o: &mut String, what: &str, more: &str, g: &[Grown]) {
             x.b_count,
             cell(x.category),
             dash(cell(&x.label)),
-            dash(cell(short_frame(&x.frame)))
+            dash(cell(&crate::frames::moved_frame(x)))
         );
     }
     let _ = writeln!(o);
