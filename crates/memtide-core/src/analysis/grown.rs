@@ -10,7 +10,7 @@ use super::live::entry_in;
 use super::peak::Peak;
 use crate::index::Index;
 use crate::trace::Trace;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One owner of bytes live at both peaks (or at one of them).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,14 +101,15 @@ pub fn owner_changes(
         };
     // The same owner in both runs.
     let both: Vec<Key> = gb.keys().filter(|k| ga.contains_key(*k)).cloned().collect();
+    let stayed: BTreeSet<Place> = both.iter().filter_map(place_of).collect();
     for k in both {
         if let (Some(a), Some(b)) = (ga.remove(&k), gb.remove(&k)) {
             rows.push(row(k, None, a, b));
         }
     }
     // The same owner moved: A's and B's leftovers at one file and function, paired in line
-    // order where each run has as many of them.
-    for (ka, kb) in moved(&ga, &gb) {
+    // order where each run has as many of them and none of that place stayed where it was.
+    for (ka, kb) in moved(&ga, &gb, &stayed) {
         if let (Some(a), Some(b)) = (ga.remove(&ka), gb.remove(&kb)) {
             rows.push(row(kb, Some(ka.2), a, b));
         }
@@ -140,18 +141,31 @@ fn place_and_line(frame: &str) -> Option<(String, u64)> {
     (!file.is_empty()).then(|| (format!("{file} {function}"), line))
 }
 
+/// An owner without its line: category, label, and the frame's file and function.
+type Place = (&'static str, String, String);
+
+fn place_of(k: &Key) -> Option<Place> {
+    place_and_line(&k.2).map(|(place, _)| (k.0, k.1.clone(), place))
+}
+
 /// The owners of `a` and `b` (each run's leftovers) that are one owner moved: the same
 /// category, label, file and function at other lines, paired in line order where A and B
-/// hold as many of them there (else left alone: which is which cannot be told).
-fn moved(a: &BTreeMap<Key, (u64, usize)>, b: &BTreeMap<Key, (u64, usize)>) -> Vec<(Key, Key)> {
-    type Place = (&'static str, String, String);
+/// hold as many of them there and no owner of that place is in both runs at one line
+/// (`stayed`: there the code did not move, and other lines are other allocations); else
+/// left alone, as which is which cannot be told.
+fn moved(
+    a: &BTreeMap<Key, (u64, usize)>,
+    b: &BTreeMap<Key, (u64, usize)>,
+    stayed: &BTreeSet<Place>,
+) -> Vec<(Key, Key)> {
     let by_place = |g: &BTreeMap<Key, (u64, usize)>| {
         let mut m: BTreeMap<Place, Vec<(u64, Key)>> = BTreeMap::new();
         for k in g.keys() {
             if let Some((place, line)) = place_and_line(&k.2) {
-                m.entry((k.0, k.1.clone(), place))
-                    .or_default()
-                    .push((line, k.clone()));
+                let place = (k.0, k.1.clone(), place);
+                if !stayed.contains(&place) {
+                    m.entry(place).or_default().push((line, k.clone()));
+                }
             }
         }
         for v in m.values_mut() {
@@ -218,14 +232,21 @@ mod tests {
             ("activation", "relu", "model.py:51 forward", 5),
             ("activation", "relu", "model.py:52 forward", 5),
         ]);
-        let pairs: Vec<(String, String)> =
-            moved(&a, &b).into_iter().map(|(x, y)| (x.2, y.2)).collect();
+        let pairs = |stayed: &BTreeSet<Place>| -> Vec<(String, String)> {
+            moved(&a, &b, stayed)
+                .into_iter()
+                .map(|(x, y)| (x.2, y.2))
+                .collect()
+        };
         assert_eq!(
-            pairs,
+            pairs(&BTreeSet::new()),
             [
                 ("opt.py:76 step".to_string(), "opt.py:73 step".to_string()),
                 ("opt.py:77 step".to_string(), "opt.py:74 step".to_string()),
             ]
         );
+        // An owner of the place at one line in both runs: the code there did not move.
+        let step = ("optimizer", "step".to_string(), "opt.py step".to_string());
+        assert_eq!(pairs(&BTreeSet::from([step])), []);
     }
 }
