@@ -525,6 +525,10 @@ fn a_file_opens_on_the_device_that_ran_out_of_memory() {
     let s = h.screen();
     assert!(s.contains("cuda:1 [2/2]"), "{s}");
     assert!(s.contains("o OOM"), "{s}");
+    assert!(
+        s.contains("d device"),
+        "the other device is a key away: {s}"
+    );
     h.press("o");
     assert_eq!(event(&h), want);
     h.press("d");

@@ -50,8 +50,12 @@ pub fn draw(buf: &mut Buffer, r: Rect, sh: &Shared, ex: &ExplorerState) {
         );
         return;
     }
-    // What this file offers besides the usual: its OOMs, its allocator segments.
+    // What this file offers besides the usual: its other devices, its OOMs, its allocator
+    // segments.
     let mut hints: Vec<(&str, &str, u8)> = HINTS[..HINTS.len() - 1].to_vec();
+    if ex.devices.len() > 1 {
+        hints.push(("d", "device", 4));
+    }
     if let Some(dev) = ex.device() {
         if !dev.oom_at.is_empty() {
             hints.push(("o", "OOM", 5));
