@@ -133,6 +133,45 @@ pub fn trunc_left(s: &str, w: usize) -> String {
     out
 }
 
+/// Two names shown by where they differ: their common beginning and end left out (`…`) at
+/// the edges of the words that differ, so `…_medium_128_training.pickle` and
+/// `…_medium_256_training.pickle` read `…128…` and `…256…`. Equal names, or names with nothing
+/// in common, come back whole.
+pub fn differing(a: &str, b: &str) -> (String, String) {
+    let (x, y): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if x == y {
+        return (a.to_string(), b.to_string());
+    }
+    let shortest = x.len().min(y.len());
+    let mut head = x.iter().zip(&y).take_while(|(c, d)| c == d).count();
+    let mut tail = x
+        .iter()
+        .rev()
+        .zip(y.iter().rev())
+        .take(shortest - head)
+        .take_while(|(c, d)| c == d)
+        .count();
+    // Whole words: back the cuts off to the edges of the words that differ.
+    while head > 0 && x[head - 1].is_alphanumeric() {
+        head -= 1;
+    }
+    while tail > 0 && x[x.len() - tail].is_alphanumeric() {
+        tail -= 1;
+    }
+    let show = |v: &[char]| {
+        let mut out = String::new();
+        if head > 0 {
+            out.push('…');
+        }
+        out.extend(&v[head..v.len() - tail]);
+        if tail > 0 {
+            out.push('…');
+        }
+        out
+    };
+    (show(&x), show(&y))
+}
+
 /// `s` cut to `w` columns at a word boundary, ending in `…` when cut (mid-word only when a
 /// single word is wider than `w`).
 pub fn trunc_words(s: &str, w: usize) -> String {
@@ -190,6 +229,40 @@ pub fn wrap(text: &str, w: usize) -> Vec<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_names_are_shown_by_the_words_that_differ() {
+        let d = |a: &str, b: &str| {
+            let (x, y) = differing(a, b);
+            (x, y)
+        };
+        assert_eq!(
+            d(
+                "results__medium_128_training_memory_snapshot.pickle",
+                "results__medium_256_training_memory_snapshot.pickle"
+            ),
+            ("…128…".into(), "…256…".into())
+        );
+        // A word that differs is shown whole, not from the first differing letter.
+        assert_eq!(
+            d("rank3_step100.pickle", "rank3_step200.pickle"),
+            ("…step100…".into(), "…step200…".into())
+        );
+        assert_eq!(
+            d("memory_forward.pickle", "memory_forward_mixed.pickle"),
+            ("…forward…".into(), "…forward_mixed…".into())
+        );
+        // Nothing in common at an end: that end is not cut.
+        assert_eq!(
+            d("a.pickle", "b.json"),
+            ("a.pickle".into(), "b.json".into())
+        );
+        assert_eq!(
+            d("same.pickle", "same.pickle"),
+            ("same.pickle".into(), "same.pickle".into())
+        );
+        assert_eq!(d("ab", "abc"), ("ab".into(), "abc".into()));
+    }
 
     #[test]
     fn words_are_cut_whole() {

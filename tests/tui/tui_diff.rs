@@ -403,3 +403,35 @@ fn runs_with_different_step_counts() {
     h.press("]]]m[pP<End>l<Home>h");
     assert_eq!(st(&h).cursor, 0);
 }
+
+/// At 80 columns, two run names too long to stand whole beside the verdict are shown by the
+/// words that differ (the files are copies of the samples under long names that share their
+/// beginning and end).
+#[test]
+fn at_80_columns_long_run_names_show_where_they_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = |n: &str| format!("llama3_8b_fsdp_bf16_seq4096_{n}_memory_snapshot.jsonl");
+    let (a, b) = (
+        dir.path().join(name("ckpt_off")),
+        dir.path().join(name("ckpt_on")),
+    );
+    std::fs::copy(sample("train-3steps.jsonl"), &a).unwrap();
+    std::fs::copy(sample("train-checkpointed.jsonl"), &b).unwrap();
+    let app = App::new_diff(a, b, Default::default(), Theme::default(), false);
+    let h = Harness::with_app(app, 80, 24);
+    let s = h.screen();
+    let header = s.lines().next().unwrap();
+    assert!(header.contains("A …off… · B …on…"), "{header}");
+    assert!(header.contains("same work"), "{header}");
+    // Wide enough, the names stand whole.
+    let app = App::new_diff(
+        dir.path().join(name("ckpt_off")),
+        dir.path().join(name("ckpt_on")),
+        Default::default(),
+        Theme::default(),
+        false,
+    );
+    let h = Harness::with_app(app, 200, 40);
+    let s = h.screen();
+    assert!(s.lines().next().unwrap().contains(&name("ckpt_on")), "{s}");
+}

@@ -179,11 +179,17 @@ fn draw_header(buf: &mut Buffer, l: &DiffLayout, sh: &Shared, st: &DiffState) {
             9,
         ));
     }
-    top.push(Part::text(
-        format!("{sep}A {}{sep}B {}", st.a.name(), st.b.name()),
-        th.header_text,
-        6,
-    ));
+    // The runs' names, or where they differ when both whole do not fit beside the verdict.
+    let (a, b) = (st.a.name(), st.b.name());
+    let names = format!("{sep}A {a}{sep}B {b}");
+    let taken: usize = top.iter().map(Part::width).sum();
+    let names = if taken + names.chars().count() <= usize::from(r.width) {
+        names
+    } else {
+        let (a, b) = fmt::differing(&a, &b);
+        format!("{sep}A {a}{sep}B {b}")
+    };
+    top.push(Part::text(names, th.header_text, 6));
     top.push(Part::text(
         format!("{sep}aligned by {}{sep}same y scale", d.aligned_by),
         th.header_text,

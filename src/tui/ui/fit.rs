@@ -37,7 +37,8 @@ impl Part {
         }
     }
 
-    fn width(&self) -> usize {
+    /// Its columns, whole.
+    pub fn width(&self) -> usize {
         self.spans.iter().map(|(t, _)| t.chars().count()).sum()
     }
 }
