@@ -232,10 +232,7 @@ mod tests {
 
     #[test]
     fn two_names_are_shown_by_the_words_that_differ() {
-        let d = |a: &str, b: &str| {
-            let (x, y) = differing(a, b);
-            (x, y)
-        };
+        let d = differing;
         assert_eq!(
             d(
                 "results__medium_128_training_memory_snapshot.pickle",

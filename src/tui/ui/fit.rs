@@ -76,23 +76,22 @@ pub fn fitting(parts: &[Part], width: usize) -> Vec<Option<usize>> {
 /// `text` cut to `w` columns from the left, after a leading separator (` · `, ` | `), with
 /// `…` where it was cut.
 fn cut_left(text: &str, w: usize) -> String {
-    let n = text.chars().count();
-    if n <= w {
+    if text.chars().count() <= w {
         return text.to_string();
     }
-    let sep = [" · ", " | "]
-        .into_iter()
-        .find(|s| text.starts_with(s))
-        .unwrap_or("");
-    let lead = sep.chars().count();
-    let room = w.saturating_sub(lead);
-    if room == 0 {
-        return text.chars().take(w).collect();
+    let (sep, rest) = split_separator(text);
+    match w.checked_sub(sep.chars().count()).filter(|&room| room > 0) {
+        Some(room) => format!("{sep}{}", crate::tui::fmt::trunc_left(rest, room)),
+        None => text.chars().take(w).collect(),
     }
-    let mut out = sep.to_string();
-    out.push('…');
-    out.extend(text.chars().skip(n - (room - 1)));
-    out
+}
+
+/// A part's leading separator (` · `, ` | ` in ASCII; empty if none) and the rest.
+fn split_separator(text: &str) -> (&str, &str) {
+    [" · ", " | "]
+        .into_iter()
+        .find_map(|sep| text.strip_prefix(sep).map(|rest| (sep, rest)))
+        .unwrap_or(("", text))
 }
 
 /// The parts `make(true)` gives (the long form) when they all fit `width`, else the parts
@@ -119,11 +118,8 @@ pub fn draw(buf: &mut Buffer, x: u16, y: u16, right: u16, parts: &[Part]) -> u16
         let cut = (w < p.width() && p.spans.len() == 1).then(|| cut_left(&p.spans[0].0, w));
         for (i, (text, style)) in p.spans.iter().enumerate() {
             let text = cut.as_deref().unwrap_or(text);
-            let text = match text
-                .strip_prefix(" · ")
-                .or_else(|| text.strip_prefix(" | "))
-            {
-                Some(rest) if x == start && i == 0 => format!(" {rest}"),
+            let text = match split_separator(text) {
+                (sep, rest) if !sep.is_empty() && x == start && i == 0 => format!(" {rest}"),
                 _ => text.to_string(),
             };
             if x >= right {
