@@ -270,6 +270,52 @@ fn bare_lists_that_are_not_segments_are_refused() {
     assert!(e.contains("neither 'segments' nor 'device_traces'"), "{e}");
 }
 
+/// A snapshot with no segment and no history row on any device (dumped from a run whose
+/// work stayed on the CPU, as a published one was) says so, in every command, with exit 2:
+/// it said "header only?" in `summary` and "no allocations to replay" in `whatif`.
+#[test]
+fn a_snapshot_that_recorded_nothing_says_so_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let pickle = dir.path().join("empty.pickle");
+    std::fs::write(&pickle, crate::support::pickle_writer::snapshot(0, |_, _| {})).unwrap();
+    let json = dir.path().join("empty.json");
+    std::fs::write(&json, r#"{"segments": [], "device_traces": [[]]}"#).unwrap();
+    for f in [&pickle, &json] {
+        for args in [
+            &["summary"][..],
+            &["summary", "--json"],
+            &["check", "--max-peak", "1G"],
+            &["whatif", "--alloc-conf", "expandable_segments:True"],
+        ] {
+            let out = crate::support::repo::memtide()
+                .args(args)
+                .arg(f)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {err}");
+            assert!(
+                err.contains("holds no segment and no recorded allocation on any device"),
+                "{args:?} {err}"
+            );
+            assert!(err.contains(&*f.display().to_string()), "{args:?} {err}");
+        }
+    }
+    // One recorded row is enough to read.
+    let one = dir.path().join("one.json");
+    std::fs::write(
+        &one,
+        r#"{"segments": [], "device_traces": [[{"action": "alloc", "addr": 4096, "size": 512}]]}"#,
+    )
+    .unwrap();
+    let out = crate::support::repo::memtide()
+        .args(["summary", "--json"])
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn expandable_segments_reserved_is_the_union_of_mapped_ranges() {
     check_fixture("expandable.pickle", "expandable.truth.json");

@@ -52,8 +52,15 @@ pub fn read(
     if progress.is_cancelled() {
         return Err(FormatError::Cancelled);
     }
+    if raw.segments.is_empty() && raw.rows.is_empty() {
+        return Err(FormatError::Empty(NOTHING_RECORDED.into()));
+    }
     Ok(replay(&mut raw, source, opts))
 }
+
+/// What a snapshot with no segment and no history row on any device says: nothing of it
+/// can be shown, and the usual cause.
+const NOTHING_RECORDED: &str = "the snapshot holds no segment and no recorded allocation on any device: nothing was on the GPU when it was dumped and nothing was allocated while its history was recorded (did the work run on the GPU, after torch.cuda.memory._record_memory_history()?)";
 
 /// Replays a decoded snapshot: the traces and each CUDA device's allocator history (or
 /// model). The rows are freed block by block as the passes go past them, so `raw` is left
