@@ -192,3 +192,29 @@ fn exclude_leaves_a_damaged_file_out_by_name() {
     assert_eq!(code, Some(2));
     assert!(err.contains("without its ']'"), "{err}");
 }
+
+/// Texts that open with `#` beside the ranks (a README, a launch script, a commented YAML
+/// config) are skipped as not traces: they were read as JSONL, whose comments start so, and
+/// blocked `check DIR` (exit 2, "README.md: line 3: expected a JSON object").
+#[test]
+fn texts_that_open_with_a_hash_are_skipped_not_unreadable() {
+    let dir = job(false);
+    let texts: [(&str, &[u8]); 3] = [
+        ("README.md", b"# Run 12\n\nlr 0.1, batch 8\n"),
+        ("launch.sh", b"#!/bin/bash\ntorchrun --nproc-per-node 4 train.py\n"),
+        ("sweep.yaml", b"# the sweep\nlr: 0.1\n"),
+    ];
+    for (name, text) in texts {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let d = dir.path().display().to_string();
+    let (code, out, err) = run(&["check", &d, "--max-peak", "1GiB", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outcome"], "pass", "{v}");
+    assert_eq!(v["unchecked"].as_array().unwrap().len(), 0, "{v}");
+    let skipped = skipped_names(&v);
+    for (name, _) in texts {
+        assert!(skipped.iter().any(|s| s == name), "{name}: {skipped:?}");
+    }
+}

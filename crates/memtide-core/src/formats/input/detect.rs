@@ -36,7 +36,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     let start = head.iter().position(|c| !c.is_ascii_whitespace())?;
     let body = &head[start..];
     match body.first()? {
-        b'#' => Some(Format::Jsonl),
+        b'#' => after_comments(body),
         b'{' => {
             // The first line of a JSONL file is the header object, which names "memtide".
             let line_end = memchr::memchr(b'\n', body).unwrap_or(body.len());
@@ -80,6 +80,24 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     }
 }
 
+/// JSONL may open with `#` comment lines: its first other line is the header, a JSON object.
+/// A text whose first other line is not one (a README, a shell script, a YAML config beside
+/// a job's rank files) is no trace; a head of comments only (a file still being written) may
+/// still be one.
+fn after_comments(body: &[u8]) -> Option<Format> {
+    let mut lines = body.split(|&c| c == b'\n');
+    // The last piece may be cut by the end of the head: only whole lines decide.
+    let whole = lines.clone().count().saturating_sub(1);
+    for line in lines.by_ref().take(whole) {
+        match line.iter().find(|c| !c.is_ascii_whitespace()) {
+            None | Some(b'#') => continue,
+            Some(b'{') => return Some(Format::Jsonl),
+            Some(_) => return None,
+        }
+    }
+    Some(Format::Jsonl)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +124,14 @@ mod tests {
             detect(b"[{\"device\":0,\"address\":1,\"total_size\":2,\"blocks\":[]}]"),
             Some(Format::SnapshotJson)
         );
+        // Texts that open with '#' but are no JSONL: a README, a script, a YAML config.
+        assert_eq!(detect(b"# Run notes\n\nlr 3e-4\n"), None);
+        assert_eq!(detect(b"#!/bin/bash\ntorchrun train.py\n"), None);
+        assert_eq!(detect(b"# config\nlr: 0.1\n"), None);
+        // Comments alone, or a header not yet whole, may still be JSONL being written.
+        assert_eq!(detect(b"# comment\n# more\n"), Some(Format::Jsonl));
+        assert_eq!(detect(b"# comment\n\n{\"memt"), Some(Format::Jsonl));
+        assert_eq!(detect(b"# comment\n  {\"memtide\":1}\n"), Some(Format::Jsonl));
         assert_eq!(detect(b"\x00\x01garbage"), None);
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"   "), None);
