@@ -201,7 +201,10 @@ fn texts_that_open_with_a_hash_are_skipped_not_unreadable() {
     let dir = job(false);
     let texts: [(&str, &[u8]); 3] = [
         ("README.md", b"# Run 12\n\nlr 0.1, batch 8\n"),
-        ("launch.sh", b"#!/bin/bash\ntorchrun --nproc-per-node 4 train.py\n"),
+        (
+            "launch.sh",
+            b"#!/bin/bash\ntorchrun --nproc-per-node 4 train.py\n",
+        ),
         ("sweep.yaml", b"# the sweep\nlr: 0.1\n"),
     ];
     for (name, text) in texts {

@@ -374,6 +374,13 @@ fn tied_ranks_are_named_the_same_everywhere() {
         let text = String::from_utf8(run(&["summary"]).stdout).unwrap();
         let worst = text.lines().find(|l| l.starts_with("worst rank")).unwrap();
         assert!(worst.starts_with("worst rank       0 ·"), "{worst}");
+        // The spread says every rank ties (it named rank 0 as both ends).
+        let human = memtide_core::trace::human_bytes(peak);
+        let spread = text.lines().find(|l| l.starts_with("spread")).unwrap();
+        assert!(
+            spread.contains(&format!("max/min 1.00× (every rank {human})")),
+            "{spread}"
+        );
         let starred: Vec<&str> = text.lines().filter(|l| l.starts_with('*')).collect();
         assert!(
             starred.len() == 1 && starred[0].contains("rank0.pickle"),
@@ -405,5 +412,10 @@ fn tied_ranks_are_named_the_same_everywhere() {
             serde_json::from_slice(&run(&["check", "--max-imbalance", "10%", "--json"]).stdout)
                 .unwrap();
         assert_eq!(v["imbalance"]["max_rank"], 0);
+        let text = String::from_utf8(run(&["check", "--max-imbalance", "10%"]).stdout).unwrap();
+        assert!(
+            text.contains(&format!("max/min 1.00× (every rank {human})")),
+            "{text}"
+        );
     }
 }

@@ -277,7 +277,11 @@ fn bare_lists_that_are_not_segments_are_refused() {
 fn a_snapshot_that_recorded_nothing_says_so_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let pickle = dir.path().join("empty.pickle");
-    std::fs::write(&pickle, crate::support::pickle_writer::snapshot(0, |_, _| {})).unwrap();
+    std::fs::write(
+        &pickle,
+        crate::support::pickle_writer::snapshot(0, |_, _| {}),
+    )
+    .unwrap();
     let json = dir.path().join("empty.json");
     std::fs::write(&json, r#"{"segments": [], "device_traces": [[]]}"#).unwrap();
     for f in [&pickle, &json] {
@@ -313,7 +317,11 @@ fn a_snapshot_that_recorded_nothing_says_so_everywhere() {
         .arg(&one)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

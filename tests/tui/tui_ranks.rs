@@ -61,6 +61,29 @@ fn the_worst_rank_is_starred_and_w_selects_it() {
     assert_eq!(ranks(&h).cursor, worst);
 }
 
+/// Ranks whose peaks are all equal: the spread line says every rank, not "worst rank 0".
+#[test]
+fn tied_ranks_read_every_rank_in_the_spread_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for r in [0, 1] {
+        std::fs::copy(
+            job().join("rank1.pickle"),
+            tmp.path().join(format!("rank{r}.pickle")),
+        )
+        .unwrap();
+    }
+    let h = Harness::open_ranks(&[tmp.path().to_path_buf()], 100, 24);
+    let st = ranks(&h);
+    let peak = st.spread.unwrap().max;
+    let screen = h.screen();
+    let line = screen.lines().nth(1).unwrap();
+    assert!(
+        line.contains(&format!("every rank {}", memtide::tui::fmt::bytes(peak))),
+        "{screen}"
+    );
+    assert!(!line.contains("worst rank"), "{screen}");
+}
+
 #[test]
 fn s_sorts_by_peak_and_back() {
     let mut h = Harness::open_ranks(&[job()], 100, 30);

@@ -328,14 +328,25 @@ pub fn ratio_text(ratio: Option<f64>) -> String {
     }
 }
 
+/// The ranks that bound the spread: `rank 3 7.81 GiB / rank 0 1.00 GiB`, or `every rank
+/// 33.74 GiB` when the highest and lowest peaks are equal (one rank named twice said nothing).
+pub fn extremes_text(max_rank: u64, max: u64, min_rank: u64, min: u64) -> String {
+    if max == min {
+        format!("every rank {}", human_bytes(max))
+    } else {
+        format!(
+            "rank {max_rank} {} / rank {min_rank} {}",
+            human_bytes(max),
+            human_bytes(min)
+        )
+    }
+}
+
 fn imbalance_line(i: &ImbalanceGate) -> String {
     let text = format!(
-        "max/min {} (rank {} {} / rank {} {})",
+        "max/min {} ({})",
         ratio_text(i.ratio),
-        i.max_rank,
-        human_bytes(i.max_peak),
-        i.min_rank,
-        human_bytes(i.min_peak)
+        extremes_text(i.max_rank, i.max_peak, i.min_rank, i.min_peak)
     );
     if i.passed {
         format!(

@@ -2,9 +2,10 @@
 //! gates): the options each rank is read with, the ranks table as text and Markdown, the
 //! `summary DIR --json` document.
 
+use crate::gate_text::{extremes_text, ratio_text};
 use crate::options::InputOptions;
 use anyhow::Result;
-use memtide_core::ranks::{RankOptions, RankRow, Ranks, Spread};
+use memtide_core::ranks::{RankOptions, RankRow, Ranks};
 use memtide_core::trace::human_bytes;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -74,13 +75,6 @@ fn who(row: &RankRow) -> String {
     format!("rank {} ({})", row.rank, row.file_name())
 }
 
-fn ratio_text(s: &Spread) -> String {
-    match s.ratio {
-        Some(x) => format!("{x:.2}×"),
-        None => "∞ (the lowest peak is 0)".into(),
-    }
-}
-
 fn opt_bytes(b: Option<u64>) -> String {
     b.map_or_else(|| "–".into(), human_bytes)
 }
@@ -101,18 +95,11 @@ pub fn render_text(r: &Ranks, title: &str) -> String {
     let spread = r.spread();
     let worst = r.worst();
     if let (Some(s), Some(w)) = (spread, worst) {
-        let best = r
-            .rows
-            .iter()
-            .find(|x| x.rank == s.best_rank && x.peak == Some(s.min));
         crate::report_line!(
             o,
-            "spread           max/min {} (rank {} {} / rank {} {}) · max − median {} (median {})",
-            ratio_text(&s),
-            s.worst_rank,
-            human_bytes(s.max),
-            best.map_or(s.best_rank, |b| b.rank),
-            human_bytes(s.min),
+            "spread           max/min {} ({}) · max − median {} (median {})",
+            ratio_text(s.ratio),
+            extremes_text(s.worst_rank, s.max, s.best_rank, s.min),
             human_bytes(s.max_minus_median),
             human_bytes(s.median)
         );
@@ -284,7 +271,7 @@ pub fn render_markdown(r: &Ranks, title: &str) -> String {
         crate::report_line!(
             o,
             "Spread: max/min **{}** · max − median **{}** · worst rank **{}** ({})",
-            ratio_text(&s),
+            ratio_text(s.ratio),
             human_bytes(s.max_minus_median),
             s.worst_rank,
             human_bytes(s.max)

@@ -176,11 +176,18 @@ fn draw_header(buf: &mut Buffer, area: Rect, sh: &Shared, st: &RanksState) {
         None => " spread: no rank has a peak".to_string(),
         Some(s) => {
             let ratio = s.ratio.map_or("∞".to_string(), |r| format!("{r:.2}×"));
-            let mut l = format!(
-                " spread {ratio} max/min {sep} max − median {} {sep} worst rank {}",
-                fmt::bytes(s.max_minus_median),
-                s.worst_rank,
-            );
+            let mut l = if s.max == s.min {
+                format!(
+                    " spread {ratio} max/min {sep} every rank {}",
+                    fmt::bytes(s.max)
+                )
+            } else {
+                format!(
+                    " spread {ratio} max/min {sep} max − median {} {sep} worst rank {}",
+                    fmt::bytes(s.max_minus_median),
+                    s.worst_rank,
+                )
+            };
             let oom: Vec<String> = st
                 .rows()
                 .filter(|r| r.ooms > 0)

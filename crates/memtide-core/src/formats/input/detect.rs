@@ -131,7 +131,10 @@ mod tests {
         // Comments alone, or a header not yet whole, may still be JSONL being written.
         assert_eq!(detect(b"# comment\n# more\n"), Some(Format::Jsonl));
         assert_eq!(detect(b"# comment\n\n{\"memt"), Some(Format::Jsonl));
-        assert_eq!(detect(b"# comment\n  {\"memtide\":1}\n"), Some(Format::Jsonl));
+        assert_eq!(
+            detect(b"# comment\n  {\"memtide\":1}\n"),
+            Some(Format::Jsonl)
+        );
         assert_eq!(detect(b"\x00\x01garbage"), None);
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"   "), None);
