@@ -634,3 +634,28 @@ fn unlabelled_inputs_are_judged_from_the_first_forward() {
         "{inputs}"
     );
 }
+
+/// A run with no step marks and no optimizer step is one region: its boundary says "the
+/// whole run" (it read "no backward or optimizer step in no step marks and no optimizer
+/// steps" on 48 of 95 published snapshots, and "no optimizer step: forward and backward in
+/// … , no optimizer step").
+#[test]
+fn a_run_without_steps_is_named_the_whole_run() {
+    let root = root();
+    for (file, kind, words) in [
+        (
+            "tests/fixtures/snapshot/expandable.pickle",
+            "forward_only",
+            "forward-only: no backward or optimizer step in the whole run (no step marks)",
+        ),
+        (
+            "tests/fixtures/stacks/deepspeed_zero3.json",
+            "no_optimizer_step",
+            "no optimizer step: only forward and backward ran in the whole run (no step marks)",
+        ),
+    ] {
+        let v = summary_json_path(&root.join(file));
+        assert_eq!(v["boundary"]["kind"], kind, "{file}");
+        assert_eq!(v["boundary"]["words"], words, "{file}");
+    }
+}

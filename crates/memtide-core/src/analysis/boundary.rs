@@ -165,12 +165,12 @@ fn words(b: &Boundary, w: &Work) -> String {
         BoundaryKind::ForwardOnly => format!(
             "{}: no backward or optimizer step in {}",
             b.kind.words(),
-            region_words(b, w, unit)
+            region_words(b, unit)
         ),
         BoundaryKind::NoOptimizerStep => format!(
-            "{}: forward and backward in {}, no optimizer step",
+            "{}: only forward and backward ran in {}",
             b.kind.words(),
-            region_words(b, w, unit)
+            region_words(b, unit)
         ),
         BoundaryKind::CutMidStep => format!("{}: the run ends inside its only step", b.kind.words()),
         BoundaryKind::CannotTell => format!(
@@ -199,10 +199,12 @@ fn words(b: &Boundary, w: &Work) -> String {
     s
 }
 
-fn region_words(b: &Boundary, w: &Work, unit: &str) -> String {
+/// Where the phases were looked for: `3 steps`, or `the whole run (no step marks)` when
+/// nothing divides it (it read "in no step marks and no optimizer steps").
+fn region_words(b: &Boundary, unit: &str) -> String {
     match b.updates {
         Some(n) => format!("{n} {unit}"),
-        None => w.updates_by.words().to_string(),
+        None => "the whole run (no step marks)".into(),
     }
 }
 
