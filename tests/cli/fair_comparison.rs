@@ -638,7 +638,7 @@ fn unlabelled_inputs_are_judged_from_the_first_forward() {
 /// A run with no step marks and no optimizer step is one region: its boundary says "the
 /// whole run" (it read "no backward or optimizer step in no step marks and no optimizer
 /// steps" on 48 of 95 published snapshots, and "no optimizer step: forward and backward in
-/// … , no optimizer step").
+/// … , no optimizer step"); a run of one step says so.
 #[test]
 fn a_run_without_steps_is_named_the_whole_run() {
     let root = root();
@@ -652,6 +652,12 @@ fn a_run_without_steps_is_named_the_whole_run() {
             "tests/fixtures/stacks/deepspeed_zero3.json",
             "no_optimizer_step",
             "no optimizer step: only forward and backward ran in the whole run (no step marks)",
+        ),
+        // One step: not "in 1 steps".
+        (
+            "tests/fixtures/tui/design.jsonl",
+            "forward_only",
+            "forward-only: no backward or optimizer step in its one step",
         ),
     ] {
         let v = summary_json_path(&root.join(file));

@@ -199,10 +199,11 @@ fn words(b: &Boundary, w: &Work) -> String {
     s
 }
 
-/// Where the phases were looked for: `3 steps`, or `the whole run (no step marks)` when
+/// Where the phases were looked for: `3 steps`, `its one step`, or `the whole run (no step marks)` when
 /// nothing divides it (it read "in no step marks and no optimizer steps").
 fn region_words(b: &Boundary, unit: &str) -> String {
     match b.updates {
+        Some(1) => format!("its one {}", unit.trim_end_matches('s')),
         Some(n) => format!("{n} {unit}"),
         None => "the whole run (no step marks)".into(),
     }
