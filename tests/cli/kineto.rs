@@ -703,6 +703,22 @@ fn no_addr_events_are_the_running_sum_of_bytes_on_cuda_and_cpu() {
                 .as_str()
                 .is_some_and(|w| w.contains("no addresses")));
             assert_eq!(j["peak"]["bands_source"], "unavailable");
+            // The running sum is not split: persistent, activation and workspace are
+            // unavailable (null), never 0; every byte is in the unknown band.
+            for b in ["persistent", "activation", "workspace"] {
+                assert!(j["peak"]["bands"][b].is_null(), "{b}: {j}");
+            }
+            assert_eq!(j["peak"]["bands"]["unknown"].as_i64(), Some(max));
+            let text = memtide_report::summary::render_text(&s);
+            for b in ["persistent", "activation", "workspace"] {
+                let line = text
+                    .lines()
+                    .find(|l| l.trim_start().starts_with(b))
+                    .unwrap_or_else(|| panic!("{b}: {text}"));
+                assert!(line.contains("unavailable"), "{line}");
+            }
+            let md = memtide_report::markdown::render(&s);
+            assert!(md.contains("| persistent | unavailable | - |"), "{md}");
         }
     }
 }

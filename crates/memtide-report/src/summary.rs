@@ -287,6 +287,8 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
             }
             crate::report_line!(o, "peak             {} {at}", bytes_both(p.bytes));
             crate::report_line!(o, "bands at peak    ({})", s.bands_source);
+            // Each reason once: the bands it leaves unavailable below it say only that.
+            let mut said: Option<&str> = None;
             for b in Band::ALL {
                 let v = p.bands[b.idx()];
                 let pct = if p.bytes > 0 {
@@ -294,14 +296,12 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
                 } else {
                     0.0
                 };
-                if b == Band::External && !s.external_known {
+                if !s.band_known(b) {
                     // Not measured: a figure that cannot be known is not 0.
-                    crate::report_line!(
-                        o,
-                        "  {:<12} {:>12}  {EXTERNAL_UNAVAILABLE}",
-                        b.name(),
-                        "unavailable"
-                    );
+                    let why = band_unavailable(b);
+                    let shown = if said == Some(why) { "" } else { why };
+                    said = Some(why);
+                    crate::report_line!(o, "  {:<12} {:>12}  {shown}", b.name(), "unavailable");
                     continue;
                 }
                 crate::report_line!(
@@ -318,6 +318,21 @@ fn peak(o: &mut String, s: &Summary, v: &TextView) {
         }
     }
 }
+
+/// Why band `b` is unavailable: the external band is not measured; the others are not told
+/// apart in a file that names no allocation.
+pub fn band_unavailable(b: Band) -> &'static str {
+    if b == Band::External {
+        EXTERNAL_UNAVAILABLE
+    } else {
+        BANDS_UNAVAILABLE
+    }
+}
+
+/// Why persistent, activation and workspace are unavailable where a file names no
+/// allocation (its bytes are all in the unknown band).
+pub const BANDS_UNAVAILABLE: &str =
+    "the file records no addresses: which allocations are live is unknown, so the total is not split";
 
 /// Why the external band is unavailable, and what measures it.
 pub const EXTERNAL_UNAVAILABLE: &str =

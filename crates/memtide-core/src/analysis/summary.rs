@@ -288,6 +288,20 @@ impl PhaseFold {
 }
 
 impl Summary {
+    /// Whether the peak's bytes in band `b` are known: the external band only where memory
+    /// outside the framework is measured; persistent, activation and workspace only where
+    /// the file names its allocations (a Kineto trace without addresses has a running total
+    /// alone, all of it in the unknown band). A band not known is unavailable, never 0.
+    pub fn band_known(&self, b: Band) -> bool {
+        match b {
+            Band::External => self.external_known,
+            Band::Unknown => true,
+            Band::Persistent | Band::Activation | Band::Workspace => {
+                self.bands_source != crate::trace::BandsSource::Unavailable.name()
+            }
+        }
+    }
+
     /// Builds the report of `trace` (indexed by `index`).
     pub fn build(trace: &Trace, index: &Index) -> Summary {
         Summary::build_in(trace, index, None)

@@ -318,16 +318,16 @@ impl std::fmt::Display for Micros {
     }
 }
 
-/// Bytes per band, keyed by band name in band order; the external band is `null` when
-/// the trace measures no external memory (the second field false).
+/// Bytes per band, keyed by band name in band order; a band is `null` where its bytes are
+/// not known (the second field false at its index: [`Summary::band_known`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BandBytes(pub [u64; Band::COUNT], pub bool);
+pub struct BandBytes(pub [u64; Band::COUNT], pub [bool; Band::COUNT]);
 
 impl Serialize for BandBytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(Band::COUNT))?;
         for b in Band::ALL {
-            if b == Band::External && !self.1 {
+            if !self.1[b.idx()] {
                 m.serialize_entry(b.name(), &Option::<u64>::None)?;
             } else {
                 m.serialize_entry(b.name(), &self.0[b.idx()])?;
@@ -368,7 +368,7 @@ impl<'a> SummaryJson<'a> {
                 at: if p.at_start { "start" } else { "event" },
                 time_us: Micros(p.time_us),
                 mark: p.mark.as_deref(),
-                bands: BandBytes(p.bands, s.external_known),
+                bands: BandBytes(p.bands, Band::ALL.map(|b| s.band_known(b))),
                 external_by_source: p.external_by_source.as_deref().map(SourceBytes),
                 bands_source: s.bands_source,
                 live_count: s.live_unavailable.is_none().then_some(p.live_count),

@@ -198,9 +198,9 @@ fn bands(o: &mut String, s: &Summary) {
         } else {
             0.0
         };
-        if b == Band::External && !s.external_known {
+        if !s.band_known(b) {
             // Not measured: "unavailable", never 0.
-            let _ = writeln!(o, "| external | unavailable | - |");
+            let _ = writeln!(o, "| {} | unavailable | - |", b.name());
             continue;
         }
         let _ = writeln!(o, "| {} | {} | {pct:.1} % |", b.name(), human_bytes(v));
@@ -216,6 +216,13 @@ fn bands(o: &mut String, s: &Summary) {
         }
     }
     let _ = writeln!(o);
+    if !s.band_known(Band::Persistent) {
+        let _ = writeln!(
+            o,
+            "Persistent, activation and workspace memory are unavailable: {}.\n",
+            crate::summary::BANDS_UNAVAILABLE
+        );
+    }
     if !s.external_known {
         let _ = writeln!(
             o,
