@@ -1155,3 +1155,50 @@ fn check_exits_2_when_the_reader_doubts_the_figures() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("truncated"), "{err}");
 }
+
+/// `diff` of two traces without addresses: persistent, activation and workspace are
+/// unavailable at each peak and in the delta (null in JSON), never 0; the unknown band holds
+/// the running totals' difference.
+#[test]
+fn diff_of_two_no_addr_traces_leaves_the_split_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut peaks = Vec::new();
+    let files: Vec<PathBuf> = [3u64, 11]
+        .iter()
+        .map(|&seed| {
+            let evs = random_no_addr(seed, 300);
+            let (_, want) = brute(&evs, 0, 1, 0, 0);
+            peaks.push(first_max(&want).1);
+            let p = dir.path().join(format!("run{seed}.json"));
+            std::fs::write(&p, trace_text("", &[], &evs)).expect("write");
+            p
+        })
+        .collect();
+    let out = memtide()
+        .args(["diff", "--json"])
+        .args(&files)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for b in ["persistent", "activation", "workspace"] {
+        assert!(v["a"]["peak"]["bands"][b].is_null(), "{b}: {v}");
+        assert!(v["b"]["peak"]["bands"][b].is_null(), "{b}: {v}");
+        assert!(v["band_delta_at_peaks"][b].is_null(), "{b}: {v}");
+    }
+    assert_eq!(
+        v["band_delta_at_peaks"]["unknown"].as_i64(),
+        Some(peaks[1] - peaks[0])
+    );
+    let out = memtide().arg("diff").args(&files).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("persistent "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(line.matches("unavailable").count(), 3, "{line}");
+}

@@ -169,11 +169,11 @@ fn peak_json(
     match p {
         None => serde_json::Value::Null,
         Some(p) => {
-            // The external band is null where the run measures none (never 0).
+            // A band is null where the run does not know it (never 0).
             let bands: serde_json::Map<String, serde_json::Value> = Band::ALL
                 .iter()
                 .map(|b| {
-                    let known = *b != Band::External || t.trace.external_known;
+                    let known = t.trace.band_known(*b);
                     let v = known.then(|| p.bands.get(*b));
                     (b.name().to_string(), v.into())
                 })

@@ -32,19 +32,15 @@ pub struct Diff {
     /// Ordinals of `steps` sorted by |delta|, biggest first.
     pub most_different: Vec<usize>,
     pub aligned_by: &'static str,
-    /// Whether each run (A, B) measures memory outside the framework: where one does not,
-    /// its external band and the external delta are unavailable, not 0.
-    pub external_known: [bool; 2],
+    /// Per run (A, B) and band, whether its bytes are known ([`Trace::band_known`]): where
+    /// one is not, that band and its delta are unavailable, not 0.
+    pub bands_known: [[bool; Band::COUNT]; 2],
 }
 
 impl Diff {
-    /// Whether band `b` is known in both runs (the external band may not be).
+    /// Whether band `b` is known in each run (A, B).
     pub fn band_known(&self, b: Band) -> [bool; 2] {
-        if b == Band::External {
-            self.external_known
-        } else {
-            [true; 2]
-        }
+        self.bands_known.map(|k| k[b.idx()])
     }
 }
 
@@ -104,7 +100,7 @@ pub fn diff(ta: &Trace, ia: &Index, tb: &Trace, ib: &Index) -> Diff {
         steps,
         most_different: most,
         aligned_by,
-        external_known: [ta.external_known, tb.external_known],
+        bands_known: [ta, tb].map(|t| Band::ALL.map(|b| t.band_known(b))),
     }
 }
 
@@ -204,7 +200,7 @@ mod tests {
                 .collect(),
             most_different: Vec::new(),
             aligned_by: "step marks",
-            external_known: [true; 2],
+            bands_known: [[true; Band::COUNT]; 2],
         }
     }
 

@@ -145,6 +145,8 @@ pub struct Summary {
     /// Whether memory outside the framework is measured (else the external band is
     /// unavailable: `null` in JSON, "unavailable" in text).
     pub external_known: bool,
+    /// Per band, whether its bytes are known ([`Summary::band_known`]).
+    pub bands_known: [bool; Band::COUNT],
     /// Whether the peak's instant lies between the log's first and last sample (its
     /// external bytes come from the log); None without a log or a peak.
     pub device_log_peak_covered: Option<bool>,
@@ -288,18 +290,10 @@ impl PhaseFold {
 }
 
 impl Summary {
-    /// Whether the peak's bytes in band `b` are known: the external band only where memory
-    /// outside the framework is measured; persistent, activation and workspace only where
-    /// the file names its allocations (a Kineto trace without addresses has a running total
-    /// alone, all of it in the unknown band). A band not known is unavailable, never 0.
+    /// Whether the peak's bytes in band `b` are known ([`Trace::band_known`]): a band not
+    /// known is unavailable, never 0.
     pub fn band_known(&self, b: Band) -> bool {
-        match b {
-            Band::External => self.external_known,
-            Band::Unknown => true,
-            Band::Persistent | Band::Activation | Band::Workspace => {
-                self.bands_source != crate::trace::BandsSource::Unavailable.name()
-            }
-        }
+        self.bands_known[b.idx()]
     }
 
     /// Builds the report of `trace` (indexed by `index`).
@@ -433,6 +427,7 @@ impl Summary {
             device_log: trace.device_log.clone(),
             nsys: trace.nsys.clone(),
             external_known: trace.external_known,
+            bands_known: Band::ALL.map(|b| trace.band_known(b)),
             device_log_peak_covered: trace.device_log.as_ref().zip(peak_at).map(
                 |(d, (at_start, at))| {
                     let wall_us = trace

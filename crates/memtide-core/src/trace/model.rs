@@ -424,6 +424,19 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Whether the bytes of band `b` are known: the external band only where memory outside
+    /// the framework is measured; persistent, activation and workspace only where the file
+    /// names its allocations (a Kineto trace without addresses keeps a running total alone,
+    /// all of it in the unknown band). A band not known is unavailable, never 0.
+    pub fn band_known(&self, b: Band) -> bool {
+        match b {
+            Band::External => self.external_known,
+            Band::Unknown => true,
+            Band::Persistent | Band::Activation | Band::Workspace => {
+                self.bands_source != BandsSource::Unavailable
+            }
+        }
+    }
     pub fn new(device: impl Into<String>, source: impl Into<String>, format: &'static str) -> Self {
         Trace {
             device: device.into(),
