@@ -322,6 +322,19 @@ fn a_snapshot_that_recorded_nothing_says_so_everywhere() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Its row names no frame and no label: the text says so (it left the column blank).
+    let out = crate::support::repo::memtide()
+        .arg("summary")
+        .arg(&one)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("top 1 live"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.ends_with("(no stack recorded)"), "{row}");
 }
 
 #[test]

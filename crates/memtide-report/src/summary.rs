@@ -484,7 +484,10 @@ fn live_set(o: &mut String, s: &Summary, v: &TextView) {
             };
             let frame = super::frames::shown_frame(e, v.all_frames);
             // Snapshots and profiler traces name nothing: the label is the module or the op.
-            let what = if e.label.is_empty() {
+            let what = if e.label.is_empty() && frame.is_empty() {
+                // A snapshot dumped without stacks: as the explorer's inspector says.
+                "(no stack recorded)".to_string()
+            } else if e.label.is_empty() {
                 frame
             } else {
                 format!("{:<28} {frame}", e.label)
