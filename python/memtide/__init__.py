@@ -119,7 +119,7 @@ def open(path: PathLike, device: Optional[str] = None, capacity: Optional[str] =
     (``device="cuda:1"``, ``capacity="80GiB"``, ``device_log="smi.csv"``,
     ``server_log="vllm.log"``: the serving budget reconciled with vLLM's or SGLang's startup
     memory lines, …); without ``device``, the trace's device is the first that ran out of
-    memory, else the first with events;
+    memory, else the first that held memory, else the first with events;
     ``allocator_history=True`` keeps the allocator history for :meth:`Trace.allocator_at`.
     ``progress``: None shows a bar when interactive (tqdm if installed), False never.
     ``max_memory``: the most memory the reading may add (bytes, or "4GiB", "512M"; default

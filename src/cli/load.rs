@@ -80,7 +80,7 @@ pub fn open_error(e: OpenError) -> anyhow::Error {
 }
 
 /// Index of the device the user asked for, else the first that ran out of memory, else the
-/// first with events.
+/// first that held memory, else the first with events.
 pub fn pick_device(opened: &Opened, want: Option<&str>) -> Result<usize> {
     prologue::pick_device(opened, want, &mut say)
 }

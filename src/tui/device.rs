@@ -65,7 +65,7 @@ pub fn has_device(devs: &[Arc<Device>], want: &str) -> bool {
 }
 
 /// The device the user asked for (name or ordinal: the core's rule), else the first that ran
-/// out of memory, else the first with events.
+/// out of memory, else the first that held memory, else the first with events.
 pub fn pick_device(devs: &[Arc<Device>], want: Option<&str>) -> usize {
     memtide_core::open::pick_device(names(devs), want)
         .or_else(|_| memtide_core::open::pick_device(names(devs), None))

@@ -808,3 +808,49 @@ fn cli_summary_and_check_on_new_shapes() {
     assert_eq!(code(&[]), Some(2));
     assert_eq!(code(&["--allow-warnings"]), Some(0));
 }
+
+/// A snapshot whose memory is on cuda:1 while cuda:0 holds a `snapshot` marker alone (a
+/// published one, dumped on a machine whose second GPU ran the work): every answer is about
+/// cuda:1, where it was about cuda:0's 0 B ("first with events" took the marker).
+#[test]
+fn a_device_with_markers_alone_gives_way_to_the_one_that_held_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("second.json");
+    let doc = serde_json::json!({
+        "segments": [{"device": 1, "address": 1 << 21, "total_size": 2 << 20,
+            "allocated_size": 1 << 20, "active_size": 1 << 20, "requested_size": 1 << 20,
+            "stream": 0, "segment_type": "large", "frames": [],
+            "blocks": [
+                {"address": 1 << 21, "size": 1 << 20, "requested_size": 1 << 20,
+                 "state": "active_allocated", "frames": []},
+                {"address": 3 << 20, "size": 1 << 20, "requested_size": 0,
+                 "state": "inactive", "frames": []}]}],
+        "device_traces": [
+            [{"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 5}],
+            [{"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 5}]]
+    });
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let out = crate::support::repo::memtide()
+        .args(["summary", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["device"], "cuda:1", "{v}");
+    assert_eq!(v["peak"]["bytes"], 1 << 20, "{v}");
+    let h = memtide::tui::testing::Harness::open(&f, 100, 30);
+    assert_eq!(h.explorer().device().unwrap().name(), "cuda:1");
+    // --device still wins.
+    let out = crate::support::repo::memtide()
+        .args(["summary", "--json", "--device", "0"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["device"], "cuda:0", "{v}");
+}

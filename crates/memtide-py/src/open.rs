@@ -25,7 +25,7 @@ pub struct Opened {
     pub format: Format,
     pub devices: Vec<Device>,
     /// The device asked for (`device=`), else the first that ran out of memory, else the
-    /// first with events.
+    /// first that held memory, else the first with events.
     pub primary: usize,
     /// Whether `device=` was given (`summary --json` then says so).
     pub device_given: bool,

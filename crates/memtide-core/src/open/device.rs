@@ -368,6 +368,8 @@ impl Device {
             Holds::Oom
         } else if self.is_empty() {
             Holds::Nothing
+        } else if self.peak.is_some_and(|p| p.bytes.0 > 0) {
+            Holds::Memory
         } else {
             Holds::Events
         }

@@ -9,11 +9,16 @@ pub struct UnknownDevice {
 }
 
 /// What a device holds, as the device rule weighs it when the user names none: a device
-/// that ran out of memory before one with events only, before an empty one.
+/// that ran out of memory before one that held memory, before one with events that never
+/// held a byte, before an empty one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Holds {
     Nothing,
+    /// Events, none of which held memory (a snapshot's `snapshot` or `free_completed`
+    /// marker on a device its run never used).
     Events,
+    /// Memory at some event.
+    Memory,
     /// An OOM: the device a file of a run that ran out of memory is about.
     Oom,
 }
@@ -22,7 +27,8 @@ pub enum Holds {
 /// build PyTorch calls its `hip:N` devices `cuda:N`, so `cuda:N` names `hip:N` and the other
 /// way round when the file has no device of that exact name), an ordinal (`1`: the device
 /// whose name ends in `:1`, else the second device), or None for the first device that ran
-/// out of memory, else the first with events, else the first. `devices` gives each device's
+/// out of memory, else the first that held memory, else the first that held memory, else the first with events, else the
+/// first. `devices` gives each device's
 /// name and what it holds, in file order. The one rule every command and screen uses.
 pub fn pick_device<'a>(
     devices: impl IntoIterator<Item = (&'a str, Holds)>,
@@ -108,8 +114,14 @@ mod tests {
 
     #[test]
     fn without_a_choice_the_first_device_that_ran_out_of_memory_then_with_events() {
-        use Holds::{Nothing, Oom};
+        use Holds::{Memory, Nothing, Oom};
         assert_eq!(pick_device([("a", Nothing), ("b", E)], None), Ok(1));
+        // Markers alone (a device the run never used) give way to one that held memory.
+        assert_eq!(
+            pick_device([("a", E), ("b", Memory), ("c", Memory)], None),
+            Ok(1)
+        );
+        assert_eq!(pick_device([("a", Memory), ("b", Oom)], None), Ok(1));
         assert_eq!(pick_device([("a", Nothing), ("b", Nothing)], None), Ok(0));
         let oom_second = [
             ("cuda:0", E),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub struct RankOptions {
     pub load: LoadOptions,
     /// `--device`: an ordinal or a name (None: the first device that ran out of memory, else the
-    /// first with events).
+    /// first that held memory, else the first with events).
     pub device: Option<String>,
     /// `--capacity` in bytes (the user's figure wins over the file's).
     pub capacity: Option<u64>,
