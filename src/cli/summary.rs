@@ -63,6 +63,13 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 .filter(|s| s.events > 0)
                 .collect()
         };
+        if let Some(list) = memtide_report::summary::devices_index(&shown) {
+            crate::outln!(
+                "**{} devices**, each below in this order: {}\n",
+                shown.len(),
+                memtide_report::markdown::cell(&list)
+            );
+        }
         for s in shown {
             crate::outln!(
                 "{}",
@@ -89,6 +96,13 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             absolute_time: a.absolute_time,
             all_windows: a.windows == "all",
         };
+        let listed: Vec<&Summary> = shown.iter().map(|(s, _)| *s).collect();
+        if let Some(list) = memtide_report::summary::devices_index(&listed) {
+            crate::outln!(
+                "{} devices, each reported below in this order (--device N for one): {list}\n",
+                listed.len()
+            );
+        }
         for (i, (s, _)) in shown.iter().enumerate() {
             if i > 0 {
                 crate::outln!("");

@@ -436,6 +436,22 @@ fn the_report_of_several_gpus_begins_with_the_one_that_ran_out() {
             .map(|l| l.rsplit(" · ").next().unwrap_or(""))
             .collect();
         assert_eq!(heads, ["cuda:1", "cuda:0"], "{flag:?}: {text}");
+        // The first line lists the devices in that order, each with its peak (as each
+        // device's own document gives it) and its OOMs.
+        let peak = |d: &str| {
+            let doc = summary("oom_second_device.pickle", &["--device", d]);
+            memtide_core::trace::human_bytes(doc["peak"]["bytes"].as_u64().expect("peak"))
+        };
+        let index = text.lines().next().unwrap_or("");
+        assert!(index.contains("2 devices"), "{flag:?}: {index}");
+        assert!(
+            index.ends_with(&format!(
+                "cuda:1 (peak {}, 1 OOM) · cuda:0 (peak {})",
+                peak("cuda:1"),
+                peak("cuda:0")
+            )),
+            "{flag:?}: {index}"
+        );
         let oom = text
             .to_lowercase()
             .find("out of memory")

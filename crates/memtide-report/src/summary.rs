@@ -31,6 +31,33 @@ pub fn summarise(
     Ok(summaries)
 }
 
+/// The devices of a file reported one after another, in the order shown, each with its
+/// peak and its OOMs: `cuda:1 (peak 78.29 GiB, 1 OOM) · cuda:0 (peak 7.876 GiB)`; None for
+/// one device (its report's first line names it).
+pub fn devices_index(shown: &[&Summary]) -> Option<String> {
+    if shown.len() < 2 {
+        return None;
+    }
+    let one = |s: &Summary| {
+        let mut facts = Vec::new();
+        if let Some(p) = &s.peak {
+            facts.push(format!("peak {}", human_bytes(p.bytes)));
+        }
+        match s.ooms.len() {
+            0 => {}
+            1 => facts.push("1 OOM".into()),
+            n => facts.push(format!("{n} OOMs")),
+        }
+        if facts.is_empty() {
+            s.device.clone()
+        } else {
+            format!("{} ({})", s.device, facts.join(", "))
+        }
+    };
+    let list: Vec<String> = shown.iter().map(|s| one(s)).collect();
+    Some(list.join(" · "))
+}
+
 /// The text `memtide summary` prints for one device: [`render_text_with`] and the run's
 /// measurement boundary (`boundary        full update after …`) after its `final` line
 /// (none when the trace holds no allocation).
