@@ -463,3 +463,87 @@ fn the_report_of_several_gpus_begins_with_the_one_that_ran_out() {
         );
     }
 }
+
+/// The advice names the biggest owners of what is live, not storages one by one: three 1 GiB
+/// tensors of one line are one owner of 3 GiB (the bundled sample's advice named
+/// `model.py:31 forward` twice; a published DiT run's named one line three times while it
+/// held 98 allocations there). The file is built here, so the owners are known.
+#[test]
+fn the_advice_names_the_biggest_owners_of_live_memory() {
+    use serde_json::json;
+    const GIB: u64 = 1 << 30;
+    let base = 0x7f00_0000_0000u64;
+    let frame = |file: &str, line: u64, name: &str| json!([{"filename": format!("/w/{file}"), "line": line, "name": name}]);
+    // (offset in GiB halves, size, frame)
+    let allocs = [
+        (0u64, GIB, frame("model.py", 10, "forward")),
+        (2, GIB, frame("model.py", 10, "forward")),
+        (4, GIB, frame("model.py", 10, "forward")),
+        (6, 2 * GIB, frame("train.py", 20, "step")),
+        (10, GIB / 2, frame("model.py", 30, "head")),
+    ];
+    let seg = 6 * GIB;
+    let mut trace = vec![json!({"action": "segment_alloc", "addr": base, "size": seg,
+        "stream": 0, "frames": frame("train.py", 5, "main")})];
+    let mut blocks = Vec::new();
+    for (half, size, f) in &allocs {
+        let addr = base + half * (GIB / 2);
+        trace
+            .push(json!({"action": "alloc", "addr": addr, "size": size, "stream": 0, "frames": f}));
+        blocks.push(
+            json!({"address": addr, "size": size, "requested_size": size,
+            "state": "active_allocated", "frames": f}),
+        );
+    }
+    blocks.push(json!({"address": base + 11 * (GIB / 2), "size": GIB / 2,
+        "requested_size": 0, "state": "inactive", "frames": []}));
+    trace.push(
+        json!({"action": "oom", "addr": 0, "size": 4 * GIB, "stream": 0,
+        "device_free": GIB, "frames": frame("train.py", 21, "step")}),
+    );
+    let live = 5 * GIB + GIB / 2;
+    let doc = json!({
+        "segments": [{"device": 0, "address": base, "total_size": seg, "allocated_size": live,
+            "active_size": live, "requested_size": live, "stream": 0, "segment_type": "large",
+            "segment_pool_id": [0, 0], "is_expandable": false, "frames": [], "blocks": blocks}],
+        "device_traces": [trace],
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("owners.json");
+    std::fs::write(&f, doc.to_string()).expect("write");
+    let out = Command::cargo_bin("memtide")
+        .expect("memtide binary")
+        .args(["summary", "--json"])
+        .arg(&f)
+        .output()
+        .expect("run memtide");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let o = &v["ooms"][0];
+    assert_eq!(o["verdict"], "live_tensors", "{o}");
+    let advice = o["advice"].as_str().expect("advice");
+    let listed = advice
+        .split("Biggest live: ")
+        .nth(1)
+        .and_then(|r| r.split(". ").next())
+        .unwrap_or_else(|| panic!("{advice}"));
+    let owners: Vec<&str> = listed.split("; ").collect();
+    assert_eq!(owners.len(), 3, "{listed}");
+    assert!(
+        owners[0].starts_with("3.000 GiB (3 allocations) ")
+            && owners[0].ends_with("model.py:10 forward"),
+        "{listed}"
+    );
+    assert!(
+        owners[1].starts_with("2.000 GiB ") && owners[1].ends_with("train.py:20 step"),
+        "{listed}"
+    );
+    assert!(
+        owners[2].starts_with("512.0 MiB ") && owners[2].ends_with("model.py:30 head"),
+        "{listed}"
+    );
+}

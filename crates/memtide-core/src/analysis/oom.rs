@@ -21,7 +21,7 @@ use crate::trace::units::grouped;
 use crate::trace::{human_bytes, AllocId, Band, MarkKind, Seq, Trace, FLAG_FROM_START};
 use crate::worker::Progress;
 
-/// How many live allocations the advice names.
+/// How many owners of live memory (allocations grouped by name and frame) the advice names.
 const ADVICE_LIVE: usize = 3;
 
 /// The explanation of each OOM of `trace`, in event order. `history` is the device's
@@ -594,20 +594,28 @@ fn named(
     ps
 }
 
+/// The biggest owners of the memory live at `at`: its storages grouped by how they are
+/// described (name at the user's frame), biggest total first (ties by description), each as
+/// `10.32 GiB (27 allocations) dit.py:125 forward` (`384.0 MiB dit.py:241 forward` for
+/// one). Listing storages one by one named one line three times where it held them all.
 fn biggest_live(trace: &Trace, index: &Index, at: Seq, view: &FrameView) -> Vec<String> {
     if !trace.identities_known() {
         return Vec::new();
     }
-    index
-        .live_at(trace, at)
+    let mut owners: rustc_hash::FxHashMap<String, (u64, u64)> = Default::default();
+    for id in index.live_at_unsorted(trace, at) {
+        let o = owners.entry(describe(trace, id, at, view)).or_default();
+        o.0 += trace.size(id).0;
+        o.1 += 1;
+    }
+    let mut owners: Vec<(String, (u64, u64))> = owners.into_iter().collect();
+    owners.sort_by(|(a, (x, _)), (b, (y, _))| y.cmp(x).then_with(|| a.cmp(b)));
+    owners
         .into_iter()
         .take(ADVICE_LIVE)
-        .map(|id| {
-            format!(
-                "{} {}",
-                human_bytes(trace.size(id).0),
-                describe(trace, id, at, view)
-            )
+        .map(|(what, (bytes, n))| match n {
+            1 => format!("{} {what}", human_bytes(bytes)),
+            n => format!("{} ({n} allocations) {what}", human_bytes(bytes)),
         })
         .collect()
 }
