@@ -602,11 +602,24 @@ fn biggest_live(trace: &Trace, index: &Index, at: Seq, view: &FrameView) -> Vec<
     if !trace.identities_known() {
         return Vec::new();
     }
-    let mut owners: rustc_hash::FxHashMap<String, (u64, u64)> = Default::default();
+    // Storages of one stack, name and extra fields are described alike: each such group is
+    // described once (a million live storages are a few thousand groups).
+    let mut groups: rustc_hash::FxHashMap<_, (AllocId, u64, u64)> = Default::default();
     for id in index.live_at_unsorted(trace, at) {
+        let key = (
+            trace.stack_id(id),
+            trace.name_id(id),
+            trace.extra.get(&id).copied(),
+        );
+        let g = groups.entry(key).or_insert((id, 0, 0));
+        g.1 += trace.size(id).0;
+        g.2 += 1;
+    }
+    let mut owners: rustc_hash::FxHashMap<String, (u64, u64)> = Default::default();
+    for (id, bytes, n) in groups.into_values() {
         let o = owners.entry(describe(trace, id, at, view)).or_default();
-        o.0 += trace.size(id).0;
-        o.1 += 1;
+        o.0 += bytes;
+        o.1 += n;
     }
     let mut owners: Vec<(String, (u64, u64))> = owners.into_iter().collect();
     owners.sort_by(|(a, (x, _)), (b, (y, _))| y.cmp(x).then_with(|| a.cmp(b)));
