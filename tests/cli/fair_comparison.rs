@@ -665,3 +665,32 @@ fn a_run_without_steps_is_named_the_whole_run() {
         assert_eq!(v["boundary"]["words"], words, "{file}");
     }
 }
+
+/// A snapshot whose history holds a marker alone (every block predates the recording) says
+/// it is one instant, not that it records no stacks: its blocks have them (two published
+/// snapshots read "the file records no stacks, phase marks or categories").
+#[test]
+fn an_instant_with_stacks_says_it_is_one_instant() {
+    let doc = serde_json::json!({
+        "segments": [{"device": 0, "address": 4096, "total_size": 2 << 20,
+            "allocated_size": 1 << 20, "active_size": 1 << 20, "requested_size": 1 << 20,
+            "stream": 0, "segment_type": "large", "frames": [],
+            "blocks": [
+                {"address": 4096, "size": 1 << 20, "requested_size": 1 << 20,
+                 "state": "active_allocated",
+                 "frames": [{"filename": "/w/model.py", "line": 7, "name": "forward"}]},
+                {"address": 4096 + (1 << 20), "size": 1 << 20, "requested_size": 0,
+                 "state": "inactive", "frames": []}]}],
+        "device_traces": [[{"action": "snapshot", "addr": 0, "size": 0, "stream": 0,
+            "time_us": 9, "frames": []}]]
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("instant.json");
+    std::fs::write(&f, doc.to_string()).expect("write");
+    let v = summary_json_path(&f);
+    assert_eq!(v["boundary"]["kind"], "cannot_tell", "{v}");
+    assert_eq!(
+        v["boundary"]["words"],
+        "cannot tell: the file records no allocation made while it recorded (it is one instant) to show which phases ran"
+    );
+}

@@ -177,7 +177,7 @@ fn words(b: &Boundary, w: &Work) -> String {
             "{}: {}",
             b.kind.words(),
             if !w.absence_knowable {
-                "the file records no stacks, phase marks or categories to show which phases ran".to_string()
+                format!("the file {} to show which phases ran", w.why_phases_unknown())
             } else if w.updates_by == UpdatesBy::None {
                 "no step marks: which update each allocation belongs to is unknown".to_string()
             } else {

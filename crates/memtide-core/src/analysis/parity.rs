@@ -137,6 +137,17 @@ fn parameters(a: &Work, b: &Work) -> ParityLine {
     line("parameters", state, breaks, va, vb, words)
 }
 
+/// Which run's phases are unknown and why (each run's own reason where they differ).
+fn phases_unknown(a: &Work, b: &Work) -> String {
+    match (a.absence_knowable, b.absence_knowable) {
+        (false, false) if a.why_phases_unknown() != b.why_phases_unknown() => {
+            format!("A {}; B {}", a.why_phases_unknown(), b.why_phases_unknown())
+        }
+        (false, _) => who_lacks(true, !b.absence_knowable, a.why_phases_unknown()),
+        _ => who_lacks(false, true, b.why_phases_unknown()),
+    }
+}
+
 fn who_lacks(a: bool, b: bool, what: &str) -> String {
     match (a, b) {
         (true, true) => format!("each file {what}"),
@@ -465,14 +476,7 @@ fn phases(a: &Work, b: &Work) -> ParityLine {
             true,
             v(a),
             v(b),
-            format!(
-                "unknown: {}",
-                who_lacks(
-                    !a.absence_knowable,
-                    !b.absence_knowable,
-                    "records no stacks, phase marks or categories"
-                )
-            ),
+            format!("unknown: {}", phases_unknown(a, b)),
         )
     } else {
         line(

@@ -134,6 +134,9 @@ pub struct Work {
     pub absence_knowable: bool,
     /// What makes `absence_knowable` true (`stacks`, `phase marks`, `recorded categories`).
     pub evidence: Vec<&'static str>,
+    /// Whether any block was allocated while the file recorded (false: a snapshot without
+    /// history, one instant whose every block predates it).
+    pub allocations_recorded: bool,
     /// `param_count` from the header.
     pub param_count: Option<u64>,
     /// Most parameter bytes live at once; None when the file does not split the persistent
@@ -156,6 +159,16 @@ pub struct Work {
 pub const FIRST_FORWARD: usize = 8;
 
 impl Work {
+    /// Why a phase not seen is unknown (where `absence_knowable` is false), after "the
+    /// file": an instant without history shows no phase at all; else it lacks the evidence.
+    pub fn why_phases_unknown(&self) -> &'static str {
+        if self.allocations_recorded {
+            "records no stacks, phase marks or categories"
+        } else {
+            "records no allocation made while it recorded (it is one instant)"
+        }
+    }
+
     /// Number of updates measured; None when the run marks none (no steps, no optimizer step).
     pub fn steps(&self) -> Option<usize> {
         (self.updates_by != UpdatesBy::None).then_some(self.updates.len())
@@ -645,6 +658,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         per_update,
         absence_knowable: !evidence.is_empty(),
         evidence,
+        allocations_recorded: blocks > 0,
         param_count: super::persistent::param_count(trace),
         param_bytes,
         optimizer_bytes,
