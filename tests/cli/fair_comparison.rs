@@ -666,9 +666,11 @@ fn a_run_without_steps_is_named_the_whole_run() {
     }
 }
 
-/// A snapshot whose history holds a marker alone (every block predates the recording) says
-/// it is one instant, not that it records no stacks: its blocks have them (two published
-/// snapshots read "the file records no stacks, phase marks or categories").
+/// A snapshot whose history holds a marker alone (every block predates the recording), or
+/// that has no history, says it is one instant, not that it records no stacks: its blocks
+/// have them (two published snapshots read "the file records no stacks, phase marks or
+/// categories"), and a dump without history was called forward-only from its blocks' stacks,
+/// though an instant cannot show that no backward ran.
 #[test]
 fn an_instant_with_stacks_says_it_is_one_instant() {
     let doc = serde_json::json!({
@@ -687,10 +689,16 @@ fn an_instant_with_stacks_says_it_is_one_instant() {
     let dir = tempfile::tempdir().expect("tmp");
     let f = dir.path().join("instant.json");
     std::fs::write(&f, doc.to_string()).expect("write");
-    let v = summary_json_path(&f);
-    assert_eq!(v["boundary"]["kind"], "cannot_tell", "{v}");
-    assert_eq!(
-        v["boundary"]["words"],
-        "cannot tell: the file records no allocation made while it recorded (it is one instant) to show which phases ran"
-    );
+    let without = dir.path().join("no_history.json");
+    let mut doc = doc;
+    doc["device_traces"] = serde_json::json!([]);
+    std::fs::write(&without, doc.to_string()).expect("write");
+    for f in [f, without] {
+        let v = summary_json_path(&f);
+        assert_eq!(v["boundary"]["kind"], "cannot_tell", "{v}");
+        assert_eq!(
+            v["boundary"]["words"],
+            "cannot tell: the file is one instant (no allocation made while it recorded): which phases ran is unknown"
+        );
+    }
 }

@@ -177,7 +177,12 @@ fn words(b: &Boundary, w: &Work) -> String {
             "{}: {}",
             b.kind.words(),
             if !w.absence_knowable {
-                format!("the file {} to show which phases ran", w.why_phases_unknown())
+                let why = w.why_phases_unknown();
+                if w.allocations_recorded {
+                    format!("the file {why} to show which phases ran")
+                } else {
+                    format!("the file {why}: which phases ran is unknown")
+                }
             } else if w.updates_by == UpdatesBy::None {
                 "no step marks: which update each allocation belongs to is unknown".to_string()
             } else {

@@ -165,7 +165,7 @@ impl Work {
         if self.allocations_recorded {
             "records no stacks, phase marks or categories"
         } else {
-            "records no allocation made while it recorded (it is one instant)"
+            "is one instant (no allocation made while it recorded)"
         }
     }
 
@@ -545,7 +545,9 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
                 trace.category(id) == Category::Input && trace.flags(id) & FLAG_INFERRED == 0;
         }
     }
-    let stacks_known = blocks > 0 && with_stack * 2 >= blocks;
+    // An instant without history shows the state at the dump: its stacks say what was made,
+    // not what ran (a backward whose memory was freed leaves nothing).
+    let stacks_known = !trace.one_instant && blocks > 0 && with_stack * 2 >= blocks;
     scan.stacks_known = stacks_known;
     let mut evidence = Vec::new();
     if stacks_known {
@@ -658,7 +660,7 @@ pub(crate) fn work(trace: &Trace, index: &crate::index::Index) -> Work {
         per_update,
         absence_knowable: !evidence.is_empty(),
         evidence,
-        allocations_recorded: blocks > 0,
+        allocations_recorded: blocks > 0 && !trace.one_instant,
         param_count: super::persistent::param_count(trace),
         param_bytes,
         optimizer_bytes,

@@ -421,6 +421,10 @@ pub struct Trace {
     pub ext_source: FxHashMap<AllocId, StrId>,
     /// The call chain of an external storage, when its source recorded one.
     pub ext_detail: FxHashMap<AllocId, ExternalDetail>,
+    /// The trace is one instant with no history (a snapshot dumped without
+    /// `_record_memory_history`): its blocks are shown made at event #0, but nothing says
+    /// what ran before, so no phase can be said absent.
+    pub one_instant: bool,
 }
 
 impl Trace {
@@ -475,6 +479,7 @@ impl Trace {
             nsys: None,
             server_log: None,
             external_known: false,
+            one_instant: false,
             ext_source: FxHashMap::default(),
             ext_detail: FxHashMap::default(),
         }

@@ -751,6 +751,7 @@ impl<'r> Replay<'r> {
             user_marks,
         } = n;
         if history_less {
+            t.one_instant = true;
             // A fact about the file, not a doubt about the figures: a note, not a warning.
             let note = format!(
                 "the snapshot has no trace history (device_traces is empty or absent: memory history was not recorded): one instant, the state at the dump, shown as event #0; {} blocks, {} B requested ({} B rounded, as memory_allocated() counts), {} B reserved",
