@@ -96,7 +96,8 @@ fn title_parts(sh: &Shared, ex: &ExplorerState, dev: &Device) -> Vec<Part> {
         parts.push(text(format!("{sep}reserved {}", fmt::bytes(rp.0)), 9));
     }
     if let Some(c) = tr.capacity {
-        parts.push(text(format!("{sep}capacity {}", fmt::bytes(c.0)), 8));
+        // Before the file's name: the timeline's scale shows the capacity too.
+        parts.push(text(format!("{sep}capacity {}", fmt::bytes(c.0)), 5));
     }
     parts.push(text(format!("{sep}bands {}", tr.bands_source.name()), 1));
     if let Some(d) = &tr.device_log {
