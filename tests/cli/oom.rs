@@ -511,18 +511,7 @@ fn the_advice_names_the_biggest_owners_of_live_memory() {
     let dir = tempfile::tempdir().expect("tmp");
     let f = dir.path().join("owners.json");
     std::fs::write(&f, doc.to_string()).expect("write");
-    let out = Command::cargo_bin("memtide")
-        .expect("memtide binary")
-        .args(["summary", "--json"])
-        .arg(&f)
-        .output()
-        .expect("run memtide");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = crate::support::repo::summary_json(&f);
     let o = &v["ooms"][0];
     assert_eq!(o["verdict"], "live_tensors", "{o}");
     let advice = o["advice"].as_str().expect("advice");

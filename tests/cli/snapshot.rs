@@ -312,16 +312,7 @@ fn a_snapshot_that_recorded_nothing_says_so_everywhere() {
         r#"{"segments": [], "device_traces": [[{"action": "alloc", "addr": 4096, "size": 512}]]}"#,
     )
     .unwrap();
-    let out = crate::support::repo::memtide()
-        .args(["summary", "--json"])
-        .arg(&one)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::repo::summary_json(&one);
     // Its row names no frame and no label: the text says so (it left the column blank).
     let out = crate::support::repo::memtide()
         .arg("summary")
@@ -830,17 +821,7 @@ fn a_device_with_markers_alone_gives_way_to_the_one_that_held_memory() {
             [{"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 5}]]
     });
     std::fs::write(&f, doc.to_string()).unwrap();
-    let out = crate::support::repo::memtide()
-        .args(["summary", "--json"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::repo::summary_json(&f);
     assert_eq!(v["device"], "cuda:1", "{v}");
     assert_eq!(v["peak"]["bytes"], 1 << 20, "{v}");
     let h = memtide::tui::testing::Harness::open(&f, 100, 30);
