@@ -202,7 +202,8 @@ impl OpenError {
 
 impl Opened {
     /// The device the user means ([`pick_device`]: a name, an ordinal, or None for the
-    /// first device that ran out of memory, else the first that held memory, else the first with events).
+    /// first device that ran out of memory, else the first that held memory, else the first
+    /// with events).
     pub fn pick(&self, want: Option<&str>) -> Result<usize, UnknownDevice> {
         pick_device(names(&self.devices), want)
     }

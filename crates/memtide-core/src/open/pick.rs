@@ -27,9 +27,9 @@ pub enum Holds {
 /// build PyTorch calls its `hip:N` devices `cuda:N`, so `cuda:N` names `hip:N` and the other
 /// way round when the file has no device of that exact name), an ordinal (`1`: the device
 /// whose name ends in `:1`, else the second device), or None for the first device that ran
-/// out of memory, else the first that held memory, else the first that held memory, else the first with events, else the
-/// first. `devices` gives each device's
-/// name and what it holds, in file order. The one rule every command and screen uses.
+/// out of memory, else the first that held memory, else the first with events, else the
+/// first. `devices` gives each device's name and what it holds, in file order. The one rule
+/// every command and screen uses.
 pub fn pick_device<'a>(
     devices: impl IntoIterator<Item = (&'a str, Holds)>,
     want: Option<&str>,
