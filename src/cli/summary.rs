@@ -63,12 +63,8 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
                 .filter(|s| s.events > 0)
                 .collect()
         };
-        if let Some(list) = memtide_report::summary::devices_index(&shown) {
-            crate::outln!(
-                "**{} devices**, each below in this order: {}\n",
-                shown.len(),
-                memtide_report::markdown::cell(&list)
-            );
+        if let Some(line) = memtide_report::markdown::devices_line(&shown) {
+            crate::outln!("{line}\n");
         }
         for s in shown {
             crate::outln!(
@@ -97,11 +93,8 @@ pub fn run(a: &SummaryArgs) -> Result<ExitCode> {
             all_windows: a.windows == "all",
         };
         let listed: Vec<&Summary> = shown.iter().map(|(s, _)| *s).collect();
-        if let Some(list) = memtide_report::summary::devices_index(&listed) {
-            crate::outln!(
-                "{} devices, each reported below in this order (--device N for one): {list}\n",
-                listed.len()
-            );
+        if let Some(line) = memtide_report::summary::devices_line(&listed) {
+            crate::outln!("{line}\n");
         }
         for (i, (s, _)) in shown.iter().enumerate() {
             if i > 0 {

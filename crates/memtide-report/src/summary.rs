@@ -58,6 +58,16 @@ pub fn devices_index(shown: &[&Summary]) -> Option<String> {
     Some(list.join(" · "))
 }
 
+/// The text report's first line for a file of several devices ([`devices_index`]).
+pub fn devices_line(shown: &[&Summary]) -> Option<String> {
+    devices_index(shown).map(|list| {
+        format!(
+            "{} devices, each reported below in this order (--device N for one): {list}",
+            shown.len()
+        )
+    })
+}
+
 /// The text `memtide summary` prints for one device: [`render_text_with`] and the run's
 /// measurement boundary (`boundary        full update after …`) after its `final` line
 /// (none when the trace holds no allocation).

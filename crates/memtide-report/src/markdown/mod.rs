@@ -93,6 +93,18 @@ pub fn render(s: &Summary) -> String {
     render_with(s, false)
 }
 
+/// The Markdown report's first line for a file of several devices
+/// ([`crate::summary::devices_index`]).
+pub fn devices_line(shown: &[&Summary]) -> Option<String> {
+    crate::summary::devices_index(shown).map(|list| {
+        format!(
+            "**{} devices**, each below in this order: {}",
+            shown.len(),
+            cell(&list)
+        )
+    })
+}
+
 /// [`render`], every window listed when `all_windows` (`--windows all`).
 pub fn render_with(s: &Summary, all_windows: bool) -> String {
     let mut o = String::new();
