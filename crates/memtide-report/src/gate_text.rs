@@ -201,7 +201,7 @@ fn peak_line(p: &PeakGate, note: &str) -> String {
     )
 }
 
-/// The biggest live storages of a FAIL line, or why they are unknown.
+/// The biggest owners of live memory of a FAIL line, or why they are unknown.
 pub fn biggest_live_text(live: Option<&[LiveItem]>) -> String {
     let Some(live) = live else {
         return "unavailable (the file records no addresses)".into();
@@ -216,7 +216,14 @@ pub fn biggest_live_text(live: Option<&[LiveItem]>) -> String {
                 (true, false) => frame,
                 (true, true) => "unnamed".to_string(),
             };
-            format!("{} {} {what}", human_bytes(e.bytes), e.band)
+            match e.count {
+                1 => format!("{} {} {what}", human_bytes(e.bytes), e.band),
+                n => format!(
+                    "{} ({n} allocations) {} {what}",
+                    human_bytes(e.bytes),
+                    e.band
+                ),
+            }
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -12,16 +12,20 @@ use crate::open::Device;
 use crate::trace::Trace;
 use serde::Serialize;
 
-/// One storage live at the peak.
+/// One owner of memory live at the peak: the storages of one band, category, label, user
+/// frame and innermost op, together.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LiveItem {
+    /// All of its storages' bytes.
     pub bytes: u64,
+    /// How many storages it holds.
+    pub count: u64,
     /// The band's name (`activation`, `external`, …).
     pub band: &'static str,
     pub category: &'static str,
     /// Its name, module path or op; empty when the file says nothing.
     pub label: String,
-    /// The top frame as the file gives it, or empty.
+    /// The top frame as the file gives it (of its biggest storage), or empty.
     pub frame: String,
     /// The user frame (`model.py:71 attention`), or empty.
     pub user_frame: String,
@@ -29,8 +33,9 @@ pub struct LiveItem {
     pub innermost: String,
 }
 
-/// The `n` biggest storages live at `peak`, biggest first; None when the file records no
-/// addresses (the live set is then unknown).
+/// The `n` biggest owners of the memory live at `peak` ([`LiveItem`]), biggest first (ties
+/// by label and frame); None when the file records no addresses (the live set is then
+/// unknown). Listing storages one by one named one line three times where it held them all.
 pub fn biggest_live(
     trace: &Trace,
     index: &Index,
@@ -41,22 +46,59 @@ pub fn biggest_live(
     if !trace.identities_known() {
         return None;
     }
-    Some(
-        peak.live(trace, index)
-            .into_iter()
-            .take(n)
-            .map(|id| entry_in(trace, id, peak.at, view))
-            .map(|e| LiveItem {
-                bytes: e.bytes.0,
-                band: e.band.name(),
-                category: e.category,
-                label: e.label,
-                frame: e.frame,
-                user_frame: e.user_frame,
-                innermost: e.innermost,
-            })
-            .collect(),
-    )
+    // Storages of one stack, name, extra fields and category are described alike: each such
+    // group is described once, biggest storage first (its top frame is the owner's).
+    let mut groups: rustc_hash::FxHashMap<_, (crate::trace::AllocId, u64, u64)> =
+        Default::default();
+    for id in peak.live(trace, index) {
+        let key = (
+            trace.stack_id(id),
+            trace.name_id(id),
+            trace.extra.get(&id).copied(),
+            trace.category(id),
+        );
+        let g = groups.entry(key).or_insert((id, 0, 0));
+        g.1 += trace.size(id).0;
+        g.2 += 1;
+    }
+    let mut groups: Vec<_> = groups.into_values().collect();
+    groups.sort_by_key(|&(id, _, _)| std::cmp::Reverse(trace.size(id).0));
+    let mut owners: Vec<LiveItem> = Vec::new();
+    let mut at: rustc_hash::FxHashMap<(&str, &str, String, String, String), usize> =
+        Default::default();
+    for (id, bytes, count) in groups {
+        let e = entry_in(trace, id, peak.at, view);
+        let key = (
+            e.band.name(),
+            e.category,
+            e.label.clone(),
+            e.user_frame.clone(),
+            e.innermost.clone(),
+        );
+        if let Some(o) = at.get(&key).and_then(|&i| owners.get_mut(i)) {
+            o.bytes += bytes;
+            o.count += count;
+            continue;
+        }
+        at.insert(key, owners.len());
+        owners.push(LiveItem {
+            bytes,
+            count,
+            band: e.band.name(),
+            category: e.category,
+            label: e.label,
+            frame: e.frame,
+            user_frame: e.user_frame,
+            innermost: e.innermost,
+        });
+    }
+    owners.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then_with(|| (&a.label, &a.frame).cmp(&(&b.label, &b.frame)))
+    });
+    owners.truncate(n);
+    Some(owners)
 }
 
 /// A window the peak was measured in.

@@ -58,6 +58,28 @@ fn a_peak_at_the_limit_passes_and_one_byte_over_fails() {
     assert!(v.oom.is_none() && v.growth.is_none());
 }
 
+/// Three 1000 B activations named `x` are one owner of 3000 B (3 storages), bigger than the
+/// 2500 B weight `w` and the 100 B activation `y`: a failure names the owners, not the
+/// storages one by one (it named `w`, then `x` twice).
+#[test]
+fn a_failure_names_the_biggest_owners_of_live_memory() {
+    let d = trace(
+        r#"{"t":1,"op":"alloc","id":1,"size":2500,"cat":"param","name":"w"}
+{"t":2,"op":"alloc","id":2,"size":1000,"cat":"activation","name":"x"}
+{"t":3,"op":"alloc","id":3,"size":1000,"cat":"activation","name":"x"}
+{"t":4,"op":"alloc","id":4,"size":1000,"cat":"activation","name":"x"}
+{"t":5,"op":"alloc","id":5,"size":100,"cat":"activation","name":"y"}
+"#,
+    );
+    let v = check_device(&d, &peak_limit(1)).unwrap();
+    let live = v.peak.unwrap().biggest_live.unwrap();
+    let got: Vec<(u64, u64, &str)> = live
+        .iter()
+        .map(|l| (l.bytes, l.count, l.label.as_str()))
+        .collect();
+    assert_eq!(got, [(3000, 3, "x"), (2500, 1, "w"), (100, 1, "y")]);
+}
+
 /// Step 0 (warm-up) keeps 1000 B; steps 1 and 2 each leak 100 B named `leak`. Boundaries
 /// after warm-up: 1000 (step 1 starts), 1100 (step 2), 1200 (the end): growth 200 / 1000.
 const LEAK: &str = r#"{"t":1,"op":"mark","name":"step 0","kind":"step"}
