@@ -47,6 +47,78 @@ pub struct LiveEntry {
     pub inferred: bool,
 }
 
+/// One owner of live memory: the storages of one band, category, label, user frame and
+/// innermost op, together (three 1 GiB activations of one line are one owner of 3 GiB).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    /// The row of its biggest storage.
+    pub entry: LiveEntry,
+    /// All of its storages' bytes.
+    pub bytes: u64,
+    /// How many storages it holds.
+    pub count: u64,
+}
+
+/// The owners of the storages `ids`, live at `at`, biggest total first (ties by label and
+/// top frame). Storages of one stack, name, extra fields and category are described alike:
+/// each such group is read once (a million live storages are a few thousand groups).
+pub fn owners(
+    trace: &Trace,
+    ids: impl IntoIterator<Item = AllocId>,
+    at: Seq,
+    view: &FrameView,
+) -> Vec<Owner> {
+    type Group = (AllocId, u64, u64);
+    let mut groups: rustc_hash::FxHashMap<_, Group> = Default::default();
+    for id in ids {
+        let key = (
+            trace.stack_id(id),
+            trace.name_id(id),
+            trace.extra.get(&id).copied(),
+            trace.category(id),
+        );
+        let g = groups.entry(key).or_insert((id, 0, 0));
+        if trace.size(id).0 > trace.size(g.0).0 {
+            g.0 = id;
+        }
+        g.1 += trace.size(id).0;
+        g.2 += 1;
+    }
+    // Biggest storage first: an owner's row is its biggest storage's.
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    groups.sort_by_key(|&(id, _, _)| (std::cmp::Reverse(trace.size(id).0), id.0));
+    let mut owners: Vec<Owner> = Vec::new();
+    let mut place: rustc_hash::FxHashMap<(Band, &'static str, String, String, String), usize> =
+        Default::default();
+    for (id, bytes, count) in groups {
+        let entry = entry_in(trace, id, at, view);
+        let key = (
+            entry.band,
+            entry.category,
+            entry.label.clone(),
+            entry.user_frame.clone(),
+            entry.innermost.clone(),
+        );
+        if let Some(o) = place.get(&key).and_then(|&i| owners.get_mut(i)) {
+            o.bytes += bytes;
+            o.count += count;
+            continue;
+        }
+        place.insert(key, owners.len());
+        owners.push(Owner {
+            entry,
+            bytes,
+            count,
+        });
+    }
+    owners.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then_with(|| (&a.entry.label, &a.entry.frame).cmp(&(&b.entry.label, &b.entry.frame)))
+    });
+    owners
+}
+
 /// The label of a storage live before the recording began, without a stack.
 pub(crate) const BEFORE_RECORDING: &str = "before recording";
 

@@ -602,24 +602,12 @@ fn biggest_live(trace: &Trace, index: &Index, at: Seq, view: &FrameView) -> Vec<
     if !trace.identities_known() {
         return Vec::new();
     }
-    // Storages of one stack, name and extra fields are described alike: each such group is
-    // described once (a million live storages are a few thousand groups).
-    let mut groups: rustc_hash::FxHashMap<_, (AllocId, u64, u64)> = Default::default();
-    for id in index.live_at_unsorted(trace, at) {
-        let key = (
-            trace.stack_id(id),
-            trace.name_id(id),
-            trace.extra.get(&id).copied(),
-        );
-        let g = groups.entry(key).or_insert((id, 0, 0));
-        g.1 += trace.size(id).0;
-        g.2 += 1;
-    }
+    // Owners that read alike (one name at one frame, of two categories) are one line.
     let mut owners: rustc_hash::FxHashMap<String, (u64, u64)> = Default::default();
-    for (id, bytes, n) in groups.into_values() {
-        let o = owners.entry(describe(trace, id, at, view)).or_default();
-        o.0 += bytes;
-        o.1 += n;
+    for o in super::live::owners(trace, index.live_at_unsorted(trace, at), at, view) {
+        let w = owners.entry(describe_entry(&o.entry, view)).or_default();
+        w.0 += o.bytes;
+        w.1 += o.count;
     }
     let mut owners: Vec<(String, (u64, u64))> = owners.into_iter().collect();
     owners.sort_by(|(a, (x, _)), (b, (y, _))| y.cmp(x).then_with(|| a.cmp(b)));
@@ -635,7 +623,11 @@ fn biggest_live(trace: &Trace, index: &Index, at: Seq, view: &FrameView) -> Vec<
 
 /// A live storage in words: its name at the user's frame (else the innermost frame).
 fn describe(trace: &Trace, id: AllocId, at: Seq, view: &FrameView) -> String {
-    let e = entry_in(trace, id, at, view);
+    describe_entry(&entry_in(trace, id, at, view), view)
+}
+
+/// [`describe`] of a row already read.
+fn describe_entry(e: &super::live::LiveEntry, view: &FrameView) -> String {
     // The user's frame, else the innermost frame printed short.
     let frame = if e.user_frame.is_empty() && !e.frame.is_empty() {
         view.show(&parse_frame(&e.frame))

@@ -4,7 +4,6 @@
 
 use crate::allocator::FixResult;
 use crate::analysis::frames::FrameView;
-use crate::analysis::live::entry_in;
 use crate::analysis::trend::Trend;
 use crate::analysis::Peak;
 use crate::index::Index;
@@ -46,59 +45,23 @@ pub fn biggest_live(
     if !trace.identities_known() {
         return None;
     }
-    // Storages of one stack, name, extra fields and category are described alike: each such
-    // group is described once, biggest storage first (its top frame is the owner's).
-    let mut groups: rustc_hash::FxHashMap<_, (crate::trace::AllocId, u64, u64)> =
-        Default::default();
-    for id in peak.live(trace, index) {
-        let key = (
-            trace.stack_id(id),
-            trace.name_id(id),
-            trace.extra.get(&id).copied(),
-            trace.category(id),
-        );
-        let g = groups.entry(key).or_insert((id, 0, 0));
-        g.1 += trace.size(id).0;
-        g.2 += 1;
-    }
-    let mut groups: Vec<_> = groups.into_values().collect();
-    groups.sort_by_key(|&(id, _, _)| std::cmp::Reverse(trace.size(id).0));
-    let mut owners: Vec<LiveItem> = Vec::new();
-    let mut at: rustc_hash::FxHashMap<(&str, &str, String, String, String), usize> =
-        Default::default();
-    for (id, bytes, count) in groups {
-        let e = entry_in(trace, id, peak.at, view);
-        let key = (
-            e.band.name(),
-            e.category,
-            e.label.clone(),
-            e.user_frame.clone(),
-            e.innermost.clone(),
-        );
-        if let Some(o) = at.get(&key).and_then(|&i| owners.get_mut(i)) {
-            o.bytes += bytes;
-            o.count += count;
-            continue;
-        }
-        at.insert(key, owners.len());
-        owners.push(LiveItem {
-            bytes,
-            count,
-            band: e.band.name(),
-            category: e.category,
-            label: e.label,
-            frame: e.frame,
-            user_frame: e.user_frame,
-            innermost: e.innermost,
-        });
-    }
-    owners.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then_with(|| (&a.label, &a.frame).cmp(&(&b.label, &b.frame)))
-    });
-    owners.truncate(n);
-    Some(owners)
+    let owners = crate::analysis::live::owners(trace, peak.live(trace, index), peak.at, view);
+    Some(
+        owners
+            .into_iter()
+            .take(n)
+            .map(|o| LiveItem {
+                bytes: o.bytes,
+                count: o.count,
+                band: o.entry.band.name(),
+                category: o.entry.category,
+                label: o.entry.label,
+                frame: o.entry.frame,
+                user_frame: o.entry.user_frame,
+                innermost: o.entry.innermost,
+            })
+            .collect(),
+    )
 }
 
 /// A window the peak was measured in.
