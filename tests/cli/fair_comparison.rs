@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::support::repo::root;
+use crate::support::repo::{diff_json_paths, root, summary_json};
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -20,23 +20,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn memtide() -> Command {
     Command::cargo_bin("memtide").expect("binary")
-}
-
-fn diff_json_paths(a: &Path, b: &Path, extra: &[&str]) -> Value {
-    let out = memtide()
-        .arg("diff")
-        .arg("--json")
-        .args(extra)
-        .arg(a)
-        .arg(b)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 fn diff_json(a: &str, b: &str) -> Value {
@@ -406,36 +389,22 @@ fn the_diff_screen_shows_the_verdict_at_80x24() {
     );
 }
 
-fn summary_json_path(p: &Path) -> Value {
-    let out = memtide()
-        .args(["summary", "--json"])
-        .arg(p)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("json")
-}
-
 #[test]
 fn summary_json_carries_the_same_boundary_object_as_each_side_of_diff() {
     // README: base is a full update after the state (2 of 3 steps, 256 MiB lazily in
     // step 0); forward-only shows no backward or optimizer step in its 3 steps; cut ends
     // inside its last step.
     let d = diff_json("base", "forward-only");
-    let base = summary_json_path(&fixture("base"));
+    let base = summary_json(&fixture("base"));
     assert_eq!(base["boundary"], d["boundary"]["a"]);
     assert_eq!(base["boundary"]["kind"], "full_update");
     assert_eq!(base["boundary"]["full_updates"], 2);
     assert_eq!(base["boundary"]["lazy_state"]["bytes"], 256 * MIB);
-    let fwd = summary_json_path(&fixture("forward-only"));
+    let fwd = summary_json(&fixture("forward-only"));
     assert_eq!(fwd["boundary"], d["boundary"]["b"]);
     assert_eq!(fwd["boundary"]["kind"], "forward_only");
     assert_eq!(fwd["boundary"]["lazy_state"], Value::Null);
-    let cut = summary_json_path(&fixture("cut"));
+    let cut = summary_json(&fixture("cut"));
     assert_eq!(
         cut["boundary"]["cut"]["missing"],
         serde_json::json!(["backward", "optimizer"])
@@ -455,7 +424,7 @@ fn summary_json_boundary_is_null_when_the_trace_holds_no_allocation() {
         ),
     )
     .unwrap();
-    let v = summary_json_path(&p);
+    let v = summary_json(&p);
     assert!(v.as_object().unwrap().contains_key("boundary"));
     assert_eq!(v["boundary"], Value::Null);
 }
@@ -660,7 +629,7 @@ fn a_run_without_steps_is_named_the_whole_run() {
             "forward-only: no backward or optimizer step in its one step",
         ),
     ] {
-        let v = summary_json_path(&root.join(file));
+        let v = summary_json(&root.join(file));
         assert_eq!(v["boundary"]["kind"], kind, "{file}");
         assert_eq!(v["boundary"]["words"], words, "{file}");
     }
@@ -694,7 +663,7 @@ fn an_instant_with_stacks_says_it_is_one_instant() {
     doc["device_traces"] = serde_json::json!([]);
     std::fs::write(&without, doc.to_string()).expect("write");
     for f in [f, without] {
-        let v = summary_json_path(&f);
+        let v = summary_json(&f);
         assert_eq!(v["boundary"]["kind"], "cannot_tell", "{v}");
         assert_eq!(
             v["boundary"]["words"],

@@ -87,16 +87,28 @@ pub fn trace_files() -> Vec<PathBuf> {
 
 /// `memtide summary PATH --json` (a trace or a job directory), asserting it succeeds.
 pub fn summary_json(path: &Path) -> serde_json::Value {
-    let out = memtide()
-        .arg("summary")
-        .arg(path)
-        .arg("--json")
-        .output()
-        .expect("memtide runs");
+    json_of(memtide().arg("summary").arg(path).arg("--json"))
+}
+
+/// `memtide diff --json [EXTRA] A B`, asserting it succeeds.
+pub fn diff_json_paths(a: &Path, b: &Path, extra: &[&str]) -> serde_json::Value {
+    json_of(
+        memtide()
+            .arg("diff")
+            .arg("--json")
+            .args(extra)
+            .arg(a)
+            .arg(b),
+    )
+}
+
+/// The JSON a memtide command prints, asserting it succeeds.
+fn json_of(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().expect("memtide runs");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("summary --json is JSON")
+    serde_json::from_slice(&out.stdout).expect("the command prints JSON")
 }
